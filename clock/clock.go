@@ -1,0 +1,30 @@
+// Package clock is the time source of groupexec's packages. Production code
+// uses Real; tests inject a Fake and move time by hand, so nothing depends on
+// how fast the machine is.
+package clock
+
+import "time"
+
+// Clock tells the time and runs functions later.
+type Clock interface {
+	// Now returns the current time. Durations are taken as differences of
+	// Now, so Real keeps Go's monotonic reading.
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has passed.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc call.
+type Timer interface {
+	// Stop prevents the call if it has not started, and reports whether it
+	// did so.
+	Stop() bool
+}
+
+// Real is the system clock.
+var Real Clock = realClock{}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                            { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

@@ -1,0 +1,103 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/groupexec/groupexec/internal/outcome"
+)
+
+// classify maps Fn's error to a status; one rule for the whole project.
+func classify(err error) Status {
+	switch {
+	case err == nil:
+		return Success
+	case outcome.IsCancellation(err):
+		return Cancelled
+	default:
+		return Failed
+	}
+}
+
+// runContext returns the context Fn runs with.
+//
+// When Submit's context can never be cancelled (its Done is nil, as for
+// context.Background), the job itself serves as the context, through runCtx,
+// so a task costs no context allocation. context.Cause on it returns its Err:
+// such a parent carries no cause of its own. Otherwise the job derives a
+// standard cancelable context, which keeps the parent's cancellation and
+// cause.
+func (j *job) runContext() context.Context {
+	if j.parent.Done() == nil {
+		return (*runCtx)(j)
+	}
+	ctx, cancel := context.WithCancelCause(j.parent)
+	j.mu.Lock()
+	j.cancelRun = cancel
+	err := j.cancelled
+	j.mu.Unlock()
+	if err != nil {
+		cancel(err)
+	}
+	return ctx
+}
+
+// endRun releases the run context's resources once Fn has returned.
+func (j *job) endRun() {
+	j.mu.Lock()
+	cancel := j.cancelRun
+	j.cancelRun = nil
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel(context.Canceled)
+	}
+}
+
+// cancelContext cancels the run context with cause, now or, if Fn has not
+// started yet, as soon as it is created.
+func (j *job) cancelContext(cause error) {
+	j.mu.Lock()
+	if j.cancelled != nil {
+		j.mu.Unlock()
+		return
+	}
+	j.cancelled = cause
+	cancel := j.cancelRun
+	if j.cancelCh != nil {
+		close(j.cancelCh)
+	}
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// runCtx is a job seen as the context of its Fn. It delegates values and the
+// deadline to Submit's context, which is never cancelled.
+type runCtx job
+
+func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *runCtx) Value(key any) any           { return c.parent.Value(key) }
+
+func (c *runCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancelCh == nil {
+		if c.cancelled != nil {
+			return closedChan
+		}
+		c.cancelCh = make(chan struct{})
+	}
+	return c.cancelCh
+}
+
+func (c *runCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancelled != nil {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *runCtx) String() string { return "executor.taskContext(" + c.id + ")" }

@@ -1,0 +1,268 @@
+package executor
+
+import "time"
+
+// Dispatch rules (the executor's mutex is held throughout):
+//
+// A waiting task holds only its place in its group's in-flight limit. It
+// starts when its weight fits its group's concurrency limit and the global
+// limit at once. Within a group, tasks start in FIFO order.
+//
+// ex.ready lists, in turn, the groups whose head task fits their own
+// concurrency limit and so waits only for global room. When global room
+// frees, the front group's head starts if it fits, and the group goes to the
+// back of the line if its next task also fits its own limit. If the front
+// head does not fit, nothing else starts until enough room has freed for it:
+// a heavy task is never overtaken forever by lighter ones (the rule x/sync's
+// semaphore uses), so no task starves. A group whose own running task ends
+// joins the back of the line; when no other group is waiting, it is the
+// front, so the freed group's next task starts at once.
+//
+// A group with a deep backlog blocked by its own concurrency limit is not in
+// ex.ready at all, so it never delays another group while global room is
+// free.
+
+// updateReadyLocked keeps g in ex.ready exactly when its head waits only for
+// global room.
+func (ex *Executor) updateReadyLocked(g *group) {
+	h := g.head()
+	want := h != nil && g.conc.Fits(h.weight)
+	switch {
+	case want && !g.readyNode.InList():
+		ex.ready.PushBack(&g.readyNode)
+	case !want && g.readyNode.InList():
+		ex.ready.Remove(&g.readyNode)
+	}
+}
+
+// dispatchLocked starts waiting tasks while global room allows, groups in
+// turn. A head found past its queue timeout is removed instead, never run.
+func (ex *Executor) dispatchLocked(b *batch) {
+	if ex.state == closed {
+		return
+	}
+	var now time.Duration
+	for n := ex.ready.Front(); n != nil; n = ex.ready.Front() {
+		g := n.Value
+		j := g.head()
+		if ex.timeout > 0 {
+			if now == 0 {
+				now = ex.since()
+			}
+			if now-j.submitted >= ex.timeout {
+				ex.removeWaitingLocked(j, Rejected)
+				b.expired.add(j)
+				continue
+			}
+		}
+		if !ex.global.Fits(j.weight) {
+			return
+		}
+		ex.ready.Remove(n)
+		ex.startLocked(g, j)
+		ex.updateReadyLocked(g)
+		b.started.add(j)
+	}
+}
+
+// startLocked takes j's running permits and marks it running.
+func (ex *Executor) startLocked(g *group, j *job) {
+	if j.state == stateWaiting {
+		g.waiting.Remove(&j.node)
+		ex.waiting--
+		if j.stopAfter != nil {
+			// The run context derives from Submit's: no watcher needed.
+			j.stopAfter()
+			j.stopAfter = nil
+		}
+	}
+	g.conc.Acquire(j.weight)
+	ex.global.Acquire(j.weight)
+	g.running.PushBack(&j.node)
+	j.state = stateRunning
+	g.counts.Started++
+	ex.counts.Started++
+}
+
+// removeWaitingLocked takes a waiting j out of its queue, never to run, and
+// counts it as st. The caller dispatches afterwards: removing a head can let
+// others start.
+func (ex *Executor) removeWaitingLocked(j *job, st Status) {
+	g := j.g
+	g.waiting.Remove(&j.node)
+	ex.waiting--
+	g.counts.add(st)
+	ex.counts.add(st)
+	ex.releaseLocked(g, j)
+	ex.updateReadyLocked(g)
+}
+
+// releaseLocked ends j's admission: it gives back its place in the group's
+// in-flight limit and handles a group or executor that goes idle.
+func (ex *Executor) releaseLocked(g *group, j *job) {
+	g.inFlight.Release(j.weight)
+	ex.tasks--
+	j.state = stateDone
+	if g.tasks() == 0 {
+		ex.groupIdleLocked(g)
+	}
+	if ex.tasks == 0 && ex.drainWaits != nil {
+		for _, c := range ex.drainWaits {
+			close(c)
+		}
+		ex.drainWaits = nil
+	}
+}
+
+// groupIdleLocked handles a group with no task left: it wakes ShutdownGroup,
+// and evicts or parks the group's state. Parked idle groups are reclaimed
+// oldest first past maxIdle, so the group map stays bounded by the busy
+// groups plus maxIdle (plus groups kept shut down).
+func (ex *Executor) groupIdleLocked(g *group) {
+	for _, c := range g.drainWaits {
+		close(c)
+	}
+	g.drainWaits = nil
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	switch {
+	case g.evict:
+		ex.dropLocked(g)
+	case g.shutdown:
+	default:
+		ex.idle.PushBack(&g.idleNode)
+		for ex.idle.Len() > ex.maxIdle {
+			ex.dropLocked(ex.idle.Front().Value)
+		}
+	}
+}
+
+func (ex *Executor) dropLocked(g *group) {
+	ex.idle.Remove(&g.idleNode)
+	if ex.groups[g.key] == g {
+		delete(ex.groups, g.key)
+	}
+}
+
+// work runs j and then, back to back, tasks that its completions let start.
+func (ex *Executor) work(j *job) {
+	defer ex.workers.Done()
+	for j != nil {
+		j = ex.run(j, true)
+	}
+}
+
+// run runs a started j. With cont, it returns a task that j's completion
+// started, for the caller to run next in the same goroutine.
+func (ex *Executor) run(j *job, cont bool) *job {
+	ctx := j.runContext()
+	start := ex.since()
+	queued := start - j.submitted
+	if ex.listener != nil {
+		e := ex.event(j)
+		e.Queued = queued
+		ex.notify(onStarted, e)
+	}
+	returned := false
+	defer func() {
+		if !returned { // Fn called runtime.Goexit; this goroutine is ending.
+			ex.finish(j, Failed, ErrGoexit, queued, ex.since()-start, false)
+		}
+	}()
+	st, err := j.body.call(ctx)
+	returned = true
+	return ex.finish(j, st, err, queued, ex.since()-start, cont)
+}
+
+// finish ends a running j: it releases j's permits, starts what now fits,
+// and completes j's handle after the permits are back.
+func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, cont bool) *job {
+	j.endRun()
+	var b batch
+	ex.mu.Lock()
+	g := j.g
+	g.running.Remove(&j.node)
+	g.conc.Release(j.weight)
+	ex.global.Release(j.weight)
+	g.counts.add(st)
+	ex.counts.add(st)
+	ex.releaseLocked(g, j)
+	ex.updateReadyLocked(g)
+	ex.dispatchLocked(&b)
+	next := ex.reserveLocked(&b, cont)
+	ex.mu.Unlock()
+	ex.afterUnlockReserved(&b)
+	if ex.listener != nil {
+		e := ex.event(j)
+		e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
+		ex.notify(onCompleted, e)
+	}
+	j.complete(st, err, queued, ran)
+	return next
+}
+
+// batch is what a locked section decided, acted on after unlocking.
+type batch struct {
+	started jobs // to run
+	expired jobs // removed past their queue timeout
+}
+
+// jobs is a list that allocates only past its first element.
+type jobs struct {
+	one  *job
+	more []*job
+}
+
+func (l *jobs) add(j *job) {
+	if l.one == nil {
+		l.one = j
+		return
+	}
+	l.more = append(l.more, j)
+}
+
+func (l *jobs) len() int {
+	if l.one == nil {
+		return 0
+	}
+	return 1 + len(l.more)
+}
+
+// reserveLocked counts the workers about to be spawned for b's started
+// tasks, under the lock so that Close never waits on a count that may still
+// rise. With cont, the first started task is returned for the calling worker
+// to run and needs no new goroutine.
+func (ex *Executor) reserveLocked(b *batch, cont bool) *job {
+	var next *job
+	if cont && b.started.one != nil {
+		next = b.started.one
+		b.started.one = nil
+		if len(b.started.more) > 0 {
+			b.started.one = b.started.more[0]
+			b.started.more = b.started.more[1:]
+		}
+	}
+	if n := b.started.len(); n > 0 {
+		ex.workers.Add(n)
+	}
+	return next
+}
+
+// afterUnlockReserved spawns b's started tasks (reserved by reserveLocked)
+// and completes its expired ones.
+func (ex *Executor) afterUnlockReserved(b *batch) {
+	if b.started.one != nil {
+		ex.goWork(b.started.one)
+		for _, j := range b.started.more {
+			ex.goWork(j)
+		}
+	}
+	if b.expired.one != nil {
+		ex.completeExpired(b.expired.one)
+		for _, j := range b.expired.more {
+			ex.completeExpired(j)
+		}
+	}
+}

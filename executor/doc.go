@@ -1,0 +1,27 @@
+// Package executor runs tasks by group key (a tenant, a host, a customer)
+// under three ordered limits and fails fast, visibly, when they are full.
+//
+// A task passes, in order: the global in-flight limit (permits running across
+// all groups), its group's in-flight limit, or bulkhead (permits the group
+// has admitted, waiting plus running), and its group's concurrency limit
+// (permits the group has running). Permits are released in the reverse
+// order. A task of weight w takes w permits at each.
+//
+// A task that cannot start at once waits in its group's FIFO queue holding
+// nothing but its place in its own group's bulkhead: a hot group with a deep
+// backlog never pins global capacity that another group could use. Waiting
+// costs no goroutine; a waiting task is its handle, a few hundred bytes.
+//
+//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(4))
+//	ex, _ := executor.New(p)
+//	defer ex.Close()
+//	h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "tenant-a", Fn: work})
+//	if err != nil { /* refused: errors.Is(err, executor.ErrRejected) */ }
+//	res, _ := h.Wait(ctx) // res.Status: Success, Failed, Cancelled or Rejected
+//
+// Every handle completes exactly once; a task's permits are released before
+// its handle completes, so a caller that has seen a result can rely on the
+// capacity being back. Fn runs at most once, only while its permits are
+// held; a panic in Fn is recovered into a *PanicError and costs the executor
+// nothing.
+package executor

@@ -1,0 +1,94 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+var (
+	// ErrRejected is matched by every error of a task that was refused and
+	// never ran: for lack of room, a queue timeout, a shutdown, a task that
+	// can never fit, or invalid input. errors.As gives the *RejectedError.
+	ErrRejected = errors.New("executor: task rejected")
+	// ErrInvalidTask marks a task refused for invalid input: a nil Fn, an empty
+	// group key, a negative weight or a nil context.
+	ErrInvalidTask = errors.New("executor: invalid task")
+	// ErrQueueTimeout marks a task that waited longer than the policy's queue
+	// timeout. It never ran.
+	ErrQueueTimeout = errors.New("executor: queue timeout")
+	// ErrTooHeavy marks a task whose weight exceeds a limit it must pass, so
+	// it could never run. It is refused whatever the rejection policy.
+	ErrTooHeavy = errors.New("executor: task weight exceeds a limit")
+	// ErrShutdown marks a task refused, or cancelled, because the executor is
+	// shutting down or closed.
+	ErrShutdown = errors.New("executor: shut down")
+	// ErrGroupShutdown marks a task refused, or cancelled, because its group
+	// was shut down with ShutdownGroup.
+	ErrGroupShutdown = errors.New("executor: group shut down")
+	// ErrGoexit is the error of a task whose Fn called runtime.Goexit.
+	ErrGoexit = errors.New("executor: task called runtime.Goexit")
+)
+
+// Limit names what refused a task.
+type Limit string
+
+// The limits and thresholds a task can be refused by.
+const (
+	LimitGlobalInFlight   Limit = "global in-flight"
+	LimitGroupInFlight    Limit = "group in-flight"
+	LimitGroupConcurrency Limit = "group concurrency"
+	LimitGlobalQueue      Limit = "global queue threshold"
+	LimitGroupQueue       Limit = "group queue threshold"
+	LimitQueueTimeout     Limit = "queue timeout"
+	LimitShutdown         Limit = "shutdown"
+	LimitInvalid          Limit = "invalid task"
+)
+
+// RejectedError says why a task was refused. It matches ErrRejected and,
+// through Unwrap, its cause (ErrQueueTimeout, ErrTooHeavy, ErrShutdown,
+// ErrGroupShutdown, ErrInvalidTask), when there is one.
+type RejectedError struct {
+	Group  string
+	ID     string
+	Limit  Limit
+	Weight int   // the task's weight, in permits
+	Used   int   // what the limit had in use when it refused (permits, or tasks for a queue)
+	Max    int   // the limit (permits, or tasks for a queue)
+	Err    error // the cause, or nil for plain lack of room
+}
+
+func (e *RejectedError) Error() string {
+	msg := fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
+	switch e.Limit {
+	case LimitShutdown, LimitInvalid, LimitQueueTimeout:
+	default:
+		msg += fmt.Sprintf(" (weight %d, used %d of %d)", e.Weight, e.Used, e.Max)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is ErrRejected.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// Unwrap returns the cause.
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// PanicError is the error of a task whose Fn panicked.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
+
+func (e *PanicError) Error() string { return fmt.Sprintf("executor: task panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

@@ -1,0 +1,86 @@
+package executor
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/groupsem"
+	"github.com/groupexec/groupexec/internal/queue"
+	"github.com/groupexec/groupexec/policy"
+)
+
+type execState uint8
+
+const (
+	open execState = iota
+	shuttingDown
+	closed
+)
+
+// Executor runs tasks by group under a policy's limits. It is safe for
+// concurrent use. Create it with New; release it with Shutdown or Close.
+type Executor struct {
+	pol      *policy.Policy
+	clk      clock.Clock
+	epoch    time.Time
+	timeout  time.Duration
+	listener Listener
+	handler  RejectionHandler
+	spawn    func(func())
+	maxIdle  int
+
+	// workers counts the goroutines running tasks; Close waits for it.
+	workers sync.WaitGroup
+
+	mu         sync.Mutex
+	state      execState
+	global     groupsem.Sem // running permits, all groups
+	waiting    int          // waiting tasks, all groups
+	tasks      int          // admitted tasks (waiting + running), all groups
+	groups     map[string]*group
+	ready      queue.List[*group] // groups whose head waits only for global room, in turn
+	idle       queue.List[*group] // idle groups, least recently idle first
+	drainWaits []chan struct{}    // Shutdown calls waiting for tasks == 0
+	counts     Counts
+}
+
+// New returns an Executor enforcing p.
+func New(p *policy.Policy, opts ...Option) (*Executor, error) {
+	if p == nil {
+		return nil, errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)")
+	}
+	ex := &Executor{
+		pol:     p,
+		clk:     clock.Real,
+		timeout: p.QueueTimeout(),
+		maxIdle: DefaultMaxIdleGroups,
+		global:  groupsem.New(p.GlobalMaxInFlight()),
+		groups:  make(map[string]*group),
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("executor: New: nil Option")
+		}
+		if err := o.apply(ex); err != nil {
+			return nil, err
+		}
+	}
+	ex.epoch = ex.clk.Now()
+	return ex, nil
+}
+
+// Policy returns the policy the executor enforces.
+func (ex *Executor) Policy() *policy.Policy { return ex.pol }
+
+// since returns the clock's time as a duration since the executor's epoch.
+func (ex *Executor) since() time.Duration { return ex.clk.Now().Sub(ex.epoch) }
+
+func (ex *Executor) goWork(j *job) {
+	if ex.spawn == nil {
+		go ex.work(j)
+		return
+	}
+	ex.spawn(func() { ex.work(j) })
+}

@@ -1,0 +1,50 @@
+package executor
+
+import (
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/groupsem"
+	"github.com/groupexec/groupexec/internal/queue"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// group is one group key's state. Every field is guarded by the executor's
+// mutex.
+type group struct {
+	key      string
+	limits   policy.GroupLimits
+	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
+	conc     groupsem.Sem // permits running
+	waiting  queue.List[*job]
+	running  queue.List[*job]
+
+	readyNode queue.Node[*group] // in ex.ready
+	idleNode  queue.Node[*group] // in ex.idle
+
+	timer      clock.Timer // the queue-timeout timer, armed for the head
+	shutdown   bool
+	evict      bool // evict as soon as idle
+	drainWaits []chan struct{}
+	counts     Counts
+}
+
+func newGroup(key string, l policy.GroupLimits) *group {
+	g := &group{
+		key:      key,
+		limits:   l,
+		inFlight: groupsem.New(l.MaxInFlight),
+		conc:     groupsem.New(l.MaxConcurrency),
+	}
+	g.readyNode.Value = g
+	g.idleNode.Value = g
+	return g
+}
+
+func (g *group) tasks() int { return g.waiting.Len() + g.running.Len() }
+
+// head returns the first waiting task, or nil.
+func (g *group) head() *job {
+	if n := g.waiting.Front(); n != nil {
+		return n.Value
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/groupexec/groupexec/internal/queue"
+)
+
+// closedChan is returned by Done methods once their event has happened, so
+// that a completed handle never allocates a channel.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+type jobState uint8
+
+const (
+	stateNew jobState = iota
+	stateWaiting
+	stateRunning
+	stateDone
+)
+
+// body is the typed half of a task: Handle[T] implements it, so the executor
+// stores tasks without boxing them as any.
+type body interface {
+	// call runs Fn with ctx, keeps its value, and classifies the outcome. A
+	// panic is recovered into a *PanicError.
+	call(ctx context.Context) (Status, error)
+}
+
+// job is the untyped state of a task, shared by every Handle[T]. Fields under
+// "executor" are guarded by the executor's mutex; fields under "handle" by
+// mu; done and the outcome are published by done.
+type job struct {
+	// executor
+	node      queue.Node[*job] // in its group's waiting or running list
+	g         *group
+	state     jobState
+	submitted time.Duration // since the executor's epoch
+	stopAfter func() bool   // stops the Submit-ctx watcher, if any
+
+	ex     *Executor
+	id     string
+	weight int
+	parent context.Context
+	body   body
+
+	// handle
+	mu        sync.Mutex
+	doneCh    chan struct{}
+	cancelCh  chan struct{} // Done of the run context when it is the job itself
+	cancelled error         // set when the run context is cancelled
+	cancelRun context.CancelCauseFunc
+
+	// outcome, written once before done is set
+	done     atomic.Bool
+	status   Status
+	err      error
+	queued   time.Duration
+	duration time.Duration
+}
+
+// Handle is a submitted task: wait for it, cancel it, or watch it complete.
+// A Handle is never nil and completes exactly once. It is safe for
+// concurrent use.
+type Handle[T any] struct {
+	job
+	fn    func(ctx context.Context) (T, error)
+	value T
+}
+
+// Group returns the task's group key.
+func (h *Handle[T]) Group() string { return h.g.key }
+
+// ID returns the task's ID.
+func (h *Handle[T]) ID() string { return h.id }
+
+// Done returns a channel that is closed when the task has completed.
+func (h *Handle[T]) Done() <-chan struct{} {
+	if h.done.Load() {
+		return closedChan
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done.Load() {
+		return closedChan
+	}
+	if h.doneCh == nil {
+		h.doneCh = make(chan struct{})
+	}
+	return h.doneCh
+}
+
+// Wait blocks until the task completes and returns its result. If ctx ends
+// first, Wait returns ctx's error and the task goes on; cancel it with
+// Cancel. A nil ctx waits without limit.
+func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
+	if !h.done.Load() {
+		var ctxDone <-chan struct{}
+		if ctx != nil {
+			ctxDone = ctx.Done()
+		}
+		select {
+		case <-h.Done():
+		case <-ctxDone:
+			return Result[T]{}, ctx.Err()
+		}
+	}
+	return h.result(), nil
+}
+
+// Result returns the task's result and true once it has completed, or the
+// zero Result and false before.
+func (h *Handle[T]) Result() (Result[T], bool) {
+	if !h.done.Load() {
+		return Result[T]{}, false
+	}
+	return h.result(), true
+}
+
+func (h *Handle[T]) result() Result[T] {
+	return Result[T]{
+		Status: h.status, Value: h.value, Err: h.err, Group: h.g.key, ID: h.id,
+		Queued: h.queued, Duration: h.duration,
+	}
+}
+
+// Cancel cancels the task. A waiting task is removed and completes
+// Cancelled without running; a running task's context is cancelled and its
+// outcome is what Fn returns. Cancel after completion does nothing.
+func (h *Handle[T]) Cancel() { h.ex.cancel(&h.job, context.Canceled) }
+
+func (h *Handle[T]) call(ctx context.Context) (st Status, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = Failed, newPanicError(r)
+		}
+	}()
+	h.value, err = h.fn(ctx)
+	return classify(err), err
+}
+
+// complete publishes the outcome. It reports false, and changes nothing, if
+// the job had already completed.
+func (j *job) complete(st Status, err error, queued, duration time.Duration) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.done.Load() {
+		return false
+	}
+	j.status, j.err, j.queued, j.duration = st, err, queued, duration
+	j.done.Store(true)
+	if j.doneCh != nil {
+		close(j.doneCh)
+	}
+	return true
+}

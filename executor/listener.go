@@ -1,0 +1,110 @@
+package executor
+
+import (
+	"context"
+	"time"
+)
+
+// Event describes a task to a Listener.
+type Event struct {
+	Group  string
+	ID     string
+	Weight int
+	// Status and Err are set for OnCompleted and OnRejected.
+	Status Status
+	Err    error
+	// Queued and Duration are as in Result; Queued is set from OnStarted on.
+	Queued   time.Duration
+	Duration time.Duration
+}
+
+// Listener observes tasks. It is for metrics, logs and traces only: its calls
+// may run concurrently and on any goroutine, never under an executor lock,
+// and a panic in one is recovered and ignored.
+//
+// For each task: OnSubmitted once its input is valid, then either OnRejected
+// (refused, or timed out in the queue), or OnStarted followed by OnCompleted,
+// or OnCompleted alone (Cancelled while waiting). A task run by CallerRuns
+// sees OnRejected, then OnStarted and OnCompleted. Invalid input gets
+// OnRejected only.
+type Listener interface {
+	OnSubmitted(Event)
+	OnStarted(Event)
+	OnCompleted(Event)
+	OnRejected(Event)
+}
+
+// ListenerFuncs is a Listener made of optional functions; nil ones are
+// skipped.
+type ListenerFuncs struct {
+	Submitted, Started, Completed, Rejected func(Event)
+}
+
+func (l ListenerFuncs) OnSubmitted(e Event) { call(l.Submitted, e) }
+func (l ListenerFuncs) OnStarted(e Event)   { call(l.Started, e) }
+func (l ListenerFuncs) OnCompleted(e Event) { call(l.Completed, e) }
+func (l ListenerFuncs) OnRejected(e Event)  { call(l.Rejected, e) }
+
+func call(f func(Event), e Event) {
+	if f != nil {
+		f(e)
+	}
+}
+
+// Rejection is a task refused for lack of room, as a RejectionHandler sees it.
+type Rejection struct {
+	Group  string
+	ID     string
+	Weight int
+	// Ctx is the context the task was submitted with.
+	Ctx context.Context
+	// Err is the refusal: a *RejectedError matching ErrRejected.
+	Err error
+
+	ex  *Executor
+	j   *job
+	ran bool
+}
+
+// RunInCaller runs the task now, in the handler's goroutine, outside every
+// limit, and completes its handle with the outcome, as CallerRuns does. It
+// may be called once, and only before the handler returns; later calls do
+// nothing.
+func (r *Rejection) RunInCaller() {
+	if r.ran || r.j == nil {
+		return
+	}
+	r.ran = true
+	r.ex.runInCaller(r.j)
+}
+
+// RejectionHandler decides what happens to a task refused for lack of room
+// (a full bulkhead or queue), instead of the policy's default. Its returned
+// error is what Submit returns. Unless it calls RunInCaller, the task's handle
+// completes Rejected with r.Err. It runs in Submit's goroutine, outside every
+// lock; a panicking handler counts as returning r.Err.
+//
+// It is not called for refusals that leave no choice (a task too heavy to
+// ever run, invalid input, a shutdown: Submit returns those errors) nor for
+// queue timeouts (Submit has already returned).
+type RejectionHandler func(r *Rejection) error
+
+func (ex *Executor) event(j *job) Event {
+	return Event{Group: j.g.key, ID: j.id, Weight: j.weight}
+}
+
+// notify calls one listener method with panics recovered.
+func (ex *Executor) notify(f func(Listener, Event), e Event) {
+	if ex.listener == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	f(ex.listener, e)
+}
+
+var (
+	onSubmitted = Listener.OnSubmitted
+	onStarted   = Listener.OnStarted
+	onCompleted = Listener.OnCompleted
+	onRejected  = Listener.OnRejected
+)

@@ -1,0 +1,72 @@
+package executor
+
+import (
+	"fmt"
+
+	"github.com/groupexec/groupexec/clock"
+)
+
+// DefaultMaxIdleGroups is how many idle groups keep their state by default.
+const DefaultMaxIdleGroups = 1024
+
+// An Option configures an Executor.
+type Option interface {
+	apply(*Executor) error
+}
+
+type optionFunc func(*Executor) error
+
+func (f optionFunc) apply(ex *Executor) error { return f(ex) }
+
+// WithListener sets the Listener that observes every task.
+func WithListener(l Listener) Option {
+	return optionFunc(func(ex *Executor) error { ex.listener = l; return nil })
+}
+
+// WithRejectionHandler sets the handler called, instead of the policy's
+// rejection default, for tasks refused for lack of room.
+func WithRejectionHandler(h RejectionHandler) Option {
+	return optionFunc(func(ex *Executor) error { ex.handler = h; return nil })
+}
+
+// WithClock sets the clock used for queue timeouts and task timings. Tests
+// pass a *clock.Fake. Default: clock.Real.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(ex *Executor) error {
+		if c == nil {
+			return fmt.Errorf("executor: WithClock(nil): the clock must not be nil")
+		}
+		ex.clk = c
+		return nil
+	})
+}
+
+// WithMaxIdleGroups bounds how many idle groups (no task waiting or running)
+// keep their state, limits and counters. Past n, the group idle the longest
+// is reclaimed; its limits are resolved afresh when it is next used. n must
+// be >= 0; 0 reclaims a group as soon as it goes idle. Groups shut down with
+// ShutdownGroup are kept until evicted. Default: DefaultMaxIdleGroups.
+func WithMaxIdleGroups(n int) Option {
+	return optionFunc(func(ex *Executor) error {
+		if n < 0 {
+			return fmt.Errorf("executor: WithMaxIdleGroups(%d): must be >= 0", n)
+		}
+		ex.maxIdle = n
+		return nil
+	})
+}
+
+// WithSpawn sets how the executor starts a worker goroutine: spawn must run
+// f exactly once, on another goroutine, and never drop it. A worker runs
+// tasks back to back while its group or others have startable work, so
+// spawn is called far less often than once per task. Default: go f().
+// benchmarks/ measures an ants pool here against the default.
+func WithSpawn(spawn func(f func())) Option {
+	return optionFunc(func(ex *Executor) error {
+		if spawn == nil {
+			return fmt.Errorf("executor: WithSpawn(nil): the spawn function must not be nil")
+		}
+		ex.spawn = spawn
+		return nil
+	})
+}

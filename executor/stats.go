@@ -1,0 +1,97 @@
+package executor
+
+import "github.com/groupexec/groupexec/policy"
+
+var zeroLimits = policy.GroupLimits{}
+
+// Counts are cumulative task outcomes. Every valid Submit counts in
+// Submitted; every completed handle counts once in Succeeded, Failed,
+// Cancelled or Rejected (invalid input included). CallerRuns counts tasks
+// run by the submitter, whose outcome is also counted.
+type Counts struct {
+	Submitted  uint64
+	Started    uint64 // tasks started under the limits
+	Succeeded  uint64
+	Failed     uint64
+	Cancelled  uint64
+	Rejected   uint64
+	CallerRuns uint64
+}
+
+func (c *Counts) add(st Status) {
+	switch st {
+	case Success:
+		c.Succeeded++
+	case Failed:
+		c.Failed++
+	case Cancelled:
+		c.Cancelled++
+	case Rejected:
+		c.Rejected++
+	}
+}
+
+// Stats is a snapshot of the executor. It is best-effort and not
+// linearizable: it is stale as soon as it returns, and it is not an
+// admission check (Submit alone decides admission).
+type Stats struct {
+	Running           int // permits running, all groups
+	RunningTasks      int
+	Waiting           int // tasks waiting, all groups
+	GlobalMaxInFlight int
+	Groups            int // groups with state kept (busy, idle or shut down)
+	IdleGroups        int
+	Counts
+}
+
+// GroupStats is a snapshot of one group, with the same caveats as Stats.
+type GroupStats struct {
+	Group          string
+	Running        int // permits running
+	RunningTasks   int
+	Waiting        int // tasks waiting
+	InFlight       int // permits admitted (waiting + running)
+	MaxInFlight    int
+	MaxConcurrency int
+	QueueThreshold int
+	Shutdown       bool
+	Counts
+}
+
+// Stats returns a snapshot of the executor.
+func (ex *Executor) Stats() Stats {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return Stats{
+		Running:           ex.global.Used(),
+		RunningTasks:      ex.tasks - ex.waiting,
+		Waiting:           ex.waiting,
+		GlobalMaxInFlight: ex.global.Limit(),
+		Groups:            len(ex.groups),
+		IdleGroups:        ex.idle.Len(),
+		Counts:            ex.counts,
+	}
+}
+
+// GroupStats returns a snapshot of group, and false if the executor keeps no
+// state for it (never used, evicted or reclaimed while idle).
+func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	g := ex.groups[group]
+	if g == nil {
+		return GroupStats{}, false
+	}
+	return GroupStats{
+		Group:          g.key,
+		Running:        g.conc.Used(),
+		RunningTasks:   g.running.Len(),
+		Waiting:        g.waiting.Len(),
+		InFlight:       g.inFlight.Used(),
+		MaxInFlight:    g.limits.MaxInFlight,
+		MaxConcurrency: g.limits.MaxConcurrency,
+		QueueThreshold: g.limits.QueueThreshold,
+		Shutdown:       g.shutdown,
+		Counts:         g.counts,
+	}, true
+}

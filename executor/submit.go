@@ -1,0 +1,250 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"github.com/groupexec/groupexec/policy"
+	"time"
+)
+
+// Submit admits t under its group's limits and returns its handle, which is
+// never nil.
+//
+// The task starts at once when its group has no task waiting and it fits its
+// group's concurrency limit and the global limit (and no other group is
+// waiting for global room). Otherwise it waits in its group's FIFO queue,
+// holding only its place in its group's in-flight limit, if that limit and
+// the queue thresholds have room. A task that does not fit is refused
+// according to the rejection policy or handler: under Abort, Submit returns
+// an error matching ErrRejected; under Discard, the handle completes
+// Rejected and Submit returns nil; under CallerRuns, Fn runs in this
+// goroutine and Submit returns when it is done.
+//
+// Some refusals leave no choice and always return an error, with the handle
+// completed Rejected: invalid input (ErrInvalidTask), a task heavier than a
+// limit it must pass (ErrTooHeavy), and a shut-down executor or group
+// (ErrShutdown, ErrGroupShutdown). If ctx is already done, the handle
+// completes Cancelled and Submit returns ctx's error.
+//
+// Cancelling ctx later cancels the task, as Handle.Cancel does.
+func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], error) {
+	h := &Handle[T]{fn: t.Fn}
+	h.ex, h.id, h.parent, h.body, h.weight = ex, t.ID, ctx, h, t.Weight
+	h.node.Value = &h.job
+	if h.weight == 0 {
+		h.weight = 1
+	}
+	if err := validate(ctx, t.Group, t.Weight, t.Fn == nil); err != nil {
+		h.g = detachedGroup(t.Group)
+		if ctx == nil {
+			h.parent = context.Background()
+		}
+		return h, ex.refuse(&h.job, &RejectedError{Group: t.Group, ID: t.ID, Limit: LimitInvalid, Weight: t.Weight, Err: err}, true)
+	}
+	return h, ex.submit(&h.job, t.Group)
+}
+
+// ExecuteAll submits every task with ctx, waits for all of them, and returns
+// their results in the order of tasks. Cancelling ctx cancels the tasks not
+// yet done; ExecuteAll still returns only when each has completed, so a Fn
+// that ignores its context delays it.
+func ExecuteAll[T any](ex *Executor, ctx context.Context, tasks []Task[T]) []Result[T] {
+	hs := make([]*Handle[T], len(tasks))
+	for i, t := range tasks {
+		hs[i], _ = Submit(ex, ctx, t)
+	}
+	rs := make([]Result[T], len(tasks))
+	for i, h := range hs {
+		rs[i], _ = h.Wait(context.Background())
+	}
+	return rs
+}
+
+func validate(ctx context.Context, group string, weight int, nilFn bool) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalidTask)
+	case group == "":
+		return fmt.Errorf("%w: empty group key", ErrInvalidTask)
+	case weight < 0:
+		return fmt.Errorf("%w: negative weight %d", ErrInvalidTask, weight)
+	case nilFn:
+		return fmt.Errorf("%w: nil Fn", ErrInvalidTask)
+	}
+	return nil
+}
+
+// detachedGroup stands for a group whose state the executor does not keep
+// (a refusal before admission), so that the handle can still name it.
+func detachedGroup(key string) *group { return &group{key: key} }
+
+// submit admits j into the group named key.
+func (ex *Executor) submit(j *job, key string) error {
+	if ex.listener != nil {
+		ex.notify(onSubmitted, Event{Group: key, ID: j.id, Weight: j.weight})
+	}
+	if err := j.parent.Err(); err != nil {
+		j.g = detachedGroup(key)
+		ex.mu.Lock()
+		ex.counts.Submitted++
+		ex.counts.add(Cancelled)
+		ex.mu.Unlock()
+		ex.completeCancelled(j, context.Cause(j.parent), 0)
+		return err
+	}
+	now := ex.since()
+	j.submitted = now
+
+	ex.mu.Lock()
+	g := ex.groups[key]
+	if g == nil && ex.state == open {
+		// The resolver is user code: call it outside the lock.
+		ex.mu.Unlock()
+		l, err := ex.pol.Group(key)
+		if err != nil {
+			j.g = detachedGroup(key)
+			ex.mu.Lock()
+			ex.counts.Submitted++
+			ex.mu.Unlock()
+			return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitGroupConcurrency, Weight: j.weight, Err: err}, true)
+		}
+		ex.mu.Lock()
+		if g = ex.groups[key]; g == nil && ex.state == open {
+			g = newGroup(key, l)
+			ex.groups[key] = g
+		}
+	}
+	ex.counts.Submitted++
+	if g == nil {
+		ex.mu.Unlock()
+		j.g = detachedGroup(key)
+		return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitShutdown, Err: ErrShutdown}, true)
+	}
+	j.g = g
+	g.counts.Submitted++
+	rej, forced := ex.admitLocked(g, j, now)
+	if rej != nil {
+		ex.mu.Unlock()
+		return ex.refuse(j, rej, forced)
+	}
+	if j.state == stateRunning {
+		// Started at once: the fast path.
+		ex.workers.Add(1)
+		ex.mu.Unlock()
+		ex.goWork(j)
+		return nil
+	}
+	var b batch
+	ex.dispatchLocked(&b)
+	ex.reserveLocked(&b, false)
+	ex.mu.Unlock()
+	ex.afterUnlockReserved(&b)
+	if j.parent.Done() != nil {
+		ex.watchParent(j)
+	}
+	return nil
+}
+
+// admitLocked decides j's admission into g: it starts j, queues it, or
+// returns why not and whether the refusal is forced (no rejection policy
+// applies).
+func (ex *Executor) admitLocked(g *group, j *job, now time.Duration) (rej *RejectedError, forced bool) {
+	w := j.weight
+	refuse := func(l Limit, used, limit int, err error) *RejectedError {
+		return &RejectedError{Group: g.key, ID: j.id, Limit: l, Weight: w, Used: used, Max: limit, Err: err}
+	}
+	switch {
+	case ex.state != open:
+		return refuse(LimitShutdown, 0, 0, ErrShutdown), true
+	case g.shutdown:
+		return refuse(LimitShutdown, 0, 0, ErrGroupShutdown), true
+	// The three limits, in their order; a task heavier than one can never run.
+	case w > ex.global.Limit():
+		return refuse(LimitGlobalInFlight, ex.global.Used(), ex.global.Limit(), ErrTooHeavy), true
+	case w > g.inFlight.Limit():
+		return refuse(LimitGroupInFlight, g.inFlight.Used(), g.inFlight.Limit(), ErrTooHeavy), true
+	case w > g.conc.Limit():
+		return refuse(LimitGroupConcurrency, g.conc.Used(), g.conc.Limit(), ErrTooHeavy), true
+	case !g.inFlight.Fits(w):
+		return refuse(LimitGroupInFlight, g.inFlight.Used(), g.inFlight.Limit(), nil), false
+	}
+	if g.waiting.Len() == 0 && g.conc.Fits(w) && ex.ready.Len() == 0 && ex.global.Fits(w) {
+		ex.admitToGroupLocked(g, j)
+		ex.startLocked(g, j)
+		return nil, false
+	}
+	if n := g.waiting.Len(); n >= g.limits.QueueThreshold {
+		return refuse(LimitGroupQueue, n, g.limits.QueueThreshold, nil), false
+	}
+	if t := ex.pol.GlobalQueueThreshold(); ex.waiting >= t {
+		return refuse(LimitGlobalQueue, ex.waiting, t, nil), false
+	}
+	ex.admitToGroupLocked(g, j)
+	j.state = stateWaiting
+	g.waiting.PushBack(&j.node)
+	ex.waiting++
+	if g.waiting.Len() == 1 {
+		ex.updateReadyLocked(g)
+		ex.armLocked(g, now)
+	}
+	return nil, false
+}
+
+func (ex *Executor) admitToGroupLocked(g *group, j *job) {
+	g.inFlight.Acquire(j.weight)
+	ex.tasks++
+	ex.idle.Remove(&g.idleNode)
+}
+
+// watchParent cancels j when Submit's context ends while j waits. Once j has
+// started, its run context derives from that context and needs no watcher.
+func (ex *Executor) watchParent(j *job) {
+	stop := context.AfterFunc(j.parent, func() { ex.cancel(j, context.Cause(j.parent)) })
+	ex.mu.Lock()
+	if j.state == stateWaiting {
+		j.stopAfter = stop
+		stop = nil
+	}
+	ex.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// refuse completes a task that was not admitted, applying the rejection
+// policy or handler unless forced, and returns Submit's error.
+func (ex *Executor) refuse(j *job, rej *RejectedError, forced bool) error {
+	if !forced && ex.handler != nil {
+		r := &Rejection{Group: rej.Group, ID: j.id, Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
+		err := ex.callHandler(r)
+		if !r.ran {
+			ex.completeRejected(j, rej, 0)
+		}
+		return err
+	}
+	switch {
+	case forced:
+	case ex.pol.RejectionPolicy() == policy.Discard:
+		ex.completeRejected(j, rej, 0)
+		return nil
+	case ex.pol.RejectionPolicy() == policy.CallerRuns:
+		if ex.listener != nil {
+			e := ex.event(j)
+			e.Status, e.Err = Rejected, rej
+			ex.notify(onRejected, e)
+		}
+		ex.runInCaller(j)
+		return nil
+	}
+	ex.completeRejected(j, rej, 0)
+	return rej
+}
+
+func (ex *Executor) callHandler(r *Rejection) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = r.Err
+		}
+	}()
+	return ex.handler(r)
+}

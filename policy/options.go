@@ -1,0 +1,141 @@
+package policy
+
+import "time"
+
+// An Option sets one field of a Policy. Options are applied by New, in order.
+type Option interface {
+	apply(*Policy) error
+}
+
+type optionFunc func(*Policy) error
+
+func (f optionFunc) apply(p *Policy) error { return f(p) }
+
+func limit(name string, n int, set func(*Policy)) Option {
+	return optionFunc(func(p *Policy) error {
+		if n < 1 {
+			return &OptionError{Option: name, Value: n, Reason: "a limit must be >= 1 (policy.Unlimited for none)"}
+		}
+		set(p)
+		return nil
+	})
+}
+
+func threshold(name string, n int, set func(*Policy)) Option {
+	return optionFunc(func(p *Policy) error {
+		if n < 0 {
+			return &OptionError{Option: name, Value: n, Reason: "a queue threshold must be >= 0 (policy.Unlimited for none)"}
+		}
+		set(p)
+		return nil
+	})
+}
+
+func groupLimit(name, group string, n int, min int, m func(*Policy) *map[string]int) Option {
+	return optionFunc(func(p *Policy) error {
+		if group == "" {
+			return &OptionError{Option: name, Value: `""`, Reason: "the group key must not be empty"}
+		}
+		if n < min {
+			return &OptionError{Option: name, Value: n, Reason: "out of range for group " + `"` + group + `"` + minReason(min)}
+		}
+		setGroup(m(p), group, n)
+		return nil
+	})
+}
+
+func minReason(min int) string {
+	if min == 0 {
+		return ": a queue threshold must be >= 0"
+	}
+	return ": a limit must be >= 1"
+}
+
+// WithGlobalMaxInFlight bounds the permits running across all groups.
+// n must be >= 1. Default: Unlimited.
+func WithGlobalMaxInFlight(n int) Option {
+	return limit("WithGlobalMaxInFlight", n, func(p *Policy) { p.globalMaxInFlight = n })
+}
+
+// WithMaxInFlightPerGroup is every group's bulkhead: the permits a group may
+// have admitted, waiting plus running. n must be >= 1. Default: 1024.
+func WithMaxInFlightPerGroup(n int) Option {
+	return limit("WithMaxInFlightPerGroup", n, func(p *Policy) { p.maxInFlightPerGroup = n })
+}
+
+// WithMaxConcurrencyPerGroup bounds the permits a group may have running.
+// n must be >= 1. Default: 1.
+func WithMaxConcurrencyPerGroup(n int) Option {
+	return limit("WithMaxConcurrencyPerGroup", n, func(p *Policy) { p.maxConcurrencyPerGrp = n })
+}
+
+// WithGroupMaxInFlight overrides the in-flight limit (bulkhead) of one group.
+func WithGroupMaxInFlight(group string, n int) Option {
+	return groupLimit("WithGroupMaxInFlight", group, n, 1, func(p *Policy) *map[string]int { return &p.groupMaxInFlight })
+}
+
+// WithGroupMaxConcurrency overrides the concurrency limit of one group. It
+// wins over the concurrency resolver.
+func WithGroupMaxConcurrency(group string, n int) Option {
+	return groupLimit("WithGroupMaxConcurrency", group, n, 1, func(p *Policy) *map[string]int { return &p.groupMaxConcurrency })
+}
+
+// WithConcurrencyResolver supplies a group's concurrency limit when no
+// per-group value is set. It is called once when a group's state is created
+// (again after an eviction), never under a lock shared with running tasks'
+// completions, and must be safe for concurrent use. Returning false falls
+// back to the default; returning a value below 1 makes the executor reject
+// the group's task with an error naming the resolver and value.
+func WithConcurrencyResolver(f func(group string) (int, bool)) Option {
+	return optionFunc(func(p *Policy) error {
+		if f == nil {
+			return &OptionError{Option: "WithConcurrencyResolver", Value: "nil", Reason: "the resolver must not be nil"}
+		}
+		p.concurrencyResolver = f
+		return nil
+	})
+}
+
+// WithGlobalQueueThreshold bounds the tasks waiting across all groups.
+// n must be >= 0; 0 means a task that cannot start at once is rejected.
+// Default: Unlimited.
+func WithGlobalQueueThreshold(n int) Option {
+	return threshold("WithGlobalQueueThreshold", n, func(p *Policy) { p.globalQueueThreshold = n })
+}
+
+// WithQueueThresholdPerGroup bounds the tasks waiting in each group.
+// n must be >= 0. Default: Unlimited (the group's in-flight limit still
+// bounds its queue).
+func WithQueueThresholdPerGroup(n int) Option {
+	return threshold("WithQueueThresholdPerGroup", n, func(p *Policy) { p.queueThresholdPerGrp = n })
+}
+
+// WithGroupQueueThreshold overrides the queue threshold of one group.
+func WithGroupQueueThreshold(group string, n int) Option {
+	return groupLimit("WithGroupQueueThreshold", group, n, 0, func(p *Policy) *map[string]int { return &p.groupQueueThreshold })
+}
+
+// WithQueueTimeout bounds how long a task may wait before it starts; a task
+// that waits longer is rejected and never runs. d must be >= 0; 0 (the
+// default) means no timeout.
+func WithQueueTimeout(d time.Duration) Option {
+	return optionFunc(func(p *Policy) error {
+		if d < 0 {
+			return &OptionError{Option: "WithQueueTimeout", Value: d, Reason: "a timeout must be >= 0 (0 for none)"}
+		}
+		p.queueTimeout = d
+		return nil
+	})
+}
+
+// WithRejectionPolicy sets what happens to a task refused for lack of room.
+// Default: Abort.
+func WithRejectionPolicy(r RejectionPolicy) Option {
+	return optionFunc(func(p *Policy) error {
+		if !r.valid() {
+			return &OptionError{Option: "WithRejectionPolicy", Value: r, Reason: "must be Abort, Discard or CallerRuns"}
+		}
+		p.rejection = r
+		return nil
+	})
+}

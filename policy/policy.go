@@ -1,0 +1,145 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"time"
+)
+
+// Unlimited is the value of a limit or threshold that bounds nothing.
+const Unlimited = math.MaxInt
+
+// Defaults for the options not given to New. They are documented, with the
+// reasons for each, in the README's limits table.
+const (
+	// DefaultGlobalMaxInFlight leaves the total unbounded: the per-group limits
+	// already bound every tenant, and a safe global number depends on whether
+	// tasks burn CPU or wait on I/O, which only the caller knows.
+	DefaultGlobalMaxInFlight = Unlimited
+	// DefaultMaxInFlightPerGroup bounds what one group can have admitted, so an
+	// out-of-the-box executor never holds an unbounded backlog for a tenant.
+	DefaultMaxInFlightPerGroup = 1024
+	// DefaultMaxConcurrencyPerGroup runs one task of a group at a time, as the
+	// Java design does: per-key serial execution is the safe default for work
+	// that touches per-key state.
+	DefaultMaxConcurrencyPerGroup = 1
+	// DefaultQueueThreshold leaves waiting unbounded by count; the group's
+	// in-flight limit already bounds its queue.
+	DefaultQueueThreshold = Unlimited
+)
+
+// Policy is an immutable set of limits. Its zero value is not usable; build one
+// with New. A Policy is safe for concurrent use.
+type Policy struct {
+	globalMaxInFlight    int
+	globalQueueThreshold int
+	maxInFlightPerGroup  int
+	maxConcurrencyPerGrp int
+	queueThresholdPerGrp int
+	queueTimeout         time.Duration
+	rejection            RejectionPolicy
+	groupMaxInFlight     map[string]int
+	groupMaxConcurrency  map[string]int
+	groupQueueThreshold  map[string]int
+	concurrencyResolver  func(group string) (int, bool)
+}
+
+// GroupLimits are the limits one group runs under, resolved once when the
+// executor creates the group's state and fixed until the group is evicted.
+type GroupLimits struct {
+	MaxInFlight    int // permits the group may have admitted (waiting + running)
+	MaxConcurrency int // permits the group may have running
+	QueueThreshold int // tasks the group may have waiting
+}
+
+// New builds a Policy from opts, applied in order. It returns an error
+// matching ErrInvalidOption, naming the option and value, for the first
+// invalid option.
+func New(opts ...Option) (*Policy, error) {
+	p := &Policy{
+		globalMaxInFlight:    DefaultGlobalMaxInFlight,
+		globalQueueThreshold: DefaultQueueThreshold,
+		maxInFlightPerGroup:  DefaultMaxInFlightPerGroup,
+		maxConcurrencyPerGrp: DefaultMaxConcurrencyPerGroup,
+		queueThresholdPerGrp: DefaultQueueThreshold,
+		rejection:            Abort,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, &OptionError{Option: "New", Value: "nil Option", Reason: "options must not be nil"}
+		}
+		if err := o.apply(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// GlobalMaxInFlight is the number of permits that may be running across all
+// groups.
+func (p *Policy) GlobalMaxInFlight() int { return p.globalMaxInFlight }
+
+// GlobalQueueThreshold is the number of tasks that may be waiting across all
+// groups.
+func (p *Policy) GlobalQueueThreshold() int { return p.globalQueueThreshold }
+
+// QueueTimeout is the longest a task may wait before it starts; 0 means no
+// limit.
+func (p *Policy) QueueTimeout() time.Duration { return p.queueTimeout }
+
+// RejectionPolicy is what happens to a task that is refused for lack of room.
+func (p *Policy) RejectionPolicy() RejectionPolicy { return p.rejection }
+
+// Group resolves the limits for group: a per-group value wins over the
+// concurrency resolver, which wins over the default. It returns an error when
+// the resolver answers with a value below 1.
+func (p *Policy) Group(group string) (GroupLimits, error) {
+	l := GroupLimits{
+		MaxInFlight:    p.maxInFlightPerGroup,
+		MaxConcurrency: p.maxConcurrencyPerGrp,
+		QueueThreshold: p.queueThresholdPerGrp,
+	}
+	if n, ok := p.groupMaxInFlight[group]; ok {
+		l.MaxInFlight = n
+	}
+	if n, ok := p.groupMaxConcurrency[group]; ok {
+		l.MaxConcurrency = n
+	} else if p.concurrencyResolver != nil {
+		if n, ok := p.concurrencyResolver(group); ok {
+			if n < 1 {
+				return GroupLimits{}, fmt.Errorf("%w: concurrency resolver gave %d for group %q: a limit must be >= 1",
+					ErrInvalidOption, n, group)
+			}
+			l.MaxConcurrency = n
+		}
+	}
+	if n, ok := p.groupQueueThreshold[group]; ok {
+		l.QueueThreshold = n
+	}
+	return l, nil
+}
+
+// String describes the policy's defaults, for logs.
+func (p *Policy) String() string {
+	return fmt.Sprintf("policy{global=%s groupInFlight=%s groupConcurrency=%s groupQueue=%s globalQueue=%s timeout=%v rejection=%v overrides=%d}",
+		limitString(p.globalMaxInFlight), limitString(p.maxInFlightPerGroup), limitString(p.maxConcurrencyPerGrp),
+		limitString(p.queueThresholdPerGrp), limitString(p.globalQueueThreshold), p.queueTimeout, p.rejection,
+		len(p.groupMaxInFlight)+len(p.groupMaxConcurrency)+len(p.groupQueueThreshold))
+}
+
+func limitString(n int) string {
+	if n == Unlimited {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
+}
+
+// setGroup copies on write so that a Policy never shares a map with the
+// options that built it.
+func setGroup(m *map[string]int, group string, n int) {
+	c := make(map[string]int, len(*m)+1)
+	maps.Copy(c, *m)
+	c[group] = n
+	*m = c
+}
