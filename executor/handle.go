@@ -9,6 +9,10 @@ import (
 	"github.com/groupexec/groupexec/internal/queue"
 )
 
+// doubleCompletions counts attempts to complete a handle twice. Every path
+// completes a handle once; tests assert that this stays zero.
+var doubleCompletions atomic.Int64
+
 // closedChan is returned by Done methods once their event has happened, so
 // that a completed handle never allocates a channel.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -148,6 +152,7 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.done.Load() {
+		doubleCompletions.Add(1)
 		return false
 	}
 	j.status, j.err, j.queued, j.duration = st, err, queued, duration

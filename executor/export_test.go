@@ -1,0 +1,56 @@
+package executor
+
+// DoubleCompletions exposes the count of attempts to complete a handle twice.
+func DoubleCompletions() int64 { return doubleCompletions.Load() }
+
+// CheckInvariants verifies the executor's bookkeeping against its lists; it
+// returns a description of the first inconsistency, or "".
+func (ex *Executor) CheckInvariants() string {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	waiting, tasks, running := 0, 0, 0
+	for k, g := range ex.groups {
+		if g.key != k {
+			return "group key mismatch"
+		}
+		w, r := 0, 0
+		for n := g.waiting.Front(); n != nil; n = n.Next() {
+			if n.Value.state != stateWaiting {
+				return "non-waiting task in a waiting queue"
+			}
+			w += n.Value.weight
+		}
+		for n := g.running.Front(); n != nil; n = n.Next() {
+			if n.Value.state != stateRunning {
+				return "non-running task in a running list"
+			}
+			r += n.Value.weight
+		}
+		if g.conc.Used() != r {
+			return "group concurrency permits do not match running tasks"
+		}
+		if g.inFlight.Used() != w+r {
+			return "group in-flight permits do not match admitted tasks"
+		}
+		if g.conc.Used() > g.conc.Limit() || g.inFlight.Used() > g.inFlight.Limit() {
+			return "group limit exceeded"
+		}
+		h := g.head()
+		if want := h != nil && g.conc.Fits(h.weight); want != g.readyNode.InList() {
+			return "ready list membership wrong for group " + k
+		}
+		waiting += g.waiting.Len()
+		tasks += g.tasks()
+		running += r
+	}
+	if ex.waiting != waiting || ex.tasks != tasks {
+		return "executor task counts do not match groups"
+	}
+	if ex.global.Used() != running || ex.global.Used() > ex.global.Limit() {
+		return "global permits do not match running tasks"
+	}
+	if f := ex.ready.Front(); f != nil && ex.state != closed && ex.global.Fits(f.Value.head().weight) {
+		return "ready front fits global room but did not start"
+	}
+	return ""
+}

@@ -1,0 +1,122 @@
+package executor_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+var bg = context.Background()
+
+// newExec builds an executor from policy options and closes it when the test
+// ends, checking its bookkeeping first.
+func newExec(t testing.TB, popts []policy.Option, eopts ...executor.Option) *executor.Executor {
+	t.Helper()
+	p, err := policy.New(popts...)
+	if err != nil {
+		t.Fatalf("policy.New: %v", err)
+	}
+	ex, err := executor.New(p, eopts...)
+	if err != nil {
+		t.Fatalf("executor.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if msg := ex.CheckInvariants(); msg != "" {
+			t.Errorf("invariant broken before Close: %s", msg)
+		}
+		ex.Close()
+		if n := executor.DoubleCompletions(); n != 0 {
+			t.Errorf("%d handles were completed twice", n)
+		}
+	})
+	return ex
+}
+
+func fakeClock() *clock.Fake { return clock.NewFake(time.Unix(1_000_000, 0)) }
+
+// gate is a task body that reports its start and blocks until released.
+type gate struct {
+	started chan string
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gate { return &gate{started: make(chan string, 1024), release: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+func (g *gate) fn(name string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		g.started <- name
+		<-g.release
+		return name, nil
+	}
+}
+
+// waitStarted receives the names of n started tasks.
+func (g *gate) waitStarted(t testing.TB, n int) []string {
+	t.Helper()
+	var names []string
+	for range n {
+		select {
+		case s := <-g.started:
+			names = append(names, s)
+		case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
+			t.Fatalf("only %d of %d tasks started: %v", len(names), n, names)
+		}
+	}
+	return names
+}
+
+// noneStarted fails if a task has reported its start.
+func (g *gate) noneStarted(t testing.TB) {
+	t.Helper()
+	select {
+	case s := <-g.started:
+		t.Fatalf("task %q started, want none", s)
+	default:
+	}
+}
+
+func submit[T any](t testing.TB, ex *executor.Executor, task executor.Task[T]) *executor.Handle[T] {
+	t.Helper()
+	h, err := executor.Submit(ex, bg, task)
+	if err != nil {
+		t.Fatalf("Submit(%s/%s): %v", task.Group, task.ID, err)
+	}
+	return h
+}
+
+func wait[T any](t testing.TB, h *executor.Handle[T]) executor.Result[T] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	r, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait(%s/%s): %v", h.Group(), h.ID(), err)
+	}
+	return r
+}
+
+func groupStats(t testing.TB, ex *executor.Executor, g string) executor.GroupStats {
+	t.Helper()
+	s, ok := ex.GroupStats(g)
+	if !ok {
+		t.Fatalf("no stats for group %q", g)
+	}
+	return s
+}
+
+func isDone[T any](h *executor.Handle[T]) bool {
+	select {
+	case <-h.Done():
+		return true
+	default:
+		return false
+	}
+}
