@@ -1,0 +1,198 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+func ExampleSubmit() {
+	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(2))
+	if err != nil {
+		panic(err)
+	}
+	ex, err := executor.New(p)
+	if err != nil {
+		panic(err)
+	}
+	defer ex.Close()
+
+	ctx := context.Background()
+	h, err := executor.Submit(ex, ctx, executor.Task[int]{
+		Group: "tenant-a",
+		ID:    "answer",
+		Fn:    func(context.Context) (int, error) { return 6 * 7, nil },
+	})
+	if err != nil { // refused: errors.Is(err, executor.ErrRejected)
+		panic(err)
+	}
+	res, _ := h.Wait(ctx)
+	fmt.Println(res.Group, res.ID, res.Status, res.Value)
+	// Output: tenant-a answer Success 42
+}
+
+func ExampleExecuteAll() {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(2))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	square := func(n int) func(context.Context) (int, error) {
+		return func(context.Context) (int, error) {
+			if n < 0 {
+				return 0, fmt.Errorf("negative input %d", n)
+			}
+			return n * n, nil
+		}
+	}
+	tasks := []executor.Task[int]{
+		{Group: "tenant-a", ID: "a", Fn: square(3)},
+		{Group: "tenant-b", ID: "b", Fn: square(-1)},
+		{Group: "tenant-a", ID: "c", Fn: square(4)},
+	}
+	// Results come back in the order of tasks, whatever order they ran in.
+	for _, r := range executor.ExecuteAll(ex, context.Background(), tasks) {
+		fmt.Println(r.ID, r.Status, r.Value, r.Err)
+	}
+	// Output:
+	// a Success 9 <nil>
+	// b Failed 0 negative input -1
+	// c Success 16 <nil>
+}
+
+// Under the default Abort policy, a task that does not fit is refused at
+// once: Submit returns a *RejectedError saying which limit refused it.
+func ExampleRejectedError() {
+	p, _ := policy.New(
+		policy.WithMaxInFlightPerGroup(1), // the bulkhead: one task admitted per group
+		policy.WithRejectionPolicy(policy.Abort),
+	)
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	ctx := context.Background()
+	release := make(chan struct{})
+	busy, _ := executor.Submit(ex, ctx, executor.Task[string]{
+		Group: "tenant-a", ID: "first",
+		Fn: func(context.Context) (string, error) { <-release; return "done", nil },
+	})
+
+	// "first" holds tenant-a's only place until it returns.
+	h, err := executor.Submit(ex, ctx, executor.Task[string]{
+		Group: "tenant-a", ID: "second",
+		Fn: func(context.Context) (string, error) { return "never runs", nil },
+	})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, executor.ErrRejected))
+	var rej *executor.RejectedError
+	if errors.As(err, &rej) {
+		fmt.Printf("limit=%q used=%d max=%d\n", rej.Limit, rej.Used, rej.Max)
+	}
+	res, _ := h.Result() // a refused task's handle is already complete
+	fmt.Println(res.Status)
+
+	// Another group has its own bulkhead.
+	other, err := executor.Submit(ex, ctx, executor.Task[string]{
+		Group: "tenant-b", ID: "third",
+		Fn: func(context.Context) (string, error) { return "served", nil },
+	})
+	fmt.Println(err)
+	res, _ = other.Wait(ctx)
+	fmt.Println(res.Status, res.Value)
+
+	close(release)
+	res, _ = busy.Wait(ctx)
+	fmt.Println(res.Status, res.Value)
+	// Output:
+	// executor: task "second" of group "tenant-a" rejected by group in-flight (weight 1, used 1 of 1)
+	// true
+	// limit="group in-flight" used=1 max=1
+	// Rejected
+	// <nil>
+	// Success served
+	// Success done
+}
+
+func ExampleHandle_Cancel() {
+	p, _ := policy.New() // defaults: one task of a group runs at a time
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	ctx := context.Background()
+	started := make(chan struct{})
+	running, _ := executor.Submit(ex, ctx, executor.Task[int]{
+		Group: "tenant-a", ID: "running",
+		Fn: func(ctx context.Context) (int, error) {
+			close(started)
+			<-ctx.Done() // a well-behaved task stops when cancelled
+			return 0, ctx.Err()
+		},
+	})
+	// The group's only slot is taken, so this one waits in the group's queue.
+	waiting, _ := executor.Submit(ex, ctx, executor.Task[int]{
+		Group: "tenant-a", ID: "waiting",
+		Fn: func(context.Context) (int, error) { return 1, nil },
+	})
+	<-started
+
+	// A waiting task is removed and never runs.
+	waiting.Cancel()
+	res, _ := waiting.Wait(ctx)
+	fmt.Println(res.ID, res.Status, errors.Is(res.Err, context.Canceled))
+
+	// A running task has its context cancelled; its outcome is what Fn returns.
+	running.Cancel()
+	res, _ = running.Wait(ctx)
+	fmt.Println(res.ID, res.Status, errors.Is(res.Err, context.Canceled))
+	// Output:
+	// waiting Cancelled true
+	// running Cancelled true
+}
+
+func ExampleExecutor_GroupStats() {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	ok := func(context.Context) (int, error) { return 0, nil }
+	fail := func(context.Context) (int, error) { return 0, errors.New("boom") }
+	executor.ExecuteAll(ex, context.Background(), []executor.Task[int]{
+		{Group: "tenant-a", Fn: ok},
+		{Group: "tenant-a", Fn: ok},
+		{Group: "tenant-a", Fn: fail},
+	})
+
+	// The group is idle now; its state and counters are kept (up to
+	// WithMaxIdleGroups idle groups).
+	gs, found := ex.GroupStats("tenant-a")
+	fmt.Println(found, gs.MaxConcurrency, gs.MaxInFlight, gs.Waiting, gs.Running)
+	fmt.Println(gs.Submitted, gs.Started, gs.Succeeded, gs.Failed, gs.Rejected)
+	// Output:
+	// true 4 1024 0 0
+	// 3 3 2 1 0
+}
+
+func ExampleListenerFuncs() {
+	l := executor.ListenerFuncs{
+		Submitted: func(e executor.Event) { fmt.Println("submitted", e.Group, e.ID) },
+		Started:   func(e executor.Event) { fmt.Println("started", e.ID) },
+		Completed: func(e executor.Event) { fmt.Println("completed", e.ID, e.Status) },
+		// Rejected is nil: those events are skipped.
+	}
+	p, _ := policy.New()
+	ex, _ := executor.New(p, executor.WithListener(l))
+	defer ex.Close()
+
+	h, _ := executor.Submit(ex, context.Background(), executor.Task[int]{
+		Group: "tenant-a", ID: "t1",
+		Fn: func(context.Context) (int, error) { return 1, nil },
+	})
+	// A handle completes after its listener calls have returned.
+	<-h.Done()
+	// Output:
+	// submitted tenant-a t1
+	// started t1
+	// completed t1 Success
+}

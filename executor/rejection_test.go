@@ -1,0 +1,143 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// full returns an executor whose group "g" has no room left: one task
+// running and a queue threshold of 0.
+func full(t *testing.T, rp policy.RejectionPolicy, eopts ...executor.Option) (*executor.Executor, *gate) {
+	t.Helper()
+	ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(0), policy.WithRejectionPolicy(rp)}, eopts...)
+	g := newGate()
+	t.Cleanup(g.open)
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	return ex, g
+}
+
+func TestAbort(t *testing.T) {
+	ex, _ := full(t, policy.Abort)
+	ran := false
+	h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", ID: "x", Fn: func(context.Context) (int, error) { ran = true; return 0, nil }})
+	if !errors.Is(err, executor.ErrRejected) {
+		t.Fatalf("err = %v, want ErrRejected", err)
+	}
+	if r := wait(t, h); r.Status != executor.Rejected || r.Err != err || ran {
+		t.Errorf("result %+v ran=%v", r, ran)
+	}
+	if s := groupStats(t, ex, "g"); s.Rejected != 1 || s.Submitted != 2 {
+		t.Errorf("counts %+v", s.Counts)
+	}
+}
+
+func TestDiscard(t *testing.T) {
+	ex, _ := full(t, policy.Discard)
+	ran := false
+	h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran = true; return 0, nil }})
+	if err != nil {
+		t.Fatalf("err = %v, want nil under Discard", err)
+	}
+	if r := wait(t, h); r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrRejected) || ran {
+		t.Errorf("result %+v ran=%v", r, ran)
+	}
+}
+
+func TestCallerRuns(t *testing.T) {
+	ex, _ := full(t, policy.CallerRuns)
+	type marker struct{}
+	ctx := context.WithValue(bg, marker{}, "v")
+	var sawRunning int
+	var sawValue any
+	h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		sawRunning = groupStats(t, ex, "g").RunningTasks // runs outside the limits
+		sawValue = ctx.Value(marker{})
+		return 5, nil
+	}})
+	if err != nil {
+		t.Fatalf("err = %v", err)
+	}
+	// Fn ran in this goroutine: it is complete when Submit returns, and its
+	// plain writes are visible without synchronisation (the race detector
+	// checks this).
+	if !isDone(h) || sawRunning != 1 || sawValue != "v" {
+		t.Fatalf("done=%v running=%d value=%v", isDone(h), sawRunning, sawValue)
+	}
+	if r := wait(t, h); r.Status != executor.Success || r.Value != 5 {
+		t.Errorf("result %+v", r)
+	}
+	if s := groupStats(t, ex, "g"); s.CallerRuns != 1 || s.Succeeded != 1 || s.Rejected != 0 {
+		t.Errorf("counts %+v", s.Counts)
+	}
+}
+
+func TestCallerRunsPanicIsContained(t *testing.T) {
+	ex, _ := full(t, policy.CallerRuns)
+	h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { panic("caller") }})
+	var pe *executor.PanicError
+	if r := wait(t, h); err != nil || r.Status != executor.Failed || !errors.As(r.Err, &pe) {
+		t.Errorf("err %v result %+v", err, r)
+	}
+}
+
+func TestRejectionHandler(t *testing.T) {
+	custom := errors.New("custom")
+	tests := []struct {
+		name    string
+		handler executor.RejectionHandler
+		wantErr error
+		status  executor.Status
+		ran     bool
+	}{
+		{"returns an error", func(r *executor.Rejection) error { return custom }, custom, executor.Rejected, false},
+		{"swallows", func(r *executor.Rejection) error { return nil }, nil, executor.Rejected, false},
+		{"runs in caller", func(r *executor.Rejection) error { r.RunInCaller(); r.RunInCaller(); return nil }, nil, executor.Success, true},
+		{"panics", func(r *executor.Rejection) error { panic("handler") }, executor.ErrRejected, executor.Rejected, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen *executor.Rejection
+			h := func(r *executor.Rejection) error { seen = r; return tt.handler(r) }
+			// The policy says Abort; the handler takes over.
+			ex, _ := full(t, policy.Abort, executor.WithRejectionHandler(h))
+			runs := 0
+			hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", ID: "x", Weight: 1, Fn: func(context.Context) (int, error) { runs++; return 1, nil }})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if seen == nil || seen.Group != "g" || seen.ID != "x" || !errors.Is(seen.Err, executor.ErrRejected) {
+				t.Fatalf("handler saw %+v", seen)
+			}
+			r := wait(t, hd)
+			if r.Status != tt.status || (runs == 1) != tt.ran || runs > 1 {
+				t.Errorf("result %+v, runs %d", r, runs)
+			}
+		})
+	}
+}
+
+func TestShutdownRefusalsIgnoreThePolicy(t *testing.T) {
+	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.CallerRuns} {
+		t.Run(rp.String(), func(t *testing.T) {
+			called := false
+			ex := newExec(t, []policy.Option{policy.WithRejectionPolicy(rp)},
+				executor.WithRejectionHandler(func(*executor.Rejection) error { called = true; return nil }))
+			if err := ex.Shutdown(bg); err != nil {
+				t.Fatal(err)
+			}
+			ran := false
+			h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran = true; return 0, nil }})
+			if !errors.Is(err, executor.ErrShutdown) || !errors.Is(err, executor.ErrRejected) {
+				t.Fatalf("err = %v", err)
+			}
+			if r := wait(t, h); r.Status != executor.Rejected || ran || called {
+				t.Errorf("result %+v ran=%v handler called=%v", r, ran, called)
+			}
+		})
+	}
+}

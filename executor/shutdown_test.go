@@ -1,0 +1,208 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+func TestShutdownGroupDrains(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	g := newGate()
+	running := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
+	g.waitStarted(t, 1)
+	waiting := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("b")})
+	other := submit(t, ex, executor.Task[string]{Group: "other", Fn: g.fn("o")})
+	g.waitStarted(t, 1)
+
+	done := make(chan error)
+	go func() { done <- ex.ShutdownGroup(bg, "g") }()
+	// New tasks for g are refused once the shutdown is in place; others pass.
+	for {
+		if s := groupStats(t, ex, "g"); s.Shutdown {
+			break
+		}
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: g.fn("late")}); !errors.Is(err, executor.ErrGroupShutdown) {
+		t.Fatalf("err = %v, want ErrGroupShutdown", err)
+	}
+	g.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*executor.Handle[string]{running, waiting, other} {
+		if r := wait(t, h); r.Status != executor.Success {
+			t.Errorf("%+v", r)
+		}
+	}
+	wait(t, submit(t, ex, executor.Task[string]{Group: "other", Fn: g.fn("o2")}))
+	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: g.fn("late")}); !errors.Is(err, executor.ErrGroupShutdown) {
+		t.Fatalf("err = %v: a drained group stays shut down", err)
+	}
+	ex.EvictGroup("g")
+	wait(t, submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("after-evict")}))
+}
+
+func TestShutdownGroupTimesOutAndCancels(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	started := make(chan struct{})
+	running := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		close(started)
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}})
+	<-started
+	var ran atomic.Bool
+	waiting := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := ex.ShutdownGroup(ctx, "g"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, h := range []*executor.Handle[int]{running, waiting} {
+		if r := wait(t, h); r.Status != executor.Cancelled {
+			t.Errorf("%+v", r)
+		}
+	}
+	if r := wait(t, waiting); !errors.Is(r.Err, executor.ErrGroupShutdown) || ran.Load() {
+		t.Errorf("waiting task: %+v ran=%v", r, ran.Load())
+	}
+}
+
+func TestShutdownGroupOfUnknownGroup(t *testing.T) {
+	ex := newExec(t, nil)
+	if err := ex.ShutdownGroup(bg, "nobody"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "nobody", Fn: func(context.Context) (int, error) { return 0, nil }}); !errors.Is(err, executor.ErrGroupShutdown) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestShutdownWaitsForAll(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	g := newGate()
+	var hs []*executor.Handle[string]
+	for _, grp := range []string{"a", "a", "b"} {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: grp, Fn: g.fn(grp)}))
+	}
+	g.waitStarted(t, 2)
+	done := make(chan error)
+	go func() { done <- ex.Shutdown(bg) }()
+	for {
+		if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "c", Fn: g.fn("c")}); err != nil {
+			if !errors.Is(err, executor.ErrShutdown) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	g.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if r := wait(t, h); r.Status != executor.Success {
+			t.Errorf("%+v", r)
+		}
+	}
+}
+
+func TestCloseCancelsEverything(t *testing.T) {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(1))
+	ex, _ := executor.New(p)
+	started := make(chan struct{})
+	running, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		close(started)
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}})
+	<-started
+	waiting, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }})
+	ex.Close() // returns only after the running task's goroutine is done
+	if !isDone(running) || !isDone(waiting) {
+		t.Fatal("Close returned with tasks not complete")
+	}
+	for _, h := range []*executor.Handle[int]{running, waiting} {
+		if r, _ := h.Result(); r.Status != executor.Cancelled {
+			t.Errorf("%+v", r)
+		}
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}); !errors.Is(err, executor.ErrShutdown) {
+		t.Fatalf("err = %v", err)
+	}
+	if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 || s.RunningTasks != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	ex.Close()
+}
+
+func TestExecuteAll(t *testing.T) {
+	// The tasks hold until the last (invalid) task has been refused, so
+	// that every admission is decided against a full executor.
+	release := make(chan struct{})
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2), policy.WithQueueThresholdPerGroup(3)},
+		executor.WithListener(executor.ListenerFuncs{Rejected: func(e executor.Event) {
+			if e.ID == "bad" {
+				close(release)
+			}
+		}}))
+	var tasks []executor.Task[int]
+	for i := range 10 {
+		tasks = append(tasks, executor.Task[int]{Group: "g", ID: string(rune('a' + i)), Fn: func(ctx context.Context) (int, error) {
+			<-release
+			return i * i, nil
+		}})
+	}
+	tasks = append(tasks, executor.Task[int]{Group: "", ID: "bad"})
+	rs := executor.ExecuteAll(ex, bg, tasks)
+	if len(rs) != len(tasks) {
+		t.Fatalf("%d results", len(rs))
+	}
+	ok, rejected := 0, 0
+	for i, r := range rs {
+		if r.ID != tasks[i].ID {
+			t.Fatalf("result %d is %q: order lost", i, r.ID)
+		}
+		switch r.Status {
+		case executor.Success:
+			ok++
+			if r.Value != i*i {
+				t.Errorf("result %d value %d", i, r.Value)
+			}
+		case executor.Rejected:
+			rejected++
+		}
+	}
+	// 2 start, 3 wait, the other 5 are refused by the queue threshold, plus
+	// the invalid one.
+	if ok != 5 || rejected != 6 {
+		t.Errorf("%d ok, %d rejected", ok, rejected)
+	}
+}
+
+func TestStatsCounts(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(0)})
+	boom := errors.New("boom")
+	fns := []func(context.Context) (int, error){
+		func(context.Context) (int, error) { return 0, nil },
+		func(context.Context) (int, error) { return 0, boom },
+		func(context.Context) (int, error) { return 0, context.Canceled },
+	}
+	for _, fn := range fns {
+		wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: fn}))
+	}
+	s := ex.Stats()
+	want := executor.Counts{Submitted: 3, Started: 3, Succeeded: 1, Failed: 1, Cancelled: 1}
+	if s.Counts != want || s.GlobalMaxInFlight != policy.Unlimited {
+		t.Errorf("stats %+v, want %+v", s, want)
+	}
+	gs := groupStats(t, ex, "g")
+	if gs.Counts != want || gs.MaxInFlight != policy.DefaultMaxInFlightPerGroup || gs.MaxConcurrency != 1 || gs.QueueThreshold != 0 {
+		t.Errorf("group stats %+v", gs)
+	}
+}

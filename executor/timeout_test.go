@@ -1,0 +1,87 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+func TestQueueTimeoutRejectsWaitingTask(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	var ran atomic.Bool
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
+	clk.Advance(400 * time.Millisecond)
+	second := submit(t, ex, executor.Task[int]{Group: "g", ID: "second", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
+
+	clk.Advance(599 * time.Millisecond) // first has waited 999ms
+	if isDone(first) {
+		t.Fatal("first timed out early")
+	}
+	clk.Advance(time.Millisecond) // first's deadline: the timer completes it without any dispatch
+	r := wait(t, first)
+	if r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrQueueTimeout) || !errors.Is(r.Err, executor.ErrRejected) {
+		t.Fatalf("first = %+v, want Rejected with ErrQueueTimeout", r)
+	}
+	if r.Queued != time.Second {
+		t.Errorf("first waited %v, want 1s", r.Queued)
+	}
+	if isDone(second) {
+		t.Fatal("second timed out with first")
+	}
+	clk.Advance(400 * time.Millisecond) // second's deadline: the re-armed timer
+	if r := wait(t, second); !errors.Is(r.Err, executor.ErrQueueTimeout) {
+		t.Fatalf("second = %+v", r)
+	}
+	if ran.Load() {
+		t.Fatal("a timed-out task ran")
+	}
+	if s := groupStats(t, ex, "g"); s.InFlight != 1 || s.Waiting != 0 || s.Rejected != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestExpiredTaskNeverRunsWhenRoomFrees races the timer with a release: a
+// task past its deadline must be rejected by whichever sees it first.
+func TestExpiredTaskNeverRunsWhenRoomFrees(t *testing.T) {
+	for range 50 {
+		clk := fakeClock()
+		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+		g := newGate()
+		submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+		g.waitStarted(t, 1)
+		var ran atomic.Bool
+		h := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
+		clk.Advance(time.Second)
+		g.open()
+		if r := wait(t, h); r.Status != executor.Rejected || ran.Load() {
+			t.Fatalf("expired task: %+v ran=%v", r, ran.Load())
+		}
+	}
+}
+
+func TestNoTimeoutWaitsForever(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)}, executor.WithClock(clk))
+	g := newGate()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("waiter")})
+	clk.Advance(1000 * time.Hour)
+	if isDone(h) || clk.Pending() != 0 {
+		t.Fatalf("done=%v timers=%d: no timeout is configured", isDone(h), clk.Pending())
+	}
+	g.open()
+	if r := wait(t, h); r.Status != executor.Success {
+		t.Fatal(r)
+	}
+}
