@@ -1,0 +1,248 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// TestStress drives the executor from many goroutines with random groups,
+// weights, outcomes, cancellations, timeouts and evictions, and checks the
+// invariants from inside the tasks and at the end: limits never exceeded,
+// every handle completes exactly once, no Fn runs twice or after a refusal,
+// and after Close nothing is held and no goroutine is left (TestMain).
+func TestStress(t *testing.T) {
+	const (
+		submitters = 32
+		perWorker  = 400
+		groups     = 16
+		global     = 8
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	clk := fakeClock()
+	concOf := func(g string) int {
+		if g == "g0" {
+			return 4
+		}
+		return 2
+	}
+	p, err := policy.New(
+		policy.WithGlobalMaxInFlight(global),
+		policy.WithMaxInFlightPerGroup(12),
+		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithGroupMaxConcurrency("g0", 4),
+		policy.WithQueueThresholdPerGroup(8),
+		policy.WithGlobalQueueThreshold(64),
+		policy.WithQueueTimeout(50*time.Millisecond),
+		policy.WithRejectionPolicy(policy.Discard),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithClock(clk), executor.WithMaxIdleGroups(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		globalRunning  atomic.Int64
+		groupRunning   [groups]atomic.Int64
+		violations     atomic.Int64
+		firstViolation atomic.Value
+	)
+	violate := func(msg string) {
+		violations.Add(1)
+		firstViolation.CompareAndSwap(nil, msg)
+	}
+
+	type record struct {
+		h        *executor.Handle[int]
+		runs     *atomic.Int32
+		invalid  bool
+		cancelFn context.CancelFunc
+	}
+	records := make([][]record, submitters)
+	var boom = errors.New("boom")
+
+	stop := make(chan struct{})
+	var chaos sync.WaitGroup
+	chaos.Add(3)
+	go func() { // time moves: queue timeouts fire
+		defer chaos.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				clk.Advance(time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+	}()
+	go func() { // evictions
+		defer chaos.Done()
+		r := rand.New(rand.NewPCG(seed, 1))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				ex.EvictGroup(fmt.Sprint("g", r.IntN(groups)))
+				runtime.Gosched()
+			}
+		}
+	}()
+	go func() { // bookkeeping checks while everything moves
+		defer chaos.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if msg := ex.CheckInvariants(); msg != "" {
+					violate("invariant: " + msg)
+				}
+				runtime.Gosched()
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for w := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(w)+2))
+			for i := range perWorker {
+				gi := r.IntN(groups)
+				grp := fmt.Sprint("g", gi)
+				weight := r.IntN(3) // 0 means 1
+				if gi != 0 && weight > 2 {
+					weight = 2
+				}
+				runs := new(atomic.Int32)
+				mode := r.IntN(10)
+				fn := func(ctx context.Context) (int, error) {
+					if runs.Add(1) > 1 {
+						violate("a task ran twice")
+					}
+					w := int64(max(weight, 1))
+					defer globalRunning.Add(-w)
+					defer groupRunning[gi].Add(-w)
+					if n := globalRunning.Add(w); n > global {
+						violate(fmt.Sprintf("global running %d > %d", n, global))
+					}
+					if n := groupRunning[gi].Add(w); n > int64(concOf(grp)) {
+						violate(fmt.Sprintf("group %s running %d > %d", grp, n, concOf(grp)))
+					}
+					switch mode {
+					case 0:
+						panic("stress panic")
+					case 1:
+						return 0, boom
+					case 2:
+						<-ctx.Done() // only cancellation ends it
+						return 0, ctx.Err()
+					case 3:
+						runtime.Gosched()
+					}
+					return i, nil
+				}
+				rec := record{runs: runs}
+				ctx := bg
+				if r.IntN(8) == 0 {
+					ctx, rec.cancelFn = context.WithCancel(bg)
+				}
+				task := executor.Task[int]{Group: grp, ID: fmt.Sprint(w, "-", i), Weight: weight, Fn: fn}
+				if r.IntN(50) == 0 {
+					task.Group, rec.invalid = "", true
+				}
+				rec.h, _ = executor.Submit(ex, ctx, task)
+				switch {
+				case mode == 2:
+					rec.h.Cancel() // or it would run until Close
+				case r.IntN(5) == 0:
+					rec.h.Cancel()
+				}
+				if rec.cancelFn != nil && r.IntN(2) == 0 {
+					rec.cancelFn()
+				}
+				records[w] = append(records[w], rec)
+				if r.IntN(4) == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Wait for every handle, cancelling stragglers that block on ctx.
+	var counts [5]int
+	timeouts := 0
+	for _, rs := range records {
+		for _, rec := range rs {
+			ctx, cancel := context.WithTimeout(bg, 30*time.Second) // hang guard
+			r, err := rec.h.Wait(ctx)
+			cancel()
+			if rec.cancelFn != nil {
+				rec.cancelFn()
+			}
+			if err != nil {
+				t.Fatalf("handle %s never completed", rec.h.ID())
+			}
+			counts[r.Status]++
+			if errors.Is(r.Err, executor.ErrQueueTimeout) {
+				timeouts++
+			}
+			runs := rec.runs.Load()
+			switch {
+			case rec.invalid && (r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrInvalidTask)):
+				t.Errorf("invalid task %s: %+v", rec.h.ID(), r)
+			case r.Status == executor.Rejected && runs != 0:
+				t.Errorf("rejected task %s ran", rec.h.ID())
+			case (r.Status == executor.Success || r.Status == executor.Failed) && runs != 1:
+				t.Errorf("task %s ended %v after %d runs", rec.h.ID(), r.Status, runs)
+			}
+		}
+	}
+	close(stop)
+	chaos.Wait()
+
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+	s := ex.Stats()
+	if s.Running != 0 || s.Waiting != 0 || s.RunningTasks != 0 {
+		t.Errorf("after all handles completed: %+v", s)
+	}
+	total := uint64(submitters * perWorker)
+	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total {
+		t.Errorf("outcomes %d, want %d (%+v)", got, total, s.Counts)
+	}
+	t.Logf("timeouts %d", timeouts)
+	t.Logf("outcomes: success %d failed %d cancelled %d rejected %d; stats %+v",
+		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], s.Counts)
+	if timeouts == 0 || counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
+		t.Errorf("the mix did not exercise every outcome: %v", counts)
+	}
+	ex.Close()
+	if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 {
+		t.Errorf("after Close: %+v", s)
+	}
+	if n := executor.DoubleCompletions(); n != 0 {
+		t.Errorf("%d double completions", n)
+	}
+}
