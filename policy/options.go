@@ -31,24 +31,15 @@ func threshold(name string, n int, set func(*Policy)) Option {
 	})
 }
 
-func groupLimit(name, group string, n int, min int, m func(*Policy) *map[string]int) Option {
-	return optionFunc(func(p *Policy) error {
-		if group == "" {
+// groupValue validates a per-group override with check, which is limit or
+// threshold.
+func groupValue(name, group string, n int, check func(string, int, func(*Policy)) Option, m func(*Policy) *map[string]int) Option {
+	if group == "" {
+		return optionFunc(func(*Policy) error {
 			return &OptionError{Option: name, Value: `""`, Reason: "the group key must not be empty"}
-		}
-		if n < min {
-			return &OptionError{Option: name, Value: n, Reason: "out of range for group " + `"` + group + `"` + minReason(min)}
-		}
-		setGroup(m(p), group, n)
-		return nil
-	})
-}
-
-func minReason(min int) string {
-	if min == 0 {
-		return ": a queue threshold must be >= 0"
+		})
 	}
-	return ": a limit must be >= 1"
+	return check(name, n, func(p *Policy) { setGroup(m(p), group, n) })
 }
 
 // WithGlobalMaxInFlight bounds the permits running across all groups.
@@ -71,13 +62,13 @@ func WithMaxConcurrencyPerGroup(n int) Option {
 
 // WithGroupMaxInFlight overrides the in-flight limit (bulkhead) of one group.
 func WithGroupMaxInFlight(group string, n int) Option {
-	return groupLimit("WithGroupMaxInFlight", group, n, 1, func(p *Policy) *map[string]int { return &p.groupMaxInFlight })
+	return groupValue("WithGroupMaxInFlight", group, n, limit, func(p *Policy) *map[string]int { return &p.groupMaxInFlight })
 }
 
 // WithGroupMaxConcurrency overrides the concurrency limit of one group. It
 // wins over the concurrency resolver.
 func WithGroupMaxConcurrency(group string, n int) Option {
-	return groupLimit("WithGroupMaxConcurrency", group, n, 1, func(p *Policy) *map[string]int { return &p.groupMaxConcurrency })
+	return groupValue("WithGroupMaxConcurrency", group, n, limit, func(p *Policy) *map[string]int { return &p.groupMaxConcurrency })
 }
 
 // WithConcurrencyResolver supplies a group's concurrency limit when no
@@ -112,7 +103,7 @@ func WithQueueThresholdPerGroup(n int) Option {
 
 // WithGroupQueueThreshold overrides the queue threshold of one group.
 func WithGroupQueueThreshold(group string, n int) Option {
-	return groupLimit("WithGroupQueueThreshold", group, n, 0, func(p *Policy) *map[string]int { return &p.groupQueueThreshold })
+	return groupValue("WithGroupQueueThreshold", group, n, threshold, func(p *Policy) *map[string]int { return &p.groupQueueThreshold })
 }
 
 // WithQueueTimeout bounds how long a task may wait before it starts; a task

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"time"
 )
@@ -135,11 +134,9 @@ func limitString(n int) string {
 	return fmt.Sprint(n)
 }
 
-// setGroup copies on write so that a Policy never shares a map with the
-// options that built it.
 func setGroup(m *map[string]int, group string, n int) {
-	c := make(map[string]int, len(*m)+1)
-	maps.Copy(c, *m)
-	c[group] = n
-	*m = c
+	if *m == nil {
+		*m = make(map[string]int)
+	}
+	(*m)[group] = n
 }

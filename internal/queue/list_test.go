@@ -1,0 +1,103 @@
+package queue_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/groupexec/groupexec/internal/queue"
+)
+
+type item struct {
+	node queue.Node[*item]
+	v    int
+}
+
+func newItem(v int) *item {
+	it := &item{v: v}
+	it.node.Value = it
+	return it
+}
+
+func values(l *queue.List[*item]) []int {
+	var out []int
+	for n := l.Front(); n != nil; n = n.Next() {
+		out = append(out, n.Value.v)
+	}
+	return out
+}
+
+func TestFIFOAndRemove(t *testing.T) {
+	var l queue.List[*item]
+	items := make([]*item, 5)
+	for i := range items {
+		items[i] = newItem(i)
+		l.PushBack(&items[i].node)
+	}
+	if !l.Remove(&items[2].node) || l.Remove(&items[2].node) {
+		t.Fatal("Remove must succeed once")
+	}
+	l.Remove(&items[0].node) // front
+	l.Remove(&items[4].node) // back
+	if got := values(&l); !slices.Equal(got, []int{1, 3}) || l.Len() != 2 {
+		t.Fatalf("list %v len %d", got, l.Len())
+	}
+	if n := l.PopFront(); n.Value.v != 1 || n.InList() {
+		t.Fatal("PopFront")
+	}
+	var other queue.List[*item]
+	if other.Remove(&items[3].node) {
+		t.Fatal("removed a node from a list it is not in")
+	}
+	l.PopFront()
+	if l.PopFront() != nil || l.Front() != nil || l.Len() != 0 {
+		t.Fatal("empty list not empty")
+	}
+}
+
+func TestPushBackOfLinkedNodePanics(t *testing.T) {
+	var l queue.List[*item]
+	it := newItem(1)
+	l.PushBack(&it.node)
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic")
+		}
+	}()
+	l.PushBack(&it.node)
+}
+
+// TestRandomOpsMatchSlice checks the list against a slice model.
+func TestRandomOpsMatchSlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var l queue.List[*item]
+	var model []*item
+	for i := range 10_000 {
+		switch op := r.IntN(3); {
+		case op == 0 || len(model) == 0:
+			it := newItem(i)
+			l.PushBack(&it.node)
+			model = append(model, it)
+		case op == 1:
+			k := r.IntN(len(model))
+			l.Remove(&model[k].node)
+			model = slices.Delete(model, k, k+1)
+		default:
+			n := l.PopFront()
+			if n.Value != model[0] {
+				t.Fatal("PopFront out of order")
+			}
+			model = model[1:]
+		}
+		if l.Len() != len(model) {
+			t.Fatalf("len %d, model %d", l.Len(), len(model))
+		}
+	}
+	want := make([]int, len(model))
+	for i, it := range model {
+		want[i] = it.v
+	}
+	if got := values(&l); !slices.Equal(got, want) {
+		t.Fatalf("list %v, model %v", got, want)
+	}
+}

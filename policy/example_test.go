@@ -1,0 +1,78 @@
+package policy_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/groupexec/groupexec/policy"
+)
+
+func ExampleNew() {
+	p, err := policy.New(
+		policy.WithGlobalMaxInFlight(256),      // permits running, all groups
+		policy.WithMaxInFlightPerGroup(64),     // each group's bulkhead: admitted, waiting + running
+		policy.WithMaxConcurrencyPerGroup(4),   // permits running per group
+		policy.WithQueueTimeout(2*time.Second), // longest wait before a task starts
+		policy.WithGroupMaxConcurrency("batch", 1),
+	)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p)
+
+	// Per-group overrides win over the defaults.
+	for _, g := range []string{"tenant-a", "batch"} {
+		l, _ := p.Group(g)
+		fmt.Printf("%s: %+v\n", g, l)
+	}
+	// Output:
+	// policy{global=256 groupInFlight=64 groupConcurrency=4 groupQueue=unlimited globalQueue=unlimited timeout=2s rejection=Abort overrides=1}
+	// tenant-a: {MaxInFlight:64 MaxConcurrency:4 QueueThreshold:9223372036854775807}
+	// batch: {MaxInFlight:64 MaxConcurrency:1 QueueThreshold:9223372036854775807}
+}
+
+// With no options, New gives the documented defaults.
+func ExampleNew_defaults() {
+	p, _ := policy.New()
+	fmt.Println(p)
+	// Output:
+	// policy{global=unlimited groupInFlight=1024 groupConcurrency=1 groupQueue=unlimited globalQueue=unlimited timeout=0s rejection=Abort overrides=0}
+}
+
+// New validates every option once and names the first invalid one.
+func ExampleOptionError() {
+	_, err := policy.New(
+		policy.WithGlobalMaxInFlight(8),
+		policy.WithMaxConcurrencyPerGroup(0),
+	)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, policy.ErrInvalidOption))
+
+	var oe *policy.OptionError
+	if errors.As(err, &oe) {
+		fmt.Println(oe.Option, oe.Value)
+	}
+	// Output:
+	// policy: WithMaxConcurrencyPerGroup(0): a limit must be >= 1 (policy.Unlimited for none)
+	// true
+	// WithMaxConcurrencyPerGroup 0
+}
+
+// A concurrency resolver sizes groups that have no per-group value, once,
+// when the executor first sees them.
+func ExampleWithConcurrencyResolver() {
+	p, _ := policy.New(policy.WithConcurrencyResolver(func(group string) (int, bool) {
+		if group == "premium" {
+			return 8, true
+		}
+		return 0, false // the default
+	}))
+	for _, g := range []string{"premium", "free"} {
+		l, _ := p.Group(g)
+		fmt.Println(g, l.MaxConcurrency)
+	}
+	// Output:
+	// premium 8
+	// free 1
+}

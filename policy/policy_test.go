@@ -1,0 +1,141 @@
+package policy_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/policy"
+)
+
+func TestDefaults(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Group("any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GlobalMaxInFlight() != policy.Unlimited || p.GlobalQueueThreshold() != policy.Unlimited ||
+		p.QueueTimeout() != 0 || p.RejectionPolicy() != policy.Abort {
+		t.Errorf("defaults: %v", p)
+	}
+	if l != (policy.GroupLimits{MaxInFlight: 1024, MaxConcurrency: 1, QueueThreshold: policy.Unlimited}) {
+		t.Errorf("group defaults: %+v", l)
+	}
+}
+
+func TestResolutionOrder(t *testing.T) {
+	calls := 0
+	p, err := policy.New(
+		policy.WithMaxInFlightPerGroup(64),
+		policy.WithMaxConcurrencyPerGroup(4),
+		policy.WithQueueThresholdPerGroup(100),
+		policy.WithGroupMaxInFlight("vip", 256),
+		policy.WithGroupMaxConcurrency("vip", 16),
+		policy.WithGroupQueueThreshold("vip", 1000),
+		policy.WithConcurrencyResolver(func(g string) (int, bool) {
+			calls++
+			return 8, g != "plain"
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		group string
+		want  policy.GroupLimits
+	}{
+		{"vip", policy.GroupLimits{MaxInFlight: 256, MaxConcurrency: 16, QueueThreshold: 1000}}, // per-group wins
+		{"resolved", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 8, QueueThreshold: 100}},
+		{"plain", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 4, QueueThreshold: 100}}, // resolver said no
+	}
+	for _, tt := range tests {
+		got, err := p.Group(tt.group)
+		if err != nil || got != tt.want {
+			t.Errorf("Group(%q) = %+v, %v; want %+v", tt.group, got, err, tt.want)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("resolver called %d times; a per-group value must skip it", calls)
+	}
+}
+
+func TestLaterOptionWins(t *testing.T) {
+	p, err := policy.New(
+		policy.WithGlobalMaxInFlight(1), policy.WithGlobalMaxInFlight(9),
+		policy.WithGroupMaxConcurrency("g", 2), policy.WithGroupMaxConcurrency("g", 3),
+		policy.WithRejectionPolicy(policy.CallerRuns), policy.WithRejectionPolicy(policy.Discard),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := p.Group("g")
+	if p.GlobalMaxInFlight() != 9 || l.MaxConcurrency != 3 || p.RejectionPolicy() != policy.Discard {
+		t.Errorf("got %v, %+v", p, l)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	tests := []struct {
+		opt      policy.Option
+		name     string
+		valueStr string
+	}{
+		{policy.WithGlobalMaxInFlight(0), "WithGlobalMaxInFlight", "0"},
+		{policy.WithMaxInFlightPerGroup(-1), "WithMaxInFlightPerGroup", "-1"},
+		{policy.WithMaxConcurrencyPerGroup(0), "WithMaxConcurrencyPerGroup", "0"},
+		{policy.WithGroupMaxInFlight("g", 0), "WithGroupMaxInFlight", "0"},
+		{policy.WithGroupMaxConcurrency("g", -5), "WithGroupMaxConcurrency", "-5"},
+		{policy.WithGroupMaxConcurrency("", 5), "WithGroupMaxConcurrency", `""`},
+		{policy.WithGlobalQueueThreshold(-1), "WithGlobalQueueThreshold", "-1"},
+		{policy.WithQueueThresholdPerGroup(-2), "WithQueueThresholdPerGroup", "-2"},
+		{policy.WithGroupQueueThreshold("g", -1), "WithGroupQueueThreshold", "-1"},
+		{policy.WithQueueTimeout(-time.Second), "WithQueueTimeout", "-1s"},
+		{policy.WithRejectionPolicy(policy.RejectionPolicy(9)), "WithRejectionPolicy", "RejectionPolicy(9)"},
+		{policy.WithConcurrencyResolver(nil), "WithConcurrencyResolver", "nil"},
+		{nil, "New", "nil Option"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+tt.valueStr, func(t *testing.T) {
+			p, err := policy.New(policy.WithGlobalMaxInFlight(5), tt.opt)
+			if p != nil || !errors.Is(err, policy.ErrInvalidOption) {
+				t.Fatalf("New = %v, %v; want an ErrInvalidOption", p, err)
+			}
+			var oe *policy.OptionError
+			if !errors.As(err, &oe) || oe.Option != tt.name {
+				t.Fatalf("err %v does not name option %s", err, tt.name)
+			}
+			if !strings.Contains(err.Error(), tt.name+"("+tt.valueStr+")") {
+				t.Errorf("message %q does not show %s(%s)", err, tt.name, tt.valueStr)
+			}
+		})
+	}
+}
+
+func TestZeroThresholdsAreValid(t *testing.T) {
+	p, err := policy.New(policy.WithGlobalQueueThreshold(0), policy.WithQueueThresholdPerGroup(0), policy.WithQueueTimeout(0))
+	if err != nil || p.GlobalQueueThreshold() != 0 {
+		t.Fatalf("%v %v", p, err)
+	}
+}
+
+func TestResolverBelowOneIsAnError(t *testing.T) {
+	p, _ := policy.New(policy.WithConcurrencyResolver(func(string) (int, bool) { return 0, true }))
+	if _, err := p.Group("g"); !errors.Is(err, policy.ErrInvalidOption) || !strings.Contains(err.Error(), `"g"`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestOptionMapsAreNotShared(t *testing.T) {
+	opts := []policy.Option{policy.WithGroupMaxConcurrency("a", 2)}
+	p1, _ := policy.New(opts...)
+	p2, _ := policy.New(append(opts, policy.WithGroupMaxConcurrency("a", 7))...)
+	l1, _ := p1.Group("a")
+	l2, _ := p2.Group("a")
+	if l1.MaxConcurrency != 2 || l2.MaxConcurrency != 7 {
+		t.Errorf("policies share state: %d %d", l1.MaxConcurrency, l2.MaxConcurrency)
+	}
+}
