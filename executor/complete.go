@@ -84,12 +84,12 @@ func (ex *Executor) cancel(j *job, cause error) {
 		j.stopAfter = nil
 		var b batch
 		ex.dispatchLocked(&b)
-		ex.reserveLocked(&b, false)
+		ex.launchLocked(&b)
 		ex.mu.Unlock()
 		if stop != nil {
 			stop()
 		}
-		ex.afterUnlockReserved(&b)
+		ex.afterUnlock(&b)
 		ex.completeCancelled(j, cause, ex.since()-j.submitted)
 	case stateRunning:
 		ex.mu.Unlock()

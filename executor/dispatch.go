@@ -146,63 +146,6 @@ func (ex *Executor) dropLocked(g *group) {
 	}
 }
 
-// work runs j and then, back to back, tasks that its completions let start.
-func (ex *Executor) work(j *job) {
-	defer ex.workers.Done()
-	for j != nil {
-		j = ex.run(j, true)
-	}
-}
-
-// run runs a started j. With cont, it returns a task that j's completion
-// started, for the caller to run next in the same goroutine.
-func (ex *Executor) run(j *job, cont bool) *job {
-	ctx := j.runContext()
-	start := ex.since()
-	queued := start - j.submitted
-	if ex.listener != nil {
-		e := ex.event(j)
-		e.Queued = queued
-		ex.notify(onStarted, e)
-	}
-	returned := false
-	defer func() {
-		if !returned { // Fn called runtime.Goexit; this goroutine is ending.
-			ex.finish(j, Failed, ErrGoexit, queued, ex.since()-start, false)
-		}
-	}()
-	st, err := j.body.call(ctx)
-	returned = true
-	return ex.finish(j, st, err, queued, ex.since()-start, cont)
-}
-
-// finish ends a running j: it releases j's permits, starts what now fits,
-// and completes j's handle after the permits are back.
-func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, cont bool) *job {
-	j.endRun()
-	var b batch
-	ex.mu.Lock()
-	g := j.g
-	g.running.Remove(&j.node)
-	g.conc.Release(j.weight)
-	ex.global.Release(j.weight)
-	g.counts.add(st)
-	ex.counts.add(st)
-	ex.releaseLocked(g, j)
-	ex.updateReadyLocked(g)
-	ex.dispatchLocked(&b)
-	next := ex.reserveLocked(&b, cont)
-	ex.mu.Unlock()
-	ex.afterUnlockReserved(&b)
-	if ex.listener != nil {
-		e := ex.event(j)
-		e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
-		ex.notify(onCompleted, e)
-	}
-	j.complete(st, err, queued, ran)
-	return next
-}
-
 // batch is what a locked section decided, acted on after unlocking.
 type batch struct {
 	started jobs // to run
@@ -223,46 +166,16 @@ func (l *jobs) add(j *job) {
 	l.more = append(l.more, j)
 }
 
-func (l *jobs) len() int {
-	if l.one == nil {
-		return 0
+// pop removes and returns the first element, or nil.
+func (l *jobs) pop() *job {
+	j := l.one
+	if j == nil {
+		return nil
 	}
-	return 1 + len(l.more)
-}
-
-// reserveLocked counts the workers about to be spawned for b's started
-// tasks, under the lock so that Close never waits on a count that may still
-// rise. With cont, the first started task is returned for the calling worker
-// to run and needs no new goroutine.
-func (ex *Executor) reserveLocked(b *batch, cont bool) *job {
-	var next *job
-	if cont && b.started.one != nil {
-		next = b.started.one
-		b.started.one = nil
-		if len(b.started.more) > 0 {
-			b.started.one = b.started.more[0]
-			b.started.more = b.started.more[1:]
-		}
+	if len(l.more) > 0 {
+		l.one, l.more = l.more[0], l.more[1:]
+	} else {
+		l.one = nil
 	}
-	if n := b.started.len(); n > 0 {
-		ex.workers.Add(n)
-	}
-	return next
-}
-
-// afterUnlockReserved spawns b's started tasks (reserved by reserveLocked)
-// and completes its expired ones.
-func (ex *Executor) afterUnlockReserved(b *batch) {
-	if b.started.one != nil {
-		ex.goWork(b.started.one)
-		for _, j := range b.started.more {
-			ex.goWork(j)
-		}
-	}
-	if b.expired.one != nil {
-		ex.completeExpired(b.expired.one)
-		for _, j := range b.expired.more {
-			ex.completeExpired(j)
-		}
-	}
+	return j
 }

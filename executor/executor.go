@@ -43,6 +43,7 @@ type Executor struct {
 	ready      queue.List[*group] // groups whose head waits only for global room, in turn
 	idle       queue.List[*group] // idle groups, least recently idle first
 	drainWaits []chan struct{}    // Shutdown calls waiting for tasks == 0
+	parked     []worker           // idle workers, most recently parked last
 	counts     Counts
 }
 
@@ -76,11 +77,3 @@ func (ex *Executor) Policy() *policy.Policy { return ex.pol }
 
 // since returns the clock's time as a duration since the executor's epoch.
 func (ex *Executor) since() time.Duration { return ex.clk.Now().Sub(ex.epoch) }
-
-func (ex *Executor) goWork(j *job) {
-	if ex.spawn == nil {
-		go ex.work(j)
-		return
-	}
-	ex.spawn(func() { ex.work(j) })
-}

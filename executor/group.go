@@ -10,6 +10,7 @@ import (
 // group is one group key's state. Every field is guarded by the executor's
 // mutex.
 type group struct {
+	ex       *Executor
 	key      string
 	limits   policy.GroupLimits
 	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
@@ -27,8 +28,9 @@ type group struct {
 	counts     Counts
 }
 
-func newGroup(key string, l policy.GroupLimits) *group {
+func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	g := &group{
+		ex:       ex,
 		key:      key,
 		limits:   l,
 		inFlight: groupsem.New(l.MaxInFlight),

@@ -47,7 +47,9 @@ func TestEvictIdleGroupResolvesLimitsAfresh(t *testing.T) {
 		calls.Add(1)
 		return int(limit.Load()), true
 	})})
-	run := func() { wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }})) }
+	run := func() {
+		wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}))
+	}
 	run()
 	run()
 	if calls.Load() != 1 {

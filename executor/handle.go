@@ -41,13 +41,15 @@ type job struct {
 	// executor
 	node      queue.Node[*job] // in its group's waiting or running list
 	g         *group
-	state     jobState
 	submitted time.Duration // since the executor's epoch
 	stopAfter func() bool   // stops the Submit-ctx watcher, if any
+	state     jobState
 
-	ex     *Executor
-	id     string
+	// set by Submit, then read-only
+	status Status // outcome, written once before done is set
+	done   atomic.Bool
 	weight int
+	id     string
 	parent context.Context
 	body   body
 
@@ -59,8 +61,6 @@ type job struct {
 	cancelRun context.CancelCauseFunc
 
 	// outcome, written once before done is set
-	done     atomic.Bool
-	status   Status
 	err      error
 	queued   time.Duration
 	duration time.Duration
@@ -134,7 +134,11 @@ func (h *Handle[T]) result() Result[T] {
 // Cancel cancels the task. A waiting task is removed and completes
 // Cancelled without running; a running task's context is cancelled and its
 // outcome is what Fn returns. Cancel after completion does nothing.
-func (h *Handle[T]) Cancel() { h.ex.cancel(&h.job, context.Canceled) }
+func (h *Handle[T]) Cancel() {
+	if !h.done.Load() {
+		h.g.ex.cancel(&h.job, context.Canceled)
+	}
+}
 
 func (h *Handle[T]) call(ctx context.Context) (st Status, err error) {
 	defer func() {

@@ -36,7 +36,7 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	g := ex.groups[key]
 	if g == nil {
 		// Keep a marker so that new tasks are refused; it has no room.
-		g = newGroup(key, zeroLimits)
+		g = newGroup(ex, key, zeroLimits)
 		ex.groups[key] = g
 	}
 	g.shutdown = true
@@ -89,6 +89,7 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 func (ex *Executor) Close() error {
 	ex.mu.Lock()
 	ex.state = closed
+	ex.releaseParkedLocked()
 	for _, g := range ex.groups {
 		if g.timer != nil {
 			g.timer.Stop()
@@ -131,9 +132,9 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 		}
 	}
 	ex.dispatchLocked(&b)
-	ex.reserveLocked(&b, false)
+	ex.launchLocked(&b)
 	ex.mu.Unlock()
-	ex.afterUnlockReserved(&b)
+	ex.afterUnlock(&b)
 	for _, j := range running {
 		j.cancelContext(cause)
 	}

@@ -29,13 +29,13 @@ import (
 // Cancelling ctx later cancels the task, as Handle.Cancel does.
 func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], error) {
 	h := &Handle[T]{fn: t.Fn}
-	h.ex, h.id, h.parent, h.body, h.weight = ex, t.ID, ctx, h, t.Weight
+	h.id, h.parent, h.body, h.weight = t.ID, ctx, h, t.Weight
 	h.node.Value = &h.job
 	if h.weight == 0 {
 		h.weight = 1
 	}
 	if err := validate(ctx, t.Group, t.Weight, t.Fn == nil); err != nil {
-		h.g = detachedGroup(t.Group)
+		h.g = detachedGroup(ex, t.Group)
 		if ctx == nil {
 			h.parent = context.Background()
 		}
@@ -76,7 +76,7 @@ func validate(ctx context.Context, group string, weight int, nilFn bool) error {
 
 // detachedGroup stands for a group whose state the executor does not keep
 // (a refusal before admission), so that the handle can still name it.
-func detachedGroup(key string) *group { return &group{key: key} }
+func detachedGroup(ex *Executor, key string) *group { return &group{ex: ex, key: key} }
 
 // submit admits j into the group named key.
 func (ex *Executor) submit(j *job, key string) error {
@@ -84,7 +84,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.notify(onSubmitted, Event{Group: key, ID: j.id, Weight: j.weight})
 	}
 	if err := j.parent.Err(); err != nil {
-		j.g = detachedGroup(key)
+		j.g = detachedGroup(ex, key)
 		ex.mu.Lock()
 		ex.counts.Submitted++
 		ex.counts.add(Cancelled)
@@ -102,7 +102,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.mu.Unlock()
 		l, err := ex.pol.Group(key)
 		if err != nil {
-			j.g = detachedGroup(key)
+			j.g = detachedGroup(ex, key)
 			ex.mu.Lock()
 			ex.counts.Submitted++
 			ex.mu.Unlock()
@@ -110,14 +110,14 @@ func (ex *Executor) submit(j *job, key string) error {
 		}
 		ex.mu.Lock()
 		if g = ex.groups[key]; g == nil && ex.state == open {
-			g = newGroup(key, l)
+			g = newGroup(ex, key, l)
 			ex.groups[key] = g
 		}
 	}
 	ex.counts.Submitted++
 	if g == nil {
 		ex.mu.Unlock()
-		j.g = detachedGroup(key)
+		j.g = detachedGroup(ex, key)
 		return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitShutdown, Err: ErrShutdown}, true)
 	}
 	j.g = g
@@ -127,18 +127,19 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.mu.Unlock()
 		return ex.refuse(j, rej, forced)
 	}
+	var b batch
 	if j.state == stateRunning {
 		// Started at once: the fast path.
-		ex.workers.Add(1)
+		b.started.add(j)
+		ex.launchLocked(&b)
 		ex.mu.Unlock()
-		ex.goWork(j)
+		ex.afterUnlock(&b)
 		return nil
 	}
-	var b batch
 	ex.dispatchLocked(&b)
-	ex.reserveLocked(&b, false)
+	ex.launchLocked(&b)
 	ex.mu.Unlock()
-	ex.afterUnlockReserved(&b)
+	ex.afterUnlock(&b)
 	if j.parent.Done() != nil {
 		ex.watchParent(j)
 	}

@@ -38,7 +38,7 @@ func (ex *Executor) expire(g *group) {
 	}
 	ex.armLocked(g, now)
 	ex.dispatchLocked(&b)
-	ex.reserveLocked(&b, false)
+	ex.launchLocked(&b)
 	ex.mu.Unlock()
-	ex.afterUnlockReserved(&b)
+	ex.afterUnlock(&b)
 }
