@@ -31,6 +31,7 @@ func (j *job) runContext() context.Context {
 	if j.parent.Done() == nil {
 		return (*runCtx)(j)
 	}
+	j.stdCtx = true
 	ctx, cancel := context.WithCancelCause(j.parent)
 	j.mu.Lock()
 	j.cancelRun = cancel
@@ -42,8 +43,12 @@ func (j *job) runContext() context.Context {
 	return ctx
 }
 
-// endRun releases the run context's resources once Fn has returned.
+// endRun releases the run context's resources once Fn has returned. It runs
+// on the goroutine that called runContext.
 func (j *job) endRun() {
+	if !j.stdCtx {
+		return // the job itself was the context: nothing to release
+	}
 	j.mu.Lock()
 	cancel := j.cancelRun
 	j.cancelRun = nil

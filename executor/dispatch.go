@@ -36,7 +36,8 @@ func (ex *Executor) updateReadyLocked(g *group) {
 }
 
 // dispatchLocked starts waiting tasks while global room allows, groups in
-// turn. A head found past its queue timeout is removed instead, never run.
+// turn, putting them on the run queue. A head found past its queue timeout
+// is removed instead, never run.
 func (ex *Executor) dispatchLocked(b *batch) {
 	if ex.state == closed {
 		return
@@ -61,7 +62,7 @@ func (ex *Executor) dispatchLocked(b *batch) {
 		ex.ready.Remove(n)
 		ex.startLocked(g, j)
 		ex.updateReadyLocked(g)
-		b.started.add(j)
+		ex.runq.Push(j)
 	}
 }
 
@@ -148,34 +149,35 @@ func (ex *Executor) dropLocked(g *group) {
 
 // batch is what a locked section decided, acted on after unlocking.
 type batch struct {
-	started jobs // to run
-	expired jobs // removed past their queue timeout
+	hand    few[handoff] // started tasks for parked workers
+	spawn   few[*job]    // started tasks for new goroutines
+	expired few[*job]    // removed past their queue timeout
 }
 
-// jobs is a list that allocates only past its first element.
-type jobs struct {
-	one  *job
-	more []*job
+type handoff struct {
+	w worker
+	j *job
 }
 
-func (l *jobs) add(j *job) {
-	if l.one == nil {
-		l.one = j
-		return
-	}
-	l.more = append(l.more, j)
+// few is a list that allocates only past its first element.
+type few[T any] struct {
+	n    int
+	one  T
+	more []T
 }
 
-// pop removes and returns the first element, or nil.
-func (l *jobs) pop() *job {
-	j := l.one
-	if j == nil {
-		return nil
-	}
-	if len(l.more) > 0 {
-		l.one, l.more = l.more[0], l.more[1:]
+func (l *few[T]) add(v T) {
+	if l.n == 0 {
+		l.one = v
 	} else {
-		l.one = nil
+		l.more = append(l.more, v)
 	}
-	return j
+	l.n++
+}
+
+func (l *few[T]) at(i int) T {
+	if i == 0 {
+		return l.one
+	}
+	return l.more[i-1]
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -24,6 +25,7 @@ const (
 type Executor struct {
 	pol      *policy.Policy
 	clk      clock.Clock
+	realClk  bool // clk is clock.Real: one monotonic read per timing
 	epoch    time.Time
 	timeout  time.Duration
 	listener Listener
@@ -44,7 +46,12 @@ type Executor struct {
 	idle       queue.List[*group] // idle groups, least recently idle first
 	drainWaits []chan struct{}    // Shutdown calls waiting for tasks == 0
 	parked     []worker           // idle workers, most recently parked last
-	counts     Counts
+	runq       queue.Ring[*job]   // started tasks not yet on a goroutine
+
+	// finishing counts workers whose task has returned and that are about
+	// to take the lock and pop the run queue.
+	finishing atomic.Int32
+	counts    Counts
 }
 
 // New returns an Executor enforcing p.
@@ -69,6 +76,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		}
 	}
 	ex.epoch = ex.clk.Now()
+	ex.realClk = ex.clk == clock.Real
 	return ex, nil
 }
 
@@ -76,4 +84,9 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 func (ex *Executor) Policy() *policy.Policy { return ex.pol }
 
 // since returns the clock's time as a duration since the executor's epoch.
-func (ex *Executor) since() time.Duration { return ex.clk.Now().Sub(ex.epoch) }
+func (ex *Executor) since() time.Duration {
+	if ex.realClk {
+		return time.Since(ex.epoch) // reads only the monotonic clock
+	}
+	return ex.clk.Now().Sub(ex.epoch)
+}

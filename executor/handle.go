@@ -44,6 +44,7 @@ type job struct {
 	submitted time.Duration // since the executor's epoch
 	stopAfter func() bool   // stops the Submit-ctx watcher, if any
 	state     jobState
+	stdCtx    bool // the run context is a standard one (written and read by the running goroutine)
 
 	// set by Submit, then read-only
 	status Status // outcome, written once before done is set

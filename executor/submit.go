@@ -130,7 +130,7 @@ func (ex *Executor) submit(j *job, key string) error {
 	var b batch
 	if j.state == stateRunning {
 		// Started at once: the fast path.
-		b.started.add(j)
+		ex.runq.Push(j)
 		ex.launchLocked(&b)
 		ex.mu.Unlock()
 		ex.afterUnlock(&b)

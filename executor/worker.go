@@ -2,11 +2,12 @@ package executor
 
 import "time"
 
-// Workers. A task runs on a worker goroutine. A worker that finishes a task
-// runs, in the same goroutine, a task that the completion let start; with
-// nothing to run it parks, up to maxParked of them, until a task is handed
-// to it, so that a steady stream of submissions pays a channel handoff, not
-// a goroutine start, per task. Parked workers exit at Close.
+// Workers. A started task goes on the run queue; it holds its permits from
+// then on. A worker that finishes a task takes the next one from the run
+// queue in the same goroutine; with nothing to run it parks, up to maxParked
+// of them, until a task is handed to it. So a steady stream of submissions
+// pays neither a goroutine start nor a wake-up per task. Parked workers exit
+// at Close.
 
 // worker is a parked goroutine's inbox; nil tells it to exit.
 type worker chan *job
@@ -45,23 +46,27 @@ func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end t
 	returned := false
 	defer func() {
 		if !returned { // Fn called runtime.Goexit; this goroutine is ending.
+			ex.finishing.Add(1)
 			ex.finish(j, Failed, ErrGoexit, queued, ex.since()-start, nil)
 		}
 	}()
 	st, err := j.body.call(ctx)
 	returned = true
+	ex.finishing.Add(1)
 	end = ex.since()
 	next, parked = ex.finish(j, st, err, queued, end-start, w)
 	return next, end, parked
 }
 
 // finish ends a running j: it releases j's permits, starts what now fits,
-// and completes j's handle after the permits are back. With w, it returns a
-// started task for the calling worker to run next, or parks w.
+// and completes j's handle after the permits are back. With w, it returns
+// the next task on the run queue for the calling worker, or parks w. The
+// caller has counted itself in ex.finishing.
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker) (next *job, parked bool) {
 	j.endRun()
 	var b batch
 	ex.mu.Lock()
+	ex.finishing.Add(-1)
 	g := j.g
 	g.running.Remove(&j.node)
 	g.conc.Release(j.weight)
@@ -72,7 +77,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	ex.updateReadyLocked(g)
 	ex.dispatchLocked(&b)
 	if w != nil {
-		next = b.started.pop()
+		next, _ = ex.runq.Pop()
 		if next == nil && ex.state != closed && len(ex.parked) < maxParked {
 			ex.parked = append(ex.parked, w)
 			parked = true
@@ -90,37 +95,43 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	return next, parked
 }
 
-// launchLocked hands b's started tasks to parked workers; the rest stay in
-// b.started for afterUnlock to start on new goroutines, counted now, under
-// the lock, so that Close never waits on a count that may still rise.
+// launchLocked makes sure every task on the run queue gets a goroutine. A
+// worker counted in ex.finishing is about to take the lock and pop the queue,
+// so tasks up to that count are left for them: under a steady load, tasks go
+// from worker to worker with no wake-up at all. Past that count, tasks go to
+// parked workers, then to new goroutines, counted now, under the lock, so
+// that Close never waits on a count that may still rise.
 func (ex *Executor) launchLocked(b *batch) {
-	var spawn jobs
-	for j := b.started.pop(); j != nil; j = b.started.pop() {
+	for ex.runq.Len() > int(ex.finishing.Load()) {
+		j, _ := ex.runq.Pop()
 		if n := len(ex.parked); n > 0 {
-			w := ex.parked[n-1]
+			b.hand.add(handoff{ex.parked[n-1], j})
 			ex.parked[n-1] = nil
 			ex.parked = ex.parked[:n-1]
-			w <- j // never blocks: a parked worker's inbox is empty
 			continue
 		}
 		ex.workers.Add(1)
-		spawn.add(j)
+		b.spawn.add(j)
 	}
-	b.started = spawn
 }
 
-// afterUnlock starts new goroutines for b's started tasks, as counted by
-// launchLocked, and completes its expired ones.
+// afterUnlock hands tasks to parked workers, starts new goroutines, and
+// completes expired tasks, as launchLocked and dispatchLocked decided.
 func (ex *Executor) afterUnlock(b *batch) {
-	for j := b.started.pop(); j != nil; j = b.started.pop() {
+	for i := range b.hand.n {
+		h := b.hand.at(i)
+		h.w <- h.j // never blocks: the worker was parked with an empty inbox
+	}
+	for i := range b.spawn.n {
+		j := b.spawn.at(i)
 		if ex.spawn == nil {
 			go ex.work(j)
 		} else {
 			ex.spawn(func() { ex.work(j) })
 		}
 	}
-	for j := b.expired.pop(); j != nil; j = b.expired.pop() {
-		ex.completeExpired(j)
+	for i := range b.expired.n {
+		ex.completeExpired(b.expired.at(i))
 	}
 }
 

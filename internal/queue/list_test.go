@@ -101,3 +101,32 @@ func TestRandomOpsMatchSlice(t *testing.T) {
 		t.Fatalf("list %v, model %v", got, want)
 	}
 }
+
+func TestRingMatchesSlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var ring queue.Ring[int]
+	var model []int
+	for i := range 10_000 {
+		if r.IntN(3) > 0 || len(model) == 0 {
+			ring.Push(i)
+			model = append(model, i)
+			continue
+		}
+		v, ok := ring.Pop()
+		if !ok || v != model[0] {
+			t.Fatalf("Pop = %d, %v; want %d", v, ok, model[0])
+		}
+		model = model[1:]
+		if ring.Len() != len(model) {
+			t.Fatalf("len %d, model %d", ring.Len(), len(model))
+		}
+	}
+	for _, want := range model {
+		if v, _ := ring.Pop(); v != want {
+			t.Fatalf("drain: %d, want %d", v, want)
+		}
+	}
+	if _, ok := ring.Pop(); ok || ring.Len() != 0 {
+		t.Fatal("empty ring popped a value")
+	}
+}

@@ -1,0 +1,41 @@
+package queue
+
+// Ring is a growable FIFO of values in a circular buffer: pushing and popping
+// allocate nothing once it has grown to its working size. The zero value is
+// an empty ring. A Ring is not safe for concurrent use.
+type Ring[T any] struct {
+	buf        []T
+	head, size int
+}
+
+// Len returns the number of values in r.
+func (r *Ring[T]) Len() int { return r.size }
+
+// Push appends v.
+func (r *Ring[T]) Push(v T) {
+	if r.size == len(r.buf) {
+		r.grow()
+	}
+	r.buf[(r.head+r.size)%len(r.buf)] = v
+	r.size++
+}
+
+// Pop removes and returns the first value; ok is false when r is empty.
+func (r *Ring[T]) Pop() (v T, ok bool) {
+	if r.size == 0 {
+		return v, false
+	}
+	var zero T
+	v, r.buf[r.head] = r.buf[r.head], zero
+	r.head = (r.head + 1) % len(r.buf)
+	r.size--
+	return v, true
+}
+
+func (r *Ring[T]) grow() {
+	buf := make([]T, max(2*len(r.buf), 8))
+	for i := range r.size {
+		buf[i] = r.buf[(r.head+i)%len(r.buf)]
+	}
+	r.buf, r.head = buf, 0
+}
