@@ -133,6 +133,7 @@ func (ex *Executor) groupIdleLocked(g *group) {
 		ex.dropLocked(g)
 	case g.shutdown:
 	default:
+		ex.idle.Remove(&g.idleNode) // already idle: now the most recent
 		ex.idle.PushBack(&g.idleNode)
 		for ex.idle.Len() > ex.maxIdle {
 			ex.dropLocked(ex.idle.Front().Value)

@@ -115,3 +115,16 @@ func TestIdleReclamationZeroKeepsNoIdleGroup(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestRefusedTasksDoNotGrowTheGroupMap: keys that only ever see refusals
+// (here, tasks too heavy to run) are reclaimed like idle groups.
+func TestRefusedTasksDoNotGrowTheGroupMap(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)}, executor.WithMaxIdleGroups(8))
+	for i := range 1000 {
+		executor.Submit(ex, bg, executor.Task[int]{Group: fmt.Sprint("k", i), Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
+		executor.Submit(ex, bg, executor.Task[int]{Group: "same", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
+	}
+	if s := ex.Stats(); s.Groups > 8 || s.Rejected != 2000 {
+		t.Errorf("stats %+v: want at most 8 groups kept", s)
+	}
+}

@@ -124,6 +124,11 @@ func (ex *Executor) submit(j *job, key string) error {
 	g.counts.Submitted++
 	rej, forced := ex.admitLocked(g, j, now)
 	if rej != nil {
+		if g.tasks() == 0 {
+			// A group made for a refused task is idle from the start: it
+			// is reclaimed like any other.
+			ex.groupIdleLocked(g)
+		}
 		ex.mu.Unlock()
 		return ex.refuse(j, rej, forced)
 	}
