@@ -43,14 +43,8 @@ func (ex *Executor) completeCancelled(j *job, cause error, queued time.Duration)
 
 // runInCaller runs j in the calling goroutine, outside every limit.
 func (ex *Executor) runInCaller(j *job) {
-	ctx := j.runContext()
 	start := ex.since()
-	queued := start - j.submitted
-	if ex.listener != nil {
-		e := ex.event(j)
-		e.Queued = queued
-		ex.notify(onStarted, e)
-	}
+	ctx, queued := ex.begin(j, start)
 	st, err := Failed, ErrGoexit
 	defer func() {
 		ran := ex.since() - start

@@ -1,6 +1,9 @@
 package executor
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Workers. A started task goes on the run queue; it holds its permits from
 // then on. A worker that finishes a task takes the next one from the run
@@ -36,13 +39,7 @@ func (ex *Executor) work(j *job) {
 // task for this goroutine and when it became runnable, or parks w and
 // reports so. With w nil it neither continues nor parks.
 func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end time.Duration, parked bool) {
-	ctx := j.runContext()
-	queued := start - j.submitted
-	if ex.listener != nil {
-		e := ex.event(j)
-		e.Queued = queued
-		ex.notify(onStarted, e)
-	}
+	ctx, queued := ex.begin(j, start)
 	returned := false
 	defer func() {
 		if !returned { // Fn called runtime.Goexit; this goroutine is ending.
@@ -56,6 +53,18 @@ func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end t
 	end = ex.since()
 	next, parked = ex.finish(j, st, err, queued, end-start, w)
 	return next, end, parked
+}
+
+// begin makes j's run context and tells the listener that j starts at start,
+// which is queued after its submission.
+func (ex *Executor) begin(j *job, start time.Duration) (ctx context.Context, queued time.Duration) {
+	ctx, queued = j.runContext(), start-j.submitted
+	if ex.listener != nil {
+		e := ex.event(j)
+		e.Queued = queued
+		ex.notify(onStarted, e)
+	}
+	return ctx, queued
 }
 
 // finish ends a running j: it releases j's permits, starts what now fits,
