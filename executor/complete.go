@@ -49,6 +49,7 @@ func (ex *Executor) runInCaller(j *job) {
 	defer func() {
 		ran := ex.since() - start
 		j.endRun()
+		j.settle(st)
 		ex.mu.Lock()
 		ex.counts.CallerRuns++
 		ex.counts.add(st)

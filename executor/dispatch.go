@@ -104,7 +104,7 @@ func (ex *Executor) releaseLocked(g *group, j *job) {
 	g.inFlight.Release(j.weight)
 	ex.tasks--
 	j.state = stateDone
-	if g.tasks() == 0 {
+	if g.idle() {
 		ex.groupIdleLocked(g)
 	}
 	if ex.tasks == 0 && ex.drainWaits != nil {
@@ -118,7 +118,8 @@ func (ex *Executor) releaseLocked(g *group, j *job) {
 // groupIdleLocked handles a group with no task left: it wakes ShutdownGroup,
 // and evicts or parks the group's state. Parked idle groups are reclaimed
 // oldest first past maxIdle, so the group map stays bounded by the busy
-// groups plus maxIdle (plus groups kept shut down).
+// groups plus maxIdle (plus groups kept shut down or with a breaker that is
+// not closed).
 func (ex *Executor) groupIdleLocked(g *group) {
 	for _, c := range g.drainWaits {
 		close(c)
@@ -136,7 +137,13 @@ func (ex *Executor) groupIdleLocked(g *group) {
 		ex.idle.Remove(&g.idleNode) // already idle: now the most recent
 		ex.idle.PushBack(&g.idleNode)
 		for ex.idle.Len() > ex.maxIdle {
-			ex.dropLocked(ex.idle.Front().Value)
+			old := ex.idle.Front().Value
+			if !old.reclaimable() {
+				// Kept, out of the idle list, until used and idle again.
+				ex.idle.Remove(&old.idleNode)
+				continue
+			}
+			ex.dropLocked(old)
 		}
 	}
 }

@@ -42,12 +42,14 @@ const (
 	LimitGroupQueue       Limit = "group queue threshold"
 	LimitQueueTimeout     Limit = "queue timeout"
 	LimitShutdown         Limit = "shutdown"
+	LimitBreaker          Limit = "circuit breaker"
 	LimitInvalid          Limit = "invalid task"
 )
 
 // RejectedError says why a task was refused. It matches ErrRejected and,
 // through Unwrap, its cause (ErrQueueTimeout, ErrTooHeavy, ErrShutdown,
-// ErrGroupShutdown, ErrInvalidTask), when there is one.
+// ErrGroupShutdown, ErrInvalidTask, breaker.ErrOpenState,
+// breaker.ErrTooManyRequests), when there is one.
 type RejectedError struct {
 	Group  string
 	ID     string
@@ -61,7 +63,7 @@ type RejectedError struct {
 func (e *RejectedError) Error() string {
 	msg := fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
 	switch e.Limit {
-	case LimitShutdown, LimitInvalid, LimitQueueTimeout:
+	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker:
 	default:
 		msg += fmt.Sprintf(" (weight %d, used %d of %d)", e.Weight, e.Used, e.Max)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/internal/groupsem"
 	"github.com/groupexec/groupexec/internal/queue"
@@ -32,6 +33,7 @@ type Executor struct {
 	handler  RejectionHandler
 	spawn    func(func())
 	maxIdle  int
+	breaker  *breaker.Settings // per-group breakers, when set
 
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup

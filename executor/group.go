@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/internal/groupsem"
 	"github.com/groupexec/groupexec/internal/queue"
@@ -21,6 +22,9 @@ type group struct {
 	readyNode queue.Node[*group] // in ex.ready
 	idleNode  queue.Node[*group] // in ex.idle
 
+	br      *breaker.CircuitBreaker // nil unless WithGroupBreaker
+	pending int                     // Submits taking a breaker ticket with the lock released
+
 	timer      clock.Timer // the queue-timeout timer, armed for the head
 	shutdown   bool
 	evict      bool // evict as soon as idle
@@ -38,10 +42,26 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	}
 	g.readyNode.Value = g
 	g.idleNode.Value = g
+	if ex.breaker != nil {
+		s := *ex.breaker
+		if s.Name != "" {
+			s.Name += ":" + key
+		} else {
+			s.Name = key
+		}
+		g.br, _ = breaker.New(s) // validated by WithGroupBreaker
+	}
 	return g
 }
 
 func (g *group) tasks() int { return g.waiting.Len() + g.running.Len() }
+
+// idle reports whether g has no task and no Submit in progress.
+func (g *group) idle() bool { return g.tasks() == 0 && g.pending == 0 }
+
+// reclaimable reports whether idle reclamation may drop g: not while its
+// breaker remembers failures that a fresh one would forget.
+func (g *group) reclaimable() bool { return g.br == nil || g.br.State() == breaker.StateClosed }
 
 // head returns the first waiting task, or nil.
 func (g *group) head() *job {

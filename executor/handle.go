@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/internal/queue"
 )
 
@@ -60,6 +61,8 @@ type job struct {
 	cancelCh  chan struct{} // Done of the run context when it is the job itself
 	cancelled error         // set when the run context is cancelled
 	cancelRun context.CancelCauseFunc
+
+	ticket breaker.Ticket // the group breaker's, settled when the job completes
 
 	// outcome, written once before done is set
 	err      error
@@ -151,9 +154,27 @@ func (h *Handle[T]) call(ctx context.Context) (st Status, err error) {
 	return classify(err), err
 }
 
-// complete publishes the outcome. It reports false, and changes nothing, if
+// settle records st in the group's breaker, once: Success and Failed count,
+// anything else gives the request back. It runs outside every executor lock,
+// since the breaker may call OnStateChange. A finished task settles before
+// its permits are released, so that its group cannot be reclaimed as idle
+// with a breaker that has not yet seen the failure.
+func (j *job) settle(st Status) {
+	switch st {
+	case Success:
+		j.ticket.Success()
+	case Failed:
+		j.ticket.Failure()
+	default:
+		j.ticket.Ignore()
+	}
+}
+
+// complete settles j's breaker ticket, if not yet done, and publishes the
+// outcome. It reports false, and changes nothing, if
 // the job had already completed.
 func (j *job) complete(st Status, err error, queued, duration time.Duration) bool {
+	j.settle(st)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.done.Load() {

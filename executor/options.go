@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
 )
 
@@ -67,6 +68,33 @@ func WithSpawn(spawn func(f func())) Option {
 			return fmt.Errorf("executor: WithSpawn(nil): the spawn function must not be nil")
 		}
 		ex.spawn = spawn
+		return nil
+	})
+}
+
+// WithGroupBreaker gives every group its own circuit breaker, made from s
+// when the group's state is created. The breaker's name is the group key
+// (prefixed by s.Name and a colon when s.Name is set), so one OnStateChange
+// can tell groups apart.
+//
+// A group whose breaker refuses (open, or half-open with its probes in
+// flight) has new tasks rejected at once, whatever the rejection policy:
+// they complete Rejected with an error matching both ErrRejected and
+// breaker.ErrOpenState (or breaker.ErrTooManyRequests), and are never queued,
+// so a failing tenant stops taking capacity. A finished task's outcome is
+// recorded in its group's breaker before its handle completes: Failed counts
+// as a failure, Success as a success; Cancelled and Rejected tasks count as
+// neither. The breaker is dropped with its group on EvictGroup; idle
+// reclamation keeps a group whose breaker is not closed (a failing tenant is
+// idle by construction). OnStateChange runs outside every executor lock.
+//
+// Invalid settings make New return the breaker's error naming the field.
+func WithGroupBreaker(s breaker.Settings) Option {
+	return optionFunc(func(ex *Executor) error {
+		if _, err := breaker.New(s); err != nil {
+			return fmt.Errorf("executor: WithGroupBreaker: %w", err)
+		}
+		ex.breaker = &s
 		return nil
 	})
 }

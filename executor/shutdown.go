@@ -17,7 +17,7 @@ func (ex *Executor) EvictGroup(group string) bool {
 	if g == nil {
 		return false
 	}
-	if g.tasks() == 0 {
+	if g.idle() {
 		ex.dropLocked(g)
 		return true
 	}

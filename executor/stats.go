@@ -1,6 +1,9 @@
 package executor
 
-import "github.com/groupexec/groupexec/policy"
+import (
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/policy"
+)
 
 var zeroLimits = policy.GroupLimits{}
 
@@ -55,6 +58,9 @@ type GroupStats struct {
 	MaxConcurrency int
 	QueueThreshold int
 	Shutdown       bool
+	// Breaker is the state of the group's breaker (WithGroupBreaker);
+	// breaker.StateClosed when there is none.
+	Breaker breaker.State
 	Counts
 }
 
@@ -82,7 +88,12 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 	if g == nil {
 		return GroupStats{}, false
 	}
+	var br breaker.State
+	if g.br != nil {
+		br = g.br.State()
+	}
 	return GroupStats{
+		Breaker:        br,
 		Group:          g.key,
 		Running:        g.conc.Used(),
 		RunningTasks:   g.running.Len(),

@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
 
 // TestStress drives the executor from many goroutines with random groups,
-// weights, outcomes, cancellations, timeouts and evictions, and checks the
+// weights, outcomes, cancellations, timeouts, evictions and per-group
+// breakers tripping and recovering, and checks the
 // invariants from inside the tasks and at the end: limits never exceeded,
 // every handle completes exactly once, no Fn runs twice or after a refusal,
 // and after Close nothing is held and no goroutine is left (TestMain).
@@ -49,7 +51,9 @@ func TestStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := executor.New(p, executor.WithClock(clk), executor.WithMaxIdleGroups(4))
+	ex, err := executor.New(p, executor.WithClock(clk), executor.WithMaxIdleGroups(4),
+		executor.WithGroupBreaker(breaker.Settings{Clock: clk, Timeout: 20 * time.Millisecond, MaxRequests: 2,
+			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +192,7 @@ func TestStress(t *testing.T) {
 
 	// Wait for every handle, cancelling stragglers that block on ctx.
 	var counts [5]int
-	timeouts := 0
+	timeouts, breakerRefusals := 0, 0
 	for _, rs := range records {
 		for _, rec := range rs {
 			ctx, cancel := context.WithTimeout(bg, 30*time.Second) // hang guard
@@ -203,6 +207,9 @@ func TestStress(t *testing.T) {
 			counts[r.Status]++
 			if errors.Is(r.Err, executor.ErrQueueTimeout) {
 				timeouts++
+			}
+			if errors.Is(r.Err, breaker.ErrOpenState) || errors.Is(r.Err, breaker.ErrTooManyRequests) {
+				breakerRefusals++
 			}
 			runs := rec.runs.Load()
 			switch {
@@ -232,10 +239,10 @@ func TestStress(t *testing.T) {
 	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total {
 		t.Errorf("outcomes %d, want %d (%+v)", got, total, s.Counts)
 	}
-	t.Logf("timeouts %d", timeouts)
+	t.Logf("timeouts %d, breaker refusals %d", timeouts, breakerRefusals)
 	t.Logf("outcomes: success %d failed %d cancelled %d rejected %d; stats %+v",
 		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], s.Counts)
-	if timeouts == 0 || counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
+	if timeouts == 0 || breakerRefusals == 0 || counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
 		t.Errorf("the mix did not exercise every outcome: %v", counts)
 	}
 	ex.Close()

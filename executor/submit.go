@@ -122,9 +122,14 @@ func (ex *Executor) submit(j *job, key string) error {
 	}
 	j.g = g
 	g.counts.Submitted++
+	if g.br != nil && ex.state == open && !g.shutdown {
+		if rej := ex.ticketUnlocked(g, j); rej != nil {
+			return ex.refuse(j, rej, true)
+		}
+	}
 	rej, forced := ex.admitLocked(g, j, now)
 	if rej != nil {
-		if g.tasks() == 0 {
+		if g.idle() {
 			// A group made for a refused task is idle from the start: it
 			// is reclaimed like any other.
 			ex.groupIdleLocked(g)
@@ -148,6 +153,28 @@ func (ex *Executor) submit(j *job, key string) error {
 	if j.parent.Done() != nil {
 		ex.watchParent(j)
 	}
+	return nil
+}
+
+// ticketUnlocked asks g's breaker to let j through. The breaker may call
+// OnStateChange, user code, so the lock is released meanwhile; g is pinned
+// (pending) so that it is neither reclaimed nor evicted in between. It
+// returns with the lock held, or with it released and the refusal.
+func (ex *Executor) ticketUnlocked(g *group, j *job) *RejectedError {
+	g.pending++
+	ex.idle.Remove(&g.idleNode)
+	ex.mu.Unlock()
+	t, err := g.br.AllowTicket()
+	ex.mu.Lock()
+	g.pending--
+	if err != nil {
+		if g.idle() {
+			ex.groupIdleLocked(g)
+		}
+		ex.mu.Unlock()
+		return &RejectedError{Group: g.key, ID: j.id, Limit: LimitBreaker, Weight: j.weight, Err: err}
+	}
+	j.ticket = t
 	return nil
 }
 

@@ -73,6 +73,7 @@ func (ex *Executor) begin(j *job, start time.Duration) (ctx context.Context, que
 // caller has counted itself in ex.finishing.
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker) (next *job, parked bool) {
 	j.endRun()
+	j.settle(st)
 	var b batch
 	ex.mu.Lock()
 	ex.finishing.Add(-1)

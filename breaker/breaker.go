@@ -1,0 +1,246 @@
+package breaker
+
+import (
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// CircuitBreaker stops calling a failing dependency for a while, then probes
+// it before letting traffic back. It is safe for concurrent use and takes no
+// lock: every decision is an atomic load, add or compare-and-swap, and it
+// starts no goroutine (time only moves it when a request looks at the
+// clock).
+type CircuitBreaker struct {
+	cur    atomic.Pointer[epoch]
+	probes atomic.Int64 // requests admitted in half-open whose outcome is not yet recorded
+
+	// contended is set the first time two callers collide on the counters;
+	// from then on closed epochs are created with their cells.
+	contended atomic.Bool
+	ncells    int
+
+	name          string
+	maxRequests   int64
+	interval      time.Duration
+	timeout       time.Duration
+	readyToTrip   func(Counts) bool
+	isSuccessful  func(error) bool // nil: err == nil
+	onStateChange func(name string, from, to State)
+	clock         Clock
+}
+
+// New returns a closed breaker configured by s. Zero fields take their
+// documented defaults. It returns an error matching ErrInvalidSettings,
+// naming the field, when s.Interval or s.Timeout is negative.
+func New(s Settings) (*CircuitBreaker, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	cb := &CircuitBreaker{
+		name:          s.Name,
+		maxRequests:   int64(s.MaxRequests),
+		interval:      s.Interval,
+		timeout:       s.Timeout,
+		readyToTrip:   s.ReadyToTrip,
+		isSuccessful:  s.IsSuccessful,
+		onStateChange: s.OnStateChange,
+		clock:         s.Clock,
+	}
+	if cb.maxRequests == 0 {
+		cb.maxRequests = DefaultMaxRequests
+	}
+	if cb.timeout == 0 {
+		cb.timeout = DefaultTimeout
+	}
+	if cb.readyToTrip == nil {
+		cb.readyToTrip = defaultReadyToTrip
+	}
+	if cb.clock == nil {
+		cb.clock = realClock{}
+	}
+	// Twice as many cells as goroutines running at once: a new hash
+	// multiplier separates two that share one in a few tries.
+	cb.ncells = min(64, max(4, 1<<bits.Len(uint(2*runtime.GOMAXPROCS(0)-1))))
+	cb.cur.Store(cb.newEpoch(StateClosed))
+	return cb, nil
+}
+
+// Name returns Settings.Name.
+func (cb *CircuitBreaker) Name() string { return cb.name }
+
+// State returns the current state. It only reads: an open breaker whose
+// Timeout has passed reports StateOpen until a request moves it to
+// half-open.
+func (cb *CircuitBreaker) State() State { return cb.cur.Load().state }
+
+// Counts returns the counts of the current period (see Counts). Like State,
+// it only reads: a closed breaker's counts whose Interval has ended are
+// cleared by the next request, not by Counts.
+func (cb *CircuitBreaker) Counts() Counts { return cb.cur.Load().counts() }
+
+// newEpoch returns a fresh epoch in state s, reading the clock when s needs
+// an expiry.
+func (cb *CircuitBreaker) newEpoch(s State) *epoch {
+	ep := &epoch{epochHead: epochHead{cb: cb, state: s}}
+	switch s {
+	case StateOpen:
+		ep.expiry = cb.clock.Now().Add(cb.timeout)
+	case StateClosed:
+		if cb.interval > 0 {
+			ep.expiry = cb.clock.Now().Add(cb.interval)
+		}
+		if cb.contended.Load() {
+			ep.cells.Store(newCells(cb.ncells))
+		}
+		ep.fast = cb.interval == 0
+		ep.done = func(ok bool) {
+			if ok {
+				cb.success(ep, noCell)
+			} else {
+				cb.failure(ep)
+			}
+		}
+	}
+	return ep
+}
+
+// admit lets a request through or refuses it. It returns the epoch that
+// admitted it and the cell its request was counted in (-1: base). Its short
+// path, the closed state without interval clearing, is written out in
+// Execute too.
+func (cb *CircuitBreaker) admit() (*epoch, int, error) {
+	if ep := cb.cur.Load(); ep.fast {
+		if cs := ep.cells.Load(); cs != nil {
+			return ep, cs.add(kRequests), nil
+		}
+		if casInc(&ep.base.n[kRequests]) {
+			return ep, -1, nil
+		}
+	}
+	return cb.admitSlow()
+}
+
+func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
+	for {
+		ep := cb.cur.Load()
+		switch ep.state {
+		case StateClosed:
+			if !ep.fast && !cb.clock.Now().Before(ep.expiry) && ep.claim.CompareAndSwap(false, true) {
+				// This caller won the clearing. Others keep counting in
+				// ep until the swap; those counts are dropped with it.
+				cb.cur.CompareAndSwap(ep, cb.newEpoch(StateClosed))
+				continue
+			}
+			if cs := ep.cells.Load(); cs != nil {
+				return ep, cs.add(kRequests), nil
+			}
+			if casInc(&ep.base.n[kRequests]) {
+				return ep, -1, nil
+			}
+			// Another caller got in the way: spread the counters.
+			ep.grow(cb)
+		case StateOpen:
+			if cb.clock.Now().Before(ep.expiry) {
+				return nil, 0, ErrOpenState
+			}
+			cb.transition(ep, StateHalfOpen)
+		case StateHalfOpen:
+			n := cb.probes.Load()
+			if n >= cb.maxRequests {
+				return nil, 0, ErrTooManyRequests
+			}
+			if !cb.probes.CompareAndSwap(n, n+1) {
+				continue
+			}
+			// The slot was taken while ep was current: the request is a
+			// probe of ep. Otherwise give it back and look again, so that
+			// no request passes a breaker that has reopened meanwhile.
+			if cb.cur.Load() != ep {
+				cb.probes.Add(-1)
+				continue
+			}
+			ep.base.n[kRequests].Add(1)
+			return ep, -1, nil
+		}
+	}
+}
+
+// success records a success of a request admitted by ep and counted in
+// cell i: -1 is base, noCell unknown (Allow's shared done). Any cell would
+// be correct; the request's own keeps a goroutine on one cache line.
+func (cb *CircuitBreaker) success(ep *epoch, i int) {
+	if ep.state != StateClosed {
+		cb.probeSuccess(ep)
+		return
+	}
+	switch {
+	case i >= 0:
+		ep.cells.Load().inc(i, kSuccesses)
+	case i == -1:
+		ep.base.n[kSuccesses].Add(1)
+	default:
+		if cs := ep.cells.Load(); cs != nil {
+			cs.add(kSuccesses)
+		} else {
+			ep.base.n[kSuccesses].Add(1)
+		}
+	}
+	if f := ep.failures.Load(); f != ep.fMark.Load() {
+		raise(&ep.fMark, f)
+	}
+}
+
+// probeSuccess gives a probe's slot back, whatever its epoch, and records
+// its success. Any failure ends a half-open epoch, so its successes are
+// consecutive.
+func (cb *CircuitBreaker) probeSuccess(ep *epoch) {
+	cb.probes.Add(-1)
+	if ep.base.n[kSuccesses].Add(1) >= uint64(cb.maxRequests) {
+		cb.transition(ep, StateClosed)
+	}
+}
+
+// failure records a failure of a request admitted by ep.
+func (cb *CircuitBreaker) failure(ep *epoch) {
+	if ep.state == StateHalfOpen {
+		cb.probes.Add(-1)
+	}
+	ep.failures.Add(1)
+	raise(&ep.sMark, ep.sum(ep.cells.Load(), kSuccesses))
+	if cb.cur.Load() != ep {
+		return // a late outcome: its epoch is over
+	}
+	if ep.state == StateHalfOpen || cb.readyToTrip(ep.counts()) {
+		cb.transition(ep, StateOpen)
+	}
+}
+
+// ignore takes back the request of ep counted in cell i, and its probe
+// slot.
+func (cb *CircuitBreaker) ignore(ep *epoch, i int) {
+	if ep.state == StateHalfOpen {
+		cb.probes.Add(-1)
+	}
+	ep.subAt(kRequests, i)
+}
+
+// transition moves the breaker from epoch from to a new epoch in state to,
+// unless another caller has ended from first, and reports the change.
+func (cb *CircuitBreaker) transition(from *epoch, to State) {
+	if cb.cur.Load() != from {
+		return
+	}
+	if !cb.cur.CompareAndSwap(from, cb.newEpoch(to)) {
+		return
+	}
+	if cb.onStateChange != nil {
+		cb.notify(from.state, to)
+	}
+}
+
+func (cb *CircuitBreaker) notify(from, to State) {
+	defer func() { _ = recover() }()
+	cb.onStateChange(cb.name, from, to)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package breaker_test
+
+const raceEnabled = false

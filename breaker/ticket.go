@@ -1,0 +1,142 @@
+package breaker
+
+import "sync/atomic"
+
+// Execute calls fn if cb lets the request through, records the outcome and
+// returns fn's results. When cb refuses the request it returns the zero T
+// and ErrOpenState or ErrTooManyRequests without calling fn.
+//
+// The outcome is Settings.IsSuccessful(err) (default: err == nil). If fn
+// panics (or calls runtime.Goexit), the request counts as a failure and the
+// panic propagates to Execute's caller unchanged. In the closed state
+// Execute takes no lock and allocates nothing.
+func Execute[T any](cb *CircuitBreaker, fn func() (T, error)) (T, error) {
+	// admit's and success's short paths are written out: Execute is the
+	// hot path, and calls cost as much as the atomics.
+	ep, i := cb.cur.Load(), int(noCell)
+	if ep.fast {
+		if cs := ep.cells.Load(); cs != nil {
+			i = cs.add(kRequests)
+		} else if casInc(&ep.base.n[kRequests]) {
+			i = -1
+		}
+	}
+	if i == noCell {
+		var err error
+		if ep, i, err = cb.admitSlow(); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+	recorded := false
+	defer func() {
+		if !recorded { // fn panicked or called runtime.Goexit
+			cb.failure(ep)
+		}
+	}()
+	v, err := fn()
+	ok := err == nil
+	if cb.isSuccessful != nil {
+		ok = cb.isSuccessful(err) // if it panics, the deferred call records a failure
+	}
+	recorded = true
+	switch {
+	case !ok:
+		cb.failure(ep)
+	case ep.state != StateClosed:
+		cb.probeSuccess(ep)
+	case i == -1:
+		ep.base.n[kSuccesses].Add(1)
+		if f := ep.failures.Load(); f != ep.fMark.Load() {
+			raise(&ep.fMark, f)
+		}
+	default:
+		cb.success(ep, i)
+	}
+	return v, err
+}
+
+// Allow is the two-step form of Execute: it lets a request through or
+// refuses it (ErrOpenState, ErrTooManyRequests), and the caller reports the
+// outcome by calling done once the work ends: done(true) for a success,
+// done(false) for a failure. Settings.IsSuccessful is not consulted.
+//
+// done must be called exactly once. In the closed state every request of a
+// period shares one done, which is how Allow allocates nothing; so a second
+// call cannot be told apart and counts again. A half-open probe's done
+// ignores calls after the first (it allocates). A request whose outcome
+// should not count, or that must be finished at most once by construction,
+// should use AllowTicket.
+func (cb *CircuitBreaker) Allow() (done func(success bool), err error) {
+	ep, i, err := cb.admit()
+	if err != nil {
+		return nil, err
+	}
+	if ep.state == StateClosed {
+		return ep.done, nil
+	}
+	var once atomic.Bool
+	return func(ok bool) {
+		if once.Swap(true) {
+			return
+		}
+		if ok {
+			cb.success(ep, i)
+		} else {
+			cb.failure(ep)
+		}
+	}, nil
+}
+
+// A Ticket is a request let through by AllowTicket, to be finished with
+// exactly one of Success, Failure or Ignore. Finishing it sets it to the zero
+// Ticket, so further calls on it do nothing, as do calls on the zero Ticket.
+// Copies are not tracked: finish one copy only. A Ticket is not safe for
+// concurrent use, but it may be finished by another goroutine than the one
+// that took it.
+type Ticket struct {
+	ep   *epoch
+	cell int
+}
+
+// AllowTicket is the two-step form of Execute that can also finish a request
+// without recording an outcome (Ignore): for work that was cancelled before
+// it could tell anything about the dependency. It lets the request through or
+// refuses it with ErrOpenState or ErrTooManyRequests (and the zero Ticket).
+// It allocates nothing.
+func (cb *CircuitBreaker) AllowTicket() (Ticket, error) {
+	ep, i, err := cb.admit()
+	if err != nil {
+		return Ticket{}, err
+	}
+	return Ticket{ep: ep, cell: i}, nil
+}
+
+// Success records a success.
+func (t *Ticket) Success() {
+	if ep := t.ep; ep != nil {
+		t.ep = nil
+		ep.cb.success(ep, t.cell)
+	}
+}
+
+// Failure records a failure.
+func (t *Ticket) Failure() {
+	if ep := t.ep; ep != nil {
+		t.ep = nil
+		ep.cb.failure(ep)
+	}
+}
+
+// Ignore records nothing and takes the request back off Counts.Requests; a
+// half-open probe gives its slot back, so another probe may start.
+func (t *Ticket) Ignore() {
+	if ep := t.ep; ep != nil {
+		t.ep = nil
+		ep.cb.ignore(ep, t.cell)
+	}
+}
+
+// Probe reports whether t is an unfinished half-open probe: one of the at
+// most MaxRequests requests let through while the breaker is half-open.
+func (t *Ticket) Probe() bool { return t.ep != nil && t.ep.state == StateHalfOpen }

@@ -1,0 +1,178 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+var errBackend = errors.New("backend down")
+
+func failing(context.Context) (int, error)    { return 0, errBackend }
+func succeeding(context.Context) (int, error) { return 1, nil }
+
+func TestGroupBreakerTripsAndRejectsAtOnce(t *testing.T) {
+	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.CallerRuns} {
+		t.Run(rp.String(), func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithRejectionPolicy(rp)},
+				executor.WithGroupBreaker(breaker.Settings{Clock: fakeClock()}))
+			for i := range breaker.DefaultConsecutiveFailures {
+				// The outcome is recorded before the handle completes: after
+				// the 5th Wait, the breaker is open.
+				if r := wait(t, submit(t, ex, executor.Task[int]{Group: "bad", Fn: failing})); r.Status != executor.Failed {
+					t.Fatalf("task %d: %+v", i, r)
+				}
+			}
+			if s := groupStats(t, ex, "bad"); s.Breaker != breaker.StateOpen {
+				t.Fatalf("breaker %v after %d failures", s.Breaker, breaker.DefaultConsecutiveFailures)
+			}
+			ran := false
+			h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "bad", ID: "x",
+				Fn: func(context.Context) (int, error) { ran = true; return 0, nil }})
+			var re *executor.RejectedError
+			if !errors.Is(err, breaker.ErrOpenState) || !errors.Is(err, executor.ErrRejected) || !errors.As(err, &re) || re.Limit != executor.LimitBreaker {
+				t.Fatalf("err = %v, want a refusal by the open breaker", err)
+			}
+			if r, ok := h.Result(); !ok || r.Status != executor.Rejected || ran {
+				t.Fatalf("result %+v ran=%v: want Rejected at once, never run", r, ran)
+			}
+			if s := groupStats(t, ex, "bad"); s.Waiting != 0 || s.InFlight != 0 {
+				t.Errorf("refused task took capacity: %+v", s)
+			}
+			// Other groups have their own breakers.
+			if r := wait(t, submit(t, ex, executor.Task[int]{Group: "good", Fn: succeeding})); r.Status != executor.Success {
+				t.Errorf("other group: %+v", r)
+			}
+		})
+	}
+}
+
+func TestGroupBreakerRecovers(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Clock: clk, Timeout: time.Minute, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing}))
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
+		t.Fatalf("err = %v", err)
+	}
+	clk.Advance(time.Minute) // half-open: one probe
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding})); r.Status != executor.Success {
+		t.Fatalf("probe: %+v", r)
+	}
+	if s := groupStats(t, ex, "g"); s.Breaker != breaker.StateClosed {
+		t.Fatalf("breaker %v after a successful probe", s.Breaker)
+	}
+}
+
+// TestCancelledAndTimedOutTasksDoNotCount: only Success and Failed reach the
+// breaker; a half-open probe slot held by a task cancelled while waiting is
+// given back.
+func TestCancelledAndTimedOutTasksDoNotCount(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk),
+		executor.WithGroupBreaker(breaker.Settings{Clock: clk, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 }}))
+	g := newGate()
+	defer g.open()
+	blocker := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	cancelled := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("never")})
+	cancelled.Cancel()
+	timedOut := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("never")})
+	clk.Advance(time.Second)
+	if r := wait(t, timedOut); !errors.Is(r.Err, executor.ErrQueueTimeout) {
+		t.Fatalf("%+v", r)
+	}
+	g.open()
+	wait(t, blocker)
+	if s := groupStats(t, ex, "g"); s.Breaker != breaker.StateClosed {
+		t.Fatalf("breaker %v", s.Breaker)
+	}
+
+	// Trip it, move to half-open, and cancel the only probe while it waits:
+	// its slot comes back, so the next task may probe.
+	wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing}))
+	clk.Advance(breaker.DefaultTimeout)
+	g2 := newGate()
+	defer g2.open()
+	probe := submit(t, ex, executor.Task[string]{Group: "g", Fn: func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}})
+	probe.Cancel()
+	if r := wait(t, probe); r.Status != executor.Cancelled {
+		t.Fatalf("probe %+v", r)
+	}
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding})); r.Status != executor.Success {
+		t.Fatalf("after a cancelled probe: %+v, want the slot back", r)
+	}
+	if s := groupStats(t, ex, "g"); s.Breaker != breaker.StateClosed {
+		t.Fatalf("breaker %v", s.Breaker)
+	}
+}
+
+func TestIdleReclamationKeepsOpenBreakers(t *testing.T) {
+	ex := newExec(t, nil, executor.WithMaxIdleGroups(0), executor.WithGroupBreaker(breaker.Settings{
+		Clock: fakeClock(), ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "bad", Fn: failing}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "good", Fn: succeeding}))
+	for i := range 10 { // push every other group through the idle list
+		wait(t, submit(t, ex, executor.Task[int]{Group: fmt.Sprint("other-", i), Fn: succeeding}))
+	}
+	if _, ok := ex.GroupStats("good"); ok {
+		t.Error("an idle group with a closed breaker was kept")
+	}
+	if s, ok := ex.GroupStats("bad"); !ok || s.Breaker != breaker.StateOpen {
+		t.Fatalf("the open breaker was reclaimed: %+v %v", s, ok)
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "bad", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
+		t.Fatalf("err = %v", err)
+	}
+	// Explicit eviction drops the breaker with the group.
+	if !ex.EvictGroup("bad") {
+		t.Fatal("idle group not evicted")
+	}
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "bad", Fn: succeeding})); r.Status != executor.Success {
+		t.Fatalf("after eviction: %+v", r)
+	}
+}
+
+func TestBreakerCallbackRunsOutsideExecutorLocks(t *testing.T) {
+	var mu sync.Mutex
+	var changes []string
+	var ex *executor.Executor
+	ex = newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Name:  "api",
+		Clock: fakeClock(),
+		OnStateChange: func(name string, from, to breaker.State) {
+			ex.Stats() // would deadlock under an executor lock
+			mu.Lock()
+			changes = append(changes, fmt.Sprintf("%s %v->%v", name, from, to))
+			mu.Unlock()
+		},
+		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing}))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(changes) != 1 || changes[0] != "api:g closed->open" {
+		t.Errorf("changes %v", changes)
+	}
+}
+
+func TestInvalidBreakerSettings(t *testing.T) {
+	p, _ := policy.New()
+	_, err := executor.New(p, executor.WithGroupBreaker(breaker.Settings{Timeout: -time.Second}))
+	if !errors.Is(err, breaker.ErrInvalidSettings) || !strings.Contains(err.Error(), "Timeout") {
+		t.Fatalf("err = %v, want an error naming Timeout", err)
+	}
+}
