@@ -1,6 +1,9 @@
 package executor
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Dispatch rules (the executor's mutex is held throughout):
 //
@@ -8,36 +11,104 @@ import "time"
 // starts when its weight fits its group's concurrency limit and the global
 // limit at once. Within a group, tasks start in FIFO order.
 //
-// ex.ready lists, in turn, the groups whose head task fits their own
-// concurrency limit and so waits only for global room. When global room
-// frees, the front group's head starts if it fits, and the group goes to the
-// back of the line if its next task also fits its own limit. If the front
-// head does not fit, nothing else starts until enough room has freed for it:
-// a heavy task is never overtaken forever by lighter ones (the rule x/sync's
-// semaphore uses), so no task starves. A group whose own running task ends
-// joins the back of the line; when no other group is waiting, it is the
-// front, so the freed group's next task starts at once.
+// ex.ready lists the groups whose head task fits their own concurrency limit
+// and so waits only for global room. A group with a deep backlog blocked by
+// its own concurrency limit is not in ex.ready at all, so it never delays
+// another group while global room is free.
 //
-// A group with a deep backlog blocked by its own concurrency limit is not in
-// ex.ready at all, so it never delays another group while global room is
-// free.
+// Global room goes to the groups in ex.ready by deficit round robin (DRR),
+// with a quantum of one permit, in its surplus form (the deficit may go
+// below zero, so that a heavy head never waits for credit at the front):
+//
+//   - When a group reaches the front of ex.ready and global room is not all
+//     taken, its turn begins: its deficit (credit, in permits) grows by its
+//     share (policy.GroupLimits.Share). ex.turn names it until the turn ends.
+//   - During its turn, while its deficit is above zero, the group's head
+//     starts as soon as it fits global room, and its weight is taken from
+//     the deficit, which may go below zero: a debt of less than one task's
+//     weight. When the deficit is zero or below, the turn ends: the group
+//     goes to the back of ex.ready. A group in debt has its next turns end at
+//     once, one share repaid per turn, until it has credit again. So each
+//     waiting group is served permits, not tasks, in proportion to its share.
+//   - A group with no task waiting keeps no credit: its deficit drops to 0
+//     (a debt is kept), so an idle group that comes back gets one share per
+//     turn, never a burst of saved-up credit.
+//   - A group whose own concurrency limit fills during its turn leaves
+//     ex.ready but keeps the turn (ex.turn) and its deficit. If no other
+//     group's turn has begun when it fits its limit again (global room was
+//     all taken meanwhile, typically by its own tasks), it goes back to the
+//     front and resumes its turn; otherwise it joins the back. Either way it
+//     loses none of the credit the interrupted turn gave it, but it keeps at
+//     most one share of it, so time spent held back by its own limit never
+//     turns into a burst. It gets no credit while out of ex.ready: it could
+//     not use it.
+//
+// No starvation: a group whose turn has begun with credit keeps the turn
+// until its head starts; if the head does not fit the global room left,
+// nothing else starts until enough room has freed for it, so a heavy task is
+// never overtaken forever by lighter ones (the rule x/sync's semaphore
+// uses). DRR only decides whose turn comes next: a group is passed over only
+// while it repays the debt of its last heavy start (at most ceil((weight-1)
+// / share) turns), and between two turns of a group each other group starts
+// at most its share plus one task's weight.
+//
+// Cost: a turn that ends without a start repays at least one permit of a
+// debt that an earlier start made, so picking the next group is O(1)
+// amortised per permit started, whatever the number of waiting groups; no
+// step scans the groups. When global room is all taken, dispatch stops at
+// once without beginning a turn.
+//
+// Submit's fast path (a task starts at once) applies only when its group
+// has no task waiting, the task fits its limits, and ex.ready is empty: no
+// group is waiting for global room, so no turn is skipped.
 
 // updateReadyLocked keeps g in ex.ready exactly when its head waits only for
-// global room.
+// global room, and in ex.backlog exactly when it has a task waiting.
 func (ex *Executor) updateReadyLocked(g *group) {
 	h := g.head()
+	if h == nil {
+		g.deficit = min(g.deficit, 0) // nothing waiting: no credit kept
+		if ex.turn == g {
+			ex.turn = nil
+		}
+	}
+	if (h != nil) != g.backlogNode.InList() {
+		if h != nil {
+			ex.backlog.PushBack(&g.backlogNode)
+			g.backlogWin = ex.fair.win
+		} else {
+			ex.backlog.Remove(&g.backlogNode)
+		}
+	}
 	want := h != nil && g.conc.Fits(h.weight)
 	switch {
 	case want && !g.readyNode.InList():
-		ex.ready.PushBack(&g.readyNode)
+		if ex.turn == g {
+			ex.ready.PushFront(&g.readyNode) // resumes its turn
+		} else {
+			ex.ready.PushBack(&g.readyNode)
+		}
 	case !want && g.readyNode.InList():
 		ex.ready.Remove(&g.readyNode)
 	}
 }
 
-// dispatchLocked starts waiting tasks while global room allows, groups in
-// turn, putting them on the run queue. A head found past its queue timeout
-// is removed instead, never run.
+// beginTurnLocked starts g's turn: one share more credit, on top of at most
+// one share kept from an interrupted turn, or of a debt.
+func (ex *Executor) beginTurnLocked(g *group) {
+	share := max(g.limits.Share, 1)
+	kept := min(g.deficit, share)
+	if kept > math.MaxInt-share {
+		g.deficit = math.MaxInt
+	} else {
+		g.deficit = kept + share
+	}
+	ex.turn = g
+}
+
+// dispatchLocked starts waiting tasks while global room allows, by deficit
+// round robin over ex.ready, putting them on the run queue. A head found past
+// its queue timeout is removed instead, never run.
 func (ex *Executor) dispatchLocked(b *batch) {
 	if ex.state == closed {
 		return
@@ -56,10 +127,23 @@ func (ex *Executor) dispatchLocked(b *batch) {
 				continue
 			}
 		}
-		if !ex.global.Fits(j.weight) {
-			return
+		if ex.turn != g {
+			if ex.global.Used() >= ex.global.Limit() {
+				return // no room at all: no turn begins
+			}
+			ex.beginTurnLocked(g)
 		}
-		ex.ready.Remove(n)
+		if g.deficit <= 0 {
+			// The turn ends, or a debt is repaid by one share.
+			ex.turn = nil
+			ex.ready.Remove(n)
+			ex.ready.PushBack(n)
+			continue
+		}
+		if !ex.global.Fits(j.weight) {
+			return // the head keeps the turn until room frees: never overtaken
+		}
+		g.deficit -= j.weight
 		ex.startLocked(g, j)
 		ex.updateReadyLocked(g)
 		ex.runq.Push(j)
@@ -82,7 +166,10 @@ func (ex *Executor) startLocked(g *group, j *job) {
 	g.running.PushBack(&j.node)
 	j.state = stateRunning
 	g.counts.Started++
+	g.served += uint64(j.weight)
 	ex.counts.Started++
+	ex.served += uint64(j.weight)
+	ex.countStartLocked(g, j.weight)
 }
 
 // removeWaitingLocked takes a waiting j out of its queue, never to run, and
@@ -149,6 +236,9 @@ func (ex *Executor) groupIdleLocked(g *group) {
 }
 
 func (ex *Executor) dropLocked(g *group) {
+	if ex.turn == g {
+		ex.turn = nil
+	}
 	ex.idle.Remove(&g.idleNode)
 	if ex.groups[g.key] == g {
 		delete(ex.groups, g.key)
@@ -157,9 +247,15 @@ func (ex *Executor) dropLocked(g *group) {
 
 // batch is what a locked section decided, acted on after unlocking.
 type batch struct {
-	hand    few[handoff] // started tasks for parked workers
-	spawn   few[*job]    // started tasks for new goroutines
-	expired few[*job]    // removed past their queue timeout
+	hand      few[handoff]      // started tasks for parked workers
+	spawn     few[*job]         // started tasks for new goroutines
+	expired   few[*job]         // removed past their queue timeout
+	displaced few[displacement] // removed under DiscardOldest
+}
+
+type displacement struct {
+	j   *job
+	rej *RejectedError
 }
 
 type handoff struct {

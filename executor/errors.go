@@ -26,6 +26,10 @@ var (
 	// ErrGroupShutdown marks a task refused, or cancelled, because its group
 	// was shut down with ShutdownGroup.
 	ErrGroupShutdown = errors.New("executor: group shut down")
+	// ErrDisplaced marks a waiting task that never ran because, under
+	// policy.DiscardOldest, a newer task of its group took its place in a
+	// full queue. Its error matches ErrRejected too.
+	ErrDisplaced = errors.New("executor: displaced by a newer task")
 	// ErrGoexit is the error of a task whose Fn called runtime.Goexit.
 	ErrGoexit = errors.New("executor: task called runtime.Goexit")
 )
@@ -48,7 +52,7 @@ const (
 
 // RejectedError says why a task was refused. It matches ErrRejected and,
 // through Unwrap, its cause (ErrQueueTimeout, ErrTooHeavy, ErrShutdown,
-// ErrGroupShutdown, ErrInvalidTask, breaker.ErrOpenState,
+// ErrGroupShutdown, ErrInvalidTask, ErrDisplaced, breaker.ErrOpenState,
 // breaker.ErrTooManyRequests), when there is one.
 type RejectedError struct {
 	Group  string

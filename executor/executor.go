@@ -45,6 +45,9 @@ type Executor struct {
 	tasks      int          // admitted tasks (waiting + running), all groups
 	groups     map[string]*group
 	ready      queue.List[*group] // groups whose head waits only for global room, in turn
+	turn       *group             // the group whose deficit-round-robin turn is under way, or nil
+	backlog    queue.List[*group] // groups with tasks waiting
+	fair       fairness           // the fairness window (fair.go)
 	idle       queue.List[*group] // idle groups, least recently idle first
 	drainWaits []chan struct{}    // Shutdown calls waiting for tasks == 0
 	parked     []worker           // idle workers, most recently parked last
@@ -54,6 +57,7 @@ type Executor struct {
 	// to take the lock and pop the run queue.
 	finishing atomic.Int32
 	counts    Counts
+	served    uint64 // permits started
 }
 
 // New returns an Executor enforcing p.
@@ -69,6 +73,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		global:  groupsem.New(p.GlobalMaxInFlight()),
 		groups:  make(map[string]*group),
 	}
+	ex.fair.reset(0)
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("executor: New: nil Option")

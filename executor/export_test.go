@@ -39,6 +39,15 @@ func (ex *Executor) CheckInvariants() string {
 		if want := h != nil && g.conc.Fits(h.weight); want != g.readyNode.InList() {
 			return "ready list membership wrong for group " + k
 		}
+		if (h != nil) != g.backlogNode.InList() {
+			return "backlog list membership wrong for group " + k
+		}
+		if h == nil && g.deficit > 0 {
+			return "group with nothing waiting keeps credit: " + k
+		}
+		if g.deficit < 0 && -g.deficit >= g.conc.Limit() {
+			return "group debt larger than a task: " + k
+		}
 		waiting += g.waiting.Len()
 		tasks += g.tasks()
 		running += r
@@ -51,6 +60,14 @@ func (ex *Executor) CheckInvariants() string {
 	}
 	if f := ex.ready.Front(); f != nil && ex.state != closed && ex.global.Fits(f.Value.head().weight) {
 		return "ready front fits global room but did not start"
+	}
+	if t := ex.turn; t != nil {
+		if t.head() == nil {
+			return "the turn is held by a group with nothing waiting"
+		}
+		if t.readyNode.InList() && ex.ready.Front() != &t.readyNode {
+			return "the group holding the turn is in line but not at the front"
+		}
 	}
 	return ""
 }

@@ -19,8 +19,15 @@ type group struct {
 	waiting  queue.List[*job]
 	running  queue.List[*job]
 
-	readyNode queue.Node[*group] // in ex.ready
-	idleNode  queue.Node[*group] // in ex.idle
+	readyNode   queue.Node[*group] // in ex.ready
+	idleNode    queue.Node[*group] // in ex.idle
+	backlogNode queue.Node[*group] // in ex.backlog: the group has tasks waiting
+
+	// Deficit round robin (dispatch.go) and the fairness window (fair.go).
+	deficit    int    // permits of credit for the current or next turn
+	backlogWin uint64 // the window in which the group's queue last became non-empty
+	winID      uint64 // the window winServed counts
+	winServed  int    // permits started in window winID
 
 	br      *breaker.CircuitBreaker // nil unless WithGroupBreaker
 	pending int                     // Submits taking a breaker ticket with the lock released
@@ -30,6 +37,7 @@ type group struct {
 	evict      bool // evict as soon as idle
 	drainWaits []chan struct{}
 	counts     Counts
+	served     uint64 // permits started
 }
 
 func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
@@ -42,6 +50,7 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	}
 	g.readyNode.Value = g
 	g.idleNode.Value = g
+	g.backlogNode.Value = g
 	if ex.breaker != nil {
 		s := *ex.breaker
 		if s.Name != "" {

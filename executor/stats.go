@@ -44,6 +44,13 @@ type Stats struct {
 	GlobalMaxInFlight int
 	Groups            int // groups with state kept (busy, idle or shut down)
 	IdleGroups        int
+	// Fairness is how far the last fairness window was from the configured
+	// shares (Jain's index over the groups with tasks waiting throughout it;
+	// see Fairness).
+	Fairness Fairness
+	// ServedPermits is the permits taken by the tasks started under the
+	// limits (Started counts the tasks): the sum of their weights.
+	ServedPermits uint64
 	Counts
 }
 
@@ -57,10 +64,16 @@ type GroupStats struct {
 	MaxInFlight    int
 	MaxConcurrency int
 	QueueThreshold int
+	Share          int // the group's share of global capacity (policy.WithGroupShare)
 	Shutdown       bool
 	// Breaker is the state of the group's breaker (WithGroupBreaker);
 	// breaker.StateClosed when there is none.
 	Breaker breaker.State
+	// ServedPermits is the permits taken by the group's tasks started under
+	// the limits (Started counts the tasks): the sum of their weights. Over a
+	// period when groups wait for global room, it grows in proportion to
+	// their shares.
+	ServedPermits uint64
 	Counts
 }
 
@@ -75,6 +88,8 @@ func (ex *Executor) Stats() Stats {
 		GlobalMaxInFlight: ex.global.Limit(),
 		Groups:            len(ex.groups),
 		IdleGroups:        ex.idle.Len(),
+		Fairness:          ex.fairnessLocked(),
+		ServedPermits:     ex.served,
 		Counts:            ex.counts,
 	}
 }
@@ -102,7 +117,15 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		MaxInFlight:    g.limits.MaxInFlight,
 		MaxConcurrency: g.limits.MaxConcurrency,
 		QueueThreshold: g.limits.QueueThreshold,
+		Share:          g.limits.Share,
 		Shutdown:       g.shutdown,
+		ServedPermits:  g.served,
 		Counts:         g.counts,
 	}, true
+}
+
+func (ex *Executor) fairnessLocked() Fairness {
+	f := ex.fair.last
+	f.Windows = ex.fair.done
+	return f
 }

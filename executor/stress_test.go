@@ -53,7 +53,7 @@ func TestStress(t *testing.T) {
 	}
 	ex, err := executor.New(p, executor.WithClock(clk), executor.WithMaxIdleGroups(4),
 		executor.WithGroupBreaker(breaker.Settings{Clock: clk, Timeout: 20 * time.Millisecond, MaxRequests: 2,
-			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 }}))
+			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 3 }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestStress(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				clk.Advance(time.Millisecond)
+				clk.Advance(5 * time.Millisecond)
 				runtime.Gosched()
 			}
 		}
@@ -158,7 +158,11 @@ func TestStress(t *testing.T) {
 						<-ctx.Done() // only cancellation ends it
 						return 0, ctx.Err()
 					case 3:
-						runtime.Gosched()
+						// Hold the permits for some fake time, so that queues
+						// build up and waiting tasks time out at any speed.
+						for until := clk.Now().Add(20 * time.Millisecond); clk.Now().Before(until); {
+							runtime.Gosched()
+						}
 					}
 					return i, nil
 				}

@@ -18,7 +18,10 @@ import (
 // according to the rejection policy or handler: under Abort, Submit returns
 // an error matching ErrRejected; under Discard, the handle completes
 // Rejected and Submit returns nil; under CallerRuns, Fn runs in this
-// goroutine and Submit returns when it is done.
+// goroutine and Submit returns when it is done; under DiscardOldest, the
+// group's oldest waiting tasks make room (they complete Rejected with
+// ErrDisplaced) and Submit returns nil, or, if that cannot make room, the
+// task is discarded as under Discard.
 //
 // Some refusals leave no choice and always return an error, with the handle
 // completed Rejected: invalid input (ErrInvalidTask), a task heavier than a
@@ -127,7 +130,8 @@ func (ex *Executor) submit(j *job, key string) error {
 			return ex.refuse(j, rej, true)
 		}
 	}
-	rej, forced := ex.admitLocked(g, j, now)
+	var b batch
+	rej, forced := ex.admitLocked(g, j, now, &b)
 	if rej != nil {
 		if g.idle() {
 			// A group made for a refused task is idle from the start: it
@@ -135,9 +139,9 @@ func (ex *Executor) submit(j *job, key string) error {
 			ex.groupIdleLocked(g)
 		}
 		ex.mu.Unlock()
+		ex.afterUnlock(&b)
 		return ex.refuse(j, rej, forced)
 	}
-	var b batch
 	if j.state == stateRunning {
 		// Started at once: the fast path.
 		ex.runq.Push(j)
@@ -180,8 +184,8 @@ func (ex *Executor) ticketUnlocked(g *group, j *job) *RejectedError {
 
 // admitLocked decides j's admission into g: it starts j, queues it, or
 // returns why not and whether the refusal is forced (no rejection policy
-// applies).
-func (ex *Executor) admitLocked(g *group, j *job, now time.Duration) (rej *RejectedError, forced bool) {
+// applies). Tasks displaced under DiscardOldest go in b.
+func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (rej *RejectedError, forced bool) {
 	w := j.weight
 	refuse := func(l Limit, used, limit int, err error) *RejectedError {
 		return &RejectedError{Group: g.key, ID: j.id, Limit: l, Weight: w, Used: used, Max: limit, Err: err}
@@ -206,7 +210,7 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration) (rej *Rejec
 		ex.startLocked(g, j)
 		return nil, false
 	}
-	if n := g.waiting.Len(); n >= g.limits.QueueThreshold {
+	if n := g.waiting.Len(); n >= g.limits.QueueThreshold && !ex.displaceLocked(g, w, b) {
 		return refuse(LimitGroupQueue, n, g.limits.QueueThreshold, nil), false
 	}
 	if t := ex.pol.GlobalQueueThreshold(); ex.waiting >= t {
@@ -221,6 +225,47 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration) (rej *Rejec
 		ex.armLocked(g, now)
 	}
 	return nil, false
+}
+
+// displaceLocked makes room in g's full queue for a new task of weight w
+// under DiscardOldest: it removes g's oldest waiting tasks, as few as leave
+// room for the new one in g's queue threshold (and so in its in-flight limit
+// and the global queue threshold, which it had passed), and puts them in b to
+// complete Rejected with ErrDisplaced. It removes nothing and reports false
+// if the policy is another, a rejection handler is set, or removing every
+// waiting task would not make room. Only a full group queue displaces: every
+// other refusal under DiscardOldest behaves as under Discard.
+func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
+	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest {
+		return false
+	}
+	used, full := g.waiting.Len(), g.limits.QueueThreshold
+	free := g.inFlight.Limit() - g.inFlight.Used()
+	waiting, globalWaiting := g.waiting.Len(), ex.waiting
+	globalMax := ex.pol.GlobalQueueThreshold()
+	k := 0
+	for n := g.waiting.Front(); w > free || waiting >= g.limits.QueueThreshold || globalWaiting >= globalMax; n = n.Next() {
+		if n == nil {
+			return false
+		}
+		free += n.Value.weight
+		waiting--
+		globalWaiting--
+		k++
+	}
+	g.pending++ // the group must not go idle, and be reclaimed, in between
+	for range k {
+		old := g.head()
+		ex.removeWaitingLocked(old, Rejected)
+		if old.stopAfter != nil {
+			old.stopAfter()
+			old.stopAfter = nil
+		}
+		b.displaced.add(displacement{old, &RejectedError{Group: g.key, ID: old.id, Limit: LimitGroupQueue,
+			Weight: old.weight, Used: used, Max: full, Err: ErrDisplaced}})
+	}
+	g.pending--
+	return true
 }
 
 func (ex *Executor) admitToGroupLocked(g *group, j *job) {
@@ -257,7 +302,7 @@ func (ex *Executor) refuse(j *job, rej *RejectedError, forced bool) error {
 	}
 	switch {
 	case forced:
-	case ex.pol.RejectionPolicy() == policy.Discard:
+	case ex.pol.RejectionPolicy() == policy.Discard, ex.pol.RejectionPolicy() == policy.DiscardOldest:
 		ex.completeRejected(j, rej, 0)
 		return nil
 	case ex.pol.RejectionPolicy() == policy.CallerRuns:

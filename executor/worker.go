@@ -126,7 +126,7 @@ func (ex *Executor) launchLocked(b *batch) {
 }
 
 // afterUnlock hands tasks to parked workers, starts new goroutines, and
-// completes expired tasks, as launchLocked and dispatchLocked decided.
+// completes expired and displaced tasks, as launchLocked and dispatchLocked decided.
 func (ex *Executor) afterUnlock(b *batch) {
 	for i := range b.hand.n {
 		h := b.hand.at(i)
@@ -142,6 +142,10 @@ func (ex *Executor) afterUnlock(b *batch) {
 	}
 	for i := range b.expired.n {
 		ex.completeExpired(b.expired.at(i))
+	}
+	for i := range b.displaced.n {
+		d := b.displaced.at(i)
+		ex.publishRejected(d.j, d.rej, ex.since()-d.j.submitted)
 	}
 }
 

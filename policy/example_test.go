@@ -27,9 +27,9 @@ func ExampleNew() {
 		fmt.Printf("%s: %+v\n", g, l)
 	}
 	// Output:
-	// policy{global=256 groupInFlight=64 groupConcurrency=4 groupQueue=unlimited globalQueue=unlimited timeout=2s rejection=Abort overrides=1}
-	// tenant-a: {MaxInFlight:64 MaxConcurrency:4 QueueThreshold:9223372036854775807}
-	// batch: {MaxInFlight:64 MaxConcurrency:1 QueueThreshold:9223372036854775807}
+	// policy{global=256 groupInFlight=64 groupConcurrency=4 groupQueue=unlimited globalQueue=unlimited share=1 timeout=2s rejection=Abort overrides=1}
+	// tenant-a: {MaxInFlight:64 MaxConcurrency:4 QueueThreshold:9223372036854775807 Share:1}
+	// batch: {MaxInFlight:64 MaxConcurrency:1 QueueThreshold:9223372036854775807 Share:1}
 }
 
 // With no options, New gives the documented defaults.
@@ -37,7 +37,7 @@ func ExampleNew_defaults() {
 	p, _ := policy.New()
 	fmt.Println(p)
 	// Output:
-	// policy{global=unlimited groupInFlight=1024 groupConcurrency=1 groupQueue=unlimited globalQueue=unlimited timeout=0s rejection=Abort overrides=0}
+	// policy{global=unlimited groupInFlight=1024 groupConcurrency=1 groupQueue=unlimited globalQueue=unlimited share=1 timeout=0s rejection=Abort overrides=0}
 }
 
 // New validates every option once and names the first invalid one.
@@ -74,5 +74,27 @@ func ExampleWithConcurrencyResolver() {
 	}
 	// Output:
 	// premium 8
+	// free 1
+}
+
+// Shares divide global capacity among the groups waiting for it; they can
+// come from per-group options or from configuration through a resolver.
+func ExampleWithGroupShare() {
+	plans := map[string]int{"gold": 4, "silver": 2} // e.g. loaded from a file
+	p, _ := policy.New(
+		policy.WithGroupShare("internal", 8),
+		policy.WithShareResolver(func(group string) (int, bool) {
+			n, ok := plans[group]
+			return n, ok
+		}),
+	)
+	for _, g := range []string{"internal", "gold", "silver", "free"} {
+		l, _ := p.Group(g)
+		fmt.Println(g, l.Share)
+	}
+	// Output:
+	// internal 8
+	// gold 4
+	// silver 2
 	// free 1
 }

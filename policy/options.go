@@ -31,8 +31,18 @@ func threshold(name string, n int, set func(*Policy)) Option {
 	})
 }
 
-// groupValue validates a per-group override with check, which is limit or
-// threshold.
+func share(name string, n int, set func(*Policy)) Option {
+	return optionFunc(func(p *Policy) error {
+		if n < 1 {
+			return &OptionError{Option: name, Value: n, Reason: "a share must be >= 1"}
+		}
+		set(p)
+		return nil
+	})
+}
+
+// groupValue validates a per-group override with check, which is limit,
+// threshold or share.
 func groupValue(name, group string, n int, check func(string, int, func(*Policy)) Option, m func(*Policy) *map[string]int) Option {
 	if group == "" {
 		return optionFunc(func(*Policy) error {
@@ -87,6 +97,39 @@ func WithConcurrencyResolver(f func(group string) (int, bool)) Option {
 	})
 }
 
+// WithDefaultShare sets every group's share of global capacity, unless a
+// per-group value or the share resolver gives another. When global capacity
+// frees and several groups have tasks waiting for it, each is served, over
+// time, permits in proportion to its share (deficit round robin; see the
+// executor's dispatch rules). n must be >= 1. Default: DefaultShare (1), so
+// every group gets an equal share.
+func WithDefaultShare(n int) Option {
+	return share("WithDefaultShare", n, func(p *Policy) { p.defaultShare = n })
+}
+
+// WithGroupShare overrides the share of one group. It wins over the share
+// resolver. n must be >= 1.
+func WithGroupShare(group string, n int) Option {
+	return groupValue("WithGroupShare", group, n, share, func(p *Policy) *map[string]int { return &p.groupShare })
+}
+
+// WithShareResolver supplies a group's share when no per-group value is set,
+// so shares can come from configuration. It is called once when a group's
+// state is created (again after an eviction), never under a lock shared with
+// running tasks' completions, and must be safe for concurrent use. Returning
+// false falls back to the default; returning a value below 1 makes the
+// executor reject the group's task with an error naming the resolver and
+// value.
+func WithShareResolver(f func(group string) (int, bool)) Option {
+	return optionFunc(func(p *Policy) error {
+		if f == nil {
+			return &OptionError{Option: "WithShareResolver", Value: "nil", Reason: "the resolver must not be nil"}
+		}
+		p.shareResolver = f
+		return nil
+	})
+}
+
 // WithGlobalQueueThreshold bounds the tasks waiting across all groups.
 // n must be >= 0; 0 means a task that cannot start at once is rejected.
 // Default: Unlimited.
@@ -124,7 +167,7 @@ func WithQueueTimeout(d time.Duration) Option {
 func WithRejectionPolicy(r RejectionPolicy) Option {
 	return optionFunc(func(p *Policy) error {
 		if !r.valid() {
-			return &OptionError{Option: "WithRejectionPolicy", Value: r, Reason: "must be Abort, Discard or CallerRuns"}
+			return &OptionError{Option: "WithRejectionPolicy", Value: r, Reason: "must be Abort, Discard, CallerRuns or DiscardOldest"}
 		}
 		p.rejection = r
 		return nil

@@ -26,6 +26,10 @@ const (
 	// DefaultQueueThreshold leaves waiting unbounded by count; the group's
 	// in-flight limit already bounds its queue.
 	DefaultQueueThreshold = Unlimited
+	// DefaultShare is a group's share of global capacity when the executor
+	// divides it among groups waiting for it: with every group at the
+	// default, each gets an equal share.
+	DefaultShare = 1
 )
 
 // Policy is an immutable set of limits. Its zero value is not usable; build one
@@ -36,12 +40,15 @@ type Policy struct {
 	maxInFlightPerGroup  int
 	maxConcurrencyPerGrp int
 	queueThresholdPerGrp int
+	defaultShare         int
 	queueTimeout         time.Duration
 	rejection            RejectionPolicy
 	groupMaxInFlight     map[string]int
 	groupMaxConcurrency  map[string]int
 	groupQueueThreshold  map[string]int
+	groupShare           map[string]int
 	concurrencyResolver  func(group string) (int, bool)
+	shareResolver        func(group string) (int, bool)
 }
 
 // GroupLimits are the limits one group runs under, resolved once when the
@@ -50,6 +57,10 @@ type GroupLimits struct {
 	MaxInFlight    int // permits the group may have admitted (waiting + running)
 	MaxConcurrency int // permits the group may have running
 	QueueThreshold int // tasks the group may have waiting
+	// Share is the group's weight when global capacity is divided among the
+	// groups waiting for it: a group of share 3 is served 3 permits for every
+	// permit a group of share 1 is served, while both have tasks waiting.
+	Share int
 }
 
 // New builds a Policy from opts, applied in order. It returns an error
@@ -62,6 +73,7 @@ func New(opts ...Option) (*Policy, error) {
 		maxInFlightPerGroup:  DefaultMaxInFlightPerGroup,
 		maxConcurrencyPerGrp: DefaultMaxConcurrencyPerGroup,
 		queueThresholdPerGrp: DefaultQueueThreshold,
+		defaultShare:         DefaultShare,
 		rejection:            Abort,
 	}
 	for _, o := range opts {
@@ -90,14 +102,15 @@ func (p *Policy) QueueTimeout() time.Duration { return p.queueTimeout }
 // RejectionPolicy is what happens to a task that is refused for lack of room.
 func (p *Policy) RejectionPolicy() RejectionPolicy { return p.rejection }
 
-// Group resolves the limits for group: a per-group value wins over the
-// concurrency resolver, which wins over the default. It returns an error when
-// the resolver answers with a value below 1.
+// Group resolves the limits for group. For the concurrency limit and the
+// share, a per-group value wins over the resolver, which wins over the
+// default. It returns an error when a resolver answers with a value below 1.
 func (p *Policy) Group(group string) (GroupLimits, error) {
 	l := GroupLimits{
 		MaxInFlight:    p.maxInFlightPerGroup,
 		MaxConcurrency: p.maxConcurrencyPerGrp,
 		QueueThreshold: p.queueThresholdPerGrp,
+		Share:          p.defaultShare,
 	}
 	if n, ok := p.groupMaxInFlight[group]; ok {
 		l.MaxInFlight = n
@@ -116,15 +129,26 @@ func (p *Policy) Group(group string) (GroupLimits, error) {
 	if n, ok := p.groupQueueThreshold[group]; ok {
 		l.QueueThreshold = n
 	}
+	if n, ok := p.groupShare[group]; ok {
+		l.Share = n
+	} else if p.shareResolver != nil {
+		if n, ok := p.shareResolver(group); ok {
+			if n < 1 {
+				return GroupLimits{}, fmt.Errorf("%w: share resolver gave %d for group %q: a share must be >= 1",
+					ErrInvalidOption, n, group)
+			}
+			l.Share = n
+		}
+	}
 	return l, nil
 }
 
 // String describes the policy's defaults, for logs.
 func (p *Policy) String() string {
-	return fmt.Sprintf("policy{global=%s groupInFlight=%s groupConcurrency=%s groupQueue=%s globalQueue=%s timeout=%v rejection=%v overrides=%d}",
+	return fmt.Sprintf("policy{global=%s groupInFlight=%s groupConcurrency=%s groupQueue=%s globalQueue=%s share=%d timeout=%v rejection=%v overrides=%d}",
 		limitString(p.globalMaxInFlight), limitString(p.maxInFlightPerGroup), limitString(p.maxConcurrencyPerGrp),
-		limitString(p.queueThresholdPerGrp), limitString(p.globalQueueThreshold), p.queueTimeout, p.rejection,
-		len(p.groupMaxInFlight)+len(p.groupMaxConcurrency)+len(p.groupQueueThreshold))
+		limitString(p.queueThresholdPerGrp), limitString(p.globalQueueThreshold), p.defaultShare, p.queueTimeout, p.rejection,
+		len(p.groupMaxInFlight)+len(p.groupMaxConcurrency)+len(p.groupQueueThreshold)+len(p.groupShare))
 }
 
 func limitString(n int) string {

@@ -22,7 +22,7 @@ func TestDefaults(t *testing.T) {
 		p.QueueTimeout() != 0 || p.RejectionPolicy() != policy.Abort {
 		t.Errorf("defaults: %v", p)
 	}
-	if l != (policy.GroupLimits{MaxInFlight: 1024, MaxConcurrency: 1, QueueThreshold: policy.Unlimited}) {
+	if l != (policy.GroupLimits{MaxInFlight: 1024, MaxConcurrency: 1, QueueThreshold: policy.Unlimited, Share: 1}) {
 		t.Errorf("group defaults: %+v", l)
 	}
 }
@@ -48,9 +48,9 @@ func TestResolutionOrder(t *testing.T) {
 		group string
 		want  policy.GroupLimits
 	}{
-		{"vip", policy.GroupLimits{MaxInFlight: 256, MaxConcurrency: 16, QueueThreshold: 1000}}, // per-group wins
-		{"resolved", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 8, QueueThreshold: 100}},
-		{"plain", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 4, QueueThreshold: 100}}, // resolver said no
+		{"vip", policy.GroupLimits{MaxInFlight: 256, MaxConcurrency: 16, QueueThreshold: 1000, Share: 1}}, // per-group wins
+		{"resolved", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 8, QueueThreshold: 100, Share: 1}},
+		{"plain", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 4, QueueThreshold: 100, Share: 1}}, // resolver said no
 	}
 	for _, tt := range tests {
 		got, err := p.Group(tt.group)
@@ -96,6 +96,11 @@ func TestInvalidOptions(t *testing.T) {
 		{policy.WithQueueTimeout(-time.Second), "WithQueueTimeout", "-1s"},
 		{policy.WithRejectionPolicy(policy.RejectionPolicy(9)), "WithRejectionPolicy", "RejectionPolicy(9)"},
 		{policy.WithConcurrencyResolver(nil), "WithConcurrencyResolver", "nil"},
+		{policy.WithDefaultShare(0), "WithDefaultShare", "0"},
+		{policy.WithGroupShare("g", -1), "WithGroupShare", "-1"},
+		{policy.WithGroupShare("", 2), "WithGroupShare", `""`},
+		{policy.WithShareResolver(nil), "WithShareResolver", "nil"},
+		{policy.WithRejectionPolicy(policy.RejectionPolicy(4)), "WithRejectionPolicy", "RejectionPolicy(4)"},
 		{nil, "New", "nil Option"},
 	}
 	for _, tt := range tests {
@@ -137,5 +142,52 @@ func TestOptionMapsAreNotShared(t *testing.T) {
 	l2, _ := p2.Group("a")
 	if l1.MaxConcurrency != 2 || l2.MaxConcurrency != 7 {
 		t.Errorf("policies share state: %d %d", l1.MaxConcurrency, l2.MaxConcurrency)
+	}
+}
+
+func TestShares(t *testing.T) {
+	calls := 0
+	p, err := policy.New(
+		policy.WithDefaultShare(2),
+		policy.WithGroupShare("vip", 5),
+		policy.WithShareResolver(func(g string) (int, bool) {
+			calls++
+			return 3, g != "plain"
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for group, want := range map[string]int{"vip": 5, "resolved": 3, "plain": 2} {
+		if l, err := p.Group(group); err != nil || l.Share != want {
+			t.Errorf("Group(%q).Share = %d, %v; want %d", group, l.Share, err, want)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("share resolver called %d times; a per-group value must skip it", calls)
+	}
+	d, _ := policy.New()
+	if l, _ := d.Group("g"); l.Share != policy.DefaultShare || policy.DefaultShare != 1 {
+		t.Errorf("default share %d", l.Share)
+	}
+}
+
+func TestShareResolverBelowOneIsAnError(t *testing.T) {
+	p, _ := policy.New(policy.WithShareResolver(func(string) (int, bool) { return 0, true }))
+	if _, err := p.Group("g"); !errors.Is(err, policy.ErrInvalidOption) || !strings.Contains(err.Error(), "share resolver") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRejectionPolicyNames(t *testing.T) {
+	for r, want := range map[policy.RejectionPolicy]string{
+		policy.Abort: "Abort", policy.Discard: "Discard", policy.CallerRuns: "CallerRuns", policy.DiscardOldest: "DiscardOldest",
+	} {
+		if r.String() != want {
+			t.Errorf("%d: %q, want %q", int(r), r.String(), want)
+		}
+		if _, err := policy.New(policy.WithRejectionPolicy(r)); err != nil {
+			t.Errorf("%v: %v", r, err)
+		}
 	}
 }

@@ -16,6 +16,16 @@ const (
 	// limit, and Submit returns when it is done. It slows the submitter down
 	// to the pace the executor can absorb.
 	CallerRuns
+	// DiscardOldest makes room for the task when its group's queue is full
+	// (its queue threshold): the group's oldest waiting tasks, as few as make
+	// room, complete Rejected at once without running, with an error
+	// matching executor.ErrDisplaced, and the task waits at the tail of the
+	// queue; Submit returns no error. Other groups are untouched. A task
+	// refused for any other reason (its group's in-flight limit, the global
+	// queue threshold, a shutdown, a task too heavy, an open breaker) is
+	// handled as under Discard. It suits latency-sensitive work, where the
+	// newest request is the one still worth serving.
+	DiscardOldest
 )
 
 func (r RejectionPolicy) String() string {
@@ -26,8 +36,10 @@ func (r RejectionPolicy) String() string {
 		return "Discard"
 	case CallerRuns:
 		return "CallerRuns"
+	case DiscardOldest:
+		return "DiscardOldest"
 	}
 	return fmt.Sprintf("RejectionPolicy(%d)", int(r))
 }
 
-func (r RejectionPolicy) valid() bool { return r >= Abort && r <= CallerRuns }
+func (r RejectionPolicy) valid() bool { return r >= Abort && r <= DiscardOldest }

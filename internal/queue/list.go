@@ -46,6 +46,21 @@ func (l *List[T]) PushBack(n *Node[T]) {
 	l.len++
 }
 
+// PushFront prepends n, which must not be in a list.
+func (l *List[T]) PushFront(n *Node[T]) {
+	if n.list != nil {
+		panic("queue: PushFront of a node already in a list")
+	}
+	n.list, n.prev, n.next = l, nil, l.front
+	if l.front != nil {
+		l.front.prev = n
+	} else {
+		l.back = n
+	}
+	l.front = n
+	l.len++
+}
+
 // Remove takes n out of l and reports whether it was there.
 func (l *List[T]) Remove(n *Node[T]) bool {
 	if n.list != l {

@@ -67,17 +67,43 @@ func TestPushBackOfLinkedNodePanics(t *testing.T) {
 	l.PushBack(&it.node)
 }
 
+func TestPushFront(t *testing.T) {
+	var l queue.List[*item]
+	a, b, c := newItem(1), newItem(2), newItem(3)
+	l.PushFront(&b.node) // into an empty list
+	l.PushBack(&c.node)
+	l.PushFront(&a.node)
+	if got := values(&l); !slices.Equal(got, []int{1, 2, 3}) || l.Len() != 3 {
+		t.Fatalf("list %v len %d", got, l.Len())
+	}
+	l.Remove(&c.node) // back, after a PushFront
+	l.Remove(&a.node)
+	if got := values(&l); !slices.Equal(got, []int{2}) || l.Front() != &b.node {
+		t.Fatalf("list %v", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic")
+		}
+	}()
+	l.PushFront(&b.node)
+}
+
 // TestRandomOpsMatchSlice checks the list against a slice model.
 func TestRandomOpsMatchSlice(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var l queue.List[*item]
 	var model []*item
 	for i := range 10_000 {
-		switch op := r.IntN(3); {
+		switch op := r.IntN(4); {
 		case op == 0 || len(model) == 0:
 			it := newItem(i)
 			l.PushBack(&it.node)
 			model = append(model, it)
+		case op == 3:
+			it := newItem(i)
+			l.PushFront(&it.node)
+			model = slices.Insert(model, 0, it)
 		case op == 1:
 			k := r.IntN(len(model))
 			l.Remove(&model[k].node)
