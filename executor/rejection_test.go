@@ -141,3 +141,16 @@ func TestShutdownRefusalsIgnoreThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestRunInCallerAfterHandlerReturnsDoesNothing: a Rejection kept past its
+// handler cannot run a task already completed Rejected.
+func TestRunInCallerAfterHandlerReturnsDoesNothing(t *testing.T) {
+	var kept *executor.Rejection
+	ex, _ := full(t, policy.Abort, executor.WithRejectionHandler(func(r *executor.Rejection) error { kept = r; return nil }))
+	ran := false
+	h, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran = true; return 0, nil }})
+	kept.RunInCaller()
+	if r := wait(t, h); r.Status != executor.Rejected || ran {
+		t.Errorf("result %+v ran=%v", r, ran)
+	}
+}

@@ -295,7 +295,9 @@ func (ex *Executor) refuse(j *job, rej *RejectedError, forced bool) error {
 	if !forced && ex.handler != nil {
 		r := &Rejection{Group: rej.Group, ID: j.id, Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
 		err := ex.callHandler(r)
-		if !r.ran {
+		ran := r.ran
+		r.ex, r.j = nil, nil // RunInCaller after the handler returned does nothing
+		if !ran {
 			ex.completeRejected(j, rej, 0)
 		}
 		return err

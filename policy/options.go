@@ -82,11 +82,12 @@ func WithGroupMaxConcurrency(group string, n int) Option {
 }
 
 // WithConcurrencyResolver supplies a group's concurrency limit when no
-// per-group value is set. It is called once when a group's state is created
-// (again after an eviction), never under a lock shared with running tasks'
-// completions, and must be safe for concurrent use. Returning false falls
-// back to the default; returning a value below 1 makes the executor reject
-// the group's task with an error naming the resolver and value.
+// per-group value is set. It is called when a group's state is about to be
+// created (again after an eviction or reclamation; more than once if
+// Submits for a new group race), never under an executor lock, and must be
+// safe for concurrent use. Returning false falls back to the default;
+// returning a value below 1 makes the executor reject the group's task with
+// an error naming the resolver and value.
 func WithConcurrencyResolver(f func(group string) (int, bool)) Option {
 	return optionFunc(func(p *Policy) error {
 		if f == nil {
@@ -114,9 +115,9 @@ func WithGroupShare(group string, n int) Option {
 }
 
 // WithShareResolver supplies a group's share when no per-group value is set,
-// so shares can come from configuration. It is called once when a group's
-// state is created (again after an eviction), never under a lock shared with
-// running tasks' completions, and must be safe for concurrent use. Returning
+// so shares can come from configuration. It is called, as the concurrency
+// resolver is, when a group's state is about to be created, never under an
+// executor lock, and must be safe for concurrent use. Returning
 // false falls back to the default; returning a value below 1 makes the
 // executor reject the group's task with an error naming the resolver and
 // value.
