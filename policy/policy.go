@@ -115,30 +115,15 @@ func (p *Policy) Group(group string) (GroupLimits, error) {
 	if n, ok := p.groupMaxInFlight[group]; ok {
 		l.MaxInFlight = n
 	}
-	if n, ok := p.groupMaxConcurrency[group]; ok {
-		l.MaxConcurrency = n
-	} else if p.concurrencyResolver != nil {
-		if n, ok := p.concurrencyResolver(group); ok {
-			if n < 1 {
-				return GroupLimits{}, fmt.Errorf("%w: concurrency resolver gave %d for group %q: a limit must be >= 1",
-					ErrInvalidOption, n, group)
-			}
-			l.MaxConcurrency = n
-		}
+	var err error
+	if l.MaxConcurrency, err = resolve(group, p.groupMaxConcurrency, p.concurrencyResolver, l.MaxConcurrency, "concurrency resolver", "a limit"); err != nil {
+		return GroupLimits{}, err
 	}
 	if n, ok := p.groupQueueThreshold[group]; ok {
 		l.QueueThreshold = n
 	}
-	if n, ok := p.groupShare[group]; ok {
-		l.Share = n
-	} else if p.shareResolver != nil {
-		if n, ok := p.shareResolver(group); ok {
-			if n < 1 {
-				return GroupLimits{}, fmt.Errorf("%w: share resolver gave %d for group %q: a share must be >= 1",
-					ErrInvalidOption, n, group)
-			}
-			l.Share = n
-		}
+	if l.Share, err = resolve(group, p.groupShare, p.shareResolver, l.Share, "share resolver", "a share"); err != nil {
+		return GroupLimits{}, err
 	}
 	return l, nil
 }
@@ -156,6 +141,24 @@ func limitString(n int) string {
 		return "unlimited"
 	}
 	return fmt.Sprint(n)
+}
+
+// resolve picks a group's value: its per-group override, else the
+// resolver's answer, else def. A resolver answer below 1 is an error naming
+// the resolver (what) and the value.
+func resolve(group string, overrides map[string]int, resolver func(string) (int, bool), def int, what, noun string) (int, error) {
+	if n, ok := overrides[group]; ok {
+		return n, nil
+	}
+	if resolver != nil {
+		if n, ok := resolver(group); ok {
+			if n < 1 {
+				return 0, fmt.Errorf("%w: %s gave %d for group %q: %s must be >= 1", ErrInvalidOption, what, n, group, noun)
+			}
+			return n, nil
+		}
+	}
+	return def, nil
 }
 
 func setGroup(m *map[string]int, group string, n int) {
