@@ -176,3 +176,33 @@ func TestInvalidBreakerSettings(t *testing.T) {
 		t.Fatalf("err = %v, want an error naming Timeout", err)
 	}
 }
+
+// TestOnStateChangeMayWaitForExecutorWork: the callback runs on the worker
+// whose task tripped the breaker, before that worker is counted as about to
+// pick up queued work, so a task the callback submits and waits for runs.
+func TestOnStateChangeMayWaitForExecutorWork(t *testing.T) {
+	var ex *executor.Executor
+	res := make(chan executor.Status, 1)
+	ex = newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)},
+		executor.WithGroupBreaker(breaker.Settings{Clock: fakeClock(),
+			OnStateChange: func(name string, from, to breaker.State) {
+				if name != "bad" || to != breaker.StateOpen {
+					return
+				}
+				h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "ops", Fn: succeeding})
+				if err != nil {
+					res <- executor.Rejected
+					return
+				}
+				ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+				defer cancel()
+				r, _ := h.Wait(ctx)
+				res <- r.Status // 0 if the wait timed out
+			}}))
+	for range breaker.DefaultConsecutiveFailures {
+		wait(t, submit(t, ex, executor.Task[int]{Group: "bad", Fn: failing}))
+	}
+	if st := <-res; st != executor.Success {
+		t.Fatalf("task submitted from OnStateChange: status %v (0: it never ran)", st)
+	}
+}

@@ -75,15 +75,10 @@ func (ex *Executor) cancel(j *job, cause error) {
 	switch j.state {
 	case stateWaiting:
 		ex.removeWaitingLocked(j, Cancelled)
-		stop := j.stopAfter
-		j.stopAfter = nil
 		var b batch
 		ex.dispatchLocked(&b)
 		ex.launchLocked(&b)
 		ex.mu.Unlock()
-		if stop != nil {
-			stop()
-		}
 		ex.afterUnlock(&b)
 		ex.completeCancelled(j, cause, ex.since()-j.submitted)
 	case stateRunning:

@@ -177,6 +177,11 @@ func (ex *Executor) startLocked(g *group, j *job) {
 // others start.
 func (ex *Executor) removeWaitingLocked(j *job, st Status) {
 	g := j.g
+	if j.stopAfter != nil {
+		// Never runs: Submit's context no longer needs watching (nor keeps j).
+		j.stopAfter()
+		j.stopAfter = nil
+	}
 	g.waiting.Remove(&j.node)
 	ex.waiting--
 	g.counts.add(st)

@@ -71,3 +71,12 @@ func (ex *Executor) CheckInvariants() string {
 	}
 	return ""
 }
+
+// WatchesParent reports whether h still has a watcher registered on its
+// Submit context.
+func WatchesParent[T any](h *Handle[T]) bool {
+	ex := h.g.ex
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return h.stopAfter != nil
+}

@@ -121,10 +121,6 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 		for n := g.waiting.Front(); n != nil; n = g.waiting.Front() {
 			j := n.Value
 			ex.removeWaitingLocked(j, Cancelled)
-			if j.stopAfter != nil {
-				j.stopAfter()
-				j.stopAfter = nil
-			}
 			waiting = append(waiting, j)
 		}
 		for n := g.running.Front(); n != nil; n = n.Next() {

@@ -257,10 +257,6 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	for range k {
 		old := g.head()
 		ex.removeWaitingLocked(old, Rejected)
-		if old.stopAfter != nil {
-			old.stopAfter()
-			old.stopAfter = nil
-		}
 		b.displaced.add(displacement{old, &RejectedError{Group: g.key, ID: old.id, Limit: LimitGroupQueue,
 			Weight: old.weight, Used: used, Max: full, Err: ErrDisplaced}})
 	}

@@ -85,3 +85,36 @@ func TestNoTimeoutWaitsForever(t *testing.T) {
 		t.Fatal(r)
 	}
 }
+
+// TestRemovedTasksStopWatchingTheirContext: a waiting task that times out,
+// is cancelled or is displaced no longer has a watcher on Submit's context,
+// which would otherwise keep it alive as long as that context lives.
+func TestRemovedTasksStopWatchingTheirContext(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second),
+		policy.WithQueueThresholdPerGroup(2), policy.WithRejectionPolicy(policy.DiscardOldest)}, executor.WithClock(clk))
+	parent, cancelParent := context.WithCancel(bg)
+	defer cancelParent()
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	sub := func() *executor.Handle[string] {
+		h, err := executor.Submit(ex, parent, executor.Task[string]{Group: "a", Fn: g.fn("x")})
+		if err != nil || !executor.WatchesParent(h) {
+			t.Fatalf("Submit: %v; watching %v", err, executor.WatchesParent(h))
+		}
+		return h
+	}
+	displaced, cancelled := sub(), sub()
+	sub() // displaces the oldest
+	cancelled.Cancel()
+	expired := sub()
+	clk.Advance(time.Second)
+	for name, h := range map[string]*executor.Handle[string]{"displaced": displaced, "cancelled": cancelled, "expired": expired} {
+		wait(t, h)
+		if executor.WatchesParent(h) {
+			t.Errorf("%s task still watches Submit's context", name)
+		}
+	}
+}

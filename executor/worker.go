@@ -43,16 +43,27 @@ func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end t
 	returned := false
 	defer func() {
 		if !returned { // Fn called runtime.Goexit; this goroutine is ending.
-			ex.finishing.Add(1)
-			ex.finish(j, Failed, ErrGoexit, queued, ex.since()-start, nil)
+			ran := ex.since() - start
+			ex.endRun(j, Failed)
+			ex.finish(j, Failed, ErrGoexit, queued, ran, nil)
 		}
 	}()
 	st, err := j.body.call(ctx)
 	returned = true
-	ex.finishing.Add(1)
 	end = ex.since()
+	ex.endRun(j, st)
 	next, parked = ex.finish(j, st, err, queued, end-start, w)
 	return next, end, parked
+}
+
+// endRun does what follows Fn and may run user code (the breaker's
+// OnStateChange), then counts the worker in ex.finishing: from there on it
+// takes the lock and pops the run queue without further delay, which is what
+// lets launchLocked leave tasks on the run queue for it.
+func (ex *Executor) endRun(j *job, st Status) {
+	j.endRun()
+	j.settle(st)
+	ex.finishing.Add(1)
 }
 
 // begin makes j's run context and tells the listener that j starts at start,
@@ -70,10 +81,8 @@ func (ex *Executor) begin(j *job, start time.Duration) (ctx context.Context, que
 // finish ends a running j: it releases j's permits, starts what now fits,
 // and completes j's handle after the permits are back. With w, it returns
 // the next task on the run queue for the calling worker, or parks w. The
-// caller has counted itself in ex.finishing.
+// caller has counted itself in ex.finishing (endRun).
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker) (next *job, parked bool) {
-	j.endRun()
-	j.settle(st)
 	var b batch
 	ex.mu.Lock()
 	ex.finishing.Add(-1)
