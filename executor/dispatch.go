@@ -200,9 +200,7 @@ func (ex *Executor) releaseLocked(g *group, j *job) {
 		ex.groupIdleLocked(g)
 	}
 	if ex.tasks == 0 && ex.drainWaits != nil {
-		for _, c := range ex.drainWaits {
-			close(c)
-		}
+		ex.drained = append(ex.drained, ex.drainWaits...)
 		ex.drainWaits = nil
 	}
 }
@@ -213,9 +211,7 @@ func (ex *Executor) releaseLocked(g *group, j *job) {
 // groups plus maxIdle (plus groups kept shut down or with a breaker that is
 // not closed).
 func (ex *Executor) groupIdleLocked(g *group) {
-	for _, c := range g.drainWaits {
-		close(c)
-	}
+	ex.drained = append(ex.drained, g.drainWaits...)
 	g.drainWaits = nil
 	if g.timer != nil {
 		g.timer.Stop()
@@ -256,6 +252,17 @@ type batch struct {
 	spawn     few[*job]         // started tasks for new goroutines
 	expired   few[*job]         // removed past their queue timeout
 	displaced few[displacement] // removed under DiscardOldest
+	drained   []chan struct{}   // to close after the batch's handles complete
+}
+
+// signalDrained wakes the Shutdown and ShutdownGroup calls whose tasks the
+// batch's locked section finished. The caller calls it last, after
+// completing every handle that section finished, so that a drained shutdown
+// never returns before a handle of its tasks has completed.
+func (b *batch) signalDrained() {
+	for _, c := range b.drained {
+		close(c)
+	}
 }
 
 type displacement struct {

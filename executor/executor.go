@@ -50,8 +50,12 @@ type Executor struct {
 	fair       fairness           // the fairness window (fair.go)
 	idle       queue.List[*group] // idle groups, least recently idle first
 	drainWaits []chan struct{}    // Shutdown calls waiting for tasks == 0
-	parked     []worker           // idle workers, most recently parked last
-	runq       queue.Ring[*job]   // started tasks not yet on a goroutine
+	// drained are drain channels (Shutdown's, ShutdownGroup's) whose tasks
+	// are all done, to be closed once those tasks' handles have completed:
+	// each locked section moves them to its batch (launchLocked).
+	drained []chan struct{}
+	parked  []worker         // idle workers, most recently parked last
+	runq    queue.Ring[*job] // started tasks not yet on a goroutine
 
 	// finishing counts workers whose task has returned and that are about
 	// to take the lock and pop the run queue.

@@ -137,4 +137,5 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 	for _, j := range waiting {
 		ex.completeCancelled(j, cause, ex.since()-j.submitted)
 	}
+	b.signalDrained()
 }

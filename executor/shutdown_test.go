@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -208,5 +210,39 @@ func TestStatsCounts(t *testing.T) {
 	gs := groupStats(t, ex, "g")
 	if gs.Counts != want || gs.MaxInFlight != policy.DefaultMaxInFlightPerGroup || gs.MaxConcurrency != 1 || gs.QueueThreshold != 0 {
 		t.Errorf("group stats %+v", gs)
+	}
+}
+
+// TestShutdownReturnsAfterHandlesComplete: a drained Shutdown or
+// ShutdownGroup returns only after every handle of its tasks has completed,
+// however slow the listener that runs before each completion.
+func TestShutdownReturnsAfterHandlesComplete(t *testing.T) {
+	for _, whole := range []bool{true, false} {
+		t.Run(fmt.Sprint("whole executor ", whole), func(t *testing.T) {
+			slow := executor.ListenerFuncs{Completed: func(executor.Event) {
+				for range 200 {
+					runtime.Gosched()
+				}
+			}}
+			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, executor.WithListener(slow))
+			var hs []*executor.Handle[int]
+			for range 50 {
+				hs = append(hs, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding}))
+			}
+			var err error
+			if whole {
+				err = ex.Shutdown(bg)
+			} else {
+				err = ex.ShutdownGroup(bg, "g")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, h := range hs {
+				if !isDone(h) {
+					t.Fatalf("task %d not complete when the shutdown returned", i)
+				}
+			}
+		})
 	}
 }

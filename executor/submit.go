@@ -138,9 +138,12 @@ func (ex *Executor) submit(j *job, key string) error {
 			// is reclaimed like any other.
 			ex.groupIdleLocked(g)
 		}
+		ex.launchLocked(&b)
 		ex.mu.Unlock()
 		ex.afterUnlock(&b)
-		return ex.refuse(j, rej, forced)
+		err := ex.refuse(j, rej, forced)
+		b.signalDrained()
+		return err
 	}
 	if j.state == stateRunning {
 		// Started at once: the fast path.
@@ -148,12 +151,14 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.launchLocked(&b)
 		ex.mu.Unlock()
 		ex.afterUnlock(&b)
+		b.signalDrained()
 		return nil
 	}
 	ex.dispatchLocked(&b)
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
+	b.signalDrained()
 	if j.parent.Done() != nil {
 		ex.watchParent(j)
 	}

@@ -41,4 +41,5 @@ func (ex *Executor) expire(g *group) {
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
+	b.signalDrained()
 }
