@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,21 +62,25 @@ type Rejection struct {
 	// Err is the refusal: a *RejectedError matching ErrRejected.
 	Err error
 
-	ex  *Executor
-	j   *job
-	ran bool
+	ex    *Executor
+	j     *job
+	state atomic.Int32 // rejectionOpen, then rejectionRan or rejectionClosed, once
 }
 
-// RunInCaller runs the task now, in the handler's goroutine, outside every
-// limit, and completes its handle with the outcome, as CallerRuns does. It
-// may be called once, and only before the handler returns; later calls do
-// nothing.
+const (
+	rejectionOpen int32 = iota
+	rejectionRan
+	rejectionClosed
+)
+
+// RunInCaller runs the task now, in the calling goroutine, outside every
+// limit, and completes its handle with the outcome, as CallerRuns does. Only
+// the first call before the handler returns runs the task; other calls, and
+// calls after the handler has returned, do nothing.
 func (r *Rejection) RunInCaller() {
-	if r.ran || r.j == nil {
-		return
+	if r.state.CompareAndSwap(rejectionOpen, rejectionRan) {
+		r.ex.runInCaller(r.j)
 	}
-	r.ran = true
-	r.ex.runInCaller(r.j)
 }
 
 // RejectionHandler decides what happens to a task refused for lack of room

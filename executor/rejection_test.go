@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -152,5 +154,30 @@ func TestRunInCallerAfterHandlerReturnsDoesNothing(t *testing.T) {
 	kept.RunInCaller()
 	if r := wait(t, h); r.Status != executor.Rejected || ran {
 		t.Errorf("result %+v ran=%v", r, ran)
+	}
+}
+
+// TestRunInCallerFromAnotherGoroutine: a handler that starts RunInCaller on
+// another goroutine and returns races with the refusal; either way the task
+// runs at most once and its handle completes exactly once, with the outcome
+// of whichever won.
+func TestRunInCallerFromAnotherGoroutine(t *testing.T) {
+	for range 200 {
+		var started sync.WaitGroup
+		ex, _ := full(t, policy.Abort, executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			started.Add(1)
+			go func() { defer started.Done(); r.RunInCaller() }()
+			return nil
+		}))
+		var runs atomic.Int32
+		h, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { runs.Add(1); return 1, nil }})
+		r := wait(t, h)
+		started.Wait()
+		switch {
+		case r.Status == executor.Success && runs.Load() == 1:
+		case r.Status == executor.Rejected && runs.Load() == 0:
+		default:
+			t.Fatalf("status %v after %d runs", r.Status, runs.Load())
+		}
 	}
 }

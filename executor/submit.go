@@ -296,9 +296,9 @@ func (ex *Executor) refuse(j *job, rej *RejectedError, forced bool) error {
 	if !forced && ex.handler != nil {
 		r := &Rejection{Group: rej.Group, ID: j.id, Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
 		err := ex.callHandler(r)
-		ran := r.ran
-		r.ex, r.j = nil, nil // RunInCaller after the handler returned does nothing
-		if !ran {
+		// RunInCaller after the handler returned does nothing; if it won
+		// the race, the task runs (or ran) and completes its own handle.
+		if r.state.CompareAndSwap(rejectionOpen, rejectionClosed) {
 			ex.completeRejected(j, rej, 0)
 		}
 		return err
