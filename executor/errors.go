@@ -47,6 +47,7 @@ const (
 	LimitQueueTimeout     Limit = "queue timeout"
 	LimitShutdown         Limit = "shutdown"
 	LimitBreaker          Limit = "circuit breaker"
+	LimitResolver         Limit = "limit resolver" // a resolver gave an invalid value
 	LimitInvalid          Limit = "invalid task"
 )
 
@@ -67,7 +68,7 @@ type RejectedError struct {
 func (e *RejectedError) Error() string {
 	msg := fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
 	switch e.Limit {
-	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker:
+	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker, LimitResolver:
 	default:
 		msg += fmt.Sprintf(" (weight %d, used %d of %d)", e.Weight, e.Used, e.Max)
 	}

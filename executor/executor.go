@@ -57,8 +57,9 @@ type Executor struct {
 	parked  []worker         // idle workers, most recently parked last
 	runq    queue.Ring[*job] // started tasks not yet on a goroutine
 
-	// finishing counts workers whose task has returned and that are about
-	// to take the lock and pop the run queue.
+	// finishing counts workers whose task has returned and whose user
+	// callbacks that precede the lock (breaker OnStateChange) are done: each
+	// is about to take the lock and pop the run queue (worker.go endRun).
 	finishing atomic.Int32
 	counts    Counts
 	served    uint64 // permits started

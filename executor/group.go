@@ -33,6 +33,7 @@ type group struct {
 	pending int                     // Submits taking a breaker ticket with the lock released
 
 	timer      clock.Timer // the queue-timeout timer, armed for the head
+	timerSeq   uint64      // counts timers armed, to tell a stale one
 	shutdown   bool
 	evict      bool // evict as soon as idle
 	drainWaits []chan struct{}

@@ -90,8 +90,9 @@ func (r *Rejection) RunInCaller() {
 // lock; a panicking handler counts as returning r.Err.
 //
 // It is not called for refusals that leave no choice (a task too heavy to
-// ever run, invalid input, a shutdown: Submit returns those errors) nor for
-// queue timeouts (Submit has already returned).
+// ever run, invalid input, a shutdown, an open group breaker, a resolver's
+// invalid answer: Submit returns those errors) nor for queue timeouts
+// (Submit has already returned).
 type RejectionHandler func(r *Rejection) error
 
 func (ex *Executor) event(j *job) Event {

@@ -40,6 +40,7 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 		ex.groups[key] = g
 	}
 	g.shutdown = true
+	g.evict = false // a later shutdown wins over a pending eviction
 	ex.idle.Remove(&g.idleNode)
 	if g.tasks() == 0 {
 		ex.mu.Unlock()

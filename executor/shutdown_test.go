@@ -246,3 +246,26 @@ func TestShutdownReturnsAfterHandlesComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownGroupAfterPendingEvictionStaysShutDown: the later of
+// EvictGroup and ShutdownGroup wins.
+func TestShutdownGroupAfterPendingEvictionStaysShutDown(t *testing.T) {
+	ex := newExec(t, nil)
+	g := newGate()
+	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
+	g.waitStarted(t, 1)
+	ex.EvictGroup("g") // busy: pending
+	done := make(chan error)
+	go func() { done <- ex.ShutdownGroup(bg, "g") }()
+	for !groupStats(t, ex, "g").Shutdown {
+		runtime.Gosched()
+	}
+	g.open()
+	wait(t, h)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: succeeding}); !errors.Is(err, executor.ErrGroupShutdown) {
+		t.Fatalf("err = %v, want the group to stay shut down", err)
+	}
+}

@@ -25,8 +25,10 @@ import (
 //
 // Some refusals leave no choice and always return an error, with the handle
 // completed Rejected: invalid input (ErrInvalidTask), a task heavier than a
-// limit it must pass (ErrTooHeavy), and a shut-down executor or group
-// (ErrShutdown, ErrGroupShutdown). If ctx is already done, the handle
+// limit it must pass (ErrTooHeavy), a shut-down executor or group
+// (ErrShutdown, ErrGroupShutdown), a group breaker that refuses
+// (breaker.ErrOpenState, breaker.ErrTooManyRequests; see WithGroupBreaker)
+// and a resolver's invalid answer (LimitResolver). If ctx is already done, the handle
 // completes Cancelled and Submit returns ctx's error.
 //
 // Cancelling ctx later cancels the task, as Handle.Cancel does.
@@ -109,7 +111,7 @@ func (ex *Executor) submit(j *job, key string) error {
 			ex.mu.Lock()
 			ex.counts.Submitted++
 			ex.mu.Unlock()
-			return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitGroupConcurrency, Weight: j.weight, Err: err}, true)
+			return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitResolver, Weight: j.weight, Err: err}, true)
 		}
 		ex.mu.Lock()
 		if g = ex.groups[key]; g == nil && ex.state == open {
@@ -129,6 +131,12 @@ func (ex *Executor) submit(j *job, key string) error {
 		if rej := ex.ticketUnlocked(g, j); rej != nil {
 			return ex.refuse(j, rej, true)
 		}
+	}
+	if ex.timeout > 0 {
+		// Queue deadlines must follow queue order (timeout.go), so with a
+		// timeout the submission time is taken under the lock.
+		now = ex.since()
+		j.submitted = now
 	}
 	var b batch
 	rej, forced := ex.admitLocked(g, j, now, &b)

@@ -19,14 +19,22 @@ func (ex *Executor) armLocked(g *group, now time.Duration) {
 	if h == nil {
 		return
 	}
-	g.timer = ex.clk.AfterFunc(h.submitted+ex.timeout-now, func() { ex.expire(g) })
+	g.timerSeq++
+	seq := g.timerSeq
+	g.timer = ex.clk.AfterFunc(h.submitted+ex.timeout-now, func() { ex.expire(g, seq) })
 }
 
-// expire removes g's waiting tasks that are past the queue timeout.
-func (ex *Executor) expire(g *group) {
+// expire removes g's waiting tasks that are past the queue timeout. seq
+// identifies the timer that fired: a timer stopped too late (it had fired,
+// its call not yet run) finds another armed in its place and does nothing.
+func (ex *Executor) expire(g *group, seq uint64) {
 	now := ex.since()
 	var b batch
 	ex.mu.Lock()
+	if seq != g.timerSeq || g.timer == nil {
+		ex.mu.Unlock()
+		return
+	}
 	g.timer = nil
 	if ex.state == closed {
 		ex.mu.Unlock()
