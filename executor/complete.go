@@ -81,7 +81,6 @@ func (ex *Executor) cancel(j *job, cause error) {
 		ex.mu.Unlock()
 		ex.afterUnlock(&b)
 		ex.completeCancelled(j, cause, ex.since()-j.submitted)
-		b.signalDrained()
 	case stateRunning:
 		ex.mu.Unlock()
 		j.cancelContext(cause)

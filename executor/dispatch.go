@@ -199,10 +199,9 @@ func (ex *Executor) releaseLocked(g *group, j *job) {
 	if g.idle() {
 		ex.groupIdleLocked(g)
 	}
-	if ex.tasks == 0 && ex.drainWaits != nil {
-		ex.drained = append(ex.drained, ex.drainWaits...)
-		ex.drainWaits = nil
-	}
+	j.released = true
+	g.unsettled.Add(1)
+	ex.unsettled.Add(1)
 }
 
 // groupIdleLocked handles a group with no task left: it wakes ShutdownGroup,
@@ -211,8 +210,6 @@ func (ex *Executor) releaseLocked(g *group, j *job) {
 // groups plus maxIdle (plus groups kept shut down or with a breaker that is
 // not closed).
 func (ex *Executor) groupIdleLocked(g *group) {
-	ex.drained = append(ex.drained, g.drainWaits...)
-	g.drainWaits = nil
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil
@@ -252,17 +249,6 @@ type batch struct {
 	spawn     few[*job]         // started tasks for new goroutines
 	expired   few[*job]         // removed past their queue timeout
 	displaced few[displacement] // removed under DiscardOldest
-	drained   []chan struct{}   // to close after the batch's handles complete
-}
-
-// signalDrained wakes the Shutdown and ShutdownGroup calls whose tasks the
-// batch's locked section finished. The caller calls it last, after
-// completing every handle that section finished, so that a drained shutdown
-// never returns before a handle of its tasks has completed.
-func (b *batch) signalDrained() {
-	for _, c := range b.drained {
-		close(c)
-	}
 }
 
 type displacement struct {

@@ -38,24 +38,27 @@ type Executor struct {
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup
 
-	mu         sync.Mutex
-	state      execState
-	global     groupsem.Sem // running permits, all groups
-	waiting    int          // waiting tasks, all groups
-	tasks      int          // admitted tasks (waiting + running), all groups
-	groups     map[string]*group
-	ready      queue.List[*group] // groups whose head waits only for global room, in turn
-	turn       *group             // the group whose deficit-round-robin turn is under way, or nil
-	backlog    queue.List[*group] // groups with tasks waiting
-	fair       fairness           // the fairness window (fair.go)
-	idle       queue.List[*group] // idle groups, least recently idle first
-	drainWaits []chan struct{}    // Shutdown calls waiting for tasks == 0
-	// drained are drain channels (Shutdown's, ShutdownGroup's) whose tasks
-	// are all done, to be closed once those tasks' handles have completed:
-	// each locked section moves them to its batch (launchLocked).
-	drained []chan struct{}
-	parked  []worker         // idle workers, most recently parked last
-	runq    queue.Ring[*job] // started tasks not yet on a goroutine
+	mu          sync.Mutex
+	state       execState
+	global      groupsem.Sem // running permits, all groups
+	waiting     int          // waiting tasks, all groups
+	tasks       int          // admitted tasks (waiting + running), all groups
+	groups      map[string]*group
+	ready       queue.List[*group]  // groups whose head waits only for global room, in turn
+	turn        *group              // the group whose deficit-round-robin turn is under way, or nil
+	backlog     queue.List[*group]  // groups with tasks waiting
+	fair        fairness            // the fairness window (fair.go)
+	idle        queue.List[*group]  // idle groups, least recently idle first
+	drainWaits  []chan struct{}     // Shutdown calls waiting for the executor to drain
+	drainGroups map[*group]struct{} // groups with ShutdownGroup calls waiting
+
+	// unsettled counts tasks whose admission has ended (releaseLocked) but
+	// whose handle has not yet completed; drainWanted is set while a
+	// Shutdown or ShutdownGroup waits (drain.go).
+	unsettled   atomic.Int64
+	drainWanted atomic.Bool
+	parked      []worker         // idle workers, most recently parked last
+	runq        queue.Ring[*job] // started tasks not yet on a goroutine
 
 	// finishing counts workers whose task has returned and whose user
 	// callbacks that precede the lock (breaker OnStateChange) are done: each

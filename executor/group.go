@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"sync/atomic"
+
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/internal/groupsem"
@@ -37,6 +39,7 @@ type group struct {
 	shutdown   bool
 	evict      bool // evict as soon as idle
 	drainWaits []chan struct{}
+	unsettled  atomic.Int64 // as Executor.unsettled, for this group
 	counts     Counts
 	served     uint64 // permits started
 }

@@ -45,6 +45,7 @@ type job struct {
 	submitted time.Duration // since the executor's epoch
 	stopAfter func() bool   // stops the Submit-ctx watcher, if any
 	state     jobState
+	released  bool // releaseLocked ran: completing the handle settles it (drain.go)
 	stdCtx    bool // the run context is a standard one (written and read by the running goroutine)
 
 	// set by Submit, then read-only
@@ -176,8 +177,8 @@ func (j *job) settle(st Status) {
 func (j *job) complete(st Status, err error, queued, duration time.Duration) bool {
 	j.settle(st)
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.done.Load() {
+		j.mu.Unlock()
 		doubleCompletions.Add(1)
 		return false
 	}
@@ -185,6 +186,10 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 	j.done.Store(true)
 	if j.doneCh != nil {
 		close(j.doneCh)
+	}
+	j.mu.Unlock()
+	if j.released {
+		j.g.ex.settled(j.g)
 	}
 	return true
 }

@@ -42,13 +42,11 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	g.shutdown = true
 	g.evict = false // a later shutdown wins over a pending eviction
 	ex.idle.Remove(&g.idleNode)
-	if g.tasks() == 0 {
-		ex.mu.Unlock()
+	drained := ex.waitDrainLocked(g)
+	ex.mu.Unlock()
+	if drained == nil {
 		return nil
 	}
-	drained := make(chan struct{})
-	g.drainWaits = append(g.drainWaits, drained)
-	ex.mu.Unlock()
 	select {
 	case <-drained:
 		return nil
@@ -67,13 +65,11 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 	if ex.state == open {
 		ex.state = shuttingDown
 	}
-	if ex.tasks == 0 {
-		ex.mu.Unlock()
+	drained := ex.waitDrainLocked(nil)
+	ex.mu.Unlock()
+	if drained == nil {
 		return nil
 	}
-	drained := make(chan struct{})
-	ex.drainWaits = append(ex.drainWaits, drained)
-	ex.mu.Unlock()
 	select {
 	case <-drained:
 		return nil
@@ -138,5 +134,4 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 	for _, j := range waiting {
 		ex.completeCancelled(j, cause, ex.since()-j.submitted)
 	}
-	b.signalDrained()
 }

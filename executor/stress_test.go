@@ -194,7 +194,28 @@ func TestStress(t *testing.T) {
 	}
 	wg.Wait()
 
-	// Wait for every handle, cancelling stragglers that block on ctx.
+	// A drained Shutdown returns only once every handle has completed.
+	for _, rs := range records {
+		for _, rec := range rs {
+			if rec.cancelFn != nil {
+				rec.cancelFn() // tasks that wait on their context end now
+			}
+		}
+	}
+	sctx, scancel := context.WithTimeout(bg, 60*time.Second) // a hang guard
+	if err := ex.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	scancel()
+	for _, rs := range records {
+		for _, rec := range rs {
+			if _, ok := rec.h.Result(); !ok {
+				t.Fatalf("handle %s not complete after Shutdown returned", rec.h.ID())
+			}
+		}
+	}
+
+	// Wait for every handle (all complete by now).
 	var counts [5]int
 	timeouts, breakerRefusals := 0, 0
 	for _, rs := range records {

@@ -149,9 +149,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.launchLocked(&b)
 		ex.mu.Unlock()
 		ex.afterUnlock(&b)
-		err := ex.refuse(j, rej, forced)
-		b.signalDrained()
-		return err
+		return ex.refuse(j, rej, forced)
 	}
 	if j.state == stateRunning {
 		// Started at once: the fast path.
@@ -159,14 +157,12 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.launchLocked(&b)
 		ex.mu.Unlock()
 		ex.afterUnlock(&b)
-		b.signalDrained()
 		return nil
 	}
 	ex.dispatchLocked(&b)
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
-	b.signalDrained()
 	if j.parent.Done() != nil {
 		ex.watchParent(j)
 	}

@@ -49,5 +49,4 @@ func (ex *Executor) expire(g *group, seq uint64) {
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
-	b.signalDrained()
 }

@@ -111,7 +111,6 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		ex.notify(onCompleted, e)
 	}
 	j.complete(st, err, queued, ran)
-	b.signalDrained()
 	return next, parked
 }
 
@@ -122,7 +121,6 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 // parked workers, then to new goroutines, counted now, under the lock, so
 // that Close never waits on a count that may still rise.
 func (ex *Executor) launchLocked(b *batch) {
-	b.drained, ex.drained = ex.drained, nil
 	for ex.runq.Len() > int(ex.finishing.Load()) {
 		j, _ := ex.runq.Pop()
 		if n := len(ex.parked); n > 0 {
