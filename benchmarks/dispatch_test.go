@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -63,30 +62,12 @@ func (r *backlogRunner) run(n int) error {
 		return err
 	}
 	<-started
-	hs := r.hs[:0]
-	for i := range n {
-		h, serr := executor.Submit(r.ex, ctx, executor.Task[struct{}]{Group: r.keys[i%len(r.keys)], Fn: r.fn})
-		if serr != nil {
-			err = fmt.Errorf("submit %d: %w", i, serr)
-			break
-		}
-		hs = append(hs, h)
-	}
+	hs, err := submitAll(r.ex, r.keys, r.fn, r.hs[:0], n)
 	close(release)
 	if _, werr := blocker.Wait(ctx); werr != nil && err == nil {
 		err = werr
 	}
-	for i, h := range hs {
-		res, werr := h.Wait(ctx)
-		if werr == nil && res.Status != executor.Success {
-			werr = fmt.Errorf("task %d: status %v, err %v", i, res.Status, res.Err)
-		}
-		if werr != nil && err == nil {
-			err = werr
-		}
-	}
-	clear(hs)
-	r.hs = hs[:0]
+	r.hs = waitAll(hs, &err)
 	return err
 }
 

@@ -127,29 +127,38 @@ func newOurs(c *counter, keys []string, global, conc, antsSize int) (*oursRunner
 }
 
 func (r *oursRunner) run(n int) error {
-	ctx := context.Background()
-	hs := r.hs[:0]
-	var err error
+	hs, err := submitAll(r.ex, r.keys, r.fn, r.hs[:0], n)
+	r.hs = waitAll(hs, &err)
+	return err
+}
+
+// submitAll submits n tasks running fn, task i to keys[i%len(keys)],
+// appending their handles to hs; it stops at the first refusal.
+func submitAll(ex *executor.Executor, keys []string, fn func(context.Context) (struct{}, error), hs []*executor.Handle[struct{}], n int) ([]*executor.Handle[struct{}], error) {
 	for i := range n {
-		h, serr := executor.Submit(r.ex, ctx, executor.Task[struct{}]{Group: r.keys[i%len(r.keys)], Fn: r.fn})
-		if serr != nil {
-			err = fmt.Errorf("submit %d: %w", i, serr)
-			break
+		h, err := executor.Submit(ex, context.Background(), executor.Task[struct{}]{Group: keys[i%len(keys)], Fn: fn})
+		if err != nil {
+			return hs, fmt.Errorf("submit %d: %w", i, err)
 		}
 		hs = append(hs, h)
 	}
+	return hs, nil
+}
+
+// waitAll waits for every handle, keeps the first error in *err (a task
+// that did not succeed counts as one), and returns hs emptied for reuse.
+func waitAll(hs []*executor.Handle[struct{}], err *error) []*executor.Handle[struct{}] {
 	for i, h := range hs {
-		res, werr := h.Wait(ctx)
+		res, werr := h.Wait(context.Background())
 		if werr == nil && res.Status != executor.Success {
 			werr = fmt.Errorf("task %d: status %v, err %v", i, res.Status, res.Err)
 		}
-		if werr != nil && err == nil {
-			err = werr
+		if werr != nil && *err == nil {
+			*err = werr
 		}
 	}
 	clear(hs)
-	r.hs = hs[:0]
-	return err
+	return hs[:0]
 }
 
 func (r *oursRunner) close() error {

@@ -14,7 +14,7 @@ func TestCancelWaitingTask(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
 	g := newGate()
 	defer g.open()
-	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	blocker := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
 	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("never")})
 	h.Cancel()
@@ -30,7 +30,12 @@ func TestCancelWaitingTask(t *testing.T) {
 	}
 	h.Cancel() // idempotent
 	g.open()
-	g.waitStarted(t, 0)
+	wait(t, blocker)
+	// The group is idle once the blocker is done: had the cancelled task
+	// been left queued, it would have started before that.
+	if s := ex.Stats(); s.Started != 1 {
+		t.Errorf("%d tasks started, want only the blocker", s.Started)
+	}
 	g.noneStarted(t)
 }
 
