@@ -1,16 +1,24 @@
-// Package groupsem is the permit accounting shared by the executor's three
-// limits: global in-flight, a group's bulkhead and a group's concurrency.
+// Package groupsem is the permit accounting shared by every limit in
+// groupexec: the executor's three (global in-flight, a group's bulkhead, a
+// group's concurrency) and the bulkhead package's. One implementation means
+// one meaning of "fits", "in use" and "draining" everywhere.
 //
-// A Sem never blocks and never allocates: waiting is the executor's job (its
-// FIFO queues hold no goroutine and no permit), so the limits themselves only
-// answer "does w fit" and keep counts. A Sem is not safe for concurrent use;
+// A Sem never blocks and never allocates: waiting is its owner's job (the
+// executor's FIFO queues, the bulkhead's wait queue), so the limit itself only
+// answers "does n fit" and keeps counts. A Sem is not safe for concurrent use;
 // its owner locks.
 package groupsem
 
 // Sem counts permits in use against a limit.
+//
+// The limit may change while permits are out (SetLimit). Lowering it below
+// the permits in use starts a drain: Fits refuses until enough are released,
+// and Draining reports true until use is back below the new limit. Permits
+// already out are never revoked.
 type Sem struct {
-	limit int
-	used  int
+	limit    int
+	used     int
+	draining bool
 }
 
 // New returns a Sem with limit permits.
@@ -28,12 +36,18 @@ func (s *Sem) Acquire(n int) {
 	s.used += n
 }
 
-// Release gives back n permits taken by Acquire.
-func (s *Sem) Release(n int) {
+// Release gives back n permits taken by Acquire. It reports whether this
+// release ended a drain: use is now below the limit again.
+func (s *Sem) Release(n int) (drained bool) {
 	if n > s.used {
 		panic("groupsem: Release of permits not held")
 	}
 	s.used -= n
+	if s.draining && s.used < s.limit {
+		s.draining = false
+		return true
+	}
+	return false
 }
 
 // Used returns the permits in use.
@@ -46,6 +60,21 @@ func (s *Sem) Limit() int { return s.limit }
 // lowered limit leaves more in use than allowed.
 func (s *Sem) Available() int { return max(s.limit-s.used, 0) }
 
-// SetLimit changes the limit. Permits in use are kept: lowering the limit
-// below Used makes Fits refuse until enough are released.
-func (s *Sem) SetLimit(n int) { s.limit = n }
+// Draining reports whether a lowered limit left more permits in use than it
+// allows, and use has not yet dropped below it.
+func (s *Sem) Draining() bool { return s.draining }
+
+// SetLimit changes the limit. Permits in use are kept. Lowering the limit
+// below Used starts a drain (started is true if it was not draining); raising
+// it to more than Used ends one (ended is true if it was draining).
+func (s *Sem) SetLimit(n int) (started, ended bool) {
+	was := s.draining
+	s.limit = n
+	switch {
+	case s.used > n:
+		s.draining = true
+	case s.used < n:
+		s.draining = false
+	}
+	return !was && s.draining, was && !s.draining
+}

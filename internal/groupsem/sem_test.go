@@ -50,3 +50,36 @@ func TestMisusePanics(t *testing.T) {
 		})
 	}
 }
+
+func TestDrain(t *testing.T) {
+	s := groupsem.New(4)
+	s.Acquire(4)
+	if started, _ := s.SetLimit(4); started || s.Draining() {
+		t.Fatal("a limit equal to use is not a drain")
+	}
+	if started, ended := s.SetLimit(2); !started || ended || !s.Draining() {
+		t.Fatalf("lowering below use: started %v ended %v draining %v", started, ended, s.Draining())
+	}
+	if started, _ := s.SetLimit(1); started || !s.Draining() {
+		t.Fatal("lowering again while draining starts no new drain")
+	}
+	s.SetLimit(2)
+	if s.Release(1) || !s.Draining() { // 3 in use, limit 2
+		t.Fatal("drain ended with use above the limit")
+	}
+	if s.Release(1) || !s.Draining() { // 2 in use, limit 2: still nothing free
+		t.Fatal("drain ended with use at the limit")
+	}
+	if !s.Release(1) || s.Draining() || !s.Fits(1) { // 1 in use: below
+		t.Fatal("drain did not end once use dropped below the limit")
+	}
+	if s.Release(1) {
+		t.Fatal("a release outside a drain reported a drain end")
+	}
+
+	s.Acquire(2)
+	s.SetLimit(1)
+	if _, ended := s.SetLimit(3); !ended || s.Draining() {
+		t.Fatal("raising above use did not end the drain")
+	}
+}

@@ -1,0 +1,4 @@
+package coarse
+
+// Idle reports whether no refresh timer is armed.
+func (c *Clock) Idle() bool { return c.state.Load() == idle }
