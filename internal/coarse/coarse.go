@@ -17,9 +17,9 @@ import (
 
 // Timer states.
 const (
-	idle   = iota // no timer armed; the stored reading may be old
-	armed         // a timer is armed; nobody read since the last refresh
-	inUse         // a timer is armed; someone read since the last refresh
+	idle  = iota // no timer armed; the stored reading may be old
+	armed        // a timer is armed; nobody read since the last refresh
+	inUse        // a timer is armed; someone read since the last refresh
 )
 
 // Clock is a coarse reading of a source clock. Its zero value is not usable;
