@@ -1,0 +1,274 @@
+package bulkhead
+
+import (
+	"context"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/queue"
+)
+
+// waiter is a request waiting in the queue. Once it leaves the queue
+// (granted, timed out or given up), permit and err are set and ready closed,
+// all under the bulkhead's mutex.
+type waiter struct {
+	node     queue.Node[*waiter]
+	weight   int
+	deadline int64 // a stamp
+	timer    clock.Timer
+	ready    chan struct{}
+	permit   Permit
+	err      error
+}
+
+// TryAcquire issues n permits if they are free now and no one is waiting
+// ahead; it never waits. ctx is read only for the capability. n must be
+// >= 1. A refusal is a *RejectedError (ErrAtCapacity, ErrDraining or
+// ErrCapabilityRequired) and changes nothing.
+func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
+	if b.plain && n > 0 {
+		stamp := b.stamp()
+		b.mu.Lock()
+		if b.waiters.Len() == 0 && b.sem.Fits(n) {
+			p := b.issueLocked(n, stamp, nil)
+			b.mu.Unlock()
+			return p, nil
+		}
+		b.mu.Unlock()
+	}
+	return b.acquire(ctx, n, false)
+}
+
+// Acquire issues n permits, waiting in the queue (WithQueue) while none are
+// free; without a queue it is TryAcquire. It fails with ErrQueueSaturated
+// when the queue is full, ErrQueueTimeout after the queue's maximum wait,
+// ErrDraining while a lowered limit drains, ErrAtCapacity when n exceeds the
+// limit (it could never be issued), or ctx's error when ctx ends first.
+// A request that fails holds nothing.
+func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
+	if b.maxDepth == 0 {
+		return b.TryAcquire(ctx, n)
+	}
+	if b.plain && n > 0 && ctx.Err() == nil {
+		stamp := b.stamp()
+		b.mu.Lock()
+		if b.waiters.Len() == 0 && b.sem.Fits(n) {
+			p := b.issueLocked(n, stamp, nil)
+			b.mu.Unlock()
+			return p, nil
+		}
+		b.mu.Unlock()
+	}
+	return b.acquire(ctx, n, true)
+}
+
+// acquire is the general path: capability, arguments, events, refusals and
+// waiting.
+func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error) {
+	if b.capability != "" && !HasCapability(ctx, b.capability) {
+		return Permit{}, b.refuseCapability()
+	}
+	if n < 1 {
+		return Permit{}, &ConfigError{"acquire n", n, "must be >= 1"}
+	}
+	if wait {
+		if err := ctx.Err(); err != nil {
+			return Permit{}, err
+		}
+	}
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	stamp := b.stamp()
+	b.mu.Lock()
+	if wait {
+		b.expireLocked(stamp, es)
+	}
+	if b.waiters.Len() == 0 && b.sem.Fits(n) {
+		p := b.issueLocked(n, stamp, es)
+		b.mu.Unlock()
+		b.deliver(es)
+		return p, nil
+	}
+	rej := &RejectedError{
+		Err: ErrAtCapacity, Limit: b.sem.Limit(), InFlight: b.sem.Used(), Weight: n,
+		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
+	}
+	switch {
+	case b.sem.Draining():
+		rej.Err = ErrDraining
+		b.event(es, EventDrainActive, stamp, 0, "refused an acquire")
+	case !wait || n > b.sem.Limit():
+		b.event(es, EventAtCapacity, stamp, 0, "")
+	case b.waiters.Len() >= b.maxDepth:
+		rej.Err = ErrQueueSaturated
+		b.event(es, EventAtCapacity, stamp, 0, "")
+	default:
+		w := &waiter{weight: n, deadline: stamp + int64(b.maxWait), ready: make(chan struct{})}
+		w.node.Value = w
+		b.waiters.PushBack(&w.node)
+		w.timer = b.clk.AfterFunc(b.maxWait, func() { b.expire(w) })
+		b.event(es, EventAtCapacity, stamp, 0, "")
+		b.event(es, EventRequestQueued, stamp, 0, "")
+		b.mu.Unlock()
+		b.deliver(es)
+		return b.wait(ctx, w)
+	}
+	b.event(es, EventRequestRejected, stamp, 0, rej.Err.code)
+	b.mu.Unlock()
+	b.deliver(es)
+	return Permit{}, rej
+}
+
+// refuseCapability refuses an acquire without the required capability. It
+// changes no state: no permit, no queue place, no ID.
+func (b *Bulkhead) refuseCapability() error {
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.mu.Lock()
+	rej := &RejectedError{
+		Err: ErrCapabilityRequired, Capability: b.capability, Limit: b.sem.Limit(), InFlight: b.sem.Used(),
+		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
+	}
+	b.event(es, EventRequestRejected, b.stamp(), 0, rej.Err.code)
+	b.mu.Unlock()
+	b.deliver(es)
+	return rej
+}
+
+// wait waits for w's turn, its maximum wait, or ctx.
+func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
+	select {
+	case <-w.ready:
+		return w.permit, w.err
+	case <-ctx.Done():
+	}
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.mu.Lock()
+	if w.node.InList() {
+		b.waiters.Remove(&w.node)
+		w.timer.Stop()
+		w.err = ctx.Err()
+		close(w.ready)
+		b.event(es, EventRequestRejected, b.stamp(), 0, "context: "+w.err.Error())
+		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
+		b.mu.Unlock()
+		b.deliver(es)
+		return Permit{}, w.err
+	}
+	b.mu.Unlock()
+	// Decided just as ctx ended. A permit issued to a request that has given
+	// up goes back, to the next in line, so that it is never lost.
+	if w.err != nil {
+		return Permit{}, w.err
+	}
+	if err := b.Release(w.permit); err != nil {
+		panic("bulkhead: a permit issued to a waiter was not outstanding: " + err.Error())
+	}
+	return Permit{}, ctx.Err()
+}
+
+// expire is w's maximum-wait timer.
+func (b *Bulkhead) expire(w *waiter) {
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.mu.Lock()
+	if w.node.InList() {
+		b.timeOutLocked(w, b.stamp(), es)
+		b.dispatchLocked(es)
+	}
+	b.mu.Unlock()
+	b.deliver(es)
+}
+
+func (b *Bulkhead) timeOutLocked(w *waiter, stamp int64, es *events) {
+	b.waiters.Remove(&w.node)
+	w.timer.Stop()
+	w.err = &RejectedError{
+		Err: ErrQueueTimeout, Limit: b.sem.Limit(), InFlight: b.sem.Used(), Weight: w.weight,
+		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
+	}
+	close(w.ready)
+	b.event(es, EventRequestRejected, stamp, 0, ErrQueueTimeout.code)
+}
+
+// expireLocked times out the waiters past their maximum wait. Every waiter
+// waits the same maximum, so they are at the front.
+func (b *Bulkhead) expireLocked(stamp int64, es *events) {
+	for f := b.waiters.Front(); f != nil && f.Value.deadline <= stamp; f = b.waiters.Front() {
+		b.timeOutLocked(f.Value, stamp, es)
+	}
+}
+
+// dispatchLocked issues permits to waiters, in order, while they fit; a
+// waiter past its maximum wait times out instead, even if its timer has not
+// fired yet.
+func (b *Bulkhead) dispatchLocked(es *events) {
+	if b.waiters.Len() == 0 {
+		return
+	}
+	stamp := b.stamp()
+	b.expireLocked(stamp, es)
+	for f := b.waiters.Front(); f != nil && b.sem.Fits(f.Value.weight); f = b.waiters.Front() {
+		w := f.Value
+		b.waiters.Remove(f)
+		w.timer.Stop()
+		w.permit = b.issueLocked(w.weight, stamp, es)
+		close(w.ready)
+	}
+}
+
+// issueLocked takes n permits, which fit.
+func (b *Bulkhead) issueLocked(n int, stamp int64, es *events) Permit {
+	b.sem.Acquire(n)
+	b.seq++
+	p := Permit{b: b, id: b.seq, issued: stamp, limit: b.sem.Limit(), weight: n, slot: b.permits.put(b.seq)}
+	if es != nil {
+		b.event(es, EventPermitAcquired, stamp, p.id, "")
+	}
+	return p
+}
+
+// Release gives back a permit. It fails with ErrUnknownPermit (a
+// *PermitError) for a permit that is not outstanding: released before, from
+// another bulkhead, or the zero Permit.
+func (b *Bulkhead) Release(p Permit) error {
+	if p.b != b {
+		return &PermitError{p.id}
+	}
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.mu.Lock()
+	if !b.permits.take(p.slot, p.id) {
+		b.mu.Unlock()
+		return &PermitError{p.id}
+	}
+	drained := b.sem.Release(p.weight)
+	if es != nil {
+		stamp := b.stamp()
+		b.event(es, EventPermitReleased, stamp, p.id, "")
+		if drained {
+			b.event(es, EventDrainComplete, stamp, 0, "")
+		}
+	}
+	b.dispatchLocked(es)
+	b.mu.Unlock()
+	b.deliver(es)
+	return nil
+}
+
+// event records an event if anyone observes them.
+func (b *Bulkhead) event(es *events, code string, stamp int64, id uint64, detail string) {
+	if es != nil {
+		b.record(es, Event{Code: code, Time: b.at(stamp), PermitID: id, Detail: detail})
+	}
+}

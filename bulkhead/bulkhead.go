@@ -1,0 +1,154 @@
+package bulkhead
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/coarse"
+	"github.com/groupexec/groupexec/internal/groupsem"
+	"github.com/groupexec/groupexec/internal/queue"
+)
+
+// coarseResolution is how stale a permit's IssuedAt may be with the real
+// clock (twice this, at most, plus timer lateness).
+const coarseResolution = time.Millisecond
+
+// Bulkhead bounds the operations in flight. It is safe for concurrent use.
+type Bulkhead struct {
+	mu      sync.Mutex
+	sem     groupsem.Sem // the permit core shared with the executor
+	seq     uint64       // the last permit ID issued
+	permits permitTable
+	waiters queue.List[*waiter]
+
+	// Fixed by New.
+	plain      bool // no capability, listener or event log: the fast paths apply
+	observed   bool // a listener or an event log wants events
+	capability string
+	maxDepth   int
+	maxWait    time.Duration
+	clk        clock.Clock
+	coarse     *coarse.Clock // stamps permits when clk is the real clock and nothing is observed
+	base       time.Time     // stamps are nanoseconds after base, unless coarse
+	target     time.Duration
+	ring       *eventRing
+	listener   Listener
+
+	latency latencyWindow
+}
+
+// New returns a bulkhead that lets at most limit permits be out at once.
+// A limit < 1 or an invalid option is a *ConfigError (ErrInvalidConfig).
+func New(limit int, opts ...Option) (*Bulkhead, error) {
+	if limit < 1 {
+		return nil, &ConfigError{"New limit", limit, "must be >= 1"}
+	}
+	b := &Bulkhead{sem: groupsem.New(limit), clk: clock.Real}
+	for _, o := range opts {
+		if err := o.apply(b); err != nil {
+			return nil, err
+		}
+	}
+	if b.latency.buf == nil {
+		b.latency.buf = make([]time.Duration, DefaultLatencyWindow)
+	}
+	b.observed = b.listener != nil || b.ring != nil
+	b.plain = !b.observed && b.capability == ""
+	if b.clk == clock.Real && !b.observed {
+		b.coarse = coarse.New(b.clk, coarseResolution)
+	} else {
+		b.base = b.clk.Now()
+	}
+	return b, nil
+}
+
+// stamp reads the clock for a permit or an event.
+func (b *Bulkhead) stamp() int64 {
+	if b.coarse != nil {
+		return b.coarse.Offset()
+	}
+	return int64(b.clk.Now().Sub(b.base))
+}
+
+// at turns a stamp back into a time.
+func (b *Bulkhead) at(stamp int64) time.Time {
+	if b.coarse != nil {
+		return b.coarse.At(stamp)
+	}
+	return b.base.Add(time.Duration(stamp))
+}
+
+// SetLimit changes the limit at once; n must be >= 1. Raising it issues
+// permits to waiting requests before SetLimit returns. Lowering it below the
+// permits in flight starts a drain: permits already out are kept, new
+// acquires fail with ErrDraining (queued requests keep waiting, within their
+// maximum wait) until in-flight drops below n.
+func (b *Bulkhead) SetLimit(n int) error {
+	if n < 1 {
+		return &ConfigError{"SetLimit n", n, "must be >= 1"}
+	}
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.mu.Lock()
+	old := b.sem.Limit()
+	started, ended := b.sem.SetLimit(n)
+	if es != nil {
+		now := b.at(b.stamp())
+		b.record(es, Event{Code: EventCapChanged, Time: now, Detail: "from " + strconv.Itoa(old)})
+		switch {
+		case started:
+			b.record(es, Event{Code: EventDrainActive, Time: now, Detail: "started"})
+		case ended:
+			b.record(es, Event{Code: EventDrainComplete, Time: now})
+		}
+	}
+	if n > old {
+		b.dispatchLocked(es)
+	}
+	b.mu.Unlock()
+	b.deliver(es)
+	return nil
+}
+
+// Snapshots. Each is a best-effort reading that may be stale before the
+// caller looks at it; see the package doc for why they must not decide
+// admission.
+
+// Limit returns the limit in force.
+func (b *Bulkhead) Limit() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sem.Limit()
+}
+
+// Available returns how many permits are free: 0 while draining.
+func (b *Bulkhead) Available() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sem.Available()
+}
+
+// InFlight returns how many permits are out.
+func (b *Bulkhead) InFlight() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sem.Used()
+}
+
+// QueueDepth returns how many requests are waiting.
+func (b *Bulkhead) QueueDepth() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiters.Len()
+}
+
+// Draining reports whether a lowered limit is draining.
+func (b *Bulkhead) Draining() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sem.Draining()
+}

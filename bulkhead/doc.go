@@ -1,0 +1,46 @@
+// Package bulkhead is a fail-fast bulkhead: it bounds how many operations are
+// in flight and refuses, at once and visibly, what does not fit.
+//
+// An operation holds a Permit from TryAcquire or Acquire until Release, or
+// runs under one with Submit. Without a queue, a full bulkhead refuses with
+// ErrAtCapacity; WithQueue lets requests wait, FIFO, up to a depth and a
+// maximum wait. The limit changes at runtime (SetLimit): raising it admits
+// waiters at once, lowering it below in-flight drains (ErrDraining) without
+// revoking a permit. Every error matches a sentinel with errors.Is and has a
+// stable code (Code); every transition emits an Event with a stable code to a
+// Listener and the bounded log WithEventLog keeps. RecordLatency and P99
+// track a latency objective (WithLatencyTarget, WithinTarget).
+//
+// The permit accounting is the executor's (internal/groupsem): "fits",
+// "in flight" and "draining" mean the same in both.
+//
+// # Snapshots do not admit
+//
+// Limit, Available, InFlight, QueueDepth and Draining are best-effort
+// snapshots, not linearizable with acquires and releases: a value may be
+// stale before the caller reads it. They are for logs, health pages and
+// coarse monitoring. Never use them to decide admission:
+//
+//	// WRONG: another goroutine may take the last permit between the two
+//	// lines, and TryAcquire fails anyway; or a permit frees just after
+//	// Available read 0, and work is shed that would have fit.
+//	if b.Available() > 0 {
+//		p, _ := b.TryAcquire(ctx, 1)
+//		...
+//	}
+//
+// Admission is decided only by TryAcquire, Acquire and Submit: call them and
+// handle the refusal.
+//
+//	p, err := b.TryAcquire(ctx, 1)
+//	if err != nil {
+//		return err // errors.Is(err, bulkhead.ErrAtCapacity): shed the work
+//	}
+//	defer b.Release(p)
+//
+// # Cancellation
+//
+// Cancelling a Submit handle releases its permit at once and cancels the
+// function's context: capacity follows the caller's interest. A function that
+// ignores its context is then no longer bounded by the bulkhead.
+package bulkhead

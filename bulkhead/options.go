@@ -1,0 +1,110 @@
+package bulkhead
+
+import (
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+)
+
+// DefaultLatencyWindow is how many of the latest latency samples P99 reads
+// by default, and the least WithLatencyWindow accepts.
+const DefaultLatencyWindow = 1024
+
+// An Option configures a Bulkhead. Invalid values make New fail with a
+// *ConfigError naming the option and value.
+type Option interface {
+	apply(*Bulkhead) error
+}
+
+type optionFunc func(*Bulkhead) error
+
+func (f optionFunc) apply(b *Bulkhead) error { return f(b) }
+
+// WithQueue lets Acquire and Submit wait, in FIFO order, when every permit is
+// out: up to depth requests wait, each for at most maxWait (then
+// ErrQueueTimeout); a request beyond depth fails with ErrQueueSaturated.
+// depth and maxWait must be positive; a caller's context can end a wait
+// sooner. Default: no queue, so at capacity fails at once (ErrAtCapacity).
+func WithQueue(depth int, maxWait time.Duration) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if depth < 1 {
+			return &ConfigError{"WithQueue depth", depth, "must be >= 1"}
+		}
+		if maxWait <= 0 {
+			return &ConfigError{"WithQueue maxWait", maxWait, "must be > 0"}
+		}
+		b.maxDepth, b.maxWait = depth, maxWait
+		return nil
+	})
+}
+
+// WithRequiredCapability makes every acquire require a context carrying the
+// named capability (see WithCapability); one without it fails at once with
+// ErrCapabilityRequired and changes nothing.
+func WithRequiredCapability(name string) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if name == "" {
+			return &ConfigError{"WithRequiredCapability name", `""`, "must not be empty"}
+		}
+		b.capability = name
+		return nil
+	})
+}
+
+// WithLatencyTarget sets the p99 latency WithinTarget compares against.
+// Default: none, and WithinTarget is always true.
+func WithLatencyTarget(d time.Duration) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if d <= 0 {
+			return &ConfigError{"WithLatencyTarget", d, "must be > 0"}
+		}
+		b.target = d
+		return nil
+	})
+}
+
+// WithLatencyWindow sets how many of the latest latency samples P99 reads;
+// n must be at least DefaultLatencyWindow.
+func WithLatencyWindow(n int) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if n < DefaultLatencyWindow {
+			return &ConfigError{"WithLatencyWindow", n, "must be >= 1024"}
+		}
+		b.latency.buf = make([]time.Duration, n)
+		return nil
+	})
+}
+
+// WithEventLog keeps the last n events for Events. Default: none kept.
+func WithEventLog(n int) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if n < 1 {
+			return &ConfigError{"WithEventLog", n, "must be >= 1"}
+		}
+		b.ring = &eventRing{buf: make([]Event, n)}
+		return nil
+	})
+}
+
+// WithListener sets the Listener that observes every event.
+func WithListener(l Listener) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if l == nil {
+			return &ConfigError{"WithListener", nil, "must not be nil"}
+		}
+		b.listener = l
+		return nil
+	})
+}
+
+// WithClock sets the clock for queue waits, permit and event times and
+// Submit's latencies. Tests pass a *clock.Fake. Default: clock.Real.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(b *Bulkhead) error {
+		if c == nil {
+			return &ConfigError{"WithClock", nil, "must not be nil"}
+		}
+		b.clk = c
+		return nil
+	})
+}

@@ -1,0 +1,158 @@
+package bulkhead
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/groupexec/groupexec/internal/outcome"
+)
+
+// Kind is how an admitted operation ended.
+type Kind int
+
+const (
+	// Success: the function returned a nil error.
+	Success Kind = iota + 1
+	// Failure: the function returned an error, panicked or called
+	// runtime.Goexit.
+	Failure
+	// Cancelled: the handle was cancelled, or the function's error is or
+	// wraps context.Canceled (at any depth).
+	Cancelled
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Success:
+		return "Success"
+	case Failure:
+		return "Failure"
+	case Cancelled:
+		return "Cancelled"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Result is an admitted operation's outcome.
+type Result[T any] struct {
+	Value T     // the function's value; the zero T unless Success
+	Err   error // the function's error, a *PanicError, ErrGoexit, or context.Canceled for a cancelled handle
+	Kind  Kind
+}
+
+// Handle is one operation admitted by Submit.
+type Handle[T any] struct {
+	b      *Bulkhead
+	permit Permit
+	state  atomic.Bool // completed
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	res    Result[T]
+}
+
+// ErrCancelled is the cause of the function's context when its handle is
+// cancelled.
+var ErrCancelled = errors.New("bulkhead: handle cancelled")
+
+// Submit admits fn as Acquire(ctx, 1) does (waiting in the queue when there
+// is one) and runs it on its own goroutine with a context derived from ctx.
+// A refusal is returned as the error, and fn is not called. fn is called at
+// most once, only with a permit; the permit is released exactly once, when fn
+// returns, panics (the handle completes Failure with a *PanicError) or the
+// handle is cancelled, and always before the handle completes, so a caller
+// that has seen the result can count on the capacity being back.
+//
+// Cancel releases the permit at once and cancels fn's context: the bulkhead
+// follows the caller's interest. A function that ignores its context keeps
+// running after that, no longer counted: bound such functions some other
+// way.
+func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) (*Handle[T], error) {
+	if fn == nil {
+		return nil, &ConfigError{"Submit fn", nil, "must not be nil"}
+	}
+	p, err := b.Acquire(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle[T]{b: b, permit: p, done: make(chan struct{})}
+	var runCtx context.Context
+	runCtx, h.cancel = context.WithCancelCause(ctx)
+	go h.run(runCtx, fn)
+	return h, nil
+}
+
+func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)) {
+	start := h.b.clk.Now()
+	returned := false
+	defer func() {
+		h.b.RecordLatency(h.b.clk.Now().Sub(start))
+		if !returned {
+			var res Result[T]
+			res.Kind = Failure
+			if v := recover(); v != nil {
+				res.Err = &PanicError{Value: v, Stack: debug.Stack()}
+			} else {
+				res.Err = ErrGoexit
+			}
+			h.complete(res)
+		}
+		h.cancel(context.Canceled) // fn is done with its context
+	}()
+	v, err := fn(ctx)
+	returned = true
+	res := Result[T]{Value: v, Err: err, Kind: Success}
+	switch {
+	case outcome.IsCancellation(err):
+		res.Value, res.Kind = *new(T), Cancelled
+	case err != nil:
+		res.Value, res.Kind = *new(T), Failure
+	}
+	h.complete(res)
+}
+
+// complete ends the handle once: it releases the permit, then publishes res.
+func (h *Handle[T]) complete(res Result[T]) bool {
+	if !h.state.CompareAndSwap(false, true) {
+		return false
+	}
+	if err := h.b.Release(h.permit); err != nil {
+		panic("bulkhead: a handle's permit was not outstanding: " + err.Error())
+	}
+	h.res = res
+	close(h.done)
+	return true
+}
+
+// Cancel ends the operation as Cancelled, if it has not ended: its permit is
+// released and its function's context cancelled (cause ErrCancelled). It
+// reports whether it did.
+func (h *Handle[T]) Cancel() bool {
+	var res Result[T]
+	res.Kind, res.Err = Cancelled, context.Canceled
+	if !h.complete(res) {
+		return false
+	}
+	h.cancel(ErrCancelled)
+	return true
+}
+
+// Done is closed when the operation has ended.
+func (h *Handle[T]) Done() <-chan struct{} { return h.done }
+
+// Wait waits for the result; if ctx ends first it returns ctx's error (the
+// operation goes on).
+func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
+	select {
+	case <-h.done:
+		return h.res, nil
+	case <-ctx.Done():
+		return Result[T]{}, ctx.Err()
+	}
+}
+
+// Permit returns the operation's permit, for its ID and times. It has been
+// released once the handle is done.
+func (h *Handle[T]) Permit() Permit { return h.permit }
