@@ -152,3 +152,9 @@ func codes(es []bulkhead.Event) []string {
 	}
 	return out
 }
+
+// fakeNow is a clock set by hand, for single-goroutine tests.
+type fakeNow struct{ now time.Time }
+
+func (c *fakeNow) Now() time.Time                              { return c.now }
+func (c *fakeNow) AfterFunc(time.Duration, func()) clock.Timer { return stuckTimer{} }

@@ -1,0 +1,132 @@
+package bulkhead_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/bulkhead"
+)
+
+func TestInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		limit  int
+		opts   []bulkhead.Option
+		option string
+	}{
+		{"zero limit", 0, nil, "New limit"},
+		{"negative limit", -3, nil, "New limit"},
+		{"queue depth", 1, []bulkhead.Option{bulkhead.WithQueue(0, time.Second)}, "WithQueue depth"},
+		{"queue wait", 1, []bulkhead.Option{bulkhead.WithQueue(1, 0)}, "WithQueue maxWait"},
+		{"capability", 1, []bulkhead.Option{bulkhead.WithRequiredCapability("")}, "WithRequiredCapability name"},
+		{"target", 1, []bulkhead.Option{bulkhead.WithLatencyTarget(-time.Second)}, "WithLatencyTarget"},
+		{"window", 1, []bulkhead.Option{bulkhead.WithLatencyWindow(100)}, "WithLatencyWindow"},
+		{"event log", 1, []bulkhead.Option{bulkhead.WithEventLog(0)}, "WithEventLog"},
+		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
+		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := bulkhead.New(tc.limit, tc.opts...)
+			if b != nil {
+				t.Fatal("New returned a bulkhead with an error")
+			}
+			wantErr(t, err, bulkhead.ErrInvalidConfig)
+			var ce *bulkhead.ConfigError
+			if !errors.As(err, &ce) || ce.Option != tc.option || !strings.Contains(err.Error(), tc.option) {
+				t.Fatalf("error %v does not name %q", err, tc.option)
+			}
+		})
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	b := newBH(t, 2, bulkhead.WithQueue(1, time.Second))
+	before := stateOf(b)
+	for name, err := range map[string]error{
+		"SetLimit 0":   b.SetLimit(0),
+		"TryAcquire 0": func() error { _, err := b.TryAcquire(bg, 0); return err }(),
+		"Acquire -1":   func() error { _, err := b.Acquire(bg, -1); return err }(),
+		"Submit nil":   func() error { _, err := bulkhead.Submit[int](b, bg, nil); return err }(),
+	} {
+		if !errors.Is(err, bulkhead.ErrInvalidConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if got := stateOf(b); got != before {
+		t.Fatalf("invalid calls changed the state from %+v to %+v", before, got)
+	}
+	// More than the limit can never be issued: refused at once, not queued.
+	_, err := b.Acquire(bg, 3)
+	wantErr(t, err, bulkhead.ErrAtCapacity)
+}
+
+func TestCodesAreStable(t *testing.T) {
+	for err, code := range map[*bulkhead.Error]string{
+		bulkhead.ErrCapabilityRequired: "RB_ERR_NO_REMOTECAP",
+		bulkhead.ErrAtCapacity:         "RB_ERR_AT_CAPACITY",
+		bulkhead.ErrQueueSaturated:     "RB_ERR_QUEUE_SATURATED",
+		bulkhead.ErrQueueTimeout:       "RB_ERR_QUEUE_TIMEOUT",
+		bulkhead.ErrUnknownPermit:      "RB_ERR_UNKNOWN_PERMIT",
+		bulkhead.ErrDraining:           "RB_ERR_DRAINING",
+		bulkhead.ErrInvalidConfig:      "RB_ERR_INVALID_CONFIG",
+	} {
+		if err.Code() != code {
+			t.Errorf("%v has code %s, want %s", err, err.Code(), code)
+		}
+	}
+}
+
+// SetLimit raising admits waiters before it returns.
+func TestRaisingAdmitsWaitersAtOnce(t *testing.T) {
+	b := newBH(t, 1, bulkhead.WithQueue(8, time.Hour))
+	held := acquire(t, b, 1)
+	q := queueWith(t, bg, b, 3)
+	if err := b.SetLimit(3); err != nil {
+		t.Fatal(err)
+	}
+	if b.QueueDepth() != 1 || b.InFlight() != 3 {
+		t.Fatalf("after raising to 3: %+v", stateOf(b))
+	}
+	for _, r := range q[:2] {
+		p, err := r.wait(t)
+		if err != nil || p.Limit() != 3 {
+			t.Fatalf("admitted waiter: %v limit %d", err, p.Limit())
+		}
+		release(t, b, p)
+	}
+	p, _ := q[2].wait(t)
+	release(t, b, p)
+	release(t, b, held)
+}
+
+// IssuedAt with the real clock is a coarse reading: never later than the
+// acquire returned, and at most a few milliseconds before it started.
+func TestIssuedAtRealClock(t *testing.T) {
+	b := newBH(t, 4)
+	for range 1000 {
+		before := time.Now()
+		p := acquire(t, b, 1)
+		after := time.Now()
+		at := p.IssuedAt()
+		if at.After(after) || at.Before(before.Add(-50*time.Millisecond)) {
+			t.Fatalf("IssuedAt %v outside [%v - 50ms, %v]", at, before, after)
+		}
+		release(t, b, p)
+	}
+	if !(bulkhead.Permit{}).IssuedAt().IsZero() {
+		t.Fatal("zero permit has an issue time")
+	}
+}
+
+func TestIssuedAtFakeClockIsExact(t *testing.T) {
+	clk := &fakeNow{now: t0}
+	b := newBH(t, 1, bulkhead.WithClock(clk))
+	clk.now = t0.Add(1234 * time.Microsecond)
+	p := acquire(t, b, 1)
+	if !p.IssuedAt().Equal(clk.now) {
+		t.Fatalf("IssuedAt %v, want %v", p.IssuedAt(), clk.now)
+	}
+}
