@@ -40,10 +40,10 @@ type Bulkhead struct {
 }
 
 // New returns a bulkhead that lets at most limit permits be out at once.
-// A limit < 1 or an invalid option is a *ConfigError (ErrInvalidConfig).
+// A limit outside [1, MaxLimit] or an invalid option is a *ConfigError (ErrInvalidConfig).
 func New(limit int, opts ...Option) (*Bulkhead, error) {
-	if limit < 1 {
-		return nil, &ConfigError{"New limit", limit, "must be >= 1"}
+	if limit < 1 || limit > MaxLimit {
+		return nil, &ConfigError{"New limit", limit, "must be in [1, MaxLimit]"}
 	}
 	b := &Bulkhead{sem: groupsem.New(limit), clk: clock.Real}
 	for _, o := range opts {
@@ -69,8 +69,10 @@ func (b *Bulkhead) stamp() int64 {
 	if b.coarse != nil {
 		return b.coarse.Offset()
 	}
-	return int64(b.clk.Now().Sub(b.base))
+	return b.exactStamp()
 }
+
+func (b *Bulkhead) exactStamp() int64 { return int64(b.clk.Now().Sub(b.base)) }
 
 // at turns a stamp back into a time.
 func (b *Bulkhead) at(stamp int64) time.Time {
@@ -80,14 +82,14 @@ func (b *Bulkhead) at(stamp int64) time.Time {
 	return b.base.Add(time.Duration(stamp))
 }
 
-// SetLimit changes the limit at once; n must be >= 1. Raising it issues
+// SetLimit changes the limit at once; n must be in [1, MaxLimit]. Raising it issues
 // permits to waiting requests before SetLimit returns. Lowering it below the
 // permits in flight starts a drain: permits already out are kept, new
 // acquires fail with ErrDraining (queued requests keep waiting, within their
 // maximum wait) until in-flight drops below n.
 func (b *Bulkhead) SetLimit(n int) error {
-	if n < 1 {
-		return &ConfigError{"SetLimit n", n, "must be >= 1"}
+	if n < 1 || n > MaxLimit {
+		return &ConfigError{"SetLimit n", n, "must be in [1, MaxLimit]"}
 	}
 	var es *events
 	if b.observed {

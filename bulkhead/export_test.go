@@ -10,16 +10,20 @@ func (b *Bulkhead) CheckInvariants() error {
 	defer b.mu.Unlock()
 	t := &b.permits
 	out := 0
-	for _, id := range t.ids {
-		if id != 0 {
-			out++
+	for i, id := range t.ids {
+		if id == 0 {
+			continue
+		}
+		out++
+		if !t.has(id) {
+			return fmt.Errorf("permit %d at slot %d is not found by a lookup", id, i)
 		}
 	}
 	switch {
 	case out != t.n:
 		return fmt.Errorf("%d slots hold permits, table counts %d", out, t.n)
-	case len(t.free)+t.n != len(t.ids):
-		return fmt.Errorf("%d free slots + %d outstanding != %d slots", len(t.free), t.n, len(t.ids))
+	case 2*t.n > len(t.ids):
+		return fmt.Errorf("%d permits in %d slots: over half full", t.n, len(t.ids))
 	case b.sem.Used() < t.n:
 		return fmt.Errorf("%d permits in use for %d outstanding permits of weight >= 1", b.sem.Used(), t.n)
 	case t.n == 0 && b.sem.Used() != 0:
@@ -35,4 +39,15 @@ func (b *Bulkhead) CheckInvariants() error {
 		}
 	}
 	return nil
+}
+
+// has reports whether id is in the set, probing as take does.
+func (t *permitTable) has(id uint64) bool {
+	mask := uint64(len(t.ids) - 1)
+	for i := id & mask; t.ids[i] != 0; i = (i + 1) & mask {
+		if t.ids[i] == id {
+			return true
+		}
+	}
+	return false
 }

@@ -1,17 +1,24 @@
 package bulkhead
 
-import "time"
+import (
+	"math"
+	"time"
+)
+
+// MaxLimit is the largest limit a bulkhead takes.
+const MaxLimit = math.MaxInt32
 
 // A Permit is one admitted operation's hold on the bulkhead, from Acquire or
 // TryAcquire to Release. It is a small value: copy it freely, release it
 // once. The zero Permit is not outstanding; releasing it is ErrUnknownPermit.
 type Permit struct {
+	// Four machine words at most: the compiler keeps such a struct in
+	// registers, where a larger one is copied through memory on every
+	// return, which measured three times the cost of the whole acquire.
 	b      *Bulkhead
 	id     uint64
-	issued int64 // nanoseconds after b.base
-	limit  int
-	weight int
-	slot   int32 // in b.permits
+	issued int64  // a stamp: nanoseconds after b's clock base
+	meta   uint64 // limit in force << 32 | weight; both <= MaxLimit
 }
 
 // ID returns the permit's ID: unique per bulkhead, and increasing in the
@@ -30,41 +37,73 @@ func (p Permit) IssuedAt() time.Time {
 }
 
 // Limit returns the limit in force when the permit was issued.
-func (p Permit) Limit() int { return p.limit }
+func (p Permit) Limit() int { return int(p.meta >> 32) }
 
 // Weight returns how many permits of the limit this one counts for.
-func (p Permit) Weight() int { return p.weight }
+func (p Permit) Weight() int { return int(uint32(p.meta)) }
 
-// permitTable records the outstanding permits, so that Release can refuse a
-// permit that is not one: released before, from another bulkhead, or made
-// up. A permit names its slot; the slot holds its ID while it is out. Slots
-// are reused, so the table grows to the most permits ever out at once and
-// then allocates nothing. Guarded by the bulkhead's mutex.
+// permitTable is the set of outstanding permit IDs, so that Release can
+// refuse a permit that is not one: released before, or made up. It is an
+// open-addressing hash set with linear probing; IDs are sequential, so an
+// ID's home slot is its low bits. It grows to twice the most permits ever out
+// at once and then allocates nothing. Guarded by the bulkhead's mutex.
 type permitTable struct {
-	ids  []uint64 // ids[slot]: the outstanding permit's ID, 0 when free
-	free []int32  // free slots
-	n    int      // permits outstanding
+	ids []uint64 // 0 marks an empty slot; len is 0 or a power of two
+	n   int      // IDs in the set
 }
 
-func (t *permitTable) put(id uint64) int32 {
-	if len(t.free) == 0 {
-		t.ids = append(t.ids, 0)
-		t.free = append(t.free, int32(len(t.ids)-1))
+func (t *permitTable) put(id uint64) {
+	if 2*(t.n+1) > len(t.ids) {
+		t.grow()
 	}
-	slot := t.free[len(t.free)-1]
-	t.free = t.free[:len(t.free)-1]
-	t.ids[slot] = id
+	mask := uint64(len(t.ids) - 1)
+	i := id & mask
+	for t.ids[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.ids[i] = id
 	t.n++
-	return slot
 }
 
-// take removes the permit id from slot, reporting whether it was there.
-func (t *permitTable) take(slot int32, id uint64) bool {
-	if slot < 0 || int(slot) >= len(t.ids) || id == 0 || t.ids[slot] != id {
+// take removes id, reporting whether it was in the set.
+func (t *permitTable) take(id uint64) bool {
+	if id == 0 || t.n == 0 {
 		return false
 	}
-	t.ids[slot] = 0
-	t.free = append(t.free, slot)
+	mask := uint64(len(t.ids) - 1)
+	i := id & mask
+	for t.ids[i] != id {
+		if t.ids[i] == 0 {
+			return false
+		}
+		i = (i + 1) & mask
+	}
+	// Backward-shift deletion: move later entries of the probe run into the
+	// hole when the hole lies between their home and where they are, so
+	// that every lookup still finds its ID before an empty slot.
+	for j := i; ; {
+		j = (j + 1) & mask
+		k := t.ids[j]
+		if k == 0 {
+			break
+		}
+		if (j-k)&mask >= (j-i)&mask {
+			t.ids[i] = k
+			i = j
+		}
+	}
+	t.ids[i] = 0
 	t.n--
 	return true
+}
+
+func (t *permitTable) grow() {
+	old := t.ids
+	t.ids = make([]uint64, max(16, 2*len(old)))
+	t.n = 0
+	for _, id := range old {
+		if id != 0 {
+			t.put(id)
+		}
+	}
 }

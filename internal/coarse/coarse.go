@@ -42,16 +42,19 @@ func New(src clock.Clock, res time.Duration) *Clock {
 func (c *Clock) Now() time.Time { return c.base.Add(time.Duration(c.Offset())) }
 
 // Offset is Now as nanoseconds after Base: a stamp that fits in an int64,
-// turned back into a time by At.
+// turned back into a time by At. Its common case is small enough to inline.
 func (c *Clock) Offset() int64 {
-	switch c.state.Load() {
-	case inUse:
-	case armed:
-		c.state.CompareAndSwap(armed, inUse)
-	default:
-		return c.wake()
+	if c.state.Load() == inUse {
+		return c.off.Load()
 	}
-	return c.off.Load()
+	return c.offsetSlow()
+}
+
+func (c *Clock) offsetSlow() int64 {
+	if c.state.CompareAndSwap(armed, inUse) || c.state.Load() == inUse {
+		return c.off.Load()
+	}
+	return c.wake()
 }
 
 // At returns the time of an Offset.
