@@ -54,11 +54,10 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 		stamp = b.exactStamp()
 	}
 	b.mu.Lock()
-	if b.waiters.Len() != 0 || !b.sem.Fits(n) {
+	if b.waiters.Len() != 0 || !b.sem.TryAcquire(n) {
 		b.mu.Unlock()
 		return b.acquire(ctx, n, wait)
 	}
-	b.sem.Acquire(n)
 	b.seq++
 	id := b.seq
 	t := &b.permits

@@ -36,6 +36,15 @@ func (s *Sem) Acquire(n int) {
 	s.used += n
 }
 
+// TryAcquire takes n permits if they fit, reporting whether it did.
+func (s *Sem) TryAcquire(n int) bool {
+	if n > s.limit-s.used {
+		return false
+	}
+	s.used += n
+	return true
+}
+
 // Release gives back n permits taken by Acquire. It reports whether this
 // release ended a drain: use is now below the limit again.
 func (s *Sem) Release(n int) (drained bool) {

@@ -26,6 +26,13 @@ func TestSem(t *testing.T) {
 	}
 }
 
+func TestTryAcquire(t *testing.T) {
+	s := groupsem.New(3)
+	if !s.TryAcquire(2) || s.TryAcquire(2) || s.Used() != 2 || !s.TryAcquire(1) || s.TryAcquire(1) {
+		t.Fatalf("TryAcquire against limit 3: used %d", s.Used())
+	}
+}
+
 func TestUnlimited(t *testing.T) {
 	s := groupsem.New(math.MaxInt)
 	s.Acquire(1 << 40)
