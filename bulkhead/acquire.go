@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"context"
+	"time"
 
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/internal/queue"
@@ -13,7 +14,7 @@ import (
 type waiter struct {
 	node     queue.Node[*waiter]
 	weight   int
-	deadline int64 // a stamp
+	deadline time.Time // by the exact clock: a coarse one could time out early
 	timer    clock.Timer
 	ready    chan struct{}
 	permit   Permit
@@ -92,9 +93,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	}
 	stamp := b.stamp()
 	b.mu.Lock()
-	if wait {
-		b.expireLocked(stamp, es)
-	}
+	b.expireLocked(es)
 	if b.waiters.Len() == 0 && b.sem.Fits(n) {
 		p := b.issueLocked(n, stamp, es)
 		b.mu.Unlock()
@@ -115,7 +114,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		rej.Err = ErrQueueSaturated
 		b.event(es, EventAtCapacity, stamp, 0, "")
 	default:
-		w := &waiter{weight: n, deadline: stamp + int64(b.maxWait), ready: make(chan struct{})}
+		w := &waiter{weight: n, deadline: b.clk.Now().Add(b.maxWait), ready: make(chan struct{})}
 		w.node.Value = w
 		b.waiters.PushBack(&w.node)
 		w.timer = b.clk.AfterFunc(b.maxWait, func() { b.expire(w) })
@@ -192,14 +191,14 @@ func (b *Bulkhead) expire(w *waiter) {
 	}
 	b.mu.Lock()
 	if w.node.InList() {
-		b.timeOutLocked(w, b.stamp(), es)
+		b.timeOutLocked(w, es)
 		b.dispatchLocked(es)
 	}
 	b.mu.Unlock()
 	b.deliver(es)
 }
 
-func (b *Bulkhead) timeOutLocked(w *waiter, stamp int64, es *events) {
+func (b *Bulkhead) timeOutLocked(w *waiter, es *events) {
 	b.waiters.Remove(&w.node)
 	w.timer.Stop()
 	w.err = &RejectedError{
@@ -207,14 +206,21 @@ func (b *Bulkhead) timeOutLocked(w *waiter, stamp int64, es *events) {
 		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
 	}
 	close(w.ready)
-	b.event(es, EventRequestRejected, stamp, 0, ErrQueueTimeout.code)
+	if es != nil {
+		b.event(es, EventRequestRejected, b.stamp(), 0, ErrQueueTimeout.code)
+	}
 }
 
-// expireLocked times out the waiters past their maximum wait. Every waiter
-// waits the same maximum, so they are at the front.
-func (b *Bulkhead) expireLocked(stamp int64, es *events) {
-	for f := b.waiters.Front(); f != nil && f.Value.deadline <= stamp; f = b.waiters.Front() {
-		b.timeOutLocked(f.Value, stamp, es)
+// expireLocked times out the waiters past their maximum wait, even if their
+// timers have not fired yet. Every waiter waits the same maximum, so they
+// are at the front.
+func (b *Bulkhead) expireLocked(es *events) {
+	if b.waiters.Len() == 0 {
+		return
+	}
+	now := b.clk.Now()
+	for f := b.waiters.Front(); f != nil && !now.Before(f.Value.deadline); f = b.waiters.Front() {
+		b.timeOutLocked(f.Value, es)
 	}
 }
 
@@ -225,8 +231,8 @@ func (b *Bulkhead) dispatchLocked(es *events) {
 	if b.waiters.Len() == 0 {
 		return
 	}
+	b.expireLocked(es)
 	stamp := b.stamp()
-	b.expireLocked(stamp, es)
 	for f := b.waiters.Front(); f != nil && b.sem.Fits(f.Value.weight); f = b.waiters.Front() {
 		w := f.Value
 		b.waiters.Remove(f)

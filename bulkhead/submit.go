@@ -118,9 +118,9 @@ func (h *Handle[T]) complete(res Result[T]) bool {
 	if !h.state.CompareAndSwap(false, true) {
 		return false
 	}
-	if err := h.b.Release(h.permit); err != nil {
-		panic("bulkhead: a handle's permit was not outstanding: " + err.Error())
-	}
+	// An error here means the caller released h.Permit() by hand: the
+	// permit is back either way.
+	_ = h.b.Release(h.permit)
 	h.res = res
 	close(h.done)
 	return true
@@ -153,6 +153,6 @@ func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
 	}
 }
 
-// Permit returns the operation's permit, for its ID and times. It has been
-// released once the handle is done.
+// Permit returns the operation's permit, for its ID and times. The handle
+// releases it; do not release it yourself.
 func (h *Handle[T]) Permit() Permit { return h.permit }
