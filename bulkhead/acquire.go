@@ -91,9 +91,9 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	if b.observed {
 		es = new(events)
 	}
-	stamp := b.stamp()
 	b.mu.Lock()
-	b.expireLocked(es)
+	stamp := b.stamp()   // under the lock, so that logged events are in time order
+	b.dispatchLocked(es) // serve (or time out) the waiters first: they are ahead
 	if b.waiters.Len() == 0 && b.sem.Fits(n) {
 		p := b.issueLocked(n, stamp, es)
 		b.mu.Unlock()
@@ -165,7 +165,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		w.timer.Stop()
 		w.err = ctx.Err()
 		close(w.ready)
-		b.event(es, EventRequestRejected, b.stamp(), 0, "context: "+w.err.Error())
+		b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
 		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
 		b.mu.Unlock()
 		b.deliver(es)
@@ -192,8 +192,8 @@ func (b *Bulkhead) expire(w *waiter) {
 	b.mu.Lock()
 	if w.node.InList() {
 		b.timeOutLocked(w, es)
-		b.dispatchLocked(es)
 	}
+	b.dispatchLocked(es) // w leaving may let lighter waiters behind it in
 	b.mu.Unlock()
 	b.deliver(es)
 }

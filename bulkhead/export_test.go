@@ -31,6 +31,9 @@ func (b *Bulkhead) CheckInvariants() error {
 	case b.waiters.Len() > b.maxDepth:
 		return fmt.Errorf("%d waiters, queue depth %d", b.waiters.Len(), b.maxDepth)
 	}
+	if f := b.waiters.Front(); f != nil && b.sem.Fits(f.Value.weight) {
+		return fmt.Errorf("the head waiter (weight %d) fits (%d of %d in use) but waits", f.Value.weight, b.sem.Used(), b.sem.Limit())
+	}
 	for f := b.waiters.Front(); f != nil; f = f.Next() {
 		select {
 		case <-f.Value.ready:

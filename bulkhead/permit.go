@@ -26,9 +26,10 @@ type Permit struct {
 func (p Permit) ID() uint64 { return p.id }
 
 // IssuedAt returns when the permit was issued, by the bulkhead's clock. With
-// the real clock and no listener or event log it is a coarse reading, at
-// most about two milliseconds early: reading the clock exactly would cost
-// more than the rest of an acquire and release together.
+// the real clock and no listener or event log it is a coarse reading, a few
+// milliseconds early at most (two refresh periods of 1 ms, plus however late
+// the refresh timer runs on a loaded machine): reading the clock exactly
+// would cost more than the rest of an acquire and release together.
 func (p Permit) IssuedAt() time.Time {
 	if p.b == nil {
 		return time.Time{}

@@ -85,6 +85,12 @@ func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T
 }
 
 func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)) {
+	if h.state.Load() {
+		// Cancelled before this goroutine started: its permit is back, so
+		// fn must not run. (A Cancel from here on cancels a running fn.)
+		h.cancel(context.Canceled)
+		return
+	}
 	start := h.b.clk.Now()
 	returned := false
 	defer func() {

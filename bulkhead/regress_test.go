@@ -1,0 +1,155 @@
+package bulkhead_test
+
+// Regression tests for bugs a review found (2026-11-21).
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/bulkhead"
+	"github.com/groupexec/groupexec/clock"
+)
+
+// A waiter evicted past its deadline (its timer late) must not strand a
+// lighter waiter behind it that fits: the acquire that evicts it serves the
+// queue, in order, before itself.
+func TestEvictionServesTheWaitersBehind(t *testing.T) {
+	clk := stuckClock{clock.NewFake(t0)}
+	b := newBH(t, 3, bulkhead.WithQueue(4, time.Second), bulkhead.WithClock(clk))
+	held := acquire(t, b, 2) // 1 free
+	w1 := acquireAsync(bg, b, 2)
+	eventually(t, "w1 to queue", func() bool { return b.QueueDepth() == 1 })
+	clk.Advance(time.Millisecond)
+	w2 := acquireAsync(bg, b, 1) // fits, but FIFO: behind w1
+	eventually(t, "w2 to queue", func() bool { return b.QueueDepth() == 2 })
+
+	clk.Advance(time.Second - time.Millisecond) // w1's deadline, not w2's
+	_, err := b.TryAcquire(bg, 1)
+	wantErr(t, err, bulkhead.ErrAtCapacity) // w2 was ahead of it and took the free permit
+	if _, err := w1.wait(t); !errors.Is(err, bulkhead.ErrQueueTimeout) {
+		t.Fatalf("w1: %v", err)
+	}
+	p2, err := w2.wait(t)
+	if err != nil {
+		t.Fatalf("w2 stranded: %v (%+v)", err, stateOf(b))
+	}
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	release(t, b, p2)
+	release(t, b, held)
+}
+
+// A queued request that a lowered limit can never serve fails at once
+// instead of holding up the queue until its maximum wait.
+func TestLoweringRefusesWaitersThatCanNeverFit(t *testing.T) {
+	b := newBH(t, 3, bulkhead.WithQueue(4, time.Hour))
+	held := acquire(t, b, 3)
+	w1 := acquireAsync(bg, b, 3)
+	eventually(t, "w1 to queue", func() bool { return b.QueueDepth() == 1 })
+	w2 := acquireAsync(bg, b, 1)
+	eventually(t, "w2 to queue", func() bool { return b.QueueDepth() == 2 })
+	if err := b.SetLimit(2); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w1.wait(t)
+	wantErr(t, err, bulkhead.ErrAtCapacity)
+	release(t, b, held)
+	p2, err := w2.wait(t)
+	if err != nil {
+		t.Fatalf("w2 behind a request too heavy for the new limit: %v", err)
+	}
+	release(t, b, p2)
+}
+
+// Fn is invoked only with a permit: a handle cancelled before its goroutine
+// starts never runs its function.
+func TestCancelledBeforeStartNeverRuns(t *testing.T) {
+	b := newBH(t, 1)
+	base := runtime.NumGoroutine()
+	var late atomic.Int32
+	for range 2000 {
+		var cancelled atomic.Bool
+		h, err := bulkhead.Submit(b, bg, func(context.Context) (int, error) {
+			if cancelled.Load() {
+				late.Add(1)
+			}
+			return 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Cancel() {
+			cancelled.Store(true)
+		}
+		<-h.Done()
+	}
+	eventually(t, "the functions' goroutines to end", func() bool { return runtime.NumGoroutine() <= base })
+	if n := late.Load(); n > 0 {
+		t.Fatalf("a function started %d times after Cancel had released its permit", n)
+	}
+}
+
+// A permit issued to a waiter that gave up at the same moment goes to the
+// next waiter. The race is not forced; every outcome must leave the books
+// right.
+func TestGiveUpAsGrantedHandsThePermitOn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour))
+	for i := range 300 {
+		held := acquire(t, b, 1)
+		ctx1, cancel1 := context.WithCancel(bg)
+		w1 := acquireAsync(ctx1, b, 1)
+		eventually(t, "w1 to queue", func() bool { return b.QueueDepth() == 1 })
+		w2 := acquireAsync(bg, b, 1)
+		eventually(t, "w2 to queue", func() bool { return b.QueueDepth() == 2 })
+		cancel1()
+		release(t, b, held)
+		if p1, err := w1.wait(t); err == nil {
+			release(t, b, p1)
+		} else if !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		p2, err := w2.wait(t)
+		if err != nil {
+			t.Fatalf("iteration %d: w2: %v", i, err)
+		}
+		release(t, b, p2)
+		if s := stateOf(b); s.inFlight != 0 || s.queued != 0 {
+			t.Fatalf("iteration %d: %+v", i, s)
+		}
+		if err := b.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Cancel racing the function's return: one result, the permit back once.
+func TestCancelRacesCompletion(t *testing.T) {
+	b := newBH(t, 8, bulkhead.WithListener(bulkhead.ListenerFunc(func(bulkhead.Event) {})))
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range 200 {
+				h, err := bulkhead.Submit(b, bg, func(context.Context) (int, error) { return 1, nil })
+				if err != nil {
+					continue
+				}
+				go h.Cancel()
+				if r := result(t, h); r.Kind != bulkhead.Success && r.Kind != bulkhead.Cancelled {
+					t.Errorf("kind %v", r.Kind)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, "all permits back", func() bool { return b.InFlight() == 0 })
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
