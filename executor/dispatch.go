@@ -12,9 +12,10 @@ import (
 // limit at once. Within a group, tasks start in FIFO order.
 //
 // ex.ready lists the groups whose head task fits their own concurrency limit
-// and so waits only for global room. A group with a deep backlog blocked by
-// its own concurrency limit is not in ex.ready at all, so it never delays
-// another group while global room is free.
+// and so waits only for global room (and is no heavier than the global
+// limit, which SetGlobalMaxInFlight may lower below it). A group with a deep
+// backlog blocked by its own concurrency limit is not in ex.ready at all, so
+// it never delays another group while global room is free.
 //
 // Global room goes to the groups in ex.ready by deficit round robin (DRR),
 // with a quantum of one permit, in its surplus form (the deficit may go
@@ -42,6 +43,12 @@ import (
 //     most one share of it, so time spent held back by its own limit never
 //     turns into a burst. It gets no credit while out of ex.ready: it could
 //     not use it.
+//
+// SetGroupLimits (limits.go) may change a group's share and concurrency
+// limit at any time. The deficit is then clamped so that the bounds above
+// hold under the new values: a turn under way keeps at most one new share
+// of credit, and a debt stays under the new concurrency limit (the heaviest
+// task the group can start).
 //
 // No starvation: a group whose turn has begun with credit keeps the turn
 // until its head starts; if the head does not fit the global room left,
@@ -80,7 +87,9 @@ func (ex *Executor) updateReadyLocked(g *group) {
 			ex.backlog.Remove(&g.backlogNode)
 		}
 	}
-	want := h != nil && g.conc.Fits(h.weight)
+	// A head heavier than a lowered global limit could never start: it is
+	// not in line, so it never holds a turn that blocks the other groups.
+	want := h != nil && g.conc.Fits(h.weight) && h.weight <= ex.global.Limit()
 	switch {
 	case want && !g.readyNode.InList():
 		if ex.turn == g {

@@ -19,6 +19,11 @@
 //	if err != nil { /* refused: errors.Is(err, executor.ErrRejected) */ }
 //	res, _ := h.Wait(ctx) // res.Status: Success, Failed, Cancelled or Rejected
 //
+// The limits can be changed at runtime (SetGlobalMaxInFlight,
+// SetGroupLimits): raising one starts the waiting tasks that now fit at
+// once; lowering one lets running tasks finish and starts or admits nothing
+// more until use is under it. No waiting task is dropped by a change.
+//
 // Every handle completes exactly once; a task's permits are released before
 // its handle completes, so a caller that has seen a result can rely on the
 // capacity being back. Fn runs at most once, only while its permits are

@@ -196,3 +196,48 @@ func ExampleListenerFuncs() {
 	// started t1
 	// completed t1 Success
 }
+
+func ExampleExecutor_SetGroupLimits() {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(1))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+	ctx := context.Background()
+
+	// tenant-a runs one task at a time: the second waits.
+	release := make(chan struct{})
+	task := executor.Task[int]{Group: "tenant-a", Fn: func(context.Context) (int, error) { <-release; return 0, nil }}
+	h1, _ := executor.Submit(ex, ctx, task)
+	h2, _ := executor.Submit(ex, ctx, task)
+	gs, _ := ex.GroupStats("tenant-a")
+	fmt.Println("running", gs.RunningTasks, "waiting", gs.Waiting)
+
+	// Raise its concurrency at runtime, keeping its other limits: the
+	// waiting task starts before SetGroupLimits returns. (Lowering a limit
+	// would let running tasks finish and start nothing until under it.)
+	l := policy.GroupLimits{MaxInFlight: gs.MaxInFlight, MaxConcurrency: 4, QueueThreshold: gs.QueueThreshold, Share: gs.Share}
+	if err := ex.SetGroupLimits("tenant-a", l); err != nil {
+		panic(err)
+	}
+	gs, _ = ex.GroupStats("tenant-a")
+	fmt.Println("running", gs.RunningTasks, "waiting", gs.Waiting, "limit", gs.MaxConcurrency)
+	close(release)
+	h1.Wait(ctx)
+	h2.Wait(ctx)
+
+	// Every field is a value: a zero limit is refused, naming the field,
+	// and nothing changes.
+	err := ex.SetGroupLimits("tenant-a", policy.GroupLimits{MaxInFlight: 8})
+	fmt.Println(errors.Is(err, policy.ErrInvalidOption), err)
+
+	// ResetGroupLimits returns the group to the policy's limits.
+	if err := ex.ResetGroupLimits("tenant-a"); err != nil {
+		panic(err)
+	}
+	gs, _ = ex.GroupStats("tenant-a")
+	fmt.Println("limit", gs.MaxConcurrency)
+	// Output:
+	// running 1 waiting 1
+	// running 2 waiting 0 limit 4
+	// true executor: SetGroupLimits("tenant-a"): policy: GroupLimits.MaxConcurrency(0): a limit must be >= 1 (policy.Unlimited for none)
+	// limit 1
+}

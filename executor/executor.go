@@ -52,6 +52,12 @@ type Executor struct {
 	drainWaits  []chan struct{}     // Shutdown calls waiting for the executor to drain
 	drainGroups map[*group]struct{} // groups with ShutdownGroup calls waiting
 
+	// overrides are the limits SetGroupLimits gave groups. They are
+	// configuration, not state: they outlive a group's state (idle
+	// reclamation, EvictGroup) and are consulted, before the policy, when
+	// it is created again.
+	overrides map[string]policy.GroupLimits
+
 	// unsettled counts tasks whose admission has ended (releaseLocked) but
 	// whose handle has not yet completed; drainWanted is set while a
 	// Shutdown or ShutdownGroup waits (drain.go).
@@ -95,7 +101,9 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	return ex, nil
 }
 
-// Policy returns the policy the executor enforces.
+// Policy returns the policy the executor was created with. Limits changed
+// at runtime (SetGlobalMaxInFlight, SetGroupLimits) do not change it; Stats
+// and GroupStats report the limits in force.
 func (ex *Executor) Policy() *policy.Policy { return ex.pol }
 
 // since returns the clock's time as a duration since the executor's epoch.

@@ -44,8 +44,9 @@ func WithClock(c clock.Clock) Option {
 
 // WithMaxIdleGroups bounds how many idle groups (no task waiting or running)
 // keep their state, limits and counters. Past n, the group idle the longest
-// is reclaimed; its limits are resolved afresh when it is next used. n must
-// be >= 0; 0 reclaims a group as soon as it goes idle. Groups shut down with
+// is reclaimed; its limits are resolved afresh when it is next used (limits
+// given by SetGroupLimits are kept until ResetGroupLimits). n must be >= 0;
+// 0 reclaims a group as soon as it goes idle. Groups shut down with
 // ShutdownGroup are kept until evicted. Default: DefaultMaxIdleGroups.
 func WithMaxIdleGroups(n int) Option {
 	return optionFunc(func(ex *Executor) error {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 )
 
-// EvictGroup drops group's state: its limits are resolved afresh on next use,
-// and a ShutdownGroup on it is lifted. An idle group is dropped at once; a
-// busy one when it goes idle (until then it keeps admitting under its current
-// limits). Running tasks of an evicted group release their permits as usual.
-// It reports whether the group was dropped at once.
+// EvictGroup drops group's state: its limits are resolved afresh on next use
+// (limits given by SetGroupLimits are kept: they are configuration, not
+// state; ResetGroupLimits drops them), and a ShutdownGroup on it is lifted.
+// An idle group is dropped at once; a busy one when it goes idle (until then
+// it keeps admitting under its current limits). Running tasks of an evicted
+// group release their permits as usual. It reports whether the group was
+// dropped at once.
 func (ex *Executor) EvictGroup(group string) bool {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
@@ -35,8 +37,9 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	ex.mu.Lock()
 	g := ex.groups[key]
 	if g == nil {
-		// Keep a marker so that new tasks are refused; it has no room.
-		g = newGroup(ex, key, zeroLimits)
+		// Keep a marker so that new tasks are refused; it has no room
+		// unless SetGroupLimits gave the group limits.
+		g = newGroup(ex, key, ex.overrides[key])
 		ex.groups[key] = g
 	}
 	g.shutdown = true

@@ -2,10 +2,7 @@ package executor
 
 import (
 	"github.com/groupexec/groupexec/breaker"
-	"github.com/groupexec/groupexec/policy"
 )
-
-var zeroLimits = policy.GroupLimits{}
 
 // Counts are cumulative task outcomes. Every valid Submit counts in
 // Submitted; every completed handle counts once in Succeeded, Failed,

@@ -103,17 +103,26 @@ func (ex *Executor) submit(j *job, key string) error {
 	ex.mu.Lock()
 	g := ex.groups[key]
 	if g == nil && ex.state == open {
-		// The resolver is user code: call it outside the lock.
-		ex.mu.Unlock()
-		l, err := ex.pol.Group(key)
-		if err != nil {
-			j.g = detachedGroup(ex, key)
-			ex.mu.Lock()
-			ex.counts.Submitted++
+		// Limits set by SetGroupLimits win over the policy's, whose
+		// resolvers are then not called.
+		l, set := ex.overrides[key]
+		if !set {
+			// The resolver is user code: call it outside the lock.
 			ex.mu.Unlock()
-			return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitResolver, Weight: j.weight, Err: err}, true)
+			var err error
+			l, err = ex.pol.Group(key)
+			if err != nil {
+				j.g = detachedGroup(ex, key)
+				ex.mu.Lock()
+				ex.counts.Submitted++
+				ex.mu.Unlock()
+				return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitResolver, Weight: j.weight, Err: err}, true)
+			}
+			ex.mu.Lock()
+			if o, ok := ex.overrides[key]; ok {
+				l = o // set meanwhile
+			}
 		}
-		ex.mu.Lock()
 		if g = ex.groups[key]; g == nil && ex.state == open {
 			g = newGroup(ex, key, l)
 			ex.groups[key] = g
@@ -245,7 +254,7 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 // waiting task would not make room. Only a full group queue displaces: every
 // other refusal under DiscardOldest behaves as under Discard.
 func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
-	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest {
+	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest || g.overLimitLocked() {
 		return false
 	}
 	used, full := g.waiting.Len(), g.limits.QueueThreshold

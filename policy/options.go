@@ -11,10 +11,17 @@ type optionFunc func(*Policy) error
 
 func (f optionFunc) apply(p *Policy) error { return f(p) }
 
+// What valid values look like, for OptionError.Reason.
+const (
+	limitReason     = "a limit must be >= 1 (policy.Unlimited for none)"
+	thresholdReason = "a queue threshold must be >= 0 (policy.Unlimited for none)"
+	shareReason     = "a share must be >= 1"
+)
+
 func limit(name string, n int, set func(*Policy)) Option {
 	return optionFunc(func(p *Policy) error {
 		if n < 1 {
-			return &OptionError{Option: name, Value: n, Reason: "a limit must be >= 1 (policy.Unlimited for none)"}
+			return &OptionError{Option: name, Value: n, Reason: limitReason}
 		}
 		set(p)
 		return nil
@@ -24,7 +31,7 @@ func limit(name string, n int, set func(*Policy)) Option {
 func threshold(name string, n int, set func(*Policy)) Option {
 	return optionFunc(func(p *Policy) error {
 		if n < 0 {
-			return &OptionError{Option: name, Value: n, Reason: "a queue threshold must be >= 0 (policy.Unlimited for none)"}
+			return &OptionError{Option: name, Value: n, Reason: thresholdReason}
 		}
 		set(p)
 		return nil
@@ -34,7 +41,7 @@ func threshold(name string, n int, set func(*Policy)) Option {
 func share(name string, n int, set func(*Policy)) Option {
 	return optionFunc(func(p *Policy) error {
 		if n < 1 {
-			return &OptionError{Option: name, Value: n, Reason: "a share must be >= 1"}
+			return &OptionError{Option: name, Value: n, Reason: shareReason}
 		}
 		set(p)
 		return nil

@@ -52,7 +52,10 @@ type Policy struct {
 }
 
 // GroupLimits are the limits one group runs under, resolved once when the
-// executor creates the group's state and fixed until the group is evicted.
+// executor creates the group's state. They stay fixed until the group is
+// evicted, unless the executor's SetGroupLimits changes them at runtime.
+// Every field is meaningful, zero included: Validate tells which values are
+// valid.
 type GroupLimits struct {
 	MaxInFlight    int // permits the group may have admitted (waiting + running)
 	MaxConcurrency int // permits the group may have running

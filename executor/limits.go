@@ -1,0 +1,200 @@
+package executor
+
+import (
+	"fmt"
+
+	"github.com/groupexec/groupexec/policy"
+)
+
+// Runtime limit changes. A limit is a groupsem.Sem whose SetLimit keeps the
+// permits in use, so a change needs no draining machinery of its own: after
+// raising, the dispatcher runs in the same critical section and starts what
+// now fits; after lowering, Fits refuses until enough permits are released,
+// so running tasks finish, nothing new starts (or is admitted, for the
+// bulkhead and the queue threshold) until use is under the new limit, and
+// no admitted task is evicted, rejected or lost.
+//
+// A waiting task heavier than a lowered limit it must still pass (its
+// group's concurrency limit or the global limit) cannot start until the
+// limit is raised again. It is never dropped: it keeps waiting, subject to
+// its context, Cancel and the queue timeout. Such a group is kept out of
+// ex.ready (updateReadyLocked), so its head never holds a deficit round
+// robin turn it cannot use and never delays other groups.
+
+// SetGlobalMaxInFlight changes the global in-flight limit (the permits
+// running across all groups) to n, at once. n must be >= 1 or
+// policy.Unlimited; otherwise it returns an error matching
+// policy.ErrInvalidOption (an *policy.OptionError naming GlobalMaxInFlight
+// and n) and changes nothing.
+//
+// Raising the limit starts the waiting tasks that now fit before it returns.
+// Lowering it below the permits running lets the running tasks finish and
+// starts no task until the permits in use are under the new limit. Waiting
+// tasks are never dropped by a change: a waiting task heavier than the new
+// limit waits until the limit is raised again, or its wait ends (Cancel,
+// Submit's context, the queue timeout, a shutdown), while lighter tasks of
+// other groups go on starting. A new task heavier than the limit is refused
+// with ErrTooHeavy.
+//
+// The change costs one pass over the groups with tasks waiting. It does not
+// change Policy(); Stats reports the limit in force. Once Shutdown or Close
+// has been called it returns an error matching ErrShutdown and changes
+// nothing.
+func (ex *Executor) SetGlobalMaxInFlight(n int) error {
+	if n < 1 {
+		return fmt.Errorf("executor: SetGlobalMaxInFlight: %w",
+			&policy.OptionError{Option: "GlobalMaxInFlight", Value: n, Reason: "a limit must be >= 1 (policy.Unlimited for none)"})
+	}
+	var b batch
+	ex.mu.Lock()
+	if ex.state != open {
+		ex.mu.Unlock()
+		return fmt.Errorf("executor: SetGlobalMaxInFlight(%d): %w", n, ErrShutdown)
+	}
+	if n != ex.global.Limit() {
+		ex.global.SetLimit(n)
+		// Which heads fit under the global limit at all has changed.
+		for nd := ex.backlog.Front(); nd != nil; nd = nd.Next() {
+			ex.updateReadyLocked(nd.Value)
+		}
+		ex.dispatchLocked(&b)
+	}
+	ex.launchLocked(&b)
+	ex.mu.Unlock()
+	ex.afterUnlock(&b)
+	return nil
+}
+
+// SetGroupLimits sets group's limits to l. If the executor keeps state for
+// the group, l applies at once; otherwise (never used, or reclaimed while
+// idle) it applies when the group is next used. l replaces the policy's
+// limits for the group (its per-group values and resolvers, which are no
+// longer called for it) until ResetGroupLimits: it outlives the group's
+// state, through idle reclamation and EvictGroup. The executor keeps one
+// entry per group given limits this way.
+//
+// l is the complete set of limits, not a patch: every field is used, and
+// zero is a value, not "unchanged" (a QueueThreshold of 0 means a task that
+// cannot start at once is refused). To change one field, start from the
+// group's current limits (GroupStats, or Policy().Group for a group with no
+// state). An invalid l (see policy.GroupLimits.Validate) or an empty group
+// key returns an error matching policy.ErrInvalidOption that names the field
+// and value, and changes nothing.
+//
+// Raising a limit starts the group's waiting tasks that now fit before it
+// returns. Lowering one never evicts, rejects or cancels a task already
+// admitted: running tasks finish, and nothing new is admitted (MaxInFlight,
+// QueueThreshold; Submit refuses with the limit named) or started
+// (MaxConcurrency) until the group's use is under the new limit. Under
+// policy.DiscardOldest, a group over a lowered limit displaces nothing: it
+// refuses as under policy.Discard until under. A waiting task heavier than a
+// lowered MaxConcurrency waits, holding its group's queue (FIFO), until the
+// limit is raised again or its wait ends; other groups are not delayed.
+// A changed Share takes effect at once: a turn under way keeps at most one
+// new share of credit, and a debt is cut to less than one task's weight
+// under the new concurrency limit.
+//
+// A group shut down with ShutdownGroup still refuses new tasks, but its
+// waiting tasks start under the new limits, which can speed its drain.
+// Once Shutdown or Close has been called it returns an error matching
+// ErrShutdown and changes nothing.
+func (ex *Executor) SetGroupLimits(group string, l policy.GroupLimits) error {
+	if err := validGroupKey(group); err != nil {
+		return fmt.Errorf("executor: SetGroupLimits: %w", err)
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("executor: SetGroupLimits(%q): %w", group, err)
+	}
+	var b batch
+	ex.mu.Lock()
+	if ex.state != open {
+		ex.mu.Unlock()
+		return fmt.Errorf("executor: SetGroupLimits(%q): %w", group, ErrShutdown)
+	}
+	if ex.overrides == nil {
+		ex.overrides = make(map[string]policy.GroupLimits)
+	}
+	ex.overrides[group] = l
+	if g := ex.groups[group]; g != nil {
+		ex.setLimitsLocked(g, l, &b)
+	}
+	ex.launchLocked(&b)
+	ex.mu.Unlock()
+	ex.afterUnlock(&b)
+	return nil
+}
+
+// ResetGroupLimits drops the limits SetGroupLimits gave group, so that the
+// policy's limits apply again. If the executor keeps state for the group,
+// the policy's limits are resolved afresh (its resolvers are called, outside
+// every lock, as after EvictGroup) and applied at once, with the same drain
+// semantics as SetGroupLimits. It does nothing for a group without such
+// limits. A resolver's invalid answer is returned, matching
+// policy.ErrInvalidOption, and changes nothing; so is an empty group key.
+// Once Shutdown or Close has been called it returns an error matching
+// ErrShutdown and changes nothing.
+func (ex *Executor) ResetGroupLimits(group string) error {
+	if err := validGroupKey(group); err != nil {
+		return fmt.Errorf("executor: ResetGroupLimits: %w", err)
+	}
+	ex.mu.Lock()
+	_, set := ex.overrides[group]
+	st := ex.state
+	ex.mu.Unlock()
+	if st != open {
+		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, ErrShutdown)
+	}
+	if !set {
+		return nil
+	}
+	// The resolvers are user code: call them outside the lock. A
+	// SetGroupLimits meanwhile is overridden, as if it had come first.
+	l, err := ex.pol.Group(group)
+	if err != nil {
+		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, err)
+	}
+	var b batch
+	ex.mu.Lock()
+	if ex.state != open {
+		ex.mu.Unlock()
+		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, ErrShutdown)
+	}
+	delete(ex.overrides, group)
+	if g := ex.groups[group]; g != nil {
+		ex.setLimitsLocked(g, l, &b)
+	}
+	ex.launchLocked(&b)
+	ex.mu.Unlock()
+	ex.afterUnlock(&b)
+	return nil
+}
+
+func validGroupKey(group string) error {
+	if group == "" {
+		return &policy.OptionError{Option: "group", Value: `""`, Reason: "the group key must not be empty"}
+	}
+	return nil
+}
+
+// setLimitsLocked applies l to g's state and starts what now fits.
+func (ex *Executor) setLimitsLocked(g *group, l policy.GroupLimits, b *batch) {
+	if l.Share != g.limits.Share {
+		// A turn under way goes on with at most one new share of credit.
+		g.deficit = min(g.deficit, l.Share)
+	}
+	// A debt stays under one task's weight, which the concurrency limit
+	// bounds: so a lowered limit cannot leave a group out for longer than
+	// its own tasks could have made it.
+	g.deficit = max(g.deficit, 1-l.MaxConcurrency)
+	g.limits = l
+	g.inFlight.SetLimit(l.MaxInFlight)
+	g.conc.SetLimit(l.MaxConcurrency)
+	ex.updateReadyLocked(g)
+	ex.dispatchLocked(b)
+}
+
+// overLimitLocked reports whether g holds more than a lowered limit allows:
+// then it displaces nothing under DiscardOldest.
+func (g *group) overLimitLocked() bool {
+	return g.inFlight.Used() > g.inFlight.Limit() || g.waiting.Len() > g.limits.QueueThreshold
+}

@@ -1,0 +1,245 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// TestLimitChangesStress submits and cancels from many goroutines while
+// another changes the global and group limits up and down, and checks from
+// inside each task that the permits running never exceed what the limits
+// allow: after a change to L, use stays at most max(L, use right after the
+// change), since nothing starts while use is at or over L. The test keeps
+// its own counts under mu, which the changer holds across each change and
+// the reading of the executor's use that follows it, so that a task counts
+// itself against the ceiling of the last change. At the end every handle
+// has completed exactly once, no Fn ran twice or after a refusal, and
+// nothing is in use.
+func TestLimitChangesStress(t *testing.T) {
+	const (
+		submitters = 24
+		perWorker  = 300
+		groups     = 6
+		global     = 6
+		groupConc  = 2
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(global),
+		policy.WithMaxInFlightPerGroup(16),
+		policy.WithMaxConcurrencyPerGroup(groupConc),
+		policy.WithQueueThresholdPerGroup(12),
+	}, executor.WithMaxIdleGroups(2))
+
+	var (
+		mu           sync.Mutex
+		globalUse    int // permits the test's tasks hold, all groups
+		groupUse     [groups]int
+		globalCeil   = global
+		groupCeil    [groups]int
+		violations   atomic.Int64
+		firstViolate atomic.Value
+		changes      atomic.Int64
+		atCeiling    atomic.Int64 // starts that took use to a ceiling lowered by a change
+	)
+	for i := range groupCeil {
+		groupCeil[i] = groupConc
+	}
+	violate := func(msg string) {
+		violations.Add(1)
+		firstViolate.CompareAndSwap(nil, msg)
+	}
+
+	stop := make(chan struct{})
+	var chaos sync.WaitGroup
+	chaos.Add(2)
+	go func() { // limit changes, up and down
+		defer chaos.Done()
+		r := rand.New(rand.NewPCG(seed, 0))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			gi := r.IntN(groups)
+			grp := fmt.Sprint("g", gi)
+			mu.Lock()
+			switch k := r.IntN(10); {
+			case k < 3:
+				n := 1 + r.IntN(global+2)
+				if err := ex.SetGlobalMaxInFlight(n); err != nil {
+					violate(err.Error())
+				}
+				globalCeil = max(n, ex.Stats().Running)
+			case k < 9:
+				l := limits(2+r.IntN(30), 1+r.IntN(3), r.IntN(24), 1+r.IntN(3))
+				if err := ex.SetGroupLimits(grp, l); err != nil {
+					violate(err.Error())
+				}
+				s, _ := ex.GroupStats(grp) // no state: nothing running
+				groupCeil[gi] = max(l.MaxConcurrency, s.Running)
+			default:
+				if err := ex.ResetGroupLimits(grp); err != nil {
+					violate(err.Error())
+				}
+				s, _ := ex.GroupStats(grp)
+				groupCeil[gi] = max(groupConc, s.Running)
+			}
+			mu.Unlock()
+			changes.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	go func() { // bookkeeping checks while everything moves
+		defer chaos.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if msg := ex.CheckInvariants(); msg != "" {
+					violate("invariant: " + msg)
+				}
+				runtime.Gosched()
+			}
+		}
+	}()
+
+	type record struct {
+		h    *executor.Handle[int]
+		runs *atomic.Int32
+	}
+	records := make([][]record, submitters)
+	var wg sync.WaitGroup
+	for w := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(w)+1))
+			for i := range perWorker {
+				gi := r.IntN(groups)
+				weight := 1 + r.IntN(2)
+				blocks := r.IntN(8) == 0 // runs until cancelled
+				runs := new(atomic.Int32)
+				fn := func(ctx context.Context) (int, error) {
+					if runs.Add(1) > 1 {
+						violate("a task ran twice")
+					}
+					mu.Lock()
+					globalUse += weight
+					groupUse[gi] += weight
+					if globalUse == globalCeil && globalCeil < global || groupUse[gi] == groupCeil[gi] && groupCeil[gi] < groupConc {
+						atCeiling.Add(1)
+					}
+					if globalUse > globalCeil {
+						violate(fmt.Sprintf("global use %d > %d", globalUse, globalCeil))
+					}
+					if groupUse[gi] > groupCeil[gi] {
+						violate(fmt.Sprintf("group g%d use %d > %d", gi, groupUse[gi], groupCeil[gi]))
+					}
+					mu.Unlock()
+					defer func() {
+						mu.Lock()
+						globalUse -= weight
+						groupUse[gi] -= weight
+						mu.Unlock()
+					}()
+					if blocks {
+						<-ctx.Done()
+						return 0, ctx.Err()
+					}
+					for range i % 4 { // a little work
+						runtime.Gosched()
+					}
+					return i, nil
+				}
+				h, _ := executor.Submit(ex, bg, executor.Task[int]{Group: fmt.Sprint("g", gi), ID: fmt.Sprint(w, "-", i), Weight: weight, Fn: fn})
+				switch {
+				case blocks || r.IntN(6) == 0:
+					h.Cancel()
+				case r.IntN(3) == 0:
+					// A closed loop now and then, so that not every queue
+					// stays full; the changer goes on until every
+					// submitter is done, so a stranded head starts.
+					h.Wait(bg)
+				}
+				records[w] = append(records[w], record{h, runs})
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	chaos.Wait()
+
+	// Limits that every task fits: heads stranded by a lowered limit start.
+	mu.Lock()
+	if err := ex.SetGlobalMaxInFlight(global); err != nil {
+		t.Fatal(err)
+	}
+	globalCeil = max(global, ex.Stats().Running)
+	for gi := range groups {
+		grp := fmt.Sprint("g", gi)
+		if err := ex.SetGroupLimits(grp, limits(policy.Unlimited, groupConc, policy.Unlimited, 1)); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := ex.GroupStats(grp)
+		groupCeil[gi] = max(groupConc, s.Running)
+	}
+	mu.Unlock()
+
+	var counts [5]int
+	reasons := map[string]int{}
+	for _, rs := range records {
+		for _, rec := range rs {
+			r := wait(t, rec.h)
+			counts[r.Status]++
+			if r.Status == executor.Rejected {
+				var rej *executor.RejectedError
+				if errors.As(r.Err, &rej) {
+					reasons[fmt.Sprint(rej.Limit, errors.Is(rej, executor.ErrTooHeavy))]++
+				}
+			}
+			switch runs := rec.runs.Load(); {
+			case r.Status == executor.Rejected && runs != 0:
+				t.Errorf("rejected task %s ran", rec.h.ID())
+			case (r.Status == executor.Success || r.Status == executor.Failed) && runs != 1:
+				t.Errorf("task %s ended %v after %d runs", rec.h.ID(), r.Status, runs)
+			}
+		}
+	}
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d violations; first: %v", v, firstViolate.Load())
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+	s := ex.Stats()
+	if s.Running != 0 || s.Waiting != 0 || s.RunningTasks != 0 {
+		t.Errorf("after every handle completed: %+v", s)
+	}
+	if got, want := s.Succeeded+s.Failed+s.Cancelled+s.Rejected, uint64(submitters*perWorker); got != want {
+		t.Errorf("outcomes %d, want %d (%+v)", got, want, s.Counts)
+	}
+	if n := executor.DoubleCompletions(); n != 0 {
+		t.Errorf("%d handles completed twice", n)
+	}
+	t.Logf("rejections: %v", reasons)
+	t.Logf("%d limit changes, %d starts at a lowered ceiling; outcomes: success %d cancelled %d rejected %d", changes.Load(), atCeiling.Load(),
+		counts[executor.Success], counts[executor.Cancelled], counts[executor.Rejected])
+	if changes.Load() < 100 || counts[executor.Success] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Rejected] == 0 {
+		t.Errorf("the run did not exercise changes and every outcome: %d changes, %v", changes.Load(), counts)
+	}
+}
