@@ -92,9 +92,9 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		es = new(events)
 	}
 	b.mu.Lock()
-	stamp := b.stamp()   // under the lock, so that logged events are in time order
-	b.dispatchLocked(es) // serve (or time out) the waiters first: they are ahead
-	if b.waiters.Len() == 0 && b.sem.Fits(n) {
+	stamp := b.stamp() // under the lock, so that logged events are in time order
+	// Serve (or time out) the waiters first: they are ahead.
+	if blocked := b.dispatchLocked(es); !blocked && b.sem.Fits(n) {
 		p := b.issueLocked(n, stamp, es)
 		b.mu.Unlock()
 		b.deliver(es)
@@ -226,20 +226,31 @@ func (b *Bulkhead) expireLocked(es *events) {
 
 // dispatchLocked issues permits to waiters, in order, while they fit; a
 // waiter past its maximum wait times out instead, even if its timer has not
-// fired yet.
-func (b *Bulkhead) dispatchLocked(es *events) {
+// fired yet. A waiter heavier than a lowered limit keeps waiting (for a raise
+// or its maximum wait) without holding up the waiters behind it. It reports
+// whether a waiter the limit can serve is still waiting: newcomers queue
+// behind it.
+func (b *Bulkhead) dispatchLocked(es *events) (blocked bool) {
 	if b.waiters.Len() == 0 {
-		return
+		return false
 	}
 	b.expireLocked(es)
 	stamp := b.stamp()
-	for f := b.waiters.Front(); f != nil && b.sem.Fits(f.Value.weight); f = b.waiters.Front() {
+	for f := b.waiters.Front(); f != nil; {
 		w := f.Value
-		b.waiters.Remove(f)
+		f = f.Next()
+		if w.weight > b.sem.Limit() {
+			continue
+		}
+		if !b.sem.Fits(w.weight) {
+			return true
+		}
+		b.waiters.Remove(&w.node)
 		w.timer.Stop()
 		w.permit = b.issueLocked(w.weight, stamp, es)
 		close(w.ready)
 	}
+	return false
 }
 
 // issueLocked takes n permits, which fit.

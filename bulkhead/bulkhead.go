@@ -87,7 +87,9 @@ func (b *Bulkhead) at(stamp int64) time.Time {
 // below the permits in flight starts a drain: permits already out are kept,
 // new acquires fail with ErrDraining (queued requests keep waiting, within
 // their maximum wait) until in-flight drops below n. A queued request for
-// more than n permits can never be served, and fails with ErrAtCapacity.
+// more than n permits keeps waiting too, for a raise or its maximum wait,
+// without holding up the requests behind it; a new one is refused at once
+// (ErrAtCapacity).
 func (b *Bulkhead) SetLimit(n int) error {
 	if n < 1 || n > MaxLimit {
 		return &ConfigError{"SetLimit n", n, "must be in [1, MaxLimit]"}
@@ -115,37 +117,10 @@ func (b *Bulkhead) SetLimit(n int) error {
 			b.record(es, Event{Code: EventDrainComplete, Time: now})
 		}
 	}
-	if n < old {
-		b.refuseTooHeavyLocked(es)
-	}
 	b.dispatchLocked(es)
 	b.mu.Unlock()
 	b.deliver(es)
 	return nil
-}
-
-// refuseTooHeavyLocked fails the waiters that a lowered limit can never
-// serve (ErrAtCapacity, as Acquire refuses such a request at once): left in
-// the queue, they would hold up every waiter behind them until their
-// maximum wait.
-func (b *Bulkhead) refuseTooHeavyLocked(es *events) {
-	for f := b.waiters.Front(); f != nil; {
-		w := f.Value
-		f = f.Next()
-		if w.weight <= b.sem.Limit() {
-			continue
-		}
-		b.waiters.Remove(&w.node)
-		w.timer.Stop()
-		w.err = &RejectedError{
-			Err: ErrAtCapacity, Limit: b.sem.Limit(), InFlight: b.sem.Used(), Weight: w.weight,
-			QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
-		}
-		close(w.ready)
-		if es != nil {
-			b.event(es, EventRequestRejected, b.stamp(), 0, ErrAtCapacity.code)
-		}
-	}
 }
 
 // Snapshots. Each is a best-effort reading that may be stale before the

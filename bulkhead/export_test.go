@@ -31,8 +31,13 @@ func (b *Bulkhead) CheckInvariants() error {
 	case b.waiters.Len() > b.maxDepth:
 		return fmt.Errorf("%d waiters, queue depth %d", b.waiters.Len(), b.maxDepth)
 	}
-	if f := b.waiters.Front(); f != nil && b.sem.Fits(f.Value.weight) {
-		return fmt.Errorf("the head waiter (weight %d) fits (%d of %d in use) but waits", f.Value.weight, b.sem.Used(), b.sem.Limit())
+	for f := b.waiters.Front(); f != nil; f = f.Next() {
+		if w := f.Value.weight; w <= b.sem.Limit() { // the first the limit can serve
+			if b.sem.Fits(w) {
+				return fmt.Errorf("the first servable waiter (weight %d) fits (%d of %d in use) but waits", w, b.sem.Used(), b.sem.Limit())
+			}
+			break
+		}
 	}
 	for f := b.waiters.Front(); f != nil; f = f.Next() {
 		select {

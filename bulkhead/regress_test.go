@@ -45,9 +45,10 @@ func TestEvictionServesTheWaitersBehind(t *testing.T) {
 	release(t, b, held)
 }
 
-// A queued request that a lowered limit can never serve fails at once
-// instead of holding up the queue until its maximum wait.
-func TestLoweringRefusesWaitersThatCanNeverFit(t *testing.T) {
+// A queued request heavier than a lowered limit keeps waiting (the issue:
+// queued waiters keep waiting unless their wait expires) without holding up
+// the requests behind it, and is served when the limit is raised again.
+func TestWaiterTooHeavyForALoweredLimit(t *testing.T) {
 	b := newBH(t, 3, bulkhead.WithQueue(4, time.Hour))
 	held := acquire(t, b, 3)
 	w1 := acquireAsync(bg, b, 3)
@@ -57,14 +58,30 @@ func TestLoweringRefusesWaitersThatCanNeverFit(t *testing.T) {
 	if err := b.SetLimit(2); err != nil {
 		t.Fatal(err)
 	}
-	_, err := w1.wait(t)
-	wantErr(t, err, bulkhead.ErrAtCapacity)
 	release(t, b, held)
 	p2, err := w2.wait(t)
 	if err != nil {
 		t.Fatalf("w2 behind a request too heavy for the new limit: %v", err)
 	}
+	p3 := acquire(t, b, 1) // room, and no servable waiter ahead: TryAcquire is not held up either
+	if w1.returned() {
+		t.Fatal("the heavy waiter was dropped")
+	}
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Acquire(bg, 3) // a new one that heavy is refused at once
+	wantErr(t, err, bulkhead.ErrAtCapacity)
 	release(t, b, p2)
+	release(t, b, p3)
+	if err := b.SetLimit(3); err != nil {
+		t.Fatal(err)
+	}
+	p1, err := w1.wait(t)
+	if err != nil || p1.Weight() != 3 {
+		t.Fatalf("the heavy waiter after the raise: %v", err)
+	}
+	release(t, b, p1)
 }
 
 // Fn is invoked only with a permit: a handle cancelled before its goroutine
