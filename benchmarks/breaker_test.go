@@ -55,10 +55,7 @@ func newFailsafe() circuitbreaker.CircuitBreaker[struct{}] {
 
 // breakerPeers are the measured ops. Each newOp builds a fresh breaker and
 // returns one request on it; every peer pays the same indirect call.
-var breakerPeers = []struct {
-	name  string
-	newOp func(tb testing.TB) func() error
-}{
+var breakerPeers = []opPeer{
 	{"atomic-load-add", func(testing.TB) func() error {
 		// The floor: one atomic load and one atomic add, what the
 		// lightest possible breaker would do.
@@ -130,38 +127,8 @@ var breakerPeers = []struct {
 	}},
 }
 
-func BenchmarkBreakerSerial(b *testing.B) {
-	for _, p := range breakerPeers {
-		b.Run(p.name, func(b *testing.B) {
-			op := p.newOp(b)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if err := op(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkBreakerParallel(b *testing.B) {
-	for _, p := range breakerPeers {
-		b.Run(p.name, func(b *testing.B) {
-			op := p.newOp(b)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := op(); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
-}
+func BenchmarkBreakerSerial(b *testing.B)   { benchOps(b, breakerPeers, false) }
+func BenchmarkBreakerParallel(b *testing.B) { benchOps(b, breakerPeers, true) }
 
 // TestBreakerPeers checks that every benchmark op succeeds on a fresh
 // breaker, and that every peer, configured as in the benchmarks, refuses

@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,89 +36,58 @@ func (c *cas) tryAcquire() bool {
 
 func (c *cas) release() { c.used.Add(-1) }
 
+var errRefused = errors.New("refused under the limit")
+
 // bulkheadPeers: one TryAcquire+Release of one permit each.
-var bulkheadPeers = []struct {
-	name  string
-	newOp func(testing.TB) func() bool
-}{
-	{"ours", func(tb testing.TB) func() bool {
+var bulkheadPeers = []opPeer{
+	{"ours", func(tb testing.TB) func() error {
 		b, err := bulkhead.New(bulkheadLimit)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		ctx := context.Background()
-		return func() bool {
+		return func() error {
 			p, err := b.TryAcquire(ctx, 1)
 			if err != nil {
-				return false
+				return err
 			}
-			return b.Release(p) == nil
+			return b.Release(p)
 		}
 	}},
-	{"x-sync-semaphore", func(testing.TB) func() bool {
+	{"x-sync-semaphore", func(testing.TB) func() error {
 		s := semaphore.NewWeighted(bulkheadLimit)
-		return func() bool {
+		return func() error {
 			if !s.TryAcquire(1) {
-				return false
+				return errRefused
 			}
 			s.Release(1)
-			return true
+			return nil
 		}
 	}},
-	{"cas-counter", func(testing.TB) func() bool {
+	{"cas-counter", func(testing.TB) func() error {
 		c := new(cas)
-		return func() bool {
+		return func() error {
 			if !c.tryAcquire() {
-				return false
+				return errRefused
 			}
 			c.release()
-			return true
+			return nil
 		}
 	}},
-	{"failsafe-bulkhead", func(testing.TB) func() bool {
+	{"failsafe-bulkhead", func(testing.TB) func() error {
 		b := fsbulkhead.New[any](bulkheadLimit)
-		return func() bool {
+		return func() error {
 			if !b.TryAcquirePermit() {
-				return false
+				return errRefused
 			}
 			b.ReleasePermit()
-			return true
+			return nil
 		}
 	}},
 }
 
-func BenchmarkBulkheadSerial(b *testing.B) {
-	for _, p := range bulkheadPeers {
-		b.Run(p.name, func(b *testing.B) {
-			op := p.newOp(b)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if !op() {
-					b.Fatal("refused")
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkBulkheadParallel(b *testing.B) {
-	for _, p := range bulkheadPeers {
-		b.Run(p.name, func(b *testing.B) {
-			op := p.newOp(b)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if !op() {
-						b.Error("refused")
-						return
-					}
-				}
-			})
-		})
-	}
-}
+func BenchmarkBulkheadSerial(b *testing.B)   { benchOps(b, bulkheadPeers, false) }
+func BenchmarkBulkheadParallel(b *testing.B) { benchOps(b, bulkheadPeers, true) }
 
 // BenchmarkBulkheadSubmit is the cost of running a function under a
 // bulkhead permit with a result handle, against a bare goroutine that
@@ -164,8 +134,8 @@ func TestBulkheadPeers(t *testing.T) {
 	for _, p := range bulkheadPeers {
 		op := p.newOp(t)
 		for range 1000 {
-			if !op() {
-				t.Fatalf("%s refused under its limit", p.name)
+			if err := op(); err != nil {
+				t.Fatalf("%s: %v", p.name, err)
 			}
 		}
 	}
