@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -119,4 +120,42 @@ func isDone[T any](h *executor.Handle[T]) bool {
 	default:
 		return false
 	}
+}
+
+// background runs loops beside a stress test until halted: each calls its
+// step over and over, yielding between calls.
+type background struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newBackground() *background { return &background{stop: make(chan struct{})} }
+
+func (bg *background) loop(step func()) {
+	bg.wg.Go(func() {
+		for {
+			select {
+			case <-bg.stop:
+				return
+			default:
+				step()
+				runtime.Gosched()
+			}
+		}
+	})
+}
+
+// checkInvariants checks the executor's books over and over while everything
+// moves, reporting a broken one to violate.
+func (bg *background) checkInvariants(ex *executor.Executor, violate func(string)) {
+	bg.loop(func() {
+		if msg := ex.CheckInvariants(); msg != "" {
+			violate("invariant: " + msg)
+		}
+	})
+}
+
+func (bg *background) halt() {
+	close(bg.stop)
+	bg.wg.Wait()
 }

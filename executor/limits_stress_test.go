@@ -61,61 +61,37 @@ func TestLimitChangesStress(t *testing.T) {
 		firstViolate.CompareAndSwap(nil, msg)
 	}
 
-	stop := make(chan struct{})
-	var chaos sync.WaitGroup
-	chaos.Add(2)
-	go func() { // limit changes, up and down
-		defer chaos.Done()
-		r := rand.New(rand.NewPCG(seed, 0))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	chaos := newBackground()
+	r := rand.New(rand.NewPCG(seed, 0))
+	chaos.loop(func() { // limit changes, up and down
+		gi := r.IntN(groups)
+		grp := fmt.Sprint("g", gi)
+		mu.Lock()
+		switch k := r.IntN(10); {
+		case k < 3:
+			n := 1 + r.IntN(global+2)
+			if err := ex.SetGlobalMaxInFlight(n); err != nil {
+				violate(err.Error())
 			}
-			gi := r.IntN(groups)
-			grp := fmt.Sprint("g", gi)
-			mu.Lock()
-			switch k := r.IntN(10); {
-			case k < 3:
-				n := 1 + r.IntN(global+2)
-				if err := ex.SetGlobalMaxInFlight(n); err != nil {
-					violate(err.Error())
-				}
-				globalCeil = max(n, ex.Stats().Running)
-			case k < 9:
-				l := limits(2+r.IntN(30), 1+r.IntN(3), r.IntN(24), 1+r.IntN(3))
-				if err := ex.SetGroupLimits(grp, l); err != nil {
-					violate(err.Error())
-				}
-				s, _ := ex.GroupStats(grp) // no state: nothing running
-				groupCeil[gi] = max(l.MaxConcurrency, s.Running)
-			default:
-				if err := ex.ResetGroupLimits(grp); err != nil {
-					violate(err.Error())
-				}
-				s, _ := ex.GroupStats(grp)
-				groupCeil[gi] = max(groupConc, s.Running)
+			globalCeil = max(n, ex.Stats().Running)
+		case k < 9:
+			l := limits(2+r.IntN(30), 1+r.IntN(3), r.IntN(24), 1+r.IntN(3))
+			if err := ex.SetGroupLimits(grp, l); err != nil {
+				violate(err.Error())
 			}
-			mu.Unlock()
-			changes.Add(1)
-			runtime.Gosched()
+			s, _ := ex.GroupStats(grp) // no state: nothing running
+			groupCeil[gi] = max(l.MaxConcurrency, s.Running)
+		default:
+			if err := ex.ResetGroupLimits(grp); err != nil {
+				violate(err.Error())
+			}
+			s, _ := ex.GroupStats(grp)
+			groupCeil[gi] = max(groupConc, s.Running)
 		}
-	}()
-	go func() { // bookkeeping checks while everything moves
-		defer chaos.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				if msg := ex.CheckInvariants(); msg != "" {
-					violate("invariant: " + msg)
-				}
-				runtime.Gosched()
-			}
-		}
-	}()
+		mu.Unlock()
+		changes.Add(1)
+	})
+	chaos.checkInvariants(ex, violate)
 
 	type record struct {
 		h    *executor.Handle[int]
@@ -181,8 +157,7 @@ func TestLimitChangesStress(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	chaos.Wait()
+	chaos.halt()
 
 	// Limits that every task fits: heads stranded by a lowered limit start.
 	mu.Lock()

@@ -78,48 +78,11 @@ func TestStress(t *testing.T) {
 	records := make([][]record, submitters)
 	var boom = errors.New("boom")
 
-	stop := make(chan struct{})
-	var chaos sync.WaitGroup
-	chaos.Add(3)
-	go func() { // time moves: queue timeouts fire
-		defer chaos.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				clk.Advance(5 * time.Millisecond)
-				runtime.Gosched()
-			}
-		}
-	}()
-	go func() { // evictions
-		defer chaos.Done()
-		r := rand.New(rand.NewPCG(seed, 1))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				ex.EvictGroup(fmt.Sprint("g", r.IntN(groups)))
-				runtime.Gosched()
-			}
-		}
-	}()
-	go func() { // bookkeeping checks while everything moves
-		defer chaos.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				if msg := ex.CheckInvariants(); msg != "" {
-					violate("invariant: " + msg)
-				}
-				runtime.Gosched()
-			}
-		}
-	}()
+	chaos := newBackground()
+	chaos.loop(func() { clk.Advance(5 * time.Millisecond) }) // time moves: queue timeouts fire
+	r := rand.New(rand.NewPCG(seed, 1))
+	chaos.loop(func() { ex.EvictGroup(fmt.Sprint("g", r.IntN(groups))) })
+	chaos.checkInvariants(ex, violate)
 
 	var wg sync.WaitGroup
 	for w := range submitters {
@@ -247,8 +210,7 @@ func TestStress(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	chaos.Wait()
+	chaos.halt()
 
 	if v := violations.Load(); v != 0 {
 		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
