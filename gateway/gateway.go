@@ -335,4 +335,3 @@ func (g *Gateway) observe(tenant string, code int, start time.Time) {
 	g.m.requests.WithLabelValues(tenant, strconv.Itoa(code)).Inc()
 	g.m.latency.WithLabelValues(tenant).Observe(time.Since(start).Seconds())
 }
-
