@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"net/http"
 	"testing"
 )
 
@@ -16,12 +15,9 @@ func TestDrainFinishesInFlight(t *testing.T) {
 		t.Fatalf("readyz before drain: %d", code)
 	}
 	const n = 3
-	codes := make(chan int, n)
+	var codes []<-chan int
 	for range n {
-		go func() {
-			resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil)
-			codes <- resp.StatusCode
-		}()
+		codes = append(codes, goDo(t, c, gw.url, "a"))
 	}
 	g.await(t, n)
 
@@ -40,8 +36,8 @@ func TestDrainFinishesInFlight(t *testing.T) {
 	})
 
 	close(g.release)
-	for range n {
-		if code := <-codes; code != 200 {
+	for _, done := range codes {
+		if code := <-done; code != 200 {
 			t.Errorf("in-flight request got %d", code)
 		}
 	}

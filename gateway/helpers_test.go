@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -46,11 +45,7 @@ func start(t *testing.T, backend, yaml string) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al, err := net.Listen("tcp", "127.0.0.1:0")
+	pl, al, err := gateway.Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +112,16 @@ func do(t *testing.T, c *http.Client, method, url, tenant string, body io.Reader
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
+}
+
+// goDo sends a GET for tenant in the background; the channel gets its status.
+func goDo(t *testing.T, c *http.Client, url, tenant string) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := do(t, c, http.MethodGet, url, tenant, nil)
+		done <- resp.StatusCode
+	}()
+	return done
 }
 
 // refusal decodes the gateway's JSON answer.

@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/groupexec/groupexec/gateway/config"
 )
 
 // adminDrainTimeout bounds the admin server's own shutdown, after the proxy
@@ -27,6 +30,21 @@ func (g *Gateway) ProxyServer() *http.Server {
 		MaxHeaderBytes:    g.cfg.MaxHeaderBytes,
 		ErrorLog:          errLogger(g),
 	}
+}
+
+// Listen opens the proxy and admin listeners at cfg.Listen and cfg.Admin, for
+// Serve. A port of 0 lets the system pick one; the listeners' Addr tell which.
+func Listen(cfg *config.Config) (proxy, admin net.Listener, err error) {
+	proxy, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: listen: %w", err)
+	}
+	admin, err = net.Listen("tcp", cfg.Admin)
+	if err != nil {
+		proxy.Close()
+		return nil, nil, fmt.Errorf("gateway: admin listen: %w", err)
+	}
+	return proxy, admin, nil
 }
 
 func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(), slog.LevelWarn) }

@@ -28,11 +28,7 @@ func TestRejected429(t *testing.T) {
 	be := backend(t, g.ServeHTTP)
 	gw := start(t, be.URL, minimal+"limits: {max_in_flight_per_group: 1, max_concurrency_per_group: 1}\n")
 	c := client(t)
-	done := make(chan int)
-	go func() {
-		resp, _ := do(t, c, http.MethodGet, gw.url, "flood", nil)
-		done <- resp.StatusCode
-	}()
+	done := goDo(t, c, gw.url, "flood")
 	g.await(t, 1)
 
 	resp, body := do(t, c, http.MethodGet, gw.url, "flood", nil)
@@ -66,11 +62,7 @@ func TestQueueTimeout429(t *testing.T) {
 	be := backend(t, g.ServeHTTP)
 	gw := start(t, be.URL, minimal+"limits: {max_concurrency_per_group: 1, queue_timeout: 20ms}\n")
 	c := client(t)
-	done := make(chan int)
-	go func() {
-		resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil)
-		done <- resp.StatusCode
-	}()
+	done := goDo(t, c, gw.url, "a")
 	g.await(t, 1)
 	resp, body := do(t, c, http.MethodGet, gw.url, "a", nil)
 	if code, reason, _ := refusal(t, body); resp.StatusCode != 429 || code != "rejected" || !strings.Contains(reason, "queue timeout") {

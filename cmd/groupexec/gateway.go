@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os/signal"
 	"syscall"
 	"time"
@@ -51,20 +50,14 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	gw, err := gateway.New(cfg, gateway.WithLogger(log))
+	pl, al, err := gateway.Listen(cfg)
 	if err != nil {
 		return err
 	}
-	pl, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		gw.Close()
-		return err
-	}
-	al, err := net.Listen("tcp", cfg.Admin)
+	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
 	if err != nil {
 		pl.Close()
-		gw.Close()
+		al.Close()
 		return err
 	}
 	return gw.Serve(ctx, pl, al)

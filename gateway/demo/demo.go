@@ -64,17 +64,14 @@ func Run(ctx context.Context, out io.Writer, d time.Duration) error {
 	if err != nil {
 		return err
 	}
+	pl, al, err := gateway.Listen(cfg)
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
-		return err
-	}
-	pl, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
-	al, err := net.Listen("tcp", cfg.Admin)
-	if err != nil {
 		pl.Close()
+		al.Close()
 		return err
 	}
 	gctx, stopGateway := context.WithCancel(context.Background())
