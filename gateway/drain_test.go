@@ -7,9 +7,7 @@ import (
 // In-flight requests finish during the drain; /readyz fails meanwhile; the
 // listener stops taking connections; nothing is aborted.
 func TestDrainFinishesInFlight(t *testing.T) {
-	g := newGate()
-	be := backend(t, g.ServeHTTP)
-	gw := start(t, be.URL, minimal+"limits: {max_concurrency_per_group: 8}\ndrain_timeout: 1m\n")
+	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 8}\ndrain_timeout: 1m\n")
 	c, admin := client(t), client(t)
 	if code, _ := get(t, admin, gw.admin+"/readyz"); code != 200 {
 		t.Fatalf("readyz before drain: %d", code)
@@ -31,7 +29,10 @@ func TestDrainFinishesInFlight(t *testing.T) {
 		t.Errorf("gateway_degraded during drain = %v", got)
 	}
 	eventually(t, "the proxy listener to close", func() bool {
-		_, err := c.Get(gw.url)
+		resp, err := c.Get(gw.url)
+		if err == nil {
+			resp.Body.Close() // a 503 from before the listener closed
+		}
 		return err != nil
 	})
 
@@ -52,9 +53,7 @@ func TestDrainFinishesInFlight(t *testing.T) {
 // Requests still running at the drain deadline are cancelled and counted;
 // the backend sees its requests cancelled; Serve returns nil.
 func TestDrainAbortsStragglers(t *testing.T) {
-	g := newGate() // never released: every request is a straggler
-	be := backend(t, g.ServeHTTP)
-	gw := start(t, be.URL, minimal+"limits: {max_concurrency_per_group: 8}\ndrain_timeout: 50ms\n")
+	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 8}\ndrain_timeout: 50ms\n") // never released: every request is a straggler
 	c := client(t)
 	const n = 2
 	codes := make(chan int, n)

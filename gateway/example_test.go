@@ -36,7 +36,8 @@ func ExampleGateway_Serve() {
 
 	req, _ := http.NewRequest(http.MethodGet, "http://"+proxyLn.Addr().String()+"/", nil)
 	req.Header.Set("X-Tenant", "acme")
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
 	if err != nil {
 		panic(err)
 	}
@@ -46,7 +47,6 @@ func ExampleGateway_Serve() {
 
 	stop() // drains, then Serve returns
 	fmt.Println("drained:", <-served)
-	http.DefaultClient.CloseIdleConnections()
 	// Output:
 	// 200 hello, acme
 	// drained: <nil>

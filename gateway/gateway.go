@@ -30,6 +30,7 @@ type Gateway struct {
 	m         *metrics
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
+	conns     conns
 	backends  []*url.URL
 	log       *slog.Logger
 	health    *health
@@ -93,6 +94,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	g.transport.Proxy = nil // the backends are named in the config, never reached through the environment's proxy
 	g.transport.MaxIdleConnsPerHost = 256
+	g.transport.DialContext = g.conns.dial
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetXForwarded() }, // the transport picks the backend
@@ -110,6 +112,7 @@ func (g *Gateway) Close() error {
 	g.abort(ErrAborted)
 	err := g.ex.Close()
 	g.transport.CloseIdleConnections()
+	g.conns.closeAll()
 	return err
 }
 
@@ -231,6 +234,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// The proxy aborts a response it could not finish copying;
 				// only the server, by this panic, can cut the connection so
 				// the client sees the response is incomplete.
+				g.log.Debug("response cut short", "tenant", tenant)
 				panic(http.ErrAbortHandler)
 			}
 			g.log.Error("proxy panicked", "tenant", tenant, "panic", pe.Value, "stack", string(pe.Stack))

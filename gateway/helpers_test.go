@@ -41,7 +41,7 @@ func start(t *testing.T, backend, yaml string) *running {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +114,22 @@ func do(t *testing.T, c *http.Client, method, url, tenant string, body io.Reader
 	return resp, string(b)
 }
 
-// goDo sends a GET for tenant in the background; the channel gets its status.
+// goDo sends a GET for tenant in the background; the channel gets its
+// status, or 0 if it failed (reported with t.Errorf: t.Fatal must not be
+// called off the test's goroutine).
 func goDo(t *testing.T, c *http.Client, url, tenant string) <-chan int {
 	done := make(chan int, 1)
 	go func() {
-		resp, _ := do(t, c, http.MethodGet, url, tenant, nil)
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("X-Tenant", tenant)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Errorf("GET %s for %s: %v", url, tenant, err)
+			done <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
 	return done
@@ -215,6 +226,13 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "released")
 	case <-r.Context().Done():
 	}
+}
+
+// gated starts a gateway (see start) in front of a gate backend.
+func gated(t *testing.T, yaml string, pass ...string) (*gate, *running) {
+	t.Helper()
+	g := newGate(pass...)
+	return g, start(t, backend(t, g.ServeHTTP).URL, yaml)
 }
 
 // await waits for n arrivals.

@@ -17,6 +17,10 @@ import (
 // has drained: scrapes are short.
 const adminDrainTimeout = time.Second
 
+// abortGrace is how long requests cancelled at the drain deadline have to
+// send their 503 before their connections are closed.
+const abortGrace = time.Second
+
 // ProxyServer returns the http.Server Serve runs the proxy with: the
 // gateway as handler and the config's timeouts and header cap.
 func (g *Gateway) ProxyServer() *http.Server {
@@ -88,20 +92,21 @@ func (g *Gateway) drain(proxy, admin *http.Server) {
 	g.log.Info("draining", "timeout", g.cfg.DrainTimeout.String())
 	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()
-	// Shutdown closes the listener and idle connections and waits for the
-	// active ones; the tracker's idle says when handlers have returned.
-	shut := make(chan struct{})
-	go func() { proxy.Shutdown(dctx); close(shut) }()
-	select {
-	case <-idle:
-	case <-dctx.Done():
+	// Shutdown closes the listener and idle connections, and returns once
+	// every connection has finished its response and closed. Waiting for
+	// the handlers alone is not enough: the server flushes a response after
+	// its handler returns, and closing the connection in between loses it.
+	if err := proxy.Shutdown(dctx); err != nil {
 		g.abort(ErrAborted)
 		g.log.Warn("drain deadline passed: cancelling the requests still running")
-		<-idle // cancelled requests return promptly: the transport honours the context
+		// Cancelled requests answer 503 promptly (the transport honours the
+		// context); give those answers a moment to reach their clients.
+		gctx, gcancel := context.WithTimeout(context.Background(), abortGrace)
+		proxy.Shutdown(gctx)
+		gcancel()
+		proxy.Close()
 	}
-	proxy.Close()
-	cancel()
-	<-shut
+	<-idle
 	g.Close()
 	actx, acancel := context.WithTimeout(context.Background(), adminDrainTimeout)
 	defer acancel()

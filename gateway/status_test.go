@@ -24,9 +24,7 @@ func TestProxies(t *testing.T) {
 // A tenant over its bulkhead gets 429 with Retry-After and the limit named;
 // another tenant is served meanwhile.
 func TestRejected429(t *testing.T) {
-	g := newGate("light")
-	be := backend(t, g.ServeHTTP)
-	gw := start(t, be.URL, minimal+"limits: {max_in_flight_per_group: 1, max_concurrency_per_group: 1}\n")
+	g, gw := gated(t, minimal+"limits: {max_in_flight_per_group: 1, max_concurrency_per_group: 1}\n", "light")
 	c := client(t)
 	done := goDo(t, c, gw.url, "flood")
 	g.await(t, 1)
@@ -58,9 +56,7 @@ func TestRejected429(t *testing.T) {
 }
 
 func TestQueueTimeout429(t *testing.T) {
-	g := newGate()
-	be := backend(t, g.ServeHTTP)
-	gw := start(t, be.URL, minimal+"limits: {max_concurrency_per_group: 1, queue_timeout: 20ms}\n")
+	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 1, queue_timeout: 20ms}\n")
 	c := client(t)
 	done := goDo(t, c, gw.url, "a")
 	g.await(t, 1)
@@ -210,12 +206,12 @@ func TestRetriesGiveUp(t *testing.T) {
 // No retry wait is started past the deadline.
 func TestRetriesStayInsideDeadline(t *testing.T) {
 	url, hits := flaky(t, 100)
-	gw := start(t, url, minimal+"timeouts: {upstream: 30ms}\n")
+	gw := start(t, url, minimal+"timeouts: {upstream: 45ms}\n")
 	resp, _ := do(t, client(t), http.MethodGet, gw.url, "a", nil)
 	if resp.StatusCode != 502 && resp.StatusCode != 504 {
 		t.Errorf("status %d", resp.StatusCode)
 	}
-	if hits.Load() != 1 { // the first wait (>= 50ms) would end past the 30ms deadline
+	if hits.Load() != 1 { // the first wait (>= 50ms) would end past the 45ms deadline
 		t.Errorf("%d tries", hits.Load())
 	}
 }

@@ -83,9 +83,7 @@ func FuzzExtractTenant(f *testing.F) {
 // A tenant arriving while max_groups others are live shares the overflow
 // group; configured tenants and the default group never do.
 func TestOverflowGroup(t *testing.T) {
-	g := newGate()
-	be := backend(t, g.ServeHTTP)
-	gw := start(t, be.URL, minimal+"tenant: {max_groups: 2}\ntenants: {vip: {share: 2}}\nlimits: {max_concurrency_per_group: 4}\n")
+	g, gw := gated(t, minimal+"tenant: {max_groups: 2}\ntenants: {vip: {share: 2}}\nlimits: {max_concurrency_per_group: 4}\n")
 	c := client(t)
 	var wg sync.WaitGroup
 	for _, tenant := range []string{"a", "b", "c", "d", "vip", ""} {
