@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/groupexec/groupexec/gateway"
+	"github.com/groupexec/groupexec/gateway/config"
+	"github.com/groupexec/groupexec/gateway/demo"
+)
+
+func gatewayCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("groupexec gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "the gateway's YAML config `file`")
+	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
+	duration := fs.Duration("duration", 10*time.Second, "with --demo, how long to run (0: until interrupted)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE | --demo [--duration D]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err) // fs has printed the defaults
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case *demoMode && *path != "":
+		return fmt.Errorf("%w: --demo and --config exclude each other", errUsage)
+	case *demoMode:
+		return demo.Run(ctx, stdout, *duration)
+	case *path == "":
+		return fmt.Errorf("%w: gateway needs --config FILE or --demo", errUsage)
+	}
+
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return err
+	}
+	pl, al, err := gateway.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	if err != nil {
+		pl.Close()
+		al.Close()
+		return err
+	}
+	return gw.Serve(ctx, pl, al)
+}

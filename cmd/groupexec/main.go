@@ -1,0 +1,77 @@
+// Command groupexec is groupexec's HTTP admission gateway.
+//
+//	groupexec gateway --config gateway.yaml   run the gateway
+//	groupexec gateway --demo [--duration 10s] watch isolation on a synthetic load
+//	groupexec version                         print the version
+//
+// The gateway itself is package gateway; this command parses flags, loads
+// the config, listens and turns SIGINT and SIGTERM into a graceful drain.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `groupexec: an HTTP admission gateway built on a grouped executor.
+
+Usage:
+  groupexec gateway --config FILE           run the gateway described by FILE (YAML)
+  groupexec gateway --demo [--duration D]   run an embedded backend and a synthetic
+                                            multi-tenant load; print per-tenant stats
+                                            every second for D (default 10s; 0: until
+                                            interrupted)
+  groupexec version                         print the version
+  groupexec help                            print this help
+
+SIGINT or SIGTERM drains the gateway: /readyz fails, the listener closes,
+in-flight requests get drain_timeout to finish, and the process exits 0.
+`
+
+// errUsage marks a command line that could not be understood: exit 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	var err error
+	switch cmd := first(args); cmd {
+	case "gateway":
+		err = gatewayCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionString())
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+	case "":
+		fmt.Fprint(stderr, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "groupexec: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "groupexec: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "groupexec: %v\n", err)
+		return 1
+	}
+}
+
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}

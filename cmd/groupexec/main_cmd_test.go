@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCommandLine(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("backends: [http://127.0.0.1:1]\nlimits:\n  max_inflight: 3\n"), 0o600)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"version"}, 0, "groupexec ", ""},
+		{[]string{"--help"}, 0, "groupexec gateway --config FILE", ""},
+		{[]string{}, 2, "", "Usage:"},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{[]string{"gateway"}, 2, "", "needs --config FILE or --demo"},
+		{[]string{"gateway", "--demo", "--config", "x"}, 2, "", "exclude each other"},
+		{[]string{"gateway", "--nope"}, 2, "", "flag provided but not defined"},
+		{[]string{"gateway", "--help"}, 0, "", "--duration"},
+		{[]string{"gateway", "--config", bad}, 1, "", "line 3: limits.max_inflight: unknown key"},
+		{[]string{"gateway", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, 1, "", "no such file"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb)
+		if code != tc.code || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errb.String(), tc.stderr) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// --demo reaches the demo and --duration bounds it (the demo's own test
+// checks what it shows).
+func TestDemoFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"gateway", "--demo", "--duration", "1ms"}, &out, &errb); code != 0 && !strings.Contains(errb.String(), "isolation") {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "gateway on http://127.0.0.1:") {
+		t.Errorf("demo did not start:\n%s", out.String())
+	}
+}

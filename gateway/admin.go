@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// probeTTL is how long a backend probe's answer is reused: /readyz and the
+// gateway_degraded gauge may be polled often, and a dial per poll per
+// backend would be load of its own.
+const probeTTL = time.Second
+
+// probeTimeout bounds one probe's dial.
+const probeTimeout = time.Second
+
+// health answers whether the gateway can serve: not draining, and at least
+// one backend accepting TCP connections.
+type health struct {
+	addrs    []string
+	inflight *tracker
+
+	mu      sync.Mutex
+	checked time.Time
+	up      bool
+}
+
+func newHealth(backends []*url.URL, t *tracker) *health {
+	h := &health{inflight: t}
+	for _, b := range backends {
+		port := b.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[b.Scheme]
+		}
+		h.addrs = append(h.addrs, net.JoinHostPort(b.Hostname(), port))
+	}
+	return h
+}
+
+// ready returns "" when the gateway is ready, else why not.
+func (h *health) ready(ctx context.Context) string {
+	if h.inflight.draining() {
+		return "draining"
+	}
+	if !h.backendUp(ctx) {
+		return "no backend reachable"
+	}
+	return ""
+}
+
+func (h *health) degraded() bool { return h.ready(context.Background()) != "" }
+
+// backendUp dials the backends, at most once per probeTTL, and reports
+// whether any accepted. Concurrent callers share one probe.
+func (h *health) backendUp(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if time.Since(h.checked) < probeTTL {
+		return h.up
+	}
+	h.up = false
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var d net.Dialer
+	for _, a := range h.addrs {
+		if c, err := d.DialContext(ctx, "tcp", a); err == nil {
+			c.Close()
+			h.up = true
+			break
+		}
+	}
+	h.checked = time.Now()
+	return h.up
+}
+
+// AdminHandler serves /metrics (Prometheus), /healthz (the process is up)
+// and /readyz (503 while draining or while no backend is reachable). Serve
+// runs it on the admin address, off the proxy port.
+func (g *Gateway) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: errLogger(g)}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if why := g.health.ready(r.Context()); why != "" {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}

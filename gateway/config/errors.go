@@ -1,0 +1,33 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is matched (with errors.Is) by every error Parse and Load return
+// for a file they cannot use; errors.As gives the *Error.
+var ErrInvalid = errors.New("config: invalid")
+
+// Error names where in the file a problem is and what it is.
+type Error struct {
+	Line   int    // 1-based line of the key, or 0 when the problem has no line (an empty file)
+	Key    string // dotted path of the key, e.g. "limits.queue_timeout"; empty when unknown
+	Reason string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Line > 0 && e.Key != "":
+		return fmt.Sprintf("config: line %d: %s: %s", e.Line, e.Key, e.Reason)
+	case e.Line > 0:
+		return fmt.Sprintf("config: line %d: %s", e.Line, e.Reason)
+	case e.Key != "":
+		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason)
+	default:
+		return "config: " + e.Reason
+	}
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }

@@ -1,0 +1,39 @@
+// Package gateway is an HTTP admission gateway: a reverse proxy that admits
+// each request through a grouped executor, one group per tenant, so that a
+// tenant flooding the gateway is refused at its own limits while the others
+// are served as before.
+//
+//	cfg, _ := config.Load("gateway.yaml")
+//	gw, _ := gateway.New(cfg)
+//	defer gw.Close()
+//	err := gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
+//
+// A request's tenant is read from a header, the host or a path prefix
+// (config.Tenant); a request without one goes to the default group. The
+// request then runs as an executor task in its tenant's group, under the
+// limits, share and circuit breaker the config gives that tenant. What the
+// client sees:
+//
+//   - 429 with Retry-After and a JSON body naming the limit, when the
+//     executor refuses the request (a full bulkhead or queue, a queue timeout);
+//   - 503 when the tenant's breaker is open or the gateway is draining;
+//   - 502 when the backend fails, 504 when it misses the request's deadline;
+//   - 413 for a body over the cap (streamed, or decoded from gzip), 431 for
+//     headers over the cap, 400 for an invalid tenant key.
+//
+// Every request has one deadline, timeouts.upstream from its arrival: time in
+// the queue, every try and every backoff fit inside it. Requests with an
+// idempotent method and no body are retried on transport errors, at most 3
+// tries, with jittered exponential backoff (50-100 ms, doubling, capped at
+// 2 s), each try on the next backend.
+//
+// Tenant keys are attacker-controlled, so the gateway bounds what they can
+// cost: at most tenant.max_groups unconfigured tenants have groups of their
+// own at once, the rest share the overflow group OverflowGroup, idle groups
+// are reclaimed, and metrics give series only to configured tenants, the
+// default group and the overflow group.
+//
+// Serve drains on cancellation: /readyz fails first, the proxy listener stops
+// accepting, in-flight requests have drain_timeout to finish, and those still
+// running then are cancelled and counted in tasks_aborted_total{kind="request"}.
+package gateway

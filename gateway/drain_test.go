@@ -1,0 +1,83 @@
+package gateway_test
+
+import (
+	"testing"
+)
+
+// In-flight requests finish during the drain; /readyz fails meanwhile; the
+// listener stops taking connections; nothing is aborted.
+func TestDrainFinishesInFlight(t *testing.T) {
+	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 8}\ndrain_timeout: 1m\n")
+	c, admin := client(t), client(t)
+	if code, _ := get(t, admin, gw.admin+"/readyz"); code != 200 {
+		t.Fatalf("readyz before drain: %d", code)
+	}
+	const n = 3
+	var codes []<-chan int
+	for range n {
+		codes = append(codes, goDo(t, c, gw.url, "a"))
+	}
+	g.await(t, n)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- gw.stop() }()
+	eventually(t, "readyz to fail", func() bool {
+		code, body := get(t, admin, gw.admin+"/readyz")
+		return code == 503 && body == "not ready: draining"
+	})
+	if got := metric(t, gw.gw.Metrics(), "gateway_degraded"); got != 1 {
+		t.Errorf("gateway_degraded during drain = %v", got)
+	}
+	eventually(t, "the proxy listener to close", func() bool {
+		resp, err := c.Get(gw.url)
+		if err == nil {
+			resp.Body.Close() // a 503 from before the listener closed
+		}
+		return err != nil
+	})
+
+	close(g.release)
+	for _, done := range codes {
+		if code := <-done; code != 200 {
+			t.Errorf("in-flight request got %d", code)
+		}
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, gw.gw.Metrics(), "tasks_aborted_total", "kind", "request"); got != 0 {
+		t.Errorf("tasks_aborted_total = %v", got)
+	}
+}
+
+// Requests still running at the drain deadline are cancelled and counted;
+// the backend sees its requests cancelled; Serve returns nil.
+func TestDrainAbortsStragglers(t *testing.T) {
+	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 8}\ndrain_timeout: 50ms\n") // never released: every request is a straggler
+	c := client(t)
+	const n = 2
+	codes := make(chan int, n)
+	for range n {
+		go func() {
+			resp, err := c.Get(gw.url)
+			if err != nil {
+				codes <- 0 // the connection was closed under it: also fine
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	g.await(t, n)
+	if err := gw.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if code := <-codes; code != 503 && code != 0 {
+			t.Errorf("straggler got %d, want 503 or a closed connection", code)
+		}
+	}
+	if got := metric(t, gw.gw.Metrics(), "tasks_aborted_total", "kind", "request"); got != n {
+		t.Errorf("tasks_aborted_total = %v, want %d", got, n)
+	}
+}

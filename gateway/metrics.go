@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/groupexec/groupexec/metrics/prom"
+)
+
+// metrics are the gateway's own series, beside the executor's (package
+// prom). Names follow the concurrency design's where they fit.
+type metrics struct {
+	reg        *prometheus.Registry
+	busy       *prometheus.CounterVec   // busy_rejections_total{endpoint}
+	aborted    *prometheus.CounterVec   // tasks_aborted_total{kind}
+	ioTimeouts *prometheus.CounterVec   // io_timeouts_total{op}
+	retries    *prometheus.CounterVec   // backoff_retries_total{op}
+	requests   *prometheus.CounterVec   // gateway_requests_total{tenant,code}
+	latency    *prometheus.HistogramVec // gateway_request_duration_seconds{tenant}
+}
+
+// endpointProxy is the busy_rejections_total endpoint label of proxied
+// requests: the gateway has one endpoint, and paths are client-chosen.
+const endpointProxy = "proxy"
+
+func newMetrics(exec *prom.Collector, degraded func() bool) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		busy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "busy_rejections_total",
+			Help: "Requests answered 429 because the executor refused them."}, []string{"endpoint"}),
+		aborted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tasks_aborted_total",
+			Help: "Requests still running at the drain deadline, cancelled."}, []string{"kind"}),
+		ioTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "io_timeouts_total",
+			Help: "Timeouts: read (client body), connect (backend dial), upstream (backend past the request deadline)."}, []string{"op"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "backoff_retries_total",
+			Help: "Retries of idempotent requests after a transport error."}, []string{"op"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_requests_total",
+			Help: "Requests answered, by tenant (configured tenants, the default and overflow groups, else _other) and status code."},
+			[]string{"tenant", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gateway_request_duration_seconds",
+			Help: "Time from arrival to the end of the response, by tenant.", Buckets: prometheus.DefBuckets}, []string{"tenant"}),
+	}
+	// Series that matter at zero are created up front, so dashboards and
+	// alerts see a 0 rather than no data.
+	m.busy.WithLabelValues(endpointProxy)
+	m.aborted.WithLabelValues("request")
+	for _, op := range []string{"read", "connect", "upstream"} {
+		m.ioTimeouts.WithLabelValues(op)
+	}
+	m.retries.WithLabelValues("upstream")
+	m.reg.MustRegister(exec, m.busy, m.aborted, m.ioTimeouts, m.retries, m.requests, m.latency,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_degraded",
+			Help: "1 while the gateway is draining or cannot reach any backend, else 0."},
+			func() float64 {
+				if degraded() {
+					return 1
+				}
+				return 0
+			}),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+// adminDrainTimeout bounds the admin server's own shutdown, after the proxy
+// has drained: scrapes are short.
+const adminDrainTimeout = time.Second
+
+// abortGrace is how long requests cancelled at the drain deadline have to
+// send their 503 before their connections are closed.
+const abortGrace = time.Second
+
+// ProxyServer returns the http.Server Serve runs the proxy with: the
+// gateway as handler and the config's timeouts and header cap.
+func (g *Gateway) ProxyServer() *http.Server {
+	t := g.cfg.Timeouts
+	return &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write, // extended per request past the upstream deadline: see ServeHTTP
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    g.cfg.MaxHeaderBytes,
+		ErrorLog:          errLogger(g),
+	}
+}
+
+// Listen opens the proxy and admin listeners at cfg.Listen and cfg.Admin, for
+// Serve. A port of 0 lets the system pick one; the listeners' Addr tell which.
+func Listen(cfg *config.Config) (proxy, admin net.Listener, err error) {
+	proxy, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: listen: %w", err)
+	}
+	admin, err = net.Listen("tcp", cfg.Admin)
+	if err != nil {
+		proxy.Close()
+		return nil, nil, fmt.Errorf("gateway: admin listen: %w", err)
+	}
+	return proxy, admin, nil
+}
+
+func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(), slog.LevelWarn) }
+
+// Serve serves the proxy on proxyLn and the admin endpoints on adminLn until
+// ctx ends, then drains, closes the gateway and returns nil. It returns early
+// with an error if a listener fails.
+//
+// The drain, in order: /readyz starts failing and requests still arriving
+// on open connections get 503; the proxy listener closes; in-flight requests
+// have drain_timeout to finish; those still running are cancelled (cause
+// ErrAborted, counted in tasks_aborted_total{kind="request"}) and their
+// connections closed; the executor and the admin server stop last, so the
+// final metrics can still be scraped during the drain.
+func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
+	proxy := g.ProxyServer()
+	admin := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLogger(g)}
+	errc := make(chan error, 2)
+	go func() { errc <- proxy.Serve(proxyLn) }()
+	go func() { errc <- admin.Serve(adminLn) }()
+	g.log.Info("gateway serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String())
+
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-errc:
+		g.log.Error("server failed", "err", failed)
+	}
+	g.drain(proxy, admin)
+	for range 2 - boolInt(failed != nil) {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) && failed == nil {
+			failed = err
+		}
+	}
+	return failed
+}
+
+func (g *Gateway) drain(proxy, admin *http.Server) {
+	start := time.Now()
+	idle := g.inflight.close() // readiness fails from here on
+	g.log.Info("draining", "timeout", g.cfg.DrainTimeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
+	defer cancel()
+	// Shutdown closes the listener and idle connections, and returns once
+	// every connection has finished its response and closed. Waiting for
+	// the handlers alone is not enough: the server flushes a response after
+	// its handler returns, and closing the connection in between loses it.
+	if err := proxy.Shutdown(dctx); err != nil {
+		g.abort(ErrAborted)
+		g.log.Warn("drain deadline passed: cancelling the requests still running")
+		// Cancelled requests answer 503 promptly (the transport honours the
+		// context); give those answers a moment to reach their clients.
+		gctx, gcancel := context.WithTimeout(context.Background(), abortGrace)
+		proxy.Shutdown(gctx)
+		gcancel()
+		proxy.Close()
+	}
+	<-idle
+	g.Close()
+	actx, acancel := context.WithTimeout(context.Background(), adminDrainTimeout)
+	defer acancel()
+	admin.Shutdown(actx)
+	g.log.Info("drained", "took", time.Since(start).Round(time.Millisecond).String())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

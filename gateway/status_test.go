@@ -1,0 +1,244 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestProxies(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s tenant=%s xff=%v", r.Method, r.URL.Path, r.Header.Get("X-Tenant"), r.Header.Get("X-Forwarded-For") != "")
+	})
+	gw := start(t, be.URL+"/base", minimal)
+	resp, body := do(t, client(t), http.MethodGet, gw.url+"/x/y", "acme", nil)
+	if resp.StatusCode != 200 || body != "GET /base/x/y tenant=acme xff=true" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+}
+
+// A tenant over its bulkhead gets 429 with Retry-After and the limit named;
+// another tenant is served meanwhile.
+func TestRejected429(t *testing.T) {
+	g, gw := gated(t, minimal+"limits: {max_in_flight_per_group: 1, max_concurrency_per_group: 1}\n", "light")
+	c := client(t)
+	done := goDo(t, c, gw.url, "flood")
+	g.await(t, 1)
+
+	resp, body := do(t, c, http.MethodGet, gw.url, "flood", nil)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("status %d, want 429", resp.StatusCode)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q", ra)
+	}
+	if code, reason, tenant := refusal(t, body); code != "rejected" || !strings.Contains(reason, "group in-flight") || tenant != "flood" {
+		t.Errorf("body %q", body)
+	}
+	if got := metric(t, gw.gw.Metrics(), "busy_rejections_total", "endpoint", "proxy"); got != 1 {
+		t.Errorf("busy_rejections_total = %v", got)
+	}
+	if got := metric(t, gw.gw.Metrics(), "group_rejected_total", "group", "_other", "limit", "group_in-flight"); got != 1 {
+		t.Errorf("group_rejected_total = %v", got)
+	}
+
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "light", nil); resp.StatusCode != 200 {
+		t.Errorf("other tenant: %d", resp.StatusCode)
+	}
+	close(g.release)
+	if code := <-done; code != 200 {
+		t.Errorf("first request: %d", code)
+	}
+}
+
+func TestQueueTimeout429(t *testing.T) {
+	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 1, queue_timeout: 20ms}\n")
+	c := client(t)
+	done := goDo(t, c, gw.url, "a")
+	g.await(t, 1)
+	resp, body := do(t, c, http.MethodGet, gw.url, "a", nil)
+	if code, reason, _ := refusal(t, body); resp.StatusCode != 429 || code != "rejected" || !strings.Contains(reason, "queue timeout") {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+	close(g.release)
+	<-done
+}
+
+// A tenant whose backend keeps failing gets its breaker opened: 503 at once,
+// without reaching the backend.
+func TestBreakerOpen503(t *testing.T) {
+	var hits atomic.Int32
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "boom", 500)
+	})
+	gw := start(t, be.URL, minimal+"breaker: {consecutive_failures: 2, timeout: 1h}\n")
+	c := client(t)
+	for range 2 {
+		if resp, _ := do(t, c, http.MethodGet, gw.url, "bad", nil); resp.StatusCode != 500 {
+			t.Fatalf("backend's 500 not passed through: %d", resp.StatusCode)
+		}
+	}
+	resp, body := do(t, c, http.MethodGet, gw.url, "bad", nil)
+	if code, _, _ := refusal(t, body); resp.StatusCode != 503 || code != "breaker_open" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "3600" {
+		t.Errorf("Retry-After %q", ra)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("backend hit %d times", hits.Load())
+	}
+	// Another tenant has its own breaker.
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "good", nil); resp.StatusCode != 500 {
+		t.Errorf("other tenant: %d", resp.StatusCode)
+	}
+}
+
+func deadBackend(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+func TestBackendDown502(t *testing.T) {
+	gw := start(t, deadBackend(t), minimal)
+	resp, body := do(t, client(t), http.MethodPost, gw.url, "a", strings.NewReader("x"))
+	if code, _, _ := refusal(t, body); resp.StatusCode != 502 || code != "backend_error" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	c := client(t)
+	if code, body := get(t, c, gw.admin+"/readyz"); code != 503 || !strings.Contains(body, "no backend") {
+		t.Errorf("readyz: %d %q", code, body)
+	}
+	if code, _ := get(t, c, gw.admin+"/healthz"); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+	if got := metric(t, gw.gw.Metrics(), "gateway_degraded"); got != 1 {
+		t.Errorf("gateway_degraded = %v", got)
+	}
+}
+
+// A backend slower than the request's deadline gives 504 when the deadline
+// passes, and the backend's request is cancelled.
+func TestBackendDeadline504(t *testing.T) {
+	cancelled := make(chan struct{})
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(cancelled)
+	})
+	gw := start(t, be.URL, minimal+"timeouts: {upstream: 100ms}\n")
+	resp, body := do(t, client(t), http.MethodGet, gw.url, "slow", nil)
+	if code, _, _ := refusal(t, body); resp.StatusCode != 504 || code != "upstream_timeout" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	<-cancelled
+	if got := metric(t, gw.gw.Metrics(), "io_timeouts_total", "op", "upstream"); got != 1 {
+		t.Errorf("io_timeouts_total{op=upstream} = %v", got)
+	}
+}
+
+// flaky is a backend that cuts the connection of its first n requests.
+func flaky(t *testing.T, n int32) (url string, hits *atomic.Int32) {
+	hits = new(atomic.Int32)
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if hits.Add(1) <= n {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	return be.URL, hits
+}
+
+func TestRetriesOnlyIdempotentWithoutBody(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		body   string
+		want   int   // status
+		hits   int32 // backend requests
+	}{
+		{http.MethodGet, "", 200, 3},
+		{http.MethodDelete, "", 200, 3},
+		{http.MethodPost, "", 502, 1},
+		{http.MethodPatch, "x", 502, 1},
+		{http.MethodPut, "x", 502, 1}, // idempotent, but a streamed body cannot be sent twice
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			url, hits := flaky(t, 2)
+			gw := start(t, url, minimal)
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			resp, _ := do(t, client(t), tc.method, gw.url, "a", body)
+			if resp.StatusCode != tc.want || hits.Load() != tc.hits {
+				t.Errorf("status %d after %d backend requests, want %d after %d", resp.StatusCode, hits.Load(), tc.want, tc.hits)
+			}
+			if got, want := metric(t, gw.gw.Metrics(), "backoff_retries_total", "op", "upstream"), float64(tc.hits-1); got != want {
+				t.Errorf("backoff_retries_total = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// At most 3 tries, then the error.
+func TestRetriesGiveUp(t *testing.T) {
+	url, hits := flaky(t, 100)
+	gw := start(t, url, minimal)
+	if resp, _ := do(t, client(t), http.MethodGet, gw.url, "a", nil); resp.StatusCode != 502 || hits.Load() != 3 {
+		t.Errorf("status %d after %d tries", resp.StatusCode, hits.Load())
+	}
+}
+
+// No retry wait is started past the deadline.
+func TestRetriesStayInsideDeadline(t *testing.T) {
+	url, hits := flaky(t, 100)
+	gw := start(t, url, minimal+"timeouts: {upstream: 45ms}\n")
+	resp, _ := do(t, client(t), http.MethodGet, gw.url, "a", nil)
+	if resp.StatusCode != 502 && resp.StatusCode != 504 {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	if hits.Load() != 1 { // the first wait (>= 50ms) would end past the 45ms deadline
+		t.Errorf("%d tries", hits.Load())
+	}
+}
+
+func TestInvalidTenant400(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) { t.Error("backend reached") })
+	gw := start(t, be.URL, minimal)
+	resp, body := do(t, client(t), http.MethodGet, gw.url, "_overflow", nil)
+	if code, _, _ := refusal(t, body); resp.StatusCode != 400 || code != "invalid_tenant" {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+}
+
+func TestHeaderCap431(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	gw := start(t, be.URL, minimal+"max_header_bytes: 1024\n")
+	resp, _ := do(t, client(t), http.MethodGet, gw.url, "a", nil, "X-Big", strings.Repeat("b", 8<<10))
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+func TestDefaultTenant(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	gw := start(t, be.URL, minimal+"tenant: {default: anon}\n")
+	do(t, client(t), http.MethodGet, gw.url, "", nil)
+	if got := metric(t, gw.gw.Metrics(), "gateway_requests_total", "tenant", "anon", "code", "200"); got != 1 {
+		t.Errorf("requests of the default tenant = %v", got)
+	}
+}

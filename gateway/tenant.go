@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+// OverflowGroup is the group shared by the tenants that arrive while
+// tenant.max_groups others are live. config.ValidTenant refuses keys starting
+// with '_', so no request can name it.
+const OverflowGroup = "_overflow"
+
+// ExtractTenant returns the tenant key of r as t says where to find it: ""
+// when r carries none, or an error matching ErrInvalidTenant when the key it
+// carries breaks config.ValidTenant.
+func ExtractTenant(t config.Tenant, r *http.Request) (string, error) {
+	var key string
+	switch t.From {
+	case config.FromHost:
+		key = r.Host
+		if h, _, err := net.SplitHostPort(key); err == nil {
+			key = h
+		}
+		key = strings.ToLower(strings.Trim(key, "[]"))
+	case config.FromPath:
+		rest, ok := strings.CutPrefix(r.URL.Path, t.PathPrefix)
+		if !ok {
+			return "", nil
+		}
+		key, _, _ = strings.Cut(rest, "/")
+	default:
+		key = strings.TrimSpace(r.Header.Get(t.Header))
+	}
+	if key == "" {
+		return "", nil
+	}
+	if !config.ValidTenant(key) {
+		return "", ErrInvalidTenant
+	}
+	return key, nil
+}
+
+// groups caps how many unconfigured tenants have groups of their own at
+// once. A tenant is live while it has a request in the gateway; the map holds
+// only live tenants, so its size is bounded by max whatever keys arrive.
+// Configured tenants and the default group are always their own groups.
+type groups struct {
+	fixed map[string]bool
+	max   int
+
+	mu   sync.Mutex
+	live map[string]int // requests in flight, by unconfigured tenant
+}
+
+func newGroups(cfg *config.Config) *groups {
+	fixed := map[string]bool{cfg.Tenant.Default: true, OverflowGroup: true}
+	for name := range cfg.Tenants {
+		fixed[name] = true
+	}
+	return &groups{fixed: fixed, max: cfg.Tenant.MaxGroups, live: make(map[string]int)}
+}
+
+// acquire returns the group a request of tenant runs in; the caller must
+// pass it to release when the request is done.
+func (g *groups) acquire(tenant string) string {
+	if g.fixed[tenant] {
+		return tenant
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, ok := g.live[tenant]
+	if !ok && len(g.live) >= g.max {
+		return OverflowGroup
+	}
+	g.live[tenant] = n + 1
+	return tenant
+}
+
+func (g *groups) release(group string) {
+	if g.fixed[group] {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := g.live[group]; n > 1 {
+		g.live[group] = n - 1
+	} else {
+		delete(g.live, group)
+	}
+}
+
+// labelled reports whether group gets metric series of its own: only groups
+// whose names the operator chose, so metrics stay bounded.
+func (g *groups) labelled(group string) bool { return g.fixed[group] }
+
+// count returns how many unconfigured tenants are live.
+func (g *groups) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.live)
+}

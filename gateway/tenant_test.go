@@ -1,0 +1,188 @@
+package gateway_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/groupexec/groupexec/gateway"
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+func TestExtractTenant(t *testing.T) {
+	hdr := config.Tenant{From: config.FromHeader, Header: "X-Tenant", PathPrefix: "/"}
+	host := config.Tenant{From: config.FromHost, Header: "X-Tenant", PathPrefix: "/"}
+	path := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t/"}
+	for _, tc := range []struct {
+		t       config.Tenant
+		url     string
+		header  string
+		want    string
+		invalid bool
+	}{
+		{hdr, "http://h/x", "acme", "acme", false},
+		{hdr, "http://h/x", "  acme ", "acme", false},
+		{hdr, "http://h/x", "", "", false},
+		{hdr, "http://h/x", "a b", "", true},
+		{hdr, "http://h/x", "_overflow", "", true},
+		{host, "http://Acme.Example.com:8080/x", "", "acme.example.com", false},
+		{host, "http://[2001:DB8::1]:80/x", "", "2001:db8::1", false},
+		{host, "http://[::1]:80/x", "", "", true}, // must start with a letter or digit
+		{host, "http://h/x", "ignored", "h", false},
+		{path, "http://h/t/acme/orders/1", "", "acme", false},
+		{path, "http://h/t/acme", "", "acme", false},
+		{path, "http://h/other/acme", "", "", false},
+		{path, "http://h/t/", "", "", false},
+		{path, "http://h/t/%2e%2e/", "", "..", true},
+	} {
+		r := httptest.NewRequest(http.MethodGet, tc.url, nil)
+		if tc.header != "" {
+			r.Header.Set("X-Tenant", tc.header)
+		}
+		got, err := gateway.ExtractTenant(tc.t, r)
+		if tc.invalid {
+			if !errors.Is(err, gateway.ErrInvalidTenant) {
+				t.Errorf("%s %q: err %v, want ErrInvalidTenant", tc.url, tc.header, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s %q (%s): %q, %v; want %q", tc.url, tc.header, tc.t.From, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzExtractTenant: whatever a request carries, the key is "" or valid,
+// never an error other than ErrInvalidTenant.
+func FuzzExtractTenant(f *testing.F) {
+	for _, s := range []struct{ from, header, host, path string }{
+		{"header", "acme", "h", "/"}, {"host", "", "Acme.com:80", "/x"}, {"path", "", "h", "/t/acme/x"},
+		{"header", "a\x00b", "h", "/"}, {"host", "", "[::1]:1", "/"}, {"path", "", "h", "/t//x"},
+	} {
+		f.Add(s.from, s.header, s.host, s.path)
+	}
+	f.Fuzz(func(t *testing.T, from, header, host, path string) {
+		cfg := config.Tenant{From: from, Header: "X-Tenant", PathPrefix: "/t/"}
+		r := &http.Request{Method: "GET", Host: host, URL: &url.URL{Path: path}, Header: http.Header{"X-Tenant": {header}}}
+		key, err := gateway.ExtractTenant(cfg, r)
+		if err != nil && !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Fatalf("unexpected error %v", err)
+		}
+		if err == nil && key != "" && !config.ValidTenant(key) {
+			t.Fatalf("invalid key %q accepted", key)
+		}
+	})
+}
+
+// A tenant arriving while max_groups others are live shares the overflow
+// group; configured tenants and the default group never do.
+func TestOverflowGroup(t *testing.T) {
+	g, gw := gated(t, minimal+"tenant: {max_groups: 2}\ntenants: {vip: {share: 2}}\nlimits: {max_concurrency_per_group: 4}\n")
+	c := client(t)
+	var wg sync.WaitGroup
+	for _, tenant := range []string{"a", "b", "c", "d", "vip", ""} {
+		wg.Go(func() { do(t, c, http.MethodGet, gw.url, tenant, nil) })
+	}
+	g.await(t, 6)
+	if n := gw.gw.LiveTenants(); n != 2 {
+		t.Errorf("live tenants %d, want 2", n)
+	}
+	ov, ok := gw.gw.Executor().GroupStats(gateway.OverflowGroup)
+	if !ok || ov.RunningTasks != 2 {
+		t.Errorf("overflow group: %+v", ov)
+	}
+	for _, grp := range []string{"vip", "anonymous"} {
+		if s, ok := gw.gw.Executor().GroupStats(grp); !ok || s.RunningTasks != 1 {
+			t.Errorf("group %s: %+v", grp, s)
+		}
+	}
+	close(g.release)
+	wg.Wait()
+	if n := gw.gw.LiveTenants(); n != 0 {
+		t.Errorf("live tenants after: %d", n)
+	}
+}
+
+// 100,000 random tenant keys, many live at once, cannot grow the gateway:
+// live tenants stay at max_groups, the executor keeps a bounded number of
+// groups, metrics keep a bounded number of series, and the heap is back
+// near where it started.
+func TestTenantCardinalityBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 requests")
+	}
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	const maxGroups = 8
+	gw := start(t, be.URL, minimal+fmt.Sprintf("tenant: {max_groups: %d}\nlimits: {max_in_flight_per_group: 1000}\n", maxGroups))
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: bound}
+
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	// Warm up connections and lazily built state before the baseline.
+	do(t, c, http.MethodGet, gw.url, "warmup", nil)
+	before := heap()
+
+	const total, workers = 100_000, 32
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		maxLive  int
+		failures int
+	)
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range total / workers {
+				req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+				req.Header.Set("X-Tenant", fmt.Sprintf("t%016x", rng.Uint64()))
+				resp, err := c.Do(req)
+				live := gw.gw.LiveTenants()
+				mu.Lock()
+				maxLive = max(maxLive, live)
+				if err != nil || resp.StatusCode != 200 {
+					failures++
+				}
+				mu.Unlock()
+				if err == nil {
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failures > 0 {
+		t.Errorf("%d requests failed", failures)
+	}
+	if maxLive > maxGroups {
+		t.Errorf("%d tenants live at once, cap %d", maxLive, maxGroups)
+	}
+	s := gw.gw.Executor().Stats()
+	if limit := maxGroups + maxGroups + 3; s.Groups > limit { // live + idle kept + default, overflow, warmup
+		t.Errorf("executor keeps %d groups, want <= %d", s.Groups, limit)
+	}
+	if ov, _ := gw.gw.Executor().GroupStats(gateway.OverflowGroup); ov.Submitted == 0 {
+		t.Log("the overflow group was not used in this run") // depends on scheduling; the bound is what matters
+	}
+	for _, name := range []string{"gateway_requests_total", "group_completed_total"} {
+		if n := series(t, gw.gw.Metrics(), name); n > 4 {
+			t.Errorf("%s has %d series", name, n)
+		}
+	}
+	after := heap()
+	if after > before && after-before > 16<<20 {
+		t.Errorf("heap grew by %d MiB over 100,000 tenants", (after-before)>>20)
+	}
+	t.Logf("heap before %d KiB, after %d KiB; max live tenants %d; executor groups %d", before>>10, after>>10, maxLive, s.Groups)
+}

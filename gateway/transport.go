@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"time"
+)
+
+// Retry schedule: at most maxTries tries; before the second, a wait drawn
+// from [backoffMin, backoffMax); each later wait doubles, up to backoffCap.
+const (
+	maxTries   = 3
+	backoffMin = 50 * time.Millisecond
+	backoffMax = 100 * time.Millisecond
+	backoffCap = 2 * time.Second
+)
+
+// transport sends each proxied request to a backend, taking the backends in
+// turn, and retries what is safe to retry.
+//
+// Only requests with an idempotent method (RFC 9110 9.2.2) and no body are
+// retried, and only on a transport error (refused or reset connection, a
+// response cut short): the request may have reached the backend, so the
+// method must make a repeat harmless, and a streamed body cannot be sent
+// twice without buffering it. A 5xx answer is passed to the client as it is:
+// the backend has spoken, and retrying an overloaded backend adds to its load.
+// Every try and wait fits in the request's deadline: a wait that would end
+// past it is not started.
+type transport struct {
+	base     http.RoundTripper
+	backends []*url.URL
+	next     atomic.Uint64
+	retried  func() // counts a retry
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	first := t.next.Add(1)
+	tries := 1
+	if retryable(req) {
+		tries = maxTries
+	}
+	wait := backoffMin + rand.N(backoffMax-backoffMin)
+	var err error
+	for i := range tries {
+		if i > 0 {
+			if !sleep(ctx, wait) {
+				return nil, err
+			}
+			t.retried()
+			wait = min(2*wait, backoffCap)
+		}
+		// The RoundTripper contract forbids changing req: each try gets a
+		// copy pointed at its backend.
+		out := req.Clone(ctx)
+		(&httputil.ProxyRequest{Out: out}).SetURL(t.backends[(first+uint64(i))%uint64(len(t.backends))])
+		var resp *http.Response
+		resp, err = t.base.RoundTrip(out)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+// retryable reports whether req may be sent again after a transport error.
+func retryable(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return req.Body == nil || req.Body == http.NoBody
+	}
+	return false
+}
+
+// sleep waits d unless ctx ends first or its deadline is less than d away;
+// it reports whether it waited.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,219 @@
+package prom
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// OtherGroup is the group label of every group without series of its own.
+const OtherGroup = "_other"
+
+// DefaultMaxGroups is how many groups get series of their own when
+// Options.Labelled is nil.
+const DefaultMaxGroups = 100
+
+// Options configure a Collector. The zero value is valid.
+type Options struct {
+	// Namespace, when set, prefixes every metric name ("myapp" gives
+	// myapp_queue_depth).
+	Namespace string
+	// Labelled reports whether group gets series of its own; the others are
+	// summed under OtherGroup. It must be safe for concurrent use and give the
+	// same answer for a group every time, and accept a bounded set: each
+	// accepted group is kept, and read on every scrape, for the life of the
+	// Collector. nil means: the first MaxGroups distinct groups seen.
+	Labelled func(group string) bool
+	// MaxGroups bounds the groups with series of their own when Labelled is
+	// nil. 0 means DefaultMaxGroups.
+	MaxGroups int
+	// Buckets are the histograms' bucket bounds, in seconds; nil means
+	// prometheus.DefBuckets.
+	Buckets []float64
+}
+
+// Collector adapts an executor's Listener events and Stats to Prometheus. It
+// is safe for concurrent use. Create it with New.
+type Collector struct {
+	labelled  func(string) bool
+	mu        sync.RWMutex
+	ex        *executor.Executor
+	groups    map[string]struct{} // groups with series of their own
+	maxGroups int
+
+	rejected  *prometheus.CounterVec
+	completed *prometheus.CounterVec
+	queued    *prometheus.HistogramVec
+	run       *prometheus.HistogramVec
+
+	queueDepth, running, groupsDesc, groupRunning, groupWaiting *prometheus.Desc
+}
+
+var _ executor.Listener = (*Collector)(nil)
+var _ prometheus.Collector = (*Collector)(nil)
+
+// New returns a Collector. Pass it to executor.WithListener, then call
+// Observe with the executor, then register it.
+func New(o Options) *Collector {
+	c := &Collector{labelled: o.Labelled, groups: make(map[string]struct{}), maxGroups: o.MaxGroups}
+	if c.maxGroups <= 0 {
+		c.maxGroups = DefaultMaxGroups
+	}
+	buckets := o.Buckets
+	if buckets == nil {
+		buckets = prometheus.DefBuckets
+	}
+	ns := o.Namespace
+	c.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "group_rejected_total",
+		Help: "Tasks refused, by group and the limit that refused them."}, []string{"group", "limit"})
+	c.completed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "group_completed_total",
+		Help: "Tasks completed, by group and status (success, failed, cancelled)."}, []string{"group", "status"})
+	c.queued = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "group_queued_seconds",
+		Help: "Time from submit to start of the tasks that started.", Buckets: buckets}, []string{"group"})
+	c.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "group_run_seconds",
+		Help: "Time the tasks ran.", Buckets: buckets}, []string{"group"})
+	c.queueDepth = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "queue_depth"),
+		"Tasks waiting to start.", []string{"queue"}, nil)
+	c.running = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "executor_running_permits"),
+		"Permits running across all groups.", nil, nil)
+	c.groupsDesc = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "executor_groups"),
+		"Groups whose state the executor keeps (busy, idle or shut down).", nil, nil)
+	c.groupRunning = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "group_running_tasks"),
+		"Tasks running, by group.", []string{"group"}, nil)
+	c.groupWaiting = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "group_waiting_tasks"),
+		"Tasks waiting, by group.", []string{"group"}, nil)
+	return c
+}
+
+// Observe sets the executor whose Stats are read at scrape time. Until it is
+// called, only the listener's counters and histograms are exported.
+func (c *Collector) Observe(ex *executor.Executor) {
+	c.mu.Lock()
+	c.ex = ex
+	c.mu.Unlock()
+}
+
+// label returns group's label value, admitting it to its own series if there
+// is room.
+func (c *Collector) label(group string) string {
+	if c.labelled != nil {
+		if c.labelled(group) {
+			c.remember(group)
+			return group
+		}
+		return OtherGroup
+	}
+	c.mu.RLock()
+	_, ok := c.groups[group]
+	full := len(c.groups) >= c.maxGroups
+	c.mu.RUnlock()
+	if ok {
+		return group
+	}
+	if full {
+		return OtherGroup
+	}
+	if c.remember(group) {
+		return group
+	}
+	return OtherGroup
+}
+
+// remember adds group to the groups with series of their own, if there is
+// room, and reports whether it is one.
+func (c *Collector) remember(group string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.groups[group]; ok {
+		return true
+	}
+	// With a Labelled func, the groups it accepts bound the set.
+	if c.labelled == nil && len(c.groups) >= c.maxGroups {
+		return false
+	}
+	c.groups[group] = struct{}{}
+	return true
+}
+
+// OnSubmitted does nothing: the level of submitted work is read from Stats.
+func (c *Collector) OnSubmitted(executor.Event) {}
+
+// OnStarted records how long the task waited.
+func (c *Collector) OnStarted(e executor.Event) {
+	c.queued.WithLabelValues(c.label(e.Group)).Observe(e.Queued.Seconds())
+}
+
+// OnCompleted counts the outcome and records how long the task ran.
+func (c *Collector) OnCompleted(e executor.Event) {
+	g := c.label(e.Group)
+	c.completed.WithLabelValues(g, strings.ToLower(e.Status.String())).Inc()
+	if e.Duration > 0 {
+		c.run.WithLabelValues(g).Observe(e.Duration.Seconds())
+	}
+}
+
+// OnRejected counts the refusal under the limit that made it.
+func (c *Collector) OnRejected(e executor.Event) {
+	c.rejected.WithLabelValues(c.label(e.Group), LimitLabel(e.Err)).Inc()
+}
+
+// LimitLabel names, as a label value, the limit that refused a task with err:
+// executor.Limit with spaces as underscores ("group_in-flight"), or "other".
+func LimitLabel(err error) string {
+	var re *executor.RejectedError
+	if errors.As(err, &re) && re.Limit != "" {
+		return strings.ReplaceAll(string(re.Limit), " ", "_")
+	}
+	return "other"
+}
+
+// Describe sends the descriptions of every metric.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.rejected.Describe(ch)
+	c.completed.Describe(ch)
+	c.queued.Describe(ch)
+	c.run.Describe(ch)
+	for _, d := range []*prometheus.Desc{c.queueDepth, c.running, c.groupsDesc, c.groupRunning, c.groupWaiting} {
+		ch <- d
+	}
+}
+
+// Collect sends the current values. Levels are read from the executor: each
+// labelled group's GroupStats, and the remainder of Stats for OtherGroup.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.rejected.Collect(ch)
+	c.completed.Collect(ch)
+	c.queued.Collect(ch)
+	c.run.Collect(ch)
+
+	c.mu.RLock()
+	ex := c.ex
+	groups := make([]string, 0, len(c.groups))
+	for g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.RUnlock()
+	if ex == nil {
+		return
+	}
+	s := ex.Stats()
+	ch <- prometheus.MustNewConstMetric(c.queueDepth, prometheus.GaugeValue, float64(s.Waiting), "global")
+	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(s.Running))
+	ch <- prometheus.MustNewConstMetric(c.groupsDesc, prometheus.GaugeValue, float64(s.Groups))
+	running, waiting := s.RunningTasks, s.Waiting
+	for _, g := range groups {
+		gs, _ := ex.GroupStats(g) // zero when reclaimed: it has nothing running
+		ch <- prometheus.MustNewConstMetric(c.groupRunning, prometheus.GaugeValue, float64(gs.RunningTasks), g)
+		ch <- prometheus.MustNewConstMetric(c.groupWaiting, prometheus.GaugeValue, float64(gs.Waiting), g)
+		running -= gs.RunningTasks
+		waiting -= gs.Waiting
+	}
+	// The snapshots are taken one after another, so the remainder can be
+	// off by what changed between them; never below zero.
+	ch <- prometheus.MustNewConstMetric(c.groupRunning, prometheus.GaugeValue, float64(max(running, 0)), OtherGroup)
+	ch <- prometheus.MustNewConstMetric(c.groupWaiting, prometheus.GaugeValue, float64(max(waiting, 0)), OtherGroup)
+}
