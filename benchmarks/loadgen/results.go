@@ -41,7 +41,11 @@ type Summary struct {
 	P50, P90, P99, Max time.Duration
 	// Lag percentiles: how late the generator sent. Large lags mean the
 	// generator, not the server, was the bottleneck.
-	LagP99, LagMax time.Duration
+	LagP50, LagP99, LagMax time.Duration
+	// Percentiles of Latency-Lag, the time from the actual send: what a
+	// generator with coordinated omission would report. For reference only:
+	// it hides the time requests spent waiting to be sent.
+	SentP50, SentP99 time.Duration
 	// Throughput is 2xx answers per second of the run's Duration.
 	Throughput float64
 }
@@ -61,9 +65,11 @@ func summarise(list []Result, d time.Duration) Summary {
 	s := Summary{N: len(list), Codes: map[int]int{}}
 	lat := make([]time.Duration, 0, len(list))
 	lag := make([]time.Duration, 0, len(list))
+	sent := make([]time.Duration, 0, len(list))
 	for _, x := range list {
 		lat = append(lat, x.Latency)
 		lag = append(lag, x.Lag)
+		sent = append(sent, x.Latency-x.Lag)
 		switch {
 		case x.Err != nil:
 			s.Errors++
@@ -76,9 +82,11 @@ func summarise(list []Result, d time.Duration) Summary {
 	}
 	slices.Sort(lat)
 	slices.Sort(lag)
+	slices.Sort(sent)
 	s.P50, s.P90, s.P99 = Percentile(lat, 0.50), Percentile(lat, 0.90), Percentile(lat, 0.99)
 	s.Max = Percentile(lat, 1)
-	s.LagP99, s.LagMax = Percentile(lag, 0.99), Percentile(lag, 1)
+	s.LagP50, s.LagP99, s.LagMax = Percentile(lag, 0.50), Percentile(lag, 0.99), Percentile(lag, 1)
+	s.SentP50, s.SentP99 = Percentile(sent, 0.50), Percentile(sent, 0.99)
 	if d > 0 {
 		s.Throughput = float64(s.OK) / d.Seconds()
 	}

@@ -57,8 +57,11 @@ func TestSummaryAndSeries(t *testing.T) {
 	if s.Max != time.Second || s.P99 != time.Second || s.P50 != 3*time.Millisecond {
 		t.Errorf("max %v p99 %v p50 %v, want 1s 1s 3ms", s.Max, s.P99, s.P50)
 	}
-	if s.LagMax != 3*time.Millisecond {
-		t.Errorf("lag max %v", s.LagMax)
+	if s.LagMax != 3*time.Millisecond || s.LagP50 != 0 {
+		t.Errorf("lag max %v p50 %v", s.LagMax, s.LagP50)
+	}
+	if s.SentP99 != time.Second-3*time.Millisecond || s.SentP50 != 3*time.Millisecond {
+		t.Errorf("from-send p99 %v p50 %v, want 997ms 3ms", s.SentP99, s.SentP50)
 	}
 	if s.Throughput != 5 {
 		t.Errorf("throughput %v, want 10 OK / 2s", s.Throughput)
