@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -34,7 +36,8 @@ import (
 // params are the bench's knobs; defaults in main.
 type params struct {
 	// overhead and throughput
-	repeats      int           // A/B pairs of each
+	repeats      int           // A/B pairs of latency runs
+	tputRepeats  int           // A/B pairs of throughput runs
 	delay        time.Duration // the fixed backend's latency
 	rate         float64       // open-loop rate of the latency runs
 	latencyRun   time.Duration // one latency run
@@ -52,16 +55,18 @@ type params struct {
 	svg        string        // chart path; "" for none
 	parts      string        // which parts: o(verhead), t(hroughput), i(solation)
 	chartTitle string
+	cpuProfile string // CPU profile of the first gateway throughput run; "" for none
 }
 
 func main() {
 	var p params
-	flag.IntVar(&p.repeats, "repeats", 5, "A/B pairs of the overhead and throughput runs")
+	flag.IntVar(&p.repeats, "repeats", 5, "A/B pairs of the latency runs")
+	flag.IntVar(&p.tputRepeats, "throughput-repeats", 12, "A/B pairs of the throughput runs")
 	flag.DurationVar(&p.delay, "delay", time.Millisecond, "fixed backend latency (overhead runs)")
 	flag.Float64Var(&p.rate, "rate", 1000, "requests/s of the latency runs")
 	flag.DurationVar(&p.latencyRun, "latency-run", 4*time.Second, "length of one latency run")
 	flag.IntVar(&p.clients, "clients", 64, "concurrent clients of the throughput runs")
-	flag.DurationVar(&p.throughputRn, "throughput-run", 3*time.Second, "length of one throughput run")
+	flag.DurationVar(&p.throughputRn, "throughput-run", 1500*time.Millisecond, "length of one throughput run")
 	flag.IntVar(&p.slots, "slots", 4, "capacity backend: requests served at once")
 	flag.DurationVar(&p.service, "service", 20*time.Millisecond, "capacity backend: time per request")
 	flag.Float64Var(&p.heavyX, "heavy", 5, "heavy tenant's rate, in multiples of the backend's capacity")
@@ -73,6 +78,7 @@ func main() {
 	flag.StringVar(&p.svg, "svg", "", "write the isolation chart (SVG) here")
 	flag.StringVar(&p.parts, "parts", "oti", "parts to run: o overhead, t throughput, i isolation")
 	flag.StringVar(&p.chartTitle, "title", "gateway isolation", "chart title")
+	flag.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the first gateway throughput run here (the whole process: load generator and backend included)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -159,6 +165,7 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 		for i := range p.repeats {
 			var sum [2]loadgen.Summary
 			for _, k := range order(i) {
+				runtime.GC() // each run starts from the same heap, not the last run's garbage
 				res, err := loadgen.Open(ctx, loadgen.OpenConfig{Target: sides[k].t, Client: sides[k].c, Rate: p.rate, Duration: p.latencyRun, Timeout: p.timeout})
 				if err != nil {
 					return err
@@ -177,28 +184,47 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 	}
 
 	if throughput {
-		fmt.Fprintf(out, "\n== throughput: closed loop, %d clients for %v, backend %v, %d A/B pairs\n", p.clients, p.throughputRn, p.delay, p.repeats)
+		fmt.Fprintf(out, "\n== throughput: closed loop, %d clients for %v, backend %v, %d A/B pairs\n", p.clients, p.throughputRn, p.delay, p.tputRepeats)
 		for _, s := range sides {
 			if _, err := loadgen.Closed(ctx, loadgen.ClosedConfig{Target: s.t, Client: s.c, Clients: p.clients, Duration: p.throughputRn / 4, Timeout: p.timeout}); err != nil {
 				return err
 			}
 		}
-		var rt []float64
-		for i := range p.repeats {
+		var rt, rc []float64
+		for i := range p.tputRepeats {
 			var sum [2]loadgen.Summary
+			var cpuPer [2]time.Duration // process CPU per answered request
 			for _, k := range order(i) {
+				runtime.GC()
+				stopProfile := func() error { return nil }
+				if p.cpuProfile != "" && i == 0 && k == 1 {
+					if stopProfile, err = startProfile(p.cpuProfile); err != nil {
+						return err
+					}
+				}
+				cpu0 := processCPU()
 				res, err := loadgen.Closed(ctx, loadgen.ClosedConfig{Target: sides[k].t, Client: sides[k].c, Clients: p.clients, Duration: p.throughputRn, Timeout: p.timeout})
 				if err != nil {
 					return err
 				}
+				if ok := res.Summary().OK; ok > 0 {
+					cpuPer[k] = (processCPU() - cpu0) / time.Duration(ok)
+				}
+				if err := stopProfile(); err != nil {
+					return err
+				}
 				sum[k] = res.Summary()
 				printRun(out, fmt.Sprintf("pair %d %-7s", i+1, sides[k].name), sum[k])
+				fmt.Fprintf(out, "pair %d %-7s: process CPU per request %.1fµs\n", i+1, sides[k].name, float64(cpuPer[k])/float64(time.Microsecond))
 			}
 			rt = append(rt, sum[1].Throughput/max(sum[0].Throughput, 1e-9))
-			fmt.Fprintf(out, "pair %d gateway/bare: throughput %.3fx\n", i+1, rt[i])
+			rc = append(rc, ratio(cpuPer[0], cpuPer[1]))
+			fmt.Fprintf(out, "pair %d gateway/bare: throughput %.3fx, CPU-bound throughput (bare CPU/request over gateway's) %.3fx\n", i+1, rt[i], rc[i])
 		}
-		m := median(rt)
+		m, mc := median(rt), median(rc)
 		fmt.Fprintf(out, "RESULT throughput: median gateway/bare %.3fx (pairs: %s); goal >= 0.85x: %s\n", m, fmtRatios(rt), verdict(m >= 0.85))
+		fmt.Fprintf(out, "RESULT CPU per request: median bare/gateway %.3fx (pairs: %s): the throughput ratio of a CPU-bound machine, robust to other processes taking CPU; goal >= 0.85x: %s\n",
+			mc, fmtRatios(rc), verdict(mc >= 0.85))
 	}
 	return nil
 }
@@ -326,6 +352,18 @@ func isolation(ctx context.Context, out io.Writer, p params) error {
 		fmt.Fprintf(out, "chart: %s\n", p.svg)
 	}
 	return nil
+}
+
+func startProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }
 
 func printRun(out io.Writer, name string, s loadgen.Summary) {

@@ -30,7 +30,7 @@ func TestSmoke(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "chart.svg")
 	var out bytes.Buffer
 	p := params{
-		repeats: 1, delay: time.Millisecond, rate: 200, latencyRun: 200 * time.Millisecond,
+		repeats: 1, tputRepeats: 1, delay: time.Millisecond, rate: 200, latencyRun: 200 * time.Millisecond,
 		clients: 4, throughputRn: 200 * time.Millisecond,
 		slots: 2, service: 10 * time.Millisecond, heavyX: 5, lightRate: 20,
 		isoRun: 600 * time.Millisecond, baseRun: 300 * time.Millisecond, timeout: 300 * time.Millisecond,
