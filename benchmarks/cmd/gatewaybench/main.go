@@ -193,7 +193,8 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 		var rt, rc []float64
 		for i := range p.tputRepeats {
 			var sum [2]loadgen.Summary
-			var cpuPer [2]time.Duration // process CPU per answered request
+			var cpuPer [2]time.Duration  // process CPU per answered request
+			var allocs, bytes [2]float64 // process heap allocations per answered request
 			for _, k := range order(i) {
 				runtime.GC()
 				stopProfile := func() error { return nil }
@@ -203,19 +204,25 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 					}
 				}
 				cpu0 := processCPU()
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
 				res, err := loadgen.Closed(ctx, loadgen.ClosedConfig{Target: sides[k].t, Client: sides[k].c, Clients: p.clients, Duration: p.throughputRn, Timeout: p.timeout})
 				if err != nil {
 					return err
 				}
+				runtime.ReadMemStats(&ms1)
 				if ok := res.Summary().OK; ok > 0 {
 					cpuPer[k] = (processCPU() - cpu0) / time.Duration(ok)
+					allocs[k] = float64(ms1.Mallocs-ms0.Mallocs) / float64(ok)
+					bytes[k] = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(ok)
 				}
 				if err := stopProfile(); err != nil {
 					return err
 				}
 				sum[k] = res.Summary()
 				printRun(out, fmt.Sprintf("pair %d %-7s", i+1, sides[k].name), sum[k])
-				fmt.Fprintf(out, "pair %d %-7s: process CPU per request %.1fµs\n", i+1, sides[k].name, float64(cpuPer[k])/float64(time.Microsecond))
+				fmt.Fprintf(out, "pair %d %-7s: per request (whole process) CPU %.1fµs, %.0f allocs, %.0f B\n", i+1, sides[k].name,
+					float64(cpuPer[k])/float64(time.Microsecond), allocs[k], bytes[k])
 			}
 			rt = append(rt, sum[1].Throughput/max(sum[0].Throughput, 1e-9))
 			rc = append(rc, ratio(cpuPer[0], cpuPer[1]))
