@@ -228,8 +228,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// (client gone, deadline, abort) ends the task promptly.
 		<-h.Done()
 		res, _ := h.Result()
-		var pe *executor.PanicError
-		if errors.As(res.Err, &pe) {
+		// Only a failed task is looked at: errors.As makes pe escape, a heap
+		// allocation on every request otherwise.
+		if pe := panicError(res.Err); pe != nil {
 			if pe.Value == http.ErrAbortHandler {
 				// The proxy aborts a response it could not finish copying;
 				// only the server, by this panic, can cut the connection so
@@ -249,6 +250,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = res.Err
 	}
 	g.notRun(x, ctx, tenant, err)
+}
+
+// panicError returns the panic err carries, or nil.
+func panicError(err error) *executor.PanicError {
+	if err == nil {
+		return nil
+	}
+	var pe *executor.PanicError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
 }
 
 // forward runs as the request's task: it proxies r and returns an error for

@@ -55,8 +55,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			wait = min(2*wait, backoffCap)
 		}
 		// The RoundTripper contract forbids changing req: each try gets a
-		// copy pointed at its backend.
-		out := req.Clone(ctx)
+		// copy pointed at its backend. SetURL changes only the URL and Host,
+		// so a shallow copy with its own URL is enough; req.Clone would also
+		// deep-copy the headers, which the ReverseProxy has just copied, on
+		// every request (see TestTransportLeavesRequestAlone).
+		out := req.WithContext(ctx)
+		u := *req.URL
+		out.URL = &u
 		(&httputil.ProxyRequest{Out: out}).SetURL(t.backends[(first+uint64(i))%uint64(len(t.backends))])
 		var resp *http.Response
 		resp, err = t.base.RoundTrip(out)

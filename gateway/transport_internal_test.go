@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// recordingRT fails the first fail tries, then answers 200; it keeps a copy
+// of what each try asked for.
+type recordingRT struct {
+	fail int
+	seen []*http.Request
+}
+
+func (r *recordingRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.seen = append(r.seen, req)
+	if len(r.seen) <= r.fail {
+		return nil, errors.New("connection reset")
+	}
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+}
+
+// The transport sends each try to its backend without changing the request
+// it was given (the RoundTripper contract), although it no longer deep-copies
+// it: each try has its own URL, pointed at the backend, and the same headers.
+func TestTransportLeavesRequestAlone(t *testing.T) {
+	b1, _ := url.Parse("http://10.0.0.1:8081/base")
+	b2, _ := url.Parse("http://10.0.0.2:8082")
+	rt := &recordingRT{fail: 1}
+	tr := &transport{base: rt, backends: []*url.URL{b1, b2}, retried: func() {}}
+	req, _ := http.NewRequest(http.MethodGet, "http://gateway.example/path?q=1", nil)
+	req.Header.Set("X-Tenant", "acme")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	if got := req.URL.String(); got != "http://gateway.example/path?q=1" || req.Host != "gateway.example" {
+		t.Errorf("the request was changed: URL %s Host %q", got, req.Host)
+	}
+	if len(req.Header) != 1 || req.Header.Get("X-Tenant") != "acme" {
+		t.Errorf("the request's headers were changed: %v", req.Header)
+	}
+	if len(rt.seen) != 2 {
+		t.Fatalf("%d tries, want 2 (one retry after the reset)", len(rt.seen))
+	}
+	// tr.next starts at 0 and is incremented first: the first try goes to
+	// backends[1], the retry to backends[0].
+	want := []string{"http://10.0.0.2:8082/path?q=1", "http://10.0.0.1:8081/base/path?q=1"}
+	for i, out := range rt.seen {
+		if out == req || out.URL == req.URL {
+			t.Errorf("try %d shares the request or its URL", i)
+		}
+		if got := out.URL.String(); got != want[i] {
+			t.Errorf("try %d went to %s, want %s", i, got, want[i])
+		}
+		if out.Host != "" || out.Header.Get("X-Tenant") != "acme" || out.Context() != req.Context() {
+			t.Errorf("try %d: Host %q, headers %v", i, out.Host, out.Header)
+		}
+	}
+	if rt.seen[0].URL == rt.seen[1].URL {
+		t.Error("the tries share a URL")
+	}
+}
+
+// panicError finds a task's panic, wrapped or not, and nothing else; a
+// successful task (nil) takes the early return that keeps ServeHTTP free of
+// an allocation per request.
+func TestPanicError(t *testing.T) {
+	pe := &executor.PanicError{Value: http.ErrAbortHandler}
+	for _, c := range []struct {
+		err  error
+		want *executor.PanicError
+	}{
+		{nil, nil},
+		{errors.New("backend"), nil},
+		{pe, pe},
+		{fmt.Errorf("task: %w", pe), pe},
+	} {
+		if got := panicError(c.err); got != c.want {
+			t.Errorf("panicError(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = panicError(nil) }); n != 0 {
+		t.Errorf("panicError(nil) allocates %v times", n)
+	}
+}
