@@ -143,11 +143,15 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 	return clusterGranted, nil
 }
 
-// releaseLocked gives back j's cluster permits, group then global.
-func (j *job) releaseClusterLocked() {
+// releaseClusterLocked gives back j's cluster permits, group then global.
+// A permit given back to the group's limiter may serve its next task at
+// once, so the group no longer waits for a notify (the caller updates
+// ex.ready).
+func (ex *Executor) releaseClusterLocked(g *group, j *job) {
 	if p := j.cluster[1]; p != nil {
 		j.cluster[1] = nil
 		p.Release()
+		g.clusterWait = false
 	}
 	if p := j.cluster[0]; p != nil {
 		j.cluster[0] = nil

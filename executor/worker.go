@@ -94,7 +94,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	g.conc.Release(j.weight)
 	ex.global.Release(j.weight)
 	if ex.cluster != nil {
-		j.releaseClusterLocked()
+		ex.releaseClusterLocked(g, j)
 	}
 	g.counts.add(st)
 	ex.counts.add(st)
