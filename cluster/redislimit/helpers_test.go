@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 	"github.com/redis/go-redis/v9"
@@ -76,3 +77,7 @@ func eventually(t testing.TB, what string, limit time.Duration, cond func() bool
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// startRedis starts a redis-server of the test's own: tests that kill,
+// pause or restart processes, or count keys, do not share one.
+func startRedis(t testing.TB) string { return redistest.Start(t).Addr() }
