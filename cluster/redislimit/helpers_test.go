@@ -14,6 +14,8 @@ import (
 
 var bg = context.Background()
 
+type ctxT = context.Context
+
 // Short leases keep the suite fast; the bounds below are hang guards or
 // generous multiples of them.
 const (

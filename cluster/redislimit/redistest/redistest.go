@@ -173,7 +173,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping speaks just enough RESP to check that the server answers.
+// Ping reports whether a Redis at addr answers PING within a second. It
+// speaks just enough RESP for that, so it needs no client.
+func Ping(addr string) error { return ping(addr) }
+
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
