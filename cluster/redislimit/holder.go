@@ -49,8 +49,8 @@ type counters struct {
 }
 
 // New returns a Holder leasing from the Redis rdb reaches, and starts its
-// renewal loop and its refiller (two goroutines, whatever the number of
-// keys and tasks). An invalid option returns an *OptionError naming it.
+// renewal loop, its refiller and its contention subscriber (three
+// goroutines, whatever the number of keys and tasks). An invalid option returns an *OptionError naming it.
 func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 	if rdb == nil {
 		return nil, &OptionError{"New", "nil", "a Redis client is required"}
@@ -73,9 +73,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 		cfg.holderID = hex.EncodeToString(b[:])
 	}
 	h := &Holder{rdb: rdb, cfg: cfg, id: cfg.holderID, work: make(chan struct{}, 1), stop: make(chan struct{})}
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go h.refiller()
 	go h.renewer()
+	go h.subscriber()
 	return h, nil
 }
 

@@ -93,10 +93,16 @@ func (h *Holder) serve(ks *keyState) {
 	if ks.giveUp {
 		ks.giveUp = false
 		if ks.others > 0 {
-			held, _ := ks.held()
-			ret = h.shrinkLocked(ks, held-ks.fairShare())
+			held, free := ks.held()
+			k := held - ks.fairShare()
+			if ks.contended {
+				// Someone was just refused: what no task uses now goes back.
+				k = max(k, free)
+			}
+			ret = h.shrinkLocked(ks, k)
 		}
 	}
+	ks.contended = false
 	h.mu.Unlock()
 	h.emit(evs...)
 	if len(ret) > 0 {
@@ -131,7 +137,7 @@ func (h *Holder) refill(ks *keyState) {
 
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, h.id).Int64Slice()
+	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, h.id, h.channel()).Int64Slice()
 	cancel()
 	h.st.roundTrips.Add(1)
 

@@ -95,6 +95,7 @@ type keyState struct {
 	minFree           int       // the fewest free permits since the last renewal round
 	others            int       // other holders waiting for this key, as Redis last said
 	giveUp            bool      // return permits above the fair share as they free
+	contended         bool      // a holder was just refused: return the free permits too
 	fellBack, refused int       // fallbacks and refusals not yet reported
 }
 

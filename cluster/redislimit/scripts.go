@@ -19,11 +19,17 @@ import "github.com/redis/go-redis/v9"
 // tokens keep rising across a restart of a Redis without persistence (the
 // counter restarts from the clock) as long as fewer than a million are
 // issued per second on average. A holder refused for lack of room is
-// recorded as waiting, which tells the others to give back what they do not
-// need; while others wait, a holder is not granted more than an even share
-// of the limit (it is not recorded as waiting then: it is not starved).
+// recorded as waiting for a TTL (a grant does not end that: one block may
+// not be all it needs), which tells the others to give back what they hold
+// above an even share of the limit; while others wait, a holder is not
+// granted more than that share (and is not recorded as waiting for being
+// refused more: it is not starved).
 //
-// KEYS: l n f w. ARGV: limit want need ttl_ms lease_id holder_id.
+// A refusal is also published on the contention channel (ARGV[7]) as
+// "holder_id|leases_key", so that the holders of the key learn at once that
+// someone waits, rather than at their next renewal.
+//
+// KEYS: l n f w. ARGV: limit want need ttl_ms lease_id holder_id channel.
 // Returns {granted, token, free_after, other_waiters}.
 var acquireScript = redis.NewScript(`
 local t = redis.call('TIME')
@@ -53,9 +59,9 @@ end
 if free < need then
   redis.call('ZADD', KEYS[4], now + ttl, ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ttl * 2)
+  redis.call('PUBLISH', ARGV[7], ARGV[6] .. '|' .. KEYS[1])
   return {0, 0, free, others}
 end
-redis.call('ZREM', KEYS[4], ARGV[6])
 local grant = math.min(want, free)
 local tok = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1, nowus)
 redis.call('SET', KEYS[3], string.format('%.0f', tok), 'PX', 86400000)
