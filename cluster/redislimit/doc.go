@@ -57,12 +57,15 @@
 //
 // The trade-off: a block held by one process is capacity the others cannot
 // use until it is given back (at the next renewal round at the latest) or
-// expires, so a quiet process can keep others waiting for up to one renew
-// interval, and a process that dies keeps its blocks for up to the lease
-// TTL. A process that is refused a block is recorded in Redis as waiting;
-// while others wait, Redis grants a holder no more than an even share of the
+// expires: a process that dies keeps its blocks for up to the lease TTL. A
+// process that is refused a block is recorded in Redis as waiting and
+// publishes the refusal (pub/sub, one channel per prefix); every holder of
+// the key that hears it gives back the permits none of its tasks is using.
+// While others wait, Redis grants a holder no more than an even share of the
 // limit, and holders above that share give permits back as their tasks
-// finish instead of reusing them. Smaller TTLs and renew intervals make
+// finish instead of reusing them. A notice missed (a dropped subscription)
+// costs at most one renew interval: the renewal round also reports waiters
+// and returns permits that went unused. Smaller TTLs and renew intervals make
 // capacity move faster, at the price of more round trips. Steady load costs
 // a few round trips per renewal round, not per task (Stats.RoundTrips;
 // benchmarks/README.md measures it).

@@ -8,7 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The holder's I/O runs on two goroutines, never under an executor's lock:
+// The holder's I/O runs on two goroutines, never under an executor's lock
+// (a third listens for contention: contention.go):
 //
 //   - the refiller leases blocks for keys whose tasks found no permit at
 //     hand (one script call per block), polls Redis while refills are

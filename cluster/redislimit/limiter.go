@@ -167,7 +167,13 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 	case n > ks.limit:
 		return nil, fmt.Errorf("%w: weight %d over the cluster %s limit %d", executor.ErrTooHeavy, n, l.scope, ks.limit)
 	}
-	held, _ := ks.held()
+	held, free := ks.held()
+	if ks.others > 0 && held > ks.fairShare() && free > 0 {
+		// Above an even share while others wait: what is free goes back
+		// rather than to this holder's next task.
+		ks.giveUp = true
+		h.enqueueLocked(ks)
+	}
 	if ks.others == 0 || held <= ks.fairShare() {
 		for _, le := range ks.leases {
 			if le.size-le.used >= n {

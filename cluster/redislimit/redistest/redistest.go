@@ -28,7 +28,7 @@ const EnvAddr = "GROUPEXEC_REDIS_ADDR"
 
 // InstallHint says how to get redis-server; failures quote it.
 const InstallHint = "redis-server is not on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; " +
-	"macOS: brew install redis), or run .ci/test, which installs it and runs go test -race ./..."
+	"macOS: brew install redis), or run .ci/test (it installs redis-server, then runs go test -race ./...)"
 
 // Server is a redis-server process started by Start. Its methods are safe
 // for concurrent use.
