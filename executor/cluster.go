@@ -137,9 +137,10 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 		case p == nil:
 			return clusterWaitGroup, nil
 		}
-		j.cluster[1] = p
+		j.cluster = &[2]Permit{gp, p}
+		return clusterGranted, nil
 	}
-	j.cluster[0] = gp
+	j.cluster = &[2]Permit{gp, nil}
 	return clusterGranted, nil
 }
 
@@ -148,13 +149,16 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 // once, so the group no longer waits for a notify (the caller updates
 // ex.ready).
 func (ex *Executor) releaseClusterLocked(g *group, j *job) {
-	if p := j.cluster[1]; p != nil {
-		j.cluster[1] = nil
+	ps := j.cluster
+	if ps == nil {
+		return
+	}
+	j.cluster = nil
+	if p := ps[1]; p != nil {
 		p.Release()
 		g.clusterWait = false
 	}
-	if p := j.cluster[0]; p != nil {
-		j.cluster[0] = nil
+	if p := ps[0]; p != nil {
 		p.Release()
 	}
 }

@@ -28,7 +28,7 @@ func classify(err error) Status {
 // standard cancelable context, which keeps the parent's cancellation and
 // cause.
 func (j *job) runContext() context.Context {
-	bind := j.cluster[0] != nil || j.cluster[1] != nil
+	bind := j.cluster != nil
 	if j.parent.Done() == nil && !bind {
 		return (*runCtx)(j)
 	}
