@@ -44,6 +44,9 @@ func (ex *Executor) CheckInvariants() string {
 		if (h != nil) != g.backlogNode.InList() {
 			return "backlog list membership wrong for group " + k
 		}
+		if h == nil && g.clusterWait {
+			return "group with nothing waiting waits for a cluster notify: " + k
+		}
 		if h == nil && g.deficit > 0 {
 			return "group with nothing waiting keeps credit: " + k
 		}
