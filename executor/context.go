@@ -28,7 +28,8 @@ func classify(err error) Status {
 // standard cancelable context, which keeps the parent's cancellation and
 // cause.
 func (j *job) runContext() context.Context {
-	if j.parent.Done() == nil {
+	bind := j.cluster != nil
+	if j.parent.Done() == nil && !bind {
 		return (*runCtx)(j)
 	}
 	j.stdCtx = true
@@ -39,6 +40,11 @@ func (j *job) runContext() context.Context {
 	j.mu.Unlock()
 	if err != nil {
 		cancel(err)
+	}
+	if bind {
+		// A cluster permit can cancel the task with a cause (a lost
+		// lease), hence the standard context above.
+		ctx = j.bindCluster(ctx)
 	}
 	return ctx
 }

@@ -75,6 +75,7 @@ func (ex *Executor) updateReadyLocked(g *group) {
 	h := g.head()
 	if h == nil {
 		g.deficit = min(g.deficit, 0) // nothing waiting: no credit kept
+		g.clusterWait = false         // the next head asks the limiter afresh
 		if ex.turn == g {
 			ex.turn = nil
 		}
@@ -89,7 +90,7 @@ func (ex *Executor) updateReadyLocked(g *group) {
 	}
 	// A head heavier than a lowered global limit could never start: it is
 	// not in line, so it never holds a turn that blocks the other groups.
-	want := h != nil && g.conc.Fits(h.weight) && h.weight <= ex.global.Limit()
+	want := h != nil && g.conc.Fits(h.weight) && h.weight <= ex.global.Limit() && !g.clusterWait
 	switch {
 	case want && !g.readyNode.InList():
 		if ex.turn == g {
@@ -151,6 +152,22 @@ func (ex *Executor) dispatchLocked(b *batch) {
 		}
 		if !ex.global.Fits(j.weight) {
 			return // the head keeps the turn until room frees: never overtaken
+		}
+		if ex.cluster != nil {
+			switch o, rej := ex.cluster.acquireLocked(g, j); o {
+			case clusterWaitGlobal:
+				return // as for local global room: the head keeps the turn
+			case clusterWaitGroup:
+				// As for its own concurrency limit: the group leaves
+				// ex.ready, keeping its turn, until the limiter notifies.
+				g.clusterWait = true
+				ex.updateReadyLocked(g)
+				continue
+			case clusterRefused:
+				ex.removeWaitingLocked(j, Rejected)
+				b.displaced.add(displacement{j, rej})
+				continue
+			}
 		}
 		g.deficit -= j.weight
 		ex.startLocked(g, j)

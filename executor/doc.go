@@ -24,6 +24,12 @@
 // once; lowering one lets running tasks finish and starts or admits nothing
 // more until use is under it. No waiting task is dropped by a change.
 //
+// WithGlobalLimiter and WithGroupLimiter add limits shared with other
+// processes (package cluster/redislimit keeps them in Redis): a task then
+// also needs a permit from the Limiter to start, and otherwise waits in its
+// queue as for any limit. The Limiter answers without I/O; without one the
+// executor pays a nil check.
+//
 // Every handle completes exactly once; a task's permits are released before
 // its handle completes, so a caller that has seen a result can rely on the
 // capacity being back. Fn runs at most once, only while its permits are

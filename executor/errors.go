@@ -49,6 +49,8 @@ const (
 	LimitBreaker          Limit = "circuit breaker"
 	LimitResolver         Limit = "limit resolver" // a resolver gave an invalid value
 	LimitInvalid          Limit = "invalid task"
+	LimitClusterGlobal    Limit = "cluster global limiter" // WithGlobalLimiter refused the task
+	LimitClusterGroup     Limit = "cluster group limiter"  // WithGroupLimiter refused the task
 )
 
 // RejectedError says why a task was refused. It matches ErrRejected and,

@@ -34,6 +34,7 @@ type Executor struct {
 	spawn    func(func())
 	maxIdle  int
 	breaker  *breaker.Settings // per-group breakers, when set
+	cluster  *clusterLimits    // cluster limiters (cluster.go), nil when none
 
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup
@@ -93,6 +94,11 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 			return nil, errors.New("executor: New: nil Option")
 		}
 		if err := o.apply(ex); err != nil {
+			return nil, err
+		}
+	}
+	if ex.cluster != nil {
+		if err := ex.cluster.attach(ex); err != nil {
 			return nil, err
 		}
 	}

@@ -31,6 +31,10 @@ type group struct {
 	winID      uint64 // the window winServed counts
 	winServed  int    // permits started in window winID
 
+	// clusterWait is set while the group's head waits for the group
+	// limiter's notify (cluster.go): the group is out of ex.ready meanwhile.
+	clusterWait bool
+
 	br      *breaker.CircuitBreaker // nil unless WithGroupBreaker
 	pending int                     // Submits taking a breaker ticket with the lock released
 

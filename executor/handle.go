@@ -44,9 +44,13 @@ type job struct {
 	g         *group
 	submitted time.Duration // since the executor's epoch
 	stopAfter func() bool   // stops the Submit-ctx watcher, if any
-	state     jobState
-	released  bool // releaseLocked ran: completing the handle settles it (drain.go)
-	stdCtx    bool // the run context is a standard one (written and read by the running goroutine)
+	// cluster holds the cluster permits while running (global, group; see
+	// cluster.go). A pointer, so that without a limiter a job stays in its
+	// allocation size class.
+	cluster  *[2]Permit
+	state    jobState
+	released bool // releaseLocked ran: completing the handle settles it (drain.go)
+	stdCtx   bool // the run context is a standard one (written and read by the running goroutine)
 
 	// set by Submit, then read-only
 	status Status // outcome, written once before done is set

@@ -223,10 +223,23 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 	case !g.inFlight.Fits(w):
 		return refuse(LimitGroupInFlight, g.inFlight.Used(), g.inFlight.Limit(), nil), false
 	}
+	clusterWait := false
 	if g.waiting.Len() == 0 && g.conc.Fits(w) && ex.ready.Len() == 0 && ex.global.Fits(w) {
-		ex.admitToGroupLocked(g, j)
-		ex.startLocked(g, j)
-		return nil, false
+		if ex.cluster == nil {
+			ex.admitToGroupLocked(g, j)
+			ex.startLocked(g, j)
+			return nil, false
+		}
+		switch o, rej := ex.cluster.acquireLocked(g, j); o {
+		case clusterGranted:
+			ex.admitToGroupLocked(g, j)
+			ex.startLocked(g, j)
+			return nil, false
+		case clusterRefused:
+			return rej, true
+		case clusterWaitGroup:
+			clusterWait = true // it waits like any other task
+		}
 	}
 	if n := g.waiting.Len(); n >= g.limits.QueueThreshold && !ex.displaceLocked(g, w, b) {
 		return refuse(LimitGroupQueue, n, g.limits.QueueThreshold, nil), false
@@ -239,6 +252,7 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 	g.waiting.PushBack(&j.node)
 	ex.waiting++
 	if g.waiting.Len() == 1 {
+		g.clusterWait = clusterWait
 		ex.updateReadyLocked(g)
 		ex.armLocked(g, now)
 	}

@@ -93,6 +93,9 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	g.running.Remove(&j.node)
 	g.conc.Release(j.weight)
 	ex.global.Release(j.weight)
+	if ex.cluster != nil {
+		ex.releaseClusterLocked(g, j)
+	}
 	g.counts.add(st)
 	ex.counts.add(st)
 	ex.releaseLocked(g, j)

@@ -1,0 +1,52 @@
+package redislimit
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrLeaseLost is the cause a task's context is cancelled with when the
+	// lease its permit came from is lost: not renewed within its TTL (this
+	// process was paused, partitioned from Redis, or Redis was down), or
+	// found gone in Redis (expired, or Redis restarted empty). Another
+	// holder may have its slot by now. errors.As gives the *LeaseLostError.
+	ErrLeaseLost = errors.New("redislimit: lease lost")
+	// ErrUnavailable marks a task refused under FailClosed because Redis
+	// could not be reached and no leased permit was at hand.
+	ErrUnavailable = errors.New("redislimit: redis unavailable")
+	// ErrClosed marks a task refused, or whose lease was dropped, because
+	// the Holder was closed.
+	ErrClosed = errors.New("redislimit: holder closed")
+	// ErrInvalidOption is matched by every *OptionError.
+	ErrInvalidOption = errors.New("redislimit: invalid option")
+)
+
+// LeaseLostError says which lease was lost and why. It matches ErrLeaseLost.
+type LeaseLostError struct {
+	Key    string // the executor's key: the group, or "" for the global limit
+	Token  int64  // the lost lease's fencing token
+	Reason string
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("redislimit: lease lost (key %q, token %d): %s", e.Key, e.Token, e.Reason)
+}
+
+// Is reports whether target is ErrLeaseLost.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// OptionError names the option and value New (or Attach, for a scope's
+// limit) refused, and why. It matches ErrInvalidOption.
+type OptionError struct {
+	Option string
+	Value  any
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("redislimit: %s(%v): %s", e.Option, e.Value, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidOption.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }

@@ -1,0 +1,99 @@
+package redislimit
+
+import "time"
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventUnavailable: a call to Redis failed; the holder now applies its
+	// failure policy (Event.Policy) until Redis answers again. Err is the
+	// failure.
+	EventUnavailable EventKind = iota + 1
+	// EventRecovered: Redis answers again after EventUnavailable.
+	EventRecovered
+	// EventFallback: under FailOpen, Count tasks of Key got fallback
+	// permits (no lease) since the last such event.
+	EventFallback
+	// EventRejected: under FailClosed, Count tasks of Key were refused with
+	// ErrUnavailable since the last such event.
+	EventRejected
+	// EventLeaseLost: a lease of Key (Token, Permits) was lost; Tasks is
+	// how many running tasks had their context cancelled. Err is the
+	// *LeaseLostError.
+	EventLeaseLost
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventUnavailable:
+		return "unavailable"
+	case EventRecovered:
+		return "recovered"
+	case EventFallback:
+		return "fallback"
+	case EventRejected:
+		return "rejected"
+	case EventLeaseLost:
+		return "lease-lost"
+	}
+	return "EventKind(?)"
+}
+
+// Event is a change in a holder's state, for logs and metrics.
+type Event struct {
+	Kind    EventKind
+	Time    time.Time
+	Policy  FailurePolicy
+	Key     string // the executor's key; "" for the global limit or the holder as a whole
+	Count   int
+	Token   int64
+	Permits int
+	Tasks   int
+	Err     error
+}
+
+// Mode is whether the holder reaches Redis.
+type Mode uint8
+
+const (
+	// ModeUp: the last call to Redis succeeded.
+	ModeUp Mode = iota + 1
+	// ModeDown: the last call to Redis failed; the failure policy applies.
+	ModeDown
+)
+
+func (m Mode) String() string {
+	if m == ModeDown {
+		return "down"
+	}
+	return "up"
+}
+
+// Stats are a holder's counters. Every field but Mode, Policy, Leases and
+// Permits* is cumulative.
+type Stats struct {
+	Mode   Mode
+	Policy FailurePolicy
+	// RoundTrips counts calls to Redis (a pipeline counts once).
+	RoundTrips uint64
+	// Acquired counts permits handed to tasks from leased blocks;
+	// Fallbacks those handed out under FailOpen while Redis was down;
+	// Rejected the tasks refused under FailClosed.
+	Acquired, Fallbacks, Rejected uint64
+	// Refills counts blocks leased; RefillsDenied the refills Redis
+	// refused for lack of room.
+	Refills, RefillsDenied uint64
+	// Returned counts permits given back to Redis unused.
+	Returned uint64
+	// Renewals counts renewal rounds that reached Redis.
+	Renewals uint64
+	// LeasesLost counts leases lost; TasksCancelled the running tasks
+	// whose context was cancelled for it.
+	LeasesLost, TasksCancelled uint64
+	// Outages counts transitions to ModeDown.
+	Outages uint64
+	// Leases is the leases held now; PermitsLeased their permits and
+	// PermitsInUse those handed to running tasks.
+	Leases, PermitsLeased, PermitsInUse int
+}

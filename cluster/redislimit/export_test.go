@@ -1,0 +1,9 @@
+package redislimit
+
+// SetRenewHook makes every renewal round call f first; an error fails the
+// round as if Redis were unreachable (a partition, for tests).
+func SetRenewHook(h *Holder, f func() error) {
+	h.mu.Lock()
+	h.renewHook = f
+	h.mu.Unlock()
+}

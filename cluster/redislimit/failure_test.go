@@ -1,0 +1,182 @@
+package redislimit_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// blockers submits n tasks of group "held" to ex that report their start
+// (with their token) and run until their context ends.
+func blockers(t *testing.T, ex *executor.Executor, n int) (started chan int64, causes chan error) {
+	t.Helper()
+	started, causes = make(chan int64, n), make(chan error, n)
+	for range n {
+		_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "held", Fn: func(ctx context.Context) (int, error) {
+			tok, _ := redislimit.FencingToken(ctx)
+			started <- tok
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return 0, nil
+		}})
+		if err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+	}
+	return started, causes
+}
+
+// TestKilledHolderSlotsReturn kills a holder process (SIGKILL) while its
+// tasks hold every slot of a group: its slots come back within the lease
+// TTL plus one renewal period and this process's waiting tasks get them,
+// with fencing tokens greater than every token the killed holder had.
+func TestKilledHolderSlotsReturn(t *testing.T) {
+	addr := startRedis(t)
+	const n = 3
+	k := startChild(t, "hold", addr, "t:"+t.Name(), strconv.Itoa(n))
+	var childMax int64
+	for range n {
+		tok, _ := strconv.ParseInt(k.expect(t, "TOKEN", 30*time.Second), 10, 64)
+		childMax = max(childMax, tok)
+	}
+	k.expect(t, "READY", 30*time.Second)
+
+	h := newHolder(t, addr)
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(n)}, h.Groups(n), nil)
+	started, _ := blockers(t, ex, n)
+	select {
+	case tok := <-started:
+		t.Fatalf("a task started (token %d) while the child held every slot", tok)
+	case <-time.After(2 * testRenew):
+	}
+	killed := time.Now()
+	if err := k.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		select {
+		case tok := <-started:
+			if tok <= childMax {
+				t.Fatalf("token %d issued after the kill is not greater than the killed holder's %d", tok, childMax)
+			}
+		case <-time.After(time.Minute): // a hang guard
+			t.Fatalf("%d of %d slots came back", i, n)
+		}
+	}
+	// The lease was renewed at most one renewal period before the kill, so
+	// it expires within the TTL of it; the waiting holder polls every
+	// testPoll. The slack covers scheduling on a loaded machine.
+	took := time.Since(killed)
+	const bound = testTTL + testRenew + time.Second
+	t.Logf("slots back %v after the kill (TTL %v, renewal %v); killed holder's tokens <= %d", took, testTTL, testRenew, childMax)
+	if took > bound {
+		t.Fatalf("slots came back %v after the kill, want within %v", took, bound)
+	}
+}
+
+// TestPartitionedHolderLearnsFirst cuts one holder off from Redis (its
+// renewals fail, as behind a partition) while its task holds the group's
+// only slot: its task's context is cancelled with ErrLeaseLost before the
+// other holder's task gets the slot, which has a greater fencing token.
+func TestPartitionedHolderLearnsFirst(t *testing.T) {
+	addr := redistest.Shared(t)
+	a, b := newHolder(t, addr), newHolder(t, addr)
+	exA := newExec(t, nil, a.Groups(1), nil)
+	exB := newExec(t, nil, b.Groups(1), nil)
+	type mark struct {
+		at    time.Time
+		tok   int64
+		cause error
+	}
+	lostA, startB := make(chan mark, 1), make(chan mark, 1)
+	startedA := make(chan int64, 1)
+	_, err := executor.Submit(exA, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		tok, _ := redislimit.FencingToken(ctx)
+		startedA <- tok
+		<-ctx.Done()
+		lostA <- mark{time.Now(), tok, context.Cause(ctx)}
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-startedA
+	redislimit.SetRenewHook(a, func() error { return errors.New("partitioned") })
+	_, err = executor.Submit(exB, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		tok, _ := redislimit.FencingToken(ctx)
+		startB <- mark{at: time.Now(), tok: tok}
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var la, sb mark
+	select {
+	case la = <-lostA:
+	case <-time.After(time.Minute):
+		t.Fatal("the partitioned holder's task was never told")
+	}
+	select {
+	case sb = <-startB:
+	case <-time.After(time.Minute):
+		t.Fatal("the other holder never got the slot")
+	}
+	var lle *redislimit.LeaseLostError
+	if !errors.Is(la.cause, redislimit.ErrLeaseLost) || !errors.As(la.cause, &lle) || lle.Token != la.tok {
+		t.Fatalf("cause %v, want a *LeaseLostError for token %d", la.cause, la.tok)
+	}
+	if la.at.After(sb.at) {
+		t.Fatalf("the other holder's task started %v before the partitioned one was told", la.at.Sub(sb.at))
+	}
+	if sb.tok <= la.tok {
+		t.Fatalf("token %d after the loss is not greater than the lost %d", sb.tok, la.tok)
+	}
+	t.Logf("told %v before the slot moved; tokens %d -> %d", sb.at.Sub(la.at), la.tok, sb.tok)
+	if s := a.Stats(); s.LeasesLost == 0 || s.TasksCancelled != 1 || s.Mode != redislimit.ModeDown {
+		t.Fatalf("partitioned holder's stats %+v", s)
+	}
+}
+
+// TestPausedProcessSeesLoss stops a holder process (SIGSTOP) past its lease
+// TTL while its task holds the only slot: this process gets the slot with a
+// greater token, and the paused one, resumed, sees its task's context
+// cancelled with ErrLeaseLost.
+func TestPausedProcessSeesLoss(t *testing.T) {
+	addr := startRedis(t)
+	k := startChild(t, "hold", addr, "t:"+t.Name(), "1")
+	childTok, _ := strconv.ParseInt(k.expect(t, "TOKEN", 30*time.Second), 10, 64)
+	k.expect(t, "READY", 30*time.Second)
+	if err := k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h := newHolder(t, addr)
+	ex := newExec(t, nil, h.Groups(1), nil)
+	started, _ := blockers(t, ex, 1)
+	var tok int64
+	select {
+	case tok = <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the slot of the paused holder never came back")
+	}
+	if tok <= childTok {
+		t.Fatalf("token %d is not greater than the paused holder's %d", tok, childTok)
+	}
+	if err := k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	lost := k.expect(t, "LOST", 30*time.Second)
+	f := strings.Fields(lost)
+	if len(f) < 2 || f[0] != strconv.FormatInt(childTok, 10) || f[1] != "true" {
+		t.Fatalf("the resumed holder printed %q, want its token %d and a cause matching ErrLeaseLost", lost, childTok)
+	}
+	t.Logf("paused holder told on resume: %s", lost)
+}

@@ -1,0 +1,85 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+	"github.com/redis/go-redis/v9"
+)
+
+var bg = context.Background()
+
+type ctxT = context.Context
+
+// Short leases keep the suite fast; the bounds below are hang guards or
+// generous multiples of them.
+const (
+	testTTL   = time.Second
+	testRenew = 250 * time.Millisecond
+	testPoll  = 10 * time.Millisecond
+)
+
+func newClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func newHolder(t testing.TB, addr string, opts ...redislimit.Option) *redislimit.Holder {
+	t.Helper()
+	base := []redislimit.Option{redislimit.WithPrefix("t:" + t.Name()), redislimit.WithLeaseTTL(testTTL),
+		redislimit.WithRenewInterval(testRenew), redislimit.WithPollInterval(testPoll)}
+	h, err := redislimit.New(newClient(t, addr), append(base, opts...)...)
+	if err != nil {
+		t.Fatalf("redislimit.New: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// newExec builds an executor whose groups are limited by lim (and the
+// global limit by glob, if not nil), closed (before the holder) when the
+// test ends.
+func newExec(t testing.TB, popts []policy.Option, group, glob *redislimit.Limiter) *executor.Executor {
+	t.Helper()
+	p, err := policy.New(popts...)
+	if err != nil {
+		t.Fatalf("policy.New: %v", err)
+	}
+	var eopts []executor.Option
+	if group != nil {
+		eopts = append(eopts, executor.WithGroupLimiter(group))
+	}
+	if glob != nil {
+		eopts = append(eopts, executor.WithGlobalLimiter(glob))
+	}
+	ex, err := executor.New(p, eopts...)
+	if err != nil {
+		t.Fatalf("executor.New: %v", err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
+}
+
+// eventually polls cond until it holds or the hang guard runs out.
+func eventually(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startRedis starts a redis-server of the test's own: tests that kill,
+// pause or restart processes, or count keys, do not share one.
+func startRedis(t testing.TB) string { return redistest.Start(t).Addr() }

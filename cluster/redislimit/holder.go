@@ -1,0 +1,222 @@
+package redislimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Holder is one process's lease holder: it leases permits from Redis in
+// blocks, hands them to its executors' tasks through Limiters (Global,
+// Groups), and runs the process's one renewal loop. It is safe for
+// concurrent use. Create it with New; Close it after the executors that use
+// it.
+type Holder struct {
+	rdb redis.UniversalClient
+	cfg config
+	id  string
+
+	mu       sync.Mutex
+	scopes   []*Limiter
+	queue    []*keyState // keys the refiller should serve
+	down     bool
+	lastErr  error
+	failedAt time.Time
+	closed   bool
+	leaseSeq uint64
+	leases   int // live leases, all keys
+
+	work chan struct{} // wakes the refiller
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// renewHook, when set (tests), is called before each renewal round; an
+	// error fails the round as if Redis were unreachable.
+	renewHook func() error
+
+	st counters
+}
+
+type counters struct {
+	roundTrips, acquired, fallbacks, rejected, refills, refillsDenied atomic.Uint64
+	returned, renewals, leasesLost, tasksCancelled, outages           atomic.Uint64
+}
+
+// New returns a Holder leasing from the Redis rdb reaches, and starts its
+// renewal loop, its refiller and its contention subscriber (three
+// goroutines, whatever the number of keys and tasks). An invalid option returns an *OptionError naming it.
+func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
+	if rdb == nil {
+		return nil, &OptionError{"New", "nil", "a Redis client is required"}
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		if o == nil {
+			return nil, &OptionError{"New", "nil Option", "options must not be nil"}
+		}
+		if err := o.apply(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.finish(); err != nil {
+		return nil, err
+	}
+	if cfg.holderID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.holderID = hex.EncodeToString(b[:])
+	}
+	h := &Holder{rdb: rdb, cfg: cfg, id: cfg.holderID, work: make(chan struct{}, 1), stop: make(chan struct{})}
+	h.wg.Add(3)
+	go h.refiller()
+	go h.renewer()
+	go h.subscriber()
+	return h, nil
+}
+
+// ID returns the holder's id in Redis.
+func (h *Holder) ID() string { return h.id }
+
+// Close stops the holder's goroutines and gives every lease back to Redis
+// (best effort, one round trip bounded by the op timeout). Tasks still
+// running on its permits have their context cancelled with a
+// *LeaseLostError wrapping ErrClosed; later TryAcquires refuse with
+// ErrClosed. Close the executors first. It is idempotent.
+func (h *Holder) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	close(h.stop)
+	h.wg.Wait()
+
+	h.mu.Lock()
+	var lost []lostLease
+	var rel []*lease
+	for _, l := range h.scopes {
+		for _, ks := range l.keys {
+			for len(ks.leases) > 0 {
+				le := ks.leases[0]
+				rel = append(rel, le)
+				lost = append(lost, h.loseLocked(le, "holder closed: "+ErrClosed.Error()))
+			}
+		}
+	}
+	h.mu.Unlock()
+	h.cancelAll(lost)
+	if len(rel) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
+	defer cancel()
+	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, le := range rel {
+			releaseScript.Eval(ctx, p, le.ks.keys[:2], le.id, 0)
+		}
+		return nil
+	})
+	h.st.roundTrips.Add(1)
+	return err
+}
+
+// Stats returns the holder's counters.
+func (h *Holder) Stats() Stats {
+	h.mu.Lock()
+	s := Stats{Mode: ModeUp, Policy: h.cfg.policy, Leases: h.leases}
+	if h.down {
+		s.Mode = ModeDown
+	}
+	for _, l := range h.scopes {
+		for _, ks := range l.keys {
+			for _, le := range ks.leases {
+				s.PermitsLeased += le.size
+				s.PermitsInUse += le.used
+			}
+		}
+	}
+	h.mu.Unlock()
+	s.RoundTrips = h.st.roundTrips.Load()
+	s.Acquired = h.st.acquired.Load()
+	s.Fallbacks = h.st.fallbacks.Load()
+	s.Rejected = h.st.rejected.Load()
+	s.Refills = h.st.refills.Load()
+	s.RefillsDenied = h.st.refillsDenied.Load()
+	s.Returned = h.st.returned.Load()
+	s.Renewals = h.st.renewals.Load()
+	s.LeasesLost = h.st.leasesLost.Load()
+	s.TasksCancelled = h.st.tasksCancelled.Load()
+	s.Outages = h.st.outages.Load()
+	return s
+}
+
+// failLocked records a failed call to Redis; it returns the event to emit
+// when this is a transition to ModeDown.
+func (h *Holder) failLocked(err error) *Event {
+	h.lastErr, h.failedAt = err, time.Now()
+	if h.down {
+		return nil
+	}
+	h.down = true
+	h.st.outages.Add(1)
+	return &Event{Kind: EventUnavailable, Time: time.Now(), Policy: h.cfg.policy, Err: err}
+}
+
+// upLocked records a successful call; it returns the event to emit when
+// this ends an outage.
+func (h *Holder) upLocked() *Event {
+	if !h.down {
+		return nil
+	}
+	h.down, h.lastErr = false, nil
+	return &Event{Kind: EventRecovered, Time: time.Now(), Policy: h.cfg.policy}
+}
+
+// emit calls the listener, outside every lock, recovering a panic.
+func (h *Holder) emit(es ...*Event) {
+	if h.cfg.listener == nil {
+		return
+	}
+	for _, e := range es {
+		if e == nil {
+			continue
+		}
+		func() {
+			defer func() { _ = recover() }()
+			h.cfg.listener(*e)
+		}()
+	}
+}
+
+// kick wakes the refiller.
+func (h *Holder) kick() {
+	select {
+	case h.work <- struct{}{}:
+	default:
+	}
+}
+
+// enqueueLocked asks the refiller to serve ks.
+func (h *Holder) enqueueLocked(ks *keyState) {
+	if !ks.queued {
+		ks.queued = true
+		h.queue = append(h.queue, ks)
+	}
+	h.kick()
+}
+
+// unavailable is the error a FailClosed refusal carries.
+func (h *Holder) unavailableLocked() error {
+	if h.lastErr == nil {
+		return ErrUnavailable
+	}
+	return errors.Join(ErrUnavailable, h.lastErr)
+}

@@ -1,0 +1,199 @@
+package redislimit
+
+import (
+	"time"
+)
+
+// FailurePolicy is what a Holder does with a task that needs a permit from
+// Redis when Redis cannot be reached. Permits already leased are used until
+// their leases run out either way.
+type FailurePolicy uint8
+
+const (
+	// FailClosed refuses the task: it completes Rejected with an error
+	// matching ErrUnavailable. The cluster limit is never exceeded. The
+	// default.
+	FailClosed FailurePolicy = iota + 1
+	// FailOpen lets the task through on the executor's local limits alone:
+	// the limiter grants a fallback permit (no lease, no fencing token),
+	// counted in Stats.Fallbacks and reported by EventFallback. The cluster
+	// limit may be exceeded by the fallback permits in use until they end.
+	FailOpen
+)
+
+func (p FailurePolicy) String() string {
+	switch p {
+	case FailClosed:
+		return "fail-closed"
+	case FailOpen:
+		return "fail-open"
+	}
+	return "FailurePolicy(?)"
+}
+
+// Defaults.
+const (
+	DefaultPrefix       = "groupexec"
+	DefaultLeaseTTL     = 10 * time.Second
+	DefaultMaxBlock     = 16
+	DefaultPollInterval = 50 * time.Millisecond
+)
+
+// An Option configures a Holder.
+type Option interface{ apply(*config) error }
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+type config struct {
+	prefix    string
+	ttl       time.Duration
+	renew     time.Duration // 0: ttl/3
+	poll      time.Duration
+	opTimeout time.Duration // 0: min(ttl/4, 1s)
+	maxBlock  int
+	policy    FailurePolicy
+	listener  func(Event)
+	holderID  string
+}
+
+func defaults() config {
+	return config{prefix: DefaultPrefix, ttl: DefaultLeaseTTL, poll: DefaultPollInterval,
+		maxBlock: DefaultMaxBlock, policy: FailClosed}
+}
+
+// WithPrefix sets the prefix of every Redis key the holder uses. Holders
+// share limits exactly when they share the prefix (and the Redis). Default:
+// DefaultPrefix.
+func WithPrefix(p string) Option {
+	return optionFunc(func(c *config) error {
+		if p == "" {
+			return &OptionError{"WithPrefix", `""`, "the prefix must not be empty"}
+		}
+		c.prefix = p
+		return nil
+	})
+}
+
+// WithLeaseTTL sets how long a lease lives in Redis without renewal: the
+// longest a crashed or partitioned holder's permits stay unusable. A live
+// holder considers a lease lost at 80% of it after its last successful
+// renewal was sent, so that it cancels its tasks before Redis can give the
+// slot to another holder. d must be at least 100ms. Default: DefaultLeaseTTL.
+func WithLeaseTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 100*time.Millisecond {
+			return &OptionError{"WithLeaseTTL", d, "must be >= 100ms"}
+		}
+		c.ttl = d
+		return nil
+	})
+}
+
+// WithRenewInterval sets the period of the holder's one renewal loop, which
+// renews every lease it holds and returns the permits it has not needed
+// since the last round. d must be > 0 and at most a third of the lease TTL,
+// so that two renewals can fail before a lease is lost. Default: TTL/3.
+func WithRenewInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return &OptionError{"WithRenewInterval", d, "must be > 0"}
+		}
+		c.renew = d
+		return nil
+	})
+}
+
+// WithPollInterval sets how often a holder whose refill Redis refused for
+// lack of room asks again while tasks wait. d must be > 0. Default:
+// DefaultPollInterval.
+func WithPollInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return &OptionError{"WithPollInterval", d, "must be > 0"}
+		}
+		c.poll = d
+		return nil
+	})
+}
+
+// WithOpTimeout bounds every call to Redis. d must be > 0 and below the
+// lease TTL's 80%. Default: min(TTL/4, 1s).
+func WithOpTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return &OptionError{"WithOpTimeout", d, "must be > 0"}
+		}
+		c.opTimeout = d
+		return nil
+	})
+}
+
+// WithMaxBlock bounds the block of permits a holder leases at once for one
+// key (the block grows from 1 by doubling while a key needs refills in
+// quick succession, and halves when permits go unused). n must be >= 1.
+// Default: DefaultMaxBlock.
+func WithMaxBlock(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 1 {
+			return &OptionError{"WithMaxBlock", n, "must be >= 1"}
+		}
+		c.maxBlock = n
+		return nil
+	})
+}
+
+// WithFailurePolicy sets what happens when Redis cannot be reached:
+// FailClosed (the default) or FailOpen.
+func WithFailurePolicy(p FailurePolicy) Option {
+	return optionFunc(func(c *config) error {
+		if p != FailClosed && p != FailOpen {
+			return &OptionError{"WithFailurePolicy", int(p), "must be FailClosed or FailOpen"}
+		}
+		c.policy = p
+		return nil
+	})
+}
+
+// WithListener sets a function that receives every Event. It is called on
+// the holder's goroutines, never under a lock (neither the holder's nor an
+// executor's), possibly concurrently; a panic in it is recovered.
+func WithListener(f func(Event)) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return &OptionError{"WithListener", "nil", "the listener must not be nil"}
+		}
+		c.listener = f
+		return nil
+	})
+}
+
+// WithHolderID names the holder in Redis (lease members start with it).
+// Default: random. It must not be empty and must be unique among live
+// holders.
+func WithHolderID(id string) Option {
+	return optionFunc(func(c *config) error {
+		if id == "" {
+			return &OptionError{"WithHolderID", `""`, "must not be empty"}
+		}
+		c.holderID = id
+		return nil
+	})
+}
+
+func (c *config) finish() error {
+	if c.renew == 0 {
+		c.renew = c.ttl / 3
+	}
+	if c.renew > c.ttl/3 {
+		return &OptionError{"WithRenewInterval", c.renew, "must be at most a third of the lease TTL " + c.ttl.String()}
+	}
+	if c.opTimeout == 0 {
+		c.opTimeout = min(c.ttl/4, time.Second)
+	}
+	if c.opTimeout >= c.ttl*4/5 {
+		return &OptionError{"WithOpTimeout", c.opTimeout, "must be below 80% of the lease TTL " + c.ttl.String()}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Cluster limits. A Limiter supplies permits for a limit shared with other
+// executors, usually in other processes (package cluster/redislimit keeps
+// them in Redis). It adds a condition to starting a task; it changes nothing
+// else in the admission model: a task that gets local room but no cluster
+// permit waits in its group's queue as it would for any limit, holding only
+// its place in its group's bulkhead, and queue timeouts, cancellation and
+// fair dispatch apply as usual.
+//
+// The executor dispatches under its mutex, so TryAcquire and Release are
+// called with it held: they must answer from the limiter's local state,
+// never wait and never do I/O. A limiter that has no permit at hand asks
+// for more in the background and calls the notify function Attach gave it
+// once it may have some: the executor then dispatches that key again.
+//
+// With no limiter configured the cost is one nil check per start.
+
+// Limiter is what WithGlobalLimiter and WithGroupLimiter take.
+type Limiter interface {
+	// Attach is called once, by New, before any other method. notify must
+	// be called, never from TryAcquire or Release and never under a lock
+	// that TryAcquire or Release take, when key may have gained permits
+	// after a TryAcquire asked it to wait; notify takes the executor's
+	// lock. An error makes New fail with it.
+	Attach(notify func(key string)) error
+	// TryAcquire takes n permits for key without blocking. It returns the
+	// permit, or (nil, nil) to make the task wait for notify(key), or
+	// (nil, err) to refuse the task: it completes Rejected with an error
+	// matching ErrRejected and err, whatever the rejection policy. The
+	// global limiter is called with key "".
+	TryAcquire(key string, n int) (Permit, error)
+}
+
+// Permit is a permit a Limiter supplied for one task.
+type Permit interface {
+	// Bind is called once, on the task's goroutine, before Fn runs, with
+	// the task's context and a function that cancels it with a cause (for
+	// example when the permit's lease was lost). It returns the context Fn
+	// runs with: ctx, or one derived from it that carries values only.
+	Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context
+	// Release gives the permit back. It is called once, under the
+	// executor's lock, after Fn has returned: it must not block.
+	Release()
+}
+
+// WithGlobalLimiter adds l's permits as a condition on the global in-flight
+// limit: a task starts only when it also gets its weight in permits from l
+// (key ""). The policy's GlobalMaxInFlight still applies in this process.
+func WithGlobalLimiter(l Limiter) Option {
+	return optionFunc(func(ex *Executor) error {
+		if l == nil {
+			return errors.New("executor: WithGlobalLimiter(nil): the limiter must not be nil")
+		}
+		if ex.cluster == nil {
+			ex.cluster = &clusterLimits{}
+		}
+		ex.cluster.global = l
+		return nil
+	})
+}
+
+// WithGroupLimiter adds l's permits as a condition on every group's
+// concurrency limit: a task starts only when it also gets its weight in
+// permits from l under its group's key. The group's own limits still apply
+// in this process.
+func WithGroupLimiter(l Limiter) Option {
+	return optionFunc(func(ex *Executor) error {
+		if l == nil {
+			return errors.New("executor: WithGroupLimiter(nil): the limiter must not be nil")
+		}
+		if ex.cluster == nil {
+			ex.cluster = &clusterLimits{}
+		}
+		ex.cluster.group = l
+		return nil
+	})
+}
+
+// clusterLimits are the configured limiters; nil on the Executor when none is.
+type clusterLimits struct {
+	global, group Limiter
+}
+
+// attach is called by New once every option is applied.
+func (c *clusterLimits) attach(ex *Executor) error {
+	if c.global != nil {
+		if err := c.global.Attach(func(string) { ex.clusterNotify(nil, "") }); err != nil {
+			return fmt.Errorf("executor: WithGlobalLimiter: %w", err)
+		}
+	}
+	if c.group != nil {
+		if err := c.group.Attach(func(key string) { ex.clusterNotify(c, key) }); err != nil {
+			return fmt.Errorf("executor: WithGroupLimiter: %w", err)
+		}
+	}
+	return nil
+}
+
+// clusterOutcome is what acquireLocked decided for a task.
+type clusterOutcome uint8
+
+const (
+	clusterGranted    clusterOutcome = iota
+	clusterWaitGlobal                // the global limiter has no permit: nothing else can start
+	clusterWaitGroup                 // the group's limiter has no permit: the group waits for notify
+	clusterRefused                   // a limiter refused the task: rej says why
+)
+
+// acquireLocked takes j's cluster permits, global then group, all or none.
+func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *RejectedError) {
+	var gp Permit
+	if c.global != nil {
+		p, err := c.global.TryAcquire("", j.weight)
+		switch {
+		case err != nil:
+			return clusterRefused, &RejectedError{Group: g.key, ID: j.id, Limit: LimitClusterGlobal, Weight: j.weight, Err: err}
+		case p == nil:
+			return clusterWaitGlobal, nil
+		}
+		gp = p
+	}
+	if c.group != nil {
+		p, err := c.group.TryAcquire(g.key, j.weight)
+		if p == nil && gp != nil {
+			gp.Release()
+		}
+		switch {
+		case err != nil:
+			return clusterRefused, &RejectedError{Group: g.key, ID: j.id, Limit: LimitClusterGroup, Weight: j.weight, Err: err}
+		case p == nil:
+			return clusterWaitGroup, nil
+		}
+		j.cluster = &[2]Permit{gp, p}
+		return clusterGranted, nil
+	}
+	j.cluster = &[2]Permit{gp, nil}
+	return clusterGranted, nil
+}
+
+// releaseClusterLocked gives back j's cluster permits, group then global.
+// A permit given back to the group's limiter may serve its next task at
+// once, so the group no longer waits for a notify (the caller updates
+// ex.ready).
+func (ex *Executor) releaseClusterLocked(g *group, j *job) {
+	ps := j.cluster
+	if ps == nil {
+		return
+	}
+	j.cluster = nil
+	if p := ps[1]; p != nil {
+		p.Release()
+		g.clusterWait = false
+	}
+	if p := ps[0]; p != nil {
+		p.Release()
+	}
+}
+
+// bindCluster lets j's cluster permits see its run context.
+func (j *job) bindCluster(ctx context.Context) context.Context {
+	cancel := j.cancelContext
+	for _, p := range j.cluster {
+		if p != nil {
+			ctx = p.Bind(ctx, cancel)
+		}
+	}
+	return ctx
+}
+
+// clusterNotify dispatches again after a limiter gained permits: for the
+// group named key (c non-nil), or for every group (the global limiter).
+func (ex *Executor) clusterNotify(c *clusterLimits, key string) {
+	var b batch
+	ex.mu.Lock()
+	if c != nil {
+		if g := ex.groups[key]; g != nil && g.clusterWait {
+			g.clusterWait = false
+			ex.updateReadyLocked(g)
+		}
+	}
+	ex.dispatchLocked(&b)
+	ex.launchLocked(&b)
+	ex.mu.Unlock()
+	ex.afterUnlock(&b)
+}
