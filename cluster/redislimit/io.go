@@ -125,6 +125,14 @@ func (h *Holder) refill(ks *keyState) {
 		h.mu.Unlock()
 		return
 	}
+	if ks.pickLocked(need) != nil {
+		// Permits at hand serve it now (a give-back brought this holder
+		// down to its share, or a task finished): no call to Redis.
+		ks.demand = 0
+		h.mu.Unlock()
+		ks.l.notify(ks.key)
+		return
+	}
 	want := max(ks.block, need)
 	if ks.others > 0 {
 		held, _ := ks.held()
@@ -160,23 +168,40 @@ func (h *Holder) refill(ks *keyState) {
 	ks.others = int(res[3])
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
-		held, _ := ks.held()
+		held, free := ks.held()
 		stale := time.Since(ks.since) > h.cfg.ttl
+		notify := false
+		var ret []shrink
+		// A waiter's demand is dropped only with a notify, or when a task
+		// of this key runs here: its Release makes the executor ask again.
 		switch {
+		case ks.pickLocked(need) != nil:
+			// A task finished meanwhile: its permits serve the waiter.
+			ks.demand, notify = 0, true
+		case free >= need:
+			// Free permits here would cover it, but they are split over
+			// leases or above the fair share: give them back and lease
+			// anew (a block of at least need, within the share).
+			ret = h.shrinkLocked(ks, free)
+			ks.retry = true
 		case held >= ks.limit:
-			// This holder has the whole limit: only its own tasks can
-			// free a permit, and they serve its waiters directly.
+			// The whole limit is here and tasks of this key run on it
+			// (free < need <= limit): the first to finish makes the
+			// executor ask again.
 			ks.demand = 0
 		case stale:
 			// Nobody asked for a while: let the executor ask again if it
 			// still waits, rather than poll for nothing.
-			ks.demand = 0
+			ks.demand, notify = 0, true
 		default:
 			ks.retry = true
 		}
 		h.mu.Unlock()
 		h.emit(ev)
-		if stale {
+		if len(ret) > 0 {
+			h.giveBack(ret)
+		}
+		if notify {
 			ks.l.notify(ks.key)
 		}
 		return

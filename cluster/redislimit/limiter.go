@@ -145,6 +145,23 @@ func (ks *keyState) held() (held, free int) {
 	return held, free
 }
 
+// pickLocked returns the lease TryAcquire takes n permits from, or nil: a
+// lease with n free permits, unless this holder is above an even share while
+// others wait (its free permits go back instead).
+func (ks *keyState) pickLocked(n int) *lease {
+	if ks.others > 0 {
+		if held, _ := ks.held(); held > ks.fairShare() {
+			return nil
+		}
+	}
+	for _, le := range ks.leases {
+		if le.size-le.used >= n {
+			return le
+		}
+	}
+	return nil
+}
+
 // fairShare is the most a holder keeps while others wait: the limit split
 // evenly between them and it.
 func (ks *keyState) fairShare() int { return (ks.limit + ks.others) / (ks.others + 1) }
@@ -174,18 +191,14 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 		ks.giveUp = true
 		h.enqueueLocked(ks)
 	}
-	if ks.others == 0 || held <= ks.fairShare() {
-		for _, le := range ks.leases {
-			if le.size-le.used >= n {
-				le.used += n
-				p := &permit{h: h, l: le, n: n, token: le.token, key: key}
-				le.permits[p] = struct{}{}
-				_, free := ks.held()
-				ks.minFree = min(ks.minFree, free)
-				h.st.acquired.Add(1)
-				return p, nil
-			}
-		}
+	if le := ks.pickLocked(n); le != nil {
+		le.used += n
+		p := &permit{h: h, l: le, n: n, token: le.token, key: key}
+		le.permits[p] = struct{}{}
+		_, free := ks.held()
+		ks.minFree = min(ks.minFree, free)
+		h.st.acquired.Add(1)
+		return p, nil
 	}
 	if h.down {
 		// The renewal loop probes Redis and ends the outage; the

@@ -1,0 +1,127 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// notifier is an executor stand-in: it records notifications.
+type notifier chan string
+
+func (n notifier) notify(key string) {
+	select {
+	case n <- key:
+	default:
+	}
+}
+
+// acquire asks l for w permits of key until it grants them, waiting for a
+// notify between asks; it fails the test if no notify comes within limit.
+func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int, limit time.Duration) executor.Permit {
+	t.Helper()
+	for {
+		p, err := l.TryAcquire(key, w)
+		if err != nil {
+			t.Fatalf("TryAcquire(%q, %d): %v", key, w, err)
+		}
+		if p != nil {
+			return p
+		}
+		select {
+		case <-n:
+		case <-time.After(limit):
+			t.Fatalf("TryAcquire(%q, %d) waits, and no notify came within %v", key, w, limit)
+		}
+	}
+}
+
+// TestFragmentedLeasesServeAHeavyTask: one holder owns the whole group limit
+// in three leases (1, 2, 1 permits), all free, and a task of weight 3 fits
+// none of them. Redis has nothing free, so a refill is refused; the holder
+// must still serve the task (give the fragments back and lease anew), not
+// drop the demand without a notify and strand the waiter.
+func TestFragmentedLeasesServeAHeavyTask(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	l := h.Groups(4)
+	n := make(notifier, 1)
+	if err := l.Attach(n.notify); err != nil {
+		t.Fatal(err)
+	}
+	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
+	p2 := acquire(t, l, n, "g", 2, 5*time.Second)
+	p3 := acquire(t, l, n, "g", 1, 5*time.Second)
+	if s := h.Stats(); s.PermitsLeased != 4 || s.Leases < 2 {
+		t.Fatalf("setup: want the limit of 4 in several leases, have %+v", s)
+	}
+	p1.Release()
+	p2.Release()
+	p3.Release()
+	p := acquire(t, l, n, "g", 3, 3*testTTL)
+	p.Release()
+}
+
+// TestMixedWeightsTwoHoldersAllComplete runs tasks of weights 1 to 3 on two
+// executors sharing a group limit of 4, with no queue timeout: every task
+// must complete. A holder that dropped a waiting task's demand without a
+// notify would leave its group waiting forever.
+func TestMixedWeightsTwoHoldersAllComplete(t *testing.T) {
+	addr := startRedis(t)
+	var exs []*executor.Executor
+	for range 2 {
+		h := newHolder(t, addr)
+		exs = append(exs, newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, h.Groups(4), nil))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for s := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(s), 7))
+			var hs []*executor.Handle[int]
+			for i := range 150 {
+				hd, err := executor.Submit(exs[s%2], bg, executor.Task[int]{Group: fmt.Sprint("g", r.IntN(2)),
+					ID: fmt.Sprint(s, "-", i), Weight: 1 + r.IntN(3),
+					Fn: func(ctx context.Context) (int, error) {
+						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+						return 1, nil
+					}})
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+				hs = append(hs, hd)
+				if i%25 == 0 {
+					time.Sleep(time.Duration(r.IntN(3)) * testRenew) // idle spells: renewals return leases
+				}
+			}
+			for _, hd := range hs {
+				if _, err := hd.Wait(ctxTimeout(t, 30*time.Second)); err != nil {
+					select {
+					case errs <- fmt.Errorf("task %s did not complete: %w", hd.ID(), err):
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+}
