@@ -7,3 +7,11 @@ func SetRenewHook(h *Holder, f func() error) {
 	h.renewHook = f
 	h.mu.Unlock()
 }
+
+// SetReplyHook makes every refill call f once its reply has arrived, before
+// using it (a slow round trip, for tests).
+func SetReplyHook(h *Holder, f func()) {
+	h.mu.Lock()
+	h.replyHook = f
+	h.mu.Unlock()
+}

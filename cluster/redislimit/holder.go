@@ -39,6 +39,9 @@ type Holder struct {
 	// renewHook, when set (tests), is called before each renewal round; an
 	// error fails the round as if Redis were unreachable.
 	renewHook func() error
+	// replyHook, when set (tests), is called when a refill's reply has
+	// arrived, before it is used: a slow round trip.
+	replyHook func()
 
 	st counters
 }

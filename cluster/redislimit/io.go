@@ -142,6 +142,7 @@ func (h *Holder) refill(ks *keyState) {
 	h.leaseSeq++
 	id := h.id + ":" + strconv.FormatUint(h.leaseSeq, 10)
 	keys := ks.keys
+	hook := h.replyHook
 	h.mu.Unlock()
 
 	sent := time.Now()
@@ -149,6 +150,9 @@ func (h *Holder) refill(ks *keyState) {
 	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, h.id, h.channel()).Int64Slice()
 	cancel()
 	h.st.roundTrips.Add(1)
+	if hook != nil {
+		hook()
+	}
 
 	h.mu.Lock()
 	if err != nil || len(res) != 4 {
@@ -215,7 +219,19 @@ func (h *Holder) refill(ks *keyState) {
 		h.giveBack([]shrink{{le, 0, 0}})
 		return
 	}
-	le.timer = time.AfterFunc(h.localValidity(), func() { h.expire(le) })
+	// The validity counts from when the request was sent, as for a
+	// renewal: a slow reply leaves less of it.
+	left := time.Until(le.valid)
+	if left <= 0 {
+		// The reply came too late to trust the lease: give it back and
+		// ask again.
+		ks.retry = true
+		h.mu.Unlock()
+		h.emit(ev)
+		h.giveBack([]shrink{{le, 0, 0}})
+		return
+	}
+	le.timer = time.AfterFunc(left, func() { h.expire(le) })
 	ks.leases = append(ks.leases, le)
 	h.leases++
 	if !ks.granted.IsZero() && sent.Sub(ks.granted) < h.cfg.renew {

@@ -146,17 +146,24 @@ func (ks *keyState) held() (held, free int) {
 }
 
 // pickLocked returns the lease TryAcquire takes n permits from, or nil: a
-// lease with n free permits, unless this holder is above an even share while
-// others wait (its free permits go back instead).
+// lease with n free permits within its local validity (its timer may not
+// have run yet), unless this holder is above an even share while others
+// wait (its free permits go back instead).
 func (ks *keyState) pickLocked(n int) *lease {
 	if ks.others > 0 {
 		if held, _ := ks.held(); held > ks.fairShare() {
 			return nil
 		}
 	}
+	var now time.Time
 	for _, le := range ks.leases {
 		if le.size-le.used >= n {
-			return le
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if now.Before(le.valid) {
+				return le
+			}
 		}
 	}
 	return nil
