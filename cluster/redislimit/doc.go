@@ -72,13 +72,23 @@
 //
 // # When Redis cannot be reached
 //
-// Permits already leased serve tasks until their leases are lost. For the
-// rest the failure policy applies (WithFailurePolicy): FailClosed (the
-// default) refuses the task (it completes Rejected, matching ErrUnavailable
-// and executor.ErrRejected, whatever the executor's rejection policy);
-// FailOpen lets it run under the executor's local limits alone, on a
-// fallback permit without a lease or token, so the cluster limit can be
-// exceeded until those tasks end. Stats reports the mode (ModeUp, ModeDown),
+// Permits already leased serve tasks until their leases are lost. A failed
+// call is retried (a refill at the poll rate); the holder is down (ModeDown)
+// only after three calls in a row failed, and up again at the first call
+// that succeeds: the renewal loop probes Redis every renew interval while it
+// is down, so an outage is seen as over within about one renew interval.
+//
+// While the holder is down, the failure policy (WithFailurePolicy) applies
+// to every task that needs a permit it has no lease for: FailClosed (the
+// default) refuses it (it completes Rejected, matching ErrUnavailable and
+// executor.ErrRejected, whatever the executor's rejection policy); FailOpen
+// lets it run under the executor's local limits alone, on a fallback permit
+// without a lease or token, so the cluster limit can be exceeded until those
+// tasks end. This applies to tasks already queued as well as to new ones:
+// when the holder goes down the executor is told, dispatches again, and
+// each head that then asks is refused (FailClosed) or runs (FailOpen); with
+// the global limiter that is the head of every group's queue, then the
+// next ones, until the outage is over. Stats reports the mode (ModeUp, ModeDown),
 // the policy, and counts every fallback, refusal, outage and lost lease; a
 // listener (WithListener) receives EventUnavailable, EventRecovered,
 // EventFallback, EventRejected and EventLeaseLost. The renewal loop probes

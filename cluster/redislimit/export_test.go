@@ -9,8 +9,9 @@ func SetRenewHook(h *Holder, f func() error) {
 }
 
 // SetReplyHook makes every refill call f once its reply has arrived, before
-// using it (a slow round trip, for tests).
-func SetReplyHook(h *Holder, f func()) {
+// using it (a slow round trip, for tests); an error replaces the reply, as
+// if it was lost.
+func SetReplyHook(h *Holder, f func() error) {
 	h.mu.Lock()
 	h.replyHook = f
 	h.mu.Unlock()

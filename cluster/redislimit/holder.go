@@ -26,6 +26,7 @@ type Holder struct {
 	scopes   []*Limiter
 	queue    []*keyState // keys the refiller should serve
 	down     bool
+	fails    int // calls to Redis failed in a row
 	lastErr  error
 	failedAt time.Time
 	closed   bool
@@ -41,7 +42,7 @@ type Holder struct {
 	renewHook func() error
 	// replyHook, when set (tests), is called when a refill's reply has
 	// arrived, before it is used: a slow round trip.
-	replyHook func()
+	replyHook func() error
 
 	st counters
 }
@@ -161,11 +162,16 @@ func (h *Holder) Stats() Stats {
 	return s
 }
 
+// downAfter is how many calls to Redis in a row must fail for the holder to
+// be down: one lost reply or timeout on a loaded machine is not an outage.
+const downAfter = 3
+
 // failLocked records a failed call to Redis; it returns the event to emit
-// when this is a transition to ModeDown.
+// when this is a transition to ModeDown (after downAfter failures in a row).
 func (h *Holder) failLocked(err error) *Event {
 	h.lastErr, h.failedAt = err, time.Now()
-	if h.down {
+	h.fails++
+	if h.down || h.fails < downAfter {
 		return nil
 	}
 	h.down = true
@@ -176,6 +182,7 @@ func (h *Holder) failLocked(err error) *Event {
 // upLocked records a successful call; it returns the event to emit when
 // this ends an outage.
 func (h *Holder) upLocked() *Event {
+	h.fails = 0
 	if !h.down {
 		return nil
 	}

@@ -151,7 +151,9 @@ func (h *Holder) refill(ks *keyState) {
 	cancel()
 	h.st.roundTrips.Add(1)
 	if hook != nil {
-		hook()
+		if herr := hook(); herr != nil && err == nil {
+			err = herr
+		}
 	}
 
 	h.mu.Lock()
@@ -160,6 +162,12 @@ func (h *Holder) refill(ks *keyState) {
 			err = redis.Nil
 		}
 		ev := h.failLocked(err)
+		if !h.down {
+			// One failure is not an outage: ask again at the poll rate.
+			ks.retry = true
+			h.mu.Unlock()
+			return
+		}
 		// The executor asks again and now meets the failure policy; the
 		// demand is set again if it still waits.
 		ks.demand = 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,9 +110,9 @@ func TestMixedWeightsTwoHoldersAllComplete(t *testing.T) {
 				}
 			}
 			for _, hd := range hs {
-				if _, err := hd.Wait(ctxTimeout(t, 30*time.Second)); err != nil {
+				if res, err := hd.Wait(ctxTimeout(t, 30*time.Second)); err != nil || res.Value != 1 {
 					select {
-					case errs <- fmt.Errorf("task %s did not complete: %w", hd.ID(), err):
+					case errs <- fmt.Errorf("task %s did not complete: %v %v (%v)", hd.ID(), res.Status, res.Err, err):
 					default:
 					}
 					return
@@ -136,7 +137,7 @@ func TestFreshLeaseValidityCountsFromTheRequest(t *testing.T) {
 	addr := startRedis(t)
 	const ttl, delay = 2 * time.Second, time.Second
 	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl))
-	redislimit.SetReplyHook(h, func() { time.Sleep(delay) })
+	redislimit.SetReplyHook(h, func() error { time.Sleep(delay); return nil })
 	redislimit.SetRenewHook(h, func() error { return errors.New("partitioned (test)") })
 	l := h.Groups(1)
 	n := make(notifier, 1)
@@ -168,7 +169,7 @@ func TestLateReplyLeaseIsNotUsed(t *testing.T) {
 	const ttl = time.Second
 	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl))
 	var once sync.Once
-	redislimit.SetReplyHook(h, func() { once.Do(func() { time.Sleep(ttl * 9 / 10) }) })
+	redislimit.SetReplyHook(h, func() error { once.Do(func() { time.Sleep(ttl * 9 / 10) }); return nil })
 	l := h.Groups(1)
 	n := make(notifier, 1)
 	if err := l.Attach(n.notify); err != nil {
@@ -184,5 +185,32 @@ func TestLateReplyLeaseIsNotUsed(t *testing.T) {
 	}
 	if s := h.Stats(); s.Leases != 1 || s.Refills != 2 {
 		t.Fatalf("want the late lease given back and a second one leased, have %+v", s)
+	}
+}
+
+// TestOneFailedRefillIsNotAnOutage: under FailClosed, one lost reply must
+// not mark the holder down and refuse the waiting task; the refill is
+// tried again and the task runs.
+func TestOneFailedRefillIsNotAnOutage(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, redislimit.WithFailurePolicy(redislimit.FailClosed))
+	var failed atomic.Bool
+	redislimit.SetReplyHook(h, func() error {
+		if failed.CompareAndSwap(false, true) {
+			return errors.New("a lost reply (test)")
+		}
+		return nil
+	})
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, h.Groups(2), h.Global(2))
+	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := hd.Wait(ctxTimeout(t, 10*time.Second))
+	if err != nil || res.Value != 1 {
+		t.Fatalf("the task did not run after one failed refill: %v %v (%v)", res.Status, res.Err, err)
+	}
+	if s := h.Stats(); s.Outages != 0 || s.Mode != redislimit.ModeUp || !failed.Load() {
+		t.Fatalf("one failed call counted as an outage: %+v", s)
 	}
 }
