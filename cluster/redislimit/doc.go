@@ -38,9 +38,14 @@
 // Every lease carries a fencing token, FencingToken(ctx) in the task: a
 // number from a per-key counter in Redis, greater for every lease taken
 // later, also across a restart of a Redis without persistence (the counter
-// restarts from Redis's clock in microseconds). A downstream that records
-// the greatest token it has seen and refuses smaller ones refuses a holder
-// whose lease was lost, even one that was paused and does not know yet.
+// restarts from Redis's clock in microseconds). Tokens are per lease, and a
+// lease is a block of permits: with limit 1 only one lease of a key is
+// valid at a time, and a downstream that records the greatest token it has
+// seen for the key and refuses smaller ones refuses a holder whose lease
+// was lost, even one that was paused and does not know yet. With a larger
+// limit several leases are valid at once with different tokens, so that
+// rule would refuse live ones: there a token identifies a lease, it does
+// not fence (see FencingToken).
 //
 // # The local fast path, and its cost
 //

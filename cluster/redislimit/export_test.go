@@ -1,5 +1,7 @@
 package redislimit
 
+import "context"
+
 // SetRenewHook makes every renewal round call f first; an error fails the
 // round as if Redis were unreachable (a partition, for tests).
 func SetRenewHook(h *Holder, f func() error) {
@@ -15,4 +17,13 @@ func SetReplyHook(h *Holder, f func() error) {
 	h.mu.Lock()
 	h.replyHook = f
 	h.mu.Unlock()
+}
+
+// FallbackPermit returns a fallback permit of weight 1 (as FailOpen grants
+// while Redis is down) for key.
+func FallbackPermit(h *Holder, key string) interface {
+	Bind(context.Context, context.CancelCauseFunc) context.Context
+	Release()
+} {
+	return &permit{h: h, n: 1, key: key}
 }

@@ -238,7 +238,9 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 		cancel(lost)
 	}
 	if p.l == nil {
-		return ctx // a fallback permit has no token
+		// A fallback permit has no token: hide one that ctx may carry
+		// (the global lease's, under a group fallback permit).
+		return context.WithValue(ctx, tokenKey{}, nil)
 	}
 	return context.WithValue(ctx, tokenKey{}, p.token)
 }
@@ -272,11 +274,24 @@ type tokenKey struct{}
 
 // FencingToken returns the fencing token of the lease the task's permit
 // came from, and false outside a task run under a cluster permit or on a
-// fallback permit (FailOpen). Tokens are issued per key from a counter in
-// Redis: a lease taken after another for the same key has a greater token,
-// so a downstream that remembers the greatest token it has seen can refuse
-// a stale holder. The permits of one block share its token. With both a
-// global and a group limiter, it is the group lease's token.
+// fallback permit (FailOpen). With both a global and a group limiter, it is
+// the group lease's token (and false on a fallback group permit, even when
+// the global permit has a lease).
+//
+// Tokens are issued per lease (a leased block of permits), from a counter
+// per key in Redis: a lease taken after another for the same key has a
+// greater token, and the permits of one lease share its token. What a
+// downstream may conclude from them depends on the limit:
+//
+//   - With limit 1, at most one lease of the key is valid at a time (up to
+//     the exceptions FailClosed lists), so a downstream that records the
+//     greatest token it has seen for the key and refuses smaller ones
+//     refuses a stale holder: use limit 1 for mutual exclusion with fencing.
+//   - With a limit above 1, several leases of the key are valid at once,
+//     with different tokens, and one granted later has the greater token:
+//     refusing tokens smaller than the greatest seen would refuse live
+//     leases. A token then identifies a lease (and orders leases by when
+//     they were granted); it does not tell a live lease from a lost one.
 func FencingToken(ctx context.Context) (int64, bool) {
 	t, ok := ctx.Value(tokenKey{}).(int64)
 	return t, ok

@@ -214,3 +214,30 @@ func TestOneFailedRefillIsNotAnOutage(t *testing.T) {
 		t.Fatalf("one failed call counted as an outage: %+v", s)
 	}
 }
+
+// TestFallbackGroupPermitHidesTheGlobalToken: under FailOpen, a task on a
+// leased global permit and a fallback group permit has no fencing token: the
+// global lease's token must not pass for the group's.
+func TestFallbackGroupPermitHidesTheGlobalToken(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, redislimit.WithFailurePolicy(redislimit.FailOpen))
+	glob := h.Global(1)
+	n := make(notifier, 1)
+	if err := glob.Attach(n.notify); err != nil {
+		t.Fatal(err)
+	}
+	gp := acquire(t, glob, n, "", 1, 5*time.Second)
+	defer gp.Release()
+	fp := redislimit.FallbackPermit(h, "g")
+	defer fp.Release()
+	ctx, cancel := context.WithCancelCause(bg)
+	defer cancel(nil)
+	ctx = gp.Bind(ctx, cancel) // the executor binds global, then group
+	if _, ok := redislimit.FencingToken(ctx); !ok {
+		t.Fatal("the global permit carries no token")
+	}
+	ctx = fp.Bind(ctx, cancel)
+	if tok, ok := redislimit.FencingToken(ctx); ok {
+		t.Fatalf("a fallback group permit exposes token %d (the global lease's)", tok)
+	}
+}
