@@ -27,3 +27,11 @@ func FallbackPermit(h *Holder, key string) interface {
 } {
 	return &permit{h: h, n: 1, key: key}
 }
+
+// SetReleaseHook makes every give-back outside the renewal round call f
+// first; an error fails it as if Redis were unreachable.
+func SetReleaseHook(h *Holder, f func() error) {
+	h.mu.Lock()
+	h.releaseHook = f
+	h.mu.Unlock()
+}

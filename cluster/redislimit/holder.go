@@ -43,6 +43,9 @@ type Holder struct {
 	// replyHook, when set (tests), is called when a refill's reply has
 	// arrived, before it is used: a slow round trip.
 	replyHook func() error
+	// releaseHook, when set (tests), is called before a give-back outside
+	// the renewal round; an error fails it as if Redis were unreachable.
+	releaseHook func() error
 
 	st counters
 }

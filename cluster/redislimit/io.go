@@ -252,11 +252,12 @@ func (h *Holder) refill(ks *keyState) {
 	ks.l.notify(ks.key)
 }
 
-// shrink is a return of k permits of a lease to Redis (all of it if k is 0).
+// shrink is a return of permits of a lease to Redis: it is lowered to left
+// permits (all of it given back if left is 0).
 type shrink struct {
-	le *lease
-	k  int
-	n  int // permits returned
+	le   *lease
+	left int
+	n    int // permits returned
 }
 
 // shrinkLocked takes up to k free permits of ks out of local use, emptied
@@ -276,7 +277,7 @@ func (h *Holder) shrinkLocked(ks *keyState, k int) []shrink {
 			n := min(free, k)
 			k -= n
 			le.size -= n
-			out = append(out, shrink{le, n, n})
+			out = append(out, shrink{le, le.size, n})
 			kept = append(kept, le)
 		}
 	}
@@ -297,21 +298,32 @@ func (h *Holder) dropLocked(le *lease) {
 	h.leases--
 }
 
-// giveBack tells Redis of returned permits, in one round trip.
+// giveBack tells Redis of returned permits, in one round trip. If it fails,
+// an emptied lease comes back when it expires (it is no longer renewed), and
+// a lowered one at the next renewal, which sends every lease's size.
 func (h *Holder) giveBack(ret []shrink) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	defer cancel()
-	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, s := range ret {
-			releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.k)
-		}
-		return nil
-	})
-	h.st.roundTrips.Add(1)
+	h.mu.Lock()
+	hook := h.releaseHook
+	h.mu.Unlock()
+	var err error
+	if hook != nil {
+		err = hook()
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
+		_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, s := range ret {
+				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
+			}
+			return nil
+		})
+		cancel()
+		h.st.roundTrips.Add(1)
+	}
 	h.mu.Lock()
 	var ev *Event
 	if err != nil {
-		ev = h.failLocked(err) // the permits come back when the lease expires
+		ev = h.failLocked(err)
 	} else {
 		ev = h.upLocked()
 	}
@@ -384,6 +396,7 @@ func (h *Holder) renewer() {
 type renewal struct {
 	ks     *keyState
 	leases []*lease
+	sizes  []int // the leases' sizes when the round began
 }
 
 // renewOnce is one round of the renewal loop.
@@ -407,7 +420,11 @@ func (h *Holder) renewOnce() {
 				}
 				continue
 			}
-			rs = append(rs, renewal{ks, append([]*lease(nil), ks.leases...)})
+			r := renewal{ks, append([]*lease(nil), ks.leases...), make([]int, len(ks.leases))}
+			for i, le := range ks.leases {
+				r.sizes[i] = le.size
+			}
+			rs = append(rs, r)
 		}
 	}
 	probe := h.down && len(rs) == 0
@@ -427,15 +444,15 @@ func (h *Holder) renewOnce() {
 		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
 		cmds, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, r := range rs {
-				args := make([]any, 0, 2+len(r.leases))
+				args := make([]any, 0, 2+2*len(r.leases))
 				args = append(args, h.cfg.ttl.Milliseconds(), h.id)
-				for _, le := range r.leases {
-					args = append(args, le.id)
+				for i, le := range r.leases {
+					args = append(args, le.id, r.sizes[i])
 				}
 				renewScript.Eval(ctx, p, []string{r.ks.keys[0], r.ks.keys[1], r.ks.keys[3]}, args...)
 			}
 			for _, s := range ret {
-				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.k)
+				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
 			}
 			if probe {
 				p.Ping(ctx)

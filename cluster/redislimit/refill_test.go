@@ -26,9 +26,12 @@ func (n notifier) notify(key string) {
 }
 
 // acquire asks l for w permits of key until it grants them, waiting for a
-// notify between asks; it fails the test if no notify comes within limit.
+// notify between asks; it fails the test if they are not granted within
+// limit.
 func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int, limit time.Duration) executor.Permit {
 	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
 	for {
 		p, err := l.TryAcquire(key, w)
 		if err != nil {
@@ -39,8 +42,8 @@ func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int,
 		}
 		select {
 		case <-n:
-		case <-time.After(limit):
-			t.Fatalf("TryAcquire(%q, %d) waits, and no notify came within %v", key, w, limit)
+		case <-deadline.C:
+			t.Fatalf("TryAcquire(%q, %d) not granted within %v", key, w, limit)
 		}
 	}
 }
@@ -240,4 +243,42 @@ func TestFallbackGroupPermitHidesTheGlobalToken(t *testing.T) {
 	if tok, ok := redislimit.FencingToken(ctx); ok {
 		t.Fatalf("a fallback group permit exposes token %d (the global lease's)", tok)
 	}
+}
+
+// TestFailedGiveBackIsMadeGoodByTheRenewal: a holder lowers a lease it
+// still uses (another holder waits) but the release to Redis fails. Redis
+// must learn the lower size at the next renewal, so that the waiting holder
+// gets the permits, rather than when the lease ends (here: never, while its
+// task runs).
+func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr), newHolder(t, addr)
+	la, lb := a.Groups(4), b.Groups(4)
+	na, nb := make(notifier, 1), make(notifier, 1)
+	if err := la.Attach(na.notify); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Attach(nb.notify); err != nil {
+		t.Fatal(err)
+	}
+	// A leases the whole limit in one lease and keeps one permit of it.
+	acquire(t, la, na, "g", 4, 5*time.Second).Release()
+	pa := acquire(t, la, na, "g", 1, 5*time.Second)
+	defer pa.Release()
+	var failed atomic.Bool
+	redislimit.SetReleaseHook(a, func() error {
+		if failed.CompareAndSwap(false, true) {
+			return errors.New("a failed give-back (test)")
+		}
+		return nil
+	})
+	// B is refused, A hears it and gives back its 3 free permits: the
+	// release fails; the next renewal must make it good.
+	start := time.Now()
+	pb := acquire(t, lb, nb, "g", 2, 3*testTTL)
+	defer pb.Release()
+	if !failed.Load() {
+		t.Fatal("the give-back was never tried")
+	}
+	t.Logf("B got its permits %v after asking (renew interval %v)", time.Since(start), testRenew)
 }
