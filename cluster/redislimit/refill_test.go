@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -281,4 +282,32 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 		t.Fatal("the give-back was never tried")
 	}
 	t.Logf("B got its permits %v after asking (renew interval %v)", time.Since(start), testRenew)
+}
+
+// TestBrieflyPausedRedisIsNotAnOutage: under FailClosed, a task queued while
+// Redis is paused for less than three call timeouts waits and runs once it
+// answers again; it is not refused.
+func TestBrieflyPausedRedisIsNotAnOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	h := newHolder(t, srv.Addr(), redislimit.WithFailurePolicy(redislimit.FailClosed))
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, h.Groups(2), h.Global(2))
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		srv.Resume()
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the client's read timeout is 200 ms
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := hd.Wait(ctxTimeout(t, 10*time.Second))
+	if err != nil || res.Value != 1 {
+		t.Fatalf("the task queued during a 300 ms pause: %v %v (%v)", res.Status, res.Err, err)
+	}
+	if s := h.Stats(); s.Outages != 0 {
+		t.Fatalf("a 300 ms pause counted as an outage: %+v", s)
+	}
 }
