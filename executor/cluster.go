@@ -28,13 +28,17 @@ type Limiter interface {
 	// be called, never from TryAcquire or Release and never under a lock
 	// that TryAcquire or Release take, when key may have gained permits
 	// after a TryAcquire asked it to wait; notify takes the executor's
-	// lock. An error makes New fail with it.
+	// lock. An error makes New fail with it. New attaches the global
+	// limiter first: if the group limiter's Attach then fails, the global
+	// one stays attached to an executor that never runs (its notify does
+	// nothing); do not reuse it, make a new one.
 	Attach(notify func(key string)) error
 	// TryAcquire takes n permits for key without blocking. It returns the
 	// permit, or (nil, nil) to make the task wait for notify(key), or
 	// (nil, err) to refuse the task: it completes Rejected with an error
-	// matching ErrRejected and err, whatever the rejection policy. The
-	// global limiter is called with key "".
+	// matching ErrRejected and err, whatever the rejection policy (a permit
+	// returned together with an error is released at once). The global
+	// limiter is called with key "".
 	TryAcquire(key string, n int) (Permit, error)
 }
 
@@ -43,7 +47,9 @@ type Permit interface {
 	// Bind is called once, on the task's goroutine, before Fn runs, with
 	// the task's context and a function that cancels it with a cause (for
 	// example when the permit's lease was lost). It returns the context Fn
-	// runs with: ctx, or one derived from it that carries values only.
+	// runs with: ctx, or one derived from it that carries values only. If
+	// Bind panics, the task completes Failed with a *PanicError without
+	// running Fn, and its permits are released.
 	Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context
 	// Release gives the permit back. It is called once, under the
 	// executor's lock, after Fn has returned: it must not block.
@@ -114,10 +120,15 @@ const (
 )
 
 // acquireLocked takes j's cluster permits, global then group, all or none.
+// A permit returned together with an error is released: the task does not
+// start on it.
 func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *RejectedError) {
 	var gp Permit
 	if c.global != nil {
 		p, err := c.global.TryAcquire("", j.weight)
+		if err != nil && p != nil {
+			p.Release()
+		}
 		switch {
 		case err != nil:
 			return clusterRefused, &RejectedError{Group: g.key, ID: j.id, Limit: LimitClusterGlobal, Weight: j.weight, Err: err}
@@ -128,6 +139,10 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 	}
 	if c.group != nil {
 		p, err := c.group.TryAcquire(g.key, j.weight)
+		if err != nil && p != nil {
+			p.Release()
+			p = nil
+		}
 		if p == nil && gp != nil {
 			gp.Release()
 		}
@@ -163,15 +178,22 @@ func (ex *Executor) releaseClusterLocked(g *group, j *job) {
 	}
 }
 
-// bindCluster lets j's cluster permits see its run context.
-func (j *job) bindCluster(ctx context.Context) context.Context {
+// bindCluster lets j's cluster permits see its run context. A panic in Bind
+// is returned as a *PanicError: the task fails without running Fn, and its
+// permits are released as for any finished task.
+func (j *job) bindCluster(ctx context.Context) (_ context.Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = newPanicError(r)
+		}
+	}()
 	cancel := j.cancelContext
 	for _, p := range j.cluster {
 		if p != nil {
 			ctx = p.Bind(ctx, cancel)
 		}
 	}
-	return ctx
+	return ctx, nil
 }
 
 // clusterNotify dispatches again after a limiter gained permits: for the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,8 @@ type memLimiter struct {
 	binds   atomic.Int64
 	lastCtx chan context.CancelCauseFunc
 	attachE error
+	errWith error  // TryAcquire returns a permit together with this error
+	onBind  func() // called by Bind (a panic, a Goexit)
 }
 
 func newMemLimiter() *memLimiter {
@@ -49,7 +52,7 @@ func (m *memLimiter) TryAcquire(key string, n int) (executor.Permit, error) {
 	}
 	m.avail[key] -= n
 	m.out += n
-	return &memPermit{m: m, key: key, n: n}, nil
+	return &memPermit{m: m, key: key, n: n}, m.errWith
 }
 
 // give adds n permits to key and notifies, as a limiter does after a refill.
@@ -75,6 +78,9 @@ type memPermit struct {
 
 func (p *memPermit) Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
 	p.m.binds.Add(1)
+	if f := p.m.onBind; f != nil {
+		f()
+	}
 	select {
 	case p.m.lastCtx <- cancel:
 	default:
@@ -315,5 +321,75 @@ func TestClusterStress(t *testing.T) {
 	}
 	if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 {
 		t.Fatalf("after the run: %+v", s)
+	}
+}
+
+// A limiter that returns a permit together with an error refuses the task:
+// the permit is released, global or group.
+func TestClusterPermitWithErrorIsReleased(t *testing.T) {
+	for _, global := range []bool{true, false} {
+		t.Run(fmt.Sprint("global=", global), func(t *testing.T) {
+			lim, other := newMemLimiter(), newMemLimiter()
+			lim.errWith = errors.New("refused, permit attached")
+			var opts []executor.Option
+			if global {
+				opts = append(opts, executor.WithGlobalLimiter(lim), executor.WithGroupLimiter(other))
+				lim.avail[""] = 5
+				other.avail["a"] = 5
+			} else {
+				opts = append(opts, executor.WithGlobalLimiter(other), executor.WithGroupLimiter(lim))
+				other.avail[""] = 5
+				lim.avail["a"] = 5
+			}
+			ex := newExec(t, nil, opts...)
+			_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 1, nil }})
+			if !errors.Is(err, executor.ErrRejected) || !errors.Is(err, lim.errWith) {
+				t.Fatalf("Submit: %v, want a rejection with the limiter's error", err)
+			}
+			if a, b := lim.outstanding(), other.outstanding(); a != 0 || b != 0 {
+				t.Fatalf("permits out after the refusal: %d and %d, want 0", a, b)
+			}
+		})
+	}
+}
+
+// A Bind that panics or calls runtime.Goexit fails the task without running
+// Fn; its permits and its worker are released.
+func TestClusterBindPanicOrGoexitReleases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bind func()
+		want func(error) bool
+	}{
+		{"panic", func() { panic("bind boom") }, func(err error) bool {
+			var pe *executor.PanicError
+			return errors.As(err, &pe) && pe.Value == "bind boom"
+		}},
+		{"goexit", runtime.Goexit, func(err error) bool { return errors.Is(err, executor.ErrGoexit) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			glob, grp := newMemLimiter(), newMemLimiter()
+			grp.onBind = tc.bind
+			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)},
+				executor.WithGlobalLimiter(glob), executor.WithGroupLimiter(grp))
+			glob.give("", 1)
+			grp.give("a", 1)
+			var ran atomic.Bool
+			h := submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { ran.Store(true); return 1, nil }})
+			if r := wait(t, h); r.Status != executor.Failed || !tc.want(r.Err) || ran.Load() {
+				t.Fatalf("status %v err %v (Fn ran: %v), want Failed without running Fn", r.Status, r.Err, ran.Load())
+			}
+			if a, b := glob.outstanding(), grp.outstanding(); a != 0 || b != 0 {
+				t.Fatalf("permits out: global %d group %d, want 0", a, b)
+			}
+			grp.onBind = nil
+			h = submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 1, nil }})
+			if r := wait(t, h); r.Status != executor.Success {
+				t.Fatalf("the next task: %v %v, want Success", r.Status, r.Err)
+			}
+			if msg := ex.CheckInvariants(); msg != "" {
+				t.Fatal(msg)
+			}
+		})
 	}
 }

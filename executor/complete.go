@@ -44,7 +44,7 @@ func (ex *Executor) completeCancelled(j *job, cause error, queued time.Duration)
 // runInCaller runs j in the calling goroutine, outside every limit.
 func (ex *Executor) runInCaller(j *job) {
 	start := ex.since()
-	ctx, queued := ex.begin(j, start)
+	queued := start - j.submitted
 	st, err := Failed, ErrGoexit
 	defer func() {
 		ran := ex.since() - start
@@ -65,6 +65,11 @@ func (ex *Executor) runInCaller(j *job) {
 		}
 		j.complete(st, err, queued, ran)
 	}()
+	ctx, berr := ex.begin(j, queued)
+	if berr != nil {
+		st, err = Failed, berr
+		return
+	}
 	st, err = j.body.call(ctx)
 }
 

@@ -19,7 +19,8 @@ func classify(err error) Status {
 	}
 }
 
-// runContext returns the context Fn runs with.
+// runContext returns the context Fn runs with, or the *PanicError of a
+// cluster permit's Bind that panicked (Fn does not run).
 //
 // When Submit's context can never be cancelled (its Done is nil, as for
 // context.Background), the job itself serves as the context, through runCtx,
@@ -27,10 +28,10 @@ func classify(err error) Status {
 // such a parent carries no cause of its own. Otherwise the job derives a
 // standard cancelable context, which keeps the parent's cancellation and
 // cause.
-func (j *job) runContext() context.Context {
+func (j *job) runContext() (context.Context, error) {
 	bind := j.cluster != nil
 	if j.parent.Done() == nil && !bind {
-		return (*runCtx)(j)
+		return (*runCtx)(j), nil
 	}
 	j.stdCtx = true
 	ctx, cancel := context.WithCancelCause(j.parent)
@@ -44,9 +45,9 @@ func (j *job) runContext() context.Context {
 	if bind {
 		// A cluster permit can cancel the task with a cause (a lost
 		// lease), hence the standard context above.
-		ctx = j.bindCluster(ctx)
+		return j.bindCluster(ctx)
 	}
-	return ctx
+	return ctx, nil
 }
 
 // endRun releases the run context's resources once Fn has returned. It runs

@@ -39,17 +39,25 @@ func (ex *Executor) work(j *job) {
 // task for this goroutine and when it became runnable, or parks w and
 // reports so. With w nil it neither continues nor parks.
 func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end time.Duration, parked bool) {
-	ctx, queued := ex.begin(j, start)
+	queued := start - j.submitted
 	returned := false
 	defer func() {
-		if !returned { // Fn called runtime.Goexit; this goroutine is ending.
+		// Fn (or a cluster permit's Bind, or the listener) called
+		// runtime.Goexit, or begin panicked: this goroutine is ending.
+		if !returned {
 			ex.settle(j, Failed)
 			ran := ex.since() - start
 			j.endRun()
 			ex.finish(j, Failed, ErrGoexit, queued, ran, nil)
 		}
 	}()
-	st, err := j.body.call(ctx)
+	ctx, err := ex.begin(j, queued)
+	var st Status
+	if err != nil {
+		st = Failed // a cluster permit's Bind panicked: Fn does not run
+	} else {
+		st, err = j.body.call(ctx)
+	}
 	returned = true
 	ex.settle(j, st)
 	end = ex.since()
@@ -69,16 +77,16 @@ func (ex *Executor) settle(j *job, st Status) {
 	ex.finishing.Add(1)
 }
 
-// begin makes j's run context and tells the listener that j starts at start,
-// which is queued after its submission.
-func (ex *Executor) begin(j *job, start time.Duration) (ctx context.Context, queued time.Duration) {
-	ctx, queued = j.runContext(), start-j.submitted
+// begin makes j's run context and tells the listener that j starts, queued
+// after its submission. An error is a cluster permit's Bind that panicked.
+func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error) {
+	ctx, err := j.runContext()
 	if ex.listener != nil {
 		e := ex.event(j)
 		e.Queued = queued
 		ex.notify(onStarted, e)
 	}
-	return ctx, queued
+	return ctx, err
 }
 
 // finish ends a running j: it releases j's permits, starts what now fits,

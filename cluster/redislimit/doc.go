@@ -38,9 +38,14 @@
 // Every lease carries a fencing token, FencingToken(ctx) in the task: a
 // number from a per-key counter in Redis, greater for every lease taken
 // later, also across a restart of a Redis without persistence (the counter
-// restarts from Redis's clock in microseconds). A downstream that records
-// the greatest token it has seen and refuses smaller ones refuses a holder
-// whose lease was lost, even one that was paused and does not know yet.
+// restarts from Redis's clock in microseconds). Tokens are per lease, and a
+// lease is a block of permits: with limit 1 only one lease of a key is
+// valid at a time, and a downstream that records the greatest token it has
+// seen for the key and refuses smaller ones refuses a holder whose lease
+// was lost, even one that was paused and does not know yet. With a larger
+// limit several leases are valid at once with different tokens, so that
+// rule would refuse live ones: there a token identifies a lease, it does
+// not fence (see FencingToken).
 //
 // # The local fast path, and its cost
 //
@@ -72,13 +77,23 @@
 //
 // # When Redis cannot be reached
 //
-// Permits already leased serve tasks until their leases are lost. For the
-// rest the failure policy applies (WithFailurePolicy): FailClosed (the
-// default) refuses the task (it completes Rejected, matching ErrUnavailable
-// and executor.ErrRejected, whatever the executor's rejection policy);
-// FailOpen lets it run under the executor's local limits alone, on a
-// fallback permit without a lease or token, so the cluster limit can be
-// exceeded until those tasks end. Stats reports the mode (ModeUp, ModeDown),
+// Permits already leased serve tasks until their leases are lost. A failed
+// call is retried (a refill at the poll rate); the holder is down (ModeDown)
+// only after three calls in a row failed, and up again at the first call
+// that succeeds: the renewal loop probes Redis every renew interval while it
+// is down, so an outage is seen as over within about one renew interval.
+//
+// While the holder is down, the failure policy (WithFailurePolicy) applies
+// to every task that needs a permit it has no lease for: FailClosed (the
+// default) refuses it (it completes Rejected, matching ErrUnavailable and
+// executor.ErrRejected, whatever the executor's rejection policy); FailOpen
+// lets it run under the executor's local limits alone, on a fallback permit
+// without a lease or token, so the cluster limit can be exceeded until those
+// tasks end. This applies to tasks already queued as well as to new ones:
+// when the holder goes down the executor is told, dispatches again, and
+// each head that then asks is refused (FailClosed) or runs (FailOpen); with
+// the global limiter that is the head of every group's queue, then the
+// next ones, until the outage is over. Stats reports the mode (ModeUp, ModeDown),
 // the policy, and counts every fallback, refusal, outage and lost lease; a
 // listener (WithListener) receives EventUnavailable, EventRecovered,
 // EventFallback, EventRejected and EventLeaseLost. The renewal loop probes

@@ -1,9 +1,37 @@
 package redislimit
 
+import "context"
+
 // SetRenewHook makes every renewal round call f first; an error fails the
 // round as if Redis were unreachable (a partition, for tests).
 func SetRenewHook(h *Holder, f func() error) {
 	h.mu.Lock()
 	h.renewHook = f
+	h.mu.Unlock()
+}
+
+// SetReplyHook makes every refill call f once its reply has arrived, before
+// using it (a slow round trip, for tests); an error replaces the reply, as
+// if it was lost.
+func SetReplyHook(h *Holder, f func() error) {
+	h.mu.Lock()
+	h.replyHook = f
+	h.mu.Unlock()
+}
+
+// FallbackPermit returns a fallback permit of weight 1 (as FailOpen grants
+// while Redis is down) for key.
+func FallbackPermit(h *Holder, key string) interface {
+	Bind(context.Context, context.CancelCauseFunc) context.Context
+	Release()
+} {
+	return &permit{h: h, n: 1, key: key}
+}
+
+// SetReleaseHook makes every give-back outside the renewal round call f
+// first; an error fails it as if Redis were unreachable.
+func SetReleaseHook(h *Holder, f func() error) {
+	h.mu.Lock()
+	h.releaseHook = f
 	h.mu.Unlock()
 }

@@ -26,6 +26,7 @@ type Holder struct {
 	scopes   []*Limiter
 	queue    []*keyState // keys the refiller should serve
 	down     bool
+	fails    int // calls to Redis failed in a row
 	lastErr  error
 	failedAt time.Time
 	closed   bool
@@ -39,6 +40,12 @@ type Holder struct {
 	// renewHook, when set (tests), is called before each renewal round; an
 	// error fails the round as if Redis were unreachable.
 	renewHook func() error
+	// replyHook, when set (tests), is called when a refill's reply has
+	// arrived, before it is used: a slow round trip.
+	replyHook func() error
+	// releaseHook, when set (tests), is called before a give-back outside
+	// the renewal round; an error fails it as if Redis were unreachable.
+	releaseHook func() error
 
 	st counters
 }
@@ -158,11 +165,16 @@ func (h *Holder) Stats() Stats {
 	return s
 }
 
+// downAfter is how many calls to Redis in a row must fail for the holder to
+// be down: one lost reply or timeout on a loaded machine is not an outage.
+const downAfter = 3
+
 // failLocked records a failed call to Redis; it returns the event to emit
-// when this is a transition to ModeDown.
+// when this is a transition to ModeDown (after downAfter failures in a row).
 func (h *Holder) failLocked(err error) *Event {
 	h.lastErr, h.failedAt = err, time.Now()
-	if h.down {
+	h.fails++
+	if h.down || h.fails < downAfter {
 		return nil
 	}
 	h.down = true
@@ -173,6 +185,7 @@ func (h *Holder) failLocked(err error) *Event {
 // upLocked records a successful call; it returns the event to emit when
 // this ends an outage.
 func (h *Holder) upLocked() *Event {
+	h.fails = 0
 	if !h.down {
 		return nil
 	}

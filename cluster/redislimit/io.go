@@ -125,6 +125,14 @@ func (h *Holder) refill(ks *keyState) {
 		h.mu.Unlock()
 		return
 	}
+	if ks.pickLocked(need) != nil {
+		// Permits at hand serve it now (a give-back brought this holder
+		// down to its share, or a task finished): no call to Redis.
+		ks.demand = 0
+		h.mu.Unlock()
+		ks.l.notify(ks.key)
+		return
+	}
 	want := max(ks.block, need)
 	if ks.others > 0 {
 		held, _ := ks.held()
@@ -134,6 +142,7 @@ func (h *Holder) refill(ks *keyState) {
 	h.leaseSeq++
 	id := h.id + ":" + strconv.FormatUint(h.leaseSeq, 10)
 	keys := ks.keys
+	hook := h.replyHook
 	h.mu.Unlock()
 
 	sent := time.Now()
@@ -141,6 +150,11 @@ func (h *Holder) refill(ks *keyState) {
 	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, h.id, h.channel()).Int64Slice()
 	cancel()
 	h.st.roundTrips.Add(1)
+	if hook != nil {
+		if herr := hook(); herr != nil && err == nil {
+			err = herr
+		}
+	}
 
 	h.mu.Lock()
 	if err != nil || len(res) != 4 {
@@ -148,6 +162,12 @@ func (h *Holder) refill(ks *keyState) {
 			err = redis.Nil
 		}
 		ev := h.failLocked(err)
+		if !h.down {
+			// One failure is not an outage: ask again at the poll rate.
+			ks.retry = true
+			h.mu.Unlock()
+			return
+		}
 		// The executor asks again and now meets the failure policy; the
 		// demand is set again if it still waits.
 		ks.demand = 0
@@ -160,23 +180,40 @@ func (h *Holder) refill(ks *keyState) {
 	ks.others = int(res[3])
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
-		held, _ := ks.held()
+		held, free := ks.held()
 		stale := time.Since(ks.since) > h.cfg.ttl
+		notify := false
+		var ret []shrink
+		// A waiter's demand is dropped only with a notify, or when a task
+		// of this key runs here: its Release makes the executor ask again.
 		switch {
+		case ks.pickLocked(need) != nil:
+			// A task finished meanwhile: its permits serve the waiter.
+			ks.demand, notify = 0, true
+		case free >= need:
+			// Free permits here would cover it, but they are split over
+			// leases or above the fair share: give them back and lease
+			// anew (a block of at least need, within the share).
+			ret = h.shrinkLocked(ks, free)
+			ks.retry = true
 		case held >= ks.limit:
-			// This holder has the whole limit: only its own tasks can
-			// free a permit, and they serve its waiters directly.
+			// The whole limit is here and tasks of this key run on it
+			// (free < need <= limit): the first to finish makes the
+			// executor ask again.
 			ks.demand = 0
 		case stale:
 			// Nobody asked for a while: let the executor ask again if it
 			// still waits, rather than poll for nothing.
-			ks.demand = 0
+			ks.demand, notify = 0, true
 		default:
 			ks.retry = true
 		}
 		h.mu.Unlock()
 		h.emit(ev)
-		if stale {
+		if len(ret) > 0 {
+			h.giveBack(ret)
+		}
+		if notify {
 			ks.l.notify(ks.key)
 		}
 		return
@@ -190,7 +227,19 @@ func (h *Holder) refill(ks *keyState) {
 		h.giveBack([]shrink{{le, 0, 0}})
 		return
 	}
-	le.timer = time.AfterFunc(h.localValidity(), func() { h.expire(le) })
+	// The validity counts from when the request was sent, as for a
+	// renewal: a slow reply leaves less of it.
+	left := time.Until(le.valid)
+	if left <= 0 {
+		// The reply came too late to trust the lease: give it back and
+		// ask again.
+		ks.retry = true
+		h.mu.Unlock()
+		h.emit(ev)
+		h.giveBack([]shrink{{le, 0, 0}})
+		return
+	}
+	le.timer = time.AfterFunc(left, func() { h.expire(le) })
 	ks.leases = append(ks.leases, le)
 	h.leases++
 	if !ks.granted.IsZero() && sent.Sub(ks.granted) < h.cfg.renew {
@@ -203,11 +252,12 @@ func (h *Holder) refill(ks *keyState) {
 	ks.l.notify(ks.key)
 }
 
-// shrink is a return of k permits of a lease to Redis (all of it if k is 0).
+// shrink is a return of permits of a lease to Redis: it is lowered to left
+// permits (all of it given back if left is 0).
 type shrink struct {
-	le *lease
-	k  int
-	n  int // permits returned
+	le   *lease
+	left int
+	n    int // permits returned
 }
 
 // shrinkLocked takes up to k free permits of ks out of local use, emptied
@@ -227,7 +277,7 @@ func (h *Holder) shrinkLocked(ks *keyState, k int) []shrink {
 			n := min(free, k)
 			k -= n
 			le.size -= n
-			out = append(out, shrink{le, n, n})
+			out = append(out, shrink{le, le.size, n})
 			kept = append(kept, le)
 		}
 	}
@@ -248,21 +298,32 @@ func (h *Holder) dropLocked(le *lease) {
 	h.leases--
 }
 
-// giveBack tells Redis of returned permits, in one round trip.
+// giveBack tells Redis of returned permits, in one round trip. If it fails,
+// an emptied lease comes back when it expires (it is no longer renewed), and
+// a lowered one at the next renewal, which sends every lease's size.
 func (h *Holder) giveBack(ret []shrink) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	defer cancel()
-	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, s := range ret {
-			releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.k)
-		}
-		return nil
-	})
-	h.st.roundTrips.Add(1)
+	h.mu.Lock()
+	hook := h.releaseHook
+	h.mu.Unlock()
+	var err error
+	if hook != nil {
+		err = hook()
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
+		_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, s := range ret {
+				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
+			}
+			return nil
+		})
+		cancel()
+		h.st.roundTrips.Add(1)
+	}
 	h.mu.Lock()
 	var ev *Event
 	if err != nil {
-		ev = h.failLocked(err) // the permits come back when the lease expires
+		ev = h.failLocked(err)
 	} else {
 		ev = h.upLocked()
 	}
@@ -335,6 +396,7 @@ func (h *Holder) renewer() {
 type renewal struct {
 	ks     *keyState
 	leases []*lease
+	sizes  []int // the leases' sizes when the round began
 }
 
 // renewOnce is one round of the renewal loop.
@@ -358,7 +420,11 @@ func (h *Holder) renewOnce() {
 				}
 				continue
 			}
-			rs = append(rs, renewal{ks, append([]*lease(nil), ks.leases...)})
+			r := renewal{ks, append([]*lease(nil), ks.leases...), make([]int, len(ks.leases))}
+			for i, le := range ks.leases {
+				r.sizes[i] = le.size
+			}
+			rs = append(rs, r)
 		}
 	}
 	probe := h.down && len(rs) == 0
@@ -378,15 +444,15 @@ func (h *Holder) renewOnce() {
 		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
 		cmds, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, r := range rs {
-				args := make([]any, 0, 2+len(r.leases))
+				args := make([]any, 0, 2+2*len(r.leases))
 				args = append(args, h.cfg.ttl.Milliseconds(), h.id)
-				for _, le := range r.leases {
-					args = append(args, le.id)
+				for i, le := range r.leases {
+					args = append(args, le.id, r.sizes[i])
 				}
 				renewScript.Eval(ctx, p, []string{r.ks.keys[0], r.ks.keys[1], r.ks.keys[3]}, args...)
 			}
 			for _, s := range ret {
-				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.k)
+				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
 			}
 			if probe {
 				p.Ping(ctx)

@@ -145,6 +145,30 @@ func (ks *keyState) held() (held, free int) {
 	return held, free
 }
 
+// pickLocked returns the lease TryAcquire takes n permits from, or nil: a
+// lease with n free permits within its local validity (its timer may not
+// have run yet), unless this holder is above an even share while others
+// wait (its free permits go back instead).
+func (ks *keyState) pickLocked(n int) *lease {
+	if ks.others > 0 {
+		if held, _ := ks.held(); held > ks.fairShare() {
+			return nil
+		}
+	}
+	var now time.Time
+	for _, le := range ks.leases {
+		if le.size-le.used >= n {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if now.Before(le.valid) {
+				return le
+			}
+		}
+	}
+	return nil
+}
+
 // fairShare is the most a holder keeps while others wait: the limit split
 // evenly between them and it.
 func (ks *keyState) fairShare() int { return (ks.limit + ks.others) / (ks.others + 1) }
@@ -174,18 +198,14 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 		ks.giveUp = true
 		h.enqueueLocked(ks)
 	}
-	if ks.others == 0 || held <= ks.fairShare() {
-		for _, le := range ks.leases {
-			if le.size-le.used >= n {
-				le.used += n
-				p := &permit{h: h, l: le, n: n, token: le.token, key: key}
-				le.permits[p] = struct{}{}
-				_, free := ks.held()
-				ks.minFree = min(ks.minFree, free)
-				h.st.acquired.Add(1)
-				return p, nil
-			}
-		}
+	if le := ks.pickLocked(n); le != nil {
+		le.used += n
+		p := &permit{h: h, l: le, n: n, token: le.token, key: key}
+		le.permits[p] = struct{}{}
+		_, free := ks.held()
+		ks.minFree = min(ks.minFree, free)
+		h.st.acquired.Add(1)
+		return p, nil
 	}
 	if h.down {
 		// The renewal loop probes Redis and ends the outage; the
@@ -218,7 +238,9 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 		cancel(lost)
 	}
 	if p.l == nil {
-		return ctx // a fallback permit has no token
+		// A fallback permit has no token: hide one that ctx may carry
+		// (the global lease's, under a group fallback permit).
+		return context.WithValue(ctx, tokenKey{}, nil)
 	}
 	return context.WithValue(ctx, tokenKey{}, p.token)
 }
@@ -252,11 +274,24 @@ type tokenKey struct{}
 
 // FencingToken returns the fencing token of the lease the task's permit
 // came from, and false outside a task run under a cluster permit or on a
-// fallback permit (FailOpen). Tokens are issued per key from a counter in
-// Redis: a lease taken after another for the same key has a greater token,
-// so a downstream that remembers the greatest token it has seen can refuse
-// a stale holder. The permits of one block share its token. With both a
-// global and a group limiter, it is the group lease's token.
+// fallback permit (FailOpen). With both a global and a group limiter, it is
+// the group lease's token (and false on a fallback group permit, even when
+// the global permit has a lease).
+//
+// Tokens are issued per lease (a leased block of permits), from a counter
+// per key in Redis: a lease taken after another for the same key has a
+// greater token, and the permits of one lease share its token. What a
+// downstream may conclude from them depends on the limit:
+//
+//   - With limit 1, at most one lease of the key is valid at a time (up to
+//     the exceptions FailClosed lists), so a downstream that records the
+//     greatest token it has seen for the key and refuses smaller ones
+//     refuses a stale holder: use limit 1 for mutual exclusion with fencing.
+//   - With a limit above 1, several leases of the key are valid at once,
+//     with different tokens, and one granted later has the greater token:
+//     refusing tokens smaller than the greatest seen would refuse live
+//     leases. A token then identifies a lease (and orders leases by when
+//     they were granted); it does not tell a live lease from a lost one.
 func FencingToken(ctx context.Context) (int64, bool) {
 	t, ok := ctx.Value(tokenKey{}).(int64)
 	return t, ok

@@ -11,8 +11,16 @@ type FailurePolicy uint8
 
 const (
 	// FailClosed refuses the task: it completes Rejected with an error
-	// matching ErrUnavailable. The cluster limit is never exceeded. The
-	// default.
+	// matching ErrUnavailable. No permit is granted without a lease, so
+	// the cluster limit holds while Redis keeps its data and its clock,
+	// except that: a Redis restart or failover that loses the leases (no
+	// persistence, or a replica behind) lets new holders lease all N while
+	// the old holders keep running on their leases until their next
+	// renewal tells them (at most a renew interval, or their local
+	// validity); a jump forward of Redis's clock (TIME) expires leases
+	// early and gives their slots away while their holders still trust
+	// them; and a task on a lost lease has its context cancelled but runs
+	// until its Fn returns. The default.
 	FailClosed FailurePolicy = iota + 1
 	// FailOpen lets the task through on the executor's local limits alone:
 	// the limiter grants a fallback permit (no lease, no fencing token),

@@ -130,6 +130,13 @@ const (
 // the limiter's keys, and counts a violation if the group's count passes
 // its limit: the in-flight across processes, sampled from inside tasks.
 func runLoad(c *redis.Client, h *redislimit.Holder, prefix string, d time.Duration, seed uint64) (uint64, error) {
+	// The probe has a client of its own with generous timeouts: a probe
+	// call that timed out on a loaded machine would leave the count off
+	// and report violations that did not happen. A failed probe call
+	// fails the run instead.
+	pc := redis.NewClient(&redis.Options{Addr: c.Options().Addr, DialTimeout: 10 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1, Protocol: 2})
+	defer pc.Close()
 	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(procPerGroup), policy.WithQueueTimeout(2*time.Second))
 	ex, err := executor.New(p, executor.WithGroupLimiter(h.Groups(procPerGroup)))
 	if err != nil {
@@ -147,16 +154,25 @@ func runLoad(c *redis.Client, h *redislimit.Holder, prefix string, d time.Durati
 		ctx, cancel := context.WithCancel(context.Background())
 		panics := r.IntN(20) == 0
 		hd, _ := executor.Submit(ex, ctx, executor.Task[int]{Group: fmt.Sprint("g", gi), Fn: func(ctx context.Context) (int, error) {
-			n, err := c.Incr(context.Background(), probe).Result()
-			if err != nil {
+			fail := func(err error) {
 				errMu.Lock()
-				taskErr = err
+				taskErr = fmt.Errorf("probe: %w", err)
 				errMu.Unlock()
+			}
+			n, err := pc.Incr(context.Background(), probe).Result()
+			if err != nil {
+				fail(err)
 				return 0, err
 			}
-			defer c.Decr(context.Background(), probe)
+			defer func() {
+				if err := pc.Decr(context.Background(), probe).Err(); err != nil {
+					fail(err)
+				}
+			}()
 			if n > procPerGroup {
-				c.Incr(context.Background(), prefix+":violations")
+				if err := pc.Incr(context.Background(), prefix+":violations").Err(); err != nil {
+					fail(err)
+				}
 			}
 			if panics {
 				panic("boom")

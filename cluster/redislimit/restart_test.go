@@ -43,7 +43,9 @@ func testRestart(t *testing.T, pol redislimit.FailurePolicy) {
 		}
 		evMu.Unlock()
 	}))
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(limit), policy.WithQueueTimeout(2 * time.Second)},
+	// The local limit is above the cluster limit, so that the overLimit
+	// check below can fail: only the cluster permits hold it.
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2 * limit), policy.WithQueueTimeout(2 * time.Second)},
 		h.Groups(limit), nil)
 
 	var running, overLimit atomic.Int32
@@ -55,7 +57,7 @@ func testRestart(t *testing.T, pol redislimit.FailurePolicy) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var submitted, completed atomic.Int64
-	for s := range 4 {
+	for s := range 2 * limit { // more submitters than the cluster limit: it, not they, bounds what runs
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -123,6 +125,11 @@ func testRestart(t *testing.T, pol redislimit.FailurePolicy) {
 		}
 		return h.Stats().Fallbacks > 20
 	})
+	// Redis restarts empty: were it back while this holder still trusted
+	// leases from before, it would lease the whole limit again on top of
+	// them (an exception FailClosed documents). Restart it once they are
+	// all lost here.
+	eventually(t, "the leases from before the outage are lost here", 30*time.Second, func() bool { return h.Stats().Leases == 0 })
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -72,9 +72,12 @@ redis.call('PEXPIRE', KEYS[2], ttl * 2)
 return {grant, tok, free - grant, others}
 `)
 
-// renewScript extends each live lease named in ARGV by the TTL and drops
-// each one that has expired. KEYS: l n w. ARGV: ttl_ms holder_id id...
-// Returns {other_waiters, alive_1, alive_2, ...} (1 alive, 0 lost).
+// renewScript extends each live lease named in ARGV by the TTL, lowers its
+// permits to the size given with it if that is smaller (a give-back that
+// failed, or whose reply was lost, is made good; never raised), and drops
+// each lease that has expired. KEYS: l n w. ARGV: ttl_ms holder_id then
+// id size pairs. Returns {other_waiters, alive_1, alive_2, ...} (1 alive, 0
+// lost).
 var renewScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -83,10 +86,13 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local others = redis.call('ZCARD', KEYS[3])
 if redis.call('ZSCORE', KEYS[3], ARGV[2]) then others = others - 1 end
 local out = {others}
-for i = 3, #ARGV do
+for i = 3, #ARGV, 2 do
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if s and tonumber(s) > now then
     redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
+    local c = tonumber(redis.call('HGET', KEYS[2], ARGV[i]) or '0')
+    local size = tonumber(ARGV[i + 1])
+    if size > 0 and size < c then redis.call('HSET', KEYS[2], ARGV[i], size) end
     out[#out + 1] = 1
   else
     if s then redis.call('ZREM', KEYS[1], ARGV[i]) end
@@ -99,8 +105,10 @@ redis.call('PEXPIRE', KEYS[2], ttl * 2)
 return out
 `)
 
-// releaseScript gives k permits of a lease back (all of it when k is 0 or
-// the lease would be left empty). KEYS: l n. ARGV: id k.
+// releaseScript lowers a lease to left permits (gives it all back when left
+// is 0). It sets a size rather than subtracting, so that a release sent
+// twice (a retry after a lost reply, or the next renewal's size) gives back
+// nothing twice, and it never raises a lease. KEYS: l n. ARGV: id left.
 // Returns the permits left in the lease, or -1 if it was gone.
 var releaseScript = redis.NewScript(`
 local c = redis.call('HGET', KEYS[2], ARGV[1])
@@ -108,13 +116,15 @@ if not c then
   redis.call('ZREM', KEYS[1], ARGV[1])
   return -1
 end
-local k = tonumber(ARGV[2])
-local left = tonumber(c) - k
-if k == 0 or left <= 0 then
+local left = tonumber(ARGV[2])
+if left <= 0 then
   redis.call('HDEL', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[1], ARGV[1])
   return 0
 end
-redis.call('HSET', KEYS[2], ARGV[1], left)
-return left
+if left < tonumber(c) then
+  redis.call('HSET', KEYS[2], ARGV[1], left)
+  return left
+end
+return tonumber(c)
 `)

@@ -37,8 +37,10 @@ func TestThreeExecutorsShareTheLimit(t *testing.T) {
 	for range 3 {
 		h := newHolder(t, addr)
 		holders = append(holders, h)
-		exs = append(exs, newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(perGroup),
-			policy.WithQueueTimeout(3 * time.Second)}, h.Groups(perGroup), h.Global(global)))
+		// No queue timeout: a group left waiting with no notify coming
+		// would hang the run, not just have its tasks rejected.
+		exs = append(exs, newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(perGroup)},
+			h.Groups(perGroup), h.Global(global)))
 	}
 	var running [groups]atomic.Int32
 	var total atomic.Int32
@@ -130,6 +132,9 @@ func TestThreeExecutorsShareTheLimit(t *testing.T) {
 	}
 	t.Logf("started %d (failed %d, cancelled %d), rejected %d; %d permits from blocks in %d round trips",
 		sum.Started, sum.Failed, sum.Cancelled, sum.Rejected, acquired, trips)
+	if sum.Rejected != 0 {
+		t.Fatalf("%d tasks rejected: with no queue timeout every task must get its permits", sum.Rejected)
+	}
 	if sum.Started < tasks {
 		t.Fatalf("only %d tasks started: the executors barely ran", sum.Started)
 	}
