@@ -84,14 +84,10 @@ func Open(ctx context.Context, cfg OpenConfig) (*Results, error) {
 	if cfg.Rate <= 0 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("loadgen: rate %v and duration %v must be > 0", cfg.Rate, cfg.Duration)
 	}
-	if _, err := cfg.Target.request(ctx); err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
+	client, timeout, err := prepare(ctx, cfg.Target, cfg.Client, cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	client := cfg.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	timeout := orDefault(cfg.Timeout, defaultTimeout)
 	start := cfg.Start
 	if start.IsZero() {
 		start = time.Now()
@@ -196,14 +192,10 @@ func Closed(ctx context.Context, cfg ClosedConfig) (*Results, error) {
 	if cfg.Clients <= 0 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("loadgen: clients %d and duration %v must be > 0", cfg.Clients, cfg.Duration)
 	}
-	if _, err := cfg.Target.request(ctx); err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
+	client, timeout, err := prepare(ctx, cfg.Target, cfg.Client, cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	client := cfg.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	timeout := orDefault(cfg.Timeout, defaultTimeout)
 	start := time.Now()
 	end := start.Add(cfg.Duration)
 	per := make([][]Result, cfg.Clients)
@@ -226,6 +218,18 @@ func Closed(ctx context.Context, cfg ClosedConfig) (*Results, error) {
 	}
 	res.sortBySchedule()
 	return res, ctx.Err()
+}
+
+// prepare checks that target makes a valid request and fills in the
+// defaults both loops share: the client and the per-request timeout.
+func prepare(ctx context.Context, target Target, client *http.Client, timeout time.Duration) (*http.Client, time.Duration, error) {
+	if _, err := target.request(ctx); err != nil {
+		return nil, 0, fmt.Errorf("loadgen: %w", err)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return client, orDefault(timeout, defaultTimeout), nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
