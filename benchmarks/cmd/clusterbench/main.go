@@ -310,7 +310,7 @@ func runVariant(ctx context.Context, p params, v variant, cfg childConfig, rc *r
 			}
 			rest, found := strings.CutPrefix(l, prefix)
 			if !found {
-				return "", fmt.Errorf("child %d printed %q, want %s...", i, l, strings.TrimSpace(prefix))
+				return "", fmt.Errorf("child %d printed %q, want %s", i, l, strings.TrimSpace(prefix))
 			}
 			return rest, nil
 		case <-ctx.Done():
