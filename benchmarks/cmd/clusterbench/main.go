@@ -73,7 +73,7 @@ func main() {
 	var procs string
 	flag.StringVar(&p.redis, "redis", "", "address of a running Redis (host:port); empty: start a redis-server on a free loopback port")
 	flag.IntVar(&p.rounds, "rounds", 5, "rounds; each runs every variant once, in alternating order")
-	flag.IntVar(&p.tasks, "tasks", 500_000, "tasks each process runs per variant and round")
+	flag.IntVar(&p.tasks, "tasks", 2_000_000, "tasks each process runs per variant and round")
 	flag.IntVar(&p.batch, "batch", 10_000, "tasks submitted together, then waited for")
 	flag.StringVar(&procs, "procs", "1,3", "comma-separated process counts")
 	flag.DurationVar(&p.guard, "guard", 5*time.Minute, "give up on a variant run after this long")
