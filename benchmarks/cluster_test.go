@@ -24,9 +24,10 @@ import (
 // group limiter of 16 per group and a global limiter of 64, shared by 1 or
 // 3 executors. The 3 "processes" are three executors in this process, each
 // with its own holder and Redis connection (its own leases and renewal
-// loop); separate OS processes do not fit a Go benchmark. With 3 executors
-// sharing 16 per group, each gets a part of the cluster limit, so the
-// cluster limit, not the local one, is what binds.
+// loop); separate OS processes do not fit a Go benchmark, cmd/clusterbench
+// runs this workload in real processes. With 3 executors sharing 16 per
+// group, each gets a part of the cluster limit, so the cluster limit, not
+// the local one, is what binds.
 //
 // One op is ONE TASK. tasks/s and rt/task (Redis round trips per task:
 // refills, returns, renewals, all counted by the holders) are reported.
