@@ -113,8 +113,12 @@ func TestIsolationHelpers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.delay <= 0 || res.backlogAtProb != backlog || res.hotBefore < 0 || res.hotBefore > backlog {
-				t.Fatalf("result %+v: want delay > 0, backlog at probe %d", res, backlog)
+			// Hot tasks may start between opening their gate and the cold
+			// submission (on a loaded machine, many), so the backlog at the
+			// probe is at most the whole backlog, not exactly it.
+			if res.delay <= 0 || res.backlogAtProb < 0 || res.backlogAtProb > backlog ||
+				res.hotBefore < 0 || res.hotBefore > res.backlogAtProb {
+				t.Fatalf("result %+v: want delay > 0, 0 <= hot started before cold <= backlog at probe <= %d", res, backlog)
 			}
 		})
 	}
