@@ -46,11 +46,14 @@ func (h *Holder) subscriber() {
 			continue
 		}
 		who, leasesKey, ok := strings.Cut(msg.Payload, "|")
-		if !ok || who == h.id {
+		if !ok {
 			continue
 		}
 		h.mu.Lock()
 		for _, l := range h.scopes {
+			if who == l.id {
+				continue // its own refusal
+			}
 			for _, ks := range l.keys {
 				if ks.keys[0] == leasesKey && len(ks.leases) > 0 {
 					ks.others = max(ks.others, 1)

@@ -78,7 +78,8 @@
 // # When Redis cannot be reached
 //
 // Permits already leased serve tasks until their leases are lost. A failed
-// call is retried (a refill at the poll rate); the holder is down (ModeDown)
+// call is retried (a refill at the poll rate; so is a refused one, however
+// often other holders' refusals wake this one); the holder is down (ModeDown)
 // only after three calls in a row failed, and up again at the first call
 // that succeeds: the renewal loop probes Redis every renew interval while it
 // is down, so an outage is seen as over within about one renew interval.
@@ -90,7 +91,9 @@
 // lets it run under the executor's local limits alone, on a fallback permit
 // without a lease or token, so the cluster limit can be exceeded until those
 // tasks end. This applies to tasks already queued as well as to new ones:
-// when the holder goes down the executor is told, dispatches again, and
+// when the holder goes down, the executors of every key with a task waiting
+// for a refill are told at once (while down, no call to Redis is made for
+// them), dispatch again, and
 // each head that then asks is refused (FailClosed) or runs (FailOpen); with
 // the global limiter that is the head of every group's queue, then the
 // next ones, until the outage is over. Stats reports the mode (ModeUp, ModeDown),

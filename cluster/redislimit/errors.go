@@ -27,6 +27,7 @@ type LeaseLostError struct {
 	Key    string // the executor's key: the group, or "" for the global limit
 	Token  int64  // the lost lease's fencing token
 	Reason string
+	Err    error // the underlying cause, if any: ErrClosed when the Holder was closed
 }
 
 func (e *LeaseLostError) Error() string {
@@ -35,6 +36,9 @@ func (e *LeaseLostError) Error() string {
 
 // Is reports whether target is ErrLeaseLost.
 func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Unwrap returns the underlying cause (ErrClosed after Close), or nil.
+func (e *LeaseLostError) Unwrap() error { return e.Err }
 
 // OptionError names the option and value New (or Attach, for a scope's
 // limit) refused, and why. It matches ErrInvalidOption.

@@ -6,9 +6,9 @@ import "time"
 type EventKind uint8
 
 const (
-	// EventUnavailable: a call to Redis failed; the holder now applies its
-	// failure policy (Event.Policy) until Redis answers again. Err is the
-	// failure.
+	// EventUnavailable: calls to Redis failed three times in a row; the
+	// holder now applies its failure policy (Event.Policy) until Redis
+	// answers again. Err is the last failure.
 	EventUnavailable EventKind = iota + 1
 	// EventRecovered: Redis answers again after EventUnavailable.
 	EventRecovered
@@ -57,9 +57,11 @@ type Event struct {
 type Mode uint8
 
 const (
-	// ModeUp: the last call to Redis succeeded.
+	// ModeUp: Redis answers (one failed call, or two in a row, do not
+	// change that).
 	ModeUp Mode = iota + 1
-	// ModeDown: the last call to Redis failed; the failure policy applies.
+	// ModeDown: the last three calls to Redis failed, and none has
+	// succeeded since; the failure policy applies.
 	ModeDown
 )
 

@@ -110,7 +110,9 @@ func TestPartitionedHolderLearnsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-startedA
-	redislimit.SetRenewHook(a, func() error { return errors.New("partitioned") })
+	partitioned := func() error { return errors.New("partitioned") }
+	redislimit.SetRenewHook(a, partitioned)
+	redislimit.SetReleaseHook(a, partitioned) // the give-back of the lost lease fails too
 	_, err = executor.Submit(exB, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
 		tok, _ := redislimit.FencingToken(ctx)
 		startB <- mark{at: time.Now(), tok: tok}

@@ -31,7 +31,8 @@ type Holder struct {
 	failedAt time.Time
 	closed   bool
 	leaseSeq uint64
-	leases   int // live leases, all keys
+	nonce    string // this process's, in lease ids (New)
+	leases   int    // live leases, all keys
 
 	work chan struct{} // wakes the refiller
 	stop chan struct{}
@@ -79,7 +80,13 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 		_, _ = rand.Read(b[:])
 		cfg.holderID = hex.EncodeToString(b[:])
 	}
-	h := &Holder{rdb: rdb, cfg: cfg, id: cfg.holderID, work: make(chan struct{}, 1), stop: make(chan struct{})}
+	// Lease ids carry a nonce of this process, so that a process restarted
+	// with the same holder id never reuses a lease id its predecessor may
+	// still hold (the sequence starts again at 1).
+	var nb [4]byte
+	_, _ = rand.Read(nb[:])
+	h := &Holder{rdb: rdb, cfg: cfg, id: cfg.holderID, nonce: hex.EncodeToString(nb[:]) + ".",
+		work: make(chan struct{}, 1), stop: make(chan struct{})}
 	h.wg.Add(3)
 	go h.refiller()
 	go h.renewer()
@@ -114,7 +121,7 @@ func (h *Holder) Close() error {
 			for len(ks.leases) > 0 {
 				le := ks.leases[0]
 				rel = append(rel, le)
-				lost = append(lost, h.loseLocked(le, "holder closed: "+ErrClosed.Error()))
+				lost = append(lost, h.loseLocked(le, "holder closed", ErrClosed))
 			}
 		}
 	}
@@ -179,6 +186,15 @@ func (h *Holder) failLocked(err error) *Event {
 	}
 	h.down = true
 	h.st.outages.Add(1)
+	// Every task waiting for a refill now meets the failure policy, at
+	// once: the refiller tells their executors, with no call to Redis.
+	for _, l := range h.scopes {
+		for _, ks := range l.keys {
+			if ks.demand > 0 {
+				h.enqueueLocked(ks)
+			}
+		}
+	}
 	return &Event{Kind: EventUnavailable, Time: time.Now(), Policy: h.cfg.policy, Err: err}
 }
 

@@ -49,9 +49,10 @@ func (h *Holder) refiller() {
 		h.mu.Lock()
 		q := h.queue
 		h.queue = nil
+		now := time.Now()
 		for _, l := range h.scopes {
 			for _, ks := range l.keys {
-				if ks.retry && !ks.queued {
+				if ks.retry && !ks.queued && !now.Before(ks.retryAt) {
 					ks.retry = false
 					q = append(q, ks)
 				}
@@ -65,17 +66,29 @@ func (h *Holder) refiller() {
 			h.serve(ks)
 		}
 		h.mu.Lock()
-		again := false
+		var next time.Time // the earliest retry due
 		for _, l := range h.scopes {
 			for _, ks := range l.keys {
-				again = again || ks.retry
+				if ks.retry && (next.IsZero() || ks.retryAt.Before(next)) {
+					next = ks.retryAt
+				}
 			}
 		}
 		h.mu.Unlock()
-		if again {
-			poll.Reset(h.cfg.poll)
+		if !next.IsZero() {
+			poll.Reset(max(time.Until(next), 0))
 		}
 	}
+}
+
+// retryLocked makes the refiller serve ks again after d (0: at its next
+// round). A key is asked for at most once per d however often the refiller
+// wakes for other reasons: a refusal wakes the other holders of the key
+// (contention.go), and refusals must not answer each other at the speed of
+// a round trip.
+func (ks *keyState) retryLocked(d time.Duration) {
+	ks.retry = true
+	ks.retryAt = time.Now().Add(d)
 }
 
 // serve does what ks needs: report, give back, lease.
@@ -120,17 +133,22 @@ func (h *Holder) refill(ks *keyState) {
 		h.mu.Unlock()
 		return
 	}
-	if h.down && time.Since(h.failedAt) < h.cfg.poll {
-		ks.retry = true // while Redis is down, ask at the poll rate
-		h.mu.Unlock()
-		return
-	}
-	if ks.pickLocked(need) != nil {
+	if ks.pickLocked(need) != nil || h.down {
 		// Permits at hand serve it now (a give-back brought this holder
-		// down to its share, or a task finished): no call to Redis.
+		// down to its share, or a task finished): no call to Redis. Or the
+		// holder is down: the executor asks again and meets the failure
+		// policy, with no call either (the renewal loop probes Redis).
 		ks.demand = 0
 		h.mu.Unlock()
 		ks.l.notify(ks.key)
+		return
+	}
+	if time.Now().Before(ks.retryAt) {
+		// Refused or failed a moment ago: ask at the poll rate, not each
+		// time the refiller wakes for this key (a task's new demand, a
+		// contention notice, a give-back).
+		ks.retry = true
+		h.mu.Unlock()
 		return
 	}
 	want := max(ks.block, need)
@@ -140,14 +158,14 @@ func (h *Holder) refill(ks *keyState) {
 	}
 	want = min(want, ks.limit)
 	h.leaseSeq++
-	id := h.id + ":" + strconv.FormatUint(h.leaseSeq, 10)
+	id := ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10)
 	keys := ks.keys
 	hook := h.replyHook
 	h.mu.Unlock()
 
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, h.id, h.channel()).Int64Slice()
+	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, ks.l.id, h.channel()).Int64Slice()
 	cancel()
 	h.st.roundTrips.Add(1)
 	if hook != nil {
@@ -164,7 +182,7 @@ func (h *Holder) refill(ks *keyState) {
 		ev := h.failLocked(err)
 		if !h.down {
 			// One failure is not an outage: ask again at the poll rate.
-			ks.retry = true
+			ks.retryLocked(h.cfg.poll)
 			h.mu.Unlock()
 			return
 		}
@@ -195,7 +213,7 @@ func (h *Holder) refill(ks *keyState) {
 			// leases or above the fair share: give them back and lease
 			// anew (a block of at least need, within the share).
 			ret = h.shrinkLocked(ks, free)
-			ks.retry = true
+			ks.retryLocked(0)
 		case held >= ks.limit:
 			// The whole limit is here and tasks of this key run on it
 			// (free < need <= limit): the first to finish makes the
@@ -206,7 +224,7 @@ func (h *Holder) refill(ks *keyState) {
 			// still waits, rather than poll for nothing.
 			ks.demand, notify = 0, true
 		default:
-			ks.retry = true
+			ks.retryLocked(h.cfg.poll)
 		}
 		h.mu.Unlock()
 		h.emit(ev)
@@ -233,7 +251,7 @@ func (h *Holder) refill(ks *keyState) {
 	if left <= 0 {
 		// The reply came too late to trust the lease: give it back and
 		// ask again.
-		ks.retry = true
+		ks.retryLocked(0)
 		h.mu.Unlock()
 		h.emit(ev)
 		h.giveBack([]shrink{{le, 0, 0}})
@@ -339,14 +357,22 @@ func (h *Holder) expire(le *lease) {
 		h.mu.Unlock()
 		return
 	}
-	l := h.loseLocked(le, "not renewed within 80% of its TTL")
+	l := h.loseLocked(le, "not renewed within 80% of its TTL", nil)
+	closed := h.closed
 	h.mu.Unlock()
 	h.cancelAll([]lostLease{l})
+	if !closed {
+		// Redis may still hold it (a renewal's reply came too late, or
+		// only this process is cut off): give it back, best effort, so
+		// that it does not keep its permits from the others for the rest
+		// of its TTL.
+		h.giveBack([]shrink{{le, 0, 0}})
+	}
 }
 
 // loseLocked marks le lost, removes it from its key, and returns the event
 // and the cancellations to run once the lock is released.
-func (h *Holder) loseLocked(le *lease, reason string) lostLease {
+func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
 	ks := le.ks
 	for i, x := range ks.leases {
 		if x == le {
@@ -356,7 +382,7 @@ func (h *Holder) loseLocked(le *lease, reason string) lostLease {
 	}
 	h.dropLocked(le)
 	h.st.leasesLost.Add(1)
-	err := &LeaseLostError{Key: ks.key, Token: le.token, Reason: reason}
+	err := &LeaseLostError{Key: ks.key, Token: le.token, Reason: reason, Err: cause}
 	var cancels []func()
 	for p := range le.permits {
 		p.lostErr = err
@@ -364,10 +390,18 @@ func (h *Holder) loseLocked(le *lease, reason string) lostLease {
 			cancels = append(cancels, func() { c(err) })
 		}
 	}
-	h.st.tasksCancelled.Add(uint64(len(cancels)))
+	tasks := len(cancels)
+	h.st.tasksCancelled.Add(uint64(tasks))
 	clear(le.permits)
+	if notify := ks.l.notify; notify != nil && !h.closed {
+		// A task of the key waiting for a release here (the whole limit
+		// was here) must not wait for tasks that ignore their cancelled
+		// context: the executor asks again, and the slot is free in Redis.
+		key := ks.key
+		cancels = append(cancels, func() { notify(key) })
+	}
 	return lostLease{&Event{Kind: EventLeaseLost, Time: time.Now(), Policy: h.cfg.policy, Key: ks.key,
-		Token: le.token, Permits: le.size, Tasks: len(cancels), Err: err}, cancels}
+		Token: le.token, Permits: le.size, Tasks: tasks, Err: err}, cancels}
 }
 
 func (h *Holder) cancelAll(ls []lostLease) {
@@ -445,7 +479,7 @@ func (h *Holder) renewOnce() {
 		cmds, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, r := range rs {
 				args := make([]any, 0, 2+2*len(r.leases))
-				args = append(args, h.cfg.ttl.Milliseconds(), h.id)
+				args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id)
 				for i, le := range r.leases {
 					args = append(args, le.id, r.sizes[i])
 				}
@@ -481,7 +515,7 @@ func (h *Holder) renewOnce() {
 			for j, le := range r.leases {
 				switch {
 				case res[1+j] == 0 && !le.lost:
-					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)"))
+					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)", nil))
 				case res[1+j] == 1 && le.lost:
 					stale = append(stale, shrink{le, 0, 0}) // lost here meanwhile: free it there
 				case res[1+j] == 1:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/groupexec/groupexec/executor"
@@ -13,9 +14,13 @@ import (
 // limit (Holder.Global) or a limit per group (Holder.Groups). It implements
 // executor.Limiter: pass it to executor.WithGlobalLimiter or
 // executor.WithGroupLimiter. A Limiter serves one executor; make one per
-// executor (they share the holder's renewal loop).
+// executor (they share the holder's renewal loop). In Redis each Limiter is
+// a holder of its own (its id is the Holder's plus a number): two executors
+// limited through one Holder wait for, share fairly and give back to each
+// other as two processes would.
 type Limiter struct {
 	h      *Holder
+	id     string // in Redis: lease ids, waiting records, contention notices; set by Attach
 	scope  string // "global" or "group"
 	limit  func(key string) int
 	err    error // an invalid limit, returned by Attach
@@ -46,7 +51,7 @@ func (h *Holder) Groups(n int) *Limiter {
 
 // GroupsFunc is Groups with a limit per group: f is called once when a
 // group is first seen (and again after it was idle), under the holder's
-// lock, so it must be fast and must not call the holder. A value below 1
+// lock and the executor's, so it must be fast and must call neither. A value below 1
 // refuses the group's tasks. Every holder must give a group the same limit.
 func (h *Holder) GroupsFunc(f func(group string) int) *Limiter {
 	l := h.newLimiter("group", f)
@@ -76,6 +81,7 @@ func (l *Limiter) Attach(notify func(key string)) error {
 	}
 	l.notify = notify
 	h.scopes = append(h.scopes, l)
+	l.id = h.id + "/" + strconv.Itoa(len(h.scopes))
 	return nil
 }
 
@@ -92,6 +98,7 @@ type keyState struct {
 	since             time.Time // when demand was last asked for
 	queued            bool      // in Holder.queue
 	retry             bool      // the last refill was denied: poll again
+	retryAt           time.Time // not before then
 	minFree           int       // the fewest free permits since the last renewal round
 	others            int       // other holders waiting for this key, as Redis last said
 	giveUp            bool      // return permits above the fair share as they free

@@ -1,6 +1,8 @@
 package redislimit
 
 import (
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,8 +21,11 @@ const (
 	// renewal tells them (at most a renew interval, or their local
 	// validity); a jump forward of Redis's clock (TIME) expires leases
 	// early and gives their slots away while their holders still trust
-	// them; and a task on a lost lease has its context cancelled but runs
-	// until its Fn returns. The default.
+	// them; a task on a lost lease has its context cancelled but runs
+	// until its Fn returns; and the executor's CallerRuns rejection policy
+	// runs a rejected task in the caller, outside every limit, the cluster
+	// limit included. Tokens rise across a failover only if the new
+	// primary's clock is not behind (see FencingToken). The default.
 	FailClosed FailurePolicy = iota + 1
 	// FailOpen lets the task through on the executor's local limits alone:
 	// the limiter grants a fallback permit (no lease, no fencing token),
@@ -178,12 +183,16 @@ func WithListener(f func(Event)) Option {
 }
 
 // WithHolderID names the holder in Redis (lease members start with it).
-// Default: random. It must not be empty and must be unique among live
-// holders.
+// Default: random. It must not be empty, must not contain ':' or '|' (they
+// separate the parts of lease ids and contention notices), and must be
+// unique among live holders.
 func WithHolderID(id string) Option {
 	return optionFunc(func(c *config) error {
 		if id == "" {
 			return &OptionError{"WithHolderID", `""`, "must not be empty"}
+		}
+		if strings.ContainsAny(id, ":|") {
+			return &OptionError{"WithHolderID", strconv.Quote(id), "must not contain ':' or '|'"}
 		}
 		c.holderID = id
 		return nil

@@ -1,0 +1,303 @@
+package redislimit_test
+
+// Waiters between holders and limiters: refusals do not answer each other,
+// limiters of one Holder share as separate holders do, and an outage reaches
+// every waiter at once.
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
+	"github.com/groupexec/groupexec/executor"
+)
+
+// attach attaches l to a fresh notifier.
+func attach(t *testing.T, l *redislimit.Limiter) notifier {
+	t.Helper()
+	n := make(notifier, 1)
+	if err := l.Attach(n.notify); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Two holders both below their fair share, both refused for lack of room:
+// each refusal is published, and wakes the other's refiller. A refused key
+// must still be asked for at the poll rate, not each time the refiller
+// wakes, or the two refusals answer each other at the speed of a round trip
+// (thousands of calls a second).
+func TestRefusalsDoNotAnswerEachOther(t *testing.T) {
+	addr := startRedis(t)
+	const poll = 100 * time.Millisecond
+	hA := newHolder(t, addr, redislimit.WithPollInterval(poll))
+	hB := newHolder(t, addr, redislimit.WithPollInterval(poll))
+	hC := newHolder(t, addr)
+	lA, lB, lC := hA.Groups(5), hB.Groups(5), hC.Groups(5)
+	nA, nB, nC := attach(t, lA), attach(t, lB), attach(t, lC)
+
+	var held []executor.Permit
+	for range 3 {
+		held = append(held, acquire(t, lC, nC, "g", 1, 5*time.Second))
+	}
+	held = append(held, acquire(t, lA, nA, "g", 1, 5*time.Second))
+	held = append(held, acquire(t, lB, nB, "g", 1, 5*time.Second))
+	defer func() {
+		for _, p := range held {
+			p.Release()
+		}
+	}()
+	// The whole limit is out: one more each is refused until a release.
+	for _, l := range []*redislimit.Limiter{lA, lB} {
+		if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+			t.Fatalf("TryAcquire with the whole limit out: %v, %v; want to wait", p, err)
+		}
+	}
+	time.Sleep(2 * poll) // both refused at least once, both recorded as waiting
+	a0, b0 := hA.Stats().RoundTrips, hB.Stats().RoundTrips
+	const window = 800 * time.Millisecond // under the TTL: the demand stays
+	time.Sleep(window)
+	a, b := hA.Stats().RoundTrips-a0, hB.Stats().RoundTrips-b0
+	// At the poll rate: window/poll refills, plus the renewal rounds and a
+	// give-back or two; the storm made thousands.
+	const most = 30
+	t.Logf("round trips in %v: A %d, B %d", window, a, b)
+	if a > most || b > most {
+		t.Fatalf("round trips in %v with poll %v: A %d, B %d; want at most %d each", window, poll, a, b, most)
+	}
+	if a < 2 || b < 2 {
+		t.Fatalf("round trips in %v: A %d, B %d; the refused keys were not polled", window, a, b)
+	}
+}
+
+// Two limiters of one Holder for the same groups (two executors sharing a
+// Holder, as the doc allows): while the first keeps the whole limit busy,
+// releasing and taking permits again as an executor with a queue does, the
+// second must still be granted its share, as a second Holder would be.
+func TestLimitersOfOneHolderShare(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	l1, l2 := h.Groups(2), h.Groups(2)
+	n1, n2 := attach(t, l1), attach(t, l2)
+	busy := []executor.Permit{acquire(t, l1, n1, "g", 1, 5*time.Second), acquire(t, l1, n1, "g", 1, 5*time.Second)}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// The first executor's queue: each finished task is followed by
+		// the next at once, on whatever its limiter grants.
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				for _, p := range busy {
+					if p != nil {
+						p.Release()
+					}
+				}
+				return
+			default:
+			}
+			k := i % len(busy)
+			if busy[k] != nil {
+				busy[k].Release()
+				busy[k] = nil
+			}
+			p, err := l1.TryAcquire("g", 1)
+			if err != nil {
+				t.Errorf("first limiter: %v", err)
+				return
+			}
+			busy[k] = p
+			if p == nil {
+				select {
+				case <-n1:
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	p := acquire(t, l2, n2, "g", 1, 3*time.Second)
+	close(stop)
+	wg.Wait()
+	p.Release()
+}
+
+// keyNotifier records when each key was first notified.
+type keyNotifier struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (k *keyNotifier) notify(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.at[key]; !ok {
+		k.at[key] = time.Now()
+	}
+}
+
+// Many groups wait for refills that another holder's leases block when
+// Redis stops answering: once the holder is down, every waiting group is
+// told at once and meets the failure policy (FailClosed: refused), not one
+// group per poll interval and call timeout.
+func TestDownTellsEveryWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	other := newHolder(t, srv.Addr())
+	me := newHolder(t, srv.Addr(), redislimit.WithOpTimeout(200*time.Millisecond))
+	lo, lm := other.Groups(1), me.Groups(1)
+	no := attach(t, lo)
+	kn := &keyNotifier{at: map[string]time.Time{}}
+	if err := lm.Attach(kn.notify); err != nil {
+		t.Fatal(err)
+	}
+	const groups = 12
+	keys := make([]string, groups)
+	for i := range keys {
+		keys[i] = string(rune('a' + i))
+		p := acquire(t, lo, no, keys[i], 1, 5*time.Second)
+		defer p.Release()
+		if p, err := lm.TryAcquire(keys[i], 1); p != nil || err != nil {
+			t.Fatalf("TryAcquire(%q) with the limit held elsewhere: %v, %v; want to wait", keys[i], p, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // refused once each: polling
+	kn.mu.Lock()
+	clear(kn.at)
+	kn.mu.Unlock()
+
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Resume(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var down time.Time
+	eventually(t, "the holder goes down", 10*time.Second, func() bool {
+		down = time.Now()
+		return me.Stats().Mode == redislimit.ModeDown
+	})
+	eventually(t, "every waiting group is told", 5*time.Second, func() bool {
+		kn.mu.Lock()
+		defer kn.mu.Unlock()
+		return len(kn.at) == groups
+	})
+	var last time.Time
+	kn.mu.Lock()
+	for _, at := range kn.at {
+		if at.After(last) {
+			last = at
+		}
+	}
+	kn.mu.Unlock()
+	// One at a time, each told after its own failed call (op timeout
+	// 200 ms), the last would come seconds after; at once, within a few
+	// polls.
+	if lag := last.Sub(down); lag > 300*time.Millisecond {
+		t.Fatalf("the last of %d waiting groups was told %v after the holder went down; want at once", groups, lag)
+	}
+	for _, k := range keys {
+		p, err := lm.TryAcquire(k, 1)
+		if p != nil || !errors.Is(err, redislimit.ErrUnavailable) {
+			t.Fatalf("TryAcquire(%q) while down under FailClosed: %v, %v; want ErrUnavailable", k, p, err)
+		}
+	}
+}
+
+// A lease this holder stops trusting (its renewals fail, but Redis is
+// reachable: a reply too late, or only the renewal path cut) is given back
+// at once, not left in Redis keeping its permits from the others for the
+// rest of its TTL; and the key's executor is told, so that a task waiting
+// for a release here asks again instead of waiting for a task that ignores
+// its cancelled context.
+func TestLostLeaseIsGivenBack(t *testing.T) {
+	addr := startRedis(t)
+	lost := make(chan struct{}, 1)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(3*time.Second), redislimit.WithListener(func(e redislimit.Event) {
+		if e.Kind == redislimit.EventLeaseLost {
+			select {
+			case lost <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	l := h.Groups(1)
+	kn := &keyNotifier{at: map[string]time.Time{}}
+	if err := l.Attach(kn.notify); err != nil {
+		t.Fatal(err)
+	}
+	var p executor.Permit
+	eventually(t, "a permit", 5*time.Second, func() bool {
+		var err error
+		p, err = l.TryAcquire("g", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p != nil
+	})
+	defer p.Release()
+	c := newClient(t, addr)
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	if n, err := c.HLen(bg, nKey).Result(); err != nil || n != 1 {
+		t.Fatalf("HLEN %s = %d, %v; want the one lease", nKey, n, err)
+	}
+	kn.mu.Lock()
+	clear(kn.at)
+	kn.mu.Unlock()
+	redislimit.SetRenewHook(h, func() error { return errors.New("renewals cut") })
+	select {
+	case <-lost:
+	case <-time.After(time.Minute):
+		t.Fatal("the lease was never lost")
+	}
+	// Redis would keep it until its TTL ran out and a script reaped it;
+	// given back, it is gone at once.
+	eventually(t, "the lost lease is gone from Redis", 2*time.Second, func() bool {
+		n, err := c.HLen(bg, nKey).Result()
+		return err == nil && n == 0
+	})
+	eventually(t, "the key's executor is told", 2*time.Second, func() bool {
+		kn.mu.Lock()
+		defer kn.mu.Unlock()
+		_, ok := kn.at["g"]
+		return ok
+	})
+}
+
+// Close cancels the tasks still running on its permits with a
+// *LeaseLostError that wraps ErrClosed, as its doc says, and refuses later
+// acquires with ErrClosed.
+func TestCloseCancelsWithErrClosed(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	l := h.Groups(1)
+	n := attach(t, l)
+	p := acquire(t, l, n, "g", 1, 5*time.Second)
+	causes := make(chan error, 1)
+	ctx := p.Bind(bg, func(err error) { causes <- err })
+	if _, ok := redislimit.FencingToken(ctx); !ok {
+		t.Fatal("no fencing token on the bound context")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var cause error
+	select {
+	case cause = <-causes:
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not cancel the task")
+	}
+	var lle *redislimit.LeaseLostError
+	if !errors.Is(cause, redislimit.ErrClosed) || !errors.Is(cause, redislimit.ErrLeaseLost) || !errors.As(cause, &lle) {
+		t.Fatalf("cause %v: want a *LeaseLostError matching ErrLeaseLost and ErrClosed", cause)
+	}
+	p.Release()
+	if _, err := l.TryAcquire("g", 1); !errors.Is(err, redislimit.ErrClosed) {
+		t.Fatalf("TryAcquire after Close: %v, want ErrClosed", err)
+	}
+}
