@@ -13,7 +13,7 @@ func TestCoreDoesNotImportPrometheus(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command:", err)
 	}
-	out, err := exec.Command(gobin, "list", "-deps", "../../executor", "../../policy", "../../breaker", "../../clock", "../../internal/...").CombinedOutput()
+	out, err := exec.Command(gobin, "list", "-deps", "../../executor", "../../policy", "../../breaker", "../../clock", "../../internal/...", "../../cluster/redislimit").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

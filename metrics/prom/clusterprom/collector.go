@@ -1,0 +1,109 @@
+// Package clusterprom exports a cluster limiter's state to Prometheus: the
+// mode (is Redis reachable), the failure policy in force, and every counter
+// of redislimit.Stats, so that an outage and each fallback or refusal it
+// causes show on the same dashboards as the executor's metrics
+// (metrics/prom).
+//
+// It is a package of its own so that programs without cluster limits do not
+// link the Redis client, and programs without Prometheus do not link it.
+package clusterprom
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+)
+
+// Source is what a Collector reads on each scrape; *redislimit.Holder is
+// one.
+type Source interface{ Stats() redislimit.Stats }
+
+var _ Source = (*redislimit.Holder)(nil)
+
+// Collector reads a Holder's Stats on each scrape. It is safe for
+// concurrent use.
+type Collector struct {
+	src      Source
+	up       *prometheus.Desc
+	counters []counter
+	gauges   []gauge
+}
+
+type counter struct {
+	desc *prometheus.Desc
+	get  func(redislimit.Stats) uint64
+}
+
+type gauge struct {
+	desc *prometheus.Desc
+	get  func(redislimit.Stats) int
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// New returns a Collector for src; namespace, when set, prefixes every
+// metric name. Register it with a prometheus.Registerer.
+func New(src Source, namespace string) *Collector {
+	name := func(n string) string { return prometheus.BuildFQName(namespace, "cluster", n) }
+	c := &Collector{src: src,
+		up: prometheus.NewDesc(name("up"),
+			"1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies.",
+			[]string{"policy"}, nil),
+	}
+	for _, x := range []struct {
+		n, help string
+		get     func(redislimit.Stats) uint64
+	}{
+		{"round_trips_total", "Calls to Redis (a pipeline counts once).", func(s redislimit.Stats) uint64 { return s.RoundTrips }},
+		{"permits_acquired_total", "Permits handed to tasks from leased blocks.", func(s redislimit.Stats) uint64 { return s.Acquired }},
+		{"fallbacks_total", "Fallback permits handed out under FailOpen while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Fallbacks }},
+		{"rejected_total", "Tasks refused under FailClosed while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Rejected }},
+		{"refills_total", "Blocks of permits leased.", func(s redislimit.Stats) uint64 { return s.Refills }},
+		{"refills_denied_total", "Refills Redis refused for lack of room.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
+		{"permits_returned_total", "Permits given back to Redis unused.", func(s redislimit.Stats) uint64 { return s.Returned }},
+		{"renewals_total", "Renewal rounds that reached Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
+		{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis).", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
+		{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
+		{"outages_total", "Transitions to down (three failed calls in a row).", func(s redislimit.Stats) uint64 { return s.Outages }},
+	} {
+		c.counters = append(c.counters, counter{prometheus.NewDesc(name(x.n), x.help, nil, nil), x.get})
+	}
+	for _, x := range []struct {
+		n, help string
+		get     func(redislimit.Stats) int
+	}{
+		{"leases", "Leases held now.", func(s redislimit.Stats) int { return s.Leases }},
+		{"permits_leased", "Permits in the leases held now.", func(s redislimit.Stats) int { return s.PermitsLeased }},
+		{"permits_in_use", "Leased permits held by running tasks now.", func(s redislimit.Stats) int { return s.PermitsInUse }},
+	} {
+		c.gauges = append(c.gauges, gauge{prometheus.NewDesc(name(x.n), x.help, nil, nil), x.get})
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	for _, x := range c.counters {
+		ch <- x.desc
+	}
+	for _, x := range c.gauges {
+		ch <- x.desc
+	}
+}
+
+// Collect implements prometheus.Collector: one Stats reading per scrape.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Stats()
+	up := 0.0
+	if s.Mode == redislimit.ModeUp {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, s.Policy.String())
+	for _, x := range c.counters {
+		ch <- prometheus.MustNewConstMetric(x.desc, prometheus.CounterValue, float64(x.get(s)))
+	}
+	for _, x := range c.gauges {
+		ch <- prometheus.MustNewConstMetric(x.desc, prometheus.GaugeValue, float64(x.get(s)))
+	}
+}
