@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/groupexec/groupexec/benchmarks/internal/stats"
+
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -111,7 +113,7 @@ func childMain(cfgJSON string) int {
 	st0 := r.stats()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	cpu0 := processCPU()
+	cpu0 := stats.ProcessCPU()
 	start := time.Now()
 	for left := cfg.Tasks; left > 0; left -= cfg.Batch {
 		failed, err := r.run(min(left, cfg.Batch))
@@ -122,7 +124,7 @@ func childMain(cfgJSON string) int {
 		}
 	}
 	res.Elapsed = time.Since(start)
-	res.CPU = processCPU() - cpu0
+	res.CPU = stats.ProcessCPU() - cpu0
 	runtime.ReadMemStats(&ms1)
 	st1 := r.stats()
 	res.Mallocs, res.Bytes = ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc

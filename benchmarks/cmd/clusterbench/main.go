@@ -49,6 +49,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groupexec/groupexec/benchmarks/internal/stats"
+
 	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -232,15 +234,15 @@ func summary(out io.Writer, vs []variant, runs map[variant][]measure) {
 					rs = append(rs, m.tps()/loc[i].tps())
 				}
 			}
-			ratio = fmt.Sprintf("%.3f (%.3f-%.3f)", median(rs), slices.Min(rs), slices.Max(rs))
+			ratio = fmt.Sprintf("%.3f (%.3f-%.3f)", stats.Median(rs), slices.Min(rs), slices.Max(rs))
 		}
 		name := "local limits only"
 		if v.redis {
 			name = "Redis limits, shared"
 		}
 		fmt.Fprintf(out, "| %s | %d | %.3f M | %.0f | %.5f | %.0f | %.2f | %s |\n", name, v.procs,
-			median(col(v, measure.tps))/1e6, median(col(v, measure.nsPerTask)), median(col(v, measure.rtPerTask)),
-			median(col(v, measure.cpuPerTask)), median(col(v, measure.allocsPerTask)), ratio)
+			stats.Median(col(v, measure.tps))/1e6, stats.Median(col(v, measure.nsPerTask)), stats.Median(col(v, measure.rtPerTask)),
+			stats.Median(col(v, measure.cpuPerTask)), stats.Median(col(v, measure.allocsPerTask)), ratio)
 	}
 }
 
@@ -403,19 +405,6 @@ func redisInfo(ctx context.Context, rc *redis.Client, section, field string) (st
 		}
 	}
 	return "", fmt.Errorf("INFO %s has no %s", section, field)
-}
-
-// median of xs (the mean of the middle two for an even count).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	}
-	n := len(s)
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // stderrBuf keeps the first few KiB a child writes to stderr, for errors.

@@ -30,6 +30,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/groupexec/groupexec/benchmarks/internal/stats"
+
 	"github.com/groupexec/groupexec/benchmarks/loadgen"
 )
 
@@ -178,9 +180,9 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 			s99 = append(s99, ratio(sum[1].SentP99, sum[0].SentP99))
 			fmt.Fprintf(out, "pair %d gateway/bare: p50 %.3fx p99 %.3fx (from send: p99 %.3fx)\n", i+1, r50[i], r99[i], s99[i])
 		}
-		m99 := median(r99)
+		m99 := stats.Median(r99)
 		fmt.Fprintf(out, "RESULT latency: median gateway/bare p50 %.3fx, p99 %.3fx (pairs p99: %s; from send: median p99 %.3fx); goal p99 <= 1.15x: %s\n",
-			median(r50), m99, fmtRatios(r99), median(s99), verdict(m99 <= 1.15))
+			stats.Median(r50), m99, fmtRatios(r99), stats.Median(s99), verdict(m99 <= 1.15))
 	}
 
 	if throughput {
@@ -203,7 +205,7 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 						return err
 					}
 				}
-				cpu0 := processCPU()
+				cpu0 := stats.ProcessCPU()
 				var ms0, ms1 runtime.MemStats
 				runtime.ReadMemStats(&ms0)
 				res, err := loadgen.Closed(ctx, loadgen.ClosedConfig{Target: sides[k].t, Client: sides[k].c, Clients: p.clients, Duration: p.throughputRn, Timeout: p.timeout})
@@ -212,7 +214,7 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 				}
 				runtime.ReadMemStats(&ms1)
 				if ok := res.Summary().OK; ok > 0 {
-					cpuPer[k] = (processCPU() - cpu0) / time.Duration(ok)
+					cpuPer[k] = (stats.ProcessCPU() - cpu0) / time.Duration(ok)
 					allocs[k] = float64(ms1.Mallocs-ms0.Mallocs) / float64(ok)
 					bytes[k] = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(ok)
 				}
@@ -228,7 +230,7 @@ func overhead(ctx context.Context, out io.Writer, p params, latency, throughput 
 			rc = append(rc, ratio(cpuPer[0], cpuPer[1]))
 			fmt.Fprintf(out, "pair %d gateway/bare: throughput %.3fx, CPU-bound throughput (bare CPU/request over gateway's) %.3fx\n", i+1, rt[i], rc[i])
 		}
-		m, mc := median(rt), median(rc)
+		m, mc := stats.Median(rt), stats.Median(rc)
 		fmt.Fprintf(out, "RESULT throughput: median gateway/bare %.3fx (pairs: %s); goal >= 0.85x: %s\n", m, fmtRatios(rt), verdict(m >= 0.85))
 		fmt.Fprintf(out, "RESULT CPU per request: median bare/gateway %.3fx (pairs: %s): the throughput ratio of a CPU-bound machine, robust to other processes taking CPU; goal >= 0.85x: %s\n",
 			mc, fmtRatios(rc), verdict(mc >= 0.85))
@@ -388,19 +390,6 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
-}
-
-// median of xs (the mean of the middle two for an even count).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 func fmtRatios(xs []float64) string {

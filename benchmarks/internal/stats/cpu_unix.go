@@ -1,14 +1,14 @@
 //go:build unix
 
-package main
+package stats
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
+// ProcessCPU returns the CPU time (user and system) this process has used.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
