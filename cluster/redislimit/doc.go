@@ -110,4 +110,12 @@
 //
 // All holders sharing a prefix must be given the same limits and TTL. The
 // Redis keys, their layout and the scripts are described in scripts.go.
+// Redis must not evict them: run it with maxmemory-policy noeviction (the
+// default). The keys carry expiries, so a volatile-* policy may evict them
+// too, and a lease table evicted without its counts (or the reverse) lets
+// the limit be exceeded or keeps permits counted that no one holds.
+//
+// A Holder keeps every Limiter attached to it until Close (its renewal loop
+// serves them all): make one Holder per process and Limiters for
+// long-lived executors, not one per short-lived executor.
 package redislimit
