@@ -178,15 +178,18 @@ func TestDownTellsEveryWaiter(t *testing.T) {
 		}
 	}()
 	var down time.Time
+	var calls0 uint64
 	eventually(t, "the holder goes down", 10*time.Second, func() bool {
-		down = time.Now()
-		return me.Stats().Mode == redislimit.ModeDown
+		s := me.Stats()
+		down, calls0 = time.Now(), s.RoundTrips
+		return s.Mode == redislimit.ModeDown
 	})
 	eventually(t, "every waiting group is told", 5*time.Second, func() bool {
 		kn.mu.Lock()
 		defer kn.mu.Unlock()
 		return len(kn.at) == groups
 	})
+	calls := me.Stats().RoundTrips - calls0
 	var last time.Time
 	kn.mu.Lock()
 	for _, at := range kn.at {
@@ -195,11 +198,14 @@ func TestDownTellsEveryWaiter(t *testing.T) {
 		}
 	}
 	kn.mu.Unlock()
-	// One at a time, each told after its own failed call (op timeout
-	// 200 ms), the last would come seconds after; at once, within a few
-	// polls.
-	if lag := last.Sub(down); lag > 300*time.Millisecond {
-		t.Fatalf("the last of %d waiting groups was told %v after the holder went down; want at once", groups, lag)
+	t.Logf("all %d groups told %v after the holder was seen down, with %d calls to Redis", groups, last.Sub(down), calls)
+	// Told one at a time, each after a failed call of its own, the groups
+	// would cost a call each (and an op timeout each, while Redis is
+	// paused); told at once, none (the renewal loop may probe once or
+	// twice meanwhile). Counted, not timed: a slow machine changes the
+	// time, not the number of calls.
+	if calls >= groups/2 {
+		t.Fatalf("%d calls to Redis between the holder going down and all %d waiting groups being told; want them told without calls", calls, groups)
 	}
 	for _, k := range keys {
 		p, err := lm.TryAcquire(k, 1)
