@@ -152,10 +152,12 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 		case p == nil:
 			return clusterWaitGroup, nil
 		}
-		j.cluster = &[2]Permit{gp, p}
+		x := j.extra()
+		x.cluster, x.bound = [2]Permit{gp, p}, true
 		return clusterGranted, nil
 	}
-	j.cluster = &[2]Permit{gp, nil}
+	x := j.extra()
+	x.cluster, x.bound = [2]Permit{gp, nil}, true
 	return clusterGranted, nil
 }
 
@@ -164,11 +166,12 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 // once, so the group no longer waits for a notify (the caller updates
 // ex.ready).
 func (ex *Executor) releaseClusterLocked(g *group, j *job) {
-	ps := j.cluster
-	if ps == nil {
+	x := j.x.Load()
+	if x == nil || !x.bound {
 		return
 	}
-	j.cluster = nil
+	ps := x.cluster
+	x.cluster, x.bound = [2]Permit{}, false
 	if p := ps[1]; p != nil {
 		p.Release()
 		g.clusterWait = false
@@ -188,7 +191,7 @@ func (j *job) bindCluster(ctx context.Context) (_ context.Context, err error) {
 		}
 	}()
 	cancel := j.cancelContext
-	for _, p := range j.cluster {
+	for _, p := range j.x.Load().cluster {
 		if p != nil {
 			ctx = p.Bind(ctx, cancel)
 		}

@@ -29,16 +29,18 @@ func classify(err error) Status {
 // standard cancelable context, which keeps the parent's cancellation and
 // cause.
 func (j *job) runContext() (context.Context, error) {
-	bind := j.cluster != nil
+	x := j.x.Load()
+	bind := x != nil && x.bound
 	if j.parent.Done() == nil && !bind {
 		return (*runCtx)(j), nil
 	}
 	j.stdCtx = true
 	ctx, cancel := context.WithCancelCause(j.parent)
-	j.mu.Lock()
-	j.cancelRun = cancel
-	err := j.cancelled
-	j.mu.Unlock()
+	x = j.extra()
+	x.mu.Lock()
+	x.cancelRun = cancel
+	err := x.cancelled
+	x.mu.Unlock()
 	if err != nil {
 		cancel(err)
 	}
@@ -56,10 +58,11 @@ func (j *job) endRun() {
 	if !j.stdCtx {
 		return // the job itself was the context: nothing to release
 	}
-	j.mu.Lock()
-	cancel := j.cancelRun
-	j.cancelRun = nil
-	j.mu.Unlock()
+	x := j.x.Load() // made by runContext
+	x.mu.Lock()
+	cancel := x.cancelRun
+	x.cancelRun = nil
+	x.mu.Unlock()
 	if cancel != nil {
 		cancel(context.Canceled)
 	}
@@ -68,17 +71,18 @@ func (j *job) endRun() {
 // cancelContext cancels the run context with cause, now or, if Fn has not
 // started yet, as soon as it is created.
 func (j *job) cancelContext(cause error) {
-	j.mu.Lock()
-	if j.cancelled != nil {
-		j.mu.Unlock()
+	x := j.extra()
+	x.mu.Lock()
+	if x.cancelled != nil {
+		x.mu.Unlock()
 		return
 	}
-	j.cancelled = cause
-	cancel := j.cancelRun
-	if j.cancelCh != nil {
-		close(j.cancelCh)
+	x.cancelled = cause
+	cancel := x.cancelRun
+	if x.cancelCh != nil {
+		close(x.cancelCh)
 	}
-	j.mu.Unlock()
+	x.mu.Unlock()
 	if cancel != nil {
 		cancel(cause)
 	}
@@ -92,21 +96,28 @@ func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 func (c *runCtx) Value(key any) any           { return c.parent.Value(key) }
 
 func (c *runCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancelCh == nil {
-		if c.cancelled != nil {
+	x := (*job)(c).extra()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cancelCh == nil {
+		if x.cancelled != nil {
 			return closedChan
 		}
-		c.cancelCh = make(chan struct{})
+		x.cancelCh = make(chan struct{})
 	}
-	return c.cancelCh
+	return x.cancelCh
 }
 
+// Err takes no lock while the task has never been cancelled, so that a Fn
+// polling it costs little.
 func (c *runCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancelled != nil {
+	x := c.x.Load()
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cancelled != nil {
 		return context.Canceled
 	}
 	return nil

@@ -179,17 +179,17 @@ func (ex *Executor) dispatchLocked(b *batch) {
 // startLocked takes j's running permits and marks it running.
 func (ex *Executor) startLocked(g *group, j *job) {
 	if j.state == stateWaiting {
-		g.waiting.Remove(&j.node)
+		g.waiting.Remove(j)
 		ex.waiting--
-		if j.stopAfter != nil {
+		if x := j.x.Load(); x != nil && x.stopAfter != nil {
 			// The run context derives from Submit's: no watcher needed.
-			j.stopAfter()
-			j.stopAfter = nil
+			x.stopAfter()
+			x.stopAfter = nil
 		}
 	}
 	g.conc.Acquire(j.weight)
 	ex.global.Acquire(j.weight)
-	g.running.PushBack(&j.node)
+	g.running.PushBack(j)
 	j.state = stateRunning
 	g.counts.Started++
 	g.served += uint64(j.weight)
@@ -203,12 +203,12 @@ func (ex *Executor) startLocked(g *group, j *job) {
 // others start.
 func (ex *Executor) removeWaitingLocked(j *job, st Status) {
 	g := j.g
-	if j.stopAfter != nil {
+	if x := j.x.Load(); x != nil && x.stopAfter != nil {
 		// Never runs: Submit's context no longer needs watching (nor keeps j).
-		j.stopAfter()
-		j.stopAfter = nil
+		x.stopAfter()
+		x.stopAfter = nil
 	}
-	g.waiting.Remove(&j.node)
+	g.waiting.Remove(j)
 	ex.waiting--
 	g.counts.add(st)
 	ex.counts.add(st)

@@ -3,6 +3,26 @@ package executor
 // DoubleCompletions exposes the count of attempts to complete a handle twice.
 func DoubleCompletions() int64 { return doubleCompletions.Load() }
 
+// checkList verifies l's links and length.
+func checkList(l *jobList) string {
+	n := 0
+	var prev *job
+	for j := l.front; j != nil; j = j.next {
+		if j.prev != prev {
+			return "a job's prev link is wrong"
+		}
+		prev = j
+		n++
+	}
+	switch {
+	case l.back != prev:
+		return "back is not the last job"
+	case n != l.n:
+		return "length does not match the links"
+	}
+	return ""
+}
+
 // CheckInvariants verifies the executor's bookkeeping against its lists; it
 // returns a description of the first inconsistency, or "".
 func (ex *Executor) CheckInvariants() string {
@@ -14,17 +34,23 @@ func (ex *Executor) CheckInvariants() string {
 			return "group key mismatch"
 		}
 		w, r := 0, 0
-		for n := g.waiting.Front(); n != nil; n = n.Next() {
-			if n.Value.state != stateWaiting {
+		if msg := checkList(&g.waiting); msg != "" {
+			return "waiting queue: " + msg
+		}
+		if msg := checkList(&g.running); msg != "" {
+			return "running list: " + msg
+		}
+		for j := g.waiting.Front(); j != nil; j = j.next {
+			if j.state != stateWaiting {
 				return "non-waiting task in a waiting queue"
 			}
-			w += n.Value.weight
+			w += j.weight
 		}
-		for n := g.running.Front(); n != nil; n = n.Next() {
-			if n.Value.state != stateRunning {
+		for j := g.running.Front(); j != nil; j = j.next {
+			if j.state != stateRunning {
 				return "non-running task in a running list"
 			}
-			r += n.Value.weight
+			r += j.weight
 		}
 		if g.conc.Used() != r {
 			return "group concurrency permits do not match running tasks"
@@ -85,5 +111,6 @@ func WatchesParent[T any](h *Handle[T]) bool {
 	ex := h.g.ex
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	return h.stopAfter != nil
+	x := h.x.Load()
+	return x != nil && x.stopAfter != nil
 }

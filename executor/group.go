@@ -18,8 +18,8 @@ type group struct {
 	limits   policy.GroupLimits
 	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
 	conc     groupsem.Sem // permits running
-	waiting  queue.List[*job]
-	running  queue.List[*job]
+	waiting  jobList
+	running  jobList
 
 	readyNode   queue.Node[*group] // in ex.ready
 	idleNode    queue.Node[*group] // in ex.idle
@@ -82,8 +82,5 @@ func (g *group) reclaimable() bool { return g.br == nil || g.br.State() == break
 
 // head returns the first waiting task, or nil.
 func (g *group) head() *job {
-	if n := g.waiting.Front(); n != nil {
-		return n.Value
-	}
-	return nil
+	return g.waiting.Front()
 }

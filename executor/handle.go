@@ -5,9 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/groupexec/groupexec/breaker"
-	"github.com/groupexec/groupexec/internal/queue"
 )
 
 // doubleCompletions counts attempts to complete a handle twice. Every path
@@ -37,20 +34,21 @@ type body interface {
 
 // job is the untyped state of a task, shared by every Handle[T]. Fields under
 // "executor" are guarded by the executor's mutex; fields under "handle" by
-// mu; done and the outcome are published by done.
+// mu; done and the outcome are published by done. Rarely used state is in
+// x (jobs.go).
 type job struct {
 	// executor
-	node      queue.Node[*job] // in its group's waiting or running list
-	g         *group
-	submitted time.Duration // since the executor's epoch
-	stopAfter func() bool   // stops the Submit-ctx watcher, if any
-	// cluster holds the cluster permits while running (global, group; see
-	// cluster.go). A pointer, so that without a limiter a job stays in its
-	// allocation size class.
-	cluster  *[2]Permit
-	state    jobState
-	released bool // releaseLocked ran: completing the handle settles it (drain.go)
-	stdCtx   bool // the run context is a standard one (written and read by the running goroutine)
+	next, prev *job // in its group's waiting or running list (jobList)
+	g          *group
+	// submitted is when the job was submitted, since the executor's epoch,
+	// until the job completes; from then on it is how long the job waited
+	// from submission to start (Result.Queued). Nothing reads the submission
+	// time once the job has left its queue, and one field for both keeps
+	// the job in a smaller allocation size class (jobs.go).
+	submitted time.Duration
+	state     jobState
+	released  bool // releaseLocked ran: completing the handle settles it (drain.go)
+	stdCtx    bool // the run context is a standard one (written and read by the running goroutine)
 
 	// set by Submit, then read-only
 	status Status // outcome, written once before done is set
@@ -60,18 +58,14 @@ type job struct {
 	parent context.Context
 	body   body
 
-	// handle
-	mu        sync.Mutex
-	doneCh    chan struct{}
-	cancelCh  chan struct{} // Done of the run context when it is the job itself
-	cancelled error         // set when the run context is cancelled
-	cancelRun context.CancelCauseFunc
+	x atomic.Pointer[jobExtra] // made on first use (extra)
 
-	ticket breaker.Ticket // the group breaker's, settled when the job completes
+	// handle
+	mu     sync.Mutex
+	doneCh chan struct{}
 
 	// outcome, written once before done is set
 	err      error
-	queued   time.Duration
 	duration time.Duration
 }
 
@@ -136,7 +130,7 @@ func (h *Handle[T]) Result() (Result[T], bool) {
 func (h *Handle[T]) result() Result[T] {
 	return Result[T]{
 		Status: h.status, Value: h.value, Err: h.err, Group: h.g.key, ID: h.id,
-		Queued: h.queued, Duration: h.duration,
+		Queued: h.submitted /* the queued time once done */, Duration: h.duration,
 	}
 }
 
@@ -165,13 +159,17 @@ func (h *Handle[T]) call(ctx context.Context) (st Status, err error) {
 // its permits are released, so that its group cannot be reclaimed as idle
 // with a breaker that has not yet seen the failure.
 func (j *job) settle(st Status) {
+	x := j.x.Load()
+	if x == nil {
+		return // no ticket
+	}
 	switch st {
 	case Success:
-		j.ticket.Success()
+		x.ticket.Success()
 	case Failed:
-		j.ticket.Failure()
+		x.ticket.Failure()
 	default:
-		j.ticket.Ignore()
+		x.ticket.Ignore()
 	}
 }
 
@@ -186,7 +184,7 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 		doubleCompletions.Add(1)
 		return false
 	}
-	j.status, j.err, j.queued, j.duration = st, err, queued, duration
+	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
 	j.done.Store(true)
 	if j.doneCh != nil {
 		close(j.doneCh)

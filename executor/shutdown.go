@@ -118,13 +118,12 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 	var b batch
 	ex.mu.Lock()
 	for g := range each {
-		for n := g.waiting.Front(); n != nil; n = g.waiting.Front() {
-			j := n.Value
+		for j := g.waiting.Front(); j != nil; j = g.waiting.Front() {
 			ex.removeWaitingLocked(j, Cancelled)
 			waiting = append(waiting, j)
 		}
-		for n := g.running.Front(); n != nil; n = n.Next() {
-			running = append(running, n.Value)
+		for j := g.running.Front(); j != nil; j = j.next {
+			running = append(running, j)
 		}
 	}
 	ex.dispatchLocked(&b)

@@ -35,7 +35,6 @@ import (
 func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], error) {
 	h := &Handle[T]{fn: t.Fn}
 	h.id, h.parent, h.body, h.weight = t.ID, ctx, h, t.Weight
-	h.node.Value = &h.job
 	if h.weight == 0 {
 		h.weight = 1
 	}
@@ -196,7 +195,7 @@ func (ex *Executor) ticketUnlocked(g *group, j *job) *RejectedError {
 		ex.mu.Unlock()
 		return &RejectedError{Group: g.key, ID: j.id, Limit: LimitBreaker, Weight: j.weight, Err: err}
 	}
-	j.ticket = t
+	j.extra().ticket = t
 	return nil
 }
 
@@ -249,7 +248,7 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 	}
 	ex.admitToGroupLocked(g, j)
 	j.state = stateWaiting
-	g.waiting.PushBack(&j.node)
+	g.waiting.PushBack(j)
 	ex.waiting++
 	if g.waiting.Len() == 1 {
 		g.clusterWait = clusterWait
@@ -276,11 +275,11 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	waiting, globalWaiting := g.waiting.Len(), ex.waiting
 	globalMax := ex.pol.GlobalQueueThreshold()
 	k := 0
-	for n := g.waiting.Front(); w > free || waiting >= g.limits.QueueThreshold || globalWaiting >= globalMax; n = n.Next() {
+	for n := g.waiting.Front(); w > free || waiting >= g.limits.QueueThreshold || globalWaiting >= globalMax; n = n.next {
 		if n == nil {
 			return false
 		}
-		free += n.Value.weight
+		free += n.weight
 		waiting--
 		globalWaiting--
 		k++
@@ -308,7 +307,7 @@ func (ex *Executor) watchParent(j *job) {
 	stop := context.AfterFunc(j.parent, func() { ex.cancel(j, context.Cause(j.parent)) })
 	ex.mu.Lock()
 	if j.state == stateWaiting {
-		j.stopAfter = stop
+		j.extra().stopAfter = stop
 		stop = nil
 	}
 	ex.mu.Unlock()

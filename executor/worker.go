@@ -98,7 +98,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	ex.mu.Lock()
 	ex.finishing.Add(-1)
 	g := j.g
-	g.running.Remove(&j.node)
+	g.running.Remove(j)
 	g.conc.Release(j.weight)
 	ex.global.Release(j.weight)
 	if ex.cluster != nil {
