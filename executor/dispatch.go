@@ -217,17 +217,25 @@ func (ex *Executor) removeWaitingLocked(j *job, st Status) {
 }
 
 // releaseLocked ends j's admission: it gives back its place in the group's
-// in-flight limit and handles a group or executor that goes idle.
+// in-flight limit and handles a group or executor that goes idle. j's handle
+// is completed later, outside the lock: until then j counts as unsettled
+// (drain.go).
 func (ex *Executor) releaseLocked(g *group, j *job) {
+	ex.endAdmissionLocked(g, j)
+	j.released = true
+	g.unsettled.Add(1)
+	ex.unsettled.Add(1)
+}
+
+// endAdmissionLocked is releaseLocked for a j whose handle completes in the
+// same locked section, so that it is never unsettled.
+func (ex *Executor) endAdmissionLocked(g *group, j *job) {
 	g.inFlight.Release(j.weight)
 	ex.tasks--
 	j.state = stateDone
 	if g.idle() {
 		ex.groupIdleLocked(g)
 	}
-	j.released = true
-	g.unsettled.Add(1)
-	ex.unsettled.Add(1)
 }
 
 // groupIdleLocked handles a group with no task left: it wakes ShutdownGroup,

@@ -174,24 +174,37 @@ func (j *job) settle(st Status) {
 }
 
 // complete settles j's breaker ticket, if not yet done, and publishes the
-// outcome. It reports false, and changes nothing, if
-// the job had already completed.
+// outcome. It reports false, and changes nothing, if the job had already
+// completed.
 func (j *job) complete(st Status, err error, queued, duration time.Duration) bool {
 	j.settle(st)
-	j.mu.Lock()
-	if j.done.Load() {
-		j.mu.Unlock()
-		doubleCompletions.Add(1)
+	ch, ok := j.publish(st, err, queued, duration)
+	if !ok {
 		return false
 	}
-	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
-	j.done.Store(true)
-	if j.doneCh != nil {
-		close(j.doneCh)
+	if ch != nil {
+		close(ch)
 	}
-	j.mu.Unlock()
 	if j.released {
 		j.g.ex.settled(j.g)
 	}
 	return true
+}
+
+// publish records the outcome and marks j done. It returns the channel that
+// Done handed out, for the caller to close, or reports false, changing
+// nothing, if j had already completed. A caller may hold the executor's
+// mutex: j.mu is taken after it, never before.
+func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
+	j.mu.Lock()
+	if j.done.Load() {
+		j.mu.Unlock()
+		doubleCompletions.Add(1)
+		return nil, false
+	}
+	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
+	j.done.Store(true)
+	ch := j.doneCh
+	j.mu.Unlock()
+	return ch, true
 }

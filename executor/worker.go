@@ -93,8 +93,16 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // and completes j's handle after the permits are back. With w, it returns
 // the next task on the run queue for the calling worker, or parks w. The
 // caller has counted itself in ex.finishing (settle).
+//
+// Without a listener, j's handle completes in the same locked section as
+// the release (only the close of a channel handed out by Done waits for the
+// unlock), so j is never unsettled and finish pays for no drain accounting;
+// with one, the listener is told first, outside the lock, and the handle
+// completes after it.
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker) (next *job, parked bool) {
 	var b batch
+	inline := ex.listener == nil
+	var doneCh chan struct{}
 	ex.mu.Lock()
 	ex.finishing.Add(-1)
 	g := j.g
@@ -106,7 +114,16 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	}
 	g.counts.add(st)
 	ex.counts.add(st)
-	ex.releaseLocked(g, j)
+	if inline {
+		ex.endAdmissionLocked(g, j)
+		// The breaker ticket was settled before the lock (ex.settle).
+		doneCh, _ = j.publish(st, err, queued, ran)
+		if ex.drainWanted.Load() {
+			ex.wakeDrainedLocked()
+		}
+	} else {
+		ex.releaseLocked(g, j)
+	}
 	ex.updateReadyLocked(g)
 	ex.dispatchLocked(&b)
 	if w != nil {
@@ -119,11 +136,15 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
-	if ex.listener != nil {
-		e := ex.event(j)
-		e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
-		ex.notify(onCompleted, e)
+	if inline {
+		if doneCh != nil {
+			close(doneCh)
+		}
+		return next, parked
 	}
+	e := ex.event(j)
+	e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
+	ex.notify(onCompleted, e)
 	j.complete(st, err, queued, ran)
 	return next, parked
 }
