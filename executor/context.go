@@ -34,13 +34,16 @@ func (j *job) runContext() (context.Context, error) {
 	if j.parent.Done() == nil && !bind {
 		return (*runCtx)(j), nil
 	}
-	j.stdCtx = true
+	// WithCancelCause may call the parent's methods, user code that can
+	// panic or exit the goroutine: stdCtx is set only once there is a
+	// cancel for endRun to call.
 	ctx, cancel := context.WithCancelCause(j.parent)
 	x = j.extra()
 	x.mu.Lock()
 	x.cancelRun = cancel
 	err := x.cancelled
 	x.mu.Unlock()
+	j.stdCtx = true
 	if err != nil {
 		cancel(err)
 	}
@@ -58,7 +61,7 @@ func (j *job) endRun() {
 	if !j.stdCtx {
 		return // the job itself was the context: nothing to release
 	}
-	x := j.x.Load() // made by runContext
+	x := j.x.Load() // made by runContext before it set stdCtx
 	x.mu.Lock()
 	cancel := x.cancelRun
 	x.cancelRun = nil

@@ -223,12 +223,19 @@ func (ex *Executor) removeWaitingLocked(j *job, st Status) {
 func (ex *Executor) releaseLocked(g *group, j *job) {
 	ex.endAdmissionLocked(g, j)
 	j.released = true
+	ex.unsettleLocked(g, j)
+}
+
+// unsettleLocked counts j, whose admission has ended, as unsettled until
+// its handle has completed (drain.go); ex.settled ends that.
+func (ex *Executor) unsettleLocked(g *group, j *job) {
 	g.unsettled.Add(1)
 	ex.unsettled.Add(1)
 }
 
 // endAdmissionLocked is releaseLocked for a j whose handle completes in the
-// same locked section, so that it is never unsettled.
+// same locked section (finish, without a listener), so that it need not be
+// unsettled.
 func (ex *Executor) endAdmissionLocked(g *group, j *job) {
 	g.inFlight.Release(j.weight)
 	ex.tasks--

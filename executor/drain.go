@@ -1,12 +1,16 @@
 package executor
 
 // Draining. Shutdown and ShutdownGroup wait until their tasks are done and
-// every one of their handles has completed: a caller that sees the shutdown
-// return can read every result. A task's admission ends under the lock
-// (releaseLocked, which counts it as unsettled) but its handle completes
-// after the lock is released, after the listener; so the wait is for
-// "no task admitted and none unsettled", and the goroutine that completes
-// the last unsettled handle wakes the waiters.
+// every one of their handles has completed, Done channels closed: a caller
+// that sees the shutdown return can read every result. A task's admission
+// ends under the lock, but its handle usually completes after the lock is
+// released (after the listener, or to close a channel Done handed out); such
+// a task counts as unsettled from the release (releaseLocked,
+// unsettleLocked) until its handle has completed. So the wait is for "no task
+// admitted and none unsettled", and the goroutine that completes the last
+// unsettled handle wakes the waiters. A task that finishes with no listener
+// and no Done channel out completes in the locked section of its release
+// (worker.go finish) and is never unsettled; that section wakes the waiters.
 //
 // Waking costs nothing on the hot path while nobody waits: settled touches
 // the lock only when drainWanted is set. A waiter sets drainWanted before it

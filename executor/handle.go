@@ -42,9 +42,10 @@ type job struct {
 	g          *group
 	// submitted is when the job was submitted, since the executor's epoch,
 	// until the job completes; from then on it is how long the job waited
-	// from submission to start (Result.Queued). Nothing reads the submission
-	// time once the job has left its queue, and one field for both keeps
-	// the job in a smaller allocation size class (jobs.go).
+	// from submission to start (Result.Queued). Every reader of the
+	// submission time runs before the job completes (the goroutine that
+	// completes it reads it first), and one field for both keeps the job in
+	// a smaller allocation size class (jobs.go).
 	submitted time.Duration
 	state     jobState
 	released  bool // releaseLocked ran: completing the handle settles it (drain.go)

@@ -17,7 +17,10 @@ import (
 
 // jobExtra is the part of a job that most tasks never use: a watcher on
 // Submit's context, cluster permits, a breaker ticket, and the run context's
-// cancellation. Each field is guarded as the comment says; the pointer to it
+// cancellation. The price is one allocation more for a task that needs it:
+// for instance a Fn that calls Done on its context when Submit's context is
+// never cancelled (the job is then the run context, and its Done channel
+// lives here). Each field is guarded as the comment says; the pointer to it
 // is set once (job.extra) and never changes.
 type jobExtra struct {
 	// guarded by the executor's mutex

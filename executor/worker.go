@@ -95,10 +95,10 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // caller has counted itself in ex.finishing (settle).
 //
 // Without a listener, j's handle completes in the same locked section as
-// the release (only the close of a channel handed out by Done waits for the
-// unlock), so j is never unsettled and finish pays for no drain accounting;
-// with one, the listener is told first, outside the lock, and the handle
-// completes after it.
+// the release, so j is never unsettled and finish pays for no drain
+// accounting, unless Done handed out a channel: that is closed after the
+// unlock, and j is unsettled until then. With a listener, the listener is
+// told first, outside the lock, and the handle completes after it.
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker) (next *job, parked bool) {
 	var b batch
 	inline := ex.listener == nil
@@ -118,7 +118,12 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		ex.endAdmissionLocked(g, j)
 		// The breaker ticket was settled before the lock (ex.settle).
 		doneCh, _ = j.publish(st, err, queued, ran)
-		if ex.drainWanted.Load() {
+		if doneCh != nil {
+			// Done handed out a channel, closed after the unlock: until
+			// then j counts as unsettled, so that no Shutdown returns
+			// while it is open.
+			ex.unsettleLocked(g, j)
+		} else if ex.drainWanted.Load() {
 			ex.wakeDrainedLocked()
 		}
 	} else {
@@ -139,6 +144,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	if inline {
 		if doneCh != nil {
 			close(doneCh)
+			ex.settled(g)
 		}
 		return next, parked
 	}
