@@ -36,7 +36,14 @@ var flatPeers = []peerCase{
 	{"pond", func(c *counter) (runner, error) { return newPond(c, flatLimit, 0, 0, false), nil }},
 	{"pond-go", func(c *counter) (runner, error) { return newPond(c, flatLimit, 0, 0, true), nil }},
 	{"fixed", func(c *counter) (runner, error) { return newFixed(c, flatLimit), nil }},
+	{"mutex-floor", func(c *counter) (runner, error) { return newFloor(c, flatLimit, 0), nil }},
+	{"mutex-floor-burn", func(c *counter) (runner, error) { return newFloor(c, flatLimit, floorBurn), nil }},
 }
+
+// floorBurn is the loop count of mutex-floor-burn's work under the lock,
+// per submit and per finish: on this machine, about what ours spends under
+// its lock per task (benchmarks/README.md, "Against a floor").
+const floorBurn = 150
 
 func BenchmarkFlat(b *testing.B) {
 	for _, pc := range flatPeers {
