@@ -41,8 +41,9 @@ var flatPeers = []peerCase{
 }
 
 // floorBurn is the loop count of mutex-floor-burn's work under the lock,
-// per submit and per finish: on this machine, about what ours spends under
-// its lock per task (benchmarks/README.md, "Against a floor").
+// per submit and per finish: on this machine ~80 ns per task on one core,
+// somewhat less than ours holds its lock per task (~125 ns net of the
+// measuring; benchmarks/README.md, "Against a floor").
 const floorBurn = 150
 
 func BenchmarkFlat(b *testing.B) {
