@@ -146,8 +146,10 @@ func (ex *Executor) dispatchLocked(b *batch) {
 		if g.deficit <= 0 {
 			// The turn ends, or a debt is repaid by one share.
 			ex.turn = nil
-			ex.ready.Remove(n)
-			ex.ready.PushBack(n)
+			if ex.ready.Len() > 1 {
+				ex.ready.Remove(n)
+				ex.ready.PushBack(n)
+			}
 			continue
 		}
 		if !ex.global.Fits(j.weight) {
@@ -179,6 +181,11 @@ func (ex *Executor) dispatchLocked(b *batch) {
 // startLocked takes j's running permits and marks it running.
 func (ex *Executor) startLocked(g *group, j *job) {
 	if j.state == stateWaiting {
+		if g.waiting.Len() == 1 && ex.lanes {
+			// A lane stays open only behind a waiting task: it closes
+			// unless it has tasks to move behind this one.
+			ex.spliceLocked(g, g.lane.take(closeIfIdle))
+		}
 		g.waiting.Remove(j)
 		ex.waiting--
 		if x := j.x.Load(); x != nil && x.stopAfter != nil {
@@ -203,6 +210,7 @@ func (ex *Executor) startLocked(g *group, j *job) {
 // others start.
 func (ex *Executor) removeWaitingLocked(j *job, st Status) {
 	g := j.g
+	ex.closeLaneLocked(g) // j may still be in the inbox
 	if x := j.x.Load(); x != nil && x.stopAfter != nil {
 		// Never runs: Submit's context no longer needs watching (nor keeps j).
 		x.stopAfter()
@@ -281,6 +289,7 @@ func (ex *Executor) dropLocked(g *group) {
 	ex.idle.Remove(&g.idleNode)
 	if ex.groups[g.key] == g {
 		delete(ex.groups, g.key)
+		ex.lookup.CompareAndDelete(g.key, g)
 	}
 }
 

@@ -35,6 +35,11 @@ type Executor struct {
 	maxIdle  int
 	breaker  *breaker.Settings // per-group breakers, when set
 	cluster  *clusterLimits    // cluster limiters (cluster.go), nil when none
+	lanes    bool              // lanes may open (lane.go)
+
+	// lookup mirrors groups for Submit's lane, which reads it without the
+	// lock: key -> *group.
+	lookup sync.Map
 
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup
@@ -73,6 +78,8 @@ type Executor struct {
 	finishing atomic.Int32
 	counts    Counts
 	served    uint64 // permits started
+
+	laneAdmitted uint64 // tasks admitted through lanes, counted when moved to a queue (tests)
 }
 
 // New returns an Executor enforcing p.
@@ -102,6 +109,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
+	ex.lanes = ex.lanesAllowed()
 	ex.epoch = ex.clk.Now()
 	ex.realClk = ex.clk == clock.Real
 	return ex, nil

@@ -1,5 +1,7 @@
 package executor
 
+import "fmt"
+
 // DoubleCompletions exposes the count of attempts to complete a handle twice.
 func DoubleCompletions() int64 { return doubleCompletions.Load() }
 
@@ -79,6 +81,9 @@ func (ex *Executor) CheckInvariants() string {
 		if g.deficit < 0 && -g.deficit >= g.conc.Limit() {
 			return "group debt larger than a task: " + k
 		}
+		if msg := checkLane(ex, g); msg != "" {
+			return msg + ": " + k
+		}
 		waiting += g.waiting.Len()
 		tasks += g.tasks()
 		running += r
@@ -113,4 +118,87 @@ func WatchesParent[T any](h *Handle[T]) bool {
 	defer ex.mu.Unlock()
 	x := h.x.Load()
 	return x != nil && x.stopAfter != nil
+}
+
+// checkLane verifies g's lane (lane.go) against its state.
+func checkLane(ex *Executor, g *group) string {
+	l := &g.lane
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, w := 0, 0
+	var prev *job
+	for j := l.front; j != nil; j = j.next {
+		if j.prev != prev || j.state != stateWaiting || j.g != g {
+			return "a lane's task is mislinked or not waiting"
+		}
+		prev = j
+		n++
+		w += j.weight
+	}
+	switch {
+	case prev != l.back || n != l.n || w != l.w:
+		return "a lane's count or back does not match its tasks"
+	case !l.open && n > 0:
+		return "a closed lane holds tasks"
+	case !l.open:
+		return ""
+	case !ex.lanes || ex.state != open || g.shutdown || g.evict:
+		return "a lane open where none may be"
+	case g.waiting.Len() == 0:
+		return "a lane open with no task waiting ahead"
+	case g.inFlight.Used()+l.w+l.credit > g.inFlight.Limit():
+		return "lane credit beyond the in-flight limit"
+	case g.waiting.Len()+l.n+l.credit > g.limits.QueueThreshold:
+		return "lane credit beyond the queue threshold"
+	case l.maxW > min(g.conc.Limit(), ex.global.Limit()):
+		return "a lane takes tasks heavier than can start"
+	}
+	return ""
+}
+
+// LaneOpen reports whether group's lane is open (lane.go).
+func LaneOpen(ex *Executor, group string) bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	g := ex.groups[group]
+	if g == nil {
+		return false
+	}
+	g.lane.mu.Lock()
+	defer g.lane.mu.Unlock()
+	return g.lane.open
+}
+
+// InboxLen returns how many tasks wait in group's lane, admitted and not
+// yet moved to its queue.
+func InboxLen(ex *Executor, group string) int {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	g := ex.groups[group]
+	if g == nil {
+		return 0
+	}
+	g.lane.mu.Lock()
+	defer g.lane.mu.Unlock()
+	return g.lane.n
+}
+
+// DrainState describes the drain bookkeeping, for debugging a hang.
+func DrainState(ex *Executor) string {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	s := fmt.Sprintf("tasks %d unsettled %d drainWanted %v drainWaits %d drainGroups %d state %d",
+		ex.tasks, ex.unsettled.Load(), ex.drainWanted.Load(), len(ex.drainWaits), len(ex.drainGroups), ex.state)
+	for k, g := range ex.groups {
+		s += fmt.Sprintf("; %s: tasks %d unsettled %d pending %d", k, g.tasks(), g.unsettled.Load(), g.pending)
+	}
+	return s
+}
+
+// LaneAdmitted returns how many tasks came in through lanes, counted once
+// moved to their queue.
+func LaneAdmitted(ex *Executor) uint64 {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.laneAdmitted
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// group is one group key's state. Every field is guarded by the executor's
-// mutex.
+// group is one group key's state. Every field but lane is guarded by the
+// executor's mutex.
 type group struct {
 	ex       *Executor
 	key      string
@@ -46,6 +46,8 @@ type group struct {
 	unsettled  atomic.Int64 // as Executor.unsettled, for this group
 	counts     Counts
 	served     uint64 // permits started
+
+	lane lane // the way in without the executor's lock (lane.go)
 }
 
 func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,7 +52,7 @@ type job struct {
 
 	// set by Submit, then read-only
 	status Status // outcome, written once before done is set
-	done   atomic.Bool
+	done   completion
 	weight int
 	id     string
 	parent context.Context
@@ -61,9 +60,9 @@ type job struct {
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
 
-	// handle
-	mu     sync.Mutex
-	doneCh chan struct{}
+	// handle: the channel Done handed out (a chan struct{}), or closedChan
+	// once done; an interface holds a channel without allocating
+	doneCh atomic.Value
 
 	// outcome, written once before done is set
 	err      error
@@ -90,15 +89,16 @@ func (h *Handle[T]) Done() <-chan struct{} {
 	if h.done.Load() {
 		return closedChan
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done.Load() {
-		return closedChan
+	if c, ok := h.doneCh.Load().(chan struct{}); ok {
+		return c
 	}
-	if h.doneCh == nil {
-		h.doneCh = make(chan struct{})
+	// The first to ask makes the channel; publish closes whatever it finds
+	// when it marks the handle done.
+	c := make(chan struct{})
+	if h.doneCh.CompareAndSwap(nil, c) {
+		return c
 	}
-	return h.doneCh
+	return h.doneCh.Load().(chan struct{}) // another's channel, or closedChan
 }
 
 // Wait blocks until the task completes and returns its result. If ctx ends
@@ -194,18 +194,35 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 
 // publish records the outcome and marks j done. It returns the channel that
 // Done handed out, for the caller to close, or reports false, changing
-// nothing, if j had already completed. A caller may hold the executor's
-// mutex: j.mu is taken after it, never before.
+// nothing, if j had already completed. It takes no lock (a caller may hold
+// the executor's): claiming j, then storing done, then swapping the channel
+// out, pairs with Done, which makes a channel only while none is there.
 func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
-	j.mu.Lock()
-	if j.done.Load() {
-		j.mu.Unlock()
+	if !j.done.claim() {
 		doubleCompletions.Add(1)
 		return nil, false
 	}
 	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
-	j.done.Store(true)
-	ch := j.doneCh
-	j.mu.Unlock()
-	return ch, true
+	j.done.set()
+	if c, ok := j.doneCh.Swap(closedChan).(chan struct{}); ok {
+		return c, true
+	}
+	return nil, true
 }
+
+// completion is a job's done flag: pending, claimed by the completing
+// goroutine while it writes the outcome, then done.
+type completion struct{ v atomic.Uint32 }
+
+const (
+	pending uint32 = iota
+	claimed
+	completed
+)
+
+// Load reports whether the outcome is published.
+func (c *completion) Load() bool { return c.v.Load() == completed }
+
+func (c *completion) claim() bool { return c.v.CompareAndSwap(pending, claimed) }
+
+func (c *completion) set() { c.v.Store(completed) }

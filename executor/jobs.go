@@ -101,3 +101,16 @@ func (l *jobList) Remove(j *job) {
 	j.next, j.prev = nil, nil
 	l.n--
 }
+
+// pushBackList appends the jobs linked from front to back, n of them,
+// which must be in no list.
+func (l *jobList) pushBackList(front, back *job, n int) {
+	front.prev = l.back
+	if l.back != nil {
+		l.back.next = front
+	} else {
+		l.front = front
+	}
+	l.back = back
+	l.n += n
+}

@@ -53,8 +53,10 @@ func (ex *Executor) SetGlobalMaxInFlight(n int) error {
 	}
 	if n != ex.global.Limit() {
 		ex.global.SetLimit(n)
-		// Which heads fit under the global limit at all has changed.
+		// Which heads fit under the global limit at all has changed, and
+		// so has the heaviest task a lane may take.
 		for nd := ex.backlog.Front(); nd != nil; nd = nd.Next() {
+			ex.closeLaneLocked(nd.Value)
 			ex.updateReadyLocked(nd.Value)
 		}
 		ex.dispatchLocked(&b)
@@ -178,6 +180,8 @@ func validGroupKey(group string) error {
 
 // setLimitsLocked applies l to g's state and starts what now fits.
 func (ex *Executor) setLimitsLocked(g *group, l policy.GroupLimits, b *batch) {
+	ex.closeLaneLocked(g) // its credit was lent under the old limits
+	defer ex.openLaneLocked(g)
 	if l.Share != g.limits.Share {
 		// A turn under way goes on with at most one new share of credit.
 		g.deficit = min(g.deficit, l.Share)

@@ -24,6 +24,7 @@ func (ex *Executor) EvictGroup(group string) bool {
 		return true
 	}
 	g.evict = true
+	ex.closeLaneLocked(g)
 	return false
 }
 
@@ -41,8 +42,10 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 		// unless SetGroupLimits gave the group limits.
 		g = newGroup(ex, key, ex.overrides[key])
 		ex.groups[key] = g
+		ex.lookup.Store(key, g)
 	}
 	g.shutdown = true
+	ex.closeLaneLocked(g)
 	g.evict = false // a later shutdown wins over a pending eviction
 	ex.idle.Remove(&g.idleNode)
 	drained := ex.waitDrainLocked(g)
@@ -67,6 +70,7 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 	ex.mu.Lock()
 	if ex.state == open {
 		ex.state = shuttingDown
+		ex.closeLanesLocked()
 	}
 	drained := ex.waitDrainLocked(nil)
 	ex.mu.Unlock()
@@ -89,6 +93,7 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 func (ex *Executor) Close() error {
 	ex.mu.Lock()
 	ex.state = closed
+	ex.closeLanesLocked()
 	ex.releaseParkedLocked()
 	for _, g := range ex.groups {
 		if g.timer != nil {

@@ -78,6 +78,9 @@ type GroupStats struct {
 func (ex *Executor) Stats() Stats {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
+	for n := ex.backlog.Front(); n != nil; n = n.Next() {
+		ex.drainLocked(n.Value)
+	}
 	return Stats{
 		Running:           ex.global.Used(),
 		RunningTasks:      ex.tasks - ex.waiting,
@@ -100,6 +103,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 	if g == nil {
 		return GroupStats{}, false
 	}
+	ex.drainLocked(g)
 	var br breaker.State
 	if g.br != nil {
 		br = g.br.State()

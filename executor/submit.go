@@ -98,6 +98,18 @@ func (ex *Executor) submit(j *job, key string) error {
 	}
 	now := ex.since()
 	j.submitted = now
+	if ex.lanes {
+		// A task behind a waiting one takes the group's lane (lane.go).
+		if v, ok := ex.lookup.Load(key); ok {
+			j.g = v.(*group)
+			if j.g.lane.admit(j) {
+				if j.parent.Done() != nil {
+					ex.watchParent(j)
+				}
+				return nil
+			}
+		}
+	}
 
 	ex.mu.Lock()
 	g := ex.groups[key]
@@ -125,7 +137,11 @@ func (ex *Executor) submit(j *job, key string) error {
 		if g = ex.groups[key]; g == nil && ex.state == open {
 			g = newGroup(ex, key, l)
 			ex.groups[key] = g
+			ex.lookup.Store(key, g)
 		}
+	}
+	if g != nil {
+		ex.closeLaneLocked(g) // what it admitted comes first, and counts
 	}
 	ex.counts.Submitted++
 	if g == nil {
@@ -168,6 +184,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		return nil
 	}
 	ex.dispatchLocked(&b)
+	ex.openLaneLocked(g)
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)

@@ -1,0 +1,168 @@
+package executor
+
+import (
+	"sync"
+
+	"github.com/groupexec/groupexec/policy"
+)
+
+// The lane: a way into a group's queue without the executor's lock, for a
+// task that must wait anyway.
+//
+// A task must wait when its group already has a task waiting (FIFO within a
+// group). While that holds, Submit has nothing to decide but the group's
+// in-flight limit and queue threshold, and both only shrink the room left.
+// So the lock holder that queued the group's head lends the group's lane
+// that room as credit, in permits, and a Submit that finds enough credit
+// takes its weight and links the task behind the lane's last one, under the
+// lane's own small mutex. It takes no executor lock and writes nothing the
+// workers touch: the submitting goroutines and the workers stop contending,
+// which on two cores is most of what a queued task cost.
+//
+// Whoever holds the executor's lock and needs the group's queue as it is
+// moves the lane's tasks to its back (drainLocked): one splice of a list
+// the submitters already linked, and the admission accounting the lane
+// skipped (in-flight permits, counts) for all of them at once. Whoever needs
+// no more to come in closes the lane (closeLaneLocked).
+//
+// Invariants (the executor's lock held):
+//   - a lane is open only while its group has a task in its waiting list: a
+//     task admitted through it always has one ahead, and the group is not
+//     idle, so never dropped; removing the group's last listed task closes
+//     the lane first, unless the lane has tasks to move behind it;
+//   - a closed lane holds no task;
+//   - every operation that needs a group's queue or in-flight count exact,
+//     or changes its limits or lifecycle (cancel, shutdown, eviction,
+//     limits, statistics), drains or closes its lane first; one that raises
+//     what the group holds (a Submit on the locked path) closes it, and
+//     reopens it with credit computed afresh. Releasing permits and reading
+//     the queue's head need neither: the lane only adds behind the head,
+//     and its credit stays within a room that a release only widens.
+//
+// Lanes open only where the locked path would decide nothing else: no
+// queue timeout (deadlines follow queue order, taken under the lock), no
+// group breaker (a ticket per task), no cluster limiter, no global queue
+// threshold (a count across groups), an executor and a group still open.
+
+// lane is a group's way in without the executor's lock. Its fields are
+// guarded by mu; it sits on cache lines of its own, apart from the group's
+// fields that the workers write.
+type lane struct {
+	_           [64]byte
+	mu          sync.Mutex
+	open        bool
+	credit      int  // permits that may still come in
+	maxW        int  // the heaviest task that may come in: one that can start
+	front, back *job // admitted, not yet in the queue, oldest first
+	n, w        int  // their number and permits
+	_           [64]byte
+}
+
+// laneMaxCredit bounds the credit lent at once, so that sums never
+// overflow an int, even of 32 bits.
+const laneMaxCredit = 1 << 30
+
+// lanesAllowed reports whether the executor's configuration lets lanes open.
+func (ex *Executor) lanesAllowed() bool {
+	return ex.timeout == 0 && ex.cluster == nil && ex.breaker == nil &&
+		ex.pol.GlobalQueueThreshold() == policy.Unlimited
+}
+
+// admit takes j, of group g, into the lane if it is open and has room,
+// reporting whether it did: j is then waiting.
+func (l *lane) admit(j *job) bool {
+	l.mu.Lock()
+	if !l.open || j.weight > l.credit || j.weight > l.maxW {
+		l.mu.Unlock()
+		return false
+	}
+	l.credit -= j.weight
+	j.state = stateWaiting
+	j.prev = l.back
+	if l.back != nil {
+		l.back.next = j
+	} else {
+		l.front = j
+	}
+	l.back = j
+	l.n++
+	l.w += j.weight
+	l.mu.Unlock()
+	return true
+}
+
+// segment is the tasks taken out of a lane, linked oldest first.
+type segment struct {
+	front, back *job
+	n, w        int
+}
+
+// How take leaves the lane.
+const (
+	keepOpen    = iota
+	closeLane   // closed
+	closeIfIdle // closed if it held nothing
+)
+
+// take empties the lane and leaves it open or closed as how says.
+func (l *lane) take(how int) segment {
+	l.mu.Lock()
+	s := segment{l.front, l.back, l.n, l.w}
+	l.front, l.back, l.n, l.w = nil, nil, 0, 0
+	if how == closeLane || how == closeIfIdle && s.n == 0 {
+		l.open = false
+	}
+	l.mu.Unlock()
+	return s
+}
+
+// drainLocked moves g's lane to the back of its queue and does the
+// admission accounting the lane skipped.
+func (ex *Executor) drainLocked(g *group) {
+	if ex.lanes {
+		ex.spliceLocked(g, g.lane.take(keepOpen))
+	}
+}
+
+// closeLaneLocked closes g's lane and drains it.
+func (ex *Executor) closeLaneLocked(g *group) {
+	if ex.lanes {
+		ex.spliceLocked(g, g.lane.take(closeLane))
+	}
+}
+
+func (ex *Executor) spliceLocked(g *group, s segment) {
+	if s.n == 0 {
+		return
+	}
+	g.waiting.pushBackList(s.front, s.back, s.n)
+	g.inFlight.Acquire(s.w)
+	ex.tasks += s.n
+	ex.waiting += s.n
+	ex.counts.Submitted += uint64(s.n)
+	g.counts.Submitted += uint64(s.n)
+	ex.laneAdmitted += uint64(s.n)
+}
+
+// openLaneLocked lends g's lane the room its in-flight limit and queue
+// threshold have left, if the lane may open.
+func (ex *Executor) openLaneLocked(g *group) {
+	if !ex.lanes || ex.state != open || g.shutdown || g.evict || g.waiting.Len() == 0 {
+		return
+	}
+	credit := min(g.inFlight.Limit()-g.inFlight.Used(), g.limits.QueueThreshold-g.waiting.Len(), laneMaxCredit)
+	l := &g.lane
+	l.mu.Lock()
+	if credit > 0 && !l.open { // a closed lane is empty
+		l.open, l.credit = true, credit
+		l.maxW = min(g.conc.Limit(), ex.global.Limit())
+	}
+	l.mu.Unlock()
+}
+
+// closeLanesLocked closes every lane: the executor stops taking tasks.
+func (ex *Executor) closeLanesLocked() {
+	for n := ex.backlog.Front(); n != nil; n = n.Next() {
+		ex.closeLaneLocked(n.Value)
+	}
+}

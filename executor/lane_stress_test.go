@@ -1,0 +1,258 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// TestLaneStress is TestStress in a configuration where the lanes open (no
+// queue timeout, breaker, cluster limiter or global queue threshold), so
+// that most queued tasks go in without the executor's lock while everything
+// else moves: group limits and the global limit change, groups are evicted,
+// statistics are read, tasks are cancelled by handle and by context, panic
+// and fail, some are too heavy ever to start, and Shutdown comes while
+// submitters are still at work. It checks, from inside the tasks and at the
+// end: limits never exceeded, the books (CheckInvariants, lane credit
+// included) always consistent, nothing runs twice or after a refusal, a
+// task too heavy is refused with ErrTooHeavy, and once Shutdown has
+// returned and the submitters are done, every handle has completed.
+func TestLaneStress(t *testing.T) {
+	const (
+		submitters = 24
+		perWorker  = 600
+		groups     = 12
+		maxGlobal  = 8
+		maxConc    = 4
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	p, err := policy.New(
+		policy.WithGlobalMaxInFlight(maxGlobal),
+		policy.WithMaxInFlightPerGroup(2000),
+		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithQueueThresholdPerGroup(1500),
+		policy.WithRejectionPolicy(policy.Discard),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithMaxIdleGroups(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		globalRunning  atomic.Int64
+		groupRunning   [groups]atomic.Int64
+		violations     atomic.Int64
+		firstViolation atomic.Value
+	)
+	violate := func(msg string) {
+		violations.Add(1)
+		firstViolation.CompareAndSwap(nil, msg)
+	}
+
+	chaos := newBackground()
+	cr := rand.New(rand.NewPCG(seed, 1))
+	var crMu sync.Mutex
+	rnd := func(n int) int { crMu.Lock(); defer crMu.Unlock(); return cr.IntN(n) }
+	// Changes of limits and evictions close lanes: they come one in a few
+	// dozen steps, so that the lanes are open most of the time.
+	sometimes := func(f func()) func() {
+		return func() {
+			if rnd(256) == 0 {
+				f()
+			}
+		}
+	}
+	chaos.loop(sometimes(func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
+	chaos.loop(sometimes(func() {
+		// A concurrency limit of at least 2 (the heaviest task that
+		// may run): a lowered limit under a waiting task's weight
+		// would leave it waiting, by design, until the limit is
+		// raised, which Shutdown forbids.
+		g := fmt.Sprint("g", rnd(groups))
+		l := policy.GroupLimits{MaxInFlight: 8 + rnd(2000), MaxConcurrency: 2 + rnd(maxConc-1), QueueThreshold: 4 + rnd(1500), Share: 1}
+		if err := ex.SetGroupLimits(g, l); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGroupLimits: " + err.Error())
+		}
+	}))
+	chaos.loop(sometimes(func() {
+		if err := ex.SetGlobalMaxInFlight(4 + rnd(maxGlobal-3)); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGlobalMaxInFlight: " + err.Error())
+		}
+	}))
+	chaos.loop(sometimes(func() {
+		// Statistics drain the lanes (a lowered limit may leave a group
+		// over it: CheckInvariants checks the lane's credit).
+		ex.GroupStats(fmt.Sprint("g", rnd(groups)))
+		ex.Stats()
+	}))
+	chaos.checkInvariants(ex, violate)
+
+	type record struct {
+		h        *executor.Handle[int]
+		err      error
+		runs     *atomic.Int32
+		heavy    bool
+		cancelFn context.CancelFunc
+	}
+	records := make([][]record, submitters)
+	boom := errors.New("boom")
+	shutdownAt := submitters * perWorker * 3 / 4 // Shutdown comes mid-run
+	var submitted atomic.Int64
+	shutdownDone := make(chan error, 1)
+	var shutdownOnce sync.Once
+
+	var wg sync.WaitGroup
+	for w := range submitters {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(w)+2))
+			for i := range perWorker {
+				if submitted.Add(1) == int64(shutdownAt) {
+					shutdownOnce.Do(func() {
+						go func() {
+							ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a hang guard
+							defer cancel()
+							err := ex.Shutdown(ctx)
+							shutdownDone <- err
+						}()
+					})
+				}
+				gi := r.IntN(groups)
+				grp := fmt.Sprint("g", gi)
+				weight := r.IntN(3) // 0 means 1
+				rec := record{runs: new(atomic.Int32)}
+				if r.IntN(40) == 0 {
+					weight, rec.heavy = maxGlobal+1, true
+				}
+				mode := r.IntN(10)
+				runs := rec.runs
+				fn := func(ctx context.Context) (int, error) {
+					if runs.Add(1) > 1 {
+						violate("a task ran twice")
+					}
+					w := int64(max(weight, 1))
+					defer globalRunning.Add(-w)
+					defer groupRunning[gi].Add(-w)
+					if n := globalRunning.Add(w); n > maxGlobal {
+						violate(fmt.Sprintf("global running %d > %d", n, maxGlobal))
+					}
+					if n := groupRunning[gi].Add(w); n > maxConc {
+						violate(fmt.Sprintf("group %s running %d > %d", grp, n, maxConc))
+					}
+					switch mode {
+					case 0:
+						panic("stress panic")
+					case 1:
+						return 0, boom
+					case 2:
+						<-ctx.Done() // only cancellation ends it
+						return 0, ctx.Err()
+					case 3, 4, 5, 6:
+						for range 20 {
+							runtime.Gosched() // hold the permits a while: queues build up
+						}
+					}
+					return i, nil
+				}
+				ctx := bg
+				if r.IntN(8) == 0 {
+					ctx, rec.cancelFn = context.WithCancel(bg)
+				}
+				rec.h, rec.err = executor.Submit(ex, ctx, executor.Task[int]{Group: grp, ID: fmt.Sprint(w, "-", i), Weight: weight, Fn: fn})
+				switch {
+				case mode == 2:
+					rec.h.Cancel() // or it would run until Close
+				case r.IntN(10) == 0:
+					rec.h.Cancel()
+				}
+				if rec.cancelFn != nil && r.IntN(2) == 0 {
+					rec.cancelFn()
+				}
+				records[w] = append(records[w], rec)
+				if r.IntN(4) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := <-shutdownDone; err != nil {
+		t.Fatalf("Shutdown: %v; %d violations, first %v; books: %q; stats %+v", err,
+			violations.Load(), firstViolation.Load(), ex.CheckInvariants(), ex.Stats())
+	}
+	chaos.halt()
+
+	// Shutdown has returned and no Submit is under way: every handle has
+	// completed, with no further wait.
+	var counts [5]int
+	reasons := map[string]int{}
+	defer func() { t.Logf("refusals by limit: %v", reasons) }()
+	for _, rs := range records {
+		for _, rec := range rs {
+			if rec.cancelFn != nil {
+				rec.cancelFn()
+			}
+			r, ok := rec.h.Result()
+			if !ok {
+				t.Fatalf("handle %s (Submit error %v) not complete after Shutdown returned", rec.h.ID(), rec.err)
+			}
+			counts[r.Status]++
+			if r.Status == executor.Rejected {
+				var re *executor.RejectedError
+				if errors.As(r.Err, &re) {
+					reasons[fmt.Sprint(re.Limit, "/", re.Err)]++
+				}
+			}
+			runs := rec.runs.Load()
+			switch {
+			case rec.heavy && (r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrTooHeavy) && !errors.Is(r.Err, executor.ErrShutdown)):
+				t.Errorf("too heavy task %s: %+v, want Rejected with ErrTooHeavy", rec.h.ID(), r)
+			case r.Status == executor.Rejected && runs != 0:
+				t.Errorf("rejected task %s ran", rec.h.ID())
+			case (r.Status == executor.Success || r.Status == executor.Failed) && runs != 1:
+				t.Errorf("task %s ended %v after %d runs", rec.h.ID(), r.Status, runs)
+			case r.Status == executor.Cancelled && runs > 1:
+				t.Errorf("cancelled task %s ran %d times", rec.h.ID(), runs)
+			}
+		}
+	}
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+	s := ex.Stats()
+	if s.Running != 0 || s.Waiting != 0 || s.RunningTasks != 0 {
+		t.Errorf("after Shutdown: %+v", s)
+	}
+	total := uint64(submitters * perWorker)
+	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total || s.Submitted != total {
+		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.Counts)
+	}
+	viaLane := executor.LaneAdmitted(ex)
+	t.Logf("outcomes: success %d failed %d cancelled %d rejected %d; %d admitted through lanes",
+		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], viaLane)
+	if counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
+		t.Errorf("the mix did not exercise every outcome: %v", counts)
+	}
+	if viaLane < 100 { // a few hundred to a few thousand in runs so far
+		t.Errorf("only %d of %d tasks came in through lanes: the test did not exercise them", viaLane, total)
+	}
+	ex.Close()
+	if n := executor.DoubleCompletions(); n != 0 {
+		t.Errorf("%d double completions", n)
+	}
+}
