@@ -91,7 +91,7 @@ func (c *Config) validate() []problem {
 
 	nonNegative(bad, "breaker.consecutive_failures", c.Breaker.ConsecutiveFailures)
 	nonNegative(bad, "breaker.timeout", c.Breaker.Timeout)
-	if c.Breaker.MaxRequests < 0 || c.Breaker.MaxRequests > math.MaxUint32 {
+	if c.Breaker.MaxRequests < 0 || int64(c.Breaker.MaxRequests) > math.MaxUint32 {
 		bad("breaker.max_requests", "%d is out of range (1 to %d)", c.Breaker.MaxRequests, uint32(math.MaxUint32))
 	}
 	for _, d := range []struct {
