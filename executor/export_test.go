@@ -202,3 +202,6 @@ func LaneAdmitted(ex *Executor) uint64 {
 	defer ex.mu.Unlock()
 	return ex.laneAdmitted
 }
+
+// LanesEnabled reports whether ex's configuration lets lanes open.
+func LanesEnabled(ex *Executor) bool { return ex.lanes }

@@ -23,8 +23,10 @@ import (
 // lives here). Each field is guarded as the comment says; the pointer to it
 // is set once (job.extra) and never changes.
 type jobExtra struct {
-	// guarded by the executor's mutex
+	// guarded by the executor's mutex, or by the lane's while the job is in
+	// its group's lane (lane.go)
 	stopAfter func() bool // stops the Submit-ctx watcher, if any
+	laneSeq   uint64      // the lane's take count when it admitted the job
 	// cluster holds the cluster permits while running (global, group; see
 	// cluster.go), when bound is set.
 	cluster [2]Permit

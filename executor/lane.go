@@ -51,10 +51,11 @@ type lane struct {
 	_           [64]byte
 	mu          sync.Mutex
 	open        bool
-	credit      int  // permits that may still come in
-	maxW        int  // the heaviest task that may come in: one that can start
-	front, back *job // admitted, not yet in the queue, oldest first
-	n, w        int  // their number and permits
+	credit      int    // permits that may still come in
+	maxW        int    // the heaviest task that may come in: one that can start
+	front, back *job   // admitted, not yet in the queue, oldest first
+	n, w        int    // their number and permits
+	seq         uint64 // counts takes: a job admitted at seq is in the lane until the next
 	_           [64]byte
 }
 
@@ -68,15 +69,19 @@ func (ex *Executor) lanesAllowed() bool {
 		ex.pol.GlobalQueueThreshold() == policy.Unlimited
 }
 
-// admit takes j, of group g, into the lane if it is open and has room,
-// reporting whether it did: j is then waiting.
-func (l *lane) admit(j *job) bool {
+// admit takes j into its group's lane if it is open and has room,
+// reporting whether it did: j is then waiting. With watch (Submit's context
+// can be cancelled), it notes in j's extra when j came in, for watch.
+func (l *lane) admit(j *job, watch bool) bool {
 	l.mu.Lock()
 	if !l.open || j.weight > l.credit || j.weight > l.maxW {
 		l.mu.Unlock()
 		return false
 	}
 	l.credit -= j.weight
+	if watch {
+		j.extra().laneSeq = l.seq
+	}
 	j.state = stateWaiting
 	j.prev = l.back
 	if l.back != nil {
@@ -88,6 +93,22 @@ func (l *lane) admit(j *job) bool {
 	l.n++
 	l.w += j.weight
 	l.mu.Unlock()
+	return true
+}
+
+// watch sets stop, the watcher on Submit's context of j admitted with
+// watch, if j is still in the lane, so that a Submit with a cancellable
+// context takes no executor lock either. It reports false if j has left
+// the lane: its fields are then the executor lock's again, and the caller
+// takes that.
+func (l *lane) watch(j *job, stop func() bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	x := j.extra()
+	if x.laneSeq != l.seq {
+		return false
+	}
+	x.stopAfter = stop // read under the executor's lock after the move
 	return true
 }
 
@@ -109,6 +130,7 @@ func (l *lane) take(how int) segment {
 	l.mu.Lock()
 	s := segment{l.front, l.back, l.n, l.w}
 	l.front, l.back, l.n, l.w = nil, nil, 0, 0
+	l.seq++
 	if how == closeLane || how == closeIfIdle && s.n == 0 {
 		l.open = false
 	}

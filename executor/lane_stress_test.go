@@ -50,6 +50,9 @@ func TestLaneStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !executor.LanesEnabled(ex) {
+		t.Fatal("this configuration keeps the lanes closed")
+	}
 
 	var (
 		globalRunning  atomic.Int64
@@ -248,8 +251,10 @@ func TestLaneStress(t *testing.T) {
 	if counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
 		t.Errorf("the mix did not exercise every outcome: %v", counts)
 	}
-	if viaLane < 100 { // a few hundred to a few thousand in runs so far
-		t.Errorf("only %d of %d tasks came in through lanes: the test did not exercise them", viaLane, total)
+	// A few hundred to a few thousand in runs so far; how many depends on
+	// the scheduling, so only none is a failure.
+	if viaLane == 0 {
+		t.Errorf("no task of %d came in through a lane: the test did not exercise them", total)
 	}
 	ex.Close()
 	if n := executor.DoubleCompletions(); n != 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -177,6 +178,9 @@ func TestLaneCancelInInbox(t *testing.T) {
 	if got := executor.InboxLen(ex, "g"); got != 2 {
 		t.Fatalf("inbox holds %d, want 2", got)
 	}
+	if !executor.WatchesParent(byCtx) {
+		t.Fatal("a task admitted through the lane does not watch its cancellable context")
+	}
 	byHandle.Cancel()
 	cancel()
 	for _, h := range []*executor.Handle[string]{byHandle, byCtx} {
@@ -184,14 +188,24 @@ func TestLaneCancelInInbox(t *testing.T) {
 			t.Fatalf("%s: %+v, want Cancelled", h.ID(), r)
 		}
 	}
-	// Their places are free again: two more fit the in-flight limit of 4.
+	// Their places are free again: two more fit the in-flight limit of 4,
+	// the second through the lane, with a context that is never cancelled:
+	// once it starts, nothing watches that context any more.
 	last := submit(t, ex, executor.Task[string]{Group: "g", ID: "last", Fn: fn("last")})
-	last2 := submit(t, ex, executor.Task[string]{Group: "g", ID: "last2", Fn: fn("last2")})
+	ctx2, cancel2 := context.WithCancel(bg)
+	defer cancel2()
+	last2, err := executor.Submit(ex, ctx2, executor.Task[string]{Group: "g", ID: "last2", Fn: fn("last2")})
+	if err != nil || executor.InboxLen(ex, "g") != 1 || !executor.WatchesParent(last2) {
+		t.Fatalf("last2: %v; in the lane: %v; watching: %v", err, executor.InboxLen(ex, "g") == 1, executor.WatchesParent(last2))
+	}
 	gt.open()
 	for _, h := range []*executor.Handle[string]{first, last, last2} {
 		if r := wait(t, h); r.Status != executor.Success {
 			t.Fatalf("%s: %+v", h.ID(), r)
 		}
+	}
+	if executor.WatchesParent(last2) {
+		t.Error("a task that ran still watches Submit's context")
 	}
 	close(ran)
 	var names []string
@@ -309,5 +323,30 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// Lanes stay closed where a Submit must decide more under the lock, and
+// open by default.
+func TestLanesEnabledByConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		popts []policy.Option
+		eopts []executor.Option
+		want  bool
+	}{
+		{"default", nil, nil, true},
+		{"queue timeout", []policy.Option{policy.WithQueueTimeout(time.Second)}, nil, false},
+		{"global queue threshold", []policy.Option{policy.WithGlobalQueueThreshold(100)}, nil, false},
+		{"group breaker", nil, []executor.Option{executor.WithGroupBreaker(breaker.Settings{})}, false},
+		{"cluster limiter", nil, []executor.Option{executor.WithGroupLimiter(newMemLimiter())}, false},
+		{"group queue threshold", []policy.Option{policy.WithQueueThresholdPerGroup(5)}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExec(t, tc.popts, tc.eopts...)
+			if got := executor.LanesEnabled(ex); got != tc.want {
+				t.Fatalf("lanes enabled: %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -102,9 +102,10 @@ func (ex *Executor) submit(j *job, key string) error {
 		// A task behind a waiting one takes the group's lane (lane.go).
 		if v, ok := ex.lookup.Load(key); ok {
 			j.g = v.(*group)
-			if j.g.lane.admit(j) {
-				if j.parent.Done() != nil {
-					ex.watchParent(j)
+			// Done is the caller's code: called outside every lock.
+			if watch := j.parent.Done() != nil; j.g.lane.admit(j, watch) {
+				if watch {
+					ex.watchParent(j, true)
 				}
 				return nil
 			}
@@ -189,7 +190,7 @@ func (ex *Executor) submit(j *job, key string) error {
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
 	if j.parent.Done() != nil {
-		ex.watchParent(j)
+		ex.watchParent(j, false)
 	}
 	return nil
 }
@@ -320,8 +321,12 @@ func (ex *Executor) admitToGroupLocked(g *group, j *job) {
 
 // watchParent cancels j when Submit's context ends while j waits. Once j has
 // started, its run context derives from that context and needs no watcher.
-func (ex *Executor) watchParent(j *job) {
+// inLane says j came in through its group's lane (lane.go).
+func (ex *Executor) watchParent(j *job, inLane bool) {
 	stop := context.AfterFunc(j.parent, func() { ex.cancel(j, context.Cause(j.parent)) })
+	if inLane && j.g.lane.watch(j, stop) {
+		return
+	}
 	ex.mu.Lock()
 	if j.state == stateWaiting {
 		j.extra().stopAfter = stop
