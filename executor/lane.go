@@ -19,6 +19,12 @@ import (
 // workers touch: the submitting goroutines and the workers stop contending,
 // which on two cores is most of what a queued task cost.
 //
+// A Submit whose context can be cancelled registers the watcher that
+// cancels its task outside every lock (the context is the caller's code)
+// and stores it under the lane's mutex if the task is still in the lane
+// (the lane counts its takes); otherwise under the executor's lock, as on
+// the locked path.
+//
 // Whoever holds the executor's lock and needs the group's queue as it is
 // moves the lane's tasks to its back (drainLocked): one splice of a list
 // the submitters already linked, and the admission accounting the lane
