@@ -127,7 +127,7 @@ func checkLane(ex *Executor, g *group) string {
 	defer l.mu.Unlock()
 	n, w := 0, 0
 	var prev *job
-	for j := l.front; j != nil; j = j.next {
+	for j := l.jobs.front; j != nil; j = j.next {
 		if j.prev != prev || j.state != stateWaiting || j.g != g {
 			return "a lane's task is mislinked or not waiting"
 		}
@@ -136,7 +136,7 @@ func checkLane(ex *Executor, g *group) string {
 		w += j.weight
 	}
 	switch {
-	case prev != l.back || n != l.n || w != l.w:
+	case prev != l.jobs.back || n != l.jobs.n || w != l.w:
 		return "a lane's count or back does not match its tasks"
 	case !l.open && n > 0:
 		return "a closed lane holds tasks"
@@ -148,7 +148,7 @@ func checkLane(ex *Executor, g *group) string {
 		return "a lane open with no task waiting ahead"
 	case g.inFlight.Used()+l.w+l.credit > g.inFlight.Limit():
 		return "lane credit beyond the in-flight limit"
-	case g.waiting.Len()+l.n+l.credit > g.limits.QueueThreshold:
+	case g.waiting.Len()+l.jobs.n+l.credit > g.limits.QueueThreshold:
 		return "lane credit beyond the queue threshold"
 	case l.maxW > min(g.conc.Limit(), ex.global.Limit()):
 		return "a lane takes tasks heavier than can start"
@@ -180,7 +180,7 @@ func InboxLen(ex *Executor, group string) int {
 	}
 	g.lane.mu.Lock()
 	defer g.lane.mu.Unlock()
-	return g.lane.n
+	return g.lane.jobs.n
 }
 
 // DrainState describes the drain bookkeeping, for debugging a hang.

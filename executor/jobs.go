@@ -104,15 +104,18 @@ func (l *jobList) Remove(j *job) {
 	l.n--
 }
 
-// pushBackList appends the jobs linked from front to back, n of them,
-// which must be in no list.
-func (l *jobList) pushBackList(front, back *job, n int) {
-	front.prev = l.back
-	if l.back != nil {
-		l.back.next = front
-	} else {
-		l.front = front
+// pushBackList appends the jobs of o, which must be in no other list,
+// in their order.
+func (l *jobList) pushBackList(o *jobList) {
+	if o.n == 0 {
+		return
 	}
-	l.back = back
-	l.n += n
+	o.front.prev = l.back
+	if l.back != nil {
+		l.back.next = o.front
+	} else {
+		l.front = o.front
+	}
+	l.back = o.back
+	l.n += o.n
 }

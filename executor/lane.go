@@ -54,15 +54,15 @@ import (
 // guarded by mu; it sits on cache lines of its own, apart from the group's
 // fields that the workers write.
 type lane struct {
-	_           [64]byte
-	mu          sync.Mutex
-	open        bool
-	credit      int    // permits that may still come in
-	maxW        int    // the heaviest task that may come in: one that can start
-	front, back *job   // admitted, not yet in the queue, oldest first
-	n, w        int    // their number and permits
-	seq         uint64 // counts takes: a job admitted at seq is in the lane until the next
-	_           [64]byte
+	_      [64]byte
+	mu     sync.Mutex
+	open   bool
+	credit int     // permits that may still come in
+	maxW   int     // the heaviest task that may come in: one that can start
+	jobs   jobList // admitted, not yet in the queue, oldest first
+	w      int     // their permits
+	seq    uint64  // counts takes: a job admitted at seq is in the lane until the next
+	_      [64]byte
 }
 
 // laneMaxCredit bounds the credit lent at once, so that sums never
@@ -89,14 +89,7 @@ func (l *lane) admit(j *job, watch bool) bool {
 		j.extra().laneSeq = l.seq
 	}
 	j.state = stateWaiting
-	j.prev = l.back
-	if l.back != nil {
-		l.back.next = j
-	} else {
-		l.front = j
-	}
-	l.back = j
-	l.n++
+	l.jobs.PushBack(j)
 	l.w += j.weight
 	l.mu.Unlock()
 	return true
@@ -118,10 +111,11 @@ func (l *lane) watch(j *job, stop func() bool) bool {
 	return true
 }
 
-// segment is the tasks taken out of a lane, linked oldest first.
+// segment is the tasks taken out of a lane, oldest first, and their
+// permits.
 type segment struct {
-	front, back *job
-	n, w        int
+	jobs jobList
+	w    int
 }
 
 // How take leaves the lane.
@@ -134,10 +128,10 @@ const (
 // take empties the lane and leaves it open or closed as how says.
 func (l *lane) take(how int) segment {
 	l.mu.Lock()
-	s := segment{l.front, l.back, l.n, l.w}
-	l.front, l.back, l.n, l.w = nil, nil, 0, 0
+	s := segment{l.jobs, l.w}
+	l.jobs, l.w = jobList{}, 0
 	l.seq++
-	if how == closeLane || how == closeIfIdle && s.n == 0 {
+	if how == closeLane || how == closeIfIdle && s.jobs.n == 0 {
 		l.open = false
 	}
 	l.mu.Unlock()
@@ -160,16 +154,17 @@ func (ex *Executor) closeLaneLocked(g *group) {
 }
 
 func (ex *Executor) spliceLocked(g *group, s segment) {
-	if s.n == 0 {
+	n := s.jobs.n
+	if n == 0 {
 		return
 	}
-	g.waiting.pushBackList(s.front, s.back, s.n)
+	g.waiting.pushBackList(&s.jobs)
 	g.inFlight.Acquire(s.w)
-	ex.tasks += s.n
-	ex.waiting += s.n
-	ex.counts.Submitted += uint64(s.n)
-	g.counts.Submitted += uint64(s.n)
-	ex.laneAdmitted += uint64(s.n)
+	ex.tasks += n
+	ex.waiting += n
+	ex.counts.Submitted += uint64(n)
+	g.counts.Submitted += uint64(n)
+	ex.laneAdmitted += uint64(n)
 }
 
 // openLaneLocked lends g's lane the room its in-flight limit and queue

@@ -220,10 +220,13 @@ func TestLaneCancelInInbox(t *testing.T) {
 	}
 }
 
-// Shutdown, ShutdownGroup and SetGroupLimits close the lane: what it had
-// admitted runs (or is counted), and nothing more goes in behind their back.
+// Shutdown, ShutdownGroup, Close and SetGroupLimits close the lane: what it
+// had admitted runs (or is counted), and nothing more goes in behind their
+// back.
 func TestLaneClosedByLifecycle(t *testing.T) {
-	t.Run("ShutdownGroup", func(t *testing.T) {
+	// laneWithTwo returns an executor whose group g has a blocker running,
+	// a task waiting in its queue and one in its lane.
+	laneWithTwo := func(t *testing.T) (*executor.Executor, *gate, []*executor.Handle[string]) {
 		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
 		gt := blockGroup(t, ex, "g")
 		a := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("a")})
@@ -231,54 +234,38 @@ func TestLaneClosedByLifecycle(t *testing.T) {
 		if executor.InboxLen(ex, "g") != 1 {
 			t.Fatal("the lane is not in use")
 		}
-		done := make(chan error)
-		go func() { done <- ex.ShutdownGroup(bg, "g") }()
-		waitFor(t, func() bool { return !executor.LaneOpen(ex, "g") })
-		if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: gt.fn("c")}); !errors.Is(err, executor.ErrGroupShutdown) {
-			t.Fatalf("Submit after ShutdownGroup: %v", err)
-		}
-		gt.open()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range []*executor.Handle[string]{a, b} {
-			if r := wait(t, h); r.Status != executor.Success {
-				t.Fatalf("%+v", r)
+		return ex, gt, []*executor.Handle[string]{a, b}
+	}
+	for _, tc := range []struct {
+		name    string
+		shut    func(*executor.Executor) error
+		refusal error
+	}{
+		{"ShutdownGroup", func(ex *executor.Executor) error { return ex.ShutdownGroup(bg, "g") }, executor.ErrGroupShutdown},
+		{"Shutdown", func(ex *executor.Executor) error { return ex.Shutdown(bg) }, executor.ErrShutdown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex, gt, hs := laneWithTwo(t)
+			done := make(chan error)
+			go func() { done <- tc.shut(ex) }()
+			waitFor(t, func() bool { return !executor.LaneOpen(ex, "g") })
+			if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: gt.fn("c")}); !errors.Is(err, tc.refusal) {
+				t.Fatalf("Submit after %s: %v, want %v", tc.name, err, tc.refusal)
 			}
-		}
-	})
-	t.Run("Shutdown", func(t *testing.T) {
-		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
-		gt := blockGroup(t, ex, "g")
-		a := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("a")})
-		b := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("b")})
-		if executor.InboxLen(ex, "g") != 1 {
-			t.Fatal("the lane is not in use")
-		}
-		done := make(chan error)
-		go func() { done <- ex.Shutdown(bg) }()
-		waitFor(t, func() bool { return !executor.LaneOpen(ex, "g") })
-		if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: gt.fn("c")}); !errors.Is(err, executor.ErrShutdown) {
-			t.Fatalf("Submit after Shutdown: %v, want ErrShutdown", err)
-		}
-		gt.open()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range []*executor.Handle[string]{a, b} {
-			if r, ok := h.Result(); !ok || r.Status != executor.Success {
-				t.Fatalf("after Shutdown returned: %+v (complete: %v), want Success", r, ok)
+			gt.open()
+			if err := <-done; err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			for _, h := range hs {
+				if r, ok := h.Result(); !ok || r.Status != executor.Success {
+					t.Fatalf("after %s returned: %+v (complete: %v), want Success", tc.name, r, ok)
+				}
+			}
+		})
+	}
 	t.Run("Close", func(t *testing.T) {
-		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
-		gt := blockGroup(t, ex, "g")
-		a := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("a")})
-		b := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("b")})
-		if executor.InboxLen(ex, "g") != 1 {
-			t.Fatal("the lane is not in use")
-		}
+		ex, gt, hs := laneWithTwo(t)
+		a, b := hs[0], hs[1]
 		gt.open() // the blocker returns once Close cancels or releases it
 		if err := ex.Close(); err != nil {
 			t.Fatal(err)
