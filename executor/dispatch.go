@@ -210,7 +210,7 @@ func (ex *Executor) startLocked(g *group, j *job) {
 // others start.
 func (ex *Executor) removeWaitingLocked(j *job, st Status) {
 	g := j.g
-	ex.closeLaneLocked(g) // j may still be in the inbox
+	ex.closeLaneLocked(g) // j may still be in the lane
 	if x := j.x.Load(); x != nil && x.stopAfter != nil {
 		// Never runs: Submit's context no longer needs watching (nor keeps j).
 		x.stopAfter()

@@ -169,9 +169,9 @@ func LaneOpen(ex *Executor, group string) bool {
 	return g.lane.open
 }
 
-// InboxLen returns how many tasks wait in group's lane, admitted and not
+// LaneLen returns how many tasks wait in group's lane, admitted and not
 // yet moved to its queue.
-func InboxLen(ex *Executor, group string) int {
+func LaneLen(ex *Executor, group string) int {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	g := ex.groups[group]

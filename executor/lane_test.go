@@ -16,7 +16,7 @@ import (
 // The lane (lane.go) admits a task that must wait without the executor's
 // lock. These tests pin what it must not change: order, limits, reasons
 // for refusal, cancellation, counts. Each first checks that the tasks it
-// is about really went through the lane (they sat in the group's inbox),
+// is about really went through the lane (they sat in the group's lane),
 // so that none of them passes by taking the locked path instead.
 
 // blockGroup starts a gate task in group and returns once it runs: with a
@@ -47,8 +47,8 @@ func TestLaneKeepsOrderAndCounts(t *testing.T) {
 	}
 	// The first waits through the locked path and opens the lane; the
 	// others go through it.
-	if got := executor.InboxLen(ex, "g"); got != n-1 {
-		t.Fatalf("inbox holds %d tasks, want %d: the lane was not used", got, n-1)
+	if got := executor.LaneLen(ex, "g"); got != n-1 {
+		t.Fatalf("lane holds %d tasks, want %d: the lane was not used", got, n-1)
 	}
 	s := groupStats(t, ex, "g") // counts what the lane admitted
 	if s.Submitted != n+1 || s.Waiting != n || s.InFlight != n+1 {
@@ -102,8 +102,8 @@ func TestLaneRespectsQueueThresholdAndInFlight(t *testing.T) {
 					hs = append(hs, h)
 					// The first waits through the locked path; the
 					// others go through the lane, until it has no room.
-					if i == tc.accept-1 && executor.InboxLen(ex, "g") != tc.accept-1 {
-						t.Fatalf("inbox holds %d, want %d", executor.InboxLen(ex, "g"), tc.accept-1)
+					if i == tc.accept-1 && executor.LaneLen(ex, "g") != tc.accept-1 {
+						t.Fatalf("lane holds %d, want %d", executor.LaneLen(ex, "g"), tc.accept-1)
 					}
 					continue
 				}
@@ -140,7 +140,7 @@ func TestLaneRefusesTooHeavy(t *testing.T) {
 	gt.waitStarted(t, 3)
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("w1")})
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("w2")})
-	if !executor.LaneOpen(ex, "g") || executor.InboxLen(ex, "g") != 1 {
+	if !executor.LaneOpen(ex, "g") || executor.LaneLen(ex, "g") != 1 {
 		t.Fatal("the lane is not in use")
 	}
 	_, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Weight: 4, Fn: gt.fn("heavy")})
@@ -159,9 +159,9 @@ func TestLaneRefusesTooHeavy(t *testing.T) {
 	}
 }
 
-// A task still in the inbox can be cancelled, by its handle or its
+// A task still in the lane can be cancelled, by its handle or its
 // context: it completes Cancelled, never runs, and gives its place back.
-func TestLaneCancelInInbox(t *testing.T) {
+func TestLaneCancelInLane(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(4)})
 	gt := blockGroup(t, ex, "g")
 	ran := make(chan string, 8)
@@ -175,8 +175,8 @@ func TestLaneCancelInInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := executor.InboxLen(ex, "g"); got != 2 {
-		t.Fatalf("inbox holds %d, want 2", got)
+	if got := executor.LaneLen(ex, "g"); got != 2 {
+		t.Fatalf("lane holds %d, want 2", got)
 	}
 	if !executor.WatchesParent(byCtx) {
 		t.Fatal("a task admitted through the lane does not watch its cancellable context")
@@ -195,8 +195,8 @@ func TestLaneCancelInInbox(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(bg)
 	defer cancel2()
 	last2, err := executor.Submit(ex, ctx2, executor.Task[string]{Group: "g", ID: "last2", Fn: fn("last2")})
-	if err != nil || executor.InboxLen(ex, "g") != 1 || !executor.WatchesParent(last2) {
-		t.Fatalf("last2: %v; in the lane: %v; watching: %v", err, executor.InboxLen(ex, "g") == 1, executor.WatchesParent(last2))
+	if err != nil || executor.LaneLen(ex, "g") != 1 || !executor.WatchesParent(last2) {
+		t.Fatalf("last2: %v; in the lane: %v; watching: %v", err, executor.LaneLen(ex, "g") == 1, executor.WatchesParent(last2))
 	}
 	gt.open()
 	for _, h := range []*executor.Handle[string]{first, last, last2} {
@@ -231,7 +231,7 @@ func TestLaneClosedByLifecycle(t *testing.T) {
 		gt := blockGroup(t, ex, "g")
 		a := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("a")})
 		b := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("b")})
-		if executor.InboxLen(ex, "g") != 1 {
+		if executor.LaneLen(ex, "g") != 1 {
 			t.Fatal("the lane is not in use")
 		}
 		return ex, gt, []*executor.Handle[string]{a, b}
@@ -286,7 +286,7 @@ func TestLaneClosedByLifecycle(t *testing.T) {
 		for range 3 {
 			submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("w")})
 		}
-		if executor.InboxLen(ex, "g") != 2 {
+		if executor.LaneLen(ex, "g") != 2 {
 			t.Fatal("the lane is not in use")
 		}
 		if err := ex.SetGroupLimits("g", policy.GroupLimits{MaxInFlight: 5, MaxConcurrency: 1, QueueThreshold: 4, Share: 1}); err != nil {
