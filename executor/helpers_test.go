@@ -2,8 +2,11 @@ package executor_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,4 +161,70 @@ func (bg *background) checkInvariants(ex *executor.Executor, violate func(string
 func (bg *background) halt() {
 	close(bg.stop)
 	bg.wg.Wait()
+}
+
+// What a stress test's task does once its checks are done.
+type stressKind int
+
+const (
+	stressPanics stressKind = iota
+	stressFails
+	stressWaitsCancel // returns only when its context is cancelled
+	stressHolds       // holds its permits a while (hold), then succeeds
+	stressSucceeds
+)
+
+// stressRunning counts running permits, the executor's and a group's, from
+// inside stress tasks, against the most either may have.
+type stressRunning struct {
+	global, group       *atomic.Int64
+	globalMax, groupMax int64
+	groupName           string
+}
+
+// stressBody returns a stress task's Fn: it reports a second run and a
+// running count over its limit to violate, then does what kind says,
+// succeeding with v.
+func stressBody(runs *atomic.Int32, weight int, c stressRunning, violate func(string), kind stressKind, hold func(), v int) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		if runs.Add(1) > 1 {
+			violate("a task ran twice")
+		}
+		w := int64(max(weight, 1))
+		defer c.global.Add(-w)
+		defer c.group.Add(-w)
+		if n := c.global.Add(w); n > c.globalMax {
+			violate(fmt.Sprintf("global running %d > %d", n, c.globalMax))
+		}
+		if n := c.group.Add(w); n > c.groupMax {
+			violate(fmt.Sprintf("group %s running %d > %d", c.groupName, n, c.groupMax))
+		}
+		switch kind {
+		case stressPanics:
+			panic("stress panic")
+		case stressFails:
+			return 0, errStress
+		case stressWaitsCancel:
+			<-ctx.Done()
+			return 0, ctx.Err()
+		case stressHolds:
+			hold()
+		}
+		return v, nil
+	}
+}
+
+var errStress = errors.New("stress failure")
+
+// checkRuns fails t if a task's outcome contradicts how often its Fn ran.
+func checkRuns(t *testing.T, id string, r executor.Result[int], runs int32) {
+	t.Helper()
+	switch {
+	case r.Status == executor.Rejected && runs != 0:
+		t.Errorf("rejected task %s ran", id)
+	case (r.Status == executor.Success || r.Status == executor.Failed) && runs != 1:
+		t.Errorf("task %s ended %v after %d runs", id, r.Status, runs)
+	case r.Status == executor.Cancelled && runs > 1:
+		t.Errorf("cancelled task %s ran %d times", id, runs)
+	}
 }

@@ -111,7 +111,6 @@ func TestLaneStress(t *testing.T) {
 		cancelFn context.CancelFunc
 	}
 	records := make([][]record, submitters)
-	boom := errors.New("boom")
 	shutdownAt := submitters * perWorker * 3 / 4 // Shutdown comes mid-run
 	var submitted atomic.Int64
 	shutdownDone := make(chan error, 1)
@@ -140,35 +139,16 @@ func TestLaneStress(t *testing.T) {
 					weight, rec.heavy = maxGlobal+1, true
 				}
 				mode := r.IntN(10)
-				runs := rec.runs
-				fn := func(ctx context.Context) (int, error) {
-					if runs.Add(1) > 1 {
-						violate("a task ran twice")
-					}
-					w := int64(max(weight, 1))
-					defer globalRunning.Add(-w)
-					defer groupRunning[gi].Add(-w)
-					if n := globalRunning.Add(w); n > maxGlobal {
-						violate(fmt.Sprintf("global running %d > %d", n, maxGlobal))
-					}
-					if n := groupRunning[gi].Add(w); n > maxConc {
-						violate(fmt.Sprintf("group %s running %d > %d", grp, n, maxConc))
-					}
-					switch mode {
-					case 0:
-						panic("stress panic")
-					case 1:
-						return 0, boom
-					case 2:
-						<-ctx.Done() // only cancellation ends it
-						return 0, ctx.Err()
-					case 3, 4, 5, 6:
-						for range 20 {
-							runtime.Gosched() // hold the permits a while: queues build up
-						}
-					}
-					return i, nil
+				kind := stressKind(min(mode, int(stressSucceeds)))
+				if mode >= 3 && mode <= 6 {
+					kind = stressHolds // queues build up
 				}
+				fn := stressBody(rec.runs, weight, stressRunning{&globalRunning, &groupRunning[gi], maxGlobal, maxConc, grp},
+					violate, kind, func() {
+						for range 20 {
+							runtime.Gosched()
+						}
+					}, i)
 				ctx := bg
 				if r.IntN(8) == 0 {
 					ctx, rec.cancelFn = context.WithCancel(bg)
@@ -218,17 +198,10 @@ func TestLaneStress(t *testing.T) {
 					reasons[fmt.Sprint(re.Limit, "/", re.Err)]++
 				}
 			}
-			runs := rec.runs.Load()
-			switch {
-			case rec.heavy && (r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrTooHeavy) && !errors.Is(r.Err, executor.ErrShutdown)):
+			if rec.heavy && (r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrTooHeavy) && !errors.Is(r.Err, executor.ErrShutdown)) {
 				t.Errorf("too heavy task %s: %+v, want Rejected with ErrTooHeavy", rec.h.ID(), r)
-			case r.Status == executor.Rejected && runs != 0:
-				t.Errorf("rejected task %s ran", rec.h.ID())
-			case (r.Status == executor.Success || r.Status == executor.Failed) && runs != 1:
-				t.Errorf("task %s ended %v after %d runs", rec.h.ID(), r.Status, runs)
-			case r.Status == executor.Cancelled && runs > 1:
-				t.Errorf("cancelled task %s ran %d times", rec.h.ID(), runs)
 			}
+			checkRuns(t, rec.h.ID(), r, rec.runs.Load())
 		}
 	}
 	if v := violations.Load(); v != 0 {

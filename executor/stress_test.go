@@ -76,7 +76,6 @@ func TestStress(t *testing.T) {
 		cancelFn context.CancelFunc
 	}
 	records := make([][]record, submitters)
-	var boom = errors.New("boom")
 
 	chaos := newBackground()
 	chaos.loop(func() { clk.Advance(5 * time.Millisecond) }) // time moves: queue timeouts fire
@@ -99,36 +98,15 @@ func TestStress(t *testing.T) {
 				}
 				runs := new(atomic.Int32)
 				mode := r.IntN(10)
-				fn := func(ctx context.Context) (int, error) {
-					if runs.Add(1) > 1 {
-						violate("a task ran twice")
+				// Mode 3 holds the permits for some fake time, so that
+				// queues build up and waiting tasks time out at any speed.
+				hold := func() {
+					for until := clk.Now().Add(20 * time.Millisecond); clk.Now().Before(until); {
+						runtime.Gosched()
 					}
-					w := int64(max(weight, 1))
-					defer globalRunning.Add(-w)
-					defer groupRunning[gi].Add(-w)
-					if n := globalRunning.Add(w); n > global {
-						violate(fmt.Sprintf("global running %d > %d", n, global))
-					}
-					if n := groupRunning[gi].Add(w); n > int64(concOf(grp)) {
-						violate(fmt.Sprintf("group %s running %d > %d", grp, n, concOf(grp)))
-					}
-					switch mode {
-					case 0:
-						panic("stress panic")
-					case 1:
-						return 0, boom
-					case 2:
-						<-ctx.Done() // only cancellation ends it
-						return 0, ctx.Err()
-					case 3:
-						// Hold the permits for some fake time, so that queues
-						// build up and waiting tasks time out at any speed.
-						for until := clk.Now().Add(20 * time.Millisecond); clk.Now().Before(until); {
-							runtime.Gosched()
-						}
-					}
-					return i, nil
 				}
+				fn := stressBody(runs, weight, stressRunning{&globalRunning, &groupRunning[gi], global, int64(concOf(grp)), grp},
+					violate, stressKind(min(mode, int(stressSucceeds))), hold, i)
 				rec := record{runs: runs}
 				ctx := bg
 				if r.IntN(8) == 0 {
@@ -199,15 +177,10 @@ func TestStress(t *testing.T) {
 			if errors.Is(r.Err, breaker.ErrOpenState) || errors.Is(r.Err, breaker.ErrTooManyRequests) {
 				breakerRefusals++
 			}
-			runs := rec.runs.Load()
-			switch {
-			case rec.invalid && (r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrInvalidTask)):
+			if rec.invalid && (r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrInvalidTask)) {
 				t.Errorf("invalid task %s: %+v", rec.h.ID(), r)
-			case r.Status == executor.Rejected && runs != 0:
-				t.Errorf("rejected task %s ran", rec.h.ID())
-			case (r.Status == executor.Success || r.Status == executor.Failed) && runs != 1:
-				t.Errorf("task %s ended %v after %d runs", rec.h.ID(), r.Status, runs)
 			}
+			checkRuns(t, rec.h.ID(), r, rec.runs.Load())
 		}
 	}
 	chaos.halt()
