@@ -60,8 +60,8 @@ type job struct {
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
 
-	// handle: the channel Done handed out (a chan struct{}), or closedChan
-	// once done; an interface holds a channel without allocating
+	// handle: the channel Done handed out (a chan struct{}), announced in
+	// done; an interface holds a channel without allocating
 	doneCh atomic.Value
 
 	// outcome, written once before done is set
@@ -86,19 +86,24 @@ func (h *Handle[T]) ID() string { return h.id }
 
 // Done returns a channel that is closed when the task has completed.
 func (h *Handle[T]) Done() <-chan struct{} {
-	if h.done.Load() {
+	s := h.done.v.Load()
+	switch {
+	case s == completed:
+		return closedChan
+	case s&hasChan != 0:
+		return h.doneCh.Load().(chan struct{})
+	}
+	// The first to ask makes the channel, then announces it in the done
+	// word, which publish swaps: either publish sees the announcement and
+	// closes the channel, or the announcement fails on the completed word.
+	c := make(chan struct{})
+	if !h.doneCh.CompareAndSwap(nil, c) {
+		c = h.doneCh.Load().(chan struct{}) // another's
+	}
+	if !h.done.announce() {
 		return closedChan
 	}
-	if c, ok := h.doneCh.Load().(chan struct{}); ok {
-		return c
-	}
-	// The first to ask makes the channel; publish closes whatever it finds
-	// when it marks the handle done.
-	c := make(chan struct{})
-	if h.doneCh.CompareAndSwap(nil, c) {
-		return c
-	}
-	return h.doneCh.Load().(chan struct{}) // another's channel, or closedChan
+	return c
 }
 
 // Wait blocks until the task completes and returns its result. If ctx ends
@@ -195,34 +200,63 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 // publish records the outcome and marks j done. It returns the channel that
 // Done handed out, for the caller to close, or reports false, changing
 // nothing, if j had already completed. It takes no lock (a caller may hold
-// the executor's): claiming j, then storing done, then swapping the channel
-// out, pairs with Done, which makes a channel only while none is there.
+// the executor's), and when Done handed out no channel, which is the common
+// case, it costs two atomic operations on one word: claim, then swap.
 func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
 	if !j.done.claim() {
 		doubleCompletions.Add(1)
 		return nil, false
 	}
 	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
-	j.done.set()
-	if c, ok := j.doneCh.Swap(closedChan).(chan struct{}); ok {
-		return c, true
+	if j.done.v.Swap(completed)&hasChan != 0 {
+		// Done stored the channel before it announced it.
+		return j.doneCh.Load().(chan struct{}), true
 	}
 	return nil, true
 }
 
-// completion is a job's done flag: pending, claimed by the completing
-// goroutine while it writes the outcome, then done.
+// completion is a job's done word: pending, claimed by the completing
+// goroutine while it writes the outcome, then completed; while not
+// completed, the hasChan bit says that Done handed out a channel (in
+// job.doneCh) for publish to close.
 type completion struct{ v atomic.Uint32 }
 
 const (
 	pending uint32 = iota
 	claimed
 	completed
+
+	hasChan uint32 = 1 << 2
 )
 
 // Load reports whether the outcome is published.
 func (c *completion) Load() bool { return c.v.Load() == completed }
 
-func (c *completion) claim() bool { return c.v.CompareAndSwap(pending, claimed) }
+// claim takes the right to publish, once.
+func (c *completion) claim() bool {
+	for {
+		s := c.v.Load()
+		if s&^hasChan != pending {
+			return false
+		}
+		if c.v.CompareAndSwap(s, s|claimed) {
+			return true
+		}
+	}
+}
 
-func (c *completion) set() { c.v.Store(completed) }
+// announce sets hasChan, reporting false if the job completed first.
+func (c *completion) announce() bool {
+	for {
+		s := c.v.Load()
+		switch {
+		case s == completed:
+			return false
+		case s&hasChan != 0:
+			return true
+		}
+		if c.v.CompareAndSwap(s, s|hasChan) {
+			return true
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package executor
+
+import (
+	"sync"
+	"testing"
+)
+
+// Done racing with publish: every channel Done hands out is closed once the
+// publisher has closed what publish returned, whichever side wins, and a
+// second publish changes nothing.
+func TestDoneRacesPublish(t *testing.T) {
+	const rounds, askers = 20000, 3
+	for i := range rounds {
+		h := new(Handle[int])
+		got := make([]<-chan struct{}, askers)
+		var wg sync.WaitGroup
+		for k := range askers {
+			wg.Go(func() { got[k] = h.Done() })
+		}
+		wg.Go(func() {
+			ch, ok := h.publish(Success, nil, 1, 2)
+			if !ok {
+				t.Errorf("round %d: the first publish failed", i)
+			}
+			if ch != nil {
+				close(ch)
+			}
+		})
+		wg.Wait()
+		for k, c := range got {
+			select {
+			case <-c:
+			default:
+				t.Fatalf("round %d: asker %d's Done channel is not closed after publish", i, k)
+			}
+		}
+		if got[0] != got[1] && got[0] != closedChan && got[1] != closedChan {
+			t.Fatalf("round %d: two askers got two different open channels", i)
+		}
+		if !h.done.Load() || h.status != Success || h.duration != 2 {
+			t.Fatalf("round %d: outcome not published: done %v status %v", i, h.done.Load(), h.status)
+		}
+		before := doubleCompletions.Load()
+		if _, ok := h.publish(Failed, nil, 0, 0); ok || h.status != Success {
+			t.Fatalf("round %d: a second publish took effect", i)
+		}
+		doubleCompletions.Add(before - doubleCompletions.Load()) // this one was on purpose
+		if h.Done() != closedChan {
+			t.Fatalf("round %d: Done after completion is not the shared closed channel", i)
+		}
+	}
+}
