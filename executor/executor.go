@@ -44,6 +44,10 @@ type Executor struct {
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup
 
+	// gate lets finishing workers onto mu one at a time (worker.go finish);
+	// nothing else takes it, and nothing is held while taking it.
+	gate sync.Mutex
+
 	mu          sync.Mutex
 	state       execState
 	global      groupsem.Sem // running permits, all groups

@@ -103,7 +103,15 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	var b batch
 	inline := ex.listener == nil
 	var doneCh chan struct{}
+	// Finishing workers queue on the gate, so that at most one of them at a
+	// time waits on the executor's lock. Tiny tasks end almost together, and
+	// without the gate dozens of workers queue on the lock in turn, with a
+	// Submit that needs it (a task that starts, or waits first in its group)
+	// behind them all: on two cores the submitting goroutine spent much of
+	// its time there (mutex profile), and it is what feeds every worker.
+	ex.gate.Lock()
 	ex.mu.Lock()
+	ex.gate.Unlock()
 	ex.finishing.Add(-1)
 	g := j.g
 	g.running.Remove(j)
