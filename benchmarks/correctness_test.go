@@ -67,8 +67,9 @@ func testRunners(t *testing.T, peers []peerCase, limit int64) {
 	}
 }
 
-func TestFlatRunners(t *testing.T)    { testRunners(t, flatPeers, flatLimit) }
-func TestGroupedRunners(t *testing.T) { testRunners(t, groupedPeers, groupedGlobal) }
+func TestFlatRunners(t *testing.T)       { testRunners(t, flatPeers, flatLimit) }
+func TestGroupedRunners(t *testing.T)    { testRunners(t, groupedPeers, groupedGlobal) }
+func TestSubmittersRunners(t *testing.T) { testRunners(t, submittersPeers, groupedGlobal) }
 
 func TestGroupKeys(t *testing.T) {
 	keys := groupKeys(groupedGroups)
