@@ -36,16 +36,24 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // limit (it could never be issued), or ctx's error when ctx ends first.
 // A request that fails holds nothing.
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
-	return b.try(ctx, n, b.maxDepth > 0)
+	wait := b.maxDepth > 0
+	if wait && ctx.Err() != nil {
+		return b.acquire(ctx, n, wait) // fails with ctx's error
+	}
+	return b.try(ctx, n, wait)
 }
 
 // try is the hot path, written out in line because it is measured as such:
 // a bulkhead with no capability gate and no observer, with n permits free
-// and no one waiting. The steps that usually do nothing (growing the permit
-// table, probing past a taken slot, waking the coarse clock) are calls;
-// everything else goes to acquire.
+// and no one waiting. One compare-and-swap on the state word admits and
+// issues the ID (state.go); anything else goes to acquire, under the mutex.
+// The common case calls nothing, so that the compiler keeps everything in
+// registers: ctx is checked by Acquire, a lost swap is retried by
+// tryContended. (A Permit is four words and comes back in registers; a
+// fast path that returned it with a bool, five words, measured 30% slower,
+// and so did reading the stamp after the swap.)
 func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
-	if !b.plain || n < 1 || (wait && ctx.Err() != nil) {
+	if !b.plain || n < 1 {
 		return b.acquire(ctx, n, wait)
 	}
 	var stamp int64
@@ -54,23 +62,45 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 	} else {
 		stamp = b.exactStamp()
 	}
-	b.mu.Lock()
-	if b.waiters.Len() != 0 || !b.sem.TryAcquire(n) {
-		b.mu.Unlock()
+	h := b.hot
+	s := h.state.Load()
+	l := h.limit.Load() // after s: see state.go on SetLimit
+	seq := uint32(s >> 32)
+	if s&slowFlag != 0 || int64(n) > l-int64(s&usedMask) || seq >= fastSeqMax {
 		return b.acquire(ctx, n, wait)
 	}
-	b.seq++
-	id := b.seq
-	t := &b.permits
-	if i := id & uint64(len(t.ids)-1); 2*(t.n+1) <= len(t.ids) && t.ids[i] == 0 {
-		t.ids[i] = id // the home slot is free
-		t.n++
-	} else {
-		t.put(id)
+	hi := h.hi.Load() // after s: see state.go on the wrap
+	if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
+		return Permit{b: b, id: hi<<32 | uint64(seq+1), issued: stamp, meta: uint64(l)<<32 | uint64(n)}, nil
 	}
-	meta := uint64(b.sem.Limit())<<32 | uint64(n)
-	b.mu.Unlock()
-	return Permit{b: b, id: id, issued: stamp, meta: meta}, nil
+	return b.tryContended(ctx, n, wait, stamp)
+}
+
+// tryContended is try after a lost swap: the word changed since try read
+// it, by another acquire (usually), a release, or lock() setting the slow
+// flag. Unless the flag is now set, it waits a little (backoff) and tries
+// again: letting the winner's core run alone for a while, instead of
+// trading the line back and forth on every operation, is what makes the
+// parallel case fast (state.go). Lock-free, not wait-free: one acquire may
+// lose again and again while others succeed.
+func (b *Bulkhead) tryContended(ctx context.Context, n int, wait bool, stamp int64) (Permit, error) {
+	h := b.hot
+	for {
+		if h.state.Load()&slowFlag != 0 {
+			return b.acquire(ctx, n, wait) // the mutex decides: no wait for it
+		}
+		backoff()
+		s := h.state.Load()
+		l := h.limit.Load()
+		seq := uint32(s >> 32)
+		if s&slowFlag != 0 || int64(n) > l-int64(s&usedMask) || seq >= fastSeqMax {
+			return b.acquire(ctx, n, wait)
+		}
+		hi := h.hi.Load()
+		if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
+			return Permit{b: b, id: hi<<32 | uint64(seq+1), issued: stamp, meta: uint64(l)<<32 | uint64(n)}, nil
+		}
+	}
 }
 
 // acquire is the general path: capability, arguments, events, refusals and
@@ -91,12 +121,12 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	if b.observed {
 		es = new(events)
 	}
-	b.mu.Lock()
+	b.lock()
 	stamp := b.stamp() // under the lock, so that logged events are in time order
 	// Serve (or time out) the waiters first: they are ahead.
 	if blocked := b.dispatchLocked(es); !blocked && b.sem.Fits(n) {
 		p := b.issueLocked(n, stamp, es)
-		b.mu.Unlock()
+		b.unlock()
 		b.deliver(es)
 		return p, nil
 	}
@@ -120,12 +150,12 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		w.timer = b.clk.AfterFunc(b.maxWait, func() { b.expire(w) })
 		b.event(es, EventAtCapacity, stamp, 0, "")
 		b.event(es, EventRequestQueued, stamp, 0, "")
-		b.mu.Unlock()
+		b.unlock()
 		b.deliver(es)
 		return b.wait(ctx, w)
 	}
 	b.event(es, EventRequestRejected, stamp, 0, rej.Err.code)
-	b.mu.Unlock()
+	b.unlock()
 	b.deliver(es)
 	return Permit{}, rej
 }
@@ -137,13 +167,13 @@ func (b *Bulkhead) refuseCapability() error {
 	if b.observed {
 		es = new(events)
 	}
-	b.mu.Lock()
+	b.lock()
 	rej := &RejectedError{
 		Err: ErrCapabilityRequired, Capability: b.capability, Limit: b.sem.Limit(), InFlight: b.sem.Used(),
 		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
 	}
 	b.event(es, EventRequestRejected, b.stamp(), 0, rej.Err.code)
-	b.mu.Unlock()
+	b.unlock()
 	b.deliver(es)
 	return rej
 }
@@ -159,7 +189,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	if b.observed {
 		es = new(events)
 	}
-	b.mu.Lock()
+	b.lock()
 	if w.node.InList() {
 		b.waiters.Remove(&w.node)
 		w.timer.Stop()
@@ -167,11 +197,11 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		close(w.ready)
 		b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
 		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
-		b.mu.Unlock()
+		b.unlock()
 		b.deliver(es)
 		return Permit{}, w.err
 	}
-	b.mu.Unlock()
+	b.unlock()
 	// Decided just as ctx ended. A permit issued to a request that has given
 	// up goes back, to the next in line, so that it is never lost.
 	if w.err != nil {
@@ -189,12 +219,12 @@ func (b *Bulkhead) expire(w *waiter) {
 	if b.observed {
 		es = new(events)
 	}
-	b.mu.Lock()
+	b.lock()
 	if w.node.InList() {
 		b.timeOutLocked(w, es)
 	}
 	b.dispatchLocked(es) // w leaving may let lighter waiters behind it in
-	b.mu.Unlock()
+	b.unlock()
 	b.deliver(es)
 }
 
@@ -231,6 +261,12 @@ func (b *Bulkhead) expireLocked(es *events) {
 // whether a waiter the limit can serve is still waiting: newcomers queue
 // behind it.
 func (b *Bulkhead) dispatchLocked(es *events) (blocked bool) {
+	blocked = b.serveLocked(es)
+	b.servedAt = b.sem.Used()
+	return blocked
+}
+
+func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 	if b.waiters.Len() == 0 {
 		return false
 	}
@@ -255,10 +291,7 @@ func (b *Bulkhead) dispatchLocked(es *events) (blocked bool) {
 
 // issueLocked takes n permits, which fit.
 func (b *Bulkhead) issueLocked(n int, stamp int64, es *events) Permit {
-	b.sem.Acquire(n)
-	b.seq++
-	b.permits.put(b.seq)
-	p := Permit{b: b, id: b.seq, issued: stamp, meta: uint64(b.sem.Limit())<<32 | uint64(n)}
+	p := Permit{b: b, id: b.issueIDLocked(n), issued: stamp, meta: uint64(b.sem.Limit())<<32 | uint64(n)}
 	if es != nil {
 		b.event(es, EventPermitAcquired, stamp, p.id, "")
 	}
@@ -268,50 +301,76 @@ func (b *Bulkhead) issueLocked(n int, stamp int64, es *events) Permit {
 // Release gives back a permit. It fails with ErrUnknownPermit (a
 // *PermitError) for a permit that is not outstanding: released before, from
 // another bulkhead, or the zero Permit.
+//
+// Its fast path is one compare-and-swap on the permit's release frontier,
+// which accepts each issued permit exactly once, and one add to the state
+// word; the mutex is taken only if the frontier is not just below the
+// permit (the permit was converted or is not outstanding, or an older permit
+// of its residue is still out and gets converted) or the slow flag asks for
+// it (state.go).
 func (b *Bulkhead) Release(p Permit) error {
+	if p.b == b && !b.observed {
+		if b.hot.front[p.id%slots].CompareAndSwap(p.id-slots, p.id) { // b.frontier, in line
+			if b.hot.state.Add(-uint64(uint32(p.meta)))&slowFlag != 0 {
+				b.settle()
+			}
+			return nil
+		}
+	}
+	return b.releaseSlow(p)
+}
+
+// releaseSlow is Release under the mutex: observed, converting, converted
+// or not outstanding.
+func (b *Bulkhead) releaseSlow(p Permit) error {
 	if p.b != b {
 		return &PermitError{p.id}
 	}
-	if b.observed {
-		return b.releaseObserved(p)
-	}
-	b.mu.Lock()
-	// The permit table's common case, in line (see tryFast): the ID is in its
-	// home slot and ends its probe run.
-	t := &b.permits
-	mask := uint64(len(t.ids) - 1)
-	if i := p.id & mask; p.id != 0 && len(t.ids) > 0 && t.ids[i] == p.id && t.ids[(i+1)&mask] == 0 {
-		t.ids[i] = 0
-		t.n--
-	} else if !t.take(p.id) {
+	if !b.observed {
+		// Only the permit's outstanding state needs the mutex: with no
+		// events to record, the count goes back as on the fast path, and
+		// waiters or a drain (the slow flag) are left to settle.
+		b.mu.Lock()
+		ok := b.releaseIDLocked(p.id)
 		b.mu.Unlock()
+		if !ok {
+			return &PermitError{p.id}
+		}
+		if b.hot.state.Add(-uint64(uint32(p.meta)))&slowFlag != 0 {
+			b.settle()
+		}
+		return nil
+	}
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.lock()
+	ok, drained := b.releaseLocked(p)
+	if !ok {
+		b.unlock()
 		return &PermitError{p.id}
 	}
-	b.sem.Release(p.Weight())
-	if b.waiters.Len() != 0 {
-		b.dispatchLocked(nil)
+	if es != nil {
+		stamp := b.stamp()
+		b.event(es, EventPermitReleased, stamp, p.id, "")
+		if drained {
+			b.event(es, EventDrainComplete, stamp, 0, "")
+		}
 	}
-	b.mu.Unlock()
+	b.dispatchLocked(es)
+	b.unlock()
+	b.deliver(es)
 	return nil
 }
 
-func (b *Bulkhead) releaseObserved(p Permit) error {
-	es := new(events)
-	b.mu.Lock()
-	if !b.permits.take(p.id) {
-		b.mu.Unlock()
-		return &PermitError{p.id}
-	}
-	drained := b.sem.Release(p.Weight())
-	stamp := b.stamp()
-	b.event(es, EventPermitReleased, stamp, p.id, "")
-	if drained {
-		b.event(es, EventDrainComplete, stamp, 0, "")
-	}
-	b.dispatchLocked(es)
-	b.mu.Unlock()
-	b.deliver(es)
-	return nil
+// settle does, under the mutex, what a fast release that found the slow flag
+// leaves to it: serve the waiters its permits made room for; lock ends a
+// drain it completed.
+func (b *Bulkhead) settle() {
+	b.lock()
+	b.dispatchLocked(nil)
+	b.unlock()
 }
 
 // event records an event if anyone observes them.

@@ -17,11 +17,17 @@ const coarseResolution = time.Millisecond
 
 // Bulkhead bounds the operations in flight. It is safe for concurrent use.
 type Bulkhead struct {
-	mu      sync.Mutex
-	sem     groupsem.Sem // the permit core shared with the executor
-	seq     uint64       // the last permit ID issued
-	permits permitTable
-	waiters queue.List[*waiter]
+	// The lock-free fast path's words (state.go), on one cache line.
+	hot *hotLine
+
+	mu           sync.Mutex
+	sem          groupsem.Sem // the limit and drain state (the permit core shared with the executor); its count observes state's
+	converted    permitTable  // permits out whose frontier was moved past them
+	waiters      queue.List[*waiter]
+	servedAt     int // the count at which the queue was last served (dispatchLocked), for CheckInvariants
+	slowIssues   int // permits issued under mu, for tests
+	conversions  int // permits converted, for tests
+	slowReleases int // releases decided under mu, for tests
 
 	// Fixed by New.
 	plain      bool // no capability, listener or event log: the fast paths apply
@@ -45,7 +51,8 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 	if limit < 1 || limit > MaxLimit {
 		return nil, &ConfigError{"New limit", limit, "must be in [1, MaxLimit]"}
 	}
-	b := &Bulkhead{sem: groupsem.New(limit), clk: clock.Real}
+	b := &Bulkhead{sem: groupsem.New(limit), clk: clock.Real, hot: newHotLine()}
+	b.hot.limit.Store(int64(limit))
 	for _, o := range opts {
 		if err := o.apply(b); err != nil {
 			return nil, err
@@ -98,13 +105,15 @@ func (b *Bulkhead) SetLimit(n int) error {
 	if b.observed {
 		es = new(events)
 	}
-	b.mu.Lock()
+	b.lock()
 	old := b.sem.Limit()
 	if n == old {
-		b.mu.Unlock()
+		b.unlock()
 		return nil
 	}
 	started, ended := b.sem.SetLimit(n)
+	b.hot.limit.Store(int64(n))
+	b.ghostLocked() // no fast acquire that read the old limit can now succeed
 	if es != nil {
 		now := b.at(b.stamp())
 		b.record(es, Event{Code: EventCapChanged, Time: now, Detail: "from " + strconv.Itoa(old)})
@@ -118,7 +127,7 @@ func (b *Bulkhead) SetLimit(n int) error {
 		}
 	}
 	b.dispatchLocked(es)
-	b.mu.Unlock()
+	b.unlock()
 	b.deliver(es)
 	return nil
 }
@@ -128,25 +137,16 @@ func (b *Bulkhead) SetLimit(n int) error {
 // admission.
 
 // Limit returns the limit in force.
-func (b *Bulkhead) Limit() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sem.Limit()
-}
+func (b *Bulkhead) Limit() int { return int(b.hot.limit.Load()) }
 
-// Available returns how many permits are free: 0 while draining.
+// Available returns how many permits are free: 0 while draining (a drain
+// lasts while in-flight is at or above the limit).
 func (b *Bulkhead) Available() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sem.Available()
+	return max(int(b.hot.limit.Load())-int(b.hot.state.Load()&usedMask), 0)
 }
 
 // InFlight returns how many permits are out.
-func (b *Bulkhead) InFlight() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sem.Used()
-}
+func (b *Bulkhead) InFlight() int { return int(b.hot.state.Load() & usedMask) }
 
 // QueueDepth returns how many requests are waiting.
 func (b *Bulkhead) QueueDepth() int {
@@ -157,7 +157,7 @@ func (b *Bulkhead) QueueDepth() int {
 
 // Draining reports whether a lowered limit is draining.
 func (b *Bulkhead) Draining() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.lock()
+	defer b.unlock()
 	return b.sem.Draining()
 }

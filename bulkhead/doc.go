@@ -12,7 +12,11 @@
 // track a latency objective (WithLatencyTarget, WithinTarget).
 //
 // The permit accounting is the executor's (internal/groupsem): "fits",
-// "in flight" and "draining" mean the same in both.
+// "in flight" and "draining" mean the same in both. One difference in how:
+// so that an uncontended TryAcquire and Release take no lock, the bulkhead
+// keeps its count of permits in flight in an atomic word of its own, which
+// its locked side's groupsem.Sem observes (state.go explains the fast path
+// and why it is exact).
 //
 // # Snapshots do not admit
 //

@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -22,7 +23,8 @@ type Permit struct {
 }
 
 // ID returns the permit's ID: unique per bulkhead, and increasing in the
-// order permits were issued. Zero for the zero Permit.
+// order permits were issued (not consecutive: each SetLimit that changes
+// the limit consumes one). Zero for the zero Permit.
 func (p Permit) ID() uint64 { return p.id }
 
 // IssuedAt returns when the permit was issued, by the bulkhead's clock. With
@@ -43,22 +45,30 @@ func (p Permit) Limit() int { return int(p.meta >> 32) }
 // Weight returns how many permits of the limit this one counts for.
 func (p Permit) Weight() int { return int(uint32(p.meta)) }
 
-// permitTable is the set of outstanding permit IDs, so that Release can
-// refuse a permit that is not one: released before, or made up. It is an
-// open-addressing hash set with linear probing; IDs are sequential, so an
-// ID's home slot is its low bits. It grows to twice the most permits ever out
-// at once and then allocates nothing. Guarded by the bulkhead's mutex.
+// permitTable is a set of permit IDs: the converted permits (state.go), out
+// but past their release frontier, so that Release accepts each of them
+// once. It is an open-addressing hash set with linear probing. It grows (to
+// a power of two, at least twice the IDs in it, at least 16) as the most IDs
+// ever in it at once grows, and then allocates nothing. Guarded
+// by the bulkhead's mutex.
 type permitTable struct {
-	ids []uint64 // 0 marks an empty slot; len is 0 or a power of two
-	n   int      // IDs in the set
+	ids   []uint64 // 0 marks an empty slot; len is 0 or a power of two
+	n     int      // IDs in the set
+	shift uint     // 64 - log2(len(ids))
 }
+
+// home is id's first slot: a Fibonacci hash. The set's IDs are close
+// together, so their low bits would put them in one long run, which every
+// take after the first scans (measured: 84 ns per release with 64 permits
+// out in order, against 11 ns).
+func (t *permitTable) home(id uint64) uint64 { return (id * 0x9e3779b97f4a7c15) >> t.shift }
 
 func (t *permitTable) put(id uint64) {
 	if 2*(t.n+1) > len(t.ids) {
 		t.grow()
 	}
 	mask := uint64(len(t.ids) - 1)
-	i := id & mask
+	i := t.home(id)
 	for t.ids[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -72,7 +82,7 @@ func (t *permitTable) take(id uint64) bool {
 		return false
 	}
 	mask := uint64(len(t.ids) - 1)
-	i := id & mask
+	i := t.home(id)
 	for t.ids[i] != id {
 		if t.ids[i] == 0 {
 			return false
@@ -88,7 +98,7 @@ func (t *permitTable) take(id uint64) bool {
 		if k == 0 {
 			break
 		}
-		if (j-k)&mask >= (j-i)&mask {
+		if (j-t.home(k))&mask >= (j-i)&mask {
 			t.ids[i] = k
 			i = j
 		}
@@ -101,6 +111,7 @@ func (t *permitTable) take(id uint64) bool {
 func (t *permitTable) grow() {
 	old := t.ids
 	t.ids = make([]uint64, max(16, 2*len(old)))
+	t.shift = uint(64 - bits.TrailingZeros(uint(len(t.ids))))
 	t.n = 0
 	for _, id := range old {
 		if id != 0 {

@@ -59,6 +59,20 @@ func (s *Sem) Release(n int) (drained bool) {
 	return false
 }
 
+// Observe sets the permits in use to used, for an owner that also counts
+// them outside its lock (the bulkhead's lock-free fast path takes and
+// returns permits in an atomic word, and its locked side observes that word
+// here before each decision). It reports whether the count dropping ended a
+// drain, as Release does. used must not exceed the limit unless draining.
+func (s *Sem) Observe(used int) (drained bool) {
+	s.used = used
+	if s.draining && s.used < s.limit {
+		s.draining = false
+		return true
+	}
+	return false
+}
+
 // Used returns the permits in use.
 func (s *Sem) Used() int { return s.used }
 

@@ -90,3 +90,22 @@ func TestDrain(t *testing.T) {
 		t.Fatal("raising above use did not end the drain")
 	}
 }
+
+// Observe is Release and Acquire by difference, for an owner that counts use
+// outside its lock: a drop below a lowered limit ends the drain, once.
+func TestObserve(t *testing.T) {
+	s := groupsem.New(4)
+	if s.Observe(3) || s.Used() != 3 || s.Draining() {
+		t.Fatal("observing use under the limit")
+	}
+	s.SetLimit(2)
+	if s.Observe(2) || !s.Draining() { // at the limit: still draining
+		t.Fatal("drain ended with use at the limit")
+	}
+	if !s.Observe(1) || s.Draining() || !s.Fits(1) {
+		t.Fatal("drain did not end once observed use dropped below the limit")
+	}
+	if s.Observe(0) || s.Used() != 0 {
+		t.Fatal("a drop outside a drain reported a drain end")
+	}
+}
