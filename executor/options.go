@@ -62,6 +62,9 @@ func WithMaxIdleGroups(n int) Option {
 // f exactly once, on another goroutine, and never drop it. A worker runs
 // tasks back to back while its group or others have startable work, so
 // spawn is called far less often than once per task. Default: go f().
+// If spawn panics, the executor recovers and starts f itself unless spawn
+// had started it, so no task is lost or run twice; a spawn that drops f
+// without panicking breaks this contract and strands the task.
 // benchmarks/ measures an ants pool here against the default.
 func WithSpawn(spawn func(f func())) Option {
 	return optionFunc(func(ex *Executor) error {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -195,7 +196,7 @@ func (ex *Executor) afterUnlock(b *batch) {
 		if ex.spawn == nil {
 			go ex.work(j)
 		} else {
-			ex.spawn(func() { ex.work(j) })
+			ex.spawnHook(j)
 		}
 	}
 	for i := range b.expired.n {
@@ -205,6 +206,28 @@ func (ex *Executor) afterUnlock(b *batch) {
 		d := b.displaced.at(i)
 		ex.publishRejected(d.j, d.rej, ex.since()-d.j.submitted)
 	}
+}
+
+// spawnHook starts a worker for j through the WithSpawn function. That
+// function is user code: if it panics, the worker is started with a go
+// statement instead, unless the function had started it already, so that j
+// still runs exactly once and its permits come back. The panic goes no
+// further: it would otherwise unwind through the caller (a Submit, or a
+// worker between releasing a task and closing its Done channel) and leave
+// the rest of the batch unstarted, holding permits.
+func (ex *Executor) spawnHook(j *job) {
+	var once atomic.Bool
+	f := func() {
+		if once.CompareAndSwap(false, true) {
+			ex.work(j)
+		}
+	}
+	defer func() {
+		if recover() != nil {
+			go f()
+		}
+	}()
+	ex.spawn(f)
 }
 
 // releaseParkedLocked tells every parked worker to exit.
