@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/groupsem"
 	"github.com/groupexec/groupexec/internal/queue"
 )
 
@@ -66,7 +67,7 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 	s := h.state.Load()
 	l := h.limit.Load() // after s: see state.go on SetLimit
 	seq := uint32(s >> 32)
-	if s&slowFlag != 0 || int64(n) > l-int64(s&usedMask) || seq >= fastSeqMax {
+	if s&slowFlag != 0 || !groupsem.Fits(int(l), int(s&usedMask), n) || seq >= fastSeqMax {
 		return b.acquire(ctx, n, wait)
 	}
 	hi := h.hi.Load() // after s: see state.go on the wrap
@@ -93,7 +94,7 @@ func (b *Bulkhead) tryContended(ctx context.Context, n int, wait bool, stamp int
 		s := h.state.Load()
 		l := h.limit.Load()
 		seq := uint32(s >> 32)
-		if s&slowFlag != 0 || int64(n) > l-int64(s&usedMask) || seq >= fastSeqMax {
+		if s&slowFlag != 0 || !groupsem.Fits(int(l), int(s&usedMask), n) || seq >= fastSeqMax {
 			return b.acquire(ctx, n, wait)
 		}
 		hi := h.hi.Load()

@@ -25,7 +25,12 @@ type Sem struct {
 func New(limit int) Sem { return Sem{limit: limit} }
 
 // Fits reports whether n more permits are within the limit.
-func (s *Sem) Fits(n int) bool { return n <= s.limit-s.used }
+func (s *Sem) Fits(n int) bool { return Fits(s.limit, s.used, n) }
+
+// Fits reports whether n more permits fit under limit with used in use: the
+// one definition of "fits", for a Sem and for a lock-free owner that keeps
+// its count elsewhere (the bulkhead's fast path).
+func Fits(limit, used, n int) bool { return n <= limit-used }
 
 // Acquire takes n permits. The caller has checked Fits: taking more than the
 // limit is a bug in the caller, so Acquire panics rather than hide it.
@@ -38,7 +43,7 @@ func (s *Sem) Acquire(n int) {
 
 // TryAcquire takes n permits if they fit, reporting whether it did.
 func (s *Sem) TryAcquire(n int) bool {
-	if n > s.limit-s.used {
+	if !Fits(s.limit, s.used, n) {
 		return false
 	}
 	s.used += n

@@ -109,3 +109,33 @@ func TestObserve(t *testing.T) {
 		t.Fatal("a drop outside a drain reported a drain end")
 	}
 }
+
+// Fits is the one definition of "fits": n more permits fit when they bring
+// use to the limit at most, never while a lowered limit leaves use above it.
+func TestFitsDefinition(t *testing.T) {
+	for _, c := range []struct {
+		limit, used, n int
+		want           bool
+	}{
+		{4, 0, 4, true},
+		{4, 0, 5, false},
+		{4, 3, 1, true},
+		{4, 3, 2, false},
+		{4, 4, 1, false},
+		{2, 5, 1, false}, // draining: use above the limit
+	} {
+		if got := groupsem.Fits(c.limit, c.used, c.n); got != c.want {
+			t.Errorf("Fits(%d, %d, %d) = %v, want %v", c.limit, c.used, c.n, got, c.want)
+		}
+		s := groupsem.New(c.limit)
+		if c.used <= c.limit {
+			s.Acquire(c.used)
+		} else {
+			s.Acquire(c.limit)
+			s.Observe(c.used) // a lock-free owner's count, above the limit
+		}
+		if got := s.Fits(c.n); got != c.want {
+			t.Errorf("Sem{limit %d, used %d}.Fits(%d) = %v, want %v", c.limit, c.used, c.n, got, c.want)
+		}
+	}
+}
