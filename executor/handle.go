@@ -100,11 +100,18 @@ func (h *Handle[T]) Done() <-chan struct{} {
 	if !h.doneCh.CompareAndSwap(nil, c) {
 		c = h.doneCh.Load().(chan struct{}) // another's
 	}
+	if testHookDoneStored != nil {
+		testHookDoneStored()
+	}
 	if !h.done.announce() {
 		return closedChan
 	}
 	return c
 }
+
+// testHookDoneStored, when set by a test, runs in Done between storing the
+// channel and announcing it: the window a publish must be able to fall into.
+var testHookDoneStored func()
 
 // Wait blocks until the task completes and returns its result. If ctx ends
 // first, Wait returns ctx's error and the task goes on; cancel it with

@@ -50,3 +50,43 @@ func TestDoneRacesPublish(t *testing.T) {
 		}
 	}
 }
+
+// A publish that falls between Done's two steps (the channel stored, not
+// yet announced) completes the handle without closing that channel, and
+// Done then returns the shared closed channel. A Done that announced before
+// storing would make that publish find the announcement with no channel.
+func TestPublishBetweenDoneSteps(t *testing.T) {
+	h := new(Handle[int])
+	var published, ok bool
+	var ch chan struct{}
+	testHookDoneStored = func() {
+		testHookDoneStored = nil // once: Done is not re-entered
+		ch, ok = h.publish(Success, nil, 1, 2)
+		published = true
+	}
+	defer func() { testHookDoneStored = nil }()
+	got := h.Done()
+	if !published || !ok {
+		t.Fatalf("the hook's publish ran %v, took effect %v", published, ok)
+	}
+	if ch != nil {
+		t.Fatalf("publish returned a channel to close, though Done had not announced one")
+	}
+	if got != closedChan {
+		t.Fatalf("Done returned its own channel after the publish, not the shared closed one")
+	}
+	select {
+	case <-got:
+	default:
+		t.Fatalf("Done's channel is open after the handle completed")
+	}
+
+	// And the other order: announced, then published: publish hands the
+	// channel back to be closed.
+	h2 := new(Handle[int])
+	c2 := h2.Done()
+	ch2, ok2 := h2.publish(Success, nil, 1, 2)
+	if !ok2 || ch2 == nil || (<-chan struct{})(ch2) != c2 {
+		t.Fatalf("publish after Done announced: channel %v (Done's %v), ok %v", ch2, c2, ok2)
+	}
+}
