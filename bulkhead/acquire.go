@@ -321,8 +321,8 @@ func (b *Bulkhead) Release(p Permit) error {
 	return b.releaseSlow(p)
 }
 
-// releaseSlow is Release under the mutex: observed, converting, converted
-// or not outstanding.
+// releaseSlow is Release under the mutex: converting, converted, not
+// outstanding, or observed (events to record).
 func (b *Bulkhead) releaseSlow(p Permit) error {
 	if p.b != b {
 		return &PermitError{p.id}
@@ -342,22 +342,17 @@ func (b *Bulkhead) releaseSlow(p Permit) error {
 		}
 		return nil
 	}
-	var es *events
-	if b.observed {
-		es = new(events)
-	}
+	es := new(events) // observed
 	b.lock()
 	ok, drained := b.releaseLocked(p)
 	if !ok {
 		b.unlock()
 		return &PermitError{p.id}
 	}
-	if es != nil {
-		stamp := b.stamp()
-		b.event(es, EventPermitReleased, stamp, p.id, "")
-		if drained {
-			b.event(es, EventDrainComplete, stamp, 0, "")
-		}
+	stamp := b.stamp()
+	b.event(es, EventPermitReleased, stamp, p.id, "")
+	if drained {
+		b.event(es, EventDrainComplete, stamp, 0, "")
 	}
 	b.dispatchLocked(es)
 	b.unlock()
