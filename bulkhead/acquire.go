@@ -66,13 +66,12 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 	h := b.hot
 	s := h.state.Load()
 	l := h.limit.Load() // after s: see state.go on SetLimit
-	seq := uint32(s >> 32)
-	if s&slowFlag != 0 || !groupsem.Fits(int(l), int(s&usedMask), n) || seq >= fastSeqMax {
+	if !fastFits(s, l, n) {
 		return b.acquire(ctx, n, wait)
 	}
 	hi := h.hi.Load() // after s: see state.go on the wrap
 	if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
-		return Permit{b: b, id: hi<<32 | uint64(seq+1), issued: stamp, meta: uint64(l)<<32 | uint64(n)}, nil
+		return b.fastPermit(s, hi, l, n, stamp), nil
 	}
 	return b.tryContended(ctx, n, wait, stamp)
 }
@@ -93,15 +92,26 @@ func (b *Bulkhead) tryContended(ctx context.Context, n int, wait bool, stamp int
 		backoff()
 		s := h.state.Load()
 		l := h.limit.Load()
-		seq := uint32(s >> 32)
-		if s&slowFlag != 0 || !groupsem.Fits(int(l), int(s&usedMask), n) || seq >= fastSeqMax {
+		if !fastFits(s, l, n) {
 			return b.acquire(ctx, n, wait)
 		}
 		hi := h.hi.Load()
 		if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
-			return Permit{b: b, id: hi<<32 | uint64(seq+1), issued: stamp, meta: uint64(l)<<32 | uint64(n)}, nil
+			return b.fastPermit(s, hi, l, n, stamp), nil
 		}
 	}
+}
+
+// fastFits reports whether a fast acquire of n may swap state word s, with
+// limit l in force: no slow flag, n fits, and the sequence is not near its
+// wrap (state.go).
+func fastFits(s uint64, l int64, n int) bool {
+	return s&slowFlag == 0 && groupsem.Fits(int(l), int(s&usedMask), n) && uint32(s>>32) < fastSeqMax
+}
+
+// fastPermit is the permit a fast acquire issued by swapping state word s.
+func (b *Bulkhead) fastPermit(s, hi uint64, l int64, n int, stamp int64) Permit {
+	return Permit{b: b, id: hi<<32 | uint64(uint32(s>>32)+1), issued: stamp, meta: uint64(l)<<32 | uint64(n)}
 }
 
 // acquire is the general path: capability, arguments, events, refusals and
