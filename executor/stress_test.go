@@ -51,8 +51,20 @@ func TestStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The breakers keep their own clock, moved by the submissions rather
+	// than by the chaos loop: an open breaker then stays open for a fixed
+	// share of the run (4 steps = 256 submissions), so it refuses some
+	// tasks however fast the machine runs the chaos loop. On the shared
+	// clock a fast loop let every open window pass unseen (CI, 2026-11-21).
+	brClk := fakeClock()
+	var submissions, trips atomic.Int64
 	ex, err := executor.New(p, executor.WithClock(clk), executor.WithMaxIdleGroups(4),
-		executor.WithGroupBreaker(breaker.Settings{Clock: clk, Timeout: 20 * time.Millisecond, MaxRequests: 2,
+		executor.WithGroupBreaker(breaker.Settings{Clock: brClk, Timeout: 20 * time.Millisecond, MaxRequests: 2,
+			OnStateChange: func(_ string, _, to breaker.State) {
+				if to == breaker.StateOpen {
+					trips.Add(1)
+				}
+			},
 			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 3 }}))
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +110,11 @@ func TestStress(t *testing.T) {
 				}
 				runs := new(atomic.Int32)
 				mode := r.IntN(10)
+				if gi == groups-1 {
+					// The last group's tasks all fail or panic, so its
+					// breaker trips however few of them get to run.
+					mode = r.IntN(2)
+				}
 				// Mode 3 holds the permits for some fake time, so that
 				// queues build up and waiting tasks time out at any speed.
 				hold := func() {
@@ -117,6 +134,9 @@ func TestStress(t *testing.T) {
 					task.Group, rec.invalid = "", true
 				}
 				rec.h, _ = executor.Submit(ex, ctx, task)
+				if submissions.Add(1)%64 == 0 {
+					brClk.Advance(5 * time.Millisecond)
+				}
 				switch {
 				case mode == 2:
 					rec.h.Cancel() // or it would run until Close
@@ -199,7 +219,7 @@ func TestStress(t *testing.T) {
 	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total {
 		t.Errorf("outcomes %d, want %d (%+v)", got, total, s.Counts)
 	}
-	t.Logf("timeouts %d, breaker refusals %d", timeouts, breakerRefusals)
+	t.Logf("timeouts %d, breaker trips %d, refusals %d", timeouts, trips.Load(), breakerRefusals)
 	t.Logf("outcomes: success %d failed %d cancelled %d rejected %d; stats %+v",
 		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], s.Counts)
 	if timeouts == 0 || breakerRefusals == 0 || counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
