@@ -60,9 +60,8 @@ type job struct {
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
 
-	// handle: the channel Done handed out (a chan struct{}), announced in
-	// done; an interface holds a channel without allocating
-	doneCh atomic.Value
+	// handle: the channel Done handed out, announced in done
+	doneCh chanSlot
 
 	// outcome, written once before done is set
 	err      error
@@ -74,8 +73,10 @@ type job struct {
 // concurrent use.
 type Handle[T any] struct {
 	job
-	fn    func(ctx context.Context) (T, error)
+	// value comes before fn: a zero-size last field would be padded, and
+	// a Handle[struct{}] would take the next allocation size class.
 	value T
+	fn    func(ctx context.Context) (T, error)
 }
 
 // Group returns the task's group key.
@@ -91,14 +92,14 @@ func (h *Handle[T]) Done() <-chan struct{} {
 	case s == completed:
 		return closedChan
 	case s&hasChan != 0:
-		return h.doneCh.Load().(chan struct{})
+		return h.doneCh.Load()
 	}
 	// The first to ask makes the channel, then announces it in the done
 	// word, which publish swaps: either publish sees the announcement and
 	// closes the channel, or the announcement fails on the completed word.
 	c := make(chan struct{})
 	if !h.doneCh.CompareAndSwap(nil, c) {
-		c = h.doneCh.Load().(chan struct{}) // another's
+		c = h.doneCh.Load() // another's
 	}
 	if testHookDoneStored != nil {
 		testHookDoneStored()
@@ -217,7 +218,7 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
 	if j.done.v.Swap(completed)&hasChan != 0 {
 		// Done stored the channel before it announced it.
-		return j.doneCh.Load().(chan struct{}), true
+		return j.doneCh.Load(), true
 	}
 	return nil, true
 }
