@@ -29,6 +29,7 @@ var flatKeys = []string{"flat"}
 
 var flatPeers = []peerCase{
 	{"ours", func(c *counter) (runner, error) { return newOurs(c, flatKeys, flatLimit, flatLimit, 0) }},
+	{"ours-go", func(c *counter) (runner, error) { return newOursGo(c, flatKeys, flatLimit, flatLimit) }},
 	{"ours-ants", func(c *counter) (runner, error) {
 		return newOurs(c, flatKeys, flatLimit, flatLimit, antsSpawnFactor*flatLimit)
 	}},

@@ -20,6 +20,9 @@ var groupedPeers = []peerCase{
 	{"ours", func(c *counter) (runner, error) {
 		return newOurs(c, groupedKeys, groupedGlobal, groupedConc, 0)
 	}},
+	{"ours-go", func(c *counter) (runner, error) {
+		return newOursGo(c, groupedKeys, groupedGlobal, groupedConc)
+	}},
 	{"ours-ants", func(c *counter) (runner, error) {
 		return newOurs(c, groupedKeys, groupedGlobal, groupedConc, antsSpawnFactor*groupedGlobal)
 	}},

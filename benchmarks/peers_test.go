@@ -171,6 +171,38 @@ func (r *oursRunner) close() error {
 	return err
 }
 
+// oursGoRunner runs the same executor with Executor.Go: no handle per
+// task, completion tracked with a WaitGroup, as the ants and pond-go
+// runners do.
+type oursGoRunner struct {
+	*oursRunner
+	wg   sync.WaitGroup
+	task func(context.Context) error
+}
+
+func newOursGo(c *counter, keys []string, global, conc int) (*oursGoRunner, error) {
+	o, err := newOurs(c, keys, global, conc, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := &oursGoRunner{oursRunner: o}
+	r.task = func(context.Context) error { c.tiny(); r.wg.Done(); return nil }
+	return r, nil
+}
+
+func (r *oursGoRunner) run(n int) error {
+	r.wg.Add(n)
+	for i := range n {
+		if err := r.ex.Go(context.Background(), r.keys[i%len(r.keys)], r.task); err != nil {
+			r.wg.Add(-(n - i))
+			r.wg.Wait()
+			return fmt.Errorf("go %d: %w", i, err)
+		}
+	}
+	r.wg.Wait()
+	return nil
+}
+
 // ---------------------------------------------------------------------------
 // ants: a blocking pool of fixed size, completion tracked with a WaitGroup.
 

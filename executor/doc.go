@@ -19,6 +19,9 @@
 //	if err != nil { /* refused: errors.Is(err, executor.ErrRejected) */ }
 //	res, _ := h.Wait(ctx) // res.Status: Success, Failed, Cancelled or Rejected
 //
+// Executor.Go admits work nobody waits on the same way, without a handle:
+// its outcome goes to Stats and the listener, and it costs less.
+//
 // The limits can be changed at runtime (SetGlobalMaxInFlight,
 // SetGroupLimits): raising one starts the waiting tasks that now fit at
 // once; lowering one lets running tasks finish and starts or admits nothing

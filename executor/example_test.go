@@ -34,6 +34,32 @@ func ExampleSubmit() {
 	// Output: tenant-a answer Success 42
 }
 
+func ExampleExecutor_Go() {
+	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(2))
+	if err != nil {
+		panic(err)
+	}
+	ex, err := executor.New(p)
+	if err != nil {
+		panic(err)
+	}
+	defer ex.Close()
+
+	// Fire and forget: no handle; outcomes go to Stats and the listener.
+	ctx := context.Background()
+	for _, tenant := range []string{"a", "b", "a", "c"} {
+		if err := ex.Go(ctx, tenant, func(context.Context) error { return nil }); err != nil {
+			fmt.Println("refused:", err)
+		}
+	}
+	if err := ex.Shutdown(ctx); err != nil { // waits for them all
+		panic(err)
+	}
+	s := ex.Stats()
+	fmt.Println(s.Submitted, s.Succeeded)
+	// Output: 4 4
+}
+
 func ExampleExecuteAll() {
 	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(2))
 	ex, _ := executor.New(p)

@@ -24,18 +24,21 @@ const (
 // Executor runs tasks by group under a policy's limits. It is safe for
 // concurrent use. Create it with New; release it with Shutdown or Close.
 type Executor struct {
-	pol      *policy.Policy
-	clk      clock.Clock
-	realClk  bool // clk is clock.Real: one monotonic read per timing
-	epoch    time.Time
-	timeout  time.Duration
-	listener Listener
-	handler  RejectionHandler
-	spawn    func(func())
-	maxIdle  int
-	breaker  *breaker.Settings // per-group breakers, when set
-	cluster  *clusterLimits    // cluster limiters (cluster.go), nil when none
-	lanes    bool              // lanes may open (lane.go)
+	pol     *policy.Policy
+	clk     clock.Clock
+	realClk bool // clk is clock.Real: one monotonic read per timing
+	// untimedGo: tasks started with Go need no clock (go.go): there is
+	// neither a listener nor a queue timeout.
+	untimedGo bool
+	epoch     time.Time
+	timeout   time.Duration
+	listener  Listener
+	handler   RejectionHandler
+	spawn     func(func())
+	maxIdle   int
+	breaker   *breaker.Settings // per-group breakers, when set
+	cluster   *clusterLimits    // cluster limiters (cluster.go), nil when none
+	lanes     bool              // lanes may open (lane.go)
 
 	// lookup mirrors groups for Submit's lane, which reads it without the
 	// lock: key -> *group.
@@ -116,6 +119,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	ex.lanes = ex.lanesAllowed()
 	ex.epoch = ex.clk.Now()
 	ex.realClk = ex.clk == clock.Real
+	ex.untimedGo = ex.listener == nil && ex.timeout == 0
 	return ex, nil
 }
 

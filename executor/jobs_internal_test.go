@@ -17,6 +17,9 @@ func TestHandleSize(t *testing.T) {
 	if n := unsafe.Sizeof(Handle[int]{}); n > 160 {
 		t.Errorf("Handle[int] is %d bytes, want at most 160", n)
 	}
+	if n := unsafe.Sizeof(goTask{}); n > 144 {
+		t.Errorf("a task started with Go is %d bytes, want at most 144", n)
+	}
 }
 
 func listIDs(l *jobList) []string {

@@ -96,8 +96,11 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.completeCancelled(j, context.Cause(j.parent), 0)
 		return err
 	}
-	now := ex.since()
-	j.submitted = now
+	var now time.Duration
+	if ex.timed(j) {
+		now = ex.since()
+		j.submitted = now
+	}
 	if ex.lanes {
 		// A task behind a waiting one takes the group's lane (lane.go).
 		if v, ok := ex.lookup.Load(key); ok {

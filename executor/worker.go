@@ -25,21 +25,30 @@ const maxParked = 64
 func (ex *Executor) work(j *job) {
 	defer ex.workers.Done()
 	w := make(worker, 1)
-	start := ex.since()
+	start := unread
 	for j != nil {
 		var parked bool
 		j, start, parked = ex.run(j, start, w)
 		if parked {
 			j = <-w
-			start = ex.since()
+			start = unread
 		}
 	}
 }
 
-// run runs a started j that became runnable at start. It returns the next
-// task for this goroutine and when it became runnable, or parks w and
-// reports so. With w nil it neither continues nor parks.
+// unread stands for a time not read from the clock: a task that needs none
+// (Executor.timed) leaves its worker without one for the next task.
+const unread time.Duration = -1
+
+// run runs a started j that became runnable at start (unread: not known;
+// run reads the clock if j is timed). It returns the next task for this
+// goroutine and when that became runnable (unread if j was untimed), or
+// parks w and reports so. With w nil it neither continues nor parks.
 func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end time.Duration, parked bool) {
+	timed := ex.timed(j)
+	if timed && start == unread {
+		start = ex.since()
+	}
 	queued := start - j.submitted
 	returned := false
 	defer func() {
@@ -61,7 +70,10 @@ func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end t
 	}
 	returned = true
 	ex.settle(j, st)
-	end = ex.since()
+	end = unread
+	if timed {
+		end = ex.since()
+	}
 	j.endRun()
 	next, parked = ex.finish(j, st, err, queued, end-start, w)
 	return next, end, parked

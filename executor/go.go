@@ -1,0 +1,57 @@
+package executor
+
+import "context"
+
+// Go admits fn as a task of the named group, with weight 1, under the same
+// limits, order and rejection policy as Submit, but returns no handle: it
+// is for work whose outcome the caller does not wait on, as with
+// errgroup.Group.Go or a worker pool's submit. Its error is Submit's: a
+// refusal under Abort (ErrRejected), invalid input (ErrInvalidTask), a
+// shut-down executor or group, a breaker's refusal, or ctx's error if ctx
+// is already done. Fn's outcome is counted in Stats and GroupStats and told
+// to the listener, if any; a panic in fn is recovered as for Submit.
+// Shutdown waits for tasks started with Go like any other; cancelling ctx
+// cancels the task.
+//
+// Without a handle a task needs less: with no listener and no queue
+// timeout, it never reads the clock (no Result measures its wait or run
+// time), and the caller never waits on a channel.
+func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Context) error) error {
+	t := &goTask{fn: fn}
+	t.parent, t.body, t.weight = ctx, t, 1
+	if err := validate(ctx, group, 1, fn == nil); err != nil {
+		t.g = detachedGroup(ex, group)
+		if ctx == nil {
+			t.parent = context.Background()
+		}
+		return ex.refuse(&t.job, &RejectedError{Group: group, Limit: LimitInvalid, Weight: 1, Err: err}, true)
+	}
+	return ex.submit(&t.job, group)
+}
+
+// goTask is a task submitted with Go: a job with no handle.
+type goTask struct {
+	job
+	fn func(ctx context.Context) error
+}
+
+func (t *goTask) call(ctx context.Context) (st Status, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = Failed, newPanicError(r)
+		}
+	}()
+	err = t.fn(ctx)
+	return classify(err), err
+}
+
+// timed reports whether j's wait and run times are wanted: by its handle's
+// Result, by the listener's events, or by the queue timeout. Only a task
+// started with Go, with neither a listener nor a timeout, goes untimed.
+func (ex *Executor) timed(j *job) bool {
+	if !ex.untimedGo {
+		return true
+	}
+	_, isGo := j.body.(*goTask)
+	return !isGo
+}

@@ -1,0 +1,464 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// countingClock is a fake clock that counts its readings.
+type countingClock struct {
+	*clock.Fake
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.Fake.Now() }
+
+// drain shuts ex down, failing t if that takes longer than a hang guard.
+func drain(t *testing.T, ex *executor.Executor) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	if err := ex.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+func TestGoOutcomesAreCounted(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2)})
+	var ran atomic.Int32
+	fns := []func(context.Context) error{
+		func(context.Context) error { ran.Add(1); return nil },
+		func(context.Context) error { ran.Add(1); return errStress },
+		func(context.Context) error { ran.Add(1); panic("go panic") },
+		func(context.Context) error { ran.Add(1); return context.Canceled },
+	}
+	for _, fn := range fns {
+		if err := ex.Go(bg, "a", fn); err != nil {
+			t.Fatalf("Go: %v", err)
+		}
+	}
+	drain(t, ex)
+	if n := ran.Load(); n != int32(len(fns)) {
+		t.Fatalf("%d of %d ran", n, len(fns))
+	}
+	s := ex.Stats()
+	want := executor.Counts{Submitted: 4, Started: 4, Succeeded: 1, Failed: 2, Cancelled: 1}
+	if s.Counts != want {
+		t.Fatalf("counts %+v, want %+v", s.Counts, want)
+	}
+	if s.Running != 0 || s.RunningTasks != 0 {
+		t.Fatalf("permits held after the panic: %+v", s)
+	}
+}
+
+func TestGoPanicIsToldToTheListener(t *testing.T) {
+	var got atomic.Value
+	l := executor.ListenerFuncs{Completed: func(e executor.Event) { got.Store(e) }}
+	ex := newExec(t, nil, executor.WithListener(l))
+	if err := ex.Go(bg, "a", func(context.Context) error { panic("boom") }); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, ex)
+	e, _ := got.Load().(executor.Event)
+	var pe *executor.PanicError
+	if e.Status != executor.Failed || !errors.As(e.Err, &pe) || pe.Value != "boom" {
+		t.Fatalf("OnCompleted got %+v, want Failed with the panic", e)
+	}
+}
+
+func TestGoRefusals(t *testing.T) {
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	noop := func(context.Context) error { return nil }
+	for _, tc := range []struct {
+		name    string
+		rp      policy.RejectionPolicy
+		ctx     context.Context
+		group   string
+		fn      func(context.Context) error
+		wantErr error // nil: Go returns nil
+		status  func(executor.Counts) uint64
+	}{
+		{"abort", policy.Abort, bg, "a", noop, executor.ErrRejected, func(c executor.Counts) uint64 { return c.Rejected }},
+		{"discard", policy.Discard, bg, "a", noop, nil, func(c executor.Counts) uint64 { return c.Rejected }},
+		{"empty group", policy.Discard, bg, "", noop, executor.ErrInvalidTask, func(c executor.Counts) uint64 { return c.Rejected }},
+		{"nil fn", policy.Discard, bg, "a", nil, executor.ErrInvalidTask, func(c executor.Counts) uint64 { return c.Rejected }},
+		{"nil ctx", policy.Discard, nil, "a", noop, executor.ErrInvalidTask, func(c executor.Counts) uint64 { return c.Rejected }},
+		{"done ctx", policy.Abort, cancelled, "a", noop, context.Canceled, func(c executor.Counts) uint64 { return c.Cancelled }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rejected atomic.Int32
+			l := executor.ListenerFuncs{Rejected: func(executor.Event) { rejected.Add(1) }}
+			// One slot, taken: a valid task is refused at the group's
+			// in-flight limit.
+			ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(tc.rp)},
+				executor.WithListener(l))
+			g := newGate()
+			defer g.open()
+			submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
+			g.waitStarted(t, 1)
+			before := tc.status(ex.Stats().Counts)
+
+			var ran atomic.Bool
+			fn := tc.fn
+			if fn != nil {
+				fn = func(ctx context.Context) error { ran.Store(true); return tc.fn(ctx) }
+			}
+			err := ex.Go(tc.ctx, tc.group, fn)
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("Go: %v, want nil", err)
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("Go: %v, want %v", err, tc.wantErr)
+			}
+			g.open()
+			drain(t, ex)
+			if ran.Load() {
+				t.Fatal("a refused task ran")
+			}
+			if got := tc.status(ex.Stats().Counts) - before; got != 1 {
+				t.Fatalf("outcome counted %d times, want once (%+v)", got, ex.Stats().Counts)
+			}
+		})
+	}
+}
+
+func TestGoCallerRuns(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(policy.CallerRuns)})
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
+	g.waitStarted(t, 1)
+	ran := false // no synchronisation: it must run in this goroutine
+	if err := ex.Go(bg, "a", func(context.Context) error { ran = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("Go returned before the caller ran the refused task")
+	}
+	if s := ex.Stats(); s.CallerRuns != 1 || s.Succeeded != 1 {
+		t.Fatalf("counts %+v", s.Counts)
+	}
+}
+
+func TestGoAfterShutdown(t *testing.T) {
+	ex := newExec(t, nil)
+	drain(t, ex)
+	if err := ex.Go(bg, "a", func(context.Context) error { t.Error("ran after Shutdown"); return nil }); !errors.Is(err, executor.ErrShutdown) {
+		t.Fatalf("Go after Shutdown: %v, want ErrShutdown", err)
+	}
+}
+
+// TestGoCancel cancels Go tasks through their context: a waiting one is
+// removed and never runs, a running one sees its context end.
+func TestGoCancel(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1)})
+	runCtx, cancelRun := context.WithCancel(bg)
+	started := make(chan struct{})
+	var sawCancel atomic.Bool
+	if err := ex.Go(runCtx, "a", func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		sawCancel.Store(true)
+		return ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	waitCtx, cancelWait := context.WithCancel(bg)
+	var waiterRan atomic.Bool
+	if err := ex.Go(waitCtx, "b", func(context.Context) error { waiterRan.Store(true); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s := ex.Stats(); s.Waiting != 1 {
+		t.Fatalf("want one waiting task: %+v", s)
+	}
+	cancelWait()
+	// The watcher removes it in its own goroutine: wait for that, with a
+	// hang guard, while the running task still holds the only permit.
+	for deadline := time.Now().Add(30 * time.Second); ex.Stats().Waiting != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled Go task is still waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancelRun()
+	drain(t, ex)
+	if !sawCancel.Load() || waiterRan.Load() {
+		t.Fatalf("running task saw cancel: %v; waiting task ran: %v", sawCancel.Load(), waiterRan.Load())
+	}
+	if s := ex.Stats(); s.Cancelled != 2 || s.Started != 1 {
+		t.Fatalf("counts %+v, want 2 cancelled, 1 started", s.Counts)
+	}
+}
+
+// TestGoShutdownWaits: Shutdown and ShutdownGroup wait for Go tasks.
+func TestGoShutdownWaits(t *testing.T) {
+	ex := newExec(t, nil)
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	var finished atomic.Int32
+	for _, grp := range []string{"a", "b"} {
+		if err := ex.Go(bg, grp, func(context.Context) error {
+			started <- struct{}{}
+			<-release
+			finished.Add(1)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started
+	<-started
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := ex.ShutdownGroup(ctx, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ShutdownGroup with a running Go task and a done ctx: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ex.Shutdown(bg) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) with Go tasks running", err)
+	case <-time.After(20 * time.Millisecond): // a chance to return too early, not a timing
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if finished.Load() != 2 {
+		t.Fatalf("%d of 2 finished when Shutdown returned", finished.Load())
+	}
+}
+
+// TestGoReadsNoClock: with neither a listener nor a queue timeout, a task
+// started with Go never reads the clock; with a listener it is timed.
+func TestGoReadsNoClock(t *testing.T) {
+	for _, listen := range []bool{false, true} {
+		clk := &countingClock{Fake: fakeClock()}
+		var started, completed atomic.Int32
+		opts := []executor.Option{executor.WithClock(clk)}
+		if listen {
+			opts = append(opts, executor.WithListener(executor.ListenerFuncs{
+				Started: func(executor.Event) { started.Add(1) }, Completed: func(executor.Event) { completed.Add(1) },
+			}))
+		}
+		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(2)}, opts...)
+		before := clk.reads.Load()
+		const n = 200
+		var wg sync.WaitGroup
+		wg.Add(n)
+		for range n {
+			if err := ex.Go(bg, "a", func(context.Context) error { wg.Done(); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		drain(t, ex)
+		reads := clk.reads.Load() - before
+		switch {
+		case !listen && reads != 0:
+			t.Errorf("without a listener: %d clock reads for %d Go tasks, want 0", reads, n)
+		case listen && reads < n:
+			t.Errorf("with a listener: %d clock reads for %d Go tasks, want at least one per task", reads, n)
+		case listen && (started.Load() != n || completed.Load() != n):
+			t.Errorf("listener saw %d starts, %d completions, want %d", started.Load(), completed.Load(), n)
+		}
+	}
+}
+
+// TestGoThenHandleTimings: a worker that ran an untimed Go task, and so has
+// no time read, times the handle task it runs next correctly.
+func TestGoThenHandleTimings(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1)}, executor.WithClock(clk))
+	release, started := make(chan struct{}), make(chan struct{})
+	if err := ex.Go(bg, "a", func(context.Context) error { close(started); <-release; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	h := submit(t, ex, executor.Task[int]{Group: "b", Fn: func(context.Context) (int, error) {
+		clk.Advance(3 * time.Second)
+		return 1, nil
+	}})
+	clk.Advance(5 * time.Second)
+	close(release) // the Go task's worker goes on with h
+	r := wait(t, h)
+	if r.Status != executor.Success || r.Queued != 5*time.Second || r.Duration != 3*time.Second {
+		t.Fatalf("result %+v, want Success, Queued 5s, Duration 3s", r)
+	}
+}
+
+// TestGoStress mixes Go and Submit from many goroutines in a configuration
+// where the lanes open and Go tasks go untimed, while limits change, groups
+// are evicted and tasks fail, panic and are cancelled. It checks, from
+// inside the tasks and at the end: limits never exceeded, the books always
+// consistent, a Go task that Go refused never runs, one it accepted runs
+// exactly once unless cancelled, and every outcome is counted once.
+func TestGoStress(t *testing.T) {
+	const (
+		submitters = 16
+		perWorker  = 600
+		groups     = 8
+		maxGlobal  = 6
+		maxConc    = 3
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(maxGlobal),
+		policy.WithMaxInFlightPerGroup(2000),
+		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithQueueThresholdPerGroup(1500),
+	}, executor.WithMaxIdleGroups(2))
+	if !executor.LanesEnabled(ex) {
+		t.Fatal("this configuration keeps the lanes closed")
+	}
+	var (
+		globalRunning  atomic.Int64
+		groupRunning   [groups]atomic.Int64
+		violations     atomic.Int64
+		firstViolation atomic.Value
+	)
+	violate := func(msg string) {
+		violations.Add(1)
+		firstViolation.CompareAndSwap(nil, msg)
+	}
+	chaos := newBackground()
+	cr := rand.New(rand.NewPCG(seed, 1))
+	var crMu sync.Mutex
+	rnd := func(n int) int { crMu.Lock(); defer crMu.Unlock(); return cr.IntN(n) }
+	sometimes := func(f func()) func() {
+		return func() {
+			if rnd(128) == 0 {
+				f()
+			}
+		}
+	}
+	chaos.loop(sometimes(func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
+	chaos.loop(sometimes(func() {
+		l := policy.GroupLimits{MaxInFlight: 8 + rnd(2000), MaxConcurrency: 2 + rnd(maxConc-1), QueueThreshold: 4 + rnd(1500), Share: 1}
+		if err := ex.SetGroupLimits(fmt.Sprint("g", rnd(groups)), l); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGroupLimits: " + err.Error())
+		}
+	}))
+	chaos.loop(sometimes(func() {
+		if err := ex.SetGlobalMaxInFlight(3 + rnd(maxGlobal-2)); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGlobalMaxInFlight: " + err.Error())
+		}
+	}))
+	chaos.checkInvariants(ex, violate)
+
+	type record struct {
+		h        *executor.Handle[int] // nil: started with Go
+		err      error
+		runs     *atomic.Int32
+		cancelFn context.CancelFunc
+	}
+	records := make([][]record, submitters)
+	var wg sync.WaitGroup
+	for w := range submitters {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(w)+2))
+			for i := range perWorker {
+				gi := r.IntN(groups)
+				grp := fmt.Sprint("g", gi)
+				rec := record{runs: new(atomic.Int32)}
+				ctx := bg
+				if r.IntN(6) == 0 {
+					ctx, rec.cancelFn = context.WithCancel(bg)
+				}
+				kind := stressKind(r.IntN(int(stressSucceeds) + 1))
+				if kind == stressWaitsCancel && rec.cancelFn == nil {
+					kind = stressSucceeds // it would never return
+				}
+				useGo := r.IntN(2) == 0
+				weight := 1
+				if !useGo {
+					weight = r.IntN(3) // 0 means 1
+				}
+				fn := stressBody(rec.runs, weight, stressRunning{&globalRunning, &groupRunning[gi], maxGlobal, maxConc, grp},
+					violate, kind, func() {
+						for range 10 {
+							runtime.Gosched()
+						}
+					}, i)
+				if useGo {
+					rec.err = ex.Go(ctx, grp, func(ctx context.Context) error { _, err := fn(ctx); return err })
+				} else {
+					rec.h, rec.err = executor.Submit(ex, ctx, executor.Task[int]{Group: grp, Weight: weight, Fn: fn})
+				}
+				if rec.cancelFn != nil && r.IntN(2) == 0 {
+					rec.cancelFn()
+				}
+				records[w] = append(records[w], rec)
+				if r.IntN(4) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, rs := range records {
+		for _, rec := range rs {
+			if rec.cancelFn != nil {
+				rec.cancelFn() // tasks that wait on their context end now
+			}
+		}
+	}
+	drain(t, ex)
+	chaos.halt()
+
+	goRefused, goRan := 0, 0
+	for _, rs := range records {
+		for _, rec := range rs {
+			runs := rec.runs.Load()
+			if rec.h != nil {
+				r, ok := rec.h.Result()
+				if !ok {
+					t.Fatal("a handle is not complete after Shutdown returned")
+				}
+				checkRuns(t, "submitted", r, runs)
+				continue
+			}
+			switch {
+			case rec.err != nil && runs != 0:
+				t.Errorf("Go refused a task (%v) that then ran %d times", rec.err, runs)
+			case rec.err == nil && rec.cancelFn == nil && runs != 1:
+				t.Errorf("Go accepted an uncancelled task that ran %d times", runs)
+			case runs > 1:
+				t.Errorf("a Go task ran %d times", runs)
+			}
+			if rec.err != nil {
+				goRefused++
+			}
+			goRan += int(runs)
+		}
+	}
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
+	}
+	s := ex.Stats()
+	if s.Running != 0 || s.Waiting != 0 || s.RunningTasks != 0 {
+		t.Errorf("after Shutdown: %+v", s)
+	}
+	total := uint64(submitters * perWorker)
+	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total || s.Submitted != total {
+		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.Counts)
+	}
+	t.Logf("Go tasks: %d ran, %d refused; stats %+v; %d through lanes", goRan, goRefused, s.Counts, executor.LaneAdmitted(ex))
+	if goRan == 0 || s.Failed == 0 || s.Cancelled == 0 {
+		t.Errorf("the mix did not exercise Go tasks running, failing and being cancelled: %+v", s.Counts)
+	}
+}
