@@ -6,16 +6,18 @@ import "context"
 // limits, order and rejection policy as Submit, but returns no handle: it
 // is for work whose outcome the caller does not wait on, as with
 // errgroup.Group.Go or a worker pool's submit. Its error is Submit's: a
-// refusal under Abort (ErrRejected), invalid input (ErrInvalidTask), a
-// shut-down executor or group, a breaker's refusal, or ctx's error if ctx
-// is already done. Fn's outcome is counted in Stats and GroupStats and told
+// refusal under Abort (ErrRejected) or the rejection handler's error,
+// invalid input (ErrInvalidTask), a shut-down executor or group, a
+// breaker's refusal, a resolver's invalid answer, or ctx's error if ctx is
+// already done. Fn's outcome is counted in Stats and GroupStats and told
 // to the listener, if any; a panic in fn is recovered as for Submit.
 // Shutdown waits for tasks started with Go like any other; cancelling ctx
 // cancels the task.
 //
 // Without a handle a task needs less: with no listener and no queue
-// timeout, it never reads the clock (no Result measures its wait or run
-// time), and the caller never waits on a channel.
+// timeout, a task that is admitted and runs never reads the clock (no
+// Result reports its wait or run time), and the caller never waits on a
+// channel.
 func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Context) error) error {
 	t := &goTask{fn: fn}
 	t.parent, t.body, t.weight = ctx, t, 1

@@ -77,60 +77,134 @@ func TestGoPanicIsToldToTheListener(t *testing.T) {
 	}
 }
 
+// TestGoRefusals runs each refusal with a listener (Go tasks timed) and
+// without (untimed).
 func TestGoRefusals(t *testing.T) {
 	cancelled, cancel := context.WithCancel(bg)
 	cancel()
 	noop := func(context.Context) error { return nil }
+	rejectedCount := func(c executor.Counts) uint64 { return c.Rejected }
 	for _, tc := range []struct {
-		name    string
-		rp      policy.RejectionPolicy
-		ctx     context.Context
-		group   string
-		fn      func(context.Context) error
-		wantErr error // nil: Go returns nil
-		status  func(executor.Counts) uint64
+		name       string
+		rp         policy.RejectionPolicy
+		ctx        context.Context
+		group      string
+		fn         func(context.Context) error
+		wantErr    error // nil: Go returns nil
+		status     func(executor.Counts) uint64
+		onRejected int32 // OnRejected calls the listener gets
 	}{
-		{"abort", policy.Abort, bg, "a", noop, executor.ErrRejected, func(c executor.Counts) uint64 { return c.Rejected }},
-		{"discard", policy.Discard, bg, "a", noop, nil, func(c executor.Counts) uint64 { return c.Rejected }},
-		{"empty group", policy.Discard, bg, "", noop, executor.ErrInvalidTask, func(c executor.Counts) uint64 { return c.Rejected }},
-		{"nil fn", policy.Discard, bg, "a", nil, executor.ErrInvalidTask, func(c executor.Counts) uint64 { return c.Rejected }},
-		{"nil ctx", policy.Discard, nil, "a", noop, executor.ErrInvalidTask, func(c executor.Counts) uint64 { return c.Rejected }},
-		{"done ctx", policy.Abort, cancelled, "a", noop, context.Canceled, func(c executor.Counts) uint64 { return c.Cancelled }},
+		{"abort", policy.Abort, bg, "a", noop, executor.ErrRejected, rejectedCount, 1},
+		{"discard", policy.Discard, bg, "a", noop, nil, rejectedCount, 1},
+		{"empty group", policy.Discard, bg, "", noop, executor.ErrInvalidTask, rejectedCount, 1},
+		{"nil fn", policy.Discard, bg, "a", nil, executor.ErrInvalidTask, rejectedCount, 1},
+		{"nil ctx", policy.Discard, nil, "a", noop, executor.ErrInvalidTask, rejectedCount, 1},
+		{"done ctx", policy.Abort, cancelled, "a", noop, context.Canceled, func(c executor.Counts) uint64 { return c.Cancelled }, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var rejected atomic.Int32
-			l := executor.ListenerFuncs{Rejected: func(executor.Event) { rejected.Add(1) }}
-			// One slot, taken: a valid task is refused at the group's
-			// in-flight limit.
-			ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(tc.rp)},
-				executor.WithListener(l))
-			g := newGate()
-			defer g.open()
-			submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
-			g.waitStarted(t, 1)
-			before := tc.status(ex.Stats().Counts)
+		for _, listen := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/listener=%v", tc.name, listen), func(t *testing.T) {
+				var rejected atomic.Int32
+				var opts []executor.Option
+				if listen {
+					opts = append(opts, executor.WithListener(executor.ListenerFuncs{Rejected: func(executor.Event) { rejected.Add(1) }}))
+				}
+				// One slot, taken: a valid task is refused at the
+				// group's in-flight limit.
+				ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(tc.rp)}, opts...)
+				g := newGate()
+				defer g.open()
+				submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
+				g.waitStarted(t, 1)
+				before := tc.status(ex.Stats().Counts)
 
-			var ran atomic.Bool
-			fn := tc.fn
-			if fn != nil {
-				fn = func(ctx context.Context) error { ran.Store(true); return tc.fn(ctx) }
+				var ran atomic.Bool
+				fn := tc.fn
+				if fn != nil {
+					fn = func(ctx context.Context) error { ran.Store(true); return tc.fn(ctx) }
+				}
+				err := ex.Go(tc.ctx, tc.group, fn)
+				switch {
+				case tc.wantErr == nil && err != nil:
+					t.Fatalf("Go: %v, want nil", err)
+				case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+					t.Fatalf("Go: %v, want %v", err, tc.wantErr)
+				}
+				g.open()
+				drain(t, ex)
+				if ran.Load() {
+					t.Fatal("a refused task ran")
+				}
+				if got := tc.status(ex.Stats().Counts) - before; got != 1 {
+					t.Fatalf("outcome counted %d times, want once (%+v)", got, ex.Stats().Counts)
+				}
+				if listen && rejected.Load() != tc.onRejected {
+					t.Fatalf("OnRejected called %d times, want %d", rejected.Load(), tc.onRejected)
+				}
+			})
+		}
+	}
+}
+
+// TestGoRejectionHandler: the handler decides for a refused Go task; it may
+// run it in the caller, once.
+func TestGoRejectionHandler(t *testing.T) {
+	for _, runIt := range []bool{false, true} {
+		errHandled := errors.New("handled")
+		h := func(r *executor.Rejection) error {
+			if runIt {
+				r.RunInCaller()
+				r.RunInCaller() // a second call does nothing
+				return nil
 			}
-			err := ex.Go(tc.ctx, tc.group, fn)
-			switch {
-			case tc.wantErr == nil && err != nil:
-				t.Fatalf("Go: %v, want nil", err)
-			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
-				t.Fatalf("Go: %v, want %v", err, tc.wantErr)
-			}
-			g.open()
-			drain(t, ex)
-			if ran.Load() {
-				t.Fatal("a refused task ran")
-			}
-			if got := tc.status(ex.Stats().Counts) - before; got != 1 {
-				t.Fatalf("outcome counted %d times, want once (%+v)", got, ex.Stats().Counts)
-			}
-		})
+			return errHandled
+		}
+		ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)}, executor.WithRejectionHandler(h))
+		g := newGate()
+		submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
+		g.waitStarted(t, 1)
+		runs := 0 // the handler runs it in this goroutine, if at all
+		err := ex.Go(bg, "a", func(context.Context) error { runs++; return nil })
+		g.open()
+		drain(t, ex)
+		s := ex.Stats()
+		switch {
+		case runIt && (err != nil || runs != 1 || s.CallerRuns != 1):
+			t.Errorf("RunInCaller: Go %v, %d runs, counts %+v; want nil, 1 run, 1 CallerRuns", err, runs, s.Counts)
+		case !runIt && (!errors.Is(err, errHandled) || runs != 0 || s.Rejected != 1):
+			t.Errorf("handler error: Go %v, %d runs, counts %+v; want the handler's error, 0 runs, 1 Rejected", err, runs, s.Counts)
+		}
+	}
+}
+
+// TestGoQueueTimeout: a Go task that waits past the queue timeout is
+// rejected with ErrQueueTimeout and never runs; with a timeout Go tasks
+// are timed, and the listener sees the wait.
+func TestGoQueueTimeout(t *testing.T) {
+	clk := fakeClock()
+	var timedOut atomic.Value
+	l := executor.ListenerFuncs{Rejected: func(e executor.Event) { timedOut.Store(e) }}
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithQueueTimeout(time.Second)},
+		executor.WithClock(clk), executor.WithListener(l))
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
+	g.waitStarted(t, 1)
+	var ran atomic.Bool
+	if err := ex.Go(bg, "b", func(context.Context) error { ran.Store(true); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second) // the timer fires: b is removed
+	for deadline := time.Now().Add(30 * time.Second); timedOut.Load() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("the Go task never timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.open()
+	drain(t, ex)
+	e := timedOut.Load().(executor.Event)
+	if ran.Load() || !errors.Is(e.Err, executor.ErrQueueTimeout) || e.Queued < time.Second {
+		t.Fatalf("ran %v; OnRejected %+v, want ErrQueueTimeout after at least 1s", ran.Load(), e)
 	}
 }
 
@@ -243,20 +317,14 @@ func TestGoShutdownWaits(t *testing.T) {
 }
 
 // TestGoReadsNoClock: with neither a listener nor a queue timeout, a task
-// started with Go never reads the clock; with a listener it is timed.
+// started with Go never reads the clock; with a listener it is timed, and
+// the listener sees each task's own run time.
 func TestGoReadsNoClock(t *testing.T) {
-	for _, listen := range []bool{false, true} {
+	const n = 200
+	t.Run("no listener", func(t *testing.T) {
 		clk := &countingClock{Fake: fakeClock()}
-		var started, completed atomic.Int32
-		opts := []executor.Option{executor.WithClock(clk)}
-		if listen {
-			opts = append(opts, executor.WithListener(executor.ListenerFuncs{
-				Started: func(executor.Event) { started.Add(1) }, Completed: func(executor.Event) { completed.Add(1) },
-			}))
-		}
-		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(2)}, opts...)
+		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(2)}, executor.WithClock(clk))
 		before := clk.reads.Load()
-		const n = 200
 		var wg sync.WaitGroup
 		wg.Add(n)
 		for range n {
@@ -266,16 +334,38 @@ func TestGoReadsNoClock(t *testing.T) {
 		}
 		wg.Wait()
 		drain(t, ex)
-		reads := clk.reads.Load() - before
-		switch {
-		case !listen && reads != 0:
-			t.Errorf("without a listener: %d clock reads for %d Go tasks, want 0", reads, n)
-		case listen && reads < n:
-			t.Errorf("with a listener: %d clock reads for %d Go tasks, want at least one per task", reads, n)
-		case listen && (started.Load() != n || completed.Load() != n):
-			t.Errorf("listener saw %d starts, %d completions, want %d", started.Load(), completed.Load(), n)
+		if reads := clk.reads.Load() - before; reads != 0 {
+			t.Errorf("%d clock reads for %d Go tasks, want 0", reads, n)
 		}
-	}
+	})
+	t.Run("listener", func(t *testing.T) {
+		clk := fakeClock()
+		var mu sync.Mutex
+		var durations []time.Duration
+		l := executor.ListenerFuncs{Completed: func(e executor.Event) {
+			mu.Lock()
+			durations = append(durations, e.Duration)
+			mu.Unlock()
+		}}
+		// One at a time, so that each run sees only its own advance.
+		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1)}, executor.WithClock(clk), executor.WithListener(l))
+		for range n {
+			if err := ex.Go(bg, "a", func(context.Context) error { clk.Advance(time.Millisecond); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		drain(t, ex)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(durations) != n {
+			t.Fatalf("listener saw %d completions, want %d", len(durations), n)
+		}
+		for i, d := range durations {
+			if d != time.Millisecond {
+				t.Fatalf("completion %d: Duration %v, want 1ms", i, d)
+			}
+		}
+	})
 }
 
 // TestGoThenHandleTimings: a worker that ran an untimed Go task, and so has
@@ -460,5 +550,48 @@ func TestGoStress(t *testing.T) {
 	t.Logf("Go tasks: %d ran, %d refused; stats %+v; %d through lanes", goRan, goRefused, s.Counts, executor.LaneAdmitted(ex))
 	if goRan == 0 || s.Failed == 0 || s.Cancelled == 0 {
 		t.Errorf("the mix did not exercise Go tasks running, failing and being cancelled: %+v", s.Counts)
+	}
+}
+
+// pausingClock is a fake clock whose next reading, once armed, is taken and
+// then held until resume: the reader is stopped just after reading.
+type pausingClock struct {
+	*clock.Fake
+	armed  atomic.Bool
+	paused chan struct{}
+	resume chan struct{}
+}
+
+func (c *pausingClock) Now() time.Time {
+	t := c.Fake.Now()
+	if c.armed.CompareAndSwap(true, false) {
+		close(c.paused)
+		<-c.resume
+	}
+	return t
+}
+
+// TestStartAfterEndReading: a worker reads the end of its task's run before
+// it takes the lock; a task submitted after that reading and started by the
+// same worker must not get a wait computed from it (it was negative).
+func TestStartAfterEndReading(t *testing.T) {
+	clk := &pausingClock{Fake: fakeClock(), paused: make(chan struct{}), resume: make(chan struct{})}
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1)}, executor.WithClock(clk))
+	a := submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) {
+		clk.armed.Store(true) // the worker's next reading is the run's end
+		return 0, nil
+	}})
+	<-clk.paused
+	clk.Advance(5 * time.Second)
+	b := submit(t, ex, executor.Task[int]{Group: "b", Fn: func(context.Context) (int, error) {
+		clk.Advance(3 * time.Second)
+		return 1, nil
+	}})
+	close(clk.resume) // a's worker finishes a and starts b
+	if r := wait(t, a); r.Status != executor.Success {
+		t.Fatalf("a: %+v", r)
+	}
+	if r := wait(t, b); r.Status != executor.Success || r.Queued != 0 || r.Duration != 3*time.Second {
+		t.Fatalf("b: %+v, want Success, Queued 0, Duration 3s", r)
 	}
 }

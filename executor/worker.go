@@ -44,9 +44,13 @@ const unread time.Duration = -1
 // run reads the clock if j is timed). It returns the next task for this
 // goroutine and when that became runnable (unread if j was untimed), or
 // parks w and reports so. With w nil it neither continues nor parks.
+//
+// The start handed on is the previous task's end, read before finish took
+// the lock: a task submitted after that reading, and started by the same
+// finish, would get a negative wait. It reads the clock afresh instead.
 func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end time.Duration, parked bool) {
 	timed := ex.timed(j)
-	if timed && start == unread {
+	if timed && (start == unread || start < j.submitted) {
 		start = ex.since()
 	}
 	queued := start - j.submitted
