@@ -416,34 +416,21 @@ func TestGoStress(t *testing.T) {
 		t.Fatal("this configuration keeps the lanes closed")
 	}
 	var (
-		globalRunning  atomic.Int64
-		groupRunning   [groups]atomic.Int64
-		violations     atomic.Int64
-		firstViolation atomic.Value
+		globalRunning atomic.Int64
+		groupRunning  [groups]atomic.Int64
+		broken        violations
 	)
-	violate := func(msg string) {
-		violations.Add(1)
-		firstViolation.CompareAndSwap(nil, msg)
-	}
+	violate := broken.add
 	chaos := newBackground()
-	cr := rand.New(rand.NewPCG(seed, 1))
-	var crMu sync.Mutex
-	rnd := func(n int) int { crMu.Lock(); defer crMu.Unlock(); return cr.IntN(n) }
-	sometimes := func(f func()) func() {
-		return func() {
-			if rnd(128) == 0 {
-				f()
-			}
-		}
-	}
-	chaos.loop(sometimes(func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
-	chaos.loop(sometimes(func() {
+	rnd := sharedRand(seed)
+	chaos.loop(sometimes(rnd, 128, func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
+	chaos.loop(sometimes(rnd, 128, func() {
 		l := policy.GroupLimits{MaxInFlight: 8 + rnd(2000), MaxConcurrency: 2 + rnd(maxConc-1), QueueThreshold: 4 + rnd(1500), Share: 1}
 		if err := ex.SetGroupLimits(fmt.Sprint("g", rnd(groups)), l); err != nil && !errors.Is(err, executor.ErrShutdown) {
 			violate("SetGroupLimits: " + err.Error())
 		}
 	}))
-	chaos.loop(sometimes(func() {
+	chaos.loop(sometimes(rnd, 128, func() {
 		if err := ex.SetGlobalMaxInFlight(3 + rnd(maxGlobal-2)); err != nil && !errors.Is(err, executor.ErrShutdown) {
 			violate("SetGlobalMaxInFlight: " + err.Error())
 		}
@@ -536,9 +523,7 @@ func TestGoStress(t *testing.T) {
 			goRan += int(runs)
 		}
 	}
-	if v := violations.Load(); v != 0 {
-		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
-	}
+	broken.check(t)
 	s := ex.Stats()
 	if s.Running != 0 || s.Waiting != 0 || s.RunningTasks != 0 {
 		t.Errorf("after Shutdown: %+v", s)

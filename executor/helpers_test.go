@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -161,6 +162,43 @@ func (bg *background) checkInvariants(ex *executor.Executor, violate func(string
 func (bg *background) halt() {
 	close(bg.stop)
 	bg.wg.Wait()
+}
+
+// violations collects the broken invariants that stress tasks and
+// background loops see; add is their violate func.
+type violations struct {
+	n     atomic.Int64
+	first atomic.Value
+}
+
+func (v *violations) add(msg string) {
+	v.n.Add(1)
+	v.first.CompareAndSwap(nil, msg)
+}
+
+// check fails t if anything was reported.
+func (v *violations) check(t *testing.T) {
+	t.Helper()
+	if n := v.n.Load(); n != 0 {
+		t.Fatalf("%d violations; first: %v", n, v.first.Load())
+	}
+}
+
+// sharedRand returns a seeded random source that background loops share.
+func sharedRand(seed uint64) func(n int) int {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var mu sync.Mutex
+	return func(n int) int { mu.Lock(); defer mu.Unlock(); return r.IntN(n) }
+}
+
+// sometimes returns a background step that does f once in about every
+// steps calls.
+func sometimes(rnd func(int) int, every int, f func()) func() {
+	return func() {
+		if rnd(every) == 0 {
+			f()
+		}
+	}
 }
 
 // What a stress test's task does once its checks are done.

@@ -55,31 +55,18 @@ func TestLaneStress(t *testing.T) {
 	}
 
 	var (
-		globalRunning  atomic.Int64
-		groupRunning   [groups]atomic.Int64
-		violations     atomic.Int64
-		firstViolation atomic.Value
+		globalRunning atomic.Int64
+		groupRunning  [groups]atomic.Int64
+		broken        violations
 	)
-	violate := func(msg string) {
-		violations.Add(1)
-		firstViolation.CompareAndSwap(nil, msg)
-	}
+	violate := broken.add
 
 	chaos := newBackground()
-	cr := rand.New(rand.NewPCG(seed, 1))
-	var crMu sync.Mutex
-	rnd := func(n int) int { crMu.Lock(); defer crMu.Unlock(); return cr.IntN(n) }
+	rnd := sharedRand(seed)
 	// Changes of limits and evictions close lanes: they come one in a few
 	// dozen steps, so that the lanes are open most of the time.
-	sometimes := func(f func()) func() {
-		return func() {
-			if rnd(256) == 0 {
-				f()
-			}
-		}
-	}
-	chaos.loop(sometimes(func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
-	chaos.loop(sometimes(func() {
+	chaos.loop(sometimes(rnd, 256, func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
+	chaos.loop(sometimes(rnd, 256, func() {
 		// A concurrency limit of at least 2 (the heaviest task that
 		// may run): a lowered limit under a waiting task's weight
 		// would leave it waiting, by design, until the limit is
@@ -90,12 +77,12 @@ func TestLaneStress(t *testing.T) {
 			violate("SetGroupLimits: " + err.Error())
 		}
 	}))
-	chaos.loop(sometimes(func() {
+	chaos.loop(sometimes(rnd, 256, func() {
 		if err := ex.SetGlobalMaxInFlight(4 + rnd(maxGlobal-3)); err != nil && !errors.Is(err, executor.ErrShutdown) {
 			violate("SetGlobalMaxInFlight: " + err.Error())
 		}
 	}))
-	chaos.loop(sometimes(func() {
+	chaos.loop(sometimes(rnd, 256, func() {
 		// Statistics drain the lanes (a lowered limit may leave a group
 		// over it: CheckInvariants checks the lane's credit).
 		ex.GroupStats(fmt.Sprint("g", rnd(groups)))
@@ -173,7 +160,7 @@ func TestLaneStress(t *testing.T) {
 	wg.Wait()
 	if err := <-shutdownDone; err != nil {
 		t.Fatalf("Shutdown: %v; %d violations, first %v; books: %q; stats %+v", err,
-			violations.Load(), firstViolation.Load(), ex.CheckInvariants(), ex.Stats())
+			broken.n.Load(), broken.first.Load(), ex.CheckInvariants(), ex.Stats())
 	}
 	chaos.halt()
 
@@ -204,9 +191,7 @@ func TestLaneStress(t *testing.T) {
 			checkRuns(t, rec.h.ID(), r, rec.runs.Load())
 		}
 	}
-	if v := violations.Load(); v != 0 {
-		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
-	}
+	broken.check(t)
 	if msg := ex.CheckInvariants(); msg != "" {
 		t.Fatal(msg)
 	}

@@ -71,15 +71,11 @@ func TestStress(t *testing.T) {
 	}
 
 	var (
-		globalRunning  atomic.Int64
-		groupRunning   [groups]atomic.Int64
-		violations     atomic.Int64
-		firstViolation atomic.Value
+		globalRunning atomic.Int64
+		groupRunning  [groups]atomic.Int64
+		broken        violations
 	)
-	violate := func(msg string) {
-		violations.Add(1)
-		firstViolation.CompareAndSwap(nil, msg)
-	}
+	violate := broken.add
 
 	type record struct {
 		h        *executor.Handle[int]
@@ -205,9 +201,7 @@ func TestStress(t *testing.T) {
 	}
 	chaos.halt()
 
-	if v := violations.Load(); v != 0 {
-		t.Fatalf("%d violations; first: %v", v, firstViolation.Load())
-	}
+	broken.check(t)
 	if msg := ex.CheckInvariants(); msg != "" {
 		t.Fatal(msg)
 	}
