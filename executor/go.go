@@ -22,11 +22,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	t := &goTask{fn: fn}
 	t.parent, t.body, t.weight = ctx, t, 1
 	if err := validate(ctx, group, 1, fn == nil); err != nil {
-		t.g = detachedGroup(ex, group)
-		if ctx == nil {
-			t.parent = context.Background()
-		}
-		return ex.refuse(&t.job, &RejectedError{Group: group, Limit: LimitInvalid, Weight: 1, Err: err}, true)
+		return ex.refuseInvalid(&t.job, group, 1, err)
 	}
 	return ex.submit(&t.job, group)
 }

@@ -423,18 +423,7 @@ func TestGoStress(t *testing.T) {
 	violate := broken.add
 	chaos := newBackground()
 	rnd := sharedRand(seed)
-	chaos.loop(sometimes(rnd, 128, func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
-	chaos.loop(sometimes(rnd, 128, func() {
-		l := policy.GroupLimits{MaxInFlight: 8 + rnd(2000), MaxConcurrency: 2 + rnd(maxConc-1), QueueThreshold: 4 + rnd(1500), Share: 1}
-		if err := ex.SetGroupLimits(fmt.Sprint("g", rnd(groups)), l); err != nil && !errors.Is(err, executor.ErrShutdown) {
-			violate("SetGroupLimits: " + err.Error())
-		}
-	}))
-	chaos.loop(sometimes(rnd, 128, func() {
-		if err := ex.SetGlobalMaxInFlight(3 + rnd(maxGlobal-2)); err != nil && !errors.Is(err, executor.ErrShutdown) {
-			violate("SetGlobalMaxInFlight: " + err.Error())
-		}
-	}))
+	chaos.churn(ex, rnd, 128, groups, maxConc, 3, maxGlobal, violate)
 	chaos.checkInvariants(ex, violate)
 
 	type record struct {

@@ -201,6 +201,29 @@ func sometimes(rnd func(int) int, every int, f func()) func() {
 	}
 }
 
+// churn adds background loops that, each about once in every steps, evict
+// a group, set a group's limits, or set the global limit, among groups g0..
+// g(groups-1). A group's concurrency limit stays at least 2 and at most
+// maxConc: a limit lowered under a waiting task's weight (stress tasks
+// weigh up to 2) would leave it waiting, by design, until the limit is
+// raised, which Shutdown forbids. The global limit stays in
+// [minGlobal, maxGlobal].
+func (bg *background) churn(ex *executor.Executor, rnd func(int) int, every, groups, maxConc, minGlobal, maxGlobal int, violate func(string)) {
+	bg.loop(sometimes(rnd, every, func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
+	bg.loop(sometimes(rnd, every, func() {
+		g := fmt.Sprint("g", rnd(groups))
+		l := policy.GroupLimits{MaxInFlight: 8 + rnd(2000), MaxConcurrency: 2 + rnd(maxConc-1), QueueThreshold: 4 + rnd(1500), Share: 1}
+		if err := ex.SetGroupLimits(g, l); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGroupLimits: " + err.Error())
+		}
+	}))
+	bg.loop(sometimes(rnd, every, func() {
+		if err := ex.SetGlobalMaxInFlight(minGlobal + rnd(maxGlobal-minGlobal+1)); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGlobalMaxInFlight: " + err.Error())
+		}
+	}))
+}
+
 // What a stress test's task does once its checks are done.
 type stressKind int
 

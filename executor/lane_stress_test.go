@@ -65,23 +65,7 @@ func TestLaneStress(t *testing.T) {
 	rnd := sharedRand(seed)
 	// Changes of limits and evictions close lanes: they come one in a few
 	// dozen steps, so that the lanes are open most of the time.
-	chaos.loop(sometimes(rnd, 256, func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
-	chaos.loop(sometimes(rnd, 256, func() {
-		// A concurrency limit of at least 2 (the heaviest task that
-		// may run): a lowered limit under a waiting task's weight
-		// would leave it waiting, by design, until the limit is
-		// raised, which Shutdown forbids.
-		g := fmt.Sprint("g", rnd(groups))
-		l := policy.GroupLimits{MaxInFlight: 8 + rnd(2000), MaxConcurrency: 2 + rnd(maxConc-1), QueueThreshold: 4 + rnd(1500), Share: 1}
-		if err := ex.SetGroupLimits(g, l); err != nil && !errors.Is(err, executor.ErrShutdown) {
-			violate("SetGroupLimits: " + err.Error())
-		}
-	}))
-	chaos.loop(sometimes(rnd, 256, func() {
-		if err := ex.SetGlobalMaxInFlight(4 + rnd(maxGlobal-3)); err != nil && !errors.Is(err, executor.ErrShutdown) {
-			violate("SetGlobalMaxInFlight: " + err.Error())
-		}
-	}))
+	chaos.churn(ex, rnd, 256, groups, maxConc, 4, maxGlobal, violate)
 	chaos.loop(sometimes(rnd, 256, func() {
 		// Statistics drain the lanes (a lowered limit may leave a group
 		// over it: CheckInvariants checks the lane's credit).

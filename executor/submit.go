@@ -39,11 +39,7 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		h.weight = 1
 	}
 	if err := validate(ctx, t.Group, t.Weight, t.Fn == nil); err != nil {
-		h.g = detachedGroup(ex, t.Group)
-		if ctx == nil {
-			h.parent = context.Background()
-		}
-		return h, ex.refuse(&h.job, &RejectedError{Group: t.Group, ID: t.ID, Limit: LimitInvalid, Weight: t.Weight, Err: err}, true)
+		return h, ex.refuseInvalid(&h.job, t.Group, t.Weight, err)
 	}
 	return h, ex.submit(&h.job, t.Group)
 }
@@ -76,6 +72,16 @@ func validate(ctx context.Context, group string, weight int, nilFn bool) error {
 		return fmt.Errorf("%w: nil Fn", ErrInvalidTask)
 	}
 	return nil
+}
+
+// refuseInvalid refuses j, whose input validate found invalid (weight as
+// given), and returns Submit's error.
+func (ex *Executor) refuseInvalid(j *job, group string, weight int, err error) error {
+	j.g = detachedGroup(ex, group)
+	if j.parent == nil {
+		j.parent = context.Background()
+	}
+	return ex.refuse(j, &RejectedError{Group: group, ID: j.id, Limit: LimitInvalid, Weight: weight, Err: err}, true)
 }
 
 // detachedGroup stands for a group whose state the executor does not keep

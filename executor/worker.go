@@ -47,10 +47,11 @@ const unread time.Duration = -1
 //
 // The start handed on is the previous task's end, read before finish took
 // the lock: a task submitted after that reading, and started by the same
-// finish, would get a negative wait. It reads the clock afresh instead.
+// finish, would get a negative wait. It reads the clock afresh instead;
+// unread, below any submission time, is read the same way.
 func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end time.Duration, parked bool) {
 	timed := ex.timed(j)
-	if timed && (start == unread || start < j.submitted) {
+	if timed && start < j.submitted {
 		start = ex.since()
 	}
 	queued := start - j.submitted
