@@ -131,7 +131,7 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 		}
 		switch {
 		case err != nil:
-			return clusterRefused, &RejectedError{Group: g.key, ID: j.id, Limit: LimitClusterGlobal, Weight: j.weight, Err: err}
+			return clusterRefused, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitClusterGlobal, Weight: j.weight, Err: err}
 		case p == nil:
 			return clusterWaitGlobal, nil
 		}
@@ -148,7 +148,7 @@ func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *Reject
 		}
 		switch {
 		case err != nil:
-			return clusterRefused, &RejectedError{Group: g.key, ID: j.id, Limit: LimitClusterGroup, Weight: j.weight, Err: err}
+			return clusterRefused, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitClusterGroup, Weight: j.weight, Err: err}
 		case p == nil:
 			return clusterWaitGroup, nil
 		}

@@ -25,7 +25,7 @@ func (ex *Executor) publishRejected(j *job, rej *RejectedError, queued time.Dura
 }
 
 func (ex *Executor) completeExpired(j *job) {
-	rej := &RejectedError{Group: j.g.key, ID: j.id, Limit: LimitQueueTimeout, Weight: j.weight,
+	rej := &RejectedError{Group: j.g.key, ID: j.taskID(), Limit: LimitQueueTimeout, Weight: j.weight,
 		Used: 0, Max: 0, Err: ErrQueueTimeout}
 	ex.publishRejected(j, rej, ex.since()-j.submitted)
 }

@@ -126,4 +126,4 @@ func (c *runCtx) Err() error {
 	return nil
 }
 
-func (c *runCtx) String() string { return "executor.taskContext(" + c.id + ")" }
+func (c *runCtx) String() string { return "executor.taskContext(" + (*job)(c).taskID() + ")" }

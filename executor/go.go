@@ -1,6 +1,9 @@
 package executor
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Go admits fn as a task of the named group, with weight 1, under the same
 // limits, order and rejection policy as Submit, but returns no handle: it
@@ -32,6 +35,12 @@ type goTask struct {
 	job
 	fn func(ctx context.Context) error
 }
+
+// A Go task has no ID, and no Result to record its outcome or channel to
+// close: its outcome goes to the statistics and the listener only.
+func (t *goTask) taskID() string              { return "" }
+func (t *goTask) record(error, time.Duration) {}
+func (t *goTask) doneChan() chan struct{}     { return nil }
 
 func (t *goTask) call(ctx context.Context) (st Status, err error) {
 	defer func() {

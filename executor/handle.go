@@ -29,6 +29,13 @@ type body interface {
 	// call runs Fn with ctx, keeps its value, and classifies the outcome. A
 	// panic is recovered into a *PanicError.
 	call(ctx context.Context) (Status, error)
+	// taskID returns the task's ID ("" for a task without one).
+	taskID() string
+	// record keeps the outcome that a Result reports beyond the status and
+	// the queued time; publish calls it once, before marking the job done.
+	record(err error, duration time.Duration)
+	// doneChan returns the channel Done handed out, if any.
+	doneChan() chan struct{}
 }
 
 // job is the untyped state of a task, shared by every Handle[T]. Fields under
@@ -54,18 +61,10 @@ type job struct {
 	status Status // outcome, written once before done is set
 	done   completion
 	weight int
-	id     string
 	parent context.Context
 	body   body
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
-
-	// handle: the channel Done handed out, announced in done
-	doneCh chanSlot
-
-	// outcome, written once before done is set
-	err      error
-	duration time.Duration
 }
 
 // Handle is a submitted task: wait for it, cancel it, or watch it complete.
@@ -73,6 +72,14 @@ type job struct {
 // concurrent use.
 type Handle[T any] struct {
 	job
+	// What only a handle needs is here, not in job, so that a task
+	// started with Go is smaller (jobs.go).
+	id string
+	// the channel Done handed out, announced in done
+	doneCh chanSlot
+	// outcome, written once before done is set
+	err      error
+	duration time.Duration
 	// value comes before fn: a zero-size last field would be padded, and
 	// a Handle[struct{}] would take the next allocation size class.
 	value T
@@ -157,6 +164,10 @@ func (h *Handle[T]) Cancel() {
 	}
 }
 
+func (h *Handle[T]) taskID() string                           { return h.id }
+func (h *Handle[T]) record(err error, duration time.Duration) { h.err, h.duration = err, duration }
+func (h *Handle[T]) doneChan() chan struct{}                  { return h.doneCh.Load() }
+
 func (h *Handle[T]) call(ctx context.Context) (st Status, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -215,10 +226,11 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 		doubleCompletions.Add(1)
 		return nil, false
 	}
-	j.status, j.err, j.submitted, j.duration = st, err, queued, duration
+	j.status, j.submitted = st, queued
+	j.body.record(err, duration)
 	if j.done.v.Swap(completed)&hasChan != 0 {
 		// Done stored the channel before it announced it.
-		return j.doneCh.Load(), true
+		return j.body.doneChan(), true
 	}
 	return nil, true
 }
@@ -226,7 +238,7 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 // completion is a job's done word: pending, claimed by the completing
 // goroutine while it writes the outcome, then completed; while not
 // completed, the hasChan bit says that Done handed out a channel (in
-// job.doneCh) for publish to close.
+// Handle.doneCh) for publish to close.
 type completion struct{ v atomic.Uint32 }
 
 const (

@@ -12,6 +12,7 @@ func TestDoneRacesPublish(t *testing.T) {
 	const rounds, askers = 20000, 3
 	for i := range rounds {
 		h := new(Handle[int])
+		h.body = h // as Submit sets it
 		got := make([]<-chan struct{}, askers)
 		var wg sync.WaitGroup
 		for k := range askers {
@@ -57,6 +58,7 @@ func TestDoneRacesPublish(t *testing.T) {
 // storing would make that publish find the announcement with no channel.
 func TestPublishBetweenDoneSteps(t *testing.T) {
 	h := new(Handle[int])
+	h.body = h
 	var published, ok bool
 	var ch chan struct{}
 	testHookDoneStored = func() {
@@ -84,6 +86,7 @@ func TestPublishBetweenDoneSteps(t *testing.T) {
 	// And the other order: announced, then published: publish hands the
 	// channel back to be closed.
 	h2 := new(Handle[int])
+	h2.body = h2
 	c2 := h2.Done()
 	ch2, ok2 := h2.publish(Success, nil, 1, 2)
 	if !ok2 || ch2 == nil || (<-chan struct{})(ch2) != c2 {

@@ -96,7 +96,7 @@ func (r *Rejection) RunInCaller() {
 type RejectionHandler func(r *Rejection) error
 
 func (ex *Executor) event(j *job) Event {
-	return Event{Group: j.g.key, ID: j.id, Weight: j.weight}
+	return Event{Group: j.g.key, ID: j.taskID(), Weight: j.weight}
 }
 
 // notify calls one listener method with panics recovered.

@@ -33,8 +33,8 @@ import (
 //
 // Cancelling ctx later cancels the task, as Handle.Cancel does.
 func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], error) {
-	h := &Handle[T]{fn: t.Fn}
-	h.id, h.parent, h.body, h.weight = t.ID, ctx, h, t.Weight
+	h := &Handle[T]{id: t.ID, fn: t.Fn}
+	h.parent, h.body, h.weight = ctx, h, t.Weight
 	if h.weight == 0 {
 		h.weight = 1
 	}
@@ -81,7 +81,7 @@ func (ex *Executor) refuseInvalid(j *job, group string, weight int, err error) e
 	if j.parent == nil {
 		j.parent = context.Background()
 	}
-	return ex.refuse(j, &RejectedError{Group: group, ID: j.id, Limit: LimitInvalid, Weight: weight, Err: err}, true)
+	return ex.refuse(j, &RejectedError{Group: group, ID: j.taskID(), Limit: LimitInvalid, Weight: weight, Err: err}, true)
 }
 
 // detachedGroup stands for a group whose state the executor does not keep
@@ -91,7 +91,7 @@ func detachedGroup(ex *Executor, key string) *group { return &group{ex: ex, key:
 // submit admits j into the group named key.
 func (ex *Executor) submit(j *job, key string) error {
 	if ex.listener != nil {
-		ex.notify(onSubmitted, Event{Group: key, ID: j.id, Weight: j.weight})
+		ex.notify(onSubmitted, Event{Group: key, ID: j.taskID(), Weight: j.weight})
 	}
 	if err := j.parent.Err(); err != nil {
 		j.g = detachedGroup(ex, key)
@@ -137,7 +137,7 @@ func (ex *Executor) submit(j *job, key string) error {
 				ex.mu.Lock()
 				ex.counts.Submitted++
 				ex.mu.Unlock()
-				return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitResolver, Weight: j.weight, Err: err}, true)
+				return ex.refuse(j, &RejectedError{Group: key, ID: j.taskID(), Limit: LimitResolver, Weight: j.weight, Err: err}, true)
 			}
 			ex.mu.Lock()
 			if o, ok := ex.overrides[key]; ok {
@@ -157,7 +157,7 @@ func (ex *Executor) submit(j *job, key string) error {
 	if g == nil {
 		ex.mu.Unlock()
 		j.g = detachedGroup(ex, key)
-		return ex.refuse(j, &RejectedError{Group: key, ID: j.id, Limit: LimitShutdown, Err: ErrShutdown}, true)
+		return ex.refuse(j, &RejectedError{Group: key, ID: j.taskID(), Limit: LimitShutdown, Err: ErrShutdown}, true)
 	}
 	j.g = g
 	g.counts.Submitted++
@@ -220,7 +220,7 @@ func (ex *Executor) ticketUnlocked(g *group, j *job) *RejectedError {
 			ex.groupIdleLocked(g)
 		}
 		ex.mu.Unlock()
-		return &RejectedError{Group: g.key, ID: j.id, Limit: LimitBreaker, Weight: j.weight, Err: err}
+		return &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitBreaker, Weight: j.weight, Err: err}
 	}
 	j.extra().ticket = t
 	return nil
@@ -232,7 +232,7 @@ func (ex *Executor) ticketUnlocked(g *group, j *job) *RejectedError {
 func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (rej *RejectedError, forced bool) {
 	w := j.weight
 	refuse := func(l Limit, used, limit int, err error) *RejectedError {
-		return &RejectedError{Group: g.key, ID: j.id, Limit: l, Weight: w, Used: used, Max: limit, Err: err}
+		return &RejectedError{Group: g.key, ID: j.taskID(), Limit: l, Weight: w, Used: used, Max: limit, Err: err}
 	}
 	switch {
 	case ex.state != open:
@@ -315,7 +315,7 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	for range k {
 		old := g.head()
 		ex.removeWaitingLocked(old, Rejected)
-		b.displaced.add(displacement{old, &RejectedError{Group: g.key, ID: old.id, Limit: LimitGroupQueue,
+		b.displaced.add(displacement{old, &RejectedError{Group: g.key, ID: old.taskID(), Limit: LimitGroupQueue,
 			Weight: old.weight, Used: used, Max: full, Err: ErrDisplaced}})
 	}
 	g.pending--
@@ -351,7 +351,7 @@ func (ex *Executor) watchParent(j *job, inLane bool) {
 // policy or handler unless forced, and returns Submit's error.
 func (ex *Executor) refuse(j *job, rej *RejectedError, forced bool) error {
 	if !forced && ex.handler != nil {
-		r := &Rejection{Group: rej.Group, ID: j.id, Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
+		r := &Rejection{Group: rej.Group, ID: j.taskID(), Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
 		err := ex.callHandler(r)
 		// RunInCaller after the handler returned does nothing; if it won
 		// the race, the task runs (or ran) and completes its own handle.
