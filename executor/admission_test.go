@@ -221,3 +221,50 @@ func TestWaitingTaskHoldsNoGlobalPermit(t *testing.T) {
 	}
 	hot.open()
 }
+
+// TestLoneGroupPaysForItsStarts: a group whose finished task hands its
+// room to its own next task, with no other group waiting (the shortcut of
+// startFreedLocked), is charged for that start as deficit round robin
+// charges any other: when a second group then waits for the global room,
+// the turns alternate at the next release, not one task later.
+func TestLoneGroupPaysForItsStarts(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1)})
+	started := make(chan string, 16)
+	gates := map[string]*gate{}
+	t.Cleanup(func() { // before the executor's Close, on failure too
+		for _, g := range gates {
+			g.open()
+		}
+	})
+	task := func(name string) executor.Task[string] {
+		g := &gate{started: started, release: make(chan struct{})}
+		gates[name] = g
+		return executor.Task[string]{Group: name[:1], ID: name, Fn: g.fn(name)}
+	}
+	var hs []*executor.Handle[string]
+	for _, name := range []string{"a0", "a1", "a2", "a3"} {
+		hs = append(hs, submit(t, ex, task(name)))
+	}
+	next := func(want string) {
+		t.Helper()
+		if got := (&gate{started: started}).waitStarted(t, 1)[0]; got != want {
+			t.Fatalf("%s started, want %s", got, want)
+		}
+	}
+	next("a0")
+	gates["a0"].open() // a1 starts from a0's release: a is alone
+	next("a1")
+	hs = append(hs, submit(t, ex, task("b0"))) // b now waits for the global room
+	gates["a1"].open()
+	next("b0") // a paid for a1's start: its turn is over
+	gates["b0"].open()
+	next("a2")
+	gates["a2"].open()
+	next("a3")
+	gates["a3"].open()
+	for _, h := range hs {
+		if r := wait(t, h); r.Status != executor.Success {
+			t.Fatalf("%s: %v", h.ID(), r.Status)
+		}
+	}
+}

@@ -155,7 +155,9 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	} else {
 		ex.releaseLocked(g, j)
 	}
-	ex.updateReadyLocked(g)
+	if !ex.startFreedLocked(g) {
+		ex.updateReadyLocked(g)
+	}
 	ex.dispatchLocked(&b)
 	if w != nil {
 		next, _ = ex.runq.Pop()
