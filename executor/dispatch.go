@@ -113,7 +113,9 @@ func (ex *Executor) beginTurnLocked(g *group) {
 	} else {
 		g.deficit = kept + share
 	}
-	ex.turn = g
+	if ex.turn != g {
+		ex.turn = g // a pointer write costs a write barrier while the GC marks
+	}
 }
 
 // dispatchLocked starts waiting tasks while global room allows, by deficit
@@ -194,14 +196,9 @@ func (ex *Executor) startFreedLocked(g *group) bool {
 		g.clusterWait || !g.conc.Fits(h.weight) || !ex.global.Fits(h.weight) {
 		return false
 	}
-	for {
-		if ex.turn != g {
-			ex.beginTurnLocked(g)
-		}
-		if g.deficit > 0 {
-			break
-		}
-		ex.turn = nil // the turn ends; g, alone, begins the next
+	// A turn without credit ends, and g, alone, begins the next one.
+	for ex.turn != g || g.deficit <= 0 {
+		ex.beginTurnLocked(g)
 	}
 	g.deficit -= h.weight
 	ex.startLocked(g, h)
