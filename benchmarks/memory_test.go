@@ -31,6 +31,8 @@ import (
 // baseline, so its 8 bytes per task are not counted (a caller needs some
 // reference to its handles anyway). Then the gate opens and every task runs.
 //
+// ours-go: the same with Executor.Go, which keeps no handle.
+//
 // goroutine-semaphore: the goroutine-per-waiter approach; n goroutines
 // blocked in Acquire on a golang.org/x/sync/semaphore.Weighted(1) that is
 // held, measured the same way (heap, which includes the goroutines' g
@@ -62,7 +64,13 @@ func perTask(h0, s0, h1, s1 uint64, n int) float64 {
 }
 
 // oursWaitingCost measures ours with n waiting tasks, then runs them all.
-func oursWaitingCost(n int) (float64, error) {
+func oursWaitingCost(n int) (float64, error) { return waitingCost(n, false) }
+
+// oursGoWaitingCost is oursWaitingCost with tasks started by Executor.Go:
+// no handle to keep, so nothing is kept outside the executor.
+func oursGoWaitingCost(n int) (float64, error) { return waitingCost(n, true) }
+
+func waitingCost(n int, useGo bool) (float64, error) {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(1),
 		policy.WithMaxInFlightPerGroup(policy.Unlimited),
@@ -88,11 +96,22 @@ func oursWaitingCost(n int) (float64, error) {
 	<-started
 
 	var c counter
+	var wg sync.WaitGroup
 	fn := func(context.Context) (struct{}, error) { c.tiny(); return struct{}{}, nil }
-	hs := make([]*executor.Handle[struct{}], n)
+	goFn := func(context.Context) error { c.tiny(); wg.Done(); return nil }
+	var hs []*executor.Handle[struct{}]
+	if !useGo {
+		hs = make([]*executor.Handle[struct{}], n)
+	}
+	wg.Add(n)
 	h0, s0 := memStats()
-	for i := range hs {
-		if hs[i], err = executor.Submit(ex, ctx, executor.Task[struct{}]{Group: "waiting", Fn: fn}); err != nil {
+	for i := range n {
+		if useGo {
+			err = ex.Go(ctx, "waiting", goFn)
+		} else {
+			hs[i], err = executor.Submit(ex, ctx, executor.Task[struct{}]{Group: "waiting", Fn: fn})
+		}
+		if err != nil {
 			close(gate)
 			return 0, fmt.Errorf("submit %d: %w", i, err)
 		}
@@ -112,7 +131,9 @@ func oursWaitingCost(n int) (float64, error) {
 		if r, _ := h.Wait(ctx); r.Status != executor.Success {
 			return 0, fmt.Errorf("task %d: %v %v", i, r.Status, r.Err)
 		}
+		wg.Done()
 	}
+	wg.Wait()
 	if got := c.n.Load(); got != int64(n) {
 		return 0, fmt.Errorf("ran %d tasks, want %d", got, n)
 	}
@@ -162,6 +183,7 @@ func goroutineWaitingCost(n int) (float64, error) {
 
 var memKinds = map[string]func(int) (float64, error){
 	"ours":                oursWaitingCost,
+	"ours-go":             oursGoWaitingCost,
 	"goroutine-semaphore": goroutineWaitingCost,
 }
 
@@ -211,7 +233,7 @@ func BenchmarkWaitingMemory(b *testing.B) {
 	for _, c := range []struct {
 		kind string
 		n    int
-	}{{"ours", oursWaiting}, {"goroutine-semaphore", goroutineWaiting}} {
+	}{{"ours", oursWaiting}, {"ours-go", oursWaiting}, {"goroutine-semaphore", goroutineWaiting}} {
 		b.Run(c.kind, func(b *testing.B) {
 			var sum float64
 			for range b.N {
