@@ -68,6 +68,9 @@ import (
 // Submit's fast path (a task starts at once) applies only when its group
 // has no task waiting, the task fits its limits, and ex.ready is empty: no
 // group is waiting for global room, so no turn is skipped.
+// Likewise a finishing task's group, when ex.ready is empty, starts its own
+// next task without passing through ex.ready (startFreedLocked): the same
+// start, the same charge to its deficit.
 
 // updateReadyLocked keeps g in ex.ready exactly when its head waits only for
 // global room, and in ex.backlog exactly when it has a task waiting.
