@@ -185,11 +185,11 @@ func (ex *Executor) dispatchLocked(b *batch) {
 
 // startFreedLocked starts g's head if g, whose task just released its
 // permits, would be alone in ex.ready and its head fits: exactly what
-// updateReadyLocked and dispatchLocked would do then (g joins ex.ready,
-// its turn begins as often as it takes to have credit, the head starts,
-// g leaves ex.ready again if its limit is full), without moving g in and
-// out of ex.ready. On a deep backlog in one group that is every finish, and
-// the two list updates were ~8% of the flat benchmark's CPU, most of it in
+// updateReadyLocked and dispatchLocked would do then (g joins ex.ready, its
+// turn begins as often as it takes to have credit, the head starts, g
+// leaves ex.ready again if its limit is full), without moving g in and out
+// of ex.ready. On a deep backlog in one group that is every finish, and the
+// two list updates were about 6% of the flat benchmark's CPU, most of it in
 // the collector's write barriers. It reports false, changing nothing, when
 // the general path must decide: another group waits for global room, the
 // head does not fit, or a queue timeout or cluster limiter has a say.
