@@ -35,15 +35,17 @@ func (j *job) runContext() (context.Context, error) {
 		return (*runCtx)(j), nil
 	}
 	// WithCancelCause may call the parent's methods, user code that can
-	// panic or exit the goroutine: stdCtx is set only once there is a
+	// panic or exit the goroutine: cancelRun is set only once there is a
 	// cancel for endRun to call.
 	ctx, cancel := context.WithCancelCause(j.parent)
 	x = j.extra()
 	x.mu.Lock()
 	x.cancelRun = cancel
 	err := x.cancelled
+	if err == nil {
+		err = j.watchGroupLocked(x)
+	}
 	x.mu.Unlock()
-	j.stdCtx = true
 	if err != nil {
 		cancel(err)
 	}
@@ -58,17 +60,108 @@ func (j *job) runContext() (context.Context, error) {
 // endRun releases the run context's resources once Fn has returned. It runs
 // on the goroutine that called runContext.
 func (j *job) endRun() {
-	if !j.stdCtx {
-		return // the job itself was the context: nothing to release
+	x := j.x.Load() // made by runContext if it made a standard context
+	if x == nil {
+		return // the job itself was the context, and nothing asked for its Done
 	}
-	x := j.x.Load() // made by runContext before it set stdCtx
 	x.mu.Lock()
+	x.ended = true
 	cancel := x.cancelRun
 	x.cancelRun = nil
+	if x.watched {
+		x.watched = false
+		j.g.unwatch(j)
+	}
 	x.mu.Unlock()
 	if cancel != nil {
 		cancel(context.Canceled)
 	}
+}
+
+// A group's running tasks are not listed (group.running is a count), so a
+// stop of the group (ShutdownGroup's or Shutdown's deadline, Close) reaches
+// their contexts this way:
+//
+//   - The group's stop cause is set once, and a run context that is the job
+//     itself (runCtx) reads it in Err while it has handed out no Done
+//     channel. No task of the group starts after its stop: the group or the
+//     executor refuses new tasks and its waiting ones were removed.
+//   - A run context with something to signal, a Done channel made by runCtx
+//     or a standard context's cancel, is listed in the group's watched set
+//     while its task runs, and cancelled by the stop like a task cancelled
+//     through its handle. Listing it and stopping the group take the
+//     group's runMu, so it is either listed before the stop, or sees it.
+//
+// So a task pays nothing for this unless its Fn asks its context for Done,
+// or Submit's context can be cancelled, which allocate already. A task run
+// by CallerRuns (detached) belongs to its caller: a stop does not reach it.
+
+// stopCause is why a group stopped: its tasks' contexts are cancelled with
+// err.
+type stopCause struct{ err error }
+
+// watchGroupLocked lists running j, whose run context has something to
+// signal, in its group's watched set, or returns the group's stop cause if
+// the group has stopped. x is j's extra, locked. A job that ended, or runs
+// detached, is not listed.
+func (j *job) watchGroupLocked(x *jobExtra) error {
+	if j.detached || x.ended || x.watched {
+		return nil
+	}
+	g := j.g
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	if s := g.stop.Load(); s != nil {
+		return s.err
+	}
+	if len(g.watched) >= g.pruneAt {
+		// A Done asked for by a goroutine that outlived its task, in the
+		// moment before its job was marked ended, lists a job that nothing
+		// unlists: prune those whose handle completed, as the set doubles.
+		for w := range g.watched {
+			if w.done.v.Load() == completed {
+				delete(g.watched, w)
+			}
+		}
+		g.pruneAt = max(64, 2*len(g.watched))
+	}
+	if g.watched == nil {
+		g.watched = make(map[*job]struct{})
+	}
+	g.watched[j] = struct{}{}
+	x.watched = true
+	return nil
+}
+
+func (g *group) unwatch(j *job) {
+	g.runMu.Lock()
+	delete(g.watched, j)
+	g.runMu.Unlock()
+}
+
+// stopRuns stops g's running tasks with cause (the first cause stays) and
+// returns those whose run context must be cancelled.
+func (g *group) stopRuns(cause error) []*job {
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	g.stop.CompareAndSwap(nil, &stopCause{cause})
+	var js []*job
+	for j := range g.watched {
+		js = append(js, j)
+	}
+	return js
+}
+
+// stopped returns the cause of g's stop if it reaches j, a job whose run
+// context is itself and has handed out no channel, or nil.
+func (j *job) stopped() error {
+	if j.detached {
+		return nil
+	}
+	if s := j.g.stop.Load(); s != nil {
+		return s.err
+	}
+	return nil
 }
 
 // cancelContext cancels the run context with cause, now or, if Fn has not
@@ -99,10 +192,20 @@ func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 func (c *runCtx) Value(key any) any           { return c.parent.Value(key) }
 
 func (c *runCtx) Done() <-chan struct{} {
-	x := (*job)(c).extra()
+	j := (*job)(c)
+	x := j.extra()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.cancelCh == nil {
+		if x.cancelled == nil {
+			// Until now Err read the group's stop: a channel made now
+			// must be closed if the group has stopped, or hear of its stop.
+			if err := j.stopped(); err != nil {
+				x.cancelled = err
+			} else if err := j.watchGroupLocked(x); err != nil {
+				x.cancelled = err
+			}
+		}
 		if x.cancelled != nil {
 			return closedChan
 		}
@@ -111,16 +214,26 @@ func (c *runCtx) Done() <-chan struct{} {
 	return x.cancelCh
 }
 
-// Err takes no lock while the task has never been cancelled, so that a Fn
-// polling it costs little.
+// Err takes no lock while the task has never been cancelled through its
+// handle and has not asked for Done, so that a Fn polling it costs little.
+// Without a Done channel, its group's stop cancels it (stopped); with one,
+// the stop closes the channel and sets cancelled (watchGroupLocked), and Err
+// follows the channel.
 func (c *runCtx) Err() error {
-	x := c.x.Load()
-	if x == nil {
-		return nil
+	j := (*job)(c)
+	x := j.x.Load()
+	if x != nil {
+		x.mu.Lock()
+		cancelled, hasCh := x.cancelled, x.cancelCh != nil
+		x.mu.Unlock()
+		if cancelled != nil {
+			return context.Canceled
+		}
+		if hasCh {
+			return nil
+		}
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.cancelled != nil {
+	if j.stopped() != nil {
 		return context.Canceled
 	}
 	return nil

@@ -228,7 +228,10 @@ func (ex *Executor) startLocked(g *group, j *job) {
 	}
 	g.conc.Acquire(j.weight)
 	ex.global.Acquire(j.weight)
-	g.running.PushBack(j)
+	g.running++
+	if trackRunning {
+		g.trackLocked(j, true)
+	}
 	j.state = stateRunning
 	g.counts.Started++
 	g.served += uint64(j.weight)

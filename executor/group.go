@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/groupexec/groupexec/breaker"
@@ -19,7 +20,7 @@ type group struct {
 	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
 	conc     groupsem.Sem // permits running
 	waiting  jobList
-	running  jobList
+	running  int // tasks started and not yet finished
 
 	readyNode   queue.Node[*group] // in ex.ready
 	idleNode    queue.Node[*group] // in ex.idle
@@ -48,7 +49,23 @@ type group struct {
 	served     uint64 // permits started
 
 	lane lane // the way in without the executor's lock (lane.go)
+
+	// The group's running tasks are counted, not listed: their contexts
+	// hear of the group's stop through stop (context.go), and only those
+	// that have a channel to close or a cancel to call are listed, in
+	// watched. Guarded by runMu, except stop, also read without it.
+	runMu   sync.Mutex
+	stop    atomic.Pointer[stopCause]
+	watched map[*job]struct{}
+	pruneAt int // len(watched) at which ended jobs are pruned from it
+
+	runningSet map[*job]struct{} // the running tasks, kept only for tests (trackRunning)
 }
+
+// trackRunning, set by the package's tests, keeps each group's running
+// tasks in runningSet, so that the invariant checks can hold the permits
+// against the tasks that hold them.
+var trackRunning bool
 
 func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	g := &group{
@@ -73,7 +90,7 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	return g
 }
 
-func (g *group) tasks() int { return g.waiting.Len() + g.running.Len() }
+func (g *group) tasks() int { return g.waiting.Len() + g.running }
 
 // idle reports whether g has no task and no Submit in progress.
 func (g *group) idle() bool { return g.tasks() == 0 && g.pending == 0 }
@@ -85,4 +102,15 @@ func (g *group) reclaimable() bool { return g.br == nil || g.br.State() == break
 // head returns the first waiting task, or nil.
 func (g *group) head() *job {
 	return g.waiting.Front()
+}
+
+func (g *group) trackLocked(j *job, running bool) {
+	if !running {
+		delete(g.runningSet, j)
+		return
+	}
+	if g.runningSet == nil {
+		g.runningSet = make(map[*job]struct{})
+	}
+	g.runningSet[j] = struct{}{}
 }

@@ -55,7 +55,7 @@ type job struct {
 	submitted time.Duration
 	state     jobState
 	released  bool // releaseLocked ran: completing the handle settles it (drain.go)
-	stdCtx    bool // the run context is a standard one (written and read by the running goroutine)
+	detached  bool // run by CallerRuns, outside the executor: no group stop reaches it (set before it runs)
 
 	// set by Submit, then read-only
 	status Status // outcome, written once before done is set

@@ -45,6 +45,8 @@ type jobExtra struct {
 	cancelCh  chan struct{} // Done of the run context when it is the job itself
 	cancelled error         // set when the run context is cancelled
 	cancelRun context.CancelCauseFunc
+	watched   bool // listed in its group's watched set (context.go)
+	ended     bool // the run has ended: never listed again
 }
 
 // taskID returns j's task ID, kept by its handle.

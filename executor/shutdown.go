@@ -127,9 +127,7 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 			ex.removeWaitingLocked(j, Cancelled)
 			waiting = append(waiting, j)
 		}
-		for j := g.running.Front(); j != nil; j = j.next {
-			running = append(running, j)
-		}
+		running = append(running, g.stopRuns(cause)...)
 	}
 	ex.dispatchLocked(&b)
 	ex.launchLocked(&b)

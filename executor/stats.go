@@ -112,7 +112,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		Breaker:        br,
 		Group:          g.key,
 		Running:        g.conc.Used(),
-		RunningTasks:   g.running.Len(),
+		RunningTasks:   g.running,
 		Waiting:        g.waiting.Len(),
 		InFlight:       g.inFlight.Used(),
 		MaxInFlight:    g.limits.MaxInFlight,

@@ -132,7 +132,10 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	ex.gate.Unlock()
 	ex.finishing.Add(-1)
 	g := j.g
-	g.running.Remove(j)
+	g.running--
+	if trackRunning {
+		g.trackLocked(j, false)
+	}
 	g.conc.Release(j.weight)
 	ex.global.Release(j.weight)
 	if ex.cluster != nil {
