@@ -54,7 +54,7 @@ func (ex *Executor) CheckInvariants() string {
 		}
 		for j := range g.runningSet {
 			if j.state != stateRunning {
-				return "non-running task in a running list"
+				return "a task counted running is not running"
 			}
 			r += j.weight
 		}

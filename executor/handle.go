@@ -44,7 +44,7 @@ type body interface {
 // x (jobs.go).
 type job struct {
 	// executor
-	next, prev *job // in its group's waiting or running list (jobList)
+	next, prev *job // in its group's waiting queue or lane (jobList)
 	g          *group
 	// submitted is when the job was submitted, since the executor's epoch,
 	// until the job completes; from then on it is how long the job waited

@@ -64,10 +64,10 @@ func (j *job) extra() *jobExtra {
 	return j.x.Load()
 }
 
-// jobList is a FIFO of jobs linked through their next and prev fields. A job
-// is in at most one list at a time, which its state tells: a waiting job in
-// its group's waiting list, a running one in its running list. Guarded by
-// the executor's mutex.
+// jobList is a FIFO of jobs linked through their next and prev fields: a
+// group's waiting queue, or its lane's tasks. A job is in at most one list
+// at a time, and only while it waits. Guarded by the executor's mutex (the
+// lane's by the lane's).
 type jobList struct {
 	front, back *job
 	n           int
