@@ -200,11 +200,12 @@ func (c *runCtx) Done() <-chan struct{} {
 		if x.cancelled == nil {
 			// Until now Err read the group's stop: a channel made now
 			// must be closed if the group has stopped, or hear of its stop.
-			if err := j.stopped(); err != nil {
-				x.cancelled = err
-			} else if err := j.watchGroupLocked(x); err != nil {
-				x.cancelled = err
+			// (A job that ended is not listed, but still sees the stop.)
+			err := j.stopped()
+			if err == nil {
+				err = j.watchGroupLocked(x)
 			}
+			x.cancelled = err
 		}
 		if x.cancelled != nil {
 			return closedChan

@@ -105,8 +105,8 @@ func TestStopCancelsRunningTasks(t *testing.T) {
 						if err := ex.Go(k.ctx(), "g", fn); err != nil {
 							t.Fatal(err)
 						}
-					} else {
-						executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+					} else if _, err := executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }}); err != nil {
+						t.Fatal(err)
 					}
 					<-started
 					go s.stop(ex)
@@ -134,15 +134,16 @@ func TestShutdownGroupSparesOtherGroups(t *testing.T) {
 			started := make(chan struct{}, 2)
 			seen := make(chan error, 2)
 			for _, grp := range []string{"g", "other"} {
-				ctx := k.ctx()
-				executor.Submit(ex, ctx, executor.Task[int]{Group: grp, Fn: func(ctx context.Context) (int, error) {
+				if _, err := executor.Submit(ex, k.ctx(), executor.Task[int]{Group: grp, Fn: func(ctx context.Context) (int, error) {
 					started <- struct{}{}
 					err := k.wait(ctx, release)
 					if grp == "other" {
 						seen <- err
 					}
 					return 0, err
-				}})
+				}}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			<-started
 			<-started
@@ -192,16 +193,23 @@ func TestCallerRunsIsNotStopped(t *testing.T) {
 			started, stopped := make(chan struct{}), make(chan struct{})
 			seen := make(chan error, 1)
 			var wg sync.WaitGroup
+			refused := make(chan error, 1)
 			wg.Go(func() {
-				executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+				if _, err := executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
 					close(started)
 					<-stopped
 					err := k.wait(ctx, closed())
 					seen <- err
 					return 0, err
-				}})
+				}}); err != nil {
+					refused <- err
+				}
 			})
-			<-started
+			select {
+			case <-started:
+			case err := <-refused:
+				t.Fatalf("Submit: %v, want the task run by its caller", err)
+			}
 			ex.ShutdownGroup(done(), "g")
 			close(stopped)
 			wg.Wait()
