@@ -132,8 +132,11 @@ func TestRingMatchesSlice(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var ring queue.Ring[int]
 	var model []int
-	for i := range 10_000 {
-		if r.IntN(3) > 0 || len(model) == 0 {
+	// Phases that grow the ring, hold its size (so that indexes wrap many
+	// times at one buffer length), and shrink it, in turn: pushes out of 6.
+	pushesIn6 := []int{4, 3, 2, 4, 3, 1}
+	for i := range 30_000 {
+		if r.IntN(6) < pushesIn6[i/5000] || len(model) == 0 {
 			ring.Push(i)
 			model = append(model, i)
 			continue
