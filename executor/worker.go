@@ -127,9 +127,14 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	// Submit that needs it (a task that starts, or waits first in its group)
 	// behind them all: on two cores the submitting goroutine spent much of
 	// its time there (mutex profile), and it is what feeds every worker.
-	ex.gate.Lock()
-	ex.mu.Lock()
-	ex.gate.Unlock()
+	// A lock found free is taken at once, past the gate: that queues no one
+	// on the lock, and spares the gate's two atomic writes, which most
+	// finishes pay for nothing (session 14: flat Go -14%, grouped Go -9%).
+	if !ex.mu.TryLock() {
+		ex.gate.Lock()
+		ex.mu.Lock()
+		ex.gate.Unlock()
+	}
 	ex.finishing.Add(-1)
 	g := j.g
 	g.running--
