@@ -47,8 +47,9 @@ type Executor struct {
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup
 
-	// gate lets finishing workers onto mu one at a time (worker.go finish);
-	// nothing else takes it, and nothing is held while taking it.
+	// gate lets finishing workers that find mu held onto it one at a time
+	// (worker.go finish); nothing else takes it, and nothing is held while
+	// taking it.
 	gate sync.Mutex
 
 	mu          sync.Mutex
