@@ -151,10 +151,7 @@ func (ex *Executor) dispatchLocked(b *batch) {
 		if g.deficit <= 0 {
 			// The turn ends, or a debt is repaid by one share.
 			ex.turn = nil
-			if ex.ready.Len() > 1 {
-				ex.ready.Remove(n)
-				ex.ready.PushBack(n)
-			}
+			ex.ready.Rotate() // n, the front, goes to the back
 			continue
 		}
 		if !ex.global.Fits(j.weight) {

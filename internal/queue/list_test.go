@@ -95,7 +95,7 @@ func TestRandomOpsMatchSlice(t *testing.T) {
 	var l queue.List[*item]
 	var model []*item
 	for i := range 10_000 {
-		switch op := r.IntN(4); {
+		switch op := r.IntN(5); {
 		case op == 0 || len(model) == 0:
 			it := newItem(i)
 			l.PushBack(&it.node)
@@ -108,6 +108,9 @@ func TestRandomOpsMatchSlice(t *testing.T) {
 			k := r.IntN(len(model))
 			l.Remove(&model[k].node)
 			model = slices.Delete(model, k, k+1)
+		case op == 4:
+			l.Rotate()
+			model = append(model[1:], model[0])
 		default:
 			n := l.PopFront()
 			if n.Value != model[0] {
@@ -118,13 +121,43 @@ func TestRandomOpsMatchSlice(t *testing.T) {
 		if l.Len() != len(model) {
 			t.Fatalf("len %d, model %d", l.Len(), len(model))
 		}
+		if i%97 == 0 {
+			checkModel(t, &l, model)
+		}
 	}
+	checkModel(t, &l, model)
+}
+
+func checkModel(t *testing.T, l *queue.List[*item], model []*item) {
+	t.Helper()
 	want := make([]int, len(model))
 	for i, it := range model {
 		want[i] = it.v
 	}
-	if got := values(&l); !slices.Equal(got, want) {
+	if got := values(l); !slices.Equal(got, want) {
 		t.Fatalf("list %v, model %v", got, want)
+	}
+}
+
+func TestRotate(t *testing.T) {
+	var l queue.List[*item]
+	l.Rotate() // empty: nothing to do
+	a, b, c := newItem(1), newItem(2), newItem(3)
+	l.PushBack(&a.node)
+	l.Rotate()
+	if l.Front() != &a.node || a.node.Next() != nil {
+		t.Fatal("rotating one node")
+	}
+	l.PushBack(&b.node)
+	l.PushBack(&c.node)
+	l.Rotate()
+	if got := values(&l); !slices.Equal(got, []int{2, 3, 1}) {
+		t.Fatalf("after Rotate %v", got)
+	}
+	l.Remove(&a.node) // the back
+	l.PushFront(&a.node)
+	if got := values(&l); !slices.Equal(got, []int{1, 2, 3}) || c.node.Next() != nil {
+		t.Fatalf("after PushFront %v", got)
 	}
 }
 
