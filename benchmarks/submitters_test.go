@@ -61,6 +61,41 @@ func (r *oursSubmitters) run(n int) error {
 
 func (r *oursSubmitters) close() error { return r.ex.Close() }
 
+// oursGoSubmitters is oursSubmitters with Executor.Go: each submitter
+// goroutine adds its share to one WaitGroup, which the tasks count down.
+type oursGoSubmitters struct {
+	*oursGoRunner
+}
+
+func (r *oursGoSubmitters) run(n int) error {
+	errs := make([]error, submitters)
+	var wg sync.WaitGroup
+	r.wg.Add(n)
+	for s := range submitters {
+		k := n / submitters
+		if s < n%submitters {
+			k++
+		}
+		wg.Go(func() {
+			for i := range k {
+				if err := r.ex.Go(context.Background(), r.keys[(i+s)%len(r.keys)], r.task); err != nil {
+					errs[s] = fmt.Errorf("submitter %d, go %d: %w", s, i, err)
+					r.wg.Add(-(k - i))
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 var submittersPeers = []peerCase{
 	{"ours", func(c *counter) (runner, error) {
 		o, err := newOurs(c, groupedKeys, groupedGlobal, groupedConc, 0)
@@ -68,6 +103,13 @@ var submittersPeers = []peerCase{
 			return nil, err
 		}
 		return &oursSubmitters{ex: o.ex, keys: o.keys, fn: o.fn}, nil
+	}},
+	{"ours-go", func(c *counter) (runner, error) {
+		o, err := newOursGo(c, groupedKeys, groupedGlobal, groupedConc)
+		if err != nil {
+			return nil, err
+		}
+		return &oursGoSubmitters{o}, nil
 	}},
 	// x/sync's runner starts a goroutine per task from one loop: with a
 	// goroutine per task, more submitters would only add goroutines.
