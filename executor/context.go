@@ -32,6 +32,9 @@ func (j *job) runContext() (context.Context, error) {
 	x := j.x.Load()
 	bind := x != nil && x.bound
 	if j.parent.Done() == nil && !bind {
+		if j.reusable() {
+			return (*groupCtx)(j.g), nil
+		}
 		return (*runCtx)(j), nil
 	}
 	// WithCancelCause may call the parent's methods, user code that can
@@ -144,7 +147,9 @@ func (g *group) unwatch(j *job) {
 func (g *group) stopRuns(cause error) []*job {
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
-	g.stop.CompareAndSwap(nil, &stopCause{cause})
+	if g.stop.CompareAndSwap(nil, &stopCause{cause}) && g.stopCh != nil {
+		close(g.stopCh)
+	}
 	var js []*job
 	for j := range g.watched {
 		js = append(js, j)
@@ -241,3 +246,38 @@ func (c *runCtx) Err() error {
 }
 
 func (c *runCtx) String() string { return "executor.taskContext(" + (*job)(c).taskID() + ")" }
+
+// groupCtx is a group seen as the run context of its Go tasks submitted
+// with context.Background (job.reusable), which are reused once they
+// complete (recycle.go), so that no context may be the task itself. Such a
+// task has no handle to cancel it and a parent that never ends: only its
+// group's stop cancels it, so one context per group serves all of them,
+// and a Fn that keeps its context after returning keeps its group's, not a
+// task since reused. Asking it for Done makes one channel per group, not
+// one per task.
+type groupCtx group
+
+func (c *groupCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *groupCtx) Value(key any) any           { return nil }
+
+func (c *groupCtx) Done() <-chan struct{} {
+	g := (*group)(c)
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	if g.stop.Load() != nil {
+		return closedChan
+	}
+	if g.stopCh == nil {
+		g.stopCh = make(chan struct{}) // closed by stopRuns
+	}
+	return g.stopCh
+}
+
+func (c *groupCtx) Err() error {
+	if (*group)(c).stop.Load() != nil {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *groupCtx) String() string { return "executor.groupContext(" + (*group)(c).key + ")" }

@@ -44,6 +44,8 @@ type Executor struct {
 	// lock: key -> *group.
 	lookup sync.Map
 
+	spare spares // Go tasks for reuse, Go's side (recycle.go)
+
 	// workers counts the goroutines running tasks; Close waits for it.
 	workers sync.WaitGroup
 
@@ -54,6 +56,9 @@ type Executor struct {
 
 	mu          sync.Mutex
 	state       execState
+	free        []*goTask    // Go tasks for reuse, freed since the last collection (recycle.go)
+	old         []*goTask    // and freed before it
+	aging       bool         // a collection will age free and old
 	global      groupsem.Sem // running permits, all groups
 	waiting     int          // waiting tasks, all groups
 	tasks       int          // admitted tasks (waiting + running), all groups

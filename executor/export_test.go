@@ -1,6 +1,9 @@
 package executor
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+)
 
 // The invariant checks list every group's running tasks, which the
 // executor only counts.
@@ -97,6 +100,17 @@ func (ex *Executor) CheckInvariants() string {
 	}
 	if ex.global.Used() != running {
 		return "global permits do not match running tasks"
+	}
+	// A spare task (recycle.go) is done, in no list, with nothing extra.
+	for _, l := range [][]*goTask{ex.free, ex.old} {
+		for _, t := range l {
+			if t.state != stateDone || t.next != nil || t.prev != nil || t.x.Load() != nil || !t.reusable() {
+				return "a spare Go task is not a completed reusable one"
+			}
+			if _, running := t.g.runningSet[&t.job]; running {
+				return "a spare Go task is still running"
+			}
+		}
 	}
 	// With a cluster global limiter, the front may wait for its permits.
 	clusterGlobal := ex.cluster != nil && ex.cluster.global != nil
@@ -209,3 +223,27 @@ func LaneAdmitted(ex *Executor) uint64 {
 
 // LanesEnabled reports whether ex's configuration lets lanes open.
 func LanesEnabled(ex *Executor) bool { return ex.lanes }
+
+// WaitIdle waits until ex has no admitted task; it allocates nothing.
+func WaitIdle(ex *Executor) {
+	for {
+		ex.mu.Lock()
+		n := ex.tasks
+		ex.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// SpareTasks returns how many Go tasks ex keeps for reuse, and whether a
+// collection is to age them.
+func SpareTasks(ex *Executor) (n int, aging bool) {
+	ex.spare.mu.Lock()
+	n = len(ex.spare.tasks) - ex.spare.next
+	ex.spare.mu.Unlock()
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return n + len(ex.free) + len(ex.old), ex.aging
+}

@@ -20,10 +20,14 @@ import (
 // Without a handle a task needs less: with no listener and no queue
 // timeout, a task that is admitted and runs never reads the clock (no
 // Result reports its wait or run time), and the caller never waits on a
-// channel.
+// channel. With ctx context.Background, nothing of the task outlives it, so
+// the executor reuses it for a later call and Go allocates nothing once
+// warm; fn's context is then its group's, shared by those tasks and
+// cancelled only when the group stops (ShutdownGroup's or Shutdown's
+// deadline, Close), which is all that can cancel them. It carries no value
+// and no deadline, as context.Background, and a fn may keep it.
 func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Context) error) error {
-	t := &goTask{fn: fn}
-	t.parent, t.body, t.weight = ctx, t, 1
+	t := ex.newGoTask(ctx, fn)
 	if err := validate(ctx, group, 1, fn == nil); err != nil {
 		return ex.refuseInvalid(&t.job, group, 1, err)
 	}

@@ -56,6 +56,7 @@ type group struct {
 	// watched. Guarded by runMu, except stop, also read without it.
 	runMu   sync.Mutex
 	stop    atomic.Pointer[stopCause]
+	stopCh  chan struct{} // Done of the group's run context (groupCtx), made on first use
 	watched map[*job]struct{}
 	pruneAt int // len(watched) at which ended jobs are pruned from it
 

@@ -93,6 +93,7 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 func (ex *Executor) Close() error {
 	ex.mu.Lock()
 	ex.state = closed
+	ex.dropSparesLocked()
 	ex.closeLanesLocked()
 	ex.releaseParkedLocked()
 	for _, g := range ex.groups {
@@ -102,6 +103,7 @@ func (ex *Executor) Close() error {
 		}
 	}
 	ex.mu.Unlock()
+	ex.dropSpareCache()
 	ex.cancelGroups(ex.allGroups, ErrShutdown)
 	ex.workers.Wait()
 	return nil

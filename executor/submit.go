@@ -193,12 +193,16 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.afterUnlock(&b)
 		return nil
 	}
+	// Read before unlocking: once the lock is released j may start, run,
+	// complete, and be reused (recycle.go) before this goroutine goes on.
+	// (Only a j with context.Background is reused, and it needs no watcher.)
+	watch := j.parent.Done() != nil
 	ex.dispatchLocked(&b)
 	ex.openLaneLocked(g)
 	ex.launchLocked(&b)
 	ex.mu.Unlock()
 	ex.afterUnlock(&b)
-	if j.parent.Done() != nil {
+	if watch {
 		ex.watchParent(j, false)
 	}
 	return nil

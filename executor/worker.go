@@ -157,8 +157,11 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 			// then j counts as unsettled, so that no Shutdown returns
 			// while it is open.
 			ex.unsettleLocked(g, j)
-		} else if ex.drainWanted.Load() {
-			ex.wakeDrainedLocked()
+		} else {
+			if ex.drainWanted.Load() {
+				ex.wakeDrainedLocked()
+			}
+			ex.keepLocked(j) // from here on, j may be another Go call's
 		}
 	} else {
 		ex.releaseLocked(g, j)

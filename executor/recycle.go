@@ -1,0 +1,196 @@
+package executor
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"weak"
+)
+
+// Reusing Go tasks.
+//
+// A task started with Go and context.Background leaves nothing behind when
+// it completes: it has no handle, no watcher on its context, and its run
+// context is its group's (groupCtx), not the task itself. So once the
+// worker that ran it has completed it, in finish, under the executor's
+// lock, nothing refers to it, and the executor keeps it for a later Go call
+// instead of leaving it to the collector.
+//
+// That is what the collector costs on tiny tasks: a task allocated per call
+// keeps it marking much of the time, with write barriers on every pointer
+// write meanwhile. Reusing tasks, measured with the whole flat and grouped
+// batches reused (benchmarks/README.md, session 16), made both workloads
+// 15-18% faster on two cores. A sync.Pool was measured too, and gained
+// nothing: Go takes tasks on the submitter's P and workers put them back on
+// theirs, so its per-P caches miss every time.
+//
+// Bounds, as sync.Pool's: what is kept does not outlive two collections
+// unused. Finishing workers keep freed tasks in ex.free (under the lock); at
+// each collection (a cleanup armed while anything is kept) those move to
+// ex.old and the previous ex.old is dropped. Go takes them, ex.free first,
+// a whole list at a time into a cache of its own (ex.spare, under its own
+// mutex, so that Go takes no executor lock per call), which is dropped at a
+// collection if no Go call took from it since the one before. A burst's
+// tasks are so kept while Go calls keep taking them, which under a steady
+// load means no collection at all, and no longer than two collections
+// after it stops; Close drops them. After a refill that found nothing, Go
+// allocates for spareBackoff calls before it asks again.
+
+// spareBackoff is how many Go calls allocate before Go asks the finishing
+// workers for tasks again after finding none: the ask takes the executor's
+// lock.
+const spareBackoff = 64
+
+// background is the context that Go must be given for its task to be
+// reused: any other may carry values or a deadline that the group's run
+// context could not serve.
+var background = context.Background()
+
+// spares is Go's cache of reusable tasks. It sits on cache lines of its
+// own: every Go call writes it, and finishing workers never touch it.
+type spares struct {
+	_     [64]byte
+	mu    sync.Mutex
+	tasks []*goTask // taken from the front (next), in the order they were freed
+	next  int
+	skip  int  // Go calls left to allocate before the next refill
+	taken bool // a task was taken since the last collection
+	_     [64]byte
+}
+
+// newGoTask returns a Go task for fn and ctx: a reused one when ctx is
+// background and one is spare, otherwise a new one.
+func (ex *Executor) newGoTask(ctx context.Context, fn func(ctx context.Context) error) *goTask {
+	if ctx == background {
+		if t := ex.takeSpare(); t != nil {
+			t.fn = fn
+			return t
+		}
+	}
+	t := &goTask{fn: fn}
+	t.parent, t.body, t.weight = ctx, t, 1
+	return t
+}
+
+// takeSpare returns a spare task, reset, or nil.
+func (ex *Executor) takeSpare() *goTask {
+	s := &ex.spare
+	s.mu.Lock()
+	if s.next == len(s.tasks) {
+		if s.skip > 0 {
+			s.skip--
+			s.mu.Unlock()
+			return nil
+		}
+		ex.refillSpares(s)
+		if len(s.tasks) == 0 {
+			s.skip = spareBackoff
+			s.mu.Unlock()
+			return nil
+		}
+	}
+	t := s.tasks[s.next]
+	s.tasks[s.next] = nil
+	s.next++
+	s.taken = true
+	s.mu.Unlock()
+	// What finish left as it was: the links, the extra and the context
+	// are nil and background by the conditions of keepLocked.
+	// Its group is set by submit, whatever the outcome.
+	t.submitted, t.state, t.released, t.status = 0, stateNew, false, 0
+	t.done.v.Store(pending)
+	return t
+}
+
+// refillSpares gives s, which is empty and locked, the tasks that
+// finishing workers freed since the last collection, or else those they
+// freed before it.
+func (ex *Executor) refillSpares(s *spares) {
+	ex.mu.Lock()
+	if len(ex.free) > 0 {
+		s.tasks, ex.free = ex.free, s.tasks[:0]
+	} else {
+		s.tasks, ex.old = ex.old, s.tasks[:0]
+	}
+	ex.mu.Unlock()
+	s.next = 0
+}
+
+// keepLocked keeps j, which has just completed in finish, for a later Go
+// call if it is a reusable Go task.
+func (ex *Executor) keepLocked(j *job) {
+	t, ok := j.body.(*goTask)
+	if !ok || !j.reusable() || j.x.Load() != nil || ex.state == closed {
+		return
+	}
+	ex.free = append(ex.free, t)
+	if !ex.aging {
+		ex.aging = true
+		armAging(weak.Make(ex))
+	}
+}
+
+// agingTick is a heap object made unreachable at once, so that its cleanup
+// runs after the next collection. It holds a pointer so that it is never
+// one of the tiny objects that share an allocation, whose cleanups may never
+// run.
+type agingTick struct{ _ *byte }
+
+// armAging makes ex's spare tasks age at the next collection. The cleanup
+// holds ex weakly: an executor dropped without Close is still collected,
+// and its aging stops.
+func armAging(ex weak.Pointer[Executor]) {
+	runtime.AddCleanup(new(agingTick), func(ex weak.Pointer[Executor]) {
+		if e := ex.Value(); e != nil && e.age() {
+			armAging(ex)
+		}
+	}, ex)
+}
+
+// age is a collection's turn to drop the spare tasks unused since the
+// previous one. It reports whether any are left, to age at the next.
+func (ex *Executor) age() bool {
+	s := &ex.spare
+	s.mu.Lock()
+	if !s.taken {
+		clear(s.tasks)
+		s.tasks, s.next = nil, 0
+	}
+	s.taken = false
+	left := s.next < len(s.tasks)
+	s.mu.Unlock()
+
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	clear(ex.old)
+	ex.old, ex.free = ex.free, ex.old[:0]
+	if ex.state == closed {
+		ex.old, ex.free = nil, nil
+	}
+	left = left || len(ex.old) > 0
+	ex.aging = left
+	return left
+}
+
+// dropSparesLocked drops the tasks finishing workers kept: the executor
+// is closed, and keeps no more.
+func (ex *Executor) dropSparesLocked() {
+	ex.free, ex.old = nil, nil
+}
+
+// dropSpareCache drops Go's cache: the executor is closed.
+func (ex *Executor) dropSpareCache() {
+	s := &ex.spare
+	s.mu.Lock()
+	clear(s.tasks)
+	s.tasks, s.next = nil, 0
+	s.mu.Unlock()
+}
+
+// reusable reports whether j is a Go task with context.Background run by
+// the executor (not by CallerRuns): its run context is then its group's,
+// and nothing of it is left once it completes.
+func (j *job) reusable() bool {
+	_, isGo := j.body.(*goTask)
+	return isGo && !j.detached && j.parent == background
+}
