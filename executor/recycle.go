@@ -18,11 +18,12 @@ import (
 //
 // That is what the collector costs on tiny tasks: a task allocated per call
 // keeps it marking much of the time, with write barriers on every pointer
-// write meanwhile. Reusing tasks, measured with the whole flat and grouped
-// batches reused (benchmarks/README.md, session 16), made both workloads
-// 15-18% faster on two cores. A sync.Pool was measured too, and gained
-// nothing: Go takes tasks on the submitter's P and workers put them back on
-// theirs, so its per-P caches miss every time.
+// write meanwhile. Reusing tasks made Go 12% faster on the flat benchmark
+// and 11% on the grouped one, on two cores (benchmarks/README.md, session
+// 16). A sync.Pool was measured too, and gained nothing: Go takes tasks on
+// the submitter's P and workers put them back on theirs. Bounding the list
+// by the tasks in flight, and dropping it when the executor went idle, made
+// things slower: a batch's tasks were then mostly allocated anyway.
 //
 // Bounds, as sync.Pool's: what is kept does not outlive two collections
 // unused. Finishing workers keep freed tasks in ex.free (under the lock); at
