@@ -120,11 +120,10 @@ func (ex *Executor) refillSpares(s *spares) {
 // keepLocked keeps j, which has just completed in finish, for a later Go
 // call if it is a reusable Go task.
 func (ex *Executor) keepLocked(j *job) {
-	t, ok := j.body.(*goTask)
-	if !ok || !j.reusable() || j.x.Load() != nil || ex.state == closed {
+	if !j.reusable() || j.x.Load() != nil || ex.state == closed {
 		return
 	}
-	ex.free = append(ex.free, t)
+	ex.free = append(ex.free, j.body.(*goTask))
 	if !ex.aging {
 		ex.aging = true
 		armAging(weak.Make(ex))
