@@ -38,9 +38,10 @@ func (r *oursSubmitters) run(n int) error {
 		}
 		wg.Go(func() {
 			hs := r.hs[s][:0]
+			t := inTurn{s % len(r.keys), len(r.keys)}
 			for i := range k {
 				h, err := executor.Submit(r.ex, context.Background(),
-					executor.Task[struct{}]{Group: r.keys[(i+s)%len(r.keys)], Fn: r.fn})
+					executor.Task[struct{}]{Group: r.keys[t.next()], Fn: r.fn})
 				if err != nil {
 					errs[s] = fmt.Errorf("submitter %d, submit %d: %w", s, i, err)
 					break
@@ -77,8 +78,9 @@ func (r *oursGoSubmitters) run(n int) error {
 			k++
 		}
 		wg.Go(func() {
+			t := inTurn{s % len(r.keys), len(r.keys)}
 			for i := range k {
-				if err := r.ex.Go(context.Background(), r.keys[(i+s)%len(r.keys)], r.task); err != nil {
+				if err := r.ex.Go(context.Background(), r.keys[t.next()], r.task); err != nil {
 					errs[s] = fmt.Errorf("submitter %d, go %d: %w", s, i, err)
 					r.wg.Add(-(k - i))
 					break
