@@ -43,7 +43,7 @@ func (ex *Executor) completeCancelled(j *job, cause error, queued time.Duration)
 
 // runInCaller runs j in the calling goroutine, outside every limit.
 func (ex *Executor) runInCaller(j *job) {
-	j.detached = true
+	j.flags |= detached
 	start := ex.since()
 	queued := start - j.submitted
 	st, err := Failed, ErrGoexit

@@ -322,6 +322,7 @@ func (ex *Executor) dropLocked(g *group) {
 	if ex.groups[g.key] == g {
 		delete(ex.groups, g.key)
 		ex.lookup.CompareAndDelete(g.key, g)
+		ex.hint.CompareAndSwap(g, nil)
 	}
 }
 
@@ -343,6 +344,14 @@ type handoff struct {
 	j *job
 }
 
+// reset empties b for reuse, keeping what it allocated.
+func (b *batch) reset() {
+	b.hand.reset()
+	b.spawn.reset()
+	b.expired.reset()
+	b.displaced.reset()
+}
+
 // few is a list that allocates only past its first element.
 type few[T any] struct {
 	n    int
@@ -357,6 +366,19 @@ func (l *few[T]) add(v T) {
 		l.more = append(l.more, v)
 	}
 	l.n++
+}
+
+// reset empties l, keeping the room it allocated. It drops its elements:
+// they hold jobs.
+func (l *few[T]) reset() {
+	if l.n == 0 {
+		return
+	}
+	var zero T
+	l.one = zero
+	clear(l.more)
+	l.more = l.more[:0]
+	l.n = 0
 }
 
 func (l *few[T]) at(i int) T {

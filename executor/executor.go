@@ -43,6 +43,12 @@ type Executor struct {
 	// lookup mirrors groups for Submit's lane, which reads it without the
 	// lock: key -> *group.
 	lookup sync.Map
+	// hint is the group whose lane opened last, which Submit tries before
+	// lookup: a sync.Map lookup hashes the key through an interface, and
+	// was a tenth of a tiny task's cost when one group takes most tasks.
+	// A stale hint is harmless: a group no longer in groups has its lane
+	// closed, as one just loaded from lookup may have.
+	hint atomic.Pointer[group]
 
 	spare spares // Go tasks for reuse, Go's side (recycle.go)
 

@@ -201,6 +201,18 @@ func LaneLen(ex *Executor, group string) int {
 	return g.lane.jobs.n
 }
 
+// Hint returns the key of the group Submit tries first (ex.hint), and
+// whether that group is the one the executor keeps under that key.
+func Hint(ex *Executor) (key string, current bool) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	g := ex.hint.Load()
+	if g == nil {
+		return "", false
+	}
+	return g.key, ex.groups[g.key] == g
+}
+
 // DrainState describes the drain bookkeeping, for debugging a hang.
 func DrainState(ex *Executor) string {
 	ex.mu.Lock()

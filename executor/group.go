@@ -76,6 +76,7 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 		inFlight: groupsem.New(l.MaxInFlight),
 		conc:     groupsem.New(l.MaxConcurrency),
 	}
+	g.lane.key = key
 	g.readyNode.Value = g
 	g.idleNode.Value = g
 	g.backlogNode.Value = g

@@ -54,8 +54,8 @@ type job struct {
 	// a smaller allocation size class (jobs.go).
 	submitted time.Duration
 	state     jobState
-	released  bool // releaseLocked ran: completing the handle settles it (drain.go)
-	detached  bool // run by CallerRuns, outside the executor: no group stop reaches it (set before it runs)
+	released  bool     // releaseLocked ran: completing the handle settles it (drain.go)
+	flags     jobFlags // set before the job is shared, or before it runs for detached
 
 	// set by Submit, then read-only
 	status Status // outcome, written once before done is set
@@ -66,6 +66,21 @@ type job struct {
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
 }
+
+// jobFlags are a job's flags, in one byte: a job's size is what a task
+// costs (jobs.go).
+type jobFlags uint8
+
+const (
+	// detached: run by CallerRuns, outside the executor; no group stop
+	// reaches it.
+	detached jobFlags = 1 << iota
+	// bgGo: a Go task with context.Background, reusable unless detached
+	// (recycle.go). Knowing it costs one comparison per Go call, not one
+	// per check: comparing a Context with Background calls into the
+	// runtime, since Background's type is not a pointer.
+	bgGo
+)
 
 // Handle is a submitted task: wait for it, cancel it, or watch it complete.
 // A Handle is never nil and completes exactly once. It is safe for

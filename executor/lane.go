@@ -55,6 +55,7 @@ import (
 // fields that the workers write.
 type lane struct {
 	_      [64]byte
+	key    string // the group's, read-only: Submit's hint reads it here, not on the group's lines that workers write
 	mu     sync.Mutex
 	open   bool
 	credit int     // permits that may still come in
@@ -176,11 +177,15 @@ func (ex *Executor) openLaneLocked(g *group) {
 	credit := min(g.inFlight.Limit()-g.inFlight.Used(), g.limits.QueueThreshold-g.waiting.Len(), laneMaxCredit)
 	l := &g.lane
 	l.mu.Lock()
-	if credit > 0 && !l.open { // a closed lane is empty
+	opened := credit > 0 && !l.open // a closed lane is empty
+	if opened {
 		l.open, l.credit = true, credit
 		l.maxW = min(g.conc.Limit(), ex.global.Limit())
 	}
 	l.mu.Unlock()
+	if opened && ex.hint.Load() != g {
+		ex.hint.Store(g)
+	}
 }
 
 // closeLanesLocked closes every lane: the executor stops taking tasks.

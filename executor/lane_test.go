@@ -337,3 +337,71 @@ func TestLanesEnabledByConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// Submit tries the group whose lane opened last before its index of
+// groups (ex.hint). The hint must follow that group and be dropped with
+// it: a group recreated under the same key is another one, whose tasks
+// and counts are its own.
+func TestLaneHintFollowsTheGroup(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	if key, _ := executor.Hint(ex); key != "" {
+		t.Fatalf("hint %q before any lane opened", key)
+	}
+	round := func(group string, n int) {
+		t.Helper()
+		gt := blockGroup(t, ex, group)
+		hs := make([]*executor.Handle[int], n)
+		for i := range n {
+			hs[i] = submit(t, ex, executor.Task[int]{Group: group, Fn: func(context.Context) (int, error) { return i, nil }})
+		}
+		if got := executor.LaneLen(ex, group); got != n-1 {
+			t.Fatalf("%s: lane holds %d tasks, want %d", group, got, n-1)
+		}
+		if key, current := executor.Hint(ex); key != group || !current {
+			t.Fatalf("hint %q (current %v) once %s's lane opened", key, current, group)
+		}
+		gt.open()
+		for i, h := range hs {
+			if r := wait(t, h); r.Status != executor.Success || r.Value != i {
+				t.Fatalf("%s task %d: %+v", group, i, r)
+			}
+		}
+	}
+	round("a", 3)
+	round("b", 3)
+	// Behind a waiting task of a, while the hint is b: the index finds a.
+	gt := blockGroup(t, ex, "a")
+	h1 := submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 1, nil }})
+	if key, _ := executor.Hint(ex); key != "a" {
+		t.Fatalf("hint %q, want a", key)
+	}
+	round("b", 2)
+	h2 := submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 2, nil }})
+	if got := executor.LaneLen(ex, "a"); got != 1 {
+		t.Fatalf("a's lane holds %d tasks, want 1", got)
+	}
+	gt.open()
+	for i, h := range []*executor.Handle[int]{h1, h2} {
+		if r := wait(t, h); r.Status != executor.Success || r.Value != i+1 {
+			t.Fatalf("a task %d: %+v", i+1, r)
+		}
+	}
+
+	// The hinted group dropped: the hint goes with it.
+	round("c", 2)
+	executor.WaitIdle(ex)
+	if !ex.EvictGroup("c") {
+		t.Fatal("idle group c not dropped at once")
+	}
+	if key, _ := executor.Hint(ex); key != "" {
+		t.Fatalf("hint %q after its group was dropped", key)
+	}
+	// c again is a new group: its lane, its counts.
+	round("c", 2)
+	if s := groupStats(t, ex, "c"); s.Submitted != 3 || s.Succeeded != 3 {
+		t.Fatalf("recreated group c: %+v, want its own 3 submitted, 3 succeeded", s)
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+}

@@ -62,14 +62,18 @@ type spares struct {
 // newGoTask returns a Go task for fn and ctx: a reused one when ctx is
 // background and one is spare, otherwise a new one.
 func (ex *Executor) newGoTask(ctx context.Context, fn func(ctx context.Context) error) *goTask {
-	if ctx == background {
+	bg := ctx == background
+	if bg {
 		if t := ex.takeSpare(); t != nil {
-			t.fn = fn
+			t.fn = fn // a spare task's flags are bgGo (keepLocked)
 			return t
 		}
 	}
 	t := &goTask{fn: fn}
 	t.parent, t.body, t.weight = ctx, t, 1
+	if bg {
+		t.flags = bgGo
+	}
 	return t
 }
 
@@ -99,7 +103,7 @@ func (ex *Executor) takeSpare() *goTask {
 	// are nil and background by the conditions of keepLocked.
 	// Its group is set by submit, whatever the outcome.
 	t.submitted, t.state, t.released, t.status = 0, stateNew, false, 0
-	t.done.v.Store(pending)
+	t.done = completion{} // a plain store: nothing reads it before submit publishes t
 	return t
 }
 
@@ -191,6 +195,5 @@ func (ex *Executor) dropSpareCache() {
 // the executor (not by CallerRuns): its run context is then its group's,
 // and nothing of it is left once it completes.
 func (j *job) reusable() bool {
-	_, isGo := j.body.(*goTask)
-	return isGo && !j.detached && j.parent == background
+	return j.flags == bgGo
 }

@@ -186,37 +186,49 @@ func TestDoneAfterStopIsClosed(t *testing.T) {
 
 // TestCallerRunsIsNotStopped: a task run by CallerRuns belongs to its
 // caller: a stop of its group does not cancel its context.
+// A task started with Go and context.Background runs, when the executor
+// runs it, with its group's context (recycle.go); run by its caller, it
+// must not: the group's stop would reach it.
 func TestCallerRunsIsNotStopped(t *testing.T) {
 	for _, k := range watchKinds {
-		t.Run(k.name, func(t *testing.T) {
-			ex, _ := full(t, policy.CallerRuns)
-			started, stopped := make(chan struct{}), make(chan struct{})
-			seen := make(chan error, 1)
-			var wg sync.WaitGroup
-			refused := make(chan error, 1)
-			wg.Go(func() {
-				if _, err := executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		for _, viaGo := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/go=%v", k.name, viaGo), func(t *testing.T) {
+				ex, _ := full(t, policy.CallerRuns)
+				started, stopped := make(chan struct{}), make(chan struct{})
+				seen := make(chan error, 1)
+				var wg sync.WaitGroup
+				refused := make(chan error, 1)
+				fn := func(ctx context.Context) error {
 					close(started)
 					<-stopped
 					err := k.wait(ctx, closed())
 					seen <- err
-					return 0, err
-				}}); err != nil {
-					refused <- err
+					return err
+				}
+				wg.Go(func() {
+					var err error
+					if viaGo {
+						err = ex.Go(k.ctx(), "g", fn)
+					} else {
+						_, err = executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+					}
+					if err != nil {
+						refused <- err
+					}
+				})
+				select {
+				case <-started:
+				case err := <-refused:
+					t.Fatalf("Submit: %v, want the task run by its caller", err)
+				}
+				ex.ShutdownGroup(done(), "g")
+				close(stopped)
+				wg.Wait()
+				if err := <-seen; !errors.Is(err, errAborted) {
+					t.Errorf("the caller-run task saw %v, want no cancellation", err)
 				}
 			})
-			select {
-			case <-started:
-			case err := <-refused:
-				t.Fatalf("Submit: %v, want the task run by its caller", err)
-			}
-			ex.ShutdownGroup(done(), "g")
-			close(stopped)
-			wg.Wait()
-			if err := <-seen; !errors.Is(err, errAborted) {
-				t.Errorf("the caller-run task saw %v, want no cancellation", err)
-			}
-		})
+		}
 	}
 }
 

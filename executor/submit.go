@@ -109,8 +109,15 @@ func (ex *Executor) submit(j *job, key string) error {
 	}
 	if ex.lanes {
 		// A task behind a waiting one takes the group's lane (lane.go).
-		if v, ok := ex.lookup.Load(key); ok {
-			j.g = v.(*group)
+		g := ex.hint.Load()
+		if g == nil || g.lane.key != key {
+			g = nil
+			if v, ok := ex.lookup.Load(key); ok {
+				g = v.(*group)
+			}
+		}
+		if g != nil {
+			j.g = g
 			// Done is the caller's code: called outside every lock.
 			if watch := j.parent.Done() != nil; j.g.lane.admit(j, watch) {
 				if watch {

@@ -25,10 +25,11 @@ const maxParked = 64
 func (ex *Executor) work(j *job) {
 	defer ex.workers.Done()
 	w := make(worker, 1)
+	var b batch // reused: finish would otherwise zero one per task
 	start := unread
 	for j != nil {
 		var parked bool
-		j, start, parked = ex.run(j, start, w)
+		j, start, parked = ex.run(j, start, w, &b)
 		if parked {
 			j = <-w
 			start = unread
@@ -43,13 +44,14 @@ const unread time.Duration = -1
 // run runs a started j that became runnable at start (unread: not known;
 // run reads the clock if j is timed). It returns the next task for this
 // goroutine and when that became runnable (unread if j was untimed), or
-// parks w and reports so. With w nil it neither continues nor parks.
+// parks w and reports so. With w nil it neither continues nor parks. b is
+// the worker's batch, empty.
 //
 // The start handed on is the previous task's end, read before finish took
 // the lock: a task submitted after that reading, and started by the same
 // finish, would get a negative wait. It reads the clock afresh instead;
 // unread, below any submission time, is read the same way.
-func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end time.Duration, parked bool) {
+func (ex *Executor) run(j *job, start time.Duration, w worker, b *batch) (next *job, end time.Duration, parked bool) {
 	timed := ex.timed(j)
 	if timed && start < j.submitted {
 		start = ex.since()
@@ -63,7 +65,7 @@ func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end t
 			ex.settle(j, Failed)
 			ran := ex.since() - start
 			j.endRun()
-			ex.finish(j, Failed, ErrGoexit, queued, ran, nil)
+			ex.finish(j, Failed, ErrGoexit, queued, ran, nil, new(batch))
 		}
 	}()
 	ctx, err := ex.begin(j, queued)
@@ -80,7 +82,7 @@ func (ex *Executor) run(j *job, start time.Duration, w worker) (next *job, end t
 		end = ex.since()
 	}
 	j.endRun()
-	next, parked = ex.finish(j, st, err, queued, end-start, w)
+	next, parked = ex.finish(j, st, err, queued, end-start, w, b)
 	return next, end, parked
 }
 
@@ -110,15 +112,15 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // finish ends a running j: it releases j's permits, starts what now fits,
 // and completes j's handle after the permits are back. With w, it returns
 // the next task on the run queue for the calling worker, or parks w. The
-// caller has counted itself in ex.finishing (settle).
+// caller has counted itself in ex.finishing (settle). b is an empty batch,
+// left empty.
 //
 // Without a listener, j's handle completes in the same locked section as
 // the release, so j is never unsettled and finish pays for no drain
 // accounting, unless Done handed out a channel: that is closed after the
 // unlock, and j is unsettled until then. With a listener, the listener is
 // told first, outside the lock, and the handle completes after it.
-func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker) (next *job, parked bool) {
-	var b batch
+func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker, b *batch) (next *job, parked bool) {
 	inline := ex.listener == nil
 	var doneCh chan struct{}
 	// Finishing workers queue on the gate, so that at most one of them at a
@@ -169,7 +171,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	if !ex.startFreedLocked(g) {
 		ex.updateReadyLocked(g)
 	}
-	ex.dispatchLocked(&b)
+	ex.dispatchLocked(b)
 	if w != nil {
 		next, _ = ex.runq.Pop()
 		if next == nil && ex.state != closed && len(ex.parked) < maxParked {
@@ -177,9 +179,10 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 			parked = true
 		}
 	}
-	ex.launchLocked(&b)
+	ex.launchLocked(b)
 	ex.mu.Unlock()
-	ex.afterUnlock(&b)
+	ex.afterUnlock(b)
+	b.reset()
 	if inline {
 		if doneCh != nil {
 			close(doneCh)
