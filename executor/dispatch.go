@@ -321,7 +321,7 @@ func (ex *Executor) dropLocked(g *group) {
 	ex.idle.Remove(&g.idleNode)
 	if ex.groups[g.key] == g {
 		delete(ex.groups, g.key)
-		ex.lookup.CompareAndDelete(g.key, g)
+		ex.unindexLocked(g)
 		ex.hint.CompareAndSwap(g, nil)
 	}
 }

@@ -40,14 +40,12 @@ type Executor struct {
 	cluster   *clusterLimits    // cluster limiters (cluster.go), nil when none
 	lanes     bool              // lanes may open (lane.go)
 
-	// lookup mirrors groups for Submit's lane, which reads it without the
-	// lock: key -> *group.
-	lookup sync.Map
+	// index mirrors groups for Submit's lane, which reads it without the
+	// lock (index.go).
+	index atomic.Pointer[groupIndex]
 	// hint is the group whose lane opened last, which Submit tries before
-	// lookup: a sync.Map lookup hashes the key through an interface, and
-	// was a tenth of a tiny task's cost when one group takes most tasks.
-	// A stale hint is harmless: a group no longer in groups has its lane
-	// closed, as one just loaded from lookup may have.
+	// the index: a compare instead of a hash, when one group takes most
+	// tasks. A stale hint is as harmless as a stale index entry.
 	hint atomic.Pointer[group]
 
 	spare spares // Go tasks for reuse, Go's side (recycle.go)
@@ -115,6 +113,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		groups:  make(map[string]*group),
 	}
 	ex.fair.reset(0)
+	ex.index.Store(&groupIndex{slots: make([]atomic.Pointer[group], minIndexSlots)})
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("executor: New: nil Option")

@@ -42,7 +42,7 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 		// unless SetGroupLimits gave the group limits.
 		g = newGroup(ex, key, ex.overrides[key])
 		ex.groups[key] = g
-		ex.lookup.Store(key, g)
+		ex.indexLocked(g)
 	}
 	g.shutdown = true
 	ex.closeLaneLocked(g)

@@ -111,10 +111,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		// A task behind a waiting one takes the group's lane (lane.go).
 		g := ex.hint.Load()
 		if g == nil || g.lane.key != key {
-			g = nil
-			if v, ok := ex.lookup.Load(key); ok {
-				g = v.(*group)
-			}
+			g = ex.findGroup(key)
 		}
 		if g != nil {
 			j.g = g
@@ -154,7 +151,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		if g = ex.groups[key]; g == nil && ex.state == open {
 			g = newGroup(ex, key, l)
 			ex.groups[key] = g
-			ex.lookup.Store(key, g)
+			ex.indexLocked(g)
 		}
 	}
 	if g != nil {
