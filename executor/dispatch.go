@@ -344,6 +344,11 @@ type handoff struct {
 	j *job
 }
 
+// empty reports whether b holds nothing to act on.
+func (b *batch) empty() bool {
+	return b.hand.n|b.spawn.n|b.expired.n|b.displaced.n == 0
+}
+
 // reset empties b for reuse, keeping what it allocated.
 func (b *batch) reset() {
 	b.hand.reset()

@@ -181,8 +181,10 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	}
 	ex.launchLocked(b)
 	ex.mu.Unlock()
-	ex.afterUnlock(b)
-	b.reset()
+	if !b.empty() { // as for most finishes: a call and a reset saved
+		ex.afterUnlock(b)
+		b.reset()
+	}
 	if inline {
 		if doneCh != nil {
 			close(doneCh)
