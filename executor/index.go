@@ -62,6 +62,16 @@ func (ex *Executor) findGroup(key string) *group {
 	return ex.index.Load().find(key)
 }
 
+// laneGroup returns the group named key for Submit's lane path, without
+// the executor's lock: the hint if it is that group, else the index's. Nil
+// or a stale group sends Submit to the locked path.
+func (ex *Executor) laneGroup(key string) *group {
+	if g := ex.hint.Load(); g != nil && g.lane.key == key {
+		return g
+	}
+	return ex.findGroup(key)
+}
+
 // indexLocked adds g, just put in ex.groups, to the index.
 func (ex *Executor) indexLocked(g *group) {
 	ix := ex.index.Load()

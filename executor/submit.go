@@ -109,11 +109,7 @@ func (ex *Executor) submit(j *job, key string) error {
 	}
 	if ex.lanes {
 		// A task behind a waiting one takes the group's lane (lane.go).
-		g := ex.hint.Load()
-		if g == nil || g.lane.key != key {
-			g = ex.findGroup(key)
-		}
-		if g != nil {
+		if g := ex.laneGroup(key); g != nil {
 			j.g = g
 			// Done is the caller's code: called outside every lock.
 			if watch := j.parent.Done() != nil; j.g.lane.admit(j, watch) {
