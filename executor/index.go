@@ -20,10 +20,12 @@ import (
 //
 // An open-addressing table of group pointers with linear probing, written
 // only under the executor's lock. A dropped group's slot gets a tombstone,
-// which no key matches; the table is rebuilt from ex.groups, at twice the
-// live groups' count, once live groups and tombstones fill half of it. So
-// probe chains stay short, and the rebuild's cost, one insert per live
-// group, is paid for by as many inserts since the last one.
+// which no key matches. The table is rebuilt from ex.groups, with at least
+// four slots per live group, once live groups and tombstones fill half of
+// it, or once live groups fill less than a sixteenth of it (so that a
+// burst of groups, dropped, does not leave its table behind). So probe
+// chains stay short, and a rebuild's cost, one insert per live group, is
+// paid for by at least as many inserts or drops since the last one.
 
 // groupIndex is one generation of the table; a rebuild replaces it.
 type groupIndex struct {
@@ -92,6 +94,9 @@ func (ex *Executor) unindexLocked(g *group) {
 			return // not there: indexLocked follows every insert into ex.groups
 		case g:
 			ix.slots[i].Store(tombstone)
+			if len(ix.slots) > minIndexSlots && 16*len(ex.groups) < len(ix.slots) {
+				ex.reindexLocked()
+			}
 			return
 		}
 	}

@@ -90,12 +90,44 @@ func TestIndexMirrorsGroups(t *testing.T) {
 	if grew < 10 {
 		t.Fatalf("the index was rebuilt %d times: the test did not exercise rebuilds", grew)
 	}
-	// Dropping everything leaves tombstones that find nothing.
+	// Dropping everything leaves a table that finds nothing, shrunk back.
 	for k := range ex.groups {
 		ex.dropIndexed(k)
 	}
 	if err := checkIndex(ex, keys); err != nil {
 		t.Fatal(err)
+	}
+	if n := len(ex.index.Load().slots); n != minIndexSlots {
+		t.Fatalf("index of %d slots with no group left, want %d", n, minIndexSlots)
+	}
+}
+
+// A burst of groups, dropped, does not leave its table behind, and the
+// table keeps finding the groups that stay while it shrinks.
+func TestIndexShrinks(t *testing.T) {
+	ex := newIndexed()
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("burst-%d", i)
+		ex.addIndexed(keys[i])
+	}
+	if err := checkIndex(ex, keys); err != nil {
+		t.Fatal(err)
+	}
+	peak := len(ex.index.Load().slots)
+	if peak < 16*len(keys)/100 {
+		t.Fatalf("index of %d slots for %d groups: too small for the drops below to shrink it", peak, len(keys))
+	}
+	for i, k := range keys {
+		if i%100 != 0 {
+			ex.dropIndexed(k)
+		}
+	}
+	if err := checkIndex(ex, keys); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ex.index.Load().slots); n > peak/16 {
+		t.Fatalf("index of %d slots for %d groups left (peak %d)", n, len(ex.groups), peak)
 	}
 }
 
