@@ -9,14 +9,21 @@ import (
 
 // classify maps Fn's error to a status; one rule for the whole project.
 func classify(err error) Status {
-	switch {
-	case err == nil:
-		return Success
-	case outcome.IsCancellation(err):
-		return Cancelled
-	default:
-		return Failed
+	if err == nil {
+		return Success // inlined: the common case costs no call
 	}
+	return classifyErr(err)
+}
+
+// classifyErr is classify for a non-nil error. It is kept out of line so
+// that classify stays small enough to inline.
+//
+//go:noinline
+func classifyErr(err error) Status {
+	if outcome.IsCancellation(err) {
+		return Cancelled
+	}
+	return Failed
 }
 
 // runContext returns the context Fn runs with, or the *PanicError of a
@@ -30,6 +37,9 @@ func classify(err error) Status {
 // cause.
 func (j *job) runContext() (context.Context, error) {
 	x := j.x.Load()
+	if x == nil && j.reusable() {
+		return (*groupCtx)(j.g), nil // as below, without asking Background for Done
+	}
 	bind := x != nil && x.bound
 	if j.parent.Done() == nil && !bind {
 		if j.reusable() {

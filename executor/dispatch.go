@@ -187,14 +187,15 @@ func (ex *Executor) dispatchLocked(b *batch) {
 // leaves ex.ready again if its limit is full), without moving g in and out
 // of ex.ready. On a deep backlog in one group that is every finish, and the
 // two list updates were about 6% of the flat benchmark's CPU, most of it in
-// the collector's write barriers. It reports false, changing nothing, when
-// the general path must decide: another group waits for global room, the
-// head does not fit, or a queue timeout or cluster limiter has a say.
-func (ex *Executor) startFreedLocked(g *group) bool {
+// the collector's write barriers. It returns the started task, which the
+// caller puts on the run queue or runs, or nil, changing nothing, when the
+// general path must decide: another group waits for global room, the head
+// does not fit, or a queue timeout or cluster limiter has a say.
+func (ex *Executor) startFreedLocked(g *group) *job {
 	h := g.head()
 	if h == nil || ex.ready.Len() != 0 || ex.state == closed || ex.timeout > 0 || ex.cluster != nil ||
 		g.clusterWait || !g.conc.Fits(h.weight) || !ex.global.Fits(h.weight) {
-		return false
+		return nil
 	}
 	// A turn without credit ends, and g, alone, begins the next one.
 	for ex.turn != g || g.deficit <= 0 {
@@ -203,8 +204,7 @@ func (ex *Executor) startFreedLocked(g *group) bool {
 	g.deficit -= h.weight
 	ex.startLocked(g, h)
 	ex.updateReadyLocked(g)
-	ex.runq.Push(h)
-	return true
+	return h
 }
 
 // startLocked takes j's running permits and marks it running.

@@ -89,12 +89,16 @@ type Executor struct {
 	parked      []worker         // idle workers, most recently parked last
 	runq        queue.Ring[*job] // started tasks not yet on a goroutine
 
-	// finishing counts workers whose task has returned and whose user
-	// callbacks that precede the lock (breaker OnStateChange) are done: each
-	// is about to take the lock and pop the run queue (worker.go endRun).
-	finishing atomic.Int32
-	counts    Counts
-	served    uint64 // permits started
+	// returned counts workers whose task has returned and whose user
+	// callbacks that precede the lock (breaker OnStateChange) are done, and
+	// finished (under the lock) those of them that have taken the lock since:
+	// the difference is the workers about to take the lock and pop the run
+	// queue (worker.go settle). Two counters, not one that finish would
+	// decrement, so that a task pays for one atomic write, not two.
+	returned atomic.Uint64
+	finished uint64
+	counts   Counts
+	served   uint64 // permits started
 
 	laneAdmitted uint64 // tasks admitted through lanes, counted when moved to a queue (tests)
 }

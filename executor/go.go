@@ -28,8 +28,8 @@ import (
 // and no deadline, as context.Background, and a fn may keep it.
 func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Context) error) error {
 	t := ex.newGoTask(ctx, fn)
-	if err := validate(ctx, group, 1, fn == nil); err != nil {
-		return ex.refuseInvalid(&t.job, group, 1, err)
+	if ctx == nil || group == "" || fn == nil { // what validate can refuse of a Go call, tested inline
+		return ex.refuseInvalid(&t.job, group, 1, validate(ctx, group, 1, fn == nil))
 	}
 	return ex.submit(&t.job, group)
 }

@@ -235,8 +235,17 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 // Done handed out, for the caller to close, or reports false, changing
 // nothing, if j had already completed. It takes no lock (a caller may hold
 // the executor's), and when Done handed out no channel, which is the common
-// case, it costs two atomic operations on one word: claim, then swap.
+// case, it costs two atomic operations on one word: claim, then swap. A task
+// started with Go costs one: it has no handle to read an outcome or hand out
+// a channel, so it goes from pending to completed at once.
 func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
+	if _, isGo := j.body.(*goTask); isGo {
+		if !j.done.v.CompareAndSwap(pending, completed) {
+			doubleCompletions.Add(1)
+			return nil, false
+		}
+		return nil, true
+	}
 	if !j.done.claim() {
 		doubleCompletions.Add(1)
 		return nil, false

@@ -93,3 +93,22 @@ func TestPublishBetweenDoneSteps(t *testing.T) {
 		t.Fatalf("publish after Done announced: channel %v (Done's %v), ok %v", ch2, c2, ok2)
 	}
 }
+
+// A Go task has no handle, so publish marks it completed in one step; it
+// must still complete once only, and count a second try.
+func TestGoTaskPublishesOnce(t *testing.T) {
+	task := &goTask{}
+	task.body = task
+	ch, ok := task.publish(Success, nil, 0, 0)
+	if !ok || ch != nil || !task.done.Load() {
+		t.Fatalf("first publish: ok %v, chan %v, done %v; want true, nil, true", ok, ch, task.done.Load())
+	}
+	before := doubleCompletions.Load()
+	if _, ok := task.publish(Failed, nil, 0, 0); ok {
+		t.Fatal("a second publish took effect")
+	}
+	if got := doubleCompletions.Load() - before; got != 1 {
+		t.Fatalf("second publish counted %d double completions, want 1", got)
+	}
+	doubleCompletions.Add(-1) // that one was on purpose
+}

@@ -93,7 +93,9 @@ func (ex *Executor) submit(j *job, key string) error {
 	if ex.listener != nil {
 		ex.notify(onSubmitted, Event{Group: key, ID: j.taskID(), Weight: j.weight})
 	}
-	if err := j.parent.Err(); err != nil {
+	// A reusable Go task's context is Background: no calls to ask it.
+	bg := j.flags == bgGo
+	if err := ctxErr(j.parent, bg); err != nil {
 		j.g = detachedGroup(ex, key)
 		ex.mu.Lock()
 		ex.counts.Submitted++
@@ -112,7 +114,7 @@ func (ex *Executor) submit(j *job, key string) error {
 		if g := ex.laneGroup(key); g != nil {
 			j.g = g
 			// Done is the caller's code: called outside every lock.
-			if watch := j.parent.Done() != nil; j.g.lane.admit(j, watch) {
+			if watch := !bg && j.parent.Done() != nil; j.g.lane.admit(j, watch) {
 				if watch {
 					ex.watchParent(j, true)
 				}
@@ -206,6 +208,14 @@ func (ex *Executor) submit(j *job, key string) error {
 		ex.watchParent(j, false)
 	}
 	return nil
+}
+
+// ctxErr returns ctx's error; bg says ctx is context.Background.
+func ctxErr(ctx context.Context, bg bool) error {
+	if bg {
+		return nil
+	}
+	return ctx.Err()
 }
 
 // ticketUnlocked asks g's breaker to let j through. The breaker may call

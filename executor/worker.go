@@ -87,14 +87,14 @@ func (ex *Executor) run(j *job, start time.Duration, w worker, b *batch) (next *
 }
 
 // settle records j's outcome in its group's breaker, which may run user code
-// (OnStateChange), and only then counts the worker in ex.finishing: from
+// (OnStateChange), and only then counts the worker in ex.returned: from
 // there on it takes the lock and pops the run queue without further delay,
 // which is what lets launchLocked leave tasks on the run queue for it. The
 // sooner a worker is counted, the fewer tasks need a wake-up: counting it
 // right after Fn returns is worth a third of the per-task cost on tiny tasks.
 func (ex *Executor) settle(j *job, st Status) {
 	j.settle(st)
-	ex.finishing.Add(1)
+	ex.returned.Add(1)
 }
 
 // begin makes j's run context and tells the listener that j starts, queued
@@ -112,7 +112,7 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // finish ends a running j: it releases j's permits, starts what now fits,
 // and completes j's handle after the permits are back. With w, it returns
 // the next task on the run queue for the calling worker, or parks w. The
-// caller has counted itself in ex.finishing (settle). b is an empty batch,
+// caller has counted itself in ex.returned (settle). b is an empty batch,
 // left empty.
 //
 // Without a listener, j's handle completes in the same locked section as
@@ -137,7 +137,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		ex.mu.Lock()
 		ex.gate.Unlock()
 	}
-	ex.finishing.Add(-1)
+	ex.finished++
 	g := j.g
 	g.running--
 	if trackRunning {
@@ -168,12 +168,22 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	} else {
 		ex.releaseLocked(g, j)
 	}
-	if !ex.startFreedLocked(g) {
+	// The freed group's next task is this worker's next, unless tasks
+	// started before it wait on the run queue: the same order as a push
+	// and a pop, without them.
+	next = ex.startFreedLocked(g)
+	switch {
+	case next == nil:
 		ex.updateReadyLocked(g)
+	case w == nil || ex.runq.Len() > 0:
+		ex.runq.Push(next)
+		next = nil
 	}
 	ex.dispatchLocked(b)
 	if w != nil {
-		next, _ = ex.runq.Pop()
+		if next == nil {
+			next, _ = ex.runq.Pop()
+		}
 		if next == nil && ex.state != closed && len(ex.parked) < maxParked {
 			ex.parked = append(ex.parked, w)
 			parked = true
@@ -200,13 +210,13 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 }
 
 // launchLocked makes sure every task on the run queue gets a goroutine. A
-// worker counted in ex.finishing is about to take the lock and pop the queue,
-// so tasks up to that count are left for them: under a steady load, tasks go
+// worker that has returned and not yet finished is about to take the lock
+// and pop the queue, so tasks up to that count are left for them: under a steady load, tasks go
 // from worker to worker with no wake-up at all. Past that count, tasks go to
 // parked workers, then to new goroutines, counted now, under the lock, so
 // that Close never waits on a count that may still rise.
 func (ex *Executor) launchLocked(b *batch) {
-	for ex.runq.Len() > int(ex.finishing.Load()) {
+	for ex.runq.Len() > ex.finishingLocked() {
 		j, _ := ex.runq.Pop()
 		if n := len(ex.parked); n > 0 {
 			b.hand.add(handoff{ex.parked[n-1], j})
@@ -217,6 +227,12 @@ func (ex *Executor) launchLocked(b *batch) {
 		ex.workers.Add(1)
 		b.spawn.add(j)
 	}
+}
+
+// finishingLocked returns how many workers are between settle and the lock
+// in finish: each will pop the run queue.
+func (ex *Executor) finishingLocked() int {
+	return int(ex.returned.Load() - ex.finished)
 }
 
 // afterUnlock hands tasks to parked workers, starts new goroutines, and
