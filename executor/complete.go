@@ -1,6 +1,9 @@
 package executor
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // completeRejected completes a j that never ran as Rejected.
 func (ex *Executor) completeRejected(j *job, rej *RejectedError, queued time.Duration) {
@@ -71,7 +74,17 @@ func (ex *Executor) runInCaller(j *job) {
 		st, err = Failed, berr
 		return
 	}
-	st, err = j.body.call(ctx)
+	st, err = callRecovered(j.body, ctx)
+}
+
+// callRecovered calls b with ctx, recovering a panic into a *PanicError.
+func callRecovered(b body, ctx context.Context) (st Status, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = Failed, newPanicError(r)
+		}
+	}()
+	return b.call(ctx)
 }
 
 // cancel cancels j: a waiting j is removed and completes Cancelled with

@@ -46,13 +46,8 @@ func (t *goTask) taskID() string              { return "" }
 func (t *goTask) record(error, time.Duration) {}
 func (t *goTask) doneChan() chan struct{}     { return nil }
 
-func (t *goTask) call(ctx context.Context) (st Status, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			st, err = Failed, newPanicError(r)
-		}
-	}()
-	err = t.fn(ctx)
+func (t *goTask) call(ctx context.Context) (Status, error) {
+	err := t.fn(ctx)
 	return classify(err), err
 }
 

@@ -26,8 +26,9 @@ const (
 // body is the typed half of a task: Handle[T] implements it, so the executor
 // stores tasks without boxing them as any.
 type body interface {
-	// call runs Fn with ctx, keeps its value, and classifies the outcome. A
-	// panic is recovered into a *PanicError.
+	// call runs Fn with ctx, keeps its value, and classifies the outcome.
+	// It does not recover a panic: its caller does (abort for a worker,
+	// callRecovered otherwise), so that a worker pays for no defer per task.
 	call(ctx context.Context) (Status, error)
 	// taskID returns the task's ID ("" for a task without one).
 	taskID() string
@@ -183,12 +184,8 @@ func (h *Handle[T]) taskID() string                           { return h.id }
 func (h *Handle[T]) record(err error, duration time.Duration) { h.err, h.duration = err, duration }
 func (h *Handle[T]) doneChan() chan struct{}                  { return h.doneCh.Load() }
 
-func (h *Handle[T]) call(ctx context.Context) (st Status, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			st, err = Failed, newPanicError(r)
-		}
-	}()
+func (h *Handle[T]) call(ctx context.Context) (Status, error) {
+	var err error
 	h.value, err = h.fn(ctx)
 	return classify(err), err
 }

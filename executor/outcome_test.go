@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,5 +197,67 @@ func TestWaitReturnsContextErrorAndTaskGoesOn(t *testing.T) {
 	g.open()
 	if r := wait(t, h); r.Status != executor.Success || r.Value != "a" {
 		t.Errorf("result = %+v", r)
+	}
+}
+
+// A panic ends the worker that ran the task (the recover is deferred once
+// per worker, not once per task), so the tasks queued behind a panicking
+// one must go to other goroutines: every one runs exactly once, in order,
+// each panic is the task's own *PanicError, and no permit is left held.
+func TestPanicsBeforeABacklog(t *testing.T) {
+	for _, viaGo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Submit", true: "Go"}[viaGo], func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1)})
+			const n = 200
+			var ran [n]atomic.Int32
+			var order []int // written by one task at a time: concurrency 1
+			hs := make([]*executor.Handle[int], 0, n)
+			for i := range n {
+				fn := func(context.Context) (int, error) {
+					ran[i].Add(1)
+					order = append(order, i)
+					if i%3 == 0 {
+						panic(i)
+					}
+					return i, nil
+				}
+				if viaGo {
+					if err := ex.Go(bg, "g", func(ctx context.Context) error { _, err := fn(ctx); return err }); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: fn})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs = append(hs, h)
+			}
+			drain(t, ex)
+			for i, h := range hs {
+				r := wait(t, h)
+				var pe *executor.PanicError
+				switch {
+				case i%3 == 0 && (r.Status != executor.Failed || !errors.As(r.Err, &pe) || pe.Value != i):
+					t.Errorf("task %d: %v %v, want Failed with its own panic", i, r.Status, r.Err)
+				case i%3 != 0 && (r.Status != executor.Success || r.Value != i):
+					t.Errorf("task %d: %v %v, want Success", i, r.Status, r.Value)
+				}
+			}
+			for i := range n {
+				if got := ran[i].Load(); got != 1 {
+					t.Errorf("task %d ran %d times", i, got)
+				}
+			}
+			for k, i := range order {
+				if k != i {
+					t.Fatalf("run %d was task %d: FIFO broken", k, i)
+				}
+			}
+			s := ex.Stats()
+			if s.Running != 0 || s.Waiting != 0 || s.Failed != n/3+1 || s.Succeeded != n-(n/3+1) {
+				t.Errorf("stats %+v, want nothing held, %d failed", s, n/3+1)
+			}
+		})
 	}
 }
