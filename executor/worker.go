@@ -208,7 +208,9 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		ex.runq.Push(next)
 		next = nil
 	}
-	ex.dispatchLocked(b)
+	if ex.ready.Len() != 0 { // as dispatchLocked would find, without the call
+		ex.dispatchLocked(b)
+	}
 	if w != nil {
 		if next == nil {
 			next, _ = ex.runq.Pop()
