@@ -203,7 +203,12 @@ func (ex *Executor) startFreedLocked(g *group) *job {
 	}
 	g.deficit -= h.weight
 	ex.startLocked(g, h)
-	ex.updateReadyLocked(g)
+	// g stays in ex.backlog while it has a head, and stays out of ex.ready
+	// while that head does not fit its own limit: nothing to update then,
+	// as on every start of a group that runs at its limit.
+	if n := g.head(); n == nil || g.conc.Fits(n.weight) {
+		ex.updateReadyLocked(g)
+	}
 	return h
 }
 

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -97,11 +98,22 @@ func TestPublishBetweenDoneSteps(t *testing.T) {
 // A Go task has no handle, so publish marks it completed in one step; it
 // must still complete once only, and count a second try.
 func TestGoTaskPublishesOnce(t *testing.T) {
+	for _, flags := range []jobFlags{0, bgGo, bgGo | detached} {
+		t.Run(fmt.Sprintf("flags=%b", flags), func(t *testing.T) { testGoTaskPublishesOnce(t, flags) })
+	}
+}
+
+// testGoTaskPublishesOnce: flags bgGo takes the reusable task's path, the
+// others the completion word's.
+func testGoTaskPublishesOnce(t *testing.T, flags jobFlags) {
 	task := &goTask{}
-	task.body = task
+	task.body, task.flags = task, flags
 	ch, ok := task.publish(Success, nil, 0, 0)
-	if !ok || ch != nil || !task.done.Load() {
-		t.Fatalf("first publish: ok %v, chan %v, done %v; want true, nil, true", ok, ch, task.done.Load())
+	if !ok || ch != nil {
+		t.Fatalf("first publish: ok %v, chan %v; want true, nil", ok, ch)
+	}
+	if task.reusable() != (task.done.v.Load() == pending) {
+		t.Fatalf("completion word %d: want it pending exactly for a reusable task", task.done.v.Load())
 	}
 	before := doubleCompletions.Load()
 	if _, ok := task.publish(Failed, nil, 0, 0); ok {
