@@ -233,8 +233,8 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 // nothing, if j had already completed. It takes no lock (a caller may hold
 // the executor's), and when Done handed out no channel, which is the common
 // case, it costs two atomic operations on one word: claim, then swap. A task
-// started with Go costs one: it has no handle to read an outcome or hand out
-// a channel, so it goes from pending to completed at once.
+// started with Go costs one, as it has no handle to read an outcome or hand
+// out a channel, and a reusable one none (below).
 func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
 	if _, isGo := j.body.(*goTask); isGo {
 		if j.reusable() {
