@@ -73,10 +73,15 @@ func (j *job) runContext() (context.Context, error) {
 // endRun releases the run context's resources once Fn has returned. It runs
 // on the goroutine that called runContext.
 func (j *job) endRun() {
-	x := j.x.Load() // made by runContext if it made a standard context
-	if x == nil {
-		return // the job itself was the context, and nothing asked for its Done
+	// x is made by runContext if it made a standard context. Without it the
+	// job itself was the context, and nothing asked for its Done: inlined,
+	// no call.
+	if x := j.x.Load(); x != nil {
+		j.endRunWith(x)
 	}
+}
+
+func (j *job) endRunWith(x *jobExtra) {
 	x.mu.Lock()
 	x.ended = true
 	cancel := x.cancelRun

@@ -196,10 +196,12 @@ func (h *Handle[T]) call(ctx context.Context) (Status, error) {
 // its permits are released, so that its group cannot be reclaimed as idle
 // with a breaker that has not yet seen the failure.
 func (j *job) settle(st Status) {
-	x := j.x.Load()
-	if x == nil {
-		return // no ticket
+	if x := j.x.Load(); x != nil { // no extra, no ticket: inlined, no call
+		x.settle(st)
 	}
+}
+
+func (x *jobExtra) settle(st Status) {
 	switch st {
 	case Success:
 		x.ticket.Success()

@@ -96,13 +96,7 @@ func (ex *Executor) submit(j *job, key string) error {
 	// A reusable Go task's context is Background: no calls to ask it.
 	bg := j.flags == bgGo
 	if err := ctxErr(j.parent, bg); err != nil {
-		j.g = detachedGroup(ex, key)
-		ex.mu.Lock()
-		ex.counts.Submitted++
-		ex.counts.add(Cancelled)
-		ex.mu.Unlock()
-		ex.completeCancelled(j, context.Cause(j.parent), 0)
-		return err
+		return ex.refuseCancelled(j, key, err)
 	}
 	var now time.Duration
 	if ex.timed(j) {
@@ -122,7 +116,24 @@ func (ex *Executor) submit(j *job, key string) error {
 			}
 		}
 	}
+	return ex.submitLocked(j, key, now)
+}
 
+// refuseCancelled completes j, whose Submit context is done (err), as
+// Cancelled, and returns err.
+func (ex *Executor) refuseCancelled(j *job, key string, err error) error {
+	j.g = detachedGroup(ex, key)
+	ex.mu.Lock()
+	ex.counts.Submitted++
+	ex.counts.add(Cancelled)
+	ex.mu.Unlock()
+	ex.completeCancelled(j, context.Cause(j.parent), 0)
+	return err
+}
+
+// submitLocked is submit past the lane: it admits j under the executor's
+// lock. now is j's submission time if submit read it.
+func (ex *Executor) submitLocked(j *job, key string, now time.Duration) error {
 	ex.mu.Lock()
 	g := ex.groups[key]
 	if g == nil && ex.state == open {

@@ -96,7 +96,13 @@ func (ex *Executor) run(j *job, start time.Duration, w worker, b *batch, cur *cu
 	}
 	queued := start - j.submitted
 	*cur = current{j: j, start: start, queued: queued}
-	ctx, err := ex.begin(j, queued)
+	var ctx context.Context
+	var err error
+	if ex.listener == nil && j.x.Load() == nil && j.reusable() {
+		ctx = (*groupCtx)(j.g) // what begin returns then, without the calls
+	} else {
+		ctx, err = ex.begin(j, queued)
+	}
 	var st Status
 	if err != nil {
 		st = Failed // a cluster permit's Bind panicked: Fn does not run
