@@ -67,9 +67,14 @@ func (ex *Executor) countStartLocked(g *group, w int) {
 		g.winID, g.winServed = f.win, 0
 	}
 	g.winServed += w
-	if f.left--; f.left > 0 {
-		return
+	if f.left--; f.left <= 0 { // inlined up to here: a window ends once per f.length starts
+		ex.endWindowLocked()
 	}
+}
+
+// endWindowLocked closes the fairness window that countStartLocked filled.
+func (ex *Executor) endWindowLocked() {
+	f := &ex.fair
 	var sum, sumSq float64
 	n := 0
 	for nd := ex.backlog.Front(); nd != nil; nd = nd.Next() {

@@ -240,18 +240,7 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
 	if _, isGo := j.body.(*goTask); isGo {
 		if j.reusable() {
-			// Nothing reads a reusable task's completion word: it has no
-			// handle, and its run context is its group's, never watched.
-			// Its status, which nothing reads either and takeSpare resets,
-			// marks it completed with a plain write: no atomic operation. A
-			// second completion is still counted, and if it raced the first
-			// the tests' race detector reports it.
-			if j.status != 0 {
-				doubleCompletions.Add(1)
-				return nil, false
-			}
-			j.status = st
-			return nil, true
+			return nil, j.publishReusable(st)
 		}
 		if !j.done.v.CompareAndSwap(pending, completed) {
 			doubleCompletions.Add(1)
@@ -270,6 +259,21 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 		return j.body.doneChan(), true
 	}
 	return nil, true
+}
+
+// publishReusable is publish for a reusable Go task (j.reusable()).
+// Nothing reads such a task's completion word: it has no handle, and its
+// run context is its group's, never watched. Its status, which nothing
+// reads either and takeSpare resets, marks it completed with a plain
+// write: no atomic operation. A second completion is still counted, and if
+// it raced the first the tests' race detector reports it.
+func (j *job) publishReusable(st Status) bool {
+	if j.status != 0 {
+		doubleCompletions.Add(1)
+		return false
+	}
+	j.status = st
+	return true
 }
 
 // completion is a job's done word: pending, claimed by the completing

@@ -129,9 +129,14 @@ func (ex *Executor) keepLocked(j *job) {
 	}
 	ex.free = append(ex.free, j.body.(*goTask))
 	if !ex.aging {
-		ex.aging = true
-		armAging(weak.Make(ex))
+		ex.startAgingLocked()
 	}
+}
+
+// startAgingLocked makes what ex keeps age from the next collection on.
+func (ex *Executor) startAgingLocked() {
+	ex.aging = true
+	armAging(weak.Make(ex))
 }
 
 // agingTick is a heap object made unreachable at once, so that its cleanup

@@ -188,7 +188,11 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	if inline {
 		ex.endAdmissionLocked(g, j)
 		// The breaker ticket was settled before the lock (ex.settle).
-		doneCh, _ = j.publish(st, err, queued, ran)
+		if j.reusable() {
+			j.publishReusable(st) // publish's case for j, inlined
+		} else {
+			doneCh, _ = j.publish(st, err, queued, ran)
+		}
 		if doneCh != nil {
 			// Done handed out a channel, closed after the unlock: until
 			// then j counts as unsettled, so that no Shutdown returns
@@ -226,7 +230,9 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 			parked = true
 		}
 	}
-	ex.launchLocked(b)
+	if ex.runq.Len() > ex.finishingLocked() { // launchLocked's loop, tested without the call
+		ex.launchLocked(b)
+	}
 	ex.mu.Unlock()
 	if !b.empty() { // as for most finishes: a call and a reset saved
 		ex.afterUnlock(b)
