@@ -204,11 +204,13 @@ func (ex *Executor) startFreedLocked(g *group) *job {
 	g.deficit -= h.weight
 	ex.startLocked(g, h)
 	// g stays in ex.backlog while it has a head, and stays out of ex.ready
-	// while that head does not fit its own limit: nothing to update then,
-	// as on every start of a group that runs at its limit.
-	if n := g.head(); n == nil || g.conc.Fits(n.weight) {
-		ex.updateReadyLocked(g)
+	// while no head can fit its own limit: nothing to update then, as on
+	// every start of a group that runs at its limit. (Its limit full is
+	// asked first: it needs no load of the next task, a cache miss.)
+	if !g.conc.Fits(1) && g.waiting.Len() > 0 {
+		return h
 	}
+	ex.updateReadyLocked(g)
 	return h
 }
 
