@@ -67,7 +67,7 @@ func (ex *Executor) countStartLocked(g *group, w int) {
 		g.winID, g.winServed = f.win, 0
 	}
 	g.winServed += w
-	if f.left--; f.left <= 0 { // inlined up to here: a window ends once per f.length starts
+	if f.left--; f.left <= 0 { // once per f.length starts: the rest is out of line
 		ex.endWindowLocked()
 	}
 }

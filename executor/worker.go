@@ -254,10 +254,11 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 
 // launchLocked makes sure every task on the run queue gets a goroutine. A
 // worker that has returned and not yet finished is about to take the lock
-// and pop the queue, so tasks up to that count are left for them: under a steady load, tasks go
-// from worker to worker with no wake-up at all. Past that count, tasks go to
-// parked workers, then to new goroutines, counted now, under the lock, so
-// that Close never waits on a count that may still rise.
+// and pop the queue, so tasks up to that count are left for them: under a
+// steady load, tasks go from worker to worker with no wake-up at all. Past
+// that count, tasks go to parked workers, then to new goroutines, counted
+// now, under the lock, so that Close never waits on a count that may still
+// rise.
 func (ex *Executor) launchLocked(b *batch) {
 	for ex.runq.Len() > ex.finishingLocked() {
 		j, _ := ex.runq.Pop()
