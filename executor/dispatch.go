@@ -207,7 +207,7 @@ func (ex *Executor) startFreedLocked(g *group) *job {
 	// while no head can fit its own limit: nothing to update then, as on
 	// every start of a group that runs at its limit. (Its limit full is
 	// asked first: it needs no load of the next task, a cache miss.)
-	if !g.conc.Fits(1) && g.waiting.Len() > 0 {
+	if !g.conc.Fits(1) && g.queued() > 0 {
 		return h
 	}
 	ex.updateReadyLocked(g)
@@ -217,10 +217,10 @@ func (ex *Executor) startFreedLocked(g *group) *job {
 // startLocked takes j's running permits and marks it running.
 func (ex *Executor) startLocked(g *group, j *job) {
 	if j.state == stateWaiting {
-		if g.waiting.Len() == 1 && ex.lanes {
+		if g.queued() == 1 && ex.lanes {
 			// A lane stays open only behind a waiting task: it closes
 			// unless it has tasks to move behind this one.
-			ex.spliceLocked(g, g.lane.take(closeIfIdle))
+			ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
 		}
 		g.waiting.Remove(j)
 		ex.waiting--

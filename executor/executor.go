@@ -39,6 +39,7 @@ type Executor struct {
 	breaker   *breaker.Settings // per-group breakers, when set
 	cluster   *clusterLimits    // cluster limiters (cluster.go), nil when none
 	lanes     bool              // lanes may open (lane.go)
+	light     bool              // Go may admit light tasks (go.go)
 
 	// index mirrors groups for Submit's lane, which reads it without the
 	// lock (index.go).
@@ -100,7 +101,8 @@ type Executor struct {
 	counts   Counts
 	served   uint64 // permits started
 
-	laneAdmitted uint64 // tasks admitted through lanes, counted when moved to a queue (tests)
+	laneAdmitted  uint64 // tasks admitted through lanes, counted when moved to a queue (tests)
+	lightAdmitted uint64 // of them light tasks (tests)
 }
 
 // New returns an Executor enforcing p.
@@ -132,6 +134,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		}
 	}
 	ex.lanes = ex.lanesAllowed()
+	ex.light = ex.lanes && ex.listener == nil
 	ex.epoch = ex.clk.Now()
 	ex.realClk = ex.clk == clock.Real
 	ex.untimedGo = ex.listener == nil && ex.timeout == 0

@@ -55,6 +55,10 @@ func (ex *Executor) CheckInvariants() string {
 			}
 			w += j.weight
 		}
+		if msg := checkLight(ex, g); msg != "" {
+			return msg + ": " + k
+		}
+		w += g.light.Len() // each of weight 1
 		for j := range g.runningSet {
 			if j.state != stateRunning {
 				return "a task counted running is not running"
@@ -72,7 +76,12 @@ func (ex *Executor) CheckInvariants() string {
 		if g.limits.MaxInFlight != g.inFlight.Limit() || g.limits.MaxConcurrency != g.conc.Limit() {
 			return "group limits and permits disagree: " + k
 		}
-		h := g.head()
+		// The head as head() would make it, without making it: a
+		// light task weighs 1.
+		h := g.waiting.Front()
+		if h == nil && g.light.Len() > 0 {
+			h = &job{weight: 1}
+		}
 		if want := h != nil && g.conc.Fits(h.weight) && h.weight <= ex.global.Limit() && !g.clusterWait; want != g.readyNode.InList() {
 			return "ready list membership wrong for group " + k
 		}
@@ -91,7 +100,7 @@ func (ex *Executor) CheckInvariants() string {
 		if msg := checkLane(ex, g); msg != "" {
 			return msg + ": " + k
 		}
-		waiting += g.waiting.Len()
+		waiting += g.queued()
 		tasks += g.tasks()
 		running += r
 	}
@@ -114,11 +123,11 @@ func (ex *Executor) CheckInvariants() string {
 	}
 	// With a cluster global limiter, the front may wait for its permits.
 	clusterGlobal := ex.cluster != nil && ex.cluster.global != nil
-	if f := ex.ready.Front(); f != nil && ex.state != closed && ex.global.Fits(f.Value.head().weight) && !clusterGlobal {
+	if f := ex.ready.Front(); f != nil && ex.state != closed && ex.global.Fits(headWeight(f.Value)) && !clusterGlobal {
 		return "ready front fits global room but did not start"
 	}
 	if t := ex.turn; t != nil {
-		if t.head() == nil {
+		if t.queued() == 0 {
 			return "the turn is held by a group with nothing waiting"
 		}
 		if t.readyNode.InList() && ex.ready.Front() != &t.readyNode {
@@ -153,20 +162,29 @@ func checkLane(ex *Executor, g *group) string {
 		n++
 		w += j.weight
 	}
+	for _, fn := range l.fns {
+		if fn == nil {
+			return "a lane's light task has no function"
+		}
+	}
+	n += len(l.fns)
+	w += len(l.fns)
 	switch {
-	case prev != l.jobs.back || n != l.jobs.n || w != l.w:
+	case prev != l.jobs.back || n != l.jobs.n+len(l.fns) || w != l.w:
 		return "a lane's count or back does not match its tasks"
+	case len(l.fns) > 0 && !ex.light:
+		return "a lane holds light tasks where none may come in"
 	case !l.open && n > 0:
 		return "a closed lane holds tasks"
 	case !l.open:
 		return ""
 	case !ex.lanes || ex.state != open || g.shutdown || g.evict:
 		return "a lane open where none may be"
-	case g.waiting.Len() == 0:
+	case g.queued() == 0:
 		return "a lane open with no task waiting ahead"
 	case g.inFlight.Used()+l.w+l.credit > g.inFlight.Limit():
 		return "lane credit beyond the in-flight limit"
-	case g.waiting.Len()+l.jobs.n+l.credit > g.limits.QueueThreshold:
+	case g.queued()+n+l.credit > g.limits.QueueThreshold:
 		return "lane credit beyond the queue threshold"
 	case l.maxW > min(g.conc.Limit(), ex.global.Limit()):
 		return "a lane takes tasks heavier than can start"
@@ -198,7 +216,33 @@ func LaneLen(ex *Executor, group string) int {
 	}
 	g.lane.mu.Lock()
 	defer g.lane.mu.Unlock()
-	return g.lane.jobs.n
+	return g.lane.jobs.n + len(g.lane.fns)
+}
+
+// checkLight verifies g's light tasks (go.go): only where they may come in,
+// each with its function, those taken cleared.
+func checkLight(ex *Executor, g *group) string {
+	q := &g.light
+	if q.next < 0 || q.next > len(q.fns) || q.next > 0 && q.next == len(q.fns) {
+		return "light queue's front out of range"
+	}
+	if q.Len() > 0 && !ex.light {
+		return "light tasks where none may come in"
+	}
+	for i, fn := range q.fns {
+		if (fn == nil) != (i < q.next) {
+			return "light queue's functions do not match its front"
+		}
+	}
+	return ""
+}
+
+// headWeight returns the weight of g's head, as head() would make it.
+func headWeight(g *group) int {
+	if h := g.waiting.Front(); h != nil {
+		return h.weight
+	}
+	return 1 // a light task
 }
 
 // Hint returns the key of the group Submit tries first (ex.hint), and
@@ -231,6 +275,14 @@ func LaneAdmitted(ex *Executor) uint64 {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.laneAdmitted
+}
+
+// LightAdmitted returns how many of LaneAdmitted's tasks were light ones
+// (go.go).
+func LightAdmitted(ex *Executor) uint64 {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.lightAdmitted
 }
 
 // LanesEnabled reports whether ex's configuration lets lanes open.

@@ -20,7 +20,8 @@ type group struct {
 	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
 	conc     groupsem.Sem // permits running
 	waiting  jobList
-	running  int // tasks started and not yet finished
+	light    lightQueue // light tasks (go.go), behind waiting
+	running  int        // tasks started and not yet finished
 
 	readyNode   queue.Node[*group] // in ex.ready
 	idleNode    queue.Node[*group] // in ex.idle
@@ -48,7 +49,8 @@ type group struct {
 	counts     Counts
 	served     uint64 // permits started
 
-	lane lane // the way in without the executor's lock (lane.go)
+	lane    lane   // the way in without the executor's lock (lane.go)
+	laneBuf []goFn // the lane's next buffer of light tasks, empty (lane.take)
 
 	// The group's running tasks are counted, not listed: their contexts
 	// hear of the group's stop through stop (context.go), and only those
@@ -92,7 +94,7 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	return g
 }
 
-func (g *group) tasks() int { return g.waiting.Len() + g.running }
+func (g *group) tasks() int { return g.queued() + g.running }
 
 // idle reports whether g has no task and no Submit in progress.
 func (g *group) idle() bool { return g.tasks() == 0 && g.pending == 0 }
@@ -101,9 +103,27 @@ func (g *group) idle() bool { return g.tasks() == 0 && g.pending == 0 }
 // breaker remembers failures that a fresh one would forget.
 func (g *group) reclaimable() bool { return g.br == nil || g.br.State() == breaker.StateClosed }
 
-// head returns the first waiting task, or nil.
+// queued returns the number of g's waiting tasks.
+func (g *group) queued() int { return g.waiting.Len() + g.light.Len() }
+
+// head returns the first waiting task, or nil. A light task at the head
+// becomes a job (lightTaskLocked).
 func (g *group) head() *job {
-	return g.waiting.Front()
+	if j := g.waiting.Front(); j != nil || g.light.Len() == 0 {
+		return j
+	}
+	t := g.ex.lightTaskLocked(g, g.light.pop())
+	g.waiting.PushBack(&t.job)
+	return &t.job
+}
+
+// flushLightLocked makes every light task of g's queue a job, at the back
+// of g.waiting: for a job to be queued behind them, or for a walk of the
+// queue.
+func (g *group) flushLightLocked() {
+	for g.light.Len() > 0 {
+		g.waiting.PushBack(&g.ex.lightTaskLocked(g, g.light.pop()).job)
+	}
 }
 
 func (g *group) trackLocked(j *job, running bool) {

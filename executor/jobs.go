@@ -127,3 +127,42 @@ func (l *jobList) pushBackList(o *jobList) {
 	l.back = o.back
 	l.n += o.n
 }
+
+// lightQueue is a FIFO of light tasks (go.go): the functions of reusable Go
+// tasks that came in through a lane, not yet made jobs. Guarded by the
+// executor's mutex.
+type lightQueue struct {
+	fns  []goFn
+	next int // fns[:next] are taken, and nil
+}
+
+// Len returns the number of tasks in q.
+func (q *lightQueue) Len() int { return len(q.fns) - q.next }
+
+// pop removes and returns the first task; q must not be empty.
+func (q *lightQueue) pop() goFn {
+	fn := q.fns[q.next]
+	q.fns[q.next] = nil
+	q.next++
+	if q.next == len(q.fns) {
+		q.fns, q.next = q.fns[:0], 0
+	}
+	return fn
+}
+
+// add appends fns, a lane's buffer, and returns an empty buffer for the
+// lane: fns itself when its tasks were copied, or q's own when q was empty
+// and takes fns as it is.
+func (q *lightQueue) add(fns []goFn) []goFn {
+	if len(fns) == 0 {
+		return fns
+	}
+	if q.Len() == 0 {
+		old := q.fns[:0]
+		q.fns, q.next = fns, 0
+		return old
+	}
+	q.fns = append(q.fns, fns...)
+	clear(fns)
+	return fns[:0]
+}

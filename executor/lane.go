@@ -45,6 +45,9 @@ import (
 //     the queue's head need neither: the lane only adds behind the head,
 //     and its credit stays within a room that a release only widens.
 //
+// A Go task with context.Background leaves only its function in the lane
+// (a light task, go.go).
+//
 // Lanes open only where the locked path would decide nothing else: no
 // queue timeout (deadlines follow queue order, taken under the lock), no
 // group breaker (a ticket per task), no cluster limiter, no global queue
@@ -61,7 +64,8 @@ type lane struct {
 	credit int     // permits that may still come in
 	maxW   int     // the heaviest task that may come in: one that can start
 	jobs   jobList // admitted, not yet in the queue, oldest first
-	w      int     // their permits
+	fns    []goFn  // light tasks admitted behind jobs, oldest first (admitLight)
+	w      int     // their permits, both kinds
 	seq    uint64  // counts takes: a job admitted at seq is in the lane until the next
 	_      [64]byte
 }
@@ -81,7 +85,8 @@ func (ex *Executor) lanesAllowed() bool {
 // can be cancelled), it notes in j's extra when j came in, for watch.
 func (l *lane) admit(j *job, watch bool) bool {
 	l.mu.Lock()
-	if !l.open || j.weight > l.credit || j.weight > l.maxW {
+	// Not behind light tasks: those are moved to the queue after jobs.
+	if !l.open || j.weight > l.credit || j.weight > l.maxW || len(l.fns) > 0 {
 		l.mu.Unlock()
 		return false
 	}
@@ -92,6 +97,21 @@ func (l *lane) admit(j *job, watch bool) bool {
 	j.state = stateWaiting
 	l.jobs.PushBack(j)
 	l.w += j.weight
+	l.mu.Unlock()
+	return true
+}
+
+// admitLight takes fn, a light task (go.go), into the lane if it is open
+// and has room, reporting whether it did.
+func (l *lane) admitLight(fn goFn) bool {
+	l.mu.Lock()
+	if !l.open || l.credit < 1 { // maxW, a limit, is at least 1
+		l.mu.Unlock()
+		return false
+	}
+	l.credit--
+	l.fns = append(l.fns, fn)
+	l.w++
 	l.mu.Unlock()
 	return true
 }
@@ -116,6 +136,7 @@ func (l *lane) watch(j *job, stop func() bool) bool {
 // permits.
 type segment struct {
 	jobs jobList
+	fns  []goFn // behind jobs
 	w    int
 }
 
@@ -126,13 +147,14 @@ const (
 	closeIfIdle // closed if it held nothing
 )
 
-// take empties the lane and leaves it open or closed as how says.
-func (l *lane) take(how int) segment {
+// take empties the lane and leaves it open or closed as how says. buf,
+// empty, is where light tasks go from now on.
+func (l *lane) take(how int, buf []goFn) segment {
 	l.mu.Lock()
-	s := segment{l.jobs, l.w}
-	l.jobs, l.w = jobList{}, 0
+	s := segment{l.jobs, l.fns, l.w}
+	l.jobs, l.fns, l.w = jobList{}, buf, 0
 	l.seq++
-	if how == closeLane || how == closeIfIdle && s.jobs.n == 0 {
+	if how == closeLane || how == closeIfIdle && s.jobs.n == 0 && len(s.fns) == 0 {
 		l.open = false
 	}
 	l.mu.Unlock()
@@ -143,38 +165,44 @@ func (l *lane) take(how int) segment {
 // admission accounting the lane skipped.
 func (ex *Executor) drainLocked(g *group) {
 	if ex.lanes {
-		ex.spliceLocked(g, g.lane.take(keepOpen))
+		ex.spliceLocked(g, g.lane.take(keepOpen, g.laneBuf))
 	}
 }
 
 // closeLaneLocked closes g's lane and drains it.
 func (ex *Executor) closeLaneLocked(g *group) {
 	if ex.lanes {
-		ex.spliceLocked(g, g.lane.take(closeLane))
+		ex.spliceLocked(g, g.lane.take(closeLane, g.laneBuf))
 	}
 }
 
 func (ex *Executor) spliceLocked(g *group, s segment) {
-	n := s.jobs.n
+	n := s.jobs.n + len(s.fns)
 	if n == 0 {
+		g.laneBuf = s.fns
 		return
 	}
-	g.waiting.pushBackList(&s.jobs)
+	if s.jobs.n > 0 {
+		g.flushLightLocked() // the queue's light tasks come before these jobs
+		g.waiting.pushBackList(&s.jobs)
+	}
+	g.laneBuf = g.light.add(s.fns)
 	g.inFlight.Acquire(s.w)
 	ex.tasks += n
 	ex.waiting += n
 	ex.counts.Submitted += uint64(n)
 	g.counts.Submitted += uint64(n)
 	ex.laneAdmitted += uint64(n)
+	ex.lightAdmitted += uint64(len(s.fns))
 }
 
 // openLaneLocked lends g's lane the room its in-flight limit and queue
 // threshold have left, if the lane may open.
 func (ex *Executor) openLaneLocked(g *group) {
-	if !ex.lanes || ex.state != open || g.shutdown || g.evict || g.waiting.Len() == 0 {
+	if !ex.lanes || ex.state != open || g.shutdown || g.evict || g.queued() == 0 {
 		return
 	}
-	credit := min(g.inFlight.Limit()-g.inFlight.Used(), g.limits.QueueThreshold-g.waiting.Len(), laneMaxCredit)
+	credit := min(g.inFlight.Limit()-g.inFlight.Used(), g.limits.QueueThreshold-g.queued(), laneMaxCredit)
 	l := &g.lane
 	l.mu.Lock()
 	opened := credit > 0 && !l.open // a closed lane is empty

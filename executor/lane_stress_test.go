@@ -20,7 +20,8 @@ import (
 // that most queued tasks go in without the executor's lock while everything
 // else moves: group limits and the global limit change, groups are evicted,
 // statistics are read, tasks are cancelled by handle and by context, panic
-// and fail, some are too heavy ever to start, and Shutdown comes while
+// and fail, some are too heavy ever to start, a third come in with Go and
+// context.Background (light tasks, go.go), and Shutdown comes while
 // submitters are still at work. It checks, from inside the tasks and at the
 // end: limits never exceeded, the books (CheckInvariants, lane credit
 // included) always consistent, nothing runs twice or after a refusal, a
@@ -80,6 +81,7 @@ func TestLaneStress(t *testing.T) {
 		runs     *atomic.Int32
 		heavy    bool
 		cancelFn context.CancelFunc
+		viaGo    bool // submitted with Go: no handle
 	}
 	records := make([][]record, submitters)
 	shutdownAt := submitters * perWorker * 3 / 4 // Shutdown comes mid-run
@@ -114,12 +116,24 @@ func TestLaneStress(t *testing.T) {
 				if mode >= 3 && mode <= 6 {
 					kind = stressHolds // queues build up
 				}
+				// A third come in with Go, as light tasks unless their
+				// lane is closed: nothing can cancel them, so they must
+				// end on their own. Go's weight is 1.
+				rec.viaGo = r.IntN(3) == 0 && !rec.heavy && kind != stressWaitsCancel
+				if rec.viaGo {
+					weight = 1
+				}
 				fn := stressBody(rec.runs, weight, stressRunning{&globalRunning, &groupRunning[gi], maxGlobal, maxConc, grp},
 					violate, kind, func() {
 						for range 20 {
 							runtime.Gosched()
 						}
 					}, i)
+				if rec.viaGo {
+					rec.err = ex.Go(bg, grp, func(ctx context.Context) error { _, err := fn(ctx); return err })
+					records[w] = append(records[w], rec)
+					continue
+				}
 				ctx := bg
 				if r.IntN(8) == 0 {
 					ctx, rec.cancelFn = context.WithCancel(bg)
@@ -153,8 +167,18 @@ func TestLaneStress(t *testing.T) {
 	var counts [5]int
 	reasons := map[string]int{}
 	defer func() { t.Logf("refusals by limit: %v", reasons) }()
+	goTasks := 0
 	for _, rs := range records {
 		for _, rec := range rs {
+			if rec.viaGo {
+				// Its outcome is in the totals below; here, only that
+				// a refused one never ran (a second run is a violation).
+				goTasks++
+				if rec.err != nil && rec.runs.Load() != 0 {
+					t.Errorf("Go task refused (%v) ran", rec.err)
+				}
+				continue
+			}
 			if rec.cancelFn != nil {
 				rec.cancelFn()
 			}
@@ -187,7 +211,8 @@ func TestLaneStress(t *testing.T) {
 	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total || s.Submitted != total {
 		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.Counts)
 	}
-	viaLane := executor.LaneAdmitted(ex)
+	viaLane, light := executor.LaneAdmitted(ex), executor.LightAdmitted(ex)
+	t.Logf("%d Go tasks, %d of them light", goTasks, light)
 	t.Logf("outcomes: success %d failed %d cancelled %d rejected %d; %d admitted through lanes",
 		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], viaLane)
 	if counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
@@ -195,8 +220,8 @@ func TestLaneStress(t *testing.T) {
 	}
 	// A few hundred to a few thousand in runs so far; how many depends on
 	// the scheduling, so only none is a failure.
-	if viaLane == 0 {
-		t.Errorf("no task of %d came in through a lane: the test did not exercise them", total)
+	if viaLane == 0 || light == 0 {
+		t.Errorf("of %d tasks, %d came in through a lane, %d of them light: the test did not exercise them", total, viaLane, light)
 	}
 	ex.Close()
 	if n := executor.DoubleCompletions(); n != 0 {

@@ -200,5 +200,5 @@ func (ex *Executor) setLimitsLocked(g *group, l policy.GroupLimits, b *batch) {
 // overLimitLocked reports whether g holds more than a lowered limit allows:
 // then it displaces nothing under DiscardOldest.
 func (g *group) overLimitLocked() bool {
-	return g.inFlight.Used() > g.inFlight.Limit() || g.waiting.Len() > g.limits.QueueThreshold
+	return g.inFlight.Used() > g.inFlight.Limit() || g.queued() > g.limits.QueueThreshold
 }

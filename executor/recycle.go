@@ -107,6 +107,31 @@ func (ex *Executor) takeSpare() *goTask {
 	return t
 }
 
+// lightTaskLocked returns a reusable Go task for fn, waiting in g: a light
+// task moved out of g's lane (go.go). It takes what finishing workers kept,
+// most recently kept first, or allocates.
+func (ex *Executor) lightTaskLocked(g *group, fn goFn) *goTask {
+	var t *goTask
+	if n := len(ex.free); n > 0 {
+		t = ex.free[n-1]
+		ex.free[n-1] = nil
+		ex.free = ex.free[:n-1]
+	} else if n := len(ex.old); n > 0 {
+		t = ex.old[n-1]
+		ex.old[n-1] = nil
+		ex.old = ex.old[:n-1]
+	}
+	if t == nil {
+		t = &goTask{}
+		t.parent, t.body, t.weight, t.flags = background, t, 1, bgGo
+	} else {
+		t.submitted, t.released, t.status = 0, false, 0
+		t.done = completion{}
+	}
+	t.fn, t.g, t.state = fn, g, stateWaiting
+	return t
+}
+
 // refillSpares gives s, which is empty and locked, the tasks that
 // finishing workers freed since the last collection, or else those they
 // freed before it.

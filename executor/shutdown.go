@@ -125,7 +125,7 @@ func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason erro
 	var b batch
 	ex.mu.Lock()
 	for g := range each {
-		for j := g.waiting.Front(); j != nil; j = g.waiting.Front() {
+		for j := g.head(); j != nil; j = g.head() {
 			ex.removeWaitingLocked(j, Cancelled)
 			waiting = append(waiting, j)
 		}

@@ -113,7 +113,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		Group:          g.key,
 		Running:        g.conc.Used(),
 		RunningTasks:   g.running,
-		Waiting:        g.waiting.Len(),
+		Waiting:        g.queued(),
 		InFlight:       g.inFlight.Used(),
 		MaxInFlight:    g.limits.MaxInFlight,
 		MaxConcurrency: g.limits.MaxConcurrency,

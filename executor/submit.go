@@ -275,7 +275,7 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 		return refuse(LimitGroupInFlight, g.inFlight.Used(), g.inFlight.Limit(), nil), false
 	}
 	clusterWait := false
-	if g.waiting.Len() == 0 && g.conc.Fits(w) && ex.ready.Len() == 0 && ex.global.Fits(w) {
+	if g.queued() == 0 && g.conc.Fits(w) && ex.ready.Len() == 0 && ex.global.Fits(w) {
 		if ex.cluster == nil {
 			ex.admitToGroupLocked(g, j)
 			ex.startLocked(g, j)
@@ -292,7 +292,7 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 			clusterWait = true // it waits like any other task
 		}
 	}
-	if n := g.waiting.Len(); n >= g.limits.QueueThreshold && !ex.displaceLocked(g, w, b) {
+	if n := g.queued(); n >= g.limits.QueueThreshold && !ex.displaceLocked(g, w, b) {
 		return refuse(LimitGroupQueue, n, g.limits.QueueThreshold, nil), false
 	}
 	if t := ex.pol.GlobalQueueThreshold(); ex.waiting >= t {
@@ -300,9 +300,10 @@ func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (
 	}
 	ex.admitToGroupLocked(g, j)
 	j.state = stateWaiting
+	g.flushLightLocked() // j goes behind them
 	g.waiting.PushBack(j)
 	ex.waiting++
-	if g.waiting.Len() == 1 {
+	if g.queued() == 1 {
 		g.clusterWait = clusterWait
 		ex.updateReadyLocked(g)
 		ex.armLocked(g, now)
@@ -322,6 +323,7 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest || g.overLimitLocked() {
 		return false
 	}
+	g.flushLightLocked() // walked below
 	used, full := g.waiting.Len(), g.limits.QueueThreshold
 	free := g.inFlight.Limit() - g.inFlight.Used()
 	waiting, globalWaiting := g.waiting.Len(), ex.waiting

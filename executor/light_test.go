@@ -1,0 +1,250 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// Light tasks (go.go): a Go call with context.Background that finds its
+// group's lane open leaves only its function there. These tests pin what
+// that must not change: order with the group's other tasks, limits, counts,
+// and the outcome of tasks that never start. Each first checks that its
+// tasks really came in light (LightAdmitted, or the lane's length while
+// nothing moves), so that none passes by the job path instead.
+
+// runOrder records the order in which its tasks run.
+type runOrder struct {
+	mu    sync.Mutex
+	order []int
+}
+
+func (r *runOrder) goFn(i int) func(context.Context) error {
+	return func(context.Context) error {
+		r.mu.Lock()
+		r.order = append(r.order, i)
+		r.mu.Unlock()
+		return nil
+	}
+}
+
+func (r *runOrder) taskFn(i int) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) { return i, r.goFn(i)(ctx) }
+}
+
+func (r *runOrder) check(t *testing.T, want []int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.order) != len(want) {
+		t.Fatalf("%d tasks ran, want %d: %v", len(r.order), len(want), r.order)
+	}
+	for i := range want {
+		if r.order[i] != want[i] {
+			t.Fatalf("start %d was task %d, want %d: %v", i, r.order[i], want[i], r.order)
+		}
+	}
+}
+
+// seq returns from, from+1, ..., to-1.
+func seq(from, to int) []int {
+	var s []int
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+func TestLightTasksKeepOrderWithOtherTasks(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	gt := blockGroup(t, ex, "g")
+	var rec runOrder
+	i := 0
+	goN := func(n int) {
+		for range n {
+			if err := ex.Go(bg, "g", rec.goFn(i)); err != nil {
+				t.Fatalf("Go %d: %v", i, err)
+			}
+			i++
+		}
+	}
+	// The first waits through the locked path and opens the lane; the
+	// others leave their functions in it.
+	goN(50)
+	if got := executor.LaneLen(ex, "g"); got != 49 {
+		t.Fatalf("lane holds %d, want 49: the light path was not used", got)
+	}
+	// A task with a handle, then one whose context can be cancelled, each
+	// behind light tasks still in the lane, then more light tasks.
+	h := submit(t, ex, executor.Task[int]{Group: "g", Fn: rec.taskFn(i)})
+	i++
+	goN(30)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	if err := ex.Go(ctx, "g", rec.goFn(i)); err != nil {
+		t.Fatal(err)
+	}
+	i++
+	goN(30)
+	// Statistics move the lane to the queue: the light tasks wait there
+	// as functions, and count as any other.
+	if s := groupStats(t, ex, "g"); s.Waiting != i || s.Submitted != uint64(i+1) || s.InFlight != i+1 {
+		t.Fatalf("group stats %+v, want %d waiting, %d submitted, %d in flight", s, i, i+1, i+1)
+	}
+	// A task with a handle finds the lane empty and open: it comes in
+	// there, behind the light tasks in the queue, and light tasks behind it.
+	h2 := submit(t, ex, executor.Task[int]{Group: "g", Fn: rec.taskFn(i)})
+	i++
+	goN(20)
+	if got := executor.LaneLen(ex, "g"); got != 21 {
+		t.Fatalf("lane holds %d, want 21", got)
+	}
+	// Moved to the queue behind the light tasks there.
+	if s := groupStats(t, ex, "g"); s.Waiting != i {
+		t.Fatalf("group stats %+v, want %d waiting", s, i)
+	}
+	light := executor.LightAdmitted(ex)
+	if light < 100 {
+		t.Fatalf("%d light tasks admitted, want most of the %d Go calls", light, i-2)
+	}
+	gt.open()
+	if r := wait(t, h); r.Status != executor.Success || r.Value != 50 {
+		t.Fatalf("%+v", r)
+	}
+	if r := wait(t, h2); r.Status != executor.Success || r.Value != 112 {
+		t.Fatalf("%+v", r)
+	}
+	waitIdle(t, ex)
+	rec.check(t, seq(0, i))
+	if s := ex.Stats(); s.Succeeded != uint64(i+1) || s.Submitted != uint64(i+1) {
+		t.Fatalf("stats %+v, want %d succeeded", s, i+1)
+	}
+}
+
+func TestLightTasksRespectLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opt    policy.Option
+		accept int
+		limit  executor.Limit
+	}{
+		{"queue threshold", policy.WithQueueThresholdPerGroup(5), 5, executor.LimitGroupQueue},
+		{"in-flight", policy.WithMaxInFlightPerGroup(6), 5, executor.LimitGroupInFlight}, // the blocker holds 1
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithRejectionPolicy(policy.Abort), tc.opt})
+			gt := blockGroup(t, ex, "g")
+			var rec runOrder
+			for i := range tc.accept + 3 {
+				err := ex.Go(bg, "g", rec.goFn(i))
+				if i < tc.accept {
+					if err != nil {
+						t.Fatalf("task %d refused: %v", i, err)
+					}
+					// The first waits through the locked path; the
+					// others come in light, until the lane has no room.
+					if got := executor.LaneLen(ex, "g"); i == tc.accept-1 && got != tc.accept-1 {
+						t.Fatalf("lane holds %d, want %d", got, tc.accept-1)
+					}
+					continue
+				}
+				var re *executor.RejectedError
+				if !errors.As(err, &re) || re.Limit != tc.limit {
+					t.Fatalf("task %d: %v, want a refusal at %v", i, err, tc.limit)
+				}
+			}
+			gt.open()
+			waitIdle(t, ex)
+			rec.check(t, seq(0, tc.accept))
+			if s := ex.Stats(); s.Succeeded != uint64(tc.accept+1) || s.Rejected != 3 {
+				t.Fatalf("stats %+v, want %d succeeded, 3 rejected", s.Counts, tc.accept+1)
+			}
+		})
+	}
+}
+
+// DiscardOldest displaces the oldest waiting tasks, light ones included,
+// and counts them Rejected; they never run.
+func TestLightTasksDisplaced(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueThresholdPerGroup(3),
+		policy.WithRejectionPolicy(policy.DiscardOldest)})
+	gt := blockGroup(t, ex, "g")
+	var rec runOrder
+	for i := range 3 {
+		if err := ex.Go(bg, "g", rec.goFn(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := executor.LaneLen(ex, "g"); got != 2 {
+		t.Fatalf("lane holds %d, want 2", got)
+	}
+	for i := 3; i < 5; i++ { // each displaces the oldest
+		if err := ex.Go(bg, "g", rec.goFn(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gt.open()
+	waitIdle(t, ex)
+	rec.check(t, []int{2, 3, 4})
+	if s := ex.Stats(); s.Succeeded != 4 || s.Rejected != 2 {
+		t.Fatalf("stats %+v, want 4 succeeded, 2 rejected", s.Counts)
+	}
+}
+
+// Close cancels waiting light tasks, in the lane or in the queue: they
+// count Cancelled and never run.
+func TestCloseCancelsLightTasks(t *testing.T) {
+	p, err := policy.New(policy.WithMaxConcurrencyPerGroup(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	blocker := func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() }
+	if err := ex.Go(bg, "g", blocker); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	var rec runOrder
+	for i := range 100 {
+		if i == 60 {
+			ex.Stats() // the first 60 move to the queue, the rest stay in the lane
+		}
+		if err := ex.Go(bg, "g", rec.goFn(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if light := executor.LightAdmitted(ex); light != 59 {
+		t.Fatalf("%d light tasks moved to the queue, want 59", light)
+	}
+	if got := executor.LaneLen(ex, "g"); got != 40 {
+		t.Fatalf("lane holds %d, want 40", got)
+	}
+	ex.Close()
+	rec.check(t, nil)
+	s := ex.Stats()
+	if s.Cancelled != 101 || s.Submitted != 101 || s.Waiting != 0 || s.Running != 0 {
+		t.Fatalf("stats %+v, want 101 cancelled, nothing left", s)
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+}
+
+// waitIdle shuts ex down and waits until every admitted task has ended.
+func waitIdle(t *testing.T, ex *executor.Executor) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	if err := ex.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
