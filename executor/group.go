@@ -20,8 +20,7 @@ type group struct {
 	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
 	conc     groupsem.Sem // permits running
 	waiting  jobList
-	light    lightQueue // light tasks (go.go), behind waiting
-	running  int        // tasks started and not yet finished
+	running  int // tasks started and not yet finished
 
 	readyNode   queue.Node[*group] // in ex.ready
 	idleNode    queue.Node[*group] // in ex.idle
@@ -49,8 +48,9 @@ type group struct {
 	counts     Counts
 	served     uint64 // permits started
 
-	lane    lane   // the way in without the executor's lock (lane.go)
-	laneBuf []goFn // the lane's next buffer of light tasks, empty (lane.take)
+	lane    lane       // the way in without the executor's lock (lane.go)
+	light   lightQueue // light tasks (go.go), behind waiting
+	laneBuf []goFn     // the lane's next buffer of light tasks, empty (lane.take)
 
 	// The group's running tasks are counted, not listed: their contexts
 	// hear of the group's stop through stop (context.go), and only those
@@ -109,9 +109,15 @@ func (g *group) queued() int { return g.waiting.Len() + g.light.Len() }
 // head returns the first waiting task, or nil. A light task at the head
 // becomes a job (lightTaskLocked).
 func (g *group) head() *job {
-	if j := g.waiting.Front(); j != nil || g.light.Len() == 0 {
+	if j := g.waiting.front; j != nil || len(g.light.fns) == 0 { // empty, fns is empty (pop)
 		return j
 	}
+	return g.lightHead()
+}
+
+// lightHead is head's case of a light task at the head, out of line: head
+// inlined is worth a few percent.
+func (g *group) lightHead() *job {
 	t := g.ex.lightTaskLocked(g, g.light.pop())
 	g.waiting.PushBack(&t.job)
 	return &t.job
