@@ -192,17 +192,29 @@ func (ex *Executor) dispatchLocked(b *batch) {
 // general path must decide: another group waits for global room, the head
 // does not fit, or a queue timeout or cluster limiter has a say.
 func (ex *Executor) startFreedLocked(g *group) *job {
-	h := g.head()
-	if h == nil || ex.ready.Len() != 0 || ex.state == closed || ex.timeout > 0 || ex.cluster != nil ||
-		g.clusterWait || !g.conc.Fits(h.weight) || !ex.global.Fits(h.weight) {
+	// A light task at the head (go.go) starts as a job made for it here,
+	// without passing through g.waiting.
+	h := g.waiting.front
+	w := 1
+	if h != nil {
+		w = h.weight
+	} else if len(g.light.fns) == 0 { // empty (lightQueue.pop)
+		return nil
+	}
+	if ex.ready.Len() != 0 || ex.state == closed || ex.timeout > 0 || ex.cluster != nil ||
+		g.clusterWait || !g.conc.Fits(w) || !ex.global.Fits(w) {
 		return nil
 	}
 	// A turn without credit ends, and g, alone, begins the next one.
 	for ex.turn != g || g.deficit <= 0 {
 		ex.beginTurnLocked(g)
 	}
-	g.deficit -= h.weight
-	ex.startLocked(g, h)
+	g.deficit -= w
+	if h != nil {
+		ex.startLocked(g, h)
+	} else {
+		h = ex.startLightLocked(g)
+	}
 	// g stays in ex.backlog while it has a head, and stays out of ex.ready
 	// while no head can fit its own limit: nothing to update then, as on
 	// every start of a group that runs at its limit. (Its limit full is
@@ -230,6 +242,25 @@ func (ex *Executor) startLocked(g *group, j *job) {
 			x.stopAfter = nil
 		}
 	}
+	ex.runLocked(g, j)
+}
+
+// startLightLocked starts the light task at g's head, which has nothing
+// ahead of it in g.waiting, as startLocked would once head made it a job.
+func (ex *Executor) startLightLocked(g *group) *job {
+	j := &ex.lightTaskLocked(g, g.light.pop()).job
+	ex.waiting--
+	if ex.lanes && g.queued() == 0 {
+		// As in startLocked: the lane closes unless it has tasks to
+		// move behind this one.
+		ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
+	}
+	ex.runLocked(g, j)
+	return j
+}
+
+// runLocked takes j's running permits and marks it running.
+func (ex *Executor) runLocked(g *group, j *job) {
 	g.conc.Acquire(j.weight)
 	ex.global.Acquire(j.weight)
 	g.running++
