@@ -191,7 +191,10 @@ func (ex *Executor) dispatchLocked(b *batch) {
 // caller puts on the run queue or runs, or nil, changing nothing, when the
 // general path must decide: another group waits for global room, the head
 // does not fit, or a queue timeout or cluster limiter has a say.
-func (ex *Executor) startFreedLocked(g *group) *job {
+//
+// spare, if not nil, is a task that the caller keeps for reuse: a light
+// task takes it (and leaves nil).
+func (ex *Executor) startFreedLocked(g *group, spare **goTask) *job {
 	// A light task at the head (go.go) starts as a job made for it here,
 	// without passing through g.waiting.
 	h := g.waiting.front
@@ -213,7 +216,7 @@ func (ex *Executor) startFreedLocked(g *group) *job {
 	if h != nil {
 		ex.startLocked(g, h)
 	} else {
-		h = ex.startLightLocked(g)
+		h = ex.startLightLocked(g, spare)
 	}
 	// g stays in ex.backlog while it has a head, and stays out of ex.ready
 	// while no head can fit its own limit: nothing to update then, as on
@@ -246,9 +249,10 @@ func (ex *Executor) startLocked(g *group, j *job) {
 }
 
 // startLightLocked starts the light task at g's head, which has nothing
-// ahead of it in g.waiting, as startLocked would once head made it a job.
-func (ex *Executor) startLightLocked(g *group) *job {
-	j := &ex.lightTaskLocked(g, g.light.pop()).job
+// ahead of it in g.waiting, as startLocked would once head made it a job,
+// taking *spare for it if not nil (lightTaskFromLocked).
+func (ex *Executor) startLightLocked(g *group, spare **goTask) *job {
+	j := &ex.lightTaskFromLocked(g, g.light.pop(), spare).job
 	ex.waiting--
 	if ex.lanes && g.queued() == 0 {
 		// As in startLocked: the lane closes unless it has tasks to

@@ -111,8 +111,16 @@ func (ex *Executor) takeSpare() *goTask {
 // task moved out of g's lane (go.go). It takes what finishing workers kept,
 // most recently kept first, or allocates.
 func (ex *Executor) lightTaskLocked(g *group, fn goFn) *goTask {
+	return ex.lightTaskFromLocked(g, fn, nil)
+}
+
+// lightTaskFromLocked is lightTaskLocked, taking *spare first if it is not
+// nil (and leaving nil there).
+func (ex *Executor) lightTaskFromLocked(g *group, fn goFn, spare **goTask) *goTask {
 	var t *goTask
-	if n := len(ex.free); n > 0 {
+	if spare != nil && *spare != nil {
+		t, *spare = *spare, nil
+	} else if n := len(ex.free); n > 0 {
 		t = ex.free[n-1]
 		ex.free[n-1] = nil
 		ex.free = ex.free[:n-1]
@@ -146,16 +154,18 @@ func (ex *Executor) refillSpares(s *spares) {
 	s.next = 0
 }
 
-// keepLocked keeps j, which has just completed in finish, for a later Go
-// call if it is a reusable Go task.
-func (ex *Executor) keepLocked(j *job) {
+// keepLocked returns j, which has just completed in finish, as a Go task
+// to keep for a later Go call if it is a reusable one, or nil. The caller
+// appends it to ex.free unless a light task takes it first
+// (startLightLocked).
+func (ex *Executor) keepLocked(j *job) *goTask {
 	if !j.reusable() || j.x.Load() != nil || ex.state == closed {
-		return
+		return nil
 	}
-	ex.free = append(ex.free, j.body.(*goTask))
 	if !ex.aging {
 		ex.startAgingLocked()
 	}
+	return j.body.(*goTask)
 }
 
 // startAgingLocked makes what ex keeps age from the next collection on.

@@ -158,6 +158,7 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker, b *batch) (next *job, parked bool) {
 	inline := ex.listener == nil
 	var doneCh chan struct{}
+	var spare *goTask // j, kept for reuse (keepLocked)
 	// Finishing workers queue on the gate, so that at most one of them at a
 	// time waits on the executor's lock. Tiny tasks end almost together, and
 	// without the gate dozens of workers queue on the lock in turn, with a
@@ -202,7 +203,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 			if ex.drainWanted.Load() {
 				ex.wakeDrainedLocked()
 			}
-			ex.keepLocked(j) // from here on, j may be another Go call's
+			spare = ex.keepLocked(j) // from here on, j may be another Go call's
 		}
 	} else {
 		ex.releaseLocked(g, j)
@@ -210,7 +211,10 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	// The freed group's next task is this worker's next, unless tasks
 	// started before it wait on the run queue: the same order as a push
 	// and a pop, without them.
-	next = ex.startFreedLocked(g)
+	next = ex.startFreedLocked(g, &spare)
+	if spare != nil {
+		ex.free = append(ex.free, spare)
+	}
 	switch {
 	case next == nil:
 		ex.updateReadyLocked(g)
