@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -34,15 +35,33 @@ func (ex *Executor) work(j *job) {
 	w := make(worker, 1)
 	var b batch // reused: finish would otherwise zero one per task
 	start := unread
+	n := 0 // tasks run back to back
 	for j != nil {
 		var parked bool
 		j, start, parked = ex.run(j, start, w, &b, &cur)
 		if parked {
 			j = <-w
 			start = unread
+			n = 0
+		} else if n++; n == yieldEvery {
+			n = 0
+			if runtime.GOMAXPROCS(0) > 1 {
+				runtime.Gosched()
+			}
 		}
 	}
 }
+
+// yieldEvery is how many tasks a worker runs back to back before it yields
+// its P (runtime.Gosched). A worker that takes its next task itself readies
+// no goroutine, and the runtime wakes an idle P only when one is readied:
+// on a deep backlog of tiny tasks, the workers ended up on one P while the
+// other stayed idle, half of the time of a flat batch's end on two cores
+// (an execution trace). Gosched puts the worker on the global run queue and
+// wakes an idle P. Every 1024 tasks: flat Go 10-14% faster on two cores
+// (256: 5-9%, 4096: 2-9%, 64: slower). With one P there is nothing to
+// wake, and yielding only costs.
+const yieldEvery = 1024
 
 // current is the task a worker is running, from begin until Fn returns,
 // for abort.
