@@ -263,6 +263,72 @@ func (ex *Executor) startLightLocked(g *group, spare **goTask) *job {
 	return j
 }
 
+// handsOffLocked reports whether finish may hand j's running permits to
+// the light task at the head of j's group (handOffLocked): exactly when the
+// general path (release, then startFreedLocked) would start that task, on
+// the permits just released, and keep j for reuse. j is a reusable task
+// whose handle has no listener to tell.
+func (ex *Executor) handsOffLocked(g *group, j *job) bool {
+	return !noHandOff && j.reusable() && g.waiting.front == nil && len(g.light.fns) != 0 && // a light head (lightQueue.pop)
+		ex.ready.Len() == 0 && ex.state != closed && !g.clusterWait && !ex.drainWanted.Load() &&
+		j.x.Load() == nil && // keepLocked's condition
+		// The head (weight 1, as j) fits once j's permits are back: no
+		// limit was lowered under what is running.
+		g.conc.Used() <= g.conc.Limit() && ex.global.Used() <= ex.global.Limit()
+}
+
+// noHandOff, set by tests only, makes every finish take the general path,
+// to compare the two.
+var noHandOff bool
+
+// handOffLocked completes j, as finish's general path would, and starts the
+// light task at its group's head as j itself, reused: j's running permits
+// (one at the group's concurrency limit and one at the global limit, as
+// the head's weight is 1) pass to it as they are, and so does j's place
+// among g's running tasks, so that neither limit is written. A deep
+// backlog of light tasks in one group has a handoff at every finish; on two
+// cores, lines that neither core writes stop moving between them.
+func (ex *Executor) handOffLocked(g *group, j *job, st Status) *job {
+	if trackRunning {
+		g.trackLocked(j, false)
+	}
+	g.counts.add(st)
+	ex.counts.add(st)
+	// j's admission ends (endAdmissionLocked; g is not idle: its head
+	// starts) and j completes (publishReusable).
+	g.inFlight.Release(1)
+	ex.tasks--
+	j.publishReusable(st)
+	// The head leaves the queue (startLightLocked) ...
+	fn := g.light.pop()
+	ex.waiting--
+	if ex.lanes && g.queued() == 0 {
+		ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
+	}
+	for ex.turn != g || g.deficit <= 0 {
+		ex.beginTurnLocked(g)
+	}
+	g.deficit--
+	// ... and starts as j (lightTaskFromLocked, runLocked).
+	t := j.body.(*goTask)
+	t.fn = fn
+	t.submitted, t.released, t.status = 0, false, 0
+	t.done = completion{}
+	j.state = stateRunning
+	if trackRunning {
+		g.trackLocked(j, true)
+	}
+	g.counts.Started++
+	g.served++
+	ex.counts.Started++
+	ex.served++
+	ex.countStartLocked(g, 1)
+	if g.queued() == 0 {
+		ex.updateReadyLocked(g) // no head left: g leaves the backlog
+	}
+	return j
+}
+
 // runLocked takes j's running permits and marks it running.
 func (ex *Executor) runLocked(g *group, j *job) {
 	g.conc.Acquire(j.weight)

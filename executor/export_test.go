@@ -277,6 +277,14 @@ func LaneAdmitted(ex *Executor) uint64 {
 	return ex.laneAdmitted
 }
 
+// SetHandOff turns finish's handoff to a light task (handOffLocked) on or
+// off, for every executor, and returns the previous setting.
+func SetHandOff(on bool) bool {
+	prev := !noHandOff
+	noHandOff = !on
+	return prev
+}
+
 // LightAdmitted returns how many of LaneAdmitted's tasks were light ones
 // (go.go).
 func LightAdmitted(ex *Executor) uint64 {

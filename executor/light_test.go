@@ -3,7 +3,10 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,5 +249,191 @@ func waitIdle(t *testing.T, ex *executor.Executor) {
 	defer cancel()
 	if err := ex.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// A finish that hands its permits to the light task at its group's head
+// (handOffLocked) must start exactly what the general path (release, then
+// start what fits) would. With a global limit of 1 one task runs at a time,
+// so the start order is fully determined by the dispatch rules (FIFO within
+// a group, deficit round robin across groups): it must be the same with
+// handoffs and without, for a mix of groups, shares, light tasks, tasks with
+// handles and Go tasks whose context can be cancelled.
+func TestHandOffStartsWhatTheGeneralPathWould(t *testing.T) {
+	run := func(handOff bool) ([]string, uint64) {
+		defer executor.SetHandOff(executor.SetHandOff(handOff))
+		p, err := policy.New(policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1),
+			policy.WithGroupShare("b", 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := executor.New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ex.Close()
+		var mu sync.Mutex
+		var order []string
+		record := func(name string) { mu.Lock(); order = append(order, name); mu.Unlock() }
+		goTask := func(name string) func(context.Context) error {
+			return func(context.Context) error { record(name); return nil }
+		}
+		gt := newGate()
+		submit(t, ex, executor.Task[string]{Group: "x", Fn: gt.fn("blocker")})
+		gt.waitStarted(t, 1)
+		ctx, cancel := context.WithCancel(bg)
+		defer cancel()
+		for i := range 24 {
+			for _, grp := range []string{"a", "b", "c"} {
+				if grp != "a" && i >= 12 {
+					continue // a's tail runs alone: handoffs
+				}
+				name := fmt.Sprint(grp, i)
+				var err error
+				switch {
+				case grp == "c" && i%4 == 3:
+					_, err = executor.Submit(ex, bg, executor.Task[int]{Group: grp, Fn: func(context.Context) (int, error) { record(name); return 0, nil }})
+				case grp == "b" && i%5 == 4:
+					err = ex.Go(ctx, grp, goTask(name))
+				default:
+					err = ex.Go(bg, grp, goTask(name))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 6 && grp == "a" {
+					ex.Stats() // moves the lanes to the queues: light tasks in both
+				}
+			}
+		}
+		gt.open()
+		waitIdle(t, ex)
+		mu.Lock()
+		defer mu.Unlock()
+		return order, executor.LightAdmitted(ex)
+	}
+	with, light := run(true)
+	without, _ := run(false)
+	if light < 20 {
+		t.Fatalf("%d light tasks, want most of them", light)
+	}
+	if len(with) != 48 || fmt.Sprint(with) != fmt.Sprint(without) {
+		t.Fatalf("start order with handoffs\n%v\nwithout\n%v", with, without)
+	}
+}
+
+// A finish hands nothing to a light task while its group runs over a
+// lowered concurrency limit: the task starts only once the group is under
+// it, as the general path would have it. (Lowering the limit makes the head
+// a job, and nothing starts while over it, so the handoff's own check of
+// the limits is a safeguard this cannot reach; the outcome is what counts.)
+func TestHandOffHonoursALoweredLimit(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)})
+	release := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	var running, most, ran atomic.Int32
+	started := make(chan struct{}, 2)
+	for i := range 2 {
+		if err := ex.Go(bg, "g", func(context.Context) error { started <- struct{}{}; <-release[i]; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started
+	<-started
+	for range 5 {
+		err := ex.Go(bg, "g", func(context.Context) error {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			ran.Add(1)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := executor.LaneLen(ex, "g"); got != 4 {
+		t.Fatalf("lane holds %d, want 4", got)
+	}
+	if err := ex.SetGroupLimits("g", policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: 1,
+		QueueThreshold: policy.Unlimited, Share: 1}); err != nil {
+		t.Fatal(err)
+	}
+	close(release[0])
+	// The first blocker's finish leaves the group at its new limit, 1: no
+	// waiting task may start until the second finishes.
+	deadline := time.Now().Add(10 * time.Second) // a hang guard
+	for s, _ := ex.GroupStats("g"); s.RunningTasks != 1; s, _ = ex.GroupStats("g") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first blocker did not finish: %+v", s)
+		}
+		runtime.Gosched()
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d tasks started over the lowered limit", n)
+	}
+	close(release[1])
+	waitIdle(t, ex)
+	if ran.Load() != 5 || most.Load() != 1 {
+		t.Fatalf("%d ran, at most %d at once; want 5, 1 at a time", ran.Load(), most.Load())
+	}
+}
+
+// A finish hands its permits to its group's light head only while no other
+// group waits for global room, and charges the group's deficit as the
+// general path would. Group a (share 2) runs alone, one task at a time
+// (global limit 1): a1 starts on a0's release and begins a's turn, a2 takes
+// over a1's permits at a1's finish. While a2 runs, b0 comes to wait for
+// global room. At a2's finish a's turn has no credit left, so b0 starts
+// before a3: a handoff there, or a turn given a share it did not pay for,
+// would start a3 first.
+func TestHandOffLeavesRoomToWaitingGroups(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1),
+		policy.WithGroupShare("a", 2)})
+	var mu sync.Mutex
+	var order []string
+	record := func(name string) func(context.Context) error {
+		return func(context.Context) error { mu.Lock(); order = append(order, name); mu.Unlock(); return nil }
+	}
+	a0 := newGate()
+	submit(t, ex, executor.Task[string]{Group: "a", Fn: a0.fn("a0")})
+	a0.waitStarted(t, 1)
+	a2 := newGate()
+	defer a2.open()
+	fns := []func(context.Context) error{
+		record("a1"), // the first to wait: a job, through the locked path
+		func(ctx context.Context) error { // light, as the rest
+			record("a2")(ctx)
+			_, err := a2.fn("a2")(ctx)
+			return err
+		},
+		record("a3"), record("a4"),
+	}
+	for _, fn := range fns {
+		if err := ex.Go(bg, "a", fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := executor.LaneLen(ex, "a"); got != 3 {
+		t.Fatalf("lane holds %d, want 3", got)
+	}
+	a0.open()
+	a2.waitStarted(t, 1)
+	if err := ex.Go(bg, "b", record("b0")); err != nil {
+		t.Fatal(err)
+	}
+	a2.open()
+	// Not Shutdown yet: a drain under way takes the general path.
+	deadline := time.Now().Add(10 * time.Second) // a hang guard
+	for ex.Stats().Succeeded < 6 { // a0 too
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks did not finish: %+v", ex.Stats())
+		}
+		runtime.Gosched()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := fmt.Sprint(order), "[a1 a2 b0 a3 a4]"; got != want {
+		t.Fatalf("start order %s, want %s", got, want)
 	}
 }

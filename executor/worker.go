@@ -194,45 +194,49 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	}
 	ex.finished++
 	g := j.g
-	g.running--
-	if trackRunning {
-		g.trackLocked(j, false)
-	}
-	g.conc.Release(j.weight)
-	ex.global.Release(j.weight)
-	if ex.cluster != nil {
-		ex.releaseClusterLocked(g, j)
-	}
-	g.counts.add(st)
-	ex.counts.add(st)
-	if inline {
-		ex.endAdmissionLocked(g, j)
-		// The breaker ticket was settled before the lock (ex.settle).
-		if j.reusable() {
-			j.publishReusable(st) // publish's case for j, inlined
-		} else {
-			doneCh, _ = j.publish(st, err, queued, ran)
-		}
-		if doneCh != nil {
-			// Done handed out a channel, closed after the unlock: until
-			// then j counts as unsettled, so that no Shutdown returns
-			// while it is open.
-			ex.unsettleLocked(g, j)
-		} else {
-			if ex.drainWanted.Load() {
-				ex.wakeDrainedLocked()
-			}
-			spare = ex.keepLocked(j) // from here on, j may be another Go call's
-		}
+	if inline && ex.handsOffLocked(g, j) {
+		next = ex.handOffLocked(g, j, st)
 	} else {
-		ex.releaseLocked(g, j)
-	}
-	// The freed group's next task is this worker's next, unless tasks
-	// started before it wait on the run queue: the same order as a push
-	// and a pop, without them.
-	next = ex.startFreedLocked(g, &spare)
-	if spare != nil {
-		ex.free = append(ex.free, spare)
+		g.running--
+		if trackRunning {
+			g.trackLocked(j, false)
+		}
+		g.conc.Release(j.weight)
+		ex.global.Release(j.weight)
+		if ex.cluster != nil {
+			ex.releaseClusterLocked(g, j)
+		}
+		g.counts.add(st)
+		ex.counts.add(st)
+		if inline {
+			ex.endAdmissionLocked(g, j)
+			// The breaker ticket was settled before the lock (ex.settle).
+			if j.reusable() {
+				j.publishReusable(st) // publish's case for j, inlined
+			} else {
+				doneCh, _ = j.publish(st, err, queued, ran)
+			}
+			if doneCh != nil {
+				// Done handed out a channel, closed after the unlock: until
+				// then j counts as unsettled, so that no Shutdown returns
+				// while it is open.
+				ex.unsettleLocked(g, j)
+			} else {
+				if ex.drainWanted.Load() {
+					ex.wakeDrainedLocked()
+				}
+				spare = ex.keepLocked(j) // from here on, j may be another Go call's
+			}
+		} else {
+			ex.releaseLocked(g, j)
+		}
+		// The freed group's next task is this worker's next, unless tasks
+		// started before it wait on the run queue: the same order as a push
+		// and a pop, without them.
+		next = ex.startFreedLocked(g, &spare)
+		if spare != nil {
+			ex.free = append(ex.free, spare)
+		}
 	}
 	switch {
 	case next == nil:
