@@ -425,7 +425,7 @@ func TestHandOffLeavesRoomToWaitingGroups(t *testing.T) {
 	a2.open()
 	// Not Shutdown yet: a drain under way takes the general path.
 	deadline := time.Now().Add(10 * time.Second) // a hang guard
-	for ex.Stats().Succeeded < 6 { // a0 too
+	for ex.Stats().Succeeded < 6 {               // a0 too
 		if time.Now().After(deadline) {
 			t.Fatalf("tasks did not finish: %+v", ex.Stats())
 		}
