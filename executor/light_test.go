@@ -424,8 +424,9 @@ func TestHandOffLeavesRoomToWaitingGroups(t *testing.T) {
 	}
 	a2.open()
 	// Not Shutdown yet: a drain under way takes the general path.
-	deadline := time.Now().Add(10 * time.Second) // a hang guard
-	for ex.Stats().Succeeded < 6 {               // a0 too
+	// Wait for the five and a0, with a hang guard.
+	deadline := time.Now().Add(10 * time.Second)
+	for ex.Stats().Succeeded < 6 {
 		if time.Now().After(deadline) {
 			t.Fatalf("tasks did not finish: %+v", ex.Stats())
 		}
