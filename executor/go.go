@@ -59,8 +59,12 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 // and the worker then read it back, two cache misses per task, and the
 // spare cache's lock besides. A function is one word: eight to a cache
 // line. On the flat benchmark, the submitting loop went from ~42 to ~16 ns
-// a task, and ours-go/fixed from 1.40 to 1.31 in the same run
-// (benchmarks/README.md, session 19).
+// a task (benchmarks/README.md, session 19).
+//
+// A light task at the head of a group whose task has just finished starts
+// without being queued as a job: as the task that finished, reused, when
+// that one was a light task too (handOffLocked: its running permits pass
+// to the head as they are), or else as a job made for it (startLightLocked).
 //
 // Order within the group stays FIFO: light tasks always come after the
 // jobs queued before them. A lane holding light tasks takes no job behind

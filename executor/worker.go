@@ -173,7 +173,9 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // the release, so j is never unsettled and finish pays for no drain
 // accounting, unless Done handed out a channel: that is closed after the
 // unlock, and j is unsettled until then. With a listener, the listener is
-// told first, outside the lock, and the handle completes after it.
+// told first, outside the lock, and the handle completes after it. A
+// reusable j whose group's head is a light task hands its permits to that
+// task instead of releasing them (handOffLocked).
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, w worker, b *batch) (next *job, parked bool) {
 	inline := ex.listener == nil
 	var doneCh chan struct{}
