@@ -208,11 +208,7 @@ func (ex *Executor) startFreedLocked(g *group, spare **goTask) *job {
 		g.clusterWait || !g.conc.Fits(w) || !ex.global.Fits(w) {
 		return nil
 	}
-	// A turn without credit ends, and g, alone, begins the next one.
-	for ex.turn != g || g.deficit <= 0 {
-		ex.beginTurnLocked(g)
-	}
-	g.deficit -= w
+	ex.chargeTurnLocked(g, w)
 	if h != nil {
 		ex.startLocked(g, h)
 	} else {
@@ -229,13 +225,22 @@ func (ex *Executor) startFreedLocked(g *group, spare **goTask) *job {
 	return h
 }
 
+// chargeTurnLocked charges a start of w permits to g's turn, g being alone
+// in line: a turn without credit ends, and g begins the next one.
+func (ex *Executor) chargeTurnLocked(g *group, w int) {
+	for ex.turn != g || g.deficit <= 0 {
+		ex.beginTurnLocked(g)
+	}
+	g.deficit -= w
+}
+
 // startLocked takes j's running permits and marks it running.
 func (ex *Executor) startLocked(g *group, j *job) {
 	if j.state == stateWaiting {
 		if g.queued() == 1 && ex.lanes {
 			// A lane stays open only behind a waiting task: it closes
 			// unless it has tasks to move behind this one.
-			ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
+			ex.closeIdleLaneLocked(g)
 		}
 		g.waiting.Remove(j)
 		ex.waiting--
@@ -252,15 +257,28 @@ func (ex *Executor) startLocked(g *group, j *job) {
 // ahead of it in g.waiting, as startLocked would once head made it a job,
 // taking *spare for it if not nil (lightTaskFromLocked).
 func (ex *Executor) startLightLocked(g *group, spare **goTask) *job {
-	j := &ex.lightTaskFromLocked(g, g.light.pop(), spare).job
+	j := &ex.lightTaskFromLocked(g, ex.popLightLocked(g), spare).job
+	ex.runLocked(g, j)
+	return j
+}
+
+// popLightLocked takes the light task at g's head out of the queue, which
+// has nothing ahead of it in g.waiting, to start it.
+func (ex *Executor) popLightLocked(g *group) goFn {
+	fn := g.light.pop()
 	ex.waiting--
 	if ex.lanes && g.queued() == 0 {
 		// As in startLocked: the lane closes unless it has tasks to
 		// move behind this one.
-		ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
+		ex.closeIdleLaneLocked(g)
 	}
-	ex.runLocked(g, j)
-	return j
+	return fn
+}
+
+// closeIdleLaneLocked moves g's lane to its queue, which is empty, and
+// closes the lane if it held nothing.
+func (ex *Executor) closeIdleLaneLocked(g *group) {
+	ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
 }
 
 // handsOffLocked reports whether finish may hand j's running permits to
@@ -299,29 +317,13 @@ func (ex *Executor) handOffLocked(g *group, j *job, st Status) *job {
 	g.inFlight.Release(1)
 	ex.tasks--
 	j.publishReusable(st)
-	// The head leaves the queue (startLightLocked) ...
-	fn := g.light.pop()
-	ex.waiting--
-	if ex.lanes && g.queued() == 0 {
-		ex.spliceLocked(g, g.lane.take(closeIfIdle, g.laneBuf))
-	}
-	for ex.turn != g || g.deficit <= 0 {
-		ex.beginTurnLocked(g)
-	}
-	g.deficit--
-	// ... and starts as j (lightTaskFromLocked, runLocked).
-	t := j.body.(*goTask)
-	t.fn = fn
-	t.submitted, t.released, t.status = 0, false, 0
-	t.done = completion{}
-	j.state = stateRunning
+	// The head leaves the queue and starts as j (startLightLocked).
+	fn := ex.popLightLocked(g)
+	ex.chargeTurnLocked(g, 1)
+	j.body.(*goTask).reset(fn, stateRunning)
 	if trackRunning {
 		g.trackLocked(j, true)
 	}
-	g.counts.Started++
-	g.served++
-	ex.counts.Started++
-	ex.served++
 	ex.countStartLocked(g, 1)
 	if g.queued() == 0 {
 		ex.updateReadyLocked(g) // no head left: g leaves the backlog
@@ -338,10 +340,6 @@ func (ex *Executor) runLocked(g *group, j *job) {
 		g.trackLocked(j, true)
 	}
 	j.state = stateRunning
-	g.counts.Started++
-	g.served += uint64(j.weight)
-	ex.counts.Started++
-	ex.served += uint64(j.weight)
 	ex.countStartLocked(g, j.weight)
 }
 

@@ -60,8 +60,13 @@ func (f *fairness) reset(waiting int) {
 	f.left = f.length
 }
 
-// countStartLocked adds a start of w permits by g to the window.
+// countStartLocked counts a start of w permits by g: in the totals, and
+// in the fairness window.
 func (ex *Executor) countStartLocked(g *group, w int) {
+	g.counts.Started++
+	g.served += uint64(w)
+	ex.counts.Started++
+	ex.served += uint64(w)
 	f := &ex.fair
 	if g.winID != f.win {
 		g.winID, g.winServed = f.win, 0

@@ -65,7 +65,7 @@ func (ex *Executor) newGoTask(ctx context.Context, fn func(ctx context.Context) 
 	bg := ctx == background
 	if bg {
 		if t := ex.takeSpare(); t != nil {
-			t.fn = fn // a spare task's flags are bgGo (keepLocked)
+			t.reset(fn, stateNew) // a spare task's flags are bgGo (keepLocked)
 			return t
 		}
 	}
@@ -77,7 +77,7 @@ func (ex *Executor) newGoTask(ctx context.Context, fn func(ctx context.Context) 
 	return t
 }
 
-// takeSpare returns a spare task, reset, or nil.
+// takeSpare returns a spare task, for the caller to reset, or nil.
 func (ex *Executor) takeSpare() *goTask {
 	s := &ex.spare
 	s.mu.Lock()
@@ -99,12 +99,17 @@ func (ex *Executor) takeSpare() *goTask {
 	s.next++
 	s.taken = true
 	s.mu.Unlock()
-	// What finish left as it was: the links, the extra and the context
-	// are nil and background by the conditions of keepLocked.
-	// Its group is set by submit, whatever the outcome.
-	t.submitted, t.state, t.released, t.status = 0, stateNew, false, 0
-	t.done = completion{} // a plain store: nothing reads it before submit publishes t
-	return t
+	return t // its group is set by submit, whatever the outcome
+}
+
+// reset makes t, a reusable Go task that has completed, a task for fn in
+// state s. What finish left as it was (the links, the extra, the context)
+// is nil and background by the conditions of keepLocked; the group is set
+// by the caller.
+func (t *goTask) reset(fn goFn, s jobState) {
+	t.fn = fn
+	t.submitted, t.state, t.released, t.status = 0, s, false, 0
+	t.done = completion{} // a plain store: nothing reads it before t is shared again
 }
 
 // lightTaskLocked returns a reusable Go task for fn, waiting in g: a light
@@ -130,13 +135,12 @@ func (ex *Executor) lightTaskFromLocked(g *group, fn goFn, spare **goTask) *goTa
 		ex.old = ex.old[:n-1]
 	}
 	if t == nil {
-		t = &goTask{}
-		t.parent, t.body, t.weight, t.flags = background, t, 1, bgGo
+		t = &goTask{fn: fn}
+		t.parent, t.body, t.weight, t.flags, t.state = background, t, 1, bgGo, stateWaiting
 	} else {
-		t.submitted, t.released, t.status = 0, false, 0
-		t.done = completion{}
+		t.reset(fn, stateWaiting)
 	}
-	t.fn, t.g, t.state = fn, g, stateWaiting
+	t.g = g
 	return t
 }
 
