@@ -63,8 +63,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 //
 // A light task at the head of a group whose task has just finished starts
 // without being queued as a job: as the task that finished, reused, when
-// that one was a light task too (handOffLocked: its running permits pass
-// to the head as they are), or else as a job made for it (startLightLocked).
+// that one was a reusable Go task too (handOffLocked: its running permits
+// pass to the head as they are), or else as a job made for it
+// (startLightLocked).
 //
 // Order within the group stays FIFO: light tasks always come after the
 // jobs queued before them. A lane holding light tasks takes no job behind
