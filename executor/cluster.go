@@ -14,11 +14,12 @@ import (
 // its place in its group's bulkhead, and queue timeouts, cancellation and
 // fair dispatch apply as usual.
 //
-// The executor dispatches under its mutex, so TryAcquire and Release are
-// called with it held: they must answer from the limiter's local state,
-// never wait and never do I/O. A limiter that has no permit at hand asks
-// for more in the background and calls the notify function Attach gave it
-// once it may have some: the executor then dispatches that key again.
+// TryAcquire and Release are called under a group's mutex (and, for
+// TryAcquire, possibly the dispatcher's): they must answer from the
+// limiter's local state, never wait and never do I/O. A limiter that has
+// no permit at hand asks for more in the background and calls the notify
+// function Attach gave it once it may have some: the executor then
+// dispatches that key again.
 //
 // With no limiter configured the cost is one nil check per start.
 
@@ -28,7 +29,7 @@ type Limiter interface {
 	// be called, never from TryAcquire or Release and never under a lock
 	// that TryAcquire or Release take, when key may have gained permits
 	// after a TryAcquire asked it to wait; notify takes the executor's
-	// lock. An error makes New fail with it. New attaches the global
+	// locks. An error makes New fail with it. New attaches the global
 	// limiter first: if the group limiter's Attach then fails, the global
 	// one stays attached to an executor that never runs (its notify does
 	// nothing); do not reuse it, make a new one.
@@ -51,8 +52,8 @@ type Permit interface {
 	// Bind panics, the task completes Failed with a *PanicError without
 	// running Fn, and its permits are released.
 	Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context
-	// Release gives the permit back. It is called once, under the
-	// executor's lock, after Fn has returned: it must not block.
+	// Release gives the permit back. It is called once, under an
+	// executor lock, after Fn has returned: it must not block.
 	Release()
 }
 
@@ -119,52 +120,49 @@ const (
 	clusterRefused                   // a limiter refused the task: rej says why
 )
 
-// acquireLocked takes j's cluster permits, global then group, all or none.
-// A permit returned together with an error is released: the task does not
-// start on it.
-func (c *clusterLimits) acquireLocked(g *group, j *job) (clusterOutcome, *RejectedError) {
-	var gp Permit
+// acquire takes the cluster permits of a task of weight w in the group
+// named key, global then group, all or none. A permit returned together
+// with an error is released: the task does not start on it. It is called
+// under the group's mutex.
+func (c *clusterLimits) acquire(key string, w int) (clusterOutcome, *refusal, [2]Permit) {
+	var ps [2]Permit
 	if c.global != nil {
-		p, err := c.global.TryAcquire("", j.weight)
+		p, err := c.global.TryAcquire("", w)
 		if err != nil && p != nil {
 			p.Release()
 		}
 		switch {
 		case err != nil:
-			return clusterRefused, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitClusterGlobal, Weight: j.weight, Err: err}
+			return clusterRefused, &refusal{limit: LimitClusterGlobal, err: err, forced: true}, ps
 		case p == nil:
-			return clusterWaitGlobal, nil
+			return clusterWaitGlobal, nil, ps
 		}
-		gp = p
+		ps[0] = p
 	}
 	if c.group != nil {
-		p, err := c.group.TryAcquire(g.key, j.weight)
+		p, err := c.group.TryAcquire(key, w)
 		if err != nil && p != nil {
 			p.Release()
 			p = nil
 		}
-		if p == nil && gp != nil {
-			gp.Release()
+		if p == nil && ps[0] != nil {
+			ps[0].Release()
+			ps[0] = nil
 		}
 		switch {
 		case err != nil:
-			return clusterRefused, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitClusterGroup, Weight: j.weight, Err: err}
+			return clusterRefused, &refusal{limit: LimitClusterGroup, err: err, forced: true}, ps
 		case p == nil:
-			return clusterWaitGroup, nil
+			return clusterWaitGroup, nil, ps
 		}
-		x := j.extra()
-		x.cluster, x.bound = [2]Permit{gp, p}, true
-		return clusterGranted, nil
+		ps[1] = p
 	}
-	x := j.extra()
-	x.cluster, x.bound = [2]Permit{gp, nil}, true
-	return clusterGranted, nil
+	return clusterGranted, nil, ps
 }
 
-// releaseClusterLocked gives back j's cluster permits, group then global.
-// A permit given back to the group's limiter may serve its next task at
-// once, so the group no longer waits for a notify (the caller updates
-// ex.ready).
+// releaseClusterLocked gives back j's cluster permits, group then global
+// (g.mu held). A permit given back to the group's limiter may serve its
+// next task at once, so the group no longer waits for a notify.
 func (ex *Executor) releaseClusterLocked(g *group, j *job) {
 	x := j.x.Load()
 	if x == nil || !x.bound {
@@ -203,15 +201,17 @@ func (j *job) bindCluster(ctx context.Context) (_ context.Context, err error) {
 // group named key (c non-nil), or for every group (the global limiter).
 func (ex *Executor) clusterNotify(c *clusterLimits, key string) {
 	var b batch
-	ex.mu.Lock()
 	if c != nil {
-		if g := ex.groups[key]; g != nil && g.clusterWait {
-			g.clusterWait = false
-			ex.updateReadyLocked(g)
+		if g := ex.groups.load(key); g != nil {
+			g.mu.Lock()
+			if g.clusterWait {
+				g.clusterWait = false
+				g.resync = true
+			}
+			ex.unlock(g, &b) // back in the ready list, and dispatched
+			return
 		}
 	}
-	ex.dispatchLocked(&b)
-	ex.launchLocked(&b)
-	ex.mu.Unlock()
+	ex.dispatch(&b)
 	ex.afterUnlock(&b)
 }

@@ -1,67 +1,62 @@
 package executor
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
-// completeRejected completes a j that never ran as Rejected.
-func (ex *Executor) completeRejected(j *job, rej *RejectedError, queued time.Duration) {
-	ex.mu.Lock()
-	ex.counts.add(Rejected)
-	if ex.groups[j.g.key] == j.g {
-		j.g.counts.add(Rejected)
-	}
-	ex.mu.Unlock()
-	ex.publishRejected(j, rej, queued)
-}
+// Completing tasks that did not run under the limits: refused, removed
+// from their queue, or run by their caller.
 
-// publishRejected tells the listener and completes j Rejected; the caller
-// has counted it.
-func (ex *Executor) publishRejected(j *job, rej *RejectedError, queued time.Duration) {
+// completeRemoved completes j, removed from its queue without running
+// (removeWaitingLocked counted it), as st with err: Rejected (a queue
+// timeout, a displacement, a cluster limiter's refusal) or Cancelled. It
+// tells the listener first, and settles j for the drain after.
+func (ex *Executor) completeRemoved(j *job, st Status, err error) {
+	queued := ex.since() - j.submitted
 	if ex.listener != nil {
 		e := ex.event(j)
-		e.Status, e.Err, e.Queued = Rejected, rej, queued
-		ex.notify(onRejected, e)
+		e.Status, e.Err, e.Queued = st, err, queued
+		if st == Rejected {
+			ex.notify(onRejected, e)
+		} else {
+			ex.notify(onCompleted, e)
+		}
 	}
-	j.complete(Rejected, rej, queued, 0)
+	j.complete(st, err, queued, 0)
+	ex.settled(j.g)
 }
 
 func (ex *Executor) completeExpired(j *job) {
-	rej := &RejectedError{Group: j.g.key, ID: j.taskID(), Limit: LimitQueueTimeout, Weight: j.weight,
-		Used: 0, Max: 0, Err: ErrQueueTimeout}
-	ex.publishRejected(j, rej, ex.since()-j.submitted)
+	ex.completeRemoved(j, Rejected, &RejectedError{Group: j.g.key, ID: j.taskID(), Limit: LimitQueueTimeout,
+		Weight: j.weight, Err: ErrQueueTimeout})
 }
 
-// completeCancelled completes a j that never ran as Cancelled; the caller has
-// counted it.
-func (ex *Executor) completeCancelled(j *job, cause error, queued time.Duration) {
+// completeRefused completes j, refused before admission (its group has no
+// task of it; the refusal is counted), as st with err, telling the
+// listener.
+func (ex *Executor) completeRefused(j *job, st Status, err error) {
 	if ex.listener != nil {
 		e := ex.event(j)
-		e.Status, e.Err, e.Queued = Cancelled, cause, queued
-		ex.notify(onCompleted, e)
+		e.Status, e.Err = st, err
+		if st == Rejected {
+			ex.notify(onRejected, e)
+		} else {
+			ex.notify(onCompleted, e)
+		}
 	}
-	j.complete(Cancelled, cause, queued, 0)
+	j.complete(st, err, 0, 0)
 }
 
-// runInCaller runs j in the calling goroutine, outside every limit.
+// runInCaller runs j in the calling goroutine, outside every limit, and
+// completes it.
 func (ex *Executor) runInCaller(j *job) {
-	j.flags |= detached
+	j.detached = true
 	start := ex.since()
 	queued := start - j.submitted
-	st, err := Failed, ErrGoexit
+	st, err := Failed, error(ErrGoexit)
 	defer func() {
 		ran := ex.since() - start
 		j.endRun()
 		j.settle(st)
-		ex.mu.Lock()
-		ex.counts.CallerRuns++
-		ex.counts.add(st)
-		if ex.groups[j.g.key] == j.g {
-			j.g.counts.CallerRuns++
-			j.g.counts.add(st)
-		}
-		ex.mu.Unlock()
+		ex.countOutcome(j.g, st, true)
 		if ex.listener != nil {
 			e := ex.event(j)
 			e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
@@ -90,20 +85,18 @@ func callRecovered(b body, ctx context.Context) (st Status, err error) {
 // cancel cancels j: a waiting j is removed and completes Cancelled with
 // cause; a running j's context is cancelled with cause.
 func (ex *Executor) cancel(j *job, cause error) {
-	ex.mu.Lock()
+	g := j.g
+	g.mu.Lock()
 	switch j.state {
 	case stateWaiting:
-		ex.removeWaitingLocked(j, Cancelled)
+		ex.removeWaitingLocked(g, j, Cancelled)
 		var b batch
-		ex.dispatchLocked(&b)
-		ex.launchLocked(&b)
-		ex.mu.Unlock()
-		ex.afterUnlock(&b)
-		ex.completeCancelled(j, cause, ex.since()-j.submitted)
+		ex.unlock(g, &b)
+		ex.completeRemoved(j, Cancelled, cause)
 	case stateRunning:
-		ex.mu.Unlock()
+		g.mu.Unlock()
 		j.cancelContext(cause)
 	default:
-		ex.mu.Unlock()
+		g.mu.Unlock()
 	}
 }

@@ -29,22 +29,16 @@ func classifyErr(err error) Status {
 // runContext returns the context Fn runs with, or the *PanicError of a
 // cluster permit's Bind that panicked (Fn does not run).
 //
-// When Submit's context can never be cancelled (its Done is nil, as for
-// context.Background), the job itself serves as the context, through runCtx,
-// so a task costs no context allocation. context.Cause on it returns its Err:
-// such a parent carries no cause of its own. Otherwise the job derives a
-// standard cancelable context, which keeps the parent's cancellation and
-// cause.
+// Usually the job itself serves as the context, through runCtx, so a task
+// costs no context allocation: for a Do call always, and for a task whose
+// Submit context can never be cancelled (its Done is nil, as for
+// context.Background). Otherwise, and whenever a cluster permit is bound
+// (it cancels with a cause of its own), the job derives a standard
+// cancelable context, which keeps the parent's cancellation and cause.
 func (j *job) runContext() (context.Context, error) {
 	x := j.x.Load()
-	if x == nil && j.reusable() {
-		return (*groupCtx)(j.g), nil // as below, without asking Background for Done
-	}
 	bind := x != nil && x.bound
-	if j.parent.Done() == nil && !bind {
-		if j.reusable() {
-			return (*groupCtx)(j.g), nil
-		}
+	if !bind && (j.kind == kindDo || j.parent.Done() == nil) {
 		return (*runCtx)(j), nil
 	}
 	// WithCancelCause may call the parent's methods, user code that can
@@ -86,6 +80,10 @@ func (j *job) endRunWith(x *jobExtra) {
 	x.ended = true
 	cancel := x.cancelRun
 	x.cancelRun = nil
+	if x.stopParent != nil {
+		x.stopParent()
+		x.stopParent = nil
+	}
 	if x.watched {
 		x.watched = false
 		j.g.unwatch(j)
@@ -123,7 +121,7 @@ type stopCause struct{ err error }
 // the group has stopped. x is j's extra, locked. A job that ended, or runs
 // detached, is not listed.
 func (j *job) watchGroupLocked(x *jobExtra) error {
-	if j.flags&detached != 0 || x.ended || x.watched {
+	if j.detached || x.ended || x.watched {
 		return nil
 	}
 	g := j.g
@@ -162,9 +160,7 @@ func (g *group) unwatch(j *job) {
 func (g *group) stopRuns(cause error) []*job {
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
-	if g.stop.CompareAndSwap(nil, &stopCause{cause}) && g.stopCh != nil {
-		close(g.stopCh)
-	}
+	g.stop.CompareAndSwap(nil, &stopCause{cause})
 	var js []*job
 	for j := range g.watched {
 		js = append(js, j)
@@ -175,7 +171,7 @@ func (g *group) stopRuns(cause error) []*job {
 // stopped returns the cause of g's stop if it reaches j, a job whose run
 // context is itself and has handed out no channel, or nil.
 func (j *job) stopped() error {
-	if j.flags&detached != 0 {
+	if j.detached {
 		return nil
 	}
 	if s := j.g.stop.Load(); s != nil {
@@ -204,8 +200,10 @@ func (j *job) cancelContext(cause error) {
 	}
 }
 
-// runCtx is a job seen as the context of its Fn. It delegates values and the
-// deadline to Submit's context, which is never cancelled.
+// runCtx is a job seen as the context of its Fn. It delegates values and
+// the deadline to Submit's (or Do's) context, and is done when that context
+// is, when the task is cancelled, or when its group stops. Nothing is made
+// until Fn asks for Done: Err reads the three without a channel.
 type runCtx job
 
 func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -221,7 +219,10 @@ func (c *runCtx) Done() <-chan struct{} {
 			// Until now Err read the group's stop: a channel made now
 			// must be closed if the group has stopped, or hear of its stop.
 			// (A job that ended is not listed, but still sees the stop.)
-			err := j.stopped()
+			err := j.parent.Err()
+			if err == nil {
+				err = j.stopped()
+			}
 			if err == nil {
 				err = j.watchGroupLocked(x)
 			}
@@ -231,19 +232,26 @@ func (c *runCtx) Done() <-chan struct{} {
 			return closedChan
 		}
 		x.cancelCh = make(chan struct{})
+		if j.parent.Done() != nil && !x.ended {
+			parent := j.parent
+			x.stopParent = context.AfterFunc(parent, func() { j.cancelContext(context.Cause(parent)) })
+		}
 	}
 	return x.cancelCh
 }
 
 // Err takes no lock while the task has never been cancelled through its
 // handle and has not asked for Done, so that a Fn polling it costs little.
-// Without a Done channel, its group's stop cancels it (stopped); with one,
-// the stop closes the channel and sets cancelled (watchGroupLocked), and Err
-// follows the channel.
+// The parent's error comes first, as for a derived context; then a cancel
+// through the handle; without a Done channel, its group's stop (stopped);
+// with one, the stop closes the channel and sets cancelled
+// (watchGroupLocked), and Err follows the channel.
 func (c *runCtx) Err() error {
 	j := (*job)(c)
-	x := j.x.Load()
-	if x != nil {
+	if err := j.parent.Err(); err != nil {
+		return err
+	}
+	if x := j.x.Load(); x != nil {
 		x.mu.Lock()
 		cancelled, hasCh := x.cancelled, x.cancelCh != nil
 		x.mu.Unlock()
@@ -261,38 +269,3 @@ func (c *runCtx) Err() error {
 }
 
 func (c *runCtx) String() string { return "executor.taskContext(" + (*job)(c).taskID() + ")" }
-
-// groupCtx is a group seen as the run context of its Go tasks submitted
-// with context.Background (job.reusable), which are reused once they
-// complete (recycle.go), so that no context may be the task itself. Such a
-// task has no handle to cancel it and a parent that never ends: only its
-// group's stop cancels it, so one context per group serves all of them,
-// and a Fn that keeps its context after returning keeps its group's, not a
-// task since reused. Asking it for Done makes one channel per group, not
-// one per task.
-type groupCtx group
-
-func (c *groupCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *groupCtx) Value(key any) any           { return nil }
-
-func (c *groupCtx) Done() <-chan struct{} {
-	g := (*group)(c)
-	g.runMu.Lock()
-	defer g.runMu.Unlock()
-	if g.stop.Load() != nil {
-		return closedChan
-	}
-	if g.stopCh == nil {
-		g.stopCh = make(chan struct{}) // closed by stopRuns
-	}
-	return g.stopCh
-}
-
-func (c *groupCtx) Err() error {
-	if (*group)(c).stop.Load() != nil {
-		return context.Canceled
-	}
-	return nil
-}
-
-func (c *groupCtx) String() string { return "executor.groupContext(" + (*group)(c).key + ")" }

@@ -3,37 +3,228 @@ package executor
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Do admits one unit of work for group under every limit, as a task of
-// weight 1, and runs fn once it is admitted; it returns fn's error.
+// weight 1, and runs fn in the calling goroutine once it is admitted; it
+// returns fn's error. It is for a caller that has a goroutine already, a
+// request handler for one: the work does not hop to another goroutine.
 //
 // The work waits in its group's FIFO queue like any task (the same order,
-// shares, queue timeout and rejection policy) and is cancelled by ctx while
-// it waits. fn's context is derived from ctx and is also cancelled by a
-// shutdown's deadline or Close.
+// shares, queue timeout and rejection policy), and is cancelled by ctx while
+// it waits: it then leaves the queue at once, freeing its place. fn's
+// context is derived from ctx and is also cancelled by a shutdown's
+// deadline or Close; Shutdown and Close wait for fn to return.
 //
 // When fn did not run, Do always returns an error, whatever the rejection
 // policy, since the caller has no handle to look at: a *RejectedError
-// matching ErrRejected (with ErrQueueTimeout, ErrDisplaced, ErrTooHeavy, ...
-// as for Submit), one matching ErrShutdown or ErrGroupShutdown, ErrInvalidTask
-// for invalid input, or ctx's error. Under policy.CallerRuns a refused fn
-// runs in the caller outside the limits. A panic in fn releases its permits
-// and is re-raised in Do's caller.
+// matching ErrRejected (with ErrQueueTimeout, ErrDisplaced, ErrTooHeavy,
+// breaker.ErrOpenState, ... as for Submit), an error matching ErrShutdown
+// or ErrGroupShutdown, one matching ErrInvalidTask for invalid input, or
+// ctx's error. Under policy.CallerRuns a refused fn runs in the caller
+// outside the limits. Under a rejection handler, the handler's error is
+// returned unless it ran fn (Rejection.RunInCaller), and then fn's; a
+// panic in fn run that way is recovered as for Submit, into a *PanicError.
+//
+// A panic in fn, or a runtime.Goexit, releases its permits and goes on up
+// Do's caller's stack, as if Do were not there; the listener and Stats see
+// the task Failed.
+//
+// An admitted call costs one small allocation (its task, which is also fn's
+// context); a refused one, one: its error.
 func (ex *Executor) Do(ctx context.Context, group string, fn func(context.Context) error) error {
-	if fn == nil {
-		return ex.Go(ctx, group, nil) // refused as invalid input
+	return ex.DoWeighted(ctx, group, 1, fn)
+}
+
+// DoWeighted is Do for work of the given weight: it takes weight permits at
+// every limit (0 means 1; a negative weight is invalid).
+func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn func(context.Context) error) error {
+	if err := validate(ctx, group, weight, fn == nil); err != nil {
+		ex.totals.countRefusal(Rejected, false)
+		rej := &RejectedError{Group: group, Limit: LimitInvalid, Weight: weight, Err: err}
+		if ex.listener != nil {
+			ex.notify(onRejected, Event{Group: group, Weight: weight, Status: Rejected, Err: rej})
+		}
+		return rej
 	}
-	h, err := Submit(ex, ctx, Task[struct{}]{Group: group, Fn: func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, fn(ctx)
-	}})
-	if err != nil {
+	w := max(weight, 1)
+	if ex.listener != nil {
+		ex.notify(onSubmitted, Event{Group: group, Weight: w})
+	}
+	if err := ctx.Err(); err != nil {
+		ex.totals.countRefusal(Cancelled, true)
+		if ex.listener != nil {
+			ex.notify(onCompleted, Event{Group: group, Weight: w, Status: Cancelled, Err: context.Cause(ctx)})
+		}
 		return err
 	}
-	res, _ := h.Wait(context.Background())
-	var pe *PanicError
-	if res.Status == Failed && errors.As(res.Err, &pe) && res.Err == error(pe) {
-		panic(pe.Value)
+	var now time.Duration
+	if ex.listener != nil {
+		now = ex.since() // the events report the wait; nothing else reads it
 	}
-	return res.Err
+	var a admission
+	ex.admit(group, w, &a)
+	switch a.v {
+	case admitStart:
+		d := newDoTask(ctx, fn, w)
+		d.submitted = now
+		ex.startNewLocked(&a, &d.job)
+		ex.unlock(a.g, &a.b)
+		return ex.runDo(d)
+	case admitQueue:
+		d := newDoTask(ctx, fn, w)
+		d.submitted = now
+		d.wake = make(chan struct{})
+		ex.queueNewLocked(&a, &d.job)
+		ex.unlock(a.g, &a.b)
+		return ex.waitDo(ctx, d)
+	}
+	rej := a.r.error(group, "", w)
+	if ex.endRefusal(&a) {
+		if ex.listener != nil {
+			ex.notify(onRejected, Event{Group: group, Weight: w, Status: Rejected, Err: rej})
+		}
+		return rej
+	}
+	d := newDoTask(ctx, fn, w)
+	d.g = a.refusedGroup(ex, group)
+	if ex.handler == nil {
+		return ex.doInCaller(d, rej) // CallerRuns
+	}
+	d.wake = make(chan struct{}) // closed when the task completes, run or refused
+	err := ex.decideRefusal(&d.job, rej)
+	<-d.wake // RunInCaller from another goroutine may still be running it
+	if d.err != error(rej) {
+		return d.err // RunInCaller ran fn
+	}
+	if err == nil {
+		err = rej
+	}
+	return err
+}
+
+// doTask is a Do call's task. It is also fn's context (runCtx).
+type doTask struct {
+	job
+	fn func(context.Context) error
+	// wake is closed when the task leaves its queue: started, or removed
+	// (then status and err say why). It is made only for a task that
+	// waits.
+	wake chan struct{}
+	err  error
+}
+
+func newDoTask(ctx context.Context, fn func(context.Context) error, w int) *doTask {
+	d := &doTask{fn: fn}
+	d.kind, d.parent, d.body, d.weight = kindDo, ctx, d, w
+	return d
+}
+
+func (d *doTask) taskID() string                    { return "" }
+func (d *doTask) record(err error, _ time.Duration) { d.err = err }
+func (d *doTask) doneChan() chan struct{}           { return d.wake }
+
+func (d *doTask) call(ctx context.Context) (Status, error) {
+	err := d.fn(ctx)
+	return classify(err), err
+}
+
+// errNotReturned is the recorded error of a Do call whose fn panicked or
+// called runtime.Goexit: the panic itself goes on up the caller's stack.
+var errNotReturned = errors.New("executor: Do's fn panicked or called runtime.Goexit")
+
+// waitDo waits until d, queued, starts or leaves its queue, then runs it.
+func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
+	select {
+	case <-d.wake:
+	case <-ctx.Done():
+		g := d.g
+		g.mu.Lock()
+		if d.state == stateWaiting {
+			// Cancelled while waiting: it leaves the queue, freeing its place.
+			ex.removeWaitingLocked(g, &d.job, Cancelled)
+			var b batch
+			ex.unlock(g, &b)
+			ex.completeRemoved(&d.job, Cancelled, context.Cause(ctx))
+			return ctx.Err()
+		}
+		g.mu.Unlock()
+		<-d.wake // started or removed meanwhile: closed, or about to be
+	}
+	if d.status != 0 {
+		return d.err // removed: a queue timeout, a displacement, a shutdown
+	}
+	if err := ctx.Err(); err != nil {
+		// Started after ctx ended: fn does not run, and its permits go to
+		// the next in line (the rule x/sync's semaphore follows since Go
+		// issue 63615).
+		ex.finish(&d.job, Cancelled, context.Cause(ctx), ex.since()-d.submitted, 0, false)
+		return err
+	}
+	return ex.runDo(d)
+}
+
+// runDo runs d, started, in the calling goroutine, and finishes it.
+func (ex *Executor) runDo(d *doTask) (err error) {
+	var start, queued time.Duration
+	if ex.listener != nil {
+		start = ex.since()
+		queued = start - d.submitted
+	}
+	ctx, err := ex.begin(&d.job, queued)
+	if err != nil { // a cluster permit's Bind panicked: fn does not run
+		d.endRun()
+		ex.finish(&d.job, Failed, err, queued, 0, false)
+		return err
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked or called runtime.Goexit: its permits come back,
+			// and the panic goes on up the stack, unrecovered.
+			d.endRun()
+			ex.finish(&d.job, Failed, errNotReturned, queued, ex.ranSince(start), false)
+		}
+	}()
+	err = d.fn(ctx)
+	returned = true
+	d.endRun()
+	ex.finish(&d.job, classify(err), err, queued, ex.ranSince(start), false)
+	return err
+}
+
+// doInCaller runs d, refused (rej) under CallerRuns, in the calling
+// goroutine outside every limit. A panic in fn goes on up the stack.
+func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
+	if ex.listener != nil {
+		ex.notify(onRejected, Event{Group: rej.Group, Weight: d.weight, Status: Rejected, Err: rej})
+	}
+	d.detached = true
+	start := ex.since()
+	st := Failed
+	err = errNotReturned
+	defer func() {
+		d.endRun()
+		ex.countOutcome(d.g, st, true)
+		if ex.listener != nil {
+			ex.notify(onCompleted, Event{Group: rej.Group, Weight: d.weight, Status: st, Err: err, Duration: ex.since() - start})
+		}
+	}()
+	ctx, berr := ex.begin(&d.job, 0)
+	if berr != nil {
+		return berr
+	}
+	err = d.fn(ctx)
+	st = classify(err)
+	return err
+}
+
+// ranSince returns the time since start, read only when a listener is
+// told (Do reads no clock otherwise).
+func (ex *Executor) ranSince(start time.Duration) time.Duration {
+	if ex.listener == nil {
+		return 0
+	}
+	return ex.since() - start
 }

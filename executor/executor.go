@@ -8,12 +8,10 @@ import (
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
-	"github.com/groupexec/groupexec/internal/groupsem"
-	"github.com/groupexec/groupexec/internal/queue"
 	"github.com/groupexec/groupexec/policy"
 )
 
-type execState uint8
+type execState uint32
 
 const (
 	open execState = iota
@@ -23,89 +21,55 @@ const (
 
 // Executor runs tasks by group under a policy's limits. It is safe for
 // concurrent use. Create it with New; release it with Shutdown or Close.
+//
+// Its state is in layers, each guarded on its own (see doc.go):
+//   - each group's admission state (its limits, counts and FIFO queue) by
+//     the group's mutex (group.go, admit.go);
+//   - the global in-flight limit by atomics (global.go);
+//   - the groups waiting for global room, and whose turn it is, by the
+//     dispatcher's mutex (dispatch.go), taken only when groups contend for
+//     global room;
+//   - idle groups past WithMaxIdleGroups by their own mutex (idle.go).
+//
+// No goroutine waits for a group mutex while it holds another (idle
+// reclamation may TryLock one: idle.go). Lock order: the dispatcher's,
+// then a group's, then the idle list's; a group's mutex is never held
+// while taking the dispatcher's.
 type Executor struct {
-	pol     *policy.Policy
-	clk     clock.Clock
-	realClk bool // clk is clock.Real: one monotonic read per timing
-	// untimedGo: tasks started with Go need no clock (go.go): there is
-	// neither a listener nor a queue timeout.
-	untimedGo bool
-	epoch     time.Time
-	timeout   time.Duration
-	listener  Listener
-	handler   RejectionHandler
-	spawn     func(func())
-	maxIdle   int
-	breaker   *breaker.Settings // per-group breakers, when set
-	cluster   *clusterLimits    // cluster limiters (cluster.go), nil when none
-	lanes     bool              // lanes may open (lane.go)
-	light     bool              // Go may admit light tasks (go.go)
+	pol      *policy.Policy
+	clk      clock.Clock
+	realClk  bool // clk is clock.Real: one monotonic read per timing
+	epoch    time.Time
+	timeout  time.Duration
+	listener Listener
+	handler  RejectionHandler
+	spawn    func(func())
+	maxIdle  int
+	breaker  *breaker.Settings // per-group breakers, when set
+	cluster  *clusterLimits    // cluster limiters (cluster.go), nil when none
 
-	// index mirrors groups for Submit's lane, which reads it without the
-	// lock (index.go).
-	index atomic.Pointer[groupIndex]
-	// hint is the group whose lane opened last, which Submit tries before
-	// the index: a compare instead of a hash, when one group takes most
-	// tasks. A stale hint is as harmless as a stale index entry.
-	hint atomic.Pointer[group]
+	state atomic.Uint32 // execState
 
-	spare spares // Go tasks for reuse, Go's side (recycle.go)
+	global globalRoom // the global in-flight limit (global.go)
+	// waiting counts the tasks waiting in every group's queue, for the
+	// global queue threshold; it changes only when a task joins or leaves
+	// a queue, never on a start that fits.
+	waiting atomic.Int64
 
-	// workers counts the goroutines running tasks; Close waits for it.
-	workers sync.WaitGroup
-
-	// gate lets finishing workers that find mu held onto it one at a time
-	// (worker.go finish); nothing else takes it, and nothing is held while
-	// taking it.
-	gate sync.Mutex
-
-	mu          sync.Mutex
-	state       execState
-	free        []*goTask    // Go tasks for reuse, freed since the last collection (recycle.go)
-	old         []*goTask    // and freed before it
-	aging       bool         // a collection will age free and old
-	global      groupsem.Sem // running permits, all groups
-	waiting     int          // waiting tasks, all groups
-	tasks       int          // admitted tasks (waiting + running), all groups
-	groups      map[string]*group
-	ready       queue.List[*group]  // groups whose head waits only for global room, in turn
-	turn        *group              // the group whose deficit-round-robin turn is under way, or nil
-	backlog     queue.List[*group]  // groups with tasks waiting
-	fair        fairness            // the fairness window (fair.go)
-	idle        queue.List[*group]  // idle groups, least recently idle first
-	drainWaits  []chan struct{}     // Shutdown calls waiting for the executor to drain
-	drainGroups map[*group]struct{} // groups with ShutdownGroup calls waiting
+	groups groupIndex // the groups with state kept (group.go)
+	disp   dispatcher // global room for waiting groups (dispatch.go)
+	idle   idleGroups // idle groups past maxIdle (idle.go)
+	totals totals     // counts not kept by a live group (stats.go)
 
 	// overrides are the limits SetGroupLimits gave groups. They are
 	// configuration, not state: they outlive a group's state (idle
 	// reclamation, EvictGroup) and are consulted, before the policy, when
-	// it is created again.
+	// it is created again. Read when a group is created, so rarely.
+	overMu    sync.RWMutex
 	overrides map[string]policy.GroupLimits
 
-	// unsettled counts tasks whose admission has ended (releaseLocked) but
-	// whose handle has not yet completed; drainWanted is set while a
-	// Shutdown or ShutdownGroup waits (drain.go).
-	unsettled   atomic.Int64
-	drainWanted atomic.Bool
-	parked      []worker         // idle workers, most recently parked last
-	runq        queue.Ring[*job] // started tasks not yet on a goroutine
-
-	// returned counts workers whose task has returned and whose user
-	// callbacks that precede the lock (breaker OnStateChange) are done, and
-	// finished (under the lock) those of them that have taken the lock since:
-	// the difference is the workers about to take the lock and pop the run
-	// queue (worker.go settle). Two counters, not one that finish would
-	// decrement, so that a task pays for one atomic write, not two.
-	returned atomic.Uint64
-	finished uint64
-	// served sits with finished, on the cache line a task's finish
-	// writes anyway, not past counts on a line of its own: on two cores
-	// ~5% of a tiny task (benchmarks/README.md, session 19).
-	served uint64 // permits started
-	counts Counts
-
-	laneAdmitted  uint64 // tasks admitted through lanes, counted when moved to a queue (tests)
-	lightAdmitted uint64 // of them light tasks (tests)
+	// workers counts the goroutines running tasks; Close waits for it.
+	workers sync.WaitGroup
 }
 
 // New returns an Executor enforcing p.
@@ -118,11 +82,9 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		clk:     clock.Real,
 		timeout: p.QueueTimeout(),
 		maxIdle: DefaultMaxIdleGroups,
-		global:  groupsem.New(p.GlobalMaxInFlight()),
-		groups:  make(map[string]*group),
 	}
-	ex.fair.reset(0)
-	ex.index.Store(&groupIndex{slots: make([]atomic.Pointer[group], minIndexSlots)})
+	ex.global.limit.Store(int64(p.GlobalMaxInFlight()))
+	ex.disp.fair.reset(0)
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("executor: New: nil Option")
@@ -136,11 +98,8 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	ex.lanes = ex.lanesAllowed()
-	ex.light = ex.lanes && ex.listener == nil
 	ex.epoch = ex.clk.Now()
 	ex.realClk = ex.clk == clock.Real
-	ex.untimedGo = ex.listener == nil && ex.timeout == 0
 	return ex, nil
 }
 
@@ -148,6 +107,8 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 // at runtime (SetGlobalMaxInFlight, SetGroupLimits) do not change it; Stats
 // and GroupStats report the limits in force.
 func (ex *Executor) Policy() *policy.Policy { return ex.pol }
+
+func (ex *Executor) stateNow() execState { return execState(ex.state.Load()) }
 
 // since returns the clock's time as a duration since the executor's epoch.
 func (ex *Executor) since() time.Duration {

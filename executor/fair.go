@@ -1,15 +1,21 @@
 package executor
 
+import "sync/atomic"
+
 // The fairness window. Stats reports how far the last window was from the
 // configured shares as Jain's fairness index, computed over the groups that
 // had tasks waiting throughout that window.
 //
-// A window is a run of consecutive task starts (under the limits; CallerRuns
-// tasks are not started by the executor): at least minFairWindow of them,
-// and at least fairWindowPerGroup times the number of groups with tasks
-// waiting when the window began, so that a window spans several turns of
-// every waiting group. A group counts if its queue was never empty from the
-// window's first start to its last. For each such group i, x_i is the
+// A window is a run of consecutive task starts made by the dispatcher,
+// which makes every start while groups wait for global room (dispatch.go):
+// fairness is between groups contending for the global limit, and while
+// none waits for it, every group gets what its own limits allow and no
+// window advances. A window is at least minFairWindow starts long, and at
+// least fairWindowPerGroup times the number of groups that waited for
+// global room when it began, so that it spans several turns of each. A
+// group counts if it waited for global room in the window (the dispatcher
+// knows it) and its queue was never empty from the window's first start to
+// its last. For each such group i, x_i is the
 // permits it started in the window divided by its share, and the index is
 //
 //	J = (sum x_i)^2 / (n * sum x_i^2)
@@ -19,9 +25,10 @@ package executor
 // concurrency limit counts too: the index measures what the groups got
 // against their shares, whatever the reason.
 //
-// Cost: one counter update per start, and at a window's end one pass over
-// the groups with tasks waiting, which the window's length (at least
-// fairWindowPerGroup starts per such group) makes O(1) amortised per start.
+// Cost: one counter update per dispatched start, and at a window's end one
+// pass over the groups known to the dispatcher, which the window's length
+// (at least fairWindowPerGroup starts per such group) makes O(1) amortised
+// per start.
 
 const (
 	minFairWindow      = 256
@@ -45,55 +52,61 @@ type Fairness struct {
 }
 
 type fairness struct {
-	win    uint64 // the window under way, from 1
-	left   int    // starts left in it
-	length int    // its length in starts
-	done   uint64 // windows completed
+	win    atomic.Uint64 // the window under way, from 1; read by groups whose queue fills
+	left   int           // starts left in it
+	length int           // its length in starts
+	done   uint64        // windows completed
 	last   Fairness
 }
 
-// reset begins the next window; waiting is the number of groups with tasks
-// waiting.
+// reset begins the next window; waiting is the number of groups that
+// waited for global room.
 func (f *fairness) reset(waiting int) {
-	f.win++
+	f.win.Add(1)
 	f.length = max(minFairWindow, fairWindowPerGroup*waiting)
 	f.left = f.length
 }
 
-// countStartLocked counts a start of w permits by g: in the totals, and
-// in the fairness window.
-func (ex *Executor) countStartLocked(g *group, w int) {
-	g.counts.Started++
-	g.served += uint64(w)
-	ex.counts.Started++
-	ex.served += uint64(w)
-	f := &ex.fair
-	if g.winID != f.win {
-		g.winID, g.winServed = f.win, 0
+// countFairLocked counts a dispatched start of w permits by g in the
+// fairness window (the dispatcher's mutex held), and reports whether the
+// window is full: the caller then ends it (endWindowLocked), once it has
+// released g's mutex.
+func (ex *Executor) countFairLocked(g *group, w int) (full bool) {
+	f := &ex.disp.fair
+	if win := f.win.Load(); g.winID != win {
+		g.winID, g.winServed = win, 0
 	}
 	g.winServed += w
-	if f.left--; f.left <= 0 { // once per f.length starts: the rest is out of line
-		ex.endWindowLocked()
-	}
+	f.left--
+	return f.left <= 0
 }
 
-// endWindowLocked closes the fairness window that countStartLocked filled.
+// endWindowLocked closes the fairness window that countFairLocked filled
+// (the dispatcher's mutex held; each group's is taken in turn). Groups with
+// nothing waiting leave the dispatcher's known list.
 func (ex *Executor) endWindowLocked() {
-	f := &ex.fair
+	d := &ex.disp
+	f := &d.fair
+	win := f.win.Load()
 	var sum, sumSq float64
 	n := 0
-	for nd := ex.backlog.Front(); nd != nil; nd = nd.Next() {
+	for nd := d.known.Front(); nd != nil; {
 		g := nd.Value
-		if g.backlogWin >= f.win {
-			continue // its queue was empty at some point in the window
+		nd = nd.Next()
+		g.mu.Lock()
+		switch {
+		case g.waiting.Len() == 0 || g.dead:
+			d.known.Remove(&g.knownNode)
+		case g.backlogWin < win: // waiting throughout the window
+			x := 0.0
+			if g.winID == win {
+				x = float64(g.winServed) / float64(max(g.limits.Share, 1))
+			}
+			sum += x
+			sumSq += x * x
+			n++
 		}
-		x := 0.0
-		if g.winID == f.win {
-			x = float64(g.winServed) / float64(max(g.limits.Share, 1))
-		}
-		sum += x
-		sumSq += x * x
-		n++
+		g.mu.Unlock()
 	}
 	f.done++
 	if n > 0 {
@@ -103,5 +116,15 @@ func (ex *Executor) endWindowLocked() {
 		}
 		f.last = Fairness{Index: idx, Groups: n, Starts: f.length}
 	}
-	f.reset(ex.backlog.Len())
+	f.reset(d.known.Len())
+}
+
+// fairness returns the last completed window.
+func (ex *Executor) fairness() Fairness {
+	d := &ex.disp
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f := d.fair.last
+	f.Windows = d.fair.done
+	return f
 }

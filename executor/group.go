@@ -6,51 +6,62 @@ import (
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
-	"github.com/groupexec/groupexec/internal/groupsem"
 	"github.com/groupexec/groupexec/internal/queue"
 	"github.com/groupexec/groupexec/policy"
 )
 
-// group is one group key's state. Every field but lane is guarded by the
-// executor's mutex.
+// group is one group key's admission state. Each group guards its own state
+// with mu, so that groups never wait on each other: a start that fits, a
+// finish and a refusal lock only their group.
 type group struct {
-	ex       *Executor
-	key      string
+	ex  *Executor
+	key string
+
+	mu sync.Mutex
+	// Guarded by mu.
 	limits   policy.GroupLimits
-	inFlight groupsem.Sem // the bulkhead: permits admitted (waiting + running)
-	conc     groupsem.Sem // permits running
-	waiting  jobList
-	running  int // tasks started and not yet finished
-
-	readyNode   queue.Node[*group] // in ex.ready
-	idleNode    queue.Node[*group] // in ex.idle
-	backlogNode queue.Node[*group] // in ex.backlog: the group has tasks waiting
-
-	// Deficit round robin (dispatch.go) and the fairness window (fair.go).
-	deficit    int    // permits of credit for the current or next turn
-	backlogWin uint64 // the window in which the group's queue last became non-empty
-	winID      uint64 // the window winServed counts
-	winServed  int    // permits started in window winID
-
-	// clusterWait is set while the group's head waits for the group
-	// limiter's notify (cluster.go): the group is out of ex.ready meanwhile.
-	clusterWait bool
-
-	br      *breaker.CircuitBreaker // nil unless WithGroupBreaker
-	pending int                     // Submits taking a breaker ticket with the lock released
-
-	timer      clock.Timer // the queue-timeout timer, armed for the head
-	timerSeq   uint64      // counts timers armed, to tell a stale one
-	shutdown   bool
-	evict      bool // evict as soon as idle
-	drainWaits []chan struct{}
-	unsettled  atomic.Int64 // as Executor.unsettled, for this group
+	inFlight int // the bulkhead: permits admitted (waiting + running)
+	running  int // permits running
+	// transit is global permits g's finished tasks hold until resync gives
+	// them back through the dispatcher (startFreedLocked).
+	transit      int
+	runningTasks int
+	waiting      jobList // FIFO
+	pending      int     // admissions under way with mu released (a breaker ticket): not idle
+	shutdown     bool
+	evict        bool // drop as soon as idle
+	dead         bool // dropped from the index: whoever finds it looks the key up again
+	clusterWait  bool // the head waits for the group limiter's notify (cluster.go)
+	// resync is set when the group's place in the dispatcher's ready list
+	// may be out of date: the goroutine that set it calls ex.resync after
+	// unlocking (dispatch.go).
+	resync     bool
+	backlogWin uint64 // the fairness window in which waiting last became non-empty (fair.go)
+	emptied    uint64 // counts the times waiting became empty: credit is not kept across them
 	counts     Counts
-	served     uint64 // permits started
+	served     uint64          // permits started
+	timer      clock.Timer     // the queue-timeout timer, armed for the head
+	timerSeq   uint64          // counts timers armed, to tell a stale one
+	drainWaits []chan struct{} // ShutdownGroup and Shutdown calls waiting (drain.go)
 
-	lane    lane       // the way in without the executor's lock (lane.go)
-	light   lightQueue // light tasks (go.go), behind waiting
-	laneBuf []goFn     // the lane's next buffer of light tasks, empty (lane.take)
+	// unsettled counts tasks whose admission ended but whose handle
+	// completes after mu was released (drain.go).
+	unsettled atomic.Int64
+
+	// inReady is written with both mu and the dispatcher's mutex held, so
+	// either one is enough to read it (dispatch.go).
+	inReady bool
+	// Guarded by the dispatcher's mutex.
+	readyNode queue.Node[*group] // in disp.ready
+	knownNode queue.Node[*group] // in disp.known (fair.go)
+	deficit   int                // permits of credit for the current or next turn
+	creditAt  uint64             // emptied when deficit was last checked
+	winID     uint64             // the window winServed counts (fair.go)
+	winServed int                // permits started in window winID
+
+	idleNode queue.Node[*group] // in ex.idle.list, guarded by its mutex
+
+	br *breaker.CircuitBreaker // nil unless WithGroupBreaker
 
 	// The group's running tasks are counted, not listed: their contexts
 	// hear of the group's stop through stop (context.go), and only those
@@ -58,7 +69,6 @@ type group struct {
 	// watched. Guarded by runMu, except stop, also read without it.
 	runMu   sync.Mutex
 	stop    atomic.Pointer[stopCause]
-	stopCh  chan struct{} // Done of the group's run context (groupCtx), made on first use
 	watched map[*job]struct{}
 	pruneAt int // len(watched) at which ended jobs are pruned from it
 
@@ -71,17 +81,10 @@ type group struct {
 var trackRunning bool
 
 func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
-	g := &group{
-		ex:       ex,
-		key:      key,
-		limits:   l,
-		inFlight: groupsem.New(l.MaxInFlight),
-		conc:     groupsem.New(l.MaxConcurrency),
-	}
-	g.lane.key = key
+	g := &group{ex: ex, key: key, limits: l}
 	g.readyNode.Value = g
+	g.knownNode.Value = g
 	g.idleNode.Value = g
-	g.backlogNode.Value = g
 	if ex.breaker != nil {
 		s := *ex.breaker
 		if s.Name != "" {
@@ -94,42 +97,19 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	return g
 }
 
-func (g *group) tasks() int { return g.queued() + g.running }
+func (g *group) tasks() int { return g.waiting.Len() + g.runningTasks }
 
-// idle reports whether g has no task and no Submit in progress.
-func (g *group) idle() bool { return g.tasks() == 0 && g.pending == 0 }
+// idle reports whether g has no task, none still completing, no admission
+// under way, and no permits in transit.
+func (g *group) idle() bool {
+	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0
+}
 
 // reclaimable reports whether idle reclamation may drop g: not while its
-// breaker remembers failures that a fresh one would forget.
-func (g *group) reclaimable() bool { return g.br == nil || g.br.State() == breaker.StateClosed }
-
-// queued returns the number of g's waiting tasks.
-func (g *group) queued() int { return g.waiting.Len() + g.light.Len() }
-
-// head returns the first waiting task, or nil. A light task at the head
-// becomes a job (lightTaskLocked).
-func (g *group) head() *job {
-	if j := g.waiting.front; j != nil || len(g.light.fns) == 0 { // empty, fns is empty (pop)
-		return j
-	}
-	return g.lightHead()
-}
-
-// lightHead is head's case of a light task at the head, out of line: head
-// inlined is worth a few percent.
-func (g *group) lightHead() *job {
-	t := g.ex.lightTaskLocked(g, g.light.pop())
-	g.waiting.PushBack(&t.job)
-	return &t.job
-}
-
-// flushLightLocked makes every light task of g's queue a job, at the back
-// of g.waiting: for a job to be queued behind them, or for a walk of the
-// queue.
-func (g *group) flushLightLocked() {
-	for g.light.Len() > 0 {
-		g.waiting.PushBack(&g.ex.lightTaskLocked(g, g.light.pop()).job)
-	}
+// breaker remembers failures that a fresh one would forget, nor while it is
+// shut down (kept until evicted).
+func (g *group) reclaimable() bool {
+	return !g.shutdown && (g.br == nil || g.br.State() == breaker.StateClosed)
 }
 
 func (g *group) trackLocked(j *job, running bool) {
@@ -141,4 +121,94 @@ func (g *group) trackLocked(j *job, running bool) {
 		g.runningSet = make(map[*job]struct{})
 	}
 	g.runningSet[j] = struct{}{}
+}
+
+// groupIndex maps group keys to their state. Lookups take no lock (a
+// sync.Map read), so that groups never contend on the index.
+type groupIndex struct {
+	m sync.Map     // string -> *group
+	n atomic.Int64 // groups in m
+}
+
+func (x *groupIndex) load(key string) *group {
+	if v, ok := x.m.Load(key); ok {
+		return v.(*group)
+	}
+	return nil
+}
+
+// each calls f for every group in the index, in no particular order.
+func (x *groupIndex) each(f func(*group) bool) {
+	x.m.Range(func(_, v any) bool { return f(v.(*group)) })
+}
+
+// lockGroup returns the group named key, locked, making its state if the
+// executor keeps none. It returns nil and the refusal if the state cannot
+// be made: the executor is shut down, or a resolver gave an invalid limit.
+func (ex *Executor) lockGroup(key string) (*group, *refusal) {
+	for {
+		g := ex.groups.load(key)
+		if g == nil {
+			if ex.stateNow() != open {
+				return nil, &refusal{limit: LimitShutdown, err: ErrShutdown, forced: true}
+			}
+			var r *refusal
+			if g, r = ex.makeGroup(key); r != nil {
+				return nil, r
+			}
+		}
+		g.mu.Lock()
+		if !g.dead {
+			return g, nil
+		}
+		g.mu.Unlock()
+	}
+}
+
+// makeGroup makes the state of the group named key and puts it in the index,
+// or returns the group another goroutine put there first.
+func (ex *Executor) makeGroup(key string) (*group, *refusal) {
+	// Limits set by SetGroupLimits win over the policy's, whose resolvers
+	// are then not called.
+	ex.overMu.RLock()
+	l, set := ex.overrides[key]
+	ex.overMu.RUnlock()
+	if !set {
+		var err error
+		if l, err = ex.pol.Group(key); err != nil { // resolvers are user code: no lock held
+			return nil, &refusal{limit: LimitResolver, err: err, forced: true}
+		}
+	}
+	// The index is written under the read lock, so that SetGroupLimits,
+	// which takes the write lock to change an override and find the group,
+	// either finds this group or is seen here.
+	ex.overMu.RLock()
+	defer ex.overMu.RUnlock()
+	if o, ok := ex.overrides[key]; ok {
+		l = o
+	}
+	g := newGroup(ex, key, l)
+	if v, loaded := ex.groups.m.LoadOrStore(key, g); loaded {
+		return v.(*group), nil
+	}
+	ex.groups.n.Add(1)
+	return g, nil
+}
+
+// dropLocked removes g from the index: its state is gone, and whoever
+// finds it afterwards looks the key up again. Its counts move to the
+// executor's totals.
+func (ex *Executor) dropLocked(g *group) {
+	if g.dead {
+		return
+	}
+	ex.totals.fold(g, func() {
+		g.dead = true
+		ex.groups.m.CompareAndDelete(g.key, g)
+		ex.groups.n.Add(-1)
+	})
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
 }

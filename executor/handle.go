@@ -27,61 +27,55 @@ const (
 // stores tasks without boxing them as any.
 type body interface {
 	// call runs Fn with ctx, keeps its value, and classifies the outcome.
-	// It does not recover a panic: its caller does (abort for a worker,
-	// callRecovered otherwise), so that a worker pays for no defer per task.
+	// It does not recover a panic: its caller does (callRecovered).
 	call(ctx context.Context) (Status, error)
 	// taskID returns the task's ID ("" for a task without one).
 	taskID() string
 	// record keeps the outcome that a Result reports beyond the status and
 	// the queued time; publish calls it once, before marking the job done.
 	record(err error, duration time.Duration)
-	// doneChan returns the channel Done handed out, if any.
+	// doneChan returns the channel Done handed out, if any (for a Do
+	// call, its wake-up channel).
 	doneChan() chan struct{}
 }
 
-// job is the untyped state of a task, shared by every Handle[T]. Fields under
-// "executor" are guarded by the executor's mutex; fields under "handle" by
-// mu; done and the outcome are published by done. Rarely used state is in
-// x (jobs.go).
+// jobKind says how a started job runs.
+type jobKind uint8
+
+const (
+	kindHandle jobKind = iota // Submit's: on a worker goroutine, with a handle
+	kindGo                    // Go's: on a worker goroutine, without a handle
+	kindDo                    // Do's: in its caller's goroutine, woken when it starts
+)
+
+// job is the untyped state of a task, shared by Handle[T], Go's tasks and
+// Do's waiters. Fields under "group" are guarded by its group's mutex;
+// fields under "handle" by mu; done and the outcome are published by done.
+// Rarely used state is in x (jobs.go).
 type job struct {
-	// executor
-	next, prev *job // in its group's waiting queue or lane (jobList)
+	// group
+	next, prev *job // in its group's waiting queue (jobList)
 	g          *group
 	// submitted is when the job was submitted, since the executor's epoch,
 	// until the job completes; from then on it is how long the job waited
 	// from submission to start (Result.Queued). Every reader of the
 	// submission time runs before the job completes (the goroutine that
-	// completes it reads it first), and one field for both keeps the job in
-	// a smaller allocation size class (jobs.go).
+	// completes it reads it first).
 	submitted time.Duration
-	state     jobState
-	released  bool     // releaseLocked ran: completing the handle settles it (drain.go)
-	flags     jobFlags // set before the job is shared, or before it runs for detached
 
-	// set by Submit, then read-only
-	status Status // outcome, written once before done is set
-	done   completion
+	// set before the job is shared, then read-only
 	weight int
 	parent context.Context
 	body   body
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
+
+	state    jobState // group
+	kind     jobKind  // read-only
+	detached bool     // read-only once run: run by CallerRuns, outside the executor; no group stop reaches it
+	status   Status   // outcome, written once before done is set
+	done     completion
 }
-
-// jobFlags are a job's flags, in one byte: a job's size is what a task
-// costs (jobs.go).
-type jobFlags uint8
-
-const (
-	// detached: run by CallerRuns, outside the executor; no group stop
-	// reaches it.
-	detached jobFlags = 1 << iota
-	// bgGo: a Go task with context.Background, reusable unless detached
-	// (recycle.go). Knowing it costs one comparison per Go call, not one
-	// per check: comparing a Context with Background calls into the
-	// runtime, since Background's type is not a pointer.
-	bgGo
-)
 
 // Handle is a submitted task: wait for it, cancel it, or watch it complete.
 // A Handle is never nil and completes exactly once. It is safe for
@@ -89,15 +83,14 @@ const (
 type Handle[T any] struct {
 	job
 	// What only a handle needs is here, not in job, so that a task
-	// started with Go is smaller (jobs.go).
+	// started with Go or Do is smaller.
 	id string
 	// the channel Done handed out, announced in done
 	doneCh chanSlot
 	// outcome, written once before done is set
 	err      error
 	duration time.Duration
-	// value comes before fn: a zero-size last field would be padded, and
-	// a Handle[struct{}] would take the next allocation size class.
+	// value comes before fn: a zero-size last field would be padded.
 	value T
 	fn    func(ctx context.Context) (T, error)
 }
@@ -212,39 +205,36 @@ func (x *jobExtra) settle(st Status) {
 	}
 }
 
-// complete settles j's breaker ticket, if not yet done, and publishes the
-// outcome. It reports false, and changes nothing, if the job had already
-// completed.
+// complete settles j's breaker ticket, if not yet done, publishes the
+// outcome and closes the channel Done handed out. It reports false, and
+// changes nothing, if the job had already completed. The caller accounts
+// for the drain (settled) if j's admission ended in an earlier locked
+// section.
 func (j *job) complete(st Status, err error, queued, duration time.Duration) bool {
 	j.settle(st)
 	ch, ok := j.publish(st, err, queued, duration)
-	if !ok {
-		return false
-	}
 	if ch != nil {
 		close(ch)
 	}
-	if j.released {
-		j.g.ex.settled(j.g)
-	}
-	return true
+	return ok
 }
 
-// publish records the outcome and marks j done. It returns the channel that
-// Done handed out, for the caller to close, or reports false, changing
-// nothing, if j had already completed. It takes no lock (a caller may hold
-// the executor's), and when Done handed out no channel, which is the common
-// case, it costs two atomic operations on one word: claim, then swap. A task
-// started with Go costs one, as it has no handle to read an outcome or hand
-// out a channel, and a reusable one none (below).
+// publish records the outcome and marks j done. It returns the channel to
+// close (the one Done handed out, or a Do call's wake-up), or reports
+// false, changing nothing, if j had already completed. It takes no lock
+// (a caller may hold its group's), and when Done handed out no channel,
+// which is the common case, it costs two atomic operations on one word:
+// claim, then swap. A task without a handle costs one.
 func (j *job) publish(st Status, err error, queued, duration time.Duration) (chan struct{}, bool) {
-	if _, isGo := j.body.(*goTask); isGo {
-		if j.reusable() {
-			return nil, j.publishReusable(st)
-		}
+	if j.kind != kindHandle {
 		if !j.done.v.CompareAndSwap(pending, completed) {
 			doubleCompletions.Add(1)
 			return nil, false
+		}
+		j.status = st // read by a Do call after its wake-up, by nothing for Go
+		if j.kind == kindDo {
+			j.body.record(err, duration)
+			return j.body.doneChan(), true
 		}
 		return nil, true
 	}
@@ -259,21 +249,6 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 		return j.body.doneChan(), true
 	}
 	return nil, true
-}
-
-// publishReusable is publish for a reusable Go task (j.reusable()).
-// Nothing reads such a task's completion word: it has no handle, and its
-// run context is its group's, never watched. Its status, which nothing
-// reads either and takeSpare resets, marks it completed with a plain
-// write: no atomic operation. A second completion is still counted, and if
-// it raced the first the tests' race detector reports it.
-func (j *job) publishReusable(st Status) bool {
-	if j.status != 0 {
-		doubleCompletions.Add(1)
-		return false
-	}
-	j.status = st
-	return true
 }
 
 // completion is a job's done word: pending, claimed by the completing

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 )
@@ -98,22 +97,10 @@ func TestPublishBetweenDoneSteps(t *testing.T) {
 // A Go task has no handle, so publish marks it completed in one step; it
 // must still complete once only, and count a second try.
 func TestGoTaskPublishesOnce(t *testing.T) {
-	for _, flags := range []jobFlags{0, bgGo, bgGo | detached} {
-		t.Run(fmt.Sprintf("flags=%b", flags), func(t *testing.T) { testGoTaskPublishesOnce(t, flags) })
-	}
-}
-
-// testGoTaskPublishesOnce: flags bgGo takes the reusable task's path, the
-// others the completion word's.
-func testGoTaskPublishesOnce(t *testing.T, flags jobFlags) {
-	task := &goTask{}
-	task.body, task.flags = task, flags
+	task := newGoTask(nil, nil)
 	ch, ok := task.publish(Success, nil, 0, 0)
 	if !ok || ch != nil {
 		t.Fatalf("first publish: ok %v, chan %v; want true, nil", ok, ch)
-	}
-	if task.reusable() != (task.done.v.Load() == pending) {
-		t.Fatalf("completion word %d: want it pending exactly for a reusable task", task.done.v.Load())
 	}
 	before := doubleCompletions.Load()
 	if _, ok := task.publish(Failed, nil, 0, 0); ok {

@@ -6,20 +6,20 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// Runtime limit changes. A limit is a groupsem.Sem whose SetLimit keeps the
-// permits in use, so a change needs no draining machinery of its own: after
-// raising, the dispatcher runs in the same critical section and starts what
-// now fits; after lowering, Fits refuses until enough permits are released,
-// so running tasks finish, nothing new starts (or is admitted, for the
-// bulkhead and the queue threshold) until use is under the new limit, and
-// no admitted task is evicted, rejected or lost.
+// Runtime limit changes. A limit change keeps the permits in use, so it
+// needs no draining machinery of its own: after raising, the dispatcher
+// runs and starts what now fits; after lowering, admission and starts
+// refuse until enough permits are released, so running tasks finish,
+// nothing new starts (or is admitted, for the bulkhead and the queue
+// threshold) until use is under the new limit, and no admitted task is
+// evicted, rejected or lost.
 //
 // A waiting task heavier than a lowered limit it must still pass (its
 // group's concurrency limit or the global limit) cannot start until the
 // limit is raised again. It is never dropped: it keeps waiting, subject to
 // its context, Cancel and the queue timeout. Such a group is kept out of
-// ex.ready (updateReadyLocked), so its head never holds a deficit round
-// robin turn it cannot use and never delays other groups.
+// the dispatcher's ready list (wantsGlobalLocked), so its head never holds
+// a deficit round robin turn it cannot use and never delays other groups.
 
 // SetGlobalMaxInFlight changes the global in-flight limit (the permits
 // running across all groups) to n, at once. n must be >= 1 or
@@ -36,7 +36,7 @@ import (
 // other groups go on starting. A new task heavier than the limit is refused
 // with ErrTooHeavy.
 //
-// The change costs one pass over the groups with tasks waiting. It does not
+// The change costs one pass over the groups. It does not
 // change Policy(); Stats reports the limit in force. Once Shutdown or Close
 // has been called it returns an error matching ErrShutdown and changes
 // nothing.
@@ -45,24 +45,29 @@ func (ex *Executor) SetGlobalMaxInFlight(n int) error {
 		return fmt.Errorf("executor: SetGlobalMaxInFlight: %w",
 			&policy.OptionError{Option: "GlobalMaxInFlight", Value: n, Reason: "a limit must be >= 1 (policy.Unlimited for none)"})
 	}
-	var b batch
-	ex.mu.Lock()
-	if ex.state != open {
-		ex.mu.Unlock()
+	if ex.stateNow() != open {
 		return fmt.Errorf("executor: SetGlobalMaxInFlight(%d): %w", n, ErrShutdown)
 	}
-	if n != ex.global.Limit() {
-		ex.global.SetLimit(n)
-		// Which heads fit under the global limit at all has changed, and
-		// so has the heaviest task a lane may take.
-		for nd := ex.backlog.Front(); nd != nil; nd = nd.Next() {
-			ex.closeLaneLocked(nd.Value)
-			ex.updateReadyLocked(nd.Value)
-		}
-		ex.dispatchLocked(&b)
+	// Which heads fit under the global limit at all changes: every group
+	// with a task waiting is put where its state now says, then the room
+	// is dispatched, all under the dispatcher's mutex.
+	var b batch
+	d := &ex.disp
+	d.mu.Lock()
+	if ex.global.limit.Swap(int64(n)) == int64(n) {
+		d.mu.Unlock()
+		return nil
 	}
-	ex.launchLocked(&b)
-	ex.mu.Unlock()
+	ex.groups.each(func(g *group) bool {
+		g.mu.Lock()
+		if g.waiting.Len() > 0 {
+			ex.placeLocked(g)
+		}
+		g.mu.Unlock()
+		return true
+	})
+	ex.dispatchLocked(&b)
+	d.mu.Unlock()
 	ex.afterUnlock(&b)
 	return nil
 }
@@ -107,22 +112,19 @@ func (ex *Executor) SetGroupLimits(group string, l policy.GroupLimits) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("executor: SetGroupLimits(%q): %w", group, err)
 	}
-	var b batch
-	ex.mu.Lock()
-	if ex.state != open {
-		ex.mu.Unlock()
+	if ex.stateNow() != open {
 		return fmt.Errorf("executor: SetGroupLimits(%q): %w", group, ErrShutdown)
 	}
+	ex.overMu.Lock()
 	if ex.overrides == nil {
 		ex.overrides = make(map[string]policy.GroupLimits)
 	}
 	ex.overrides[group] = l
-	if g := ex.groups[group]; g != nil {
-		ex.setLimitsLocked(g, l, &b)
+	g := ex.groups.load(group) // a group made later reads the override
+	ex.overMu.Unlock()
+	if g != nil {
+		ex.setLimits(g, l)
 	}
-	ex.launchLocked(&b)
-	ex.mu.Unlock()
-	ex.afterUnlock(&b)
 	return nil
 }
 
@@ -130,44 +132,42 @@ func (ex *Executor) SetGroupLimits(group string, l policy.GroupLimits) error {
 // policy's limits apply again. If the executor keeps state for the group,
 // the policy's limits are resolved afresh (its resolvers are called, outside
 // every lock, as after EvictGroup) and applied at once, with the same drain
-// semantics as SetGroupLimits. It does nothing for a group without such
-// limits. A resolver's invalid answer is returned, matching
-// policy.ErrInvalidOption, and changes nothing; so is an empty group key.
-// Once Shutdown or Close has been called it returns an error matching
-// ErrShutdown and changes nothing.
+// semantics as SetGroupLimits: in particular a waiting task heavier than a
+// limit the reset lowers waits, holding its group's queue, until the limit
+// is raised again or its wait ends (Cancel, its context, the queue
+// timeout). It does nothing for a group without such limits. A resolver's
+// invalid answer is returned, matching policy.ErrInvalidOption, and changes
+// nothing; so is an empty group key. Once Shutdown or Close has been
+// called it returns an error matching ErrShutdown and changes nothing.
 func (ex *Executor) ResetGroupLimits(group string) error {
 	if err := validGroupKey(group); err != nil {
 		return fmt.Errorf("executor: ResetGroupLimits: %w", err)
 	}
-	ex.mu.Lock()
-	_, set := ex.overrides[group]
-	st := ex.state
-	ex.mu.Unlock()
-	if st != open {
+	if ex.stateNow() != open {
 		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, ErrShutdown)
 	}
+	ex.overMu.RLock()
+	_, set := ex.overrides[group]
+	ex.overMu.RUnlock()
 	if !set {
 		return nil
 	}
-	// The resolvers are user code: call them outside the lock. A
+	// The resolvers are user code: call them outside every lock. A
 	// SetGroupLimits meanwhile is overridden, as if it had come first.
 	l, err := ex.pol.Group(group)
 	if err != nil {
 		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, err)
 	}
-	var b batch
-	ex.mu.Lock()
-	if ex.state != open {
-		ex.mu.Unlock()
+	if ex.stateNow() != open {
 		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, ErrShutdown)
 	}
+	ex.overMu.Lock()
 	delete(ex.overrides, group)
-	if g := ex.groups[group]; g != nil {
-		ex.setLimitsLocked(g, l, &b)
+	g := ex.groups.load(group)
+	ex.overMu.Unlock()
+	if g != nil {
+		ex.setLimits(g, l)
 	}
-	ex.launchLocked(&b)
-	ex.mu.Unlock()
-	ex.afterUnlock(&b)
 	return nil
 }
 
@@ -178,27 +178,28 @@ func validGroupKey(group string) error {
 	return nil
 }
 
-// setLimitsLocked applies l to g's state and starts what now fits.
-func (ex *Executor) setLimitsLocked(g *group, l policy.GroupLimits, b *batch) {
-	ex.closeLaneLocked(g) // its credit was lent under the old limits
-	defer ex.openLaneLocked(g)
-	if l.Share != g.limits.Share {
-		// A turn under way goes on with at most one new share of credit.
-		g.deficit = min(g.deficit, l.Share)
+// setLimits applies l to g's state and starts what now fits. It takes the
+// dispatcher's mutex, which guards g's deficit.
+func (ex *Executor) setLimits(g *group, l policy.GroupLimits) {
+	var b batch
+	d := &ex.disp
+	d.mu.Lock()
+	g.mu.Lock()
+	if !g.dead {
+		if l.Share != g.limits.Share {
+			// A turn under way goes on with at most one new share of credit.
+			g.deficit = min(g.deficit, l.Share)
+		}
+		// A debt stays under one task's weight, which the concurrency limit
+		// bounds: so a lowered limit cannot leave a group out for longer than
+		// its own tasks could have made it.
+		g.deficit = max(g.deficit, 1-l.MaxConcurrency)
+		g.limits = l
+		ex.placeLocked(g)
 	}
-	// A debt stays under one task's weight, which the concurrency limit
-	// bounds: so a lowered limit cannot leave a group out for longer than
-	// its own tasks could have made it.
-	g.deficit = max(g.deficit, 1-l.MaxConcurrency)
-	g.limits = l
-	g.inFlight.SetLimit(l.MaxInFlight)
-	g.conc.SetLimit(l.MaxConcurrency)
-	ex.updateReadyLocked(g)
-	ex.dispatchLocked(b)
-}
-
-// overLimitLocked reports whether g holds more than a lowered limit allows:
-// then it displaces nothing under DiscardOldest.
-func (g *group) overLimitLocked() bool {
-	return g.inFlight.Used() > g.inFlight.Limit() || g.queued() > g.limits.QueueThreshold
+	ex.endLocked(g, &b)
+	g.mu.Unlock()
+	ex.dispatchLocked(&b)
+	d.mu.Unlock()
+	ex.afterUnlock(&b)
 }

@@ -13,10 +13,13 @@ import (
 // group release their permits as usual. It reports whether the group was
 // dropped at once.
 func (ex *Executor) EvictGroup(group string) bool {
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
-	g := ex.groups[group]
+	g := ex.groups.load(group)
 	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
 		return false
 	}
 	if g.idle() {
@@ -24,32 +27,21 @@ func (ex *Executor) EvictGroup(group string) bool {
 		return true
 	}
 	g.evict = true
-	ex.closeLaneLocked(g)
 	return false
 }
 
-// ShutdownGroup stops the group named key from taking new tasks (they are refused with
-// ErrGroupShutdown) and waits for its waiting and running tasks to finish. If
-// ctx ends first, it cancels the group's remaining tasks (waiting ones
-// complete Cancelled, running ones have their context cancelled) and returns
-// ctx's error without waiting for them. The group stays shut down until
-// evicted.
+// ShutdownGroup stops the group named key from taking new tasks (they are
+// refused with ErrGroupShutdown) and waits for its waiting and running tasks
+// to finish. If ctx ends first, it cancels the group's remaining tasks
+// (waiting ones complete Cancelled, running ones have their context
+// cancelled) and returns ctx's error without waiting for them. The group
+// stays shut down until evicted.
 func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
-	ex.mu.Lock()
-	g := ex.groups[key]
-	if g == nil {
-		// Keep a marker so that new tasks are refused; it has no room
-		// unless SetGroupLimits gave the group limits.
-		g = newGroup(ex, key, ex.overrides[key])
-		ex.groups[key] = g
-		ex.indexLocked(g)
-	}
+	g := ex.lockMarkedGroup(key)
 	g.shutdown = true
-	ex.closeLaneLocked(g)
 	g.evict = false // a later shutdown wins over a pending eviction
-	ex.idle.Remove(&g.idleNode)
 	drained := ex.waitDrainLocked(g)
-	ex.mu.Unlock()
+	g.mu.Unlock()
 	if drained == nil {
 		return nil
 	}
@@ -57,8 +49,33 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	case <-drained:
 		return nil
 	case <-ctx.Done():
-		ex.cancelGroups(func(yield func(*group) bool) { yield(g) }, ErrGroupShutdown)
+		ex.cancelGroup(g, ErrGroupShutdown)
 		return ctx.Err()
+	}
+}
+
+// lockMarkedGroup returns the group named key, locked, making its state if
+// the executor keeps none, whatever the executor's state: a group shut down
+// before its first task keeps a marker, so that new tasks are refused. The
+// marker has no room unless SetGroupLimits gave the group limits.
+func (ex *Executor) lockMarkedGroup(key string) *group {
+	for {
+		g := ex.groups.load(key)
+		if g == nil {
+			ex.overMu.RLock()
+			g = newGroup(ex, key, ex.overrides[key])
+			if v, loaded := ex.groups.m.LoadOrStore(key, g); loaded {
+				g = v.(*group)
+			} else {
+				ex.groups.n.Add(1)
+			}
+			ex.overMu.RUnlock()
+		}
+		g.mu.Lock()
+		if !g.dead {
+			return g
+		}
+		g.mu.Unlock()
 	}
 }
 
@@ -67,78 +84,71 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 // first, it cancels the remaining tasks and returns ctx's error without
 // waiting for them; Close waits.
 func (ex *Executor) Shutdown(ctx context.Context) error {
-	ex.mu.Lock()
-	if ex.state == open {
-		ex.state = shuttingDown
-		ex.closeLanesLocked()
+	ex.state.CompareAndSwap(uint32(open), uint32(shuttingDown))
+	var waits []chan struct{}
+	ex.groups.each(func(g *group) bool {
+		g.mu.Lock()
+		if c := ex.waitDrainLocked(g); c != nil {
+			waits = append(waits, c)
+		}
+		g.mu.Unlock()
+		return true
+	})
+	for _, c := range waits {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			ex.cancelAll(ErrShutdown)
+			return ctx.Err()
+		}
 	}
-	drained := ex.waitDrainLocked(nil)
-	ex.mu.Unlock()
-	if drained == nil {
-		return nil
-	}
-	select {
-	case <-drained:
-		return nil
-	case <-ctx.Done():
-		ex.cancelGroups(ex.allGroups, ErrShutdown)
-		return ctx.Err()
-	}
+	return nil
 }
 
 // Close cancels every task (waiting ones complete Cancelled, running ones
 // have their context cancelled), refuses new ones with ErrShutdown, and
-// waits until every task's goroutine has returned. Tasks run by CallerRuns
-// belong to their callers and are not waited for. Close is idempotent.
+// waits until every task's goroutine has returned, and every Do call's fn.
+// Tasks run by CallerRuns belong to their callers and are not waited for.
+// Close is idempotent.
 func (ex *Executor) Close() error {
-	ex.mu.Lock()
-	ex.state = closed
-	ex.dropSparesLocked()
-	ex.closeLanesLocked()
-	ex.releaseParkedLocked()
-	for _, g := range ex.groups {
-		if g.timer != nil {
-			g.timer.Stop()
-			g.timer = nil
-		}
-	}
-	ex.mu.Unlock()
-	ex.dropSpareCache()
-	ex.cancelGroups(ex.allGroups, ErrShutdown)
+	ex.state.Store(uint32(closed))
+	ex.cancelAll(ErrShutdown)
 	ex.workers.Wait()
-	return nil
+	return ex.Shutdown(context.Background()) // the Do calls still running, and late completions
 }
 
-func (ex *Executor) allGroups(yield func(*group) bool) {
-	for _, g := range ex.groups {
-		if !yield(g) {
-			return
-		}
-	}
+// cancelAll cancels every group's tasks.
+func (ex *Executor) cancelAll(reason error) {
+	ex.groups.each(func(g *group) bool {
+		ex.cancelGroup(g, reason)
+		return true
+	})
 }
 
-// cancelGroups cancels every task of the groups that each yields (called
-// under the lock).
-func (ex *Executor) cancelGroups(each func(yield func(*group) bool), reason error) {
+// cancelGroup cancels every task of g: the waiting ones are removed and
+// complete Cancelled, the running ones have their context cancelled, with
+// a cause matching context.Canceled and reason. No task of g starts after
+// it: new ones are refused (the executor or the group is shut down), and
+// a closed executor starts none of its waiting ones.
+func (ex *Executor) cancelGroup(g *group, reason error) {
 	cause := fmt.Errorf("%w: %w", context.Canceled, reason)
-	var waiting, running []*job
+	var removed []*job
 	var b batch
-	ex.mu.Lock()
-	for g := range each {
-		for j := g.head(); j != nil; j = g.head() {
-			ex.removeWaitingLocked(j, Cancelled)
-			waiting = append(waiting, j)
-		}
-		running = append(running, g.stopRuns(cause)...)
+	g.mu.Lock()
+	for j := g.waiting.front; j != nil; j = g.waiting.front {
+		ex.removeWaitingLocked(g, j, Cancelled)
+		removed = append(removed, j)
 	}
-	ex.dispatchLocked(&b)
-	ex.launchLocked(&b)
-	ex.mu.Unlock()
-	ex.afterUnlock(&b)
+	if ex.stateNow() == closed && g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	running := g.stopRuns(cause)
+	ex.unlock(g, &b)
 	for _, j := range running {
 		j.cancelContext(cause)
 	}
-	for _, j := range waiting {
-		ex.completeCancelled(j, cause, ex.since()-j.submitted)
+	for _, j := range removed {
+		ex.completeRemoved(j, Cancelled, cause)
 	}
 }

@@ -1,6 +1,10 @@
 package executor
 
 import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
 	"github.com/groupexec/groupexec/breaker"
 )
 
@@ -74,36 +78,60 @@ type GroupStats struct {
 	Counts
 }
 
-// Stats returns a snapshot of the executor.
+// Stats returns a snapshot of the executor. It sums the groups' own
+// counters (a pass over the groups, each locked in turn) and the counts of
+// groups no longer kept.
 func (ex *Executor) Stats() Stats {
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
-	for n := ex.backlog.Front(); n != nil; n = n.Next() {
-		ex.drainLocked(n.Value)
-	}
-	return Stats{
-		Running:           ex.global.Used(),
-		RunningTasks:      ex.tasks - ex.waiting,
-		Waiting:           ex.waiting,
-		GlobalMaxInFlight: ex.global.Limit(),
-		Groups:            len(ex.groups),
-		IdleGroups:        ex.idle.Len(),
-		Fairness:          ex.fairnessLocked(),
-		ServedPermits:     ex.served,
-		Counts:            ex.counts,
+	s := Stats{GlobalMaxInFlight: ex.global.max(), Fairness: ex.fairness()}
+	t := &ex.totals
+	for try := 0; ; try++ {
+		// A group dropped while the pass runs would be counted twice, or
+		// not at all: the pass is redone if a drop overlapped it.
+		begun := t.begun.Load()
+		if begun != t.done.Load() && try < maxStatsTries {
+			runtime.Gosched()
+			continue
+		}
+		s.Counts, s.ServedPermits = t.snapshot()
+		s.Running, s.RunningTasks, s.Waiting, s.Groups, s.IdleGroups = 0, 0, 0, 0, 0
+		ex.groups.each(func(g *group) bool {
+			g.mu.Lock()
+			if !g.dead {
+				s.Groups++
+				s.Running += g.running
+				s.RunningTasks += g.runningTasks
+				s.Waiting += g.waiting.Len()
+				if g.idle() {
+					s.IdleGroups++
+				}
+				s.Counts.addAll(&g.counts)
+				s.ServedPermits += g.served
+			}
+			g.mu.Unlock()
+			return true
+		})
+		if t.begun.Load() == begun || try >= maxStatsTries {
+			return s
+		}
 	}
 }
+
+// maxStatsTries bounds Stats' retries under a storm of group drops; past
+// it, the snapshot may be off by the groups dropped meanwhile.
+const maxStatsTries = 100
 
 // GroupStats returns a snapshot of group, and false if the executor keeps no
 // state for it (never used, evicted or reclaimed while idle).
 func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
-	g := ex.groups[group]
+	g := ex.groups.load(group)
 	if g == nil {
 		return GroupStats{}, false
 	}
-	ex.drainLocked(g)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
+		return GroupStats{}, false
+	}
 	var br breaker.State
 	if g.br != nil {
 		br = g.br.State()
@@ -111,10 +139,10 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 	return GroupStats{
 		Breaker:        br,
 		Group:          g.key,
-		Running:        g.conc.Used(),
-		RunningTasks:   g.running,
-		Waiting:        g.queued(),
-		InFlight:       g.inFlight.Used(),
+		Running:        g.running,
+		RunningTasks:   g.runningTasks,
+		Waiting:        g.waiting.Len(),
+		InFlight:       g.inFlight,
 		MaxInFlight:    g.limits.MaxInFlight,
 		MaxConcurrency: g.limits.MaxConcurrency,
 		QueueThreshold: g.limits.QueueThreshold,
@@ -125,8 +153,62 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 	}, true
 }
 
-func (ex *Executor) fairnessLocked() Fairness {
-	f := ex.fair.last
-	f.Windows = ex.fair.done
-	return f
+// totals are the counts not kept by a live group: those of groups dropped
+// (folded in as they go), and of tasks refused before a group was found.
+type totals struct {
+	mu     sync.Mutex
+	counts Counts
+	served uint64
+	// begun and done count group drops, for Stats to tell whether one
+	// overlapped its pass.
+	begun, done atomic.Uint64
+}
+
+// fold moves g's counts into t, and drops g (drop), as one step for Stats.
+func (t *totals) fold(g *group, drop func()) {
+	t.begun.Add(1)
+	t.mu.Lock()
+	t.counts.addAll(&g.counts)
+	t.served += g.served
+	drop()
+	t.mu.Unlock()
+	t.done.Add(1)
+}
+
+// countRefusal counts a task refused before a group was found: as
+// submitted if its input was valid, and as st unless st is 0 (its
+// outcome is counted once decided, by countLate).
+func (t *totals) countRefusal(st Status, submitted bool) {
+	t.mu.Lock()
+	if submitted {
+		t.counts.Submitted++
+	}
+	t.counts.add(st)
+	t.mu.Unlock()
+}
+
+// countLate counts an outcome decided after its group was dropped.
+func (t *totals) countLate(st Status, callerRuns bool) {
+	t.mu.Lock()
+	if callerRuns {
+		t.counts.CallerRuns++
+	}
+	t.counts.add(st)
+	t.mu.Unlock()
+}
+
+func (t *totals) snapshot() (Counts, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.counts, t.served
+}
+
+func (c *Counts) addAll(o *Counts) {
+	c.Submitted += o.Submitted
+	c.Started += o.Started
+	c.Succeeded += o.Succeeded
+	c.Failed += o.Failed
+	c.Cancelled += o.Cancelled
+	c.Rejected += o.Rejected
+	c.CallerRuns += o.CallerRuns
 }

@@ -36,9 +36,7 @@ func TestWatchedStaysBounded(t *testing.T) {
 		h.Wait(ctx)
 		late.Done() // after the run ended
 	}
-	ex.mu.Lock()
-	g := ex.groups["g"]
-	ex.mu.Unlock()
+	g := ex.groups.load("g")
 	g.runMu.Lock()
 	listed := len(g.watched)
 	g.runMu.Unlock()

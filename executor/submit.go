@@ -3,8 +3,10 @@ package executor
 import (
 	"context"
 	"fmt"
-	"github.com/groupexec/groupexec/policy"
 	"time"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // Submit admits t under its group's limits and returns its handle, which is
@@ -28,20 +30,71 @@ import (
 // limit it must pass (ErrTooHeavy), a shut-down executor or group
 // (ErrShutdown, ErrGroupShutdown), a group breaker that refuses
 // (breaker.ErrOpenState, breaker.ErrTooManyRequests; see WithGroupBreaker)
-// and a resolver's invalid answer (LimitResolver). If ctx is already done, the handle
-// completes Cancelled and Submit returns ctx's error.
+// and a resolver's invalid answer (LimitResolver). If ctx is already done,
+// the handle completes Cancelled and Submit returns ctx's error.
 //
 // Cancelling ctx later cancels the task, as Handle.Cancel does.
+//
+// A refused task costs one allocation, its handle, which holds the error.
 func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], error) {
-	h := &Handle[T]{id: t.ID, fn: t.Fn}
-	h.parent, h.body, h.weight = ctx, h, t.Weight
-	if h.weight == 0 {
-		h.weight = 1
-	}
+	w := max(t.Weight, 1)
 	if err := validate(ctx, t.Group, t.Weight, t.Fn == nil); err != nil {
-		return h, ex.refuseInvalid(&h.job, t.Group, t.Weight, err)
+		h := newRefusedHandle(t, ctx, w)
+		return &h.Handle, ex.refuseInvalid(&h.job, t.Group, t.Weight, err)
 	}
-	return h, ex.submit(&h.job, t.Group)
+	if ex.listener != nil {
+		ex.notify(onSubmitted, Event{Group: t.Group, ID: t.ID, Weight: w})
+	}
+	if err := ctx.Err(); err != nil {
+		h := newRefusedHandle(t, ctx, w)
+		ex.refuseCancelled(&h.job, t.Group, context.Cause(ctx))
+		return &h.Handle, err
+	}
+	now := ex.since()
+	var a admission
+	ex.admit(t.Group, w, &a)
+	switch a.v {
+	case admitStart:
+		h := newHandle(t, ctx, w)
+		h.submitted = now
+		ex.startNewLocked(&a, &h.job)
+		ex.unlock(a.g, &a.b)
+		return h, nil
+	case admitQueue:
+		h := newHandle(t, ctx, w)
+		h.submitted = now
+		ex.queueNewLocked(&a, &h.job)
+		ex.unlock(a.g, &a.b)
+		if ctx.Done() != nil {
+			ex.watchParent(&h.job)
+		}
+		return h, nil
+	}
+	h := newRefusedHandle(t, ctx, w)
+	a.r.fill(&h.rej, t.Group, t.ID, w)
+	h.submitted = now
+	return &h.Handle, ex.refuseAdmission(&a, &h.job, &h.rej)
+}
+
+func newHandle[T any](t Task[T], ctx context.Context, w int) *Handle[T] {
+	h := &Handle[T]{id: t.ID, fn: t.Fn}
+	h.kind, h.parent, h.body, h.weight = kindHandle, ctx, h, w
+	return h
+}
+
+// refusedHandle is a handle and its refusal in one allocation.
+type refusedHandle[T any] struct {
+	Handle[T]
+	rej RejectedError
+}
+
+func newRefusedHandle[T any](t Task[T], ctx context.Context, w int) *refusedHandle[T] {
+	h := &refusedHandle[T]{Handle: Handle[T]{id: t.ID, fn: t.Fn}}
+	h.kind, h.parent, h.body, h.weight = kindHandle, ctx, &h.Handle, w
+	if h.parent == nil {
+		h.parent = context.Background()
+	}
+	return h
 }
 
 // ExecuteAll submits every task with ctx, waits for all of them, and returns
@@ -74,335 +127,204 @@ func validate(ctx context.Context, group string, weight int, nilFn bool) error {
 	return nil
 }
 
-// refuseInvalid refuses j, whose input validate found invalid (weight as
-// given), and returns Submit's error.
-func (ex *Executor) refuseInvalid(j *job, group string, weight int, err error) error {
-	j.g = detachedGroup(ex, group)
-	if j.parent == nil {
-		j.parent = context.Background()
-	}
-	return ex.refuse(j, &RejectedError{Group: group, ID: j.taskID(), Limit: LimitInvalid, Weight: weight, Err: err}, true)
-}
-
 // detachedGroup stands for a group whose state the executor does not keep
-// (a refusal before admission), so that the handle can still name it.
+// (a refusal before admission), so that the task can still name it.
 func detachedGroup(ex *Executor, key string) *group { return &group{ex: ex, key: key} }
 
-// submit admits j into the group named key.
-func (ex *Executor) submit(j *job, key string) error {
-	if ex.listener != nil {
-		ex.notify(onSubmitted, Event{Group: key, ID: j.taskID(), Weight: j.weight})
-	}
-	// A reusable Go task's context is Background: no calls to ask it.
-	bg := j.flags == bgGo
-	if err := ctxErr(j.parent, bg); err != nil {
-		return ex.refuseCancelled(j, key, err)
-	}
-	var now time.Duration
-	if ex.timed(j) {
-		now = ex.since()
-		j.submitted = now
-	}
-	if ex.lanes {
-		// A task behind a waiting one takes the group's lane (lane.go).
-		if g := ex.laneGroup(key); g != nil {
-			j.g = g
-			// Done is the caller's code: called outside every lock.
-			if watch := !bg && j.parent.Done() != nil; j.g.lane.admit(j, watch) {
-				if watch {
-					ex.watchParent(j, true)
-				}
-				return nil
-			}
-		}
-	}
-	return ex.submitLocked(j, key, now)
+// refuseInvalid refuses j, whose input validate found invalid (weight as
+// given), and returns the error.
+func (ex *Executor) refuseInvalid(j *job, group string, weight int, err error) error {
+	j.g = detachedGroup(ex, group)
+	rej := &RejectedError{Group: group, ID: j.taskID(), Limit: LimitInvalid, Weight: weight, Err: err}
+	ex.totals.countRefusal(Rejected, false)
+	ex.completeRefused(j, Rejected, rej)
+	return rej
 }
 
-// refuseCancelled completes j, whose Submit context is done (err), as
-// Cancelled, and returns err.
-func (ex *Executor) refuseCancelled(j *job, key string, err error) error {
-	j.g = detachedGroup(ex, key)
-	ex.mu.Lock()
-	ex.counts.Submitted++
-	ex.counts.add(Cancelled)
-	ex.mu.Unlock()
-	ex.completeCancelled(j, context.Cause(j.parent), 0)
-	return err
+// refuseCancelled completes j, whose context was done at submission, as
+// Cancelled with cause.
+func (ex *Executor) refuseCancelled(j *job, group string, cause error) {
+	j.g = detachedGroup(ex, group)
+	ex.totals.countRefusal(Cancelled, true)
+	ex.completeRefused(j, Cancelled, cause)
 }
 
-// submitLocked is submit past the lane: it admits j under the executor's
-// lock. now is j's submission time if submit read it.
-func (ex *Executor) submitLocked(j *job, key string, now time.Duration) error {
-	ex.mu.Lock()
-	g := ex.groups[key]
-	if g == nil && ex.state == open {
-		// Limits set by SetGroupLimits win over the policy's, whose
-		// resolvers are then not called.
-		l, set := ex.overrides[key]
-		if !set {
-			// The resolver is user code: call it outside the lock.
-			ex.mu.Unlock()
-			var err error
-			l, err = ex.pol.Group(key)
-			if err != nil {
-				j.g = detachedGroup(ex, key)
-				ex.mu.Lock()
-				ex.counts.Submitted++
-				ex.mu.Unlock()
-				return ex.refuse(j, &RejectedError{Group: key, ID: j.taskID(), Limit: LimitResolver, Weight: j.weight, Err: err}, true)
-			}
-			ex.mu.Lock()
-			if o, ok := ex.overrides[key]; ok {
-				l = o // set meanwhile
-			}
-		}
-		if g = ex.groups[key]; g == nil && ex.state == open {
-			g = newGroup(ex, key, l)
-			ex.groups[key] = g
-			ex.indexLocked(g)
-		}
-	}
-	if g != nil {
-		ex.closeLaneLocked(g) // what it admitted comes first, and counts
-	}
-	ex.counts.Submitted++
+// admission is one task's way through admit, and what its caller learns.
+type admission struct {
+	g      *group // locked, unless the refusal came before the group was found
+	v      verdict
+	r      refusal
+	ps     [2]Permit
+	ticket breaker.Ticket
+	b      batch
+}
+
+// admit finds key's group, locks it and decides the admission of a task of
+// weight w (admitLocked), after asking the group's breaker. On return a.g
+// is locked, unless it is nil: a refusal before the group could be found.
+func (ex *Executor) admit(key string, w int, a *admission) {
+	g, r := ex.lockGroup(key)
 	if g == nil {
-		ex.mu.Unlock()
-		j.g = detachedGroup(ex, key)
-		return ex.refuse(j, &RejectedError{Group: key, ID: j.taskID(), Limit: LimitShutdown, Err: ErrShutdown}, true)
+		a.v, a.r = admitRefuse, *r
+		return
 	}
-	j.g = g
+	a.g = g
 	g.counts.Submitted++
-	if g.br != nil && ex.state == open && !g.shutdown {
-		if rej := ex.ticketUnlocked(g, j); rej != nil {
-			return ex.refuse(j, rej, true)
+	if g.br != nil && ex.stateNow() == open && !g.shutdown {
+		// The breaker may call OnStateChange, user code: it is asked with
+		// the lock released, and the group pinned (pending) so that it is
+		// neither reclaimed nor evicted meanwhile.
+		g.pending++
+		g.mu.Unlock()
+		t, err := g.br.AllowTicket()
+		g.mu.Lock()
+		g.pending--
+		if err != nil {
+			a.v, a.r = admitRefuse, refusal{limit: LimitBreaker, err: err, forced: true}
+			return
 		}
+		a.ticket = t
 	}
+	a.v, a.r, a.ps = ex.admitLocked(a.g, w, &a.b)
+}
+
+// startNewLocked starts j, which admit started: it takes the ticket and
+// cluster permits admit got, and needs a worker unless it is a Do call.
+func (ex *Executor) startNewLocked(a *admission, j *job) {
+	j.g = a.g
+	ex.attachLocked(a, j)
+	ex.runLocked(a.g, j)
+	if j.kind != kindDo {
+		ex.launchLocked(j, &a.b)
+	}
+}
+
+// queueNewLocked queues j, which admit queued.
+func (ex *Executor) queueNewLocked(a *admission, j *job) {
+	j.g = a.g
+	ex.attachLocked(a, j)
+	var now time.Duration
 	if ex.timeout > 0 {
-		// Queue deadlines must follow queue order (timeout.go), so with a
-		// timeout the submission time is taken under the lock.
 		now = ex.since()
-		j.submitted = now
 	}
-	var b batch
-	rej, forced := ex.admitLocked(g, j, now, &b)
-	if rej != nil {
-		if g.idle() {
-			// A group made for a refused task is idle from the start: it
-			// is reclaimed like any other.
-			ex.groupIdleLocked(g)
-		}
-		ex.launchLocked(&b)
-		ex.mu.Unlock()
-		ex.afterUnlock(&b)
-		return ex.refuse(j, rej, forced)
+	ex.enqueueLocked(a.g, j, now)
+}
+
+func (ex *Executor) attachLocked(a *admission, j *job) {
+	if a.ticket != (breaker.Ticket{}) {
+		j.extra().ticket = a.ticket
 	}
-	if j.state == stateRunning {
-		// Started at once: the fast path.
-		ex.runq.Push(j)
-		ex.launchLocked(&b)
-		ex.mu.Unlock()
-		ex.afterUnlock(&b)
-		return nil
+	if a.ps != [2]Permit{} {
+		x := j.extra()
+		x.cluster, x.bound = a.ps, true
 	}
-	// Read before unlocking: once the lock is released j may start, run,
-	// complete, and be reused (recycle.go) before this goroutine goes on.
-	// (Only a j with context.Background is reused, and it needs no watcher.)
-	watch := j.parent.Done() != nil
-	ex.dispatchLocked(&b)
-	ex.openLaneLocked(g)
-	ex.launchLocked(&b)
-	ex.mu.Unlock()
-	ex.afterUnlock(&b)
-	if watch {
-		ex.watchParent(j, false)
+}
+
+// refuseAdmission ends the admission that refused j (rej its error),
+// applying the rejection policy or handler unless the refusal is forced,
+// and returns Submit's error.
+func (ex *Executor) refuseAdmission(a *admission, j *job, rej *RejectedError) error {
+	decided := ex.endRefusal(a)
+	j.g = a.refusedGroup(ex, rej.Group)
+	if !decided {
+		return ex.decideRefusal(j, rej)
+	}
+	ex.completeRefused(j, Rejected, rej)
+	if a.r.forced || ex.pol.RejectionPolicy() == policy.Abort {
+		return rej
 	}
 	return nil
 }
 
-// ctxErr returns ctx's error; bg says ctx is context.Background.
-func ctxErr(ctx context.Context, bg bool) error {
-	if bg {
-		return nil
+// refusedGroup is the group a refused task names: its state, or a stand-in
+// if the refusal came before it was found.
+func (a *admission) refusedGroup(ex *Executor, key string) *group {
+	if a.g != nil {
+		return a.g
 	}
-	return ctx.Err()
+	return detachedGroup(ex, key)
 }
 
-// ticketUnlocked asks g's breaker to let j through. The breaker may call
-// OnStateChange, user code, so the lock is released meanwhile; g is pinned
-// (pending) so that it is neither reclaimed nor evicted in between. It
-// returns with the lock held, or with it released and the refusal.
-func (ex *Executor) ticketUnlocked(g *group, j *job) *RejectedError {
-	g.pending++
-	ex.idle.Remove(&g.idleNode)
-	ex.mu.Unlock()
-	t, err := g.br.AllowTicket()
-	ex.mu.Lock()
-	g.pending--
-	if err != nil {
-		if g.idle() {
-			ex.groupIdleLocked(g)
+// decideRefusal lets the rejection handler, or CallerRuns, decide what
+// becomes of j, refused for lack of room (rej), and returns the caller's
+// error. The outcome is counted once decided.
+func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
+	if ex.handler != nil {
+		r := &Rejection{Group: rej.Group, ID: j.taskID(), Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
+		err := ex.callHandler(r)
+		// RunInCaller after the handler returned does nothing; if it won
+		// the race, the task runs (or ran) and completes itself.
+		if r.state.CompareAndSwap(rejectionOpen, rejectionClosed) {
+			ex.countOutcome(j.g, Rejected, false)
+			ex.completeRefused(j, Rejected, rej)
 		}
-		ex.mu.Unlock()
-		return &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitBreaker, Weight: j.weight, Err: err}
+		return err
 	}
-	j.extra().ticket = t
+	// CallerRuns
+	if ex.listener != nil {
+		e := ex.event(j)
+		e.Status, e.Err = Rejected, rej
+		ex.notify(onRejected, e)
+	}
+	ex.runInCaller(j)
 	return nil
 }
 
-// admitLocked decides j's admission into g: it starts j, queues it, or
-// returns why not and whether the refusal is forced (no rejection policy
-// applies). Tasks displaced under DiscardOldest go in b.
-func (ex *Executor) admitLocked(g *group, j *job, now time.Duration, b *batch) (rej *RejectedError, forced bool) {
-	w := j.weight
-	refuse := func(l Limit, used, limit int, err error) *RejectedError {
-		return &RejectedError{Group: g.key, ID: j.taskID(), Limit: l, Weight: w, Used: used, Max: limit, Err: err}
-	}
-	switch {
-	case ex.state != open:
-		return refuse(LimitShutdown, 0, 0, ErrShutdown), true
-	case g.shutdown:
-		return refuse(LimitShutdown, 0, 0, ErrGroupShutdown), true
-	// The three limits, in their order; a task heavier than one can never run.
-	case w > ex.global.Limit():
-		return refuse(LimitGlobalInFlight, ex.global.Used(), ex.global.Limit(), ErrTooHeavy), true
-	case w > g.inFlight.Limit():
-		return refuse(LimitGroupInFlight, g.inFlight.Used(), g.inFlight.Limit(), ErrTooHeavy), true
-	case w > g.conc.Limit():
-		return refuse(LimitGroupConcurrency, g.conc.Used(), g.conc.Limit(), ErrTooHeavy), true
-	case !g.inFlight.Fits(w):
-		return refuse(LimitGroupInFlight, g.inFlight.Used(), g.inFlight.Limit(), nil), false
-	}
-	clusterWait := false
-	if g.queued() == 0 && g.conc.Fits(w) && ex.ready.Len() == 0 && ex.global.Fits(w) {
-		if ex.cluster == nil {
-			ex.admitToGroupLocked(g, j)
-			ex.startLocked(g, j)
-			return nil, false
+// endRefusal ends the locked section of a refused admission. It counts the
+// refusal as Rejected, and reports true, unless the rejection handler or
+// CallerRuns is to decide; then the caller counts the outcome.
+func (ex *Executor) endRefusal(a *admission) (decided bool) {
+	decided = a.r.forced || (ex.handler == nil && ex.pol.RejectionPolicy() != policy.CallerRuns)
+	if a.g == nil {
+		if decided {
+			ex.totals.countRefusal(Rejected, true)
+		} else {
+			ex.totals.countRefusal(0, true)
 		}
-		switch o, rej := ex.cluster.acquireLocked(g, j); o {
-		case clusterGranted:
-			ex.admitToGroupLocked(g, j)
-			ex.startLocked(g, j)
-			return nil, false
-		case clusterRefused:
-			return rej, true
-		case clusterWaitGroup:
-			clusterWait = true // it waits like any other task
+	} else {
+		if decided {
+			a.g.counts.add(Rejected)
 		}
+		ex.unlock(a.g, &a.b)
 	}
-	if n := g.queued(); n >= g.limits.QueueThreshold && !ex.displaceLocked(g, w, b) {
-		return refuse(LimitGroupQueue, n, g.limits.QueueThreshold, nil), false
+	if a.ticket != (breaker.Ticket{}) {
+		a.ticket.Ignore() // outside the lock: the breaker may call OnStateChange
 	}
-	if t := ex.pol.GlobalQueueThreshold(); ex.waiting >= t {
-		return refuse(LimitGlobalQueue, ex.waiting, t, nil), false
-	}
-	ex.admitToGroupLocked(g, j)
-	j.state = stateWaiting
-	g.flushLightLocked() // j goes behind them
-	g.waiting.PushBack(j)
-	ex.waiting++
-	if g.queued() == 1 {
-		g.clusterWait = clusterWait
-		ex.updateReadyLocked(g)
-		ex.armLocked(g, now)
-	}
-	return nil, false
+	return decided
 }
 
-// displaceLocked makes room in g's full queue for a new task of weight w
-// under DiscardOldest: it removes g's oldest waiting tasks, as few as leave
-// room for the new one in g's queue threshold (and so in its in-flight limit
-// and the global queue threshold, which it had passed), and puts them in b to
-// complete Rejected with ErrDisplaced. It removes nothing and reports false
-// if the policy is another, a rejection handler is set, or removing every
-// waiting task would not make room. Only a full group queue displaces: every
-// other refusal under DiscardOldest behaves as under Discard.
-func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
-	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest || g.overLimitLocked() {
-		return false
-	}
-	g.flushLightLocked() // walked below
-	used, full := g.waiting.Len(), g.limits.QueueThreshold
-	free := g.inFlight.Limit() - g.inFlight.Used()
-	waiting, globalWaiting := g.waiting.Len(), ex.waiting
-	globalMax := ex.pol.GlobalQueueThreshold()
-	k := 0
-	for n := g.waiting.Front(); w > free || waiting >= g.limits.QueueThreshold || globalWaiting >= globalMax; n = n.next {
-		if n == nil {
-			return false
+// countOutcome counts an outcome decided after the admission's lock was
+// released: by a rejection handler, or by a task run in its caller.
+func (ex *Executor) countOutcome(g *group, st Status, callerRuns bool) {
+	if cur := ex.groups.load(g.key); cur == g {
+		g.mu.Lock()
+		if !g.dead {
+			if callerRuns {
+				g.counts.CallerRuns++
+			}
+			g.counts.add(st)
+			g.mu.Unlock()
+			return
 		}
-		free += n.weight
-		waiting--
-		globalWaiting--
-		k++
+		g.mu.Unlock()
 	}
-	g.pending++ // the group must not go idle, and be reclaimed, in between
-	for range k {
-		old := g.head()
-		ex.removeWaitingLocked(old, Rejected)
-		b.displaced.add(displacement{old, &RejectedError{Group: g.key, ID: old.taskID(), Limit: LimitGroupQueue,
-			Weight: old.weight, Used: used, Max: full, Err: ErrDisplaced}})
-	}
-	g.pending--
-	return true
-}
-
-func (ex *Executor) admitToGroupLocked(g *group, j *job) {
-	g.inFlight.Acquire(j.weight)
-	ex.tasks++
-	ex.idle.Remove(&g.idleNode)
+	ex.totals.countLate(st, callerRuns)
 }
 
 // watchParent cancels j when Submit's context ends while j waits. Once j has
 // started, its run context derives from that context and needs no watcher.
-// inLane says j came in through its group's lane (lane.go).
-func (ex *Executor) watchParent(j *job, inLane bool) {
+func (ex *Executor) watchParent(j *job) {
 	stop := context.AfterFunc(j.parent, func() { ex.cancel(j, context.Cause(j.parent)) })
-	if inLane && j.g.lane.watch(j, stop) {
-		return
-	}
-	ex.mu.Lock()
+	g := j.g
+	g.mu.Lock()
 	if j.state == stateWaiting {
 		j.extra().stopAfter = stop
 		stop = nil
 	}
-	ex.mu.Unlock()
+	g.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
-}
-
-// refuse completes a task that was not admitted, applying the rejection
-// policy or handler unless forced, and returns Submit's error.
-func (ex *Executor) refuse(j *job, rej *RejectedError, forced bool) error {
-	if !forced && ex.handler != nil {
-		r := &Rejection{Group: rej.Group, ID: j.taskID(), Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
-		err := ex.callHandler(r)
-		// RunInCaller after the handler returned does nothing; if it won
-		// the race, the task runs (or ran) and completes its own handle.
-		if r.state.CompareAndSwap(rejectionOpen, rejectionClosed) {
-			ex.completeRejected(j, rej, 0)
-		}
-		return err
-	}
-	switch {
-	case forced:
-	case ex.pol.RejectionPolicy() == policy.Discard, ex.pol.RejectionPolicy() == policy.DiscardOldest:
-		ex.completeRejected(j, rej, 0)
-		return nil
-	case ex.pol.RejectionPolicy() == policy.CallerRuns:
-		if ex.listener != nil {
-			e := ex.event(j)
-			e.Status, e.Err = Rejected, rej
-			ex.notify(onRejected, e)
-		}
-		ex.runInCaller(j)
-		return nil
-	}
-	ex.completeRejected(j, rej, 0)
-	return rej
 }
 
 func (ex *Executor) callHandler(r *Rejection) (err error) {

@@ -1,0 +1,136 @@
+package executor
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/groupexec/groupexec/internal/queue"
+)
+
+// Idle groups. A group with no task keeps its state (limits, counters,
+// breaker) until more than maxIdle groups are idle; then the group idle the
+// longest is reclaimed. Going idle and busy again is what most groups do
+// with every task when tasks are short, so it must not take a shared lock:
+// while the executor keeps no more groups than maxIdle, nothing can be
+// reclaimed and no list is kept. Past that, a group going idle is listed
+// (least recently idle first) under the idle list's mutex, taken inside the
+// group's, and the list is trimmed to maxIdle: the groups trimmed off are
+// reclaimed if they are still idle and were not listed again meanwhile.
+//
+// The first time the list is needed, every other group is listed, in no
+// particular order, ahead of the one going idle. The list stays in use
+// while the executor keeps more than half of maxIdle groups, so that a
+// count hovering around maxIdle does not list them again and again.
+//
+// A listed group that becomes busy stays in the list until it is trimmed
+// off: it is then not reclaimed. Until then it counts toward the list's
+// length, so that fewer than maxIdle idle groups may be kept for a while,
+// never more.
+
+type idleGroups struct {
+	mu   sync.Mutex
+	list queue.List[*group] // least recently idle first; a group's idleNode
+	// complete: every group that went idle since the list came into use is
+	// listed. Written under mu, read without it by a group going idle.
+	complete atomic.Bool
+}
+
+// idleLocked handles g going idle (g.mu held): it stops g's timer, drops
+// g if it is evicted or no idle group is kept, and otherwise lists it once
+// listing is needed, putting the groups trimmed off in b.
+func (ex *Executor) idleLocked(g *group, b *batch) {
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	switch {
+	case g.dead:
+	case g.evict:
+		ex.dropLocked(g)
+	case !g.reclaimable():
+	case ex.maxIdle == 0:
+		ex.dropLocked(g)
+	case ex.listingIdle():
+		ex.listIdleLocked(g, b)
+	}
+}
+
+// listingIdle reports whether groups going idle must be listed: the
+// executor keeps more groups than maxIdle, or the list is in use and it
+// keeps more than half of maxIdle.
+func (ex *Executor) listingIdle() bool {
+	n := ex.groups.n.Load()
+	return n > int64(ex.maxIdle) || (n > int64(ex.maxIdle/2) && ex.idle.complete.Load())
+}
+
+// listIdleLocked lists g as the most recently idle group, and reclaims the
+// groups trimmed off the list's front (g.mu held). A trimmed group whose
+// mutex is free is reclaimed at once (TryLock: the one place where two
+// group mutexes are held, and it never waits); the others go in b, to be
+// reclaimed after g's mutex is released.
+func (ex *Executor) listIdleLocked(g *group, b *batch) {
+	var victims few[*group]
+	ex.trimIdle(g, &victims)
+	for i := range victims.n {
+		v := victims.at(i)
+		if !v.mu.TryLock() {
+			b.victims.add(v)
+			continue
+		}
+		ex.reclaimLocked(v)
+		v.mu.Unlock()
+	}
+}
+
+// trimIdle lists g as the most recently idle group and puts the groups
+// trimmed off the front in victims.
+func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
+	l := &ex.idle
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.complete.Load() {
+		ex.groups.each(func(o *group) bool {
+			if o != g && !o.idleNode.InList() {
+				l.list.PushBack(&o.idleNode)
+			}
+			return true
+		})
+		l.complete.Store(true)
+	}
+	if g.idleNode.InList() {
+		l.list.Remove(&g.idleNode) // now the most recent
+	}
+	l.list.PushBack(&g.idleNode)
+	for l.list.Len() > ex.maxIdle {
+		v := l.list.Front()
+		l.list.Remove(v)
+		victims.add(v.Value)
+	}
+	if ex.groups.n.Load() <= int64(ex.maxIdle/2) {
+		// Too few groups to need it: stop listing, and forget the list.
+		for n := l.list.Front(); n != nil; n = l.list.Front() {
+			l.list.Remove(n)
+		}
+		l.complete.Store(false)
+	}
+}
+
+// reclaim drops v, trimmed off the idle list, if it is still idle and
+// reclaimable and was not listed again since.
+func (ex *Executor) reclaim(v *group) {
+	v.mu.Lock()
+	ex.reclaimLocked(v)
+	v.mu.Unlock()
+}
+
+func (ex *Executor) reclaimLocked(v *group) {
+	if v.dead || !v.idle() || !v.reclaimable() {
+		return
+	}
+	ex.idle.mu.Lock()
+	listed := v.idleNode.InList()
+	ex.idle.mu.Unlock()
+	if !listed {
+		ex.dropLocked(v)
+	}
+}
