@@ -46,61 +46,75 @@ func (r *refusal) fill(e *RejectedError, group, id string, weight int) {
 	*e = RejectedError{Group: group, ID: id, Limit: r.limit, Weight: weight, Used: r.used, Max: r.max, Err: r.err}
 }
 
-// admitLocked decides the admission into g of a task of weight w. On
-// admitStart, the task's permits are taken (and ps holds its cluster
-// permits, if any); the caller marks it running (runLocked). Tasks
-// displaced from g's queue under DiscardOldest go in b.
-func (ex *Executor) admitLocked(g *group, w int, b *batch) (v verdict, r refusal, ps [2]Permit) {
-	refuse := func(l Limit, used, limit int, err error, forced bool) (verdict, refusal, [2]Permit) {
-		return admitRefuse, refusal{limit: l, used: used, max: limit, err: err, forced: forced}, ps
-	}
+// admitLocked decides the admission into g of a task of weight w, for a:
+// a.v, and a.r when it refuses. On admitStart, the task's permits are
+// taken (and a.ps holds its cluster permits, if any); the caller marks it
+// running (runLocked). Tasks displaced from g's queue under DiscardOldest
+// go in a.b.
+func (ex *Executor) admitLocked(g *group, w int, a *admission) {
+	refuse := &a.r
+	a.v = admitRefuse
 	l := &g.limits
 	switch {
 	case ex.stateNow() != open:
-		return refuse(LimitShutdown, 0, 0, ErrShutdown, true)
+		*refuse = refusal{limit: LimitShutdown, err: ErrShutdown, forced: true}
 	case g.shutdown:
-		return refuse(LimitShutdown, 0, 0, ErrGroupShutdown, true)
+		*refuse = refusal{limit: LimitShutdown, err: ErrGroupShutdown, forced: true}
 	// The three limits, in their order; a task heavier than one can never run.
 	case w > ex.global.max():
-		return refuse(LimitGlobalInFlight, int(ex.global.used.Load()), ex.global.max(), ErrTooHeavy, true)
+		*refuse = refusal{limit: LimitGlobalInFlight, used: int(ex.global.used.Load()), max: ex.global.max(), err: ErrTooHeavy, forced: true}
 	case w > l.MaxInFlight:
-		return refuse(LimitGroupInFlight, g.inFlight, l.MaxInFlight, ErrTooHeavy, true)
+		*refuse = refusal{limit: LimitGroupInFlight, used: g.inFlight, max: l.MaxInFlight, err: ErrTooHeavy, forced: true}
 	case w > l.MaxConcurrency:
-		return refuse(LimitGroupConcurrency, g.running, l.MaxConcurrency, ErrTooHeavy, true)
+		*refuse = refusal{limit: LimitGroupConcurrency, used: g.running, max: l.MaxConcurrency, err: ErrTooHeavy, forced: true}
 	case g.inFlight > l.MaxInFlight-w:
-		return refuse(LimitGroupInFlight, g.inFlight, l.MaxInFlight, nil, false)
+		*refuse = refusal{limit: LimitGroupInFlight, used: g.inFlight, max: l.MaxInFlight}
+	default:
+		ex.admitRoomLocked(g, w, a)
 	}
+}
+
+// admitRoomLocked is admitLocked for a task that fits g's in-flight limit:
+// it starts if it fits the rest, or is queued if the queue thresholds have
+// room.
+func (ex *Executor) admitRoomLocked(g *group, w int, a *admission) {
+	l := &g.limits
 	clusterWait := false
 	if g.waiting.Len() == 0 && g.running <= l.MaxConcurrency-w && ex.global.fitsAlone(w) {
 		if ex.cluster == nil {
 			g.inFlight += w
-			return admitStart, r, ps
+			a.v = admitStart
+			return
 		}
 		o, cr, cps := ex.cluster.acquire(g.key, w)
 		switch o {
 		case clusterGranted:
 			g.inFlight += w
-			return admitStart, r, cps
+			a.v, a.ps = admitStart, cps
+			return
 		case clusterRefused:
 			ex.global.give(w)
-			b.gave = true
-			return admitRefuse, *cr, ps
+			a.b.gave = true
+			a.r = *cr
+			return
 		case clusterWaitGroup:
 			clusterWait = true // it waits like any other task
 		}
 		ex.global.give(w)
-		b.gave = true
+		a.b.gave = true
 	}
-	if n := g.waiting.Len(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, b) {
-		return refuse(LimitGroupQueue, n, l.QueueThreshold, nil, false)
+	if n := g.waiting.Len(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, &a.b) {
+		a.r = refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
+		return
 	}
 	if t := ex.pol.GlobalQueueThreshold(); !ex.takeQueueRoom(t) {
-		return refuse(LimitGlobalQueue, int(ex.waiting.Load()), t, nil, false)
+		a.r = refusal{limit: LimitGlobalQueue, used: int(ex.waiting.Load()), max: t}
+		return
 	}
 	if g.waiting.Len() == 0 {
 		g.clusterWait = clusterWait
 	}
-	return admitQueue, r, ps
+	a.v = admitQueue
 }
 
 // takeQueueRoom counts a task into the global queue threshold t, and

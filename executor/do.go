@@ -80,8 +80,8 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		ex.unlock(a.g, &a.b)
 		return ex.waitDo(ctx, d)
 	}
-	rej := a.r.error(group, "", w)
-	if ex.endRefusal(&a) {
+	decided, rej := ex.endRefusal(&a, group, w, true)
+	if decided {
 		if ex.listener != nil {
 			ex.notify(onRejected, Event{Group: group, Weight: w, Status: Rejected, Err: rej})
 		}

@@ -1,54 +1,514 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
 
+// goroutineID returns the calling goroutine's ID, from its stack header.
+func goroutineID() uint64 {
+	b := make([]byte, 64)
+	b = b[:runtime.Stack(b, false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	id, _ := strconv.ParseUint(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
+	return id
+}
+
+// doIn runs Do in a new goroutine and returns a channel that yields its
+// error once it returns.
+func doIn(ex *executor.Executor, ctx context.Context, group string, fn func(context.Context) error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- ex.Do(ctx, group, fn) }()
+	return done
+}
+
 func TestDoReturnsFnsError(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
 	want := errors.New("boom")
-	if err := ex.Do(context.Background(), "g", func(context.Context) error { return want }); err != want {
+	if err := ex.Do(bg, "g", func(context.Context) error { return want }); err != want {
 		t.Fatalf("Do = %v, want %v", err, want)
 	}
-	if err := ex.Do(context.Background(), "g", func(context.Context) error { return nil }); err != nil {
+	if err := ex.Do(bg, "g", func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("Do = %v, want nil", err)
+	}
+	s := groupStats(t, ex, "g")
+	if s.Submitted != 2 || s.Started != 2 || s.Failed != 1 || s.Succeeded != 1 || s.InFlight != 0 || s.Running != 0 {
+		t.Errorf("stats %+v", s)
 	}
 }
 
+// TestDoRunsInTheCallingGoroutine: an admitted fn runs in Do's caller, both
+// when it starts at once and when it waited in its group's queue.
+func TestDoRunsInTheCallingGoroutine(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	check := func() error {
+		caller := goroutineID()
+		var ran uint64
+		if err := ex.Do(bg, "g", func(context.Context) error { ran = goroutineID(); return nil }); err != nil {
+			return err
+		}
+		if ran != caller {
+			return fmt.Errorf("fn ran on goroutine %d, Do was called on %d", ran, caller)
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	done := make(chan error, 1)
+	go func() { done <- check() }()
+	for groupStats(t, ex, "g").Waiting != 1 {
+		runtime.Gosched()
+	}
+	g.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDoFIFOWithSubmitAndGo: Do, Submit and Go tasks of one group start in
+// the order they were admitted.
+func TestDoFIFOWithSubmitAndGo(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	g := newGate()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	var mu sync.Mutex
+	var order []string
+	record := func(name string) {
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+	}
+	var dos []<-chan error
+	for i := range 9 {
+		name := fmt.Sprint(i)
+		switch i % 3 {
+		case 0:
+			submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { record(name); return 0, nil }})
+		case 1:
+			if err := ex.Go(bg, "g", func(context.Context) error { record(name); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			dos = append(dos, doIn(ex, bg, "g", func(context.Context) error { record(name); return nil }))
+			for groupStats(t, ex, "g").Waiting != i+1 {
+				runtime.Gosched() // queued before the next one comes
+			}
+		}
+	}
+	g.open()
+	for _, d := range dos {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex.Shutdown(bg)
+	if got := fmt.Sprint(order); got != "[0 1 2 3 4 5 6 7 8]" {
+		t.Errorf("start order %s, want FIFO", got)
+	}
+}
+
+// TestDoRefusesUnderEveryPolicy: when fn does not run, Do returns an error
+// whatever the rejection policy; under CallerRuns fn runs in the caller,
+// outside the limits.
 func TestDoRefusesUnderEveryPolicy(t *testing.T) {
-	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.DiscardOldest} {
+	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.DiscardOldest, policy.CallerRuns} {
 		t.Run(rp.String(), func(t *testing.T) {
 			ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(rp)})
-			hold := make(chan struct{})
-			running := make(chan struct{})
-			go ex.Do(context.Background(), "g", func(context.Context) error { close(running); <-hold; return nil })
-			<-running
+			g := newGate()
+			submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+			g.waitStarted(t, 1)
 			ran := false
-			err := ex.Do(context.Background(), "g", func(context.Context) error { ran = true; return nil })
-			close(hold)
-			if ran || !errors.Is(err, executor.ErrRejected) {
-				t.Fatalf("Do on a full group: ran %v, err %v; want not run and ErrRejected", ran, err)
+			caller := goroutineID()
+			want := errors.New("fn's")
+			err := ex.Do(bg, "g", func(context.Context) error {
+				ran = goroutineID() == caller
+				return want
+			})
+			g.open()
+			if rp == policy.CallerRuns {
+				if !ran || err != want {
+					t.Fatalf("CallerRuns: ran in caller %v, err %v; want fn's error", ran, err)
+				}
+				if s := groupStats(t, ex, "g"); s.CallerRuns != 1 || s.Failed != 1 {
+					t.Errorf("stats %+v", s)
+				}
+				return
+			}
+			var re *executor.RejectedError
+			if ran || !errors.Is(err, executor.ErrRejected) || !errors.As(err, &re) || re.Limit != executor.LimitGroupInFlight {
+				t.Fatalf("Do on a full group: ran %v, err %v; want not run and a group in-flight refusal", ran, err)
+			}
+			if s := groupStats(t, ex, "g"); s.Rejected != 1 {
+				t.Errorf("stats %+v", s)
 			}
 		})
 	}
 }
 
-func TestDoRepanics(t *testing.T) {
+// TestDoRejectionHandler: the handler's error is Do's, unless it runs fn.
+func TestDoRejectionHandler(t *testing.T) {
+	handlerErr := errors.New("shed")
+	var runIt atomic.Bool
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)}, executor.WithRejectionHandler(func(r *executor.Rejection) error {
+		if runIt.Load() {
+			r.RunInCaller()
+		}
+		return handlerErr
+	}))
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	ran := 0
+	fn := func(context.Context) error { ran++; return nil }
+	if err := ex.Do(bg, "g", fn); err != handlerErr || ran != 0 {
+		t.Fatalf("handler without RunInCaller: err %v, ran %d", err, ran)
+	}
+	runIt.Store(true)
+	if err := ex.Do(bg, "g", fn); err != nil || ran != 1 {
+		t.Fatalf("handler with RunInCaller: err %v, ran %d; want fn's nil error", err, ran)
+	}
+}
+
+// TestDoForcedRefusals: the refusals that leave no choice.
+func TestDoForcedRefusals(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2), policy.WithRejectionPolicy(policy.CallerRuns)})
+	never := func(context.Context) error { t.Error("fn ran"); return nil }
+	if err := ex.DoWeighted(bg, "g", 3, never); !errors.Is(err, executor.ErrTooHeavy) {
+		t.Errorf("too heavy: %v", err)
+	}
+	if err := ex.Do(bg, "", never); !errors.Is(err, executor.ErrInvalidTask) || !errors.Is(err, executor.ErrRejected) {
+		t.Errorf("empty group: %v", err)
+	}
+	if err := ex.Do(bg, "g", nil); !errors.Is(err, executor.ErrInvalidTask) {
+		t.Errorf("nil fn: %v", err)
+	}
+	if err := ex.DoWeighted(bg, "g", -1, never); !errors.Is(err, executor.ErrInvalidTask) {
+		t.Errorf("negative weight: %v", err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := ex.Do(ctx, "g", never); !errors.Is(err, context.Canceled) {
+		t.Errorf("done context: %v", err)
+	}
+	go ex.ShutdownGroup(bg, "closed")
+	for {
+		if s, ok := ex.GroupStats("closed"); ok && s.Shutdown {
+			break
+		}
+		runtime.Gosched()
+	}
+	if err := ex.Do(bg, "closed", never); !errors.Is(err, executor.ErrGroupShutdown) {
+		t.Errorf("shut-down group: %v", err)
+	}
+	ex.Shutdown(bg)
+	if err := ex.Do(bg, "g", never); !errors.Is(err, executor.ErrShutdown) {
+		t.Errorf("shut-down executor: %v", err)
+	}
+}
+
+// TestDoWeighted: a weighted Do takes its weight at every limit.
+func TestDoWeighted(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(5), policy.WithMaxConcurrencyPerGroup(5)})
+	err := ex.DoWeighted(bg, "g", 3, func(context.Context) error {
+		if s := groupStats(t, ex, "g"); s.Running != 3 || s.RunningTasks != 1 {
+			return fmt.Errorf("inside fn: %+v", s)
+		}
+		if s := ex.Stats(); s.Running != 3 {
+			return fmt.Errorf("executor inside fn: %+v", s)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := groupStats(t, ex, "g"); s.Running != 0 || s.ServedPermits != 3 {
+		t.Errorf("after: %+v", s)
+	}
+}
+
+// TestDoCancelWhileWaitingFreesItsPlace: a Do whose context ends while it
+// waits returns ctx's error at once, never runs, and gives its place in
+// its group's in-flight limit back.
+func TestDoCancelWhileWaitingFreesItsPlace(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(2), policy.WithMaxConcurrencyPerGroup(1)})
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	ctx, cancel := context.WithCancel(bg)
+	done := doIn(ex, ctx, "g", func(context.Context) error { t.Error("cancelled Do ran"); return nil })
+	for groupStats(t, ex, "g").Waiting != 1 {
+		runtime.Gosched()
+	}
+	// The group is full: a third task is refused.
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}); !errors.Is(err, executor.ErrRejected) {
+		t.Fatalf("third task admitted into a full group: %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want context.Canceled", err)
+	}
+	if s := groupStats(t, ex, "g"); s.Waiting != 0 || s.InFlight != 1 || s.Cancelled != 1 {
+		t.Fatalf("stats after the cancel %+v: the place is not free", s)
+	}
+	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("after")})
+	g.open()
+	if r := wait(t, h); r.Status != executor.Success {
+		t.Fatalf("task admitted in the freed place: %v", r.Status)
+	}
+}
+
+// TestDoGrantedAfterCancelDoesNotRun is x/sync's TestWeightedAcquireCanceled
+// for Do (golang/go#63615): a Do whose context ended before its turn came
+// never runs fn, and the permit goes to the next in line.
+func TestDoGrantedAfterCancelDoesNotRun(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	for i := range 2000 {
+		release := make(chan struct{})
+		holding := make(chan struct{})
+		go ex.Do(bg, "g", func(context.Context) error { close(holding); <-release; return nil })
+		<-holding
+		ctx, cancel := context.WithCancel(bg)
+		var ran atomic.Bool
+		done := doIn(ex, ctx, "g", func(context.Context) error { ran.Store(true); return nil })
+		for groupStats(t, ex, "g").Waiting != 1 {
+			runtime.Gosched()
+		}
+		cancel()
+		close(release) // the grant may land before Do sees its context end
+		if err := <-done; !errors.Is(err, context.Canceled) || ran.Load() {
+			t.Fatalf("round %d: Do = %v, ran %v; want context.Canceled without running", i, err, ran.Load())
+		}
+		// The permit went on: the next Do runs.
+		if err := ex.Do(bg, "g", func(context.Context) error { return nil }); err != nil {
+			t.Fatalf("round %d: next Do: %v", i, err)
+		}
+	}
+}
+
+// TestDoQueueTimeout: a Do that waits longer than the queue timeout returns
+// ErrQueueTimeout and never runs.
+func TestDoQueueTimeout(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	done := doIn(ex, bg, "g", func(context.Context) error { t.Error("timed-out Do ran"); return nil })
+	for groupStats(t, ex, "g").Waiting != 1 {
+		runtime.Gosched()
+	}
+	clk.Advance(time.Second)
+	err := <-done
+	var re *executor.RejectedError
+	if !errors.Is(err, executor.ErrQueueTimeout) || !errors.As(err, &re) || re.Limit != executor.LimitQueueTimeout {
+		t.Fatalf("Do = %v, want a queue timeout", err)
+	}
+}
+
+// TestDoPanicReleasesThenGoesOn: a panic in fn reaches Do's caller with
+// its value and its stack, after fn's permits are back and the task is
+// counted Failed.
+func TestDoPanicReleasesThenGoesOn(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	var stack string
 	func() {
 		defer func() {
-			if r := recover(); r != "oops" {
+			r := recover()
+			if r != "oops" {
 				t.Fatalf("recovered %v, want oops", r)
 			}
+			stack = string(debugStack())
+			if s := groupStats(t, ex, "g"); s.Running != 0 || s.InFlight != 0 || s.Failed != 1 {
+				t.Errorf("while the panic unwinds: %+v; want the permit back and the task Failed", s)
+			}
 		}()
-		ex.Do(context.Background(), "g", func(context.Context) error { panic("oops") })
+		ex.Do(bg, "g", func(context.Context) error { return panicker() })
 	}()
-	if err := ex.Do(context.Background(), "g", func(context.Context) error { return nil }); err != nil {
-		t.Fatalf("Do after a panic = %v: the permit was not released", err)
+	if !bytes.Contains([]byte(stack), []byte("panicker")) {
+		t.Errorf("the panic lost its origin: stack\n%s", stack)
+	}
+	if err := ex.Do(bg, "g", func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("Do after a panic = %v", err)
+	}
+}
+
+//go:noinline
+func panicker() error { panic("oops") }
+
+// debugStack is runtime/debug.Stack, inlined here to keep the imports short.
+func debugStack() []byte {
+	buf := make([]byte, 1<<16)
+	return buf[:runtime.Stack(buf, false)]
+}
+
+// TestDoGoexitReleases: runtime.Goexit in fn ends the caller's goroutine
+// and releases fn's permits.
+func TestDoGoexitReleases(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		ex.Do(bg, "g", func(context.Context) error { runtime.Goexit(); return nil })
+		t.Error("Do returned after runtime.Goexit")
+	}()
+	<-exited
+	if s := groupStats(t, ex, "g"); s.Running != 0 || s.Failed != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestDoContext: fn's context carries the caller's values, ends with the
+// caller's context, and is cancelled by Close.
+func TestDoContext(t *testing.T) {
+	ex := newExec(t, nil)
+	type key struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(bg, key{}, "v"))
+	cause := errors.New("client gone")
+	err := ex.Do(parent, "g", func(ctx context.Context) error {
+		if ctx.Value(key{}) != "v" {
+			return errors.New("value lost")
+		}
+		if ctx.Err() != nil {
+			return errors.New("done too early")
+		}
+		done := ctx.Done()
+		cancel(cause)
+		<-done
+		if !errors.Is(ctx.Err(), context.Canceled) || context.Cause(ctx) != cause {
+			return fmt.Errorf("after the parent's cancel: err %v, cause %v", ctx.Err(), context.Cause(ctx))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	running := make(chan struct{})
+	done := doIn(ex, bg, "h", func(ctx context.Context) error {
+		close(running)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	<-running
+	closed := make(chan struct{})
+	go func() { ex.Close(); close(closed) }()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do under Close = %v, want its context cancelled", err)
+	}
+	<-closed
+}
+
+// TestDoShutdownWaits: Shutdown returns only once a running Do's fn has.
+func TestDoShutdownWaits(t *testing.T) {
+	ex := newExec(t, nil)
+	running, release := make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	done := doIn(ex, bg, "g", func(context.Context) error {
+		close(running)
+		<-release
+		returned.Store(true)
+		return nil
+	})
+	<-running
+	shut := make(chan error, 1)
+	go func() { shut <- ex.Shutdown(bg) }()
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v while Do ran", err)
+	case <-time.After(20 * time.Millisecond): // a check that it waits, not a bound on speed
+	}
+	close(release)
+	if err := <-shut; err != nil || !returned.Load() {
+		t.Fatalf("Shutdown = %v, fn returned %v", err, returned.Load())
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDoHotGroupNeverDelaysACold: with a hot group's Do callers filling its
+// concurrency limit and queue, a cold group's Do starts at once: decided
+// inside Do, so the check needs no clock.
+func TestDoHotGroupNeverDelaysACold(t *testing.T) {
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(4),
+		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+	})
+	release := make(chan struct{})
+	var hot []<-chan error
+	for range 200 {
+		hot = append(hot, doIn(ex, bg, "hot", func(context.Context) error { <-release; return nil }))
+	}
+	for {
+		if s, ok := ex.GroupStats("hot"); ok && s.RunningTasks == 2 && s.Waiting == 198 {
+			break
+		}
+		runtime.Gosched()
+	}
+	for i := range 100 {
+		err := ex.Do(bg, "cold", func(context.Context) error {
+			if s := groupStats(t, ex, "hot"); s.RunningTasks != 2 {
+				return fmt.Errorf("hot group moved: %+v", s)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("cold Do %d: %v", i, err)
+		}
+	}
+	close(release)
+	for _, d := range hot {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDoRefusalAllocations: Do and Go refuse a full group without
+// allocating once the group has refused the same way before, and an
+// admitted Do allocates only its task.
+func TestDoRefusalAllocations(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "full", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	fn := func(context.Context) error { return nil }
+	for name, call := range map[string]func() error{
+		"Do": func() error { return ex.Do(bg, "full", fn) },
+		"Go": func() error { return ex.Go(bg, "full", fn) },
+	} {
+		call()
+		if n := testing.AllocsPerRun(100, func() {
+			if err := call(); !errors.Is(err, executor.ErrRejected) {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}); n > 0 {
+			t.Errorf("%s refused with %v allocations, want 0", name, n)
+		}
+	}
+	ex.Do(bg, "free", fn)
+	if n := testing.AllocsPerRun(100, func() { ex.Do(bg, "free", fn) }); n > 1 {
+		t.Errorf("an admitted Do allocated %v times, want 1", n)
 	}
 }

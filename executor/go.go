@@ -63,24 +63,19 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		}
 		return nil
 	}
-	if ex.endRefusal(&a) {
-		// Counted: only the error is made, and only if someone sees it.
-		var rej *RejectedError
-		abort := a.r.forced || ex.pol.RejectionPolicy() == policy.Abort
-		if abort || ex.listener != nil {
-			rej = a.r.error(group, "", 1)
-		}
+	decided, rej := ex.endRefusal(&a, group, 1, true)
+	if decided {
 		if ex.listener != nil {
 			ex.notify(onRejected, Event{Group: group, Weight: 1, Status: Rejected, Err: rej})
 		}
-		if abort {
+		if a.r.forced || ex.pol.RejectionPolicy() == policy.Abort {
 			return rej
 		}
 		return nil
 	}
 	t := newGoTask(ctx, fn)
 	t.g = a.refusedGroup(ex, group)
-	return ex.decideRefusal(&t.job, a.r.error(group, "", 1))
+	return ex.decideRefusal(&t.job, rej)
 }
 
 func newGoTask(ctx context.Context, fn func(context.Context) error) *goTask {

@@ -14,20 +14,13 @@ import (
 // with mu, so that groups never wait on each other: a start that fits, a
 // finish and a refusal lock only their group.
 type group struct {
-	ex  *Executor
-	key string
-
 	mu sync.Mutex
-	// Guarded by mu.
-	limits   policy.GroupLimits
-	inFlight int // the bulkhead: permits admitted (waiting + running)
-	running  int // permits running
-	// transit is global permits g's finished tasks hold until resync gives
-	// them back through the dispatcher (startFreedLocked).
-	transit      int
+	// Guarded by mu. What a start, a finish and a refusal read and write
+	// comes first, on as few cache lines as it fits.
+	inFlight     int // the bulkhead: permits admitted (waiting + running)
+	running      int // permits running
 	runningTasks int
-	waiting      jobList // FIFO
-	pending      int     // admissions under way with mu released (a breaker ticket): not idle
+	limits       policy.GroupLimits
 	shutdown     bool
 	evict        bool // drop as soon as idle
 	dead         bool // dropped from the index: whoever finds it looks the key up again
@@ -35,10 +28,23 @@ type group struct {
 	// resync is set when the group's place in the dispatcher's ready list
 	// may be out of date: the goroutine that set it calls ex.resync after
 	// unlocking (dispatch.go).
-	resync     bool
-	backlogWin uint64 // the fairness window in which waiting last became non-empty (fair.go)
-	emptied    uint64 // counts the times waiting became empty: credit is not kept across them
-	counts     Counts
+	resync bool
+	// inReady is written with both mu and the dispatcher's mutex held, so
+	// either one is enough to read it (dispatch.go).
+	inReady bool
+	pending int // admissions under way with mu released (a breaker ticket): not idle
+	counts  Counts
+	refused *RejectedError // the last refusal of a task without an ID (endRefusal)
+	waiting jobList        // FIFO
+	// transit is global permits g's finished tasks hold until resync gives
+	// them back through the dispatcher (startFreedLocked).
+	transit int
+	br      *breaker.CircuitBreaker // nil unless WithGroupBreaker
+	ex      *Executor
+	key     string
+
+	backlogWin uint64          // the fairness window in which waiting last became non-empty (fair.go)
+	emptied    uint64          // counts the times waiting became empty: credit is not kept across them
 	served     uint64          // permits started
 	timer      clock.Timer     // the queue-timeout timer, armed for the head
 	timerSeq   uint64          // counts timers armed, to tell a stale one
@@ -48,9 +54,6 @@ type group struct {
 	// completes after mu was released (drain.go).
 	unsettled atomic.Int64
 
-	// inReady is written with both mu and the dispatcher's mutex held, so
-	// either one is enough to read it (dispatch.go).
-	inReady bool
 	// Guarded by the dispatcher's mutex.
 	readyNode queue.Node[*group] // in disp.ready
 	knownNode queue.Node[*group] // in disp.known (fair.go)
@@ -60,8 +63,6 @@ type group struct {
 	winServed int                // permits started in window winID
 
 	idleNode queue.Node[*group] // in ex.idle.list, guarded by its mutex
-
-	br *breaker.CircuitBreaker // nil unless WithGroupBreaker
 
 	// The group's running tasks are counted, not listed: their contexts
 	// hear of the group's stop through stop (context.go), and only those

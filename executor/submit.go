@@ -50,19 +50,20 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		ex.refuseCancelled(&h.job, t.Group, context.Cause(ctx))
 		return &h.Handle, err
 	}
-	now := ex.since()
 	var a admission
 	ex.admit(t.Group, w, &a)
 	switch a.v {
 	case admitStart:
 		h := newHandle(t, ctx, w)
-		h.submitted = now
+		h.submitted = ex.since()
 		ex.startNewLocked(&a, &h.job)
 		ex.unlock(a.g, &a.b)
 		return h, nil
 	case admitQueue:
 		h := newHandle(t, ctx, w)
-		h.submitted = now
+		if ex.timeout == 0 {
+			h.submitted = ex.since() // with a timeout, queueNewLocked reads it
+		}
 		ex.queueNewLocked(&a, &h.job)
 		ex.unlock(a.g, &a.b)
 		if ctx.Done() != nil {
@@ -72,7 +73,6 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 	}
 	h := newRefusedHandle(t, ctx, w)
 	a.r.fill(&h.rej, t.Group, t.ID, w)
-	h.submitted = now
 	return &h.Handle, ex.refuseAdmission(&a, &h.job, &h.rej)
 }
 
@@ -185,7 +185,7 @@ func (ex *Executor) admit(key string, w int, a *admission) {
 		}
 		a.ticket = t
 	}
-	a.v, a.r, a.ps = ex.admitLocked(a.g, w, &a.b)
+	ex.admitLocked(a.g, w, a)
 }
 
 // startNewLocked starts j, which admit started: it takes the ticket and
@@ -224,7 +224,7 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 // applying the rejection policy or handler unless the refusal is forced,
 // and returns Submit's error.
 func (ex *Executor) refuseAdmission(a *admission, j *job, rej *RejectedError) error {
-	decided := ex.endRefusal(a)
+	decided, _ := ex.endRefusal(a, rej.Group, j.weight, false)
 	j.g = a.refusedGroup(ex, rej.Group)
 	if !decided {
 		return ex.decideRefusal(j, rej)
@@ -272,25 +272,44 @@ func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
 
 // endRefusal ends the locked section of a refused admission. It counts the
 // refusal as Rejected, and reports true, unless the rejection handler or
-// CallerRuns is to decide; then the caller counts the outcome.
-func (ex *Executor) endRefusal(a *admission) (decided bool) {
+// CallerRuns is to decide; then the caller counts the outcome. With want,
+// it returns the refusal's error for a task of weight w without an ID (Go,
+// Do): the group's last such error if it is the same refusal, so that a
+// group that keeps refusing the same way costs no allocation per call.
+func (ex *Executor) endRefusal(a *admission, key string, w int, want bool) (decided bool, rej *RejectedError) {
 	decided = a.r.forced || (ex.handler == nil && ex.pol.RejectionPolicy() != policy.CallerRuns)
-	if a.g == nil {
+	if g := a.g; g == nil {
+		if want {
+			rej = a.r.error(key, "", w)
+		}
 		if decided {
 			ex.totals.countRefusal(Rejected, true)
 		} else {
 			ex.totals.countRefusal(0, true)
 		}
 	} else {
-		if decided {
-			a.g.counts.add(Rejected)
+		if want {
+			if e := g.refused; e != nil && e.Limit == a.r.limit && e.Used == a.r.used && e.Max == a.r.max &&
+				e.Weight == w && e.Err == a.r.err {
+				rej = e
+			} else {
+				rej = a.r.error(key, "", w)
+				g.refused = rej
+			}
 		}
-		ex.unlock(a.g, &a.b)
+		if decided {
+			g.counts.add(Rejected)
+		}
+		if a.b.empty() && !g.idle() {
+			g.mu.Unlock() // a refusal changed nothing but the counts
+		} else {
+			ex.unlock(g, &a.b)
+		}
 	}
 	if a.ticket != (breaker.Ticket{}) {
 		a.ticket.Ignore() // outside the lock: the breaker may call OnStateChange
 	}
-	return decided
+	return decided, rej
 }
 
 // countOutcome counts an outcome decided after the admission's lock was
