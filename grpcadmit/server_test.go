@@ -174,9 +174,9 @@ func TestUnaryInvalidTenant(t *testing.T) {
 	g.release()
 	cc := dial(t, start(t, g, unary(ex)))
 	for name, md := range map[string]metadata.MD{
-		"empty":     metadata.Pairs("x-tenant", ""),
-		"twice":     metadata.Pairs("x-tenant", "a", "x-tenant", "b"),
-		"too long":  metadata.Pairs("x-tenant", strings.Repeat("a", httpadmit.MaxTenantLen+1)),
+		"empty":        metadata.Pairs("x-tenant", ""),
+		"twice":        metadata.Pairs("x-tenant", "a", "x-tenant", "b"),
+		"too long":     metadata.Pairs("x-tenant", strings.Repeat("a", httpadmit.MaxTenantLen+1)),
 		"space inside": metadata.Pairs("x-tenant", "a b"),
 	} {
 		_, err := call(metadata.NewOutgoingContext(context.Background(), md), cc, "", "x")
