@@ -2,6 +2,7 @@ package grpcadmit
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -80,25 +81,43 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 		if err != nil {
 			return nil, err
 		}
-		var c unaryCall
-		err = a.ex.Do(ctx, group, func(ctx context.Context) error {
-			c.ran = true
-			c.resp, c.err = handler(ctx, req)
-			return a.outcome(c.err)
-		})
-		if !c.ran {
+		c := unaryCalls.Get().(*unaryCall)
+		c.a, c.handler, c.req = a, handler, req
+		err = a.ex.Do(ctx, group, c.fn)
+		resp, herr, ran := c.resp, c.err, c.ran
+		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
+		unaryCalls.Put(c)
+		if !ran {
 			return nil, refusal(err, a.retryAfter)
 		}
-		return c.resp, c.err
+		return resp, herr
 	}
 }
 
-// unaryCall is a unary handler's outcome, kept in one variable so that the
-// closure given to Do captures one heap object.
+// A unaryCall is one call's fn for Do and its outcome. They are pooled with
+// fn bound once, so that admitting a call allocates no closure: Do has
+// returned, and fn will not run again, by the time one is put back. One whose
+// handler panicked is not put back.
 type unaryCall struct {
-	resp any
-	err  error
-	ran  bool
+	a       *admitter
+	handler grpc.UnaryHandler
+	req     any
+	resp    any
+	err     error
+	ran     bool
+	fn      func(context.Context) error // run, bound to this call
+}
+
+var unaryCalls = sync.Pool{New: func() any {
+	c := new(unaryCall)
+	c.fn = c.run
+	return c
+}}
+
+func (c *unaryCall) run(ctx context.Context) error {
+	c.ran = true
+	c.resp, c.err = c.handler(ctx, c.req)
+	return c.a.outcome(c.err)
 }
 
 // StreamServerInterceptor returns an interceptor that admits each stream

@@ -18,13 +18,14 @@ type tenantFunc func(context.Context) (string, error)
 // absent key names no tenant; a key present more than once, or empty once
 // spaces are trimmed, is invalid.
 func fromMetadata(key string, read func(context.Context, string) []string) tenantFunc {
+	where := "metadata " + key
 	return func(ctx context.Context) (string, error) {
 		vs := read(ctx, key)
 		switch len(vs) {
 		case 0:
 			return "", nil
 		case 1:
-			return checked("metadata "+key, strings.Trim(vs[0], " \t"))
+			return checked(where, strings.Trim(vs[0], " \t"))
 		}
 		return "", fmt.Errorf("%w: metadata %s sent %d times", httpadmit.ErrInvalidTenant, key, len(vs))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/groupexec/groupexec/executor"
 )
@@ -60,7 +61,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if group == "" {
 		group = h.group
 	}
-	err = h.ex.Do(r.Context(), group, func(ctx context.Context) error { return h.serve(ctx, w, r) })
+	c := calls.Get().(*call)
+	c.h, c.w, c.r = h, w, r
+	err = h.ex.Do(r.Context(), group, c.fn)
+	*c = call{fn: c.fn} // drop the request before the next one reuses c
+	calls.Put(c)
 	if err != nil {
 		if _, served := err.(*StatusError); !served {
 			h.refuse(w, r, err)
@@ -68,9 +73,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// A call is one request's fn for Do. Calls are pooled with fn bound once, so
+// that admitting a request allocates no closure: Do has returned, and fn will
+// not run again, by the time a call is put back. A call whose next panicked is
+// not put back.
+type call struct {
+	h  *handler
+	w  http.ResponseWriter
+	r  *http.Request
+	fn func(context.Context) error // serve, bound to this call
+}
+
+var calls = sync.Pool{New: func() any {
+	c := new(call)
+	c.fn = c.serve
+	return c
+}}
+
 // serve runs next: it is Do's fn, so nothing it returns other than nil or a
 // *StatusError comes from it.
-func (h *handler) serve(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+func (c *call) serve(ctx context.Context) error {
+	h, w, r := c.h, c.w, c.r
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
