@@ -1,0 +1,91 @@
+package grpcadmit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/grpcadmit"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// The client interceptor bounds the calls to each target: a full target's
+// call is refused locally, another target is served.
+func TestClientBoundsEachTarget(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	g := newGate()
+	addr := start(t, g)
+	icp := grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(ex))
+	cc := dial(t, addr, icp)
+	other := dial(t, strings.Replace(addr, "127.0.0.1", "localhost", 1), icp)
+
+	first := make(chan error)
+	go func() { _, err := call(context.Background(), cc, "", "1"); first <- err }()
+	<-g.entered
+	_, err := call(context.Background(), cc, "", "2")
+	var re *grpcadmit.RefusalError
+	if !errors.Is(err, executor.ErrRejected) || status.Code(err) != codes.ResourceExhausted || !errors.As(err, &re) {
+		t.Fatalf("second call to a full target: %v", err)
+	}
+	done := make(chan error)
+	go func() { _, err := call(context.Background(), other, "", "3"); done <- err }()
+	if v := <-g.entered; v != "3" {
+		t.Fatalf("entered %q", v)
+	}
+	if s, _ := ex.GroupStats(cc.Target()); s.InFlight != 1 {
+		t.Errorf("%s: %d in flight", cc.Target(), s.InFlight)
+	}
+	g.release()
+	if err := <-first; err != nil {
+		t.Error(err)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	if s, _ := ex.GroupStats(cc.Target()); s.InFlight != 0 || s.Succeeded != 1 || s.Rejected != 1 {
+		t.Errorf("%+v", s)
+	}
+	if g.served.Load() != 2 {
+		t.Errorf("served %d, want 2", g.served.Load())
+	}
+}
+
+// With WithTenantKey the client groups by the outgoing metadata's tenant;
+// the server's errors count as failures by the same rule as server-side.
+func TestClientTenantKeyAndFailures(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	g := newGate()
+	g.release()
+	g.reply = func(_ context.Context, in string) error {
+		if in == "fail" {
+			return status.Error(codes.Unavailable, "down")
+		}
+		return nil
+	}
+	cc := dial(t, start(t, g), grpc.WithChainUnaryInterceptor(
+		grpcadmit.UnaryClientInterceptor(ex, grpcadmit.WithTenantKey("x-tenant"))))
+	if _, err := call(context.Background(), cc, "t1", "fail"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("call's error: %v", err)
+	}
+	if e := <-ev.completed; e.Group != "t1" || e.Status != executor.Failed {
+		t.Errorf("%s %v", e.Group, e.Status)
+	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-tenant", "a", "x-tenant", "b")
+	if _, err := call(ctx, cc, "", "x"); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("two tenants: %v", err)
+	}
+	if _, err := call(context.Background(), cc, "", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-ev.completed; e.Group != grpcadmit.DefaultGroup || e.Status != executor.Success {
+		t.Errorf("%s %v", e.Group, e.Status)
+	}
+}

@@ -1,0 +1,46 @@
+// Package grpcadmit admits gRPC calls through a grouped executor: server
+// interceptors that run each call under its tenant's limits, and a client
+// interceptor that bounds the calls made to each destination.
+//
+//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(8))
+//	ex, _ := executor.New(p)
+//	defer ex.Close()
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(ex)),
+//		grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)),
+//	)
+//
+// Each call is admitted with Executor.Do for its tenant, read from the
+// x-tenant metadata key unless WithTenantKey or WithTenantFunc says
+// otherwise; a call without one runs in the default group. What a caller sees
+// when the handler does not run:
+//
+//   - codes.ResourceExhausted with a google.rpc.RetryInfo detail: the executor
+//     refused the call (its tenant's bulkhead or queue is full, it waited past
+//     the queue timeout, a cluster limiter refused it);
+//   - codes.Unavailable, also with RetryInfo: the executor or the tenant's
+//     group is shut down, or the tenant's circuit breaker is open;
+//   - codes.InvalidArgument: the call names an invalid tenant
+//     (httpadmit.ValidTenant's rule);
+//   - codes.Canceled or codes.DeadlineExceeded: the call's context ended while
+//     it waited. It never reaches the handler and its place is freed at once.
+//
+// Every such error is a *RefusalError: status.Code reads its code, and
+// errors.Is matches the executor's error it carries (executor.ErrRejected,
+// breaker.ErrOpenState, ...).
+//
+// A stream holds its slot for its whole life: from the call's admission until
+// the handler returns, however long the stream stays open and whatever it
+// sends. Size the limits of groups that serve long-lived streams for the
+// streams, not for the messages.
+//
+// The handler's errors count as failures for the group's circuit breaker
+// (executor.WithGroupBreaker) when WithFailure says so; by default those with
+// a code that says the server failed: Unknown, Internal, Unavailable and
+// DataLoss. A panic in a handler releases its slot and goes on unchanged, as
+// without the interceptor (gRPC does not recover it; a recovery interceptor
+// chained before this one does).
+//
+// grpcadmit is a package of its own so that the core packages never import
+// gRPC: only programs that use it compile it.
+package grpcadmit

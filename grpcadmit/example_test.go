@@ -1,0 +1,77 @@
+package grpcadmit_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/grpcadmit"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A server whose calls run under their tenant's limits (the x-tenant
+// metadata key); a tenant whose group is shut down gets Unavailable with a
+// RetryInfo, the others are served.
+func ExampleUnaryServerInterceptor() {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(ex)))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, _ := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer cc.Close()
+
+	ex.ShutdownGroup(context.Background(), "banned")
+	for _, tenant := range []string{"acme", "banned"} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-tenant", tenant)
+		resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			st := status.Convert(err)
+			ri := st.Details()[0].(*errdetails.RetryInfo)
+			fmt.Printf("%s: %v %q, retry in %v\n", tenant, st.Code(), st.Message(), ri.RetryDelay.AsDuration())
+			continue
+		}
+		fmt.Printf("%s: %v\n", tenant, resp.Status)
+	}
+	// Output:
+	// acme: SERVING
+	// banned: Unavailable "shutting down", retry in 1s
+}
+
+// A client whose calls are bounded per target: each ClientConn's target is
+// a group of its own.
+func ExampleUnaryClientInterceptor() {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(8))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, _ := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(ex)))
+	defer cc.Close()
+
+	for range 3 {
+		healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	}
+	s, _ := ex.GroupStats(cc.Target())
+	fmt.Println("calls to the target:", s.Succeeded)
+	// Output:
+	// calls to the target: 3
+}

@@ -1,0 +1,135 @@
+package grpcadmit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/groupexec/groupexec/httpadmit"
+)
+
+// DefaultTenantKey is the metadata key the server interceptors read the
+// tenant from by default.
+const DefaultTenantKey = "x-tenant"
+
+// DefaultGroup is the group of the calls that name no tenant, unless
+// WithDefaultGroup says otherwise.
+const DefaultGroup = httpadmit.DefaultGroup
+
+// DefaultRetryAfter is the RetryInfo delay sent with a refusal.
+const DefaultRetryAfter = time.Second
+
+// An Option configures an interceptor. The interceptor constructors panic on
+// an invalid option, with a message naming the option and the value: options
+// are fixed when a program is written, so an invalid one is a bug to see at
+// once.
+type Option interface {
+	apply(*config) error
+}
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+type config struct {
+	tenant       func(ctx context.Context) (string, error) // nil: the side's default
+	tenantKey    string                                    // set by WithTenantKey
+	defaultGroup string
+	retryAfter   time.Duration
+	failure      func(error) bool
+}
+
+func build(opts []Option) config {
+	c := config{defaultGroup: DefaultGroup, retryAfter: DefaultRetryAfter, failure: ServerFailure}
+	for _, o := range opts {
+		if o == nil {
+			panic("grpcadmit: nil Option")
+		}
+		if err := o.apply(&c); err != nil {
+			panic("grpcadmit: " + err.Error())
+		}
+	}
+	return c
+}
+
+// WithTenantKey reads the tenant from the metadata key (lower-cased) instead
+// of x-tenant: from the incoming metadata in the server interceptors, from the
+// outgoing metadata in the client interceptor. An absent key names no tenant
+// (the default group); a key sent more than once, or empty, makes the call
+// invalid. key must not be empty.
+func WithTenantKey(key string) Option {
+	return optionFunc(func(c *config) error {
+		if key == "" {
+			return fmt.Errorf("WithTenantKey(%q): the key must not be empty", key)
+		}
+		c.tenantKey, c.tenant = strings.ToLower(key), nil
+		return nil
+	})
+}
+
+// WithTenantFunc reads the tenant with f, from the call's context (its
+// metadata, peer or authentication info): "" names no tenant, an error makes
+// the call invalid, and a key must pass httpadmit.ValidTenant. f runs for
+// every call, possibly concurrently. f must not be nil.
+func WithTenantFunc(f func(ctx context.Context) (string, error)) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("WithTenantFunc(nil): the function must not be nil")
+		}
+		c.tenant, c.tenantKey = f, ""
+		return nil
+	})
+}
+
+// WithDefaultGroup sets the group of the calls that name no tenant (default
+// DefaultGroup). It must pass httpadmit.ValidTenant.
+func WithDefaultGroup(group string) Option {
+	return optionFunc(func(c *config) error {
+		if !httpadmit.ValidTenant(group) {
+			return fmt.Errorf("WithDefaultGroup(%q): not a valid tenant key", group)
+		}
+		c.defaultGroup = group
+		return nil
+	})
+}
+
+// WithRetryAfter sets the delay in the RetryInfo detail of refusals (default
+// DefaultRetryAfter). d must be > 0.
+func WithRetryAfter(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithRetryAfter(%v): must be > 0", d)
+		}
+		c.retryAfter = d
+		return nil
+	})
+}
+
+// WithFailure sets which errors of a handler (or, client-side, of the call)
+// count as failures for the executor's Stats and the group's circuit
+// breaker; the others count as successes. Default ServerFailure. f must not
+// be nil.
+func WithFailure(f func(err error) bool) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("WithFailure(nil): the function must not be nil")
+		}
+		c.failure = f
+		return nil
+	})
+}
+
+// ServerFailure reports whether err's code says the server failed rather
+// than the caller: Unknown (a plain error), Internal, Unavailable or
+// DataLoss.
+func ServerFailure(err error) bool {
+	switch status.Code(err) {
+	case codes.Unknown, codes.Internal, codes.Unavailable, codes.DataLoss:
+		return true
+	}
+	return false
+}

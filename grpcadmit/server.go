@@ -1,0 +1,158 @@
+package grpcadmit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// admitter is what the interceptors of one constructor call share.
+type admitter struct {
+	ex         *executor.Executor
+	tenant     tenantFunc // nil: the client's default, one group per target
+	group      string
+	retryAfter time.Duration
+	failure    func(error) bool
+}
+
+// newAdmitter applies opts; read gives the metadata values of a key on this
+// side (incoming or outgoing), for WithTenantKey.
+func newAdmitter(ex *executor.Executor, opts []Option, read func(context.Context, string) []string) *admitter {
+	if ex == nil {
+		panic("grpcadmit: nil executor")
+	}
+	c := build(opts)
+	a := &admitter{ex: ex, group: c.defaultGroup, failure: c.failure, retryAfter: c.retryAfter}
+	switch {
+	case c.tenant != nil:
+		a.tenant = fromFunc(c.tenant)
+	case c.tenantKey != "":
+		a.tenant = fromMetadata(c.tenantKey, read)
+	}
+	return a
+}
+
+// newServerAdmitter is newAdmitter with the server's default tenant: the
+// x-tenant incoming metadata key.
+func newServerAdmitter(ex *executor.Executor, opts []Option) *admitter {
+	a := newAdmitter(ex, opts, metadata.ValueFromIncomingContext)
+	if a.tenant == nil {
+		a.tenant = fromMetadata(DefaultTenantKey, metadata.ValueFromIncomingContext)
+	}
+	return a
+}
+
+// groupOf returns the call's group, or the refusal of an invalid tenant.
+func (a *admitter) groupOf(ctx context.Context) (string, error) {
+	group, err := a.tenant(ctx)
+	if err != nil {
+		return "", refusal(err, a.retryAfter)
+	}
+	if group == "" {
+		group = a.group
+	}
+	return group, nil
+}
+
+// outcome is what fn returns to Do for a handler's error: the error when it
+// is a failure, else nil.
+func (a *admitter) outcome(err error) error {
+	if err != nil && a.failure(err) {
+		return err
+	}
+	return nil
+}
+
+// UnaryServerInterceptor returns an interceptor that admits each unary call
+// with ex.Do for its tenant and runs the handler once it is admitted, in the
+// same goroutine, with the context Do gives (the call's, or one derived from
+// it that the executor's shutdown deadline or Close also cancels). The
+// handler's response and error are returned unchanged. It panics if ex is nil
+// or an option is invalid.
+func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryServerInterceptor {
+	a := newServerAdmitter(ex, opts)
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		group, err := a.groupOf(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c := unaryCalls.Get().(*unaryCall)
+		c.a, c.handler, c.req = a, handler, req
+		err = a.ex.Do(ctx, group, c.fn)
+		resp, herr, ran := c.resp, c.err, c.ran
+		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
+		unaryCalls.Put(c)
+		if !ran {
+			return nil, refusal(err, a.retryAfter)
+		}
+		return resp, herr
+	}
+}
+
+// A unaryCall is one call's fn for Do and its outcome. They are pooled with
+// fn bound once, so that admitting a call allocates no closure: Do has
+// returned, and fn will not run again, by the time one is put back. One whose
+// handler panicked is not put back.
+type unaryCall struct {
+	a       *admitter
+	handler grpc.UnaryHandler
+	req     any
+	resp    any
+	err     error
+	ran     bool
+	fn      func(context.Context) error // run, bound to this call
+}
+
+var unaryCalls = sync.Pool{New: func() any {
+	c := new(unaryCall)
+	c.fn = c.run
+	return c
+}}
+
+func (c *unaryCall) run(ctx context.Context) error {
+	c.ran = true
+	c.resp, c.err = c.handler(ctx, c.req)
+	return c.a.outcome(c.err)
+}
+
+// StreamServerInterceptor returns an interceptor that admits each stream
+// with ex.Do for its tenant and runs the handler once it is admitted. The
+// stream holds its slot until the handler returns: for its whole life. The
+// handler's stream reports the context Do gives as its Context. It panics if
+// ex is nil or an option is invalid.
+func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
+	a := newServerAdmitter(ex, opts)
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		group, err := a.groupOf(ss.Context())
+		if err != nil {
+			return err
+		}
+		ran := false
+		var herr error
+		err = a.ex.Do(ss.Context(), group, func(ctx context.Context) error {
+			ran = true
+			if ctx != ss.Context() {
+				ss = &stream{ServerStream: ss, ctx: ctx}
+			}
+			herr = handler(srv, ss)
+			return a.outcome(herr)
+		})
+		if !ran {
+			return refusal(err, a.retryAfter)
+		}
+		return herr
+	}
+}
+
+// stream is a server stream with the context Do gave.
+type stream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *stream) Context() context.Context { return s.ctx }

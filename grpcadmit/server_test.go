@@ -1,0 +1,402 @@
+package grpcadmit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/grpcadmit"
+	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/policy"
+)
+
+func unary(ex *executor.Executor, opts ...grpcadmit.Option) grpc.ServerOption {
+	return grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(ex, opts...))
+}
+
+// retryDelay returns the RetryInfo delay of err's status, or -1.
+func retryDelay(err error) time.Duration {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.RetryDelay.AsDuration()
+		}
+	}
+	return -1
+}
+
+// A tenant's calls run at most its concurrency limit at once; another tenant
+// is served meanwhile.
+func TestUnaryHoldsTheGroupLimit(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, ev.listener())
+	g := newGate()
+	cc := dial(t, start(t, g, unary(ex)))
+	const n = 6
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := call(context.Background(), cc, "hot", "h"); err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		})
+	}
+	for range n {
+		<-ev.submitted
+	}
+	<-g.entered
+	<-g.entered
+	if s, _ := ex.GroupStats("hot"); s.RunningTasks != 2 || s.Waiting != n-2 {
+		t.Fatalf("hot: %d running, %d waiting", s.RunningTasks, s.Waiting)
+	}
+	wg.Go(func() {
+		if out, err := call(context.Background(), cc, "cold", "c"); err != nil || out != "ok c" {
+			t.Errorf("cold: %q %v", out, err)
+		}
+	})
+	if v := <-g.entered; v != "c" {
+		t.Fatalf("entered %q, want the cold call", v)
+	}
+	g.release()
+	wg.Wait()
+	if m := g.max.Load(); m != 3 {
+		t.Errorf("%d calls ran at once, want 3", m)
+	}
+	if s := g.served.Load(); s != n+1 {
+		t.Errorf("served %d", s)
+	}
+}
+
+// A refusal is ResourceExhausted with RetryInfo; the handler never sees it.
+func TestUnaryRefusal(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	g := newGate()
+	cc := dial(t, start(t, g, unary(ex, grpcadmit.WithRetryAfter(3*time.Second))))
+	done := make(chan struct{})
+	go func() { defer close(done); call(context.Background(), cc, "a", "1") }()
+	<-g.entered
+	_, err := call(context.Background(), cc, "a", "2")
+	if status.Code(err) != codes.ResourceExhausted || retryDelay(err) != 3*time.Second {
+		t.Errorf("got %v (retry %v), want ResourceExhausted with RetryInfo 3s", err, retryDelay(err))
+	}
+	if !strings.Contains(status.Convert(err).Message(), "group in-flight") {
+		t.Errorf("message %q does not name the limit", status.Convert(err).Message())
+	}
+	g.release()
+	<-done
+	if s := g.served.Load(); s != 1 {
+		t.Errorf("served %d, want 1", s)
+	}
+}
+
+// Shutdown and an open breaker are Unavailable, with RetryInfo.
+func TestUnaryUnavailable(t *testing.T) {
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	g := newGate()
+	g.reply = func(_ context.Context, in string) error {
+		if in == "fail" {
+			return status.Error(codes.Internal, "broken")
+		}
+		return nil
+	}
+	g.release()
+	cc := dial(t, start(t, g, unary(ex)))
+	if _, err := call(context.Background(), cc, "bad", "fail"); status.Code(err) != codes.Internal {
+		t.Fatalf("handler's error: %v", err)
+	}
+	_, err := call(context.Background(), cc, "bad", "x")
+	if status.Code(err) != codes.Unavailable || retryDelay(err) != time.Second || !strings.Contains(err.Error(), "breaker") {
+		t.Errorf("open breaker: %v", err)
+	}
+	if _, err := call(context.Background(), cc, "good", "x"); err != nil {
+		t.Errorf("other tenant: %v", err)
+	}
+	if err := ex.ShutdownGroup(context.Background(), "good"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(context.Background(), cc, "good", "x"); status.Code(err) != codes.Unavailable || retryDelay(err) != time.Second {
+		t.Errorf("group shut down: %v", err)
+	}
+	ex.Close()
+	if _, err := call(context.Background(), cc, "", "x"); status.Code(err) != codes.Unavailable {
+		t.Errorf("closed: %v", err)
+	}
+	if s := g.served.Load(); s != 1 {
+		t.Errorf("served %d, want 1", s)
+	}
+}
+
+// Which handler errors count as failures.
+func TestUnaryFailures(t *testing.T) {
+	ex := newExec(t, nil)
+	g := newGate()
+	g.release()
+	g.reply = func(_ context.Context, in string) error {
+		if in == "" {
+			return nil
+		}
+		return status.Error(map[string]codes.Code{"internal": codes.Internal, "invalid": codes.InvalidArgument,
+			"notfound": codes.NotFound, "unavailable": codes.Unavailable}[in], in)
+	}
+	cc := dial(t, start(t, g, unary(ex)))
+	for _, in := range []string{"internal", "invalid", "notfound", "unavailable", ""} {
+		call(context.Background(), cc, "a", in)
+	}
+	if s, _ := ex.GroupStats("a"); s.Failed != 2 || s.Succeeded != 3 {
+		t.Errorf("%d failed, %d succeeded; want Internal and Unavailable failed", s.Failed, s.Succeeded)
+	}
+	// WithFailure changes the rule.
+	ex2 := newExec(t, nil)
+	cc2 := dial(t, start(t, g, unary(ex2, grpcadmit.WithFailure(func(err error) bool { return err != nil }))))
+	call(context.Background(), cc2, "a", "notfound")
+	if s, _ := ex2.GroupStats("a"); s.Failed != 1 {
+		t.Errorf("WithFailure: %d failed", s.Failed)
+	}
+}
+
+// Invalid tenant metadata is InvalidArgument and reaches nothing.
+func TestUnaryInvalidTenant(t *testing.T) {
+	ex := newExec(t, nil)
+	g := newGate()
+	g.release()
+	cc := dial(t, start(t, g, unary(ex)))
+	for name, md := range map[string]metadata.MD{
+		"empty":        metadata.Pairs("x-tenant", ""),
+		"twice":        metadata.Pairs("x-tenant", "a", "x-tenant", "b"),
+		"too long":     metadata.Pairs("x-tenant", strings.Repeat("a", httpadmit.MaxTenantLen+1)),
+		"space inside": metadata.Pairs("x-tenant", "a b"),
+	} {
+		_, err := call(metadata.NewOutgoingContext(context.Background(), md), cc, "", "x")
+		if status.Code(err) != codes.InvalidArgument || retryDelay(err) != -1 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if s := ex.Stats(); s.Submitted != 0 || g.served.Load() != 0 {
+		t.Errorf("invalid calls reached the executor or the handler: %+v", s.Counts)
+	}
+}
+
+// The tenant sources: the default group, another key, a function.
+func TestTenantSources(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	g := newGate()
+	g.release()
+	type key struct{}
+	cc := dial(t, start(t, g, grpc.ChainUnaryInterceptor(
+		grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantKey("X-Org"), grpcadmit.WithDefaultGroup("anon")))))
+	if _, err := call(context.Background(), cc, "ignored", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-ev.started; e.Group != "anon" {
+		t.Errorf("no x-org: group %q", e.Group)
+	}
+	if _, err := call(metadata.AppendToOutgoingContext(context.Background(), "x-org", " org1 "), cc, "", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-ev.started; e.Group != "org1" {
+		t.Errorf("x-org: group %q", e.Group)
+	}
+	icp := grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantFunc(func(ctx context.Context) (string, error) {
+		v, _ := ctx.Value(key{}).(string)
+		if v == "bad" {
+			return "", errors.New("unknown")
+		}
+		return v, nil
+	}))
+	ok := func(context.Context, any) (any, error) { return "r", nil }
+	if resp, err := icp(context.WithValue(context.Background(), key{}, "f1"), nil, nil, ok); err != nil || resp != "r" {
+		t.Fatalf("%v %v", resp, err)
+	}
+	if e := <-ev.started; e.Group != "f1" {
+		t.Errorf("func: group %q", e.Group)
+	}
+	if _, err := icp(context.WithValue(context.Background(), key{}, "bad"), nil, nil, ok); status.Code(err) != codes.InvalidArgument || !errors.Is(err, httpadmit.ErrInvalidTenant) {
+		t.Errorf("func error: %v", err)
+	}
+}
+
+// A call whose client gives up while it waits never reaches the handler and
+// frees its place.
+func TestUnaryCancelledWhileQueued(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(2)}, ev.listener())
+	g := newGate()
+	cc := dial(t, start(t, g, unary(ex)))
+	first := make(chan error)
+	go func() { _, err := call(context.Background(), cc, "a", "1"); first <- err }()
+	<-g.entered
+	<-ev.submitted
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error)
+	go func() { _, err := call(ctx, cc, "a", "2"); gone <- err }()
+	<-ev.submitted
+	cancel()
+	if err := <-gone; status.Code(err) != codes.Canceled {
+		t.Errorf("client: %v", err)
+	}
+	if e := <-ev.completed; e.Status != executor.Cancelled {
+		t.Fatalf("waiting call ended %v", e.Status)
+	}
+	if s, _ := ex.GroupStats("a"); s.Waiting != 0 || s.InFlight != 1 {
+		t.Fatalf("%+v: the cancelled call kept its place", s)
+	}
+	third := make(chan error)
+	go func() { _, err := call(context.Background(), cc, "a", "3"); third <- err }()
+	<-ev.submitted
+	g.release()
+	if err := <-first; err != nil {
+		t.Error(err)
+	}
+	if err := <-third; err != nil {
+		t.Error(err)
+	}
+	close(g.entered)
+	var got []string
+	for v := range g.entered {
+		got = append(got, v)
+	}
+	if len(got) != 1 || got[0] != "3" || g.served.Load() != 2 {
+		t.Errorf("after the first, the handler saw %v (served %d): want only 3", got, g.served.Load())
+	}
+}
+
+// A panic in the handler goes on unchanged, and the slot is released: gRPC
+// does not recover it, so a recovery interceptor chained before ours turns it
+// into an error here.
+func TestUnaryPanicReleasesTheSlot(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	icp := grpcadmit.UnaryServerInterceptor(ex)
+	var seen any
+	recoverer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				seen = v
+				err = status.Error(codes.Internal, "panic")
+			}
+		}()
+		return h(ctx, req)
+	}
+	g := newGate()
+	g.release()
+	g.reply = func(_ context.Context, in string) error {
+		if in == "panic" {
+			panic("boom")
+		}
+		return nil
+	}
+	cc := dial(t, start(t, g, grpc.ChainUnaryInterceptor(recoverer, icp)))
+	if _, err := call(context.Background(), cc, "a", "panic"); status.Code(err) != codes.Internal || seen != "boom" {
+		t.Fatalf("err %v, recovered %v", err, seen)
+	}
+	if _, err := call(context.Background(), cc, "a", "x"); err != nil {
+		t.Errorf("after the panic: %v: the slot was not released", err)
+	}
+	if s, _ := ex.GroupStats("a"); s.Failed != 1 || s.Succeeded != 1 {
+		t.Errorf("%+v", s.Counts)
+	}
+}
+
+// A stream holds its slot until its handler returns.
+func TestStreamHoldsItsSlotForItsLife(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	g := newGate()
+	g.release()
+	cc := dial(t, start(t, g, grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)), unary(ex)))
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-tenant", "s")
+	cs, err := cc.NewStream(ctx, &gateDesc.Streams[0], "/test.Gate/Echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "two"} {
+		if err := cs.SendMsg(wrapperspb.String(m)); err != nil {
+			t.Fatal(err)
+		}
+		out := new(wrapperspb.StringValue)
+		if err := cs.RecvMsg(out); err != nil || out.Value != m {
+			t.Fatalf("echo %q %v", out.Value, err)
+		}
+	}
+	if _, err := call(context.Background(), cc, "s", "x"); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a call while the stream is open: %v", err)
+	}
+	cs2, err := cc.NewStream(ctx, &gateDesc.Streams[0], "/test.Gate/Echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs2.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.ResourceExhausted || retryDelay(err) != time.Second {
+		t.Errorf("a second stream: %v", err)
+	}
+	cs.CloseSend()
+	if err := cs.RecvMsg(new(wrapperspb.StringValue)); err == nil {
+		t.Fatal("stream did not end")
+	}
+	// The handler has returned, so the slot is free once the status is in.
+	if _, err := call(context.Background(), cc, "s", "x"); err != nil {
+		t.Errorf("after the stream: %v", err)
+	}
+	if s, _ := ex.GroupStats("s"); s.Succeeded != 2 || s.Rejected != 2 {
+		t.Errorf("%+v", s.Counts)
+	}
+}
+
+// Invalid options panic naming the option.
+func TestInvalidOptionsPanic(t *testing.T) {
+	ex := newExec(t, nil)
+	for _, tc := range []struct {
+		opt  grpcadmit.Option
+		want string
+	}{
+		{grpcadmit.WithTenantKey(""), `WithTenantKey("")`},
+		{grpcadmit.WithTenantFunc(nil), "WithTenantFunc(nil)"},
+		{grpcadmit.WithDefaultGroup(""), `WithDefaultGroup("")`},
+		{grpcadmit.WithRetryAfter(-time.Second), "WithRetryAfter(-1s)"},
+		{grpcadmit.WithFailure(nil), "WithFailure(nil)"},
+		{nil, "nil Option"},
+	} {
+		for name, build := range map[string]func(){
+			"unary":  func() { grpcadmit.UnaryServerInterceptor(ex, tc.opt) },
+			"stream": func() { grpcadmit.StreamServerInterceptor(ex, tc.opt) },
+			"client": func() { grpcadmit.UnaryClientInterceptor(ex, tc.opt) },
+		} {
+			func() {
+				defer func() {
+					if v, _ := recover().(string); !strings.Contains(v, tc.want) {
+						t.Errorf("%s: panic %q, want it to name %s", name, v, tc.want)
+					}
+				}()
+				build()
+			}()
+		}
+	}
+}
+
+// Close cancels the context of the streams being served.
+func TestStreamContextEndsOnClose(t *testing.T) {
+	ex := newExec(t, nil)
+	g := newGate()
+	cc := dial(t, start(t, g, grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex))))
+	cs, err := cc.NewStream(context.Background(), &gateDesc.Streams[1], "/test.Gate/Wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.CloseSend()
+	<-g.entered
+	ex.Close()
+	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Canceled {
+		t.Errorf("stream ended with %v, want Canceled from the executor's Close", err)
+	}
+}

@@ -1,0 +1,42 @@
+// Package httpadmit admits HTTP requests through a grouped executor: Handler
+// on the server side, one group per tenant, and Transport on the client side,
+// one group per destination host.
+//
+//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(8))
+//	ex, _ := executor.New(p)
+//	defer ex.Close()
+//	http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant
+//
+// Handler admits each request with Executor.Do for its tenant and serves it
+// with next once admitted. A tenant that floods the service fills its own
+// limits and is refused there (429) while the other tenants are served. What
+// the client sees when next does not run:
+//
+//   - 429 Too Many Requests with Retry-After: the executor refused the request
+//     (its tenant's bulkhead or queue is full, it waited past the queue
+//     timeout, a cluster limiter refused it);
+//   - 503 Service Unavailable with Retry-After: the executor or the tenant's
+//     group is shut down, or the tenant's circuit breaker is open
+//     (executor.WithGroupBreaker);
+//   - 400 Bad Request: the request names an invalid tenant (see ValidTenant);
+//   - 503 without Retry-After: the request's context ended while it waited
+//     (its client went away, or a deadline set before Handler passed). It
+//     never reaches next, and its place in the queue is freed at once.
+//
+// WithRefusalWriter replaces these answers; RefusalStatus gives the status
+// code the default writer uses for an error.
+//
+// Transport is the classic bulkhead for outgoing calls: each destination host
+// is a group, so a slow dependency fills its own limits and cannot take all of
+// a service's outgoing capacity. A refused request fails at once with an
+// error matching executor.ErrRejected; an admitted one holds its slot until
+// its response body is closed.
+//
+// Tenant keys come from requests, so they are chosen by clients: a key is
+// accepted only if ValidTenant says so, and every distinct key is a group in
+// the executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). Map
+// keys to a bounded set with WithTenantFunc when clients are not trusted.
+//
+// httpadmit is a package of its own so that the core packages never import
+// net/http: only programs that use it compile it.
+package httpadmit

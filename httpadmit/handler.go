@@ -1,0 +1,166 @@
+package httpadmit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// Handler returns a handler that admits each request with ex.Do for its
+// tenant and, once admitted, serves it with next in the same goroutine. The
+// tenant is read from the X-Tenant header unless a tenant option says
+// otherwise; a request that names none runs in the default group
+// (DefaultGroup, or WithDefaultGroup's). A request next does not serve is
+// answered as the package documentation says, or by WithRefusalWriter's
+// function.
+//
+// next sees the request with the context Do gives it, which is the request's
+// context or one derived from it that the executor's shutdown deadline or
+// Close also cancels. A request whose context ends while it waits never
+// reaches next, and its place is freed at once. A panic in next releases the
+// request's slot and goes on to the server, so http.ErrAbortHandler and every
+// other panic keep net/http's behaviour. Without WithFailureStatus only a
+// panic counts as a failure for the group's circuit breaker.
+//
+// Handler panics if ex or next is nil or an option is invalid.
+func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Handler {
+	if ex == nil || next == nil {
+		panic("httpadmit: Handler: nil executor or handler")
+	}
+	c := build(opts)
+	h := &handler{ex: ex, next: next, tenant: c.tenant, group: c.defaultGroup,
+		refuse: c.refuse, failure: c.failure, retryAfter: retryAfter(c.retryAfter)}
+	if h.tenant == nil {
+		h.tenant = fromHeader(DefaultHeader)
+	}
+	if h.refuse == nil {
+		h.refuse = h.writeRefusal
+	}
+	return h
+}
+
+type handler struct {
+	ex         *executor.Executor
+	next       http.Handler
+	tenant     tenantFunc
+	group      string
+	refuse     func(http.ResponseWriter, *http.Request, error)
+	failure    func(int) bool
+	retryAfter string
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	group, err := h.tenant(r)
+	if err != nil {
+		h.refuse(w, r, err)
+		return
+	}
+	if group == "" {
+		group = h.group
+	}
+	c := calls.Get().(*call)
+	c.h, c.w, c.r = h, w, r
+	err = h.ex.Do(r.Context(), group, c.fn)
+	*c = call{fn: c.fn} // drop the request before the next one reuses c
+	calls.Put(c)
+	if err != nil {
+		if _, served := err.(*StatusError); !served {
+			h.refuse(w, r, err)
+		}
+	}
+}
+
+// A call is one request's fn for Do. Calls are pooled with fn bound once, so
+// that admitting a request allocates no closure: Do has returned, and fn will
+// not run again, by the time a call is put back. A call whose next panicked is
+// not put back.
+type call struct {
+	h  *handler
+	w  http.ResponseWriter
+	r  *http.Request
+	fn func(context.Context) error // serve, bound to this call
+}
+
+var calls = sync.Pool{New: func() any {
+	c := new(call)
+	c.fn = c.serve
+	return c
+}}
+
+// serve runs next: it is Do's fn, so nothing it returns other than nil or a
+// *StatusError comes from it.
+func (c *call) serve(ctx context.Context) error {
+	h, w, r := c.h, c.w, c.r
+	if ctx != r.Context() {
+		r = r.WithContext(ctx)
+	}
+	if h.failure == nil {
+		h.next.ServeHTTP(w, r)
+		return nil
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.next.ServeHTTP(sw, r)
+	return failed(h.failure, sw.code())
+}
+
+// StatusError is the outcome, in the executor's Stats and listener events, of
+// a request whose response status WithFailureStatus's function reported as a
+// failure.
+type StatusError struct {
+	Code int // the response's status code
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("httpadmit: response status %d counted as a failure", e.Code)
+}
+
+// failed returns a *StatusError when f says code is a failure.
+func failed(f func(int) bool, code int) error {
+	if f(code) {
+		return &StatusError{Code: code}
+	}
+	return nil
+}
+
+// statusWriter records the status of the response next writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 && code >= 200 { // 1xx are informational: the final status comes later
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Flush sends what is buffered, as the server's writer does.
+func (s *statusWriter) Flush() {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// code is the response's status: 200 when next wrote nothing, as net/http
+// then sends.
+func (s *statusWriter) code() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}

@@ -1,0 +1,282 @@
+package httpadmit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A tenant's requests run at most its concurrency limit at once, the others
+// wait, and another tenant is served meanwhile.
+func TestHandlerHoldsTheGroupLimit(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, ev.listener())
+	g := newGate()
+	srv := serve(t, httpadmit.Handler(ex, g))
+
+	const n = 8
+	var wg sync.WaitGroup
+	codes := make(chan int, n+1)
+	for range n {
+		wg.Go(func() { code, _, _ := mustGet(t, srv.URL, "hot"); codes <- code })
+	}
+	for range n {
+		next(t, ev.submitted)
+	}
+	<-g.entered
+	<-g.entered
+	if s, _ := ex.GroupStats("hot"); s.RunningTasks != 2 || s.Waiting != n-2 {
+		t.Fatalf("hot: %d running, %d waiting; want 2 and %d", s.RunningTasks, s.Waiting, n-2)
+	}
+	// Another tenant is admitted while hot is full.
+	wg.Go(func() { code, _, _ := mustGet(t, srv.URL, "cold"); codes <- code })
+	if tenant := <-g.entered; tenant != "cold" {
+		t.Fatalf("entered: %q, want cold", tenant)
+	}
+	g.release()
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != http.StatusOK {
+			t.Errorf("status %d, want 200", code)
+		}
+	}
+	if m := g.max.Load(); m != 3 {
+		t.Errorf("at most %d requests ran at once, want 3 (hot's 2 and cold's 1)", m)
+	}
+	if s := g.served.Load(); s != n+1 {
+		t.Errorf("served %d, want %d", s, n+1)
+	}
+}
+
+// A refusal is 429 with Retry-After, and next never sees the request.
+func TestHandlerRefusesWith429(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	g := newGate()
+	srv := serve(t, httpadmit.Handler(ex, g, httpadmit.WithRetryAfter(1500*time.Millisecond)))
+	done := make(chan struct{})
+	go func() { defer close(done); mustGet(t, srv.URL, "a") }()
+	<-g.entered
+	code, ra, body := mustGet(t, srv.URL, "a")
+	if code != http.StatusTooManyRequests || ra != "2" || !strings.Contains(body, "group in-flight") {
+		t.Errorf("got %d Retry-After %q %q; want 429, 2 and the limit's name", code, ra, body)
+	}
+	g.release()
+	<-done
+	if s := g.served.Load(); s != 1 {
+		t.Errorf("next served %d requests, want 1", s)
+	}
+}
+
+// After ShutdownGroup and after Shutdown: 503 with Retry-After.
+func TestHandlerAnswers503AfterShutdown(t *testing.T) {
+	ex := newExec(t, nil)
+	g := newGate()
+	g.release()
+	srv := serve(t, httpadmit.Handler(ex, g))
+	if code, _, _ := mustGet(t, srv.URL, "a"); code != http.StatusOK {
+		t.Fatalf("before: %d", code)
+	}
+	if err := ex.ShutdownGroup(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if code, ra, _ := mustGet(t, srv.URL, "a"); code != http.StatusServiceUnavailable || ra != "1" {
+		t.Errorf("group shut down: %d Retry-After %q, want 503 and 1", code, ra)
+	}
+	if code, _, _ := mustGet(t, srv.URL, "b"); code != http.StatusOK {
+		t.Errorf("other group: %d, want 200", code)
+	}
+	if err := ex.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, ra, _ := mustGet(t, srv.URL, "b"); code != http.StatusServiceUnavailable || ra != "1" {
+		t.Errorf("executor shut down: %d Retry-After %q, want 503 and 1", code, ra)
+	}
+	if s := g.served.Load(); s != 2 {
+		t.Errorf("next served %d, want 2", s)
+	}
+}
+
+// With WithFailureStatus, 5xx answers trip the group's breaker; then the
+// tenant gets 503 with Retry-After and next is not called, while others are
+// served.
+func TestHandlerAnswers503WhileTheBreakerIsOpen(t *testing.T) {
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Timeout:     time.Hour,
+		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 },
+	}))
+	var calls sync.Map
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := r.Header.Get("X-Tenant")
+		n, _ := calls.LoadOrStore(tenant, new(int))
+		*n.(*int)++
+		if tenant == "bad" {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	})
+	srv := serve(t, httpadmit.Handler(ex, next, httpadmit.WithFailureStatus(func(c int) bool { return c >= 500 })))
+	for range 2 {
+		if code, _, _ := mustGet(t, srv.URL, "bad"); code != http.StatusBadGateway {
+			t.Fatalf("status %d, want next's 502", code)
+		}
+	}
+	if s, _ := ex.GroupStats("bad"); s.Breaker != breaker.StateOpen || s.Failed != 2 {
+		t.Fatalf("breaker %v, %d failed; want open after 2", s.Breaker, s.Failed)
+	}
+	code, ra, body := mustGet(t, srv.URL, "bad")
+	if code != http.StatusServiceUnavailable || ra != "1" || !strings.Contains(body, "breaker") {
+		t.Errorf("open breaker: %d Retry-After %q %q", code, ra, body)
+	}
+	if code, _, _ := mustGet(t, srv.URL, "good"); code != http.StatusOK {
+		t.Errorf("other tenant: %d", code)
+	}
+	if n, _ := calls.Load("bad"); *n.(*int) != 2 {
+		t.Errorf("next saw bad %d times, want 2", *n.(*int))
+	}
+}
+
+// Without WithFailureStatus a 5xx is a success for the executor.
+func TestHandlerCountsStatusOnlyWhenAsked(t *testing.T) {
+	ex := newExec(t, nil)
+	srv := serve(t, httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	})))
+	mustGet(t, srv.URL, "a")
+	if s, _ := ex.GroupStats("a"); s.Succeeded != 1 || s.Failed != 0 {
+		t.Errorf("%d succeeded, %d failed; want 1 and 0", s.Succeeded, s.Failed)
+	}
+}
+
+// A client that gives up while its request waits frees its place at once,
+// and its request never reaches next.
+func TestHandlerClientGoneWhileQueued(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(2)}, ev.listener())
+	g := newGate()
+	srv := serve(t, httpadmit.Handler(ex, g))
+	first := make(chan struct{})
+	go func() { defer close(first); mustGet(t, srv.URL, "a") }()
+	<-g.entered
+	next(t, ev.submitted)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error)
+	go func() { _, _, _, err := get(t, ctx, srv.URL, "a"); gone <- err }()
+	next(t, ev.submitted)
+	if s, _ := ex.GroupStats("a"); s.Waiting != 1 || s.InFlight != 2 {
+		t.Fatalf("%+v: want 1 waiting, 2 in flight", s)
+	}
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("client: %v", err)
+	}
+	if e := next(t, ev.completed); e.Status != executor.Cancelled {
+		t.Fatalf("waiting request ended %v, want Cancelled", e.Status)
+	}
+	if s, _ := ex.GroupStats("a"); s.Waiting != 0 || s.InFlight != 1 {
+		t.Fatalf("%+v: the cancelled request kept its place", s)
+	}
+	// Its place is free: another request is admitted and waits.
+	third := make(chan int)
+	go func() { code, _, _ := mustGet(t, srv.URL, "a"); third <- code }()
+	next(t, ev.submitted)
+	g.release()
+	<-first
+	if code := <-third; code != http.StatusOK {
+		t.Errorf("third: %d", code)
+	}
+	if s := g.served.Load(); s != 2 {
+		t.Errorf("next served %d, want 2: the cancelled request reached it", s)
+	}
+}
+
+// A panic in next goes on to net/http (which closes the connection, and
+// logs unless it is http.ErrAbortHandler); the request's slot is released.
+func TestHandlerPanicsKeepNetHTTPBehaviour(t *testing.T) {
+	for _, value := range []any{http.ErrAbortHandler, "boom"} {
+		t.Run(fmt30(value), func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+			var recovered sync.Map
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/panic" {
+					panic(value)
+				}
+			})
+			// An outer middleware sees the panic value unchanged.
+			outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer func() {
+					if v := recover(); v != nil {
+						recovered.Store(r.URL.Path, v)
+						panic(v)
+					}
+				}()
+				httpadmit.Handler(ex, next).ServeHTTP(w, r)
+			})
+			srv := serve(t, outer)
+			if _, _, _, err := get(t, context.Background(), srv.URL+"/panic", "a"); err == nil {
+				t.Error("the client got a response from a handler that panicked")
+			}
+			if v, _ := recovered.Load("/panic"); v != value {
+				t.Errorf("panic value %v, want %v", v, value)
+			}
+			if code, _, _ := mustGet(t, srv.URL, "a"); code != http.StatusOK {
+				t.Errorf("after the panic: %d, the slot was not released", code)
+			}
+			if s, _ := ex.GroupStats("a"); s.Failed != 1 || s.Succeeded != 1 {
+				t.Errorf("%d failed, %d succeeded; want 1 and 1", s.Failed, s.Succeeded)
+			}
+		})
+	}
+}
+
+func fmt30(v any) string {
+	if err, ok := v.(error); ok {
+		return strings.ReplaceAll(err.Error(), " ", "_")
+	}
+	return v.(string)
+}
+
+// next gets the request's own context when the executor passes it through,
+// and a context the executor's Close cancels in any case.
+func TestHandlerPassesTheContext(t *testing.T) {
+	ex := newExec(t, nil)
+	type key struct{}
+	var got any
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Context().Value(key{})
+	}))
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), key{}, "v")))
+	}))
+	mustGet(t, srv.URL, "")
+	if got != "v" {
+		t.Errorf("next's context lost the request's values: %v", got)
+	}
+}
+
+// Close cancels the context of the requests next is serving.
+func TestHandlerCloseCancelsRunningRequests(t *testing.T) {
+	ex := newExec(t, nil)
+	entered := make(chan struct{})
+	srv := serve(t, httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})))
+	done := make(chan int)
+	go func() { code, _, _ := mustGet(t, srv.URL, "a"); done <- code }()
+	<-entered
+	ex.Close()
+	if code := <-done; code != http.StatusServiceUnavailable {
+		t.Errorf("status %d: next did not see its context end", code)
+	}
+}

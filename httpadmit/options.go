@@ -1,0 +1,178 @@
+package httpadmit
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+)
+
+// DefaultRetryAfter is the Retry-After the default refusal writer sends.
+const DefaultRetryAfter = time.Second
+
+// An Option configures Handler or Transport. Handler and Transport panic on
+// an invalid option, with a message naming the option and the value, as
+// http.ServeMux does on an invalid pattern: options are fixed when a program
+// is written, so an invalid one is a bug to see at once.
+type Option interface {
+	apply(*config) error
+}
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+type config struct {
+	tenant       tenantFunc // nil: the side's default (header, or destination host)
+	defaultGroup string
+	retryAfter   time.Duration
+	refuse       func(http.ResponseWriter, *http.Request, error)
+	failure      func(status int) bool
+}
+
+// build applies opts over the defaults; the last tenant option wins.
+func build(opts []Option) config {
+	c := config{defaultGroup: DefaultGroup, retryAfter: DefaultRetryAfter}
+	for _, o := range opts {
+		if o == nil {
+			panic("httpadmit: nil Option")
+		}
+		if err := o.apply(&c); err != nil {
+			panic("httpadmit: " + err.Error())
+		}
+	}
+	return c
+}
+
+// WithTenantHeader reads the tenant from the named header instead of
+// X-Tenant. An absent header names no tenant (the default group); a header
+// sent more than once, or empty, makes the request invalid (400). name must
+// not be empty.
+func WithTenantHeader(name string) Option {
+	return optionFunc(func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("WithTenantHeader(%q): the header name must not be empty", name)
+		}
+		c.tenant = fromHeader(name)
+		return nil
+	})
+}
+
+// WithTenantHost reads the tenant from the request's Host, lower-cased and
+// without its port: one group per virtual host.
+func WithTenantHost() Option {
+	return optionFunc(func(c *config) error {
+		c.tenant = fromHost
+		return nil
+	})
+}
+
+// WithTenantPathSegment reads the tenant from the i-th segment of the URL
+// path, 0 being the first: WithTenantPathSegment(1) reads "acme" from
+// "/t/acme/orders". A missing or empty segment names no tenant. i must be
+// >= 0.
+func WithTenantPathSegment(i int) Option {
+	return optionFunc(func(c *config) error {
+		if i < 0 {
+			return fmt.Errorf("WithTenantPathSegment(%d): the index must be >= 0", i)
+		}
+		c.tenant = fromPathSegment(i)
+		return nil
+	})
+}
+
+// WithTenantContextValue reads the tenant from the request context's value
+// for key, a string set by a middleware that runs before (typically the one
+// that authenticates the caller). No value names no tenant; a value that is
+// not a string makes the request invalid. key must be comparable and not nil,
+// as for context.WithValue.
+func WithTenantContextValue(key any) Option {
+	return optionFunc(func(c *config) error {
+		if key == nil {
+			return fmt.Errorf("WithTenantContextValue(nil): the key must not be nil")
+		}
+		if !reflect.TypeOf(key).Comparable() {
+			return fmt.Errorf("WithTenantContextValue(%T): the key must be comparable", key)
+		}
+		c.tenant = fromContext(key)
+		return nil
+	})
+}
+
+// WithTenantFunc reads the tenant with f: "" names no tenant, an error makes
+// the request invalid (400), and a key must pass ValidTenant. f runs for every
+// request, possibly concurrently. Use it to map keys chosen by clients to a
+// bounded set. f must not be nil.
+func WithTenantFunc(f func(r *http.Request) (string, error)) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("WithTenantFunc(nil): the function must not be nil")
+		}
+		c.tenant = fromFunc(f)
+		return nil
+	})
+}
+
+// WithDefaultGroup sets the group of the requests that name no tenant
+// (default DefaultGroup). It must pass ValidTenant. A client can name it as
+// its tenant, which is the same as naming none.
+func WithDefaultGroup(group string) Option {
+	return optionFunc(func(c *config) error {
+		if !ValidTenant(group) {
+			return fmt.Errorf("WithDefaultGroup(%q): not a valid tenant key", group)
+		}
+		c.defaultGroup = group
+		return nil
+	})
+}
+
+// WithRetryAfter sets the Retry-After of the default refusal writer's 429 and
+// 503 answers, rounded up to whole seconds (default DefaultRetryAfter). d
+// must be > 0.
+func WithRetryAfter(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithRetryAfter(%v): must be > 0", d)
+		}
+		c.retryAfter = d
+		return nil
+	})
+}
+
+// WithRefusalWriter makes Handler answer the requests it does not pass to
+// next with f instead of the default writer. err is what refused the
+// request: it matches ErrInvalidTenant, executor.ErrRejected (and its causes:
+// executor.ErrShutdown, breaker.ErrOpenState, ...), or is the request
+// context's error. RefusalStatus gives the status the default writer uses.
+// Transport has no answer to write and ignores it. f must not be nil.
+func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("WithRefusalWriter(nil): the function must not be nil")
+		}
+		c.refuse = f
+		return nil
+	})
+}
+
+// WithFailureStatus makes the responses whose status f reports as a failure
+// count as failed work: in the executor's Stats and listener, and in the
+// group's circuit breaker (executor.WithGroupBreaker), which opens after
+// enough of them. Without it only a panic (Handler) or a transport error
+// (Transport) counts as a failure. A typical f is
+// func(code int) bool { return code >= 500 }.
+//
+// Handler then passes next a ResponseWriter that records the status. It
+// implements http.Flusher and Unwrap (so http.ResponseController reaches
+// the server's writer for hijacking, deadlines and flushes), but not
+// http.Hijacker or io.ReaderFrom directly: a handler that type-asserts those
+// should use http.NewResponseController instead. f must not be nil.
+func WithFailureStatus(f func(status int) bool) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("WithFailureStatus(nil): the function must not be nil")
+		}
+		c.failure = f
+		return nil
+	})
+}

@@ -1,0 +1,174 @@
+package httpadmit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/groupexec/groupexec/httpadmit"
+)
+
+type tenantKey struct{}
+
+// Each tenant source sends a request to its group, the default group when the
+// request names none, and answers 400 when the key is invalid.
+func TestTenantSources(t *testing.T) {
+	long := strings.Repeat("t", httpadmit.MaxTenantLen+1)
+	header := func(vs ...string) func(*http.Request) {
+		return func(r *http.Request) { r.Header["X-Tenant"] = vs }
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   []httpadmit.Option
+		target string
+		prep   func(*http.Request)
+		group  string // "" for 400
+	}{
+		{"header", nil, "/", header("acme"), "acme"},
+		{"header trimmed", nil, "/", header(" acme\t"), "acme"},
+		{"no header", nil, "/", nil, httpadmit.DefaultGroup},
+		{"empty header", nil, "/", header(""), ""},
+		{"blank header", nil, "/", header("  "), ""},
+		{"header twice", nil, "/", header("a", "b"), ""},
+		{"control character", nil, "/", header("a\x01b"), ""},
+		{"space inside", nil, "/", header("a b"), ""},
+		{"not ASCII", nil, "/", header("café"), ""},
+		{"too long", nil, "/", header(long), ""},
+		{"longest", nil, "/", header(long[1:]), long[1:]},
+		{"other header", []httpadmit.Option{httpadmit.WithTenantHeader("x-org")}, "/",
+			func(r *http.Request) { r.Header.Set("X-Org", "org1"); r.Header.Set("X-Tenant", "no") }, "org1"},
+		{"default group", []httpadmit.Option{httpadmit.WithDefaultGroup("anon")}, "/", nil, "anon"},
+		{"host", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://API.Example.com:8080/x", nil, "api.example.com"},
+		{"host ipv6", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://[::1]:8080/x", nil, "::1"},
+		{"no host", []httpadmit.Option{httpadmit.WithTenantHost()}, "/", func(r *http.Request) { r.Host = "" }, httpadmit.DefaultGroup},
+		{"path segment", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t/acme/orders", nil, "acme"},
+		{"path segment 0", []httpadmit.Option{httpadmit.WithTenantPathSegment(0)}, "/acme", nil, "acme"},
+		{"path too short", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t", nil, httpadmit.DefaultGroup},
+		{"path segment empty", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t//x", nil, httpadmit.DefaultGroup},
+		{"path segment decoded", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t/a%20b/x", nil, ""},
+		{"context", []httpadmit.Option{httpadmit.WithTenantContextValue(tenantKey{})}, "/",
+			func(r *http.Request) { *r = *r.WithContext(context.WithValue(r.Context(), tenantKey{}, "ctx1")) }, "ctx1"},
+		{"context absent", []httpadmit.Option{httpadmit.WithTenantContextValue(tenantKey{})}, "/", nil, httpadmit.DefaultGroup},
+		{"context not a string", []httpadmit.Option{httpadmit.WithTenantContextValue(tenantKey{})}, "/",
+			func(r *http.Request) { *r = *r.WithContext(context.WithValue(r.Context(), tenantKey{}, 7)) }, ""},
+		{"func", []httpadmit.Option{httpadmit.WithTenantFunc(func(r *http.Request) (string, error) {
+			if r.URL.Query().Get("t") == "bad" {
+				return "", errors.New("unknown tenant")
+			}
+			return r.URL.Query().Get("t"), nil
+		})}, "/?t=f1", nil, "f1"},
+		{"func error", []httpadmit.Option{httpadmit.WithTenantFunc(func(r *http.Request) (string, error) {
+			return "", errors.New("unknown tenant")
+		})}, "/", nil, ""},
+		{"func invalid key", []httpadmit.Option{httpadmit.WithTenantFunc(func(r *http.Request) (string, error) {
+			return "a\nb", nil
+		})}, "/", nil, ""},
+		{"last tenant option wins", []httpadmit.Option{httpadmit.WithTenantHost(), httpadmit.WithTenantPathSegment(0)}, "/p1", nil, "p1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEvents()
+			ex := newExec(t, nil, ev.listener())
+			h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), tc.opts...)
+			r := httptest.NewRequest(http.MethodGet, tc.target, nil)
+			if tc.prep != nil {
+				tc.prep(r)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if tc.group == "" {
+				if w.Code != http.StatusBadRequest || w.Header().Get("Retry-After") != "" {
+					t.Fatalf("status %d Retry-After %q, want 400 without", w.Code, w.Header().Get("Retry-After"))
+				}
+				if s := ex.Stats(); s.Submitted != 0 {
+					t.Errorf("an invalid request reached the executor: %+v", s.Counts)
+				}
+				return
+			}
+			if w.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+			if e := next(t, ev.started); e.Group != tc.group {
+				t.Errorf("group %q, want %q", e.Group, tc.group)
+			}
+		})
+	}
+}
+
+func TestValidTenant(t *testing.T) {
+	for s, want := range map[string]bool{
+		"a": true, "acme-1.eu:prod_2": true, "user@example.com": true, "~!": true,
+		"": false, " a": false, "a\x7f": false, "ä": false, strings.Repeat("x", 129): false,
+	} {
+		if got := httpadmit.ValidTenant(s); got != want {
+			t.Errorf("ValidTenant(%q) = %v", s, got)
+		}
+	}
+}
+
+// Invalid options panic at construction with the option's name and value.
+func TestInvalidOptionsPanic(t *testing.T) {
+	ex := newExec(t, nil)
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	for _, tc := range []struct {
+		opt  httpadmit.Option
+		want string
+	}{
+		{httpadmit.WithTenantHeader(""), `WithTenantHeader("")`},
+		{httpadmit.WithTenantPathSegment(-1), "WithTenantPathSegment(-1)"},
+		{httpadmit.WithTenantContextValue(nil), "WithTenantContextValue(nil)"},
+		{httpadmit.WithTenantContextValue([]int{1}), "WithTenantContextValue([]int)"},
+		{httpadmit.WithTenantFunc(nil), "WithTenantFunc(nil)"},
+		{httpadmit.WithDefaultGroup("a b"), `WithDefaultGroup("a b")`},
+		{httpadmit.WithRetryAfter(0), "WithRetryAfter(0s)"},
+		{httpadmit.WithRefusalWriter(nil), "WithRefusalWriter(nil)"},
+		{httpadmit.WithFailureStatus(nil), "WithFailureStatus(nil)"},
+		{nil, "nil Option"},
+	} {
+		for side, build := range map[string]func(){
+			"Handler":   func() { httpadmit.Handler(ex, ok, tc.opt) },
+			"Transport": func() { httpadmit.Transport(ex, nil, tc.opt) },
+		} {
+			func() {
+				defer func() {
+					if v, _ := recover().(string); !strings.Contains(v, tc.want) {
+						t.Errorf("%s: panic %q, want it to name %s", side, v, tc.want)
+					}
+				}()
+				build()
+			}()
+		}
+	}
+}
+
+// A refusal writer answers every request next does not serve.
+func TestRefusalWriter(t *testing.T) {
+	ex := newExec(t, nil)
+	var got error
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		httpadmit.WithRefusalWriter(func(w http.ResponseWriter, r *http.Request, err error) {
+			got = err
+			w.WriteHeader(http.StatusTeapot)
+		}))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-Tenant", "a b")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusTeapot || !errors.Is(got, httpadmit.ErrInvalidTenant) || httpadmit.RefusalStatus(got) != http.StatusBadRequest {
+		t.Errorf("status %d, err %v", w.Code, got)
+	}
+}
+
+func TestRefusalStatus(t *testing.T) {
+	for err, want := range map[error]int{
+		context.Canceled:         http.StatusServiceUnavailable,
+		context.DeadlineExceeded: http.StatusServiceUnavailable,
+		errors.New("other"):      http.StatusInternalServerError,
+	} {
+		if got := httpadmit.RefusalStatus(err); got != want {
+			t.Errorf("RefusalStatus(%v) = %d, want %d", err, got, want)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package httpadmit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// Transport returns a RoundTripper that admits each request with ex.Do in
+// its destination's group before base sends it: by default one group per
+// destination host and port (lower-cased, the port implied by the scheme when
+// the URL has none), so each dependency has its own bulkhead and a slow one
+// cannot take all of the outgoing capacity. A tenant option makes the group
+// the outgoing request's tenant instead. base nil means
+// http.DefaultTransport.
+//
+// A request the executor refuses is not sent: RoundTrip returns Do's error,
+// which matches executor.ErrRejected (http.Client wraps it in a *url.Error,
+// which errors.Is sees through), or the request context's error if it ended
+// while the request waited.
+//
+// An admitted request holds its slot until its response is done with:
+//   - a response with a body holds it until Body.Close, whether the body was
+//     read or not, or until the request's context ends (the body can no
+//     longer be read then). Close returns once the slot is free. As with
+//     net/http, a body never closed is never done with: its slot is lost for
+//     as long as its context lasts;
+//   - a response with no body (http.NoBody, or nil from a faulty base)
+//     releases it before RoundTrip returns;
+//   - 101 Switching Protocols: the body is the upgraded connection, still an
+//     io.ReadWriteCloser, and the slot is held until it is closed, for the
+//     connection's life, like a stream's;
+//   - an error from base releases it before RoundTrip returns, and counts as
+//     a failure for the group's breaker unless it is a cancellation.
+//
+// 1xx responses other than 101 never reach a RoundTripper's caller (net/http
+// handles them inside its transport). Holding the slot while the caller reads
+// takes one goroutine per admitted request, which waits in Do until the body
+// is closed; a panic in base is recovered there and raised again in
+// RoundTrip's caller.
+//
+// Transport panics if ex is nil or an option is invalid.
+func Transport(ex *executor.Executor, base http.RoundTripper, opts ...Option) http.RoundTripper {
+	if ex == nil {
+		panic("httpadmit: Transport: nil executor")
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c := build(opts)
+	t := &transport{ex: ex, base: base, tenant: c.tenant, group: c.defaultGroup, failure: c.failure}
+	if t.tenant == nil {
+		t.tenant = destination
+	}
+	return t
+}
+
+type transport struct {
+	ex      *executor.Executor
+	base    http.RoundTripper
+	tenant  tenantFunc
+	group   string
+	failure func(int) bool
+}
+
+// destination returns the request's host and port, as its default group.
+func destination(r *http.Request) (string, error) {
+	if r.URL == nil || r.URL.Host == "" {
+		return "", nil
+	}
+	return checked("destination", hostPort(r.URL))
+}
+
+// hostPort is u's host, lower-cased, with its port or the scheme's.
+func hostPort(u *url.URL) string {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	group, err := t.tenant(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if group == "" {
+		group = t.group
+	}
+	x := &exchange{t: t, req: req, ready: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{})}
+	go x.run(group)
+	<-x.ready
+	if x.panicked {
+		panic(x.panicValue)
+	}
+	return x.resp, x.err
+}
+
+// closeBody closes the body of a request that base never saw, as the
+// RoundTripper contract asks.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// An exchange is one request. Its goroutine runs Do, whose fn sends the
+// request and, for a response with a body, hands the response over (closes
+// ready) and waits until the body is closed. Every other outcome is handed
+// over by run once Do has returned, so the slot is free by then.
+type exchange struct {
+	t   *transport
+	req *http.Request
+
+	// Written by fn or by run before ready is closed; read by RoundTrip after.
+	resp       *http.Response
+	err        error
+	panicked   bool
+	panicValue any
+	handedOver bool // fn closed ready
+
+	ready  chan struct{} // the outcome is set
+	closed chan struct{} // the body was closed
+	done   chan struct{} // Do has returned: the slot is free
+	once   atomic.Bool   // closed is closed
+}
+
+func (x *exchange) run(group string) {
+	defer close(x.done)
+	ran := false
+	err := x.t.ex.Do(x.req.Context(), group, func(ctx context.Context) error {
+		ran = true
+		return x.send(ctx)
+	})
+	if !ran {
+		closeBody(x.req)
+		x.err = err
+	}
+	if !x.handedOver {
+		close(x.ready)
+	}
+}
+
+// errPanicked is fn's outcome when base panicked: a failure for the breaker,
+// while the panic itself goes to RoundTrip's caller.
+var errPanicked = errors.New("httpadmit: the base RoundTripper panicked")
+
+// send is Do's fn: it sends the request and, for a response with a body,
+// holds the slot until the body is closed or the context ends.
+func (x *exchange) send(ctx context.Context) (err error) {
+	req := x.req
+	if ctx != req.Context() {
+		req = req.WithContext(ctx)
+	}
+	defer func() {
+		// Nothing panics after the hand-over, so RoundTrip is still waiting.
+		if v := recover(); v != nil {
+			x.panicked, x.panicValue = true, v
+			err = errPanicked
+		}
+	}()
+	resp, err := x.t.base.RoundTrip(req)
+	if err != nil {
+		x.err = err
+		return err
+	}
+	var outcome error
+	if x.t.failure != nil {
+		outcome = failed(x.t.failure, resp.StatusCode)
+	}
+	x.resp = resp
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return outcome
+	}
+	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		resp.Body = &upgradedBody{rw, x}
+	} else {
+		resp.Body = &body{resp.Body, x}
+	}
+	x.handedOver = true
+	close(x.ready)
+	select {
+	case <-x.closed:
+	case <-ctx.Done():
+	}
+	return outcome
+}
+
+// release marks the body closed and waits until the slot is free.
+func (x *exchange) release() {
+	if x.once.CompareAndSwap(false, true) {
+		close(x.closed)
+	}
+	<-x.done
+}
+
+// body holds its exchange's slot until Close.
+type body struct {
+	io.ReadCloser
+	x *exchange
+}
+
+// Close closes the response body, then frees the request's slot; it returns
+// once the slot is free.
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.x.release()
+	return err
+}
+
+// upgradedBody is the connection of a 101 response; it stays writable.
+type upgradedBody struct {
+	io.ReadWriteCloser
+	x *exchange
+}
+
+// Close closes the connection, then frees the request's slot.
+func (b *upgradedBody) Close() error {
+	err := b.ReadWriteCloser.Close()
+	b.x.release()
+	return err
+}

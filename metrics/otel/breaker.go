@@ -1,0 +1,95 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/groupexec/groupexec/breaker"
+)
+
+// ObserveBreakers exports the state and current counts of each breaker,
+// under the attribute breaker=Name(), read when the reader collects:
+//
+//	breaker_state{breaker}                  0 closed, 1 open, 2 half-open
+//	breaker_requests{breaker}               requests let through in the current period
+//	breaker_successes{breaker}              successes recorded in the current period
+//	breaker_failures{breaker}               failures recorded in the current period
+//	breaker_consecutive_failures{breaker}   failures since the last success
+//
+// (a period is breaker.Counts's: since the last change of state or clearing).
+// namespace, when set, prefixes the names. Unregister the returned
+// registration to stop. The executor's group breakers are exported by
+// Collector's group_breaker_state instead.
+func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.CircuitBreaker) (metric.Registration, error) {
+	if mp == nil {
+		return nil, errors.New("otel: ObserveBreakers: nil MeterProvider")
+	}
+	m := mp.Meter(ScopeName)
+	in := instruments{m: m, ns: namespace}
+	state := in.gauge("breaker_state", "The breaker's state: 0 closed, 1 open, 2 half-open.", "")
+	reqs := in.gauge("breaker_requests", "Requests let through in the current period.", "{request}")
+	succ := in.gauge("breaker_successes", "Successes recorded in the current period.", "{request}")
+	fail := in.gauge("breaker_failures", "Failures recorded in the current period.", "{request}")
+	consec := in.gauge("breaker_consecutive_failures", "Failures recorded since the last success.", "{request}")
+	if in.err != nil {
+		return nil, in.err
+	}
+	attrs := make([]metric.MeasurementOption, len(cbs))
+	for i, cb := range cbs {
+		if cb == nil {
+			return nil, errors.New("otel: ObserveBreakers: nil breaker")
+		}
+		attrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", cb.Name())))
+	}
+	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for i, cb := range cbs {
+			st, n := cb.State(), cb.Counts()
+			o.ObserveInt64(state, int64(st), attrs[i])
+			o.ObserveInt64(reqs, int64(n.Requests), attrs[i])
+			o.ObserveInt64(succ, int64(n.TotalSuccesses), attrs[i])
+			o.ObserveInt64(fail, int64(n.TotalFailures), attrs[i])
+			o.ObserveInt64(consec, int64(n.ConsecutiveFailures), attrs[i])
+		}
+		return nil
+	}, state, reqs, succ, fail, consec)
+}
+
+// BreakerTransitions returns a function for breaker.Settings.OnStateChange
+// (or executor.WithGroupBreaker's) that counts every change of state:
+//
+//	breaker_transitions_total{breaker,from,to}
+//
+// then calls next, when not nil. Group keys name group breakers, so the
+// breaker attribute has as many values as there are groups that ever changed
+// state: use it where groups are a bounded set.
+func BreakerTransitions(mp metric.MeterProvider, namespace string, next func(name string, from, to breaker.State)) (func(name string, from, to breaker.State), error) {
+	if mp == nil {
+		return nil, errors.New("otel: BreakerTransitions: nil MeterProvider")
+	}
+	in := instruments{m: mp.Meter(ScopeName), ns: namespace}
+	c := in.counterUnit("breaker_transitions_total", "Changes of state, by breaker, from and to.", "{transition}")
+	if in.err != nil {
+		return nil, in.err
+	}
+	type key struct {
+		name     string
+		from, to breaker.State
+	}
+	var sets sync.Map // key -> metric.MeasurementOption
+	return func(name string, from, to breaker.State) {
+		k := key{name, from, to}
+		o, ok := sets.Load(k)
+		if !ok {
+			o, _ = sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", name),
+				attribute.String("from", from.String()), attribute.String("to", to.String()))))
+		}
+		c.Add(context.Background(), 1, o.(metric.MeasurementOption))
+		if next != nil {
+			next(name, from, to)
+		}
+	}, nil
+}

@@ -1,0 +1,94 @@
+package otel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/bulkhead"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
+)
+
+// The bulkhead's instruments equal its accessors and what its callers saw.
+func TestBulkheadEqualsItsNumbers(t *testing.T) {
+	mp, reader := newProvider()
+	m, err := gotel.NewBulkhead(mp, "payments", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unregister()
+	b, err := bulkhead.New(2, bulkhead.WithListener(m), bulkhead.WithQueue(1, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(b)
+	ctx := context.Background()
+	p1, _ := b.TryAcquire(ctx, 1)
+	p2, _ := b.TryAcquire(ctx, 1)
+	refused := 0
+	for range 3 {
+		if _, err := b.TryAcquire(ctx, 1); errors.Is(err, bulkhead.ErrAtCapacity) {
+			refused++
+		}
+	}
+	b.Release(p1)
+	b.Release(p2)
+	p3, _ := b.TryAcquire(ctx, 1)
+	attrs := map[string]string{"bulkhead": "payments"}
+	r := collect(t, reader)
+	for name, want := range map[string]int{"bulkhead_in_flight_permits": b.InFlight(), "bulkhead_limit_permits": b.Limit(),
+		"bulkhead_queue_depth": b.QueueDepth(), "bulkhead_acquired_total": 3} {
+		if got := r.value(name, attrs); got != int64(want) {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	if got := r.value("bulkhead_rejected_total", map[string]string{"bulkhead": "payments", "code": "RB_ERR_AT_CAPACITY"}); got != int64(refused) || refused != 3 {
+		t.Errorf("rejected %d, callers saw %d", got, refused)
+	}
+	b.Release(p3)
+}
+
+// The breakers' gauges equal State and Counts; transitions are counted.
+func TestBreakersEqualTheirNumbers(t *testing.T) {
+	mp, reader := newProvider()
+	onChange, err := gotel.BreakerTransitions(mp, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := breaker.New(breaker.Settings{Name: "db", OnStateChange: onChange,
+		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 }})
+	ok, _ := breaker.New(breaker.Settings{Name: "cache"})
+	reg, err := gotel.ObserveBreakers(mp, "", cb, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	fail := func() (int, error) { return 0, errors.New("down") }
+	breaker.Execute(ok, func() (int, error) { return 1, nil })
+	breaker.Execute(ok, fail)
+	breaker.Execute(cb, fail)
+	r := collect(t, reader)
+	for _, b := range []*breaker.CircuitBreaker{cb, ok} {
+		attrs := map[string]string{"breaker": b.Name()}
+		n := b.Counts()
+		for name, want := range map[string]uint64{"breaker_state": uint64(b.State()), "breaker_requests": n.Requests,
+			"breaker_successes": n.TotalSuccesses, "breaker_failures": n.TotalFailures, "breaker_consecutive_failures": n.ConsecutiveFailures} {
+			if got := r.value(name, attrs); uint64(got) != want {
+				t.Errorf("%s{%s} = %d, want %d", name, b.Name(), got, want)
+			}
+		}
+	}
+	breaker.Execute(cb, fail) // opens
+	r = collect(t, reader)
+	if got := r.value("breaker_state", map[string]string{"breaker": "db"}); got != int64(breaker.StateOpen) {
+		t.Errorf("state %d, want open", got)
+	}
+	if got := r.value("breaker_transitions_total", map[string]string{"breaker": "db", "from": "closed", "to": "open"}); got != 1 {
+		t.Errorf("transitions %d, want 1", got)
+	}
+	if _, err := gotel.ObserveBreakers(mp, "", nil); err == nil {
+		t.Error("a nil breaker was accepted")
+	}
+}

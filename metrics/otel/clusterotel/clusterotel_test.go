@@ -1,0 +1,69 @@
+package clusterotel_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/metrics/otel/clusterotel"
+)
+
+type source struct{ s redislimit.Stats }
+
+func (s *source) Stats() redislimit.Stats { return s.s }
+
+// Each instrument equals its field of Stats, under clusterprom's names.
+func TestObserveEqualsStats(t *testing.T) {
+	src := &source{redislimit.Stats{Mode: redislimit.ModeUp, Policy: redislimit.FailClosed,
+		RoundTrips: 1, Acquired: 2, Fallbacks: 3, Rejected: 4, Refills: 5, RefillsDenied: 6, Returned: 7,
+		Renewals: 8, LeasesLost: 9, TasksCancelled: 10, Outages: 11, Leases: 12, PermitsLeased: 13, PermitsInUse: 14}}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg, err := clusterotel.Observe(mp, src, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	want := map[string]int64{"round_trips_total": 1, "permits_acquired_total": 2, "fallbacks_total": 3, "rejected_total": 4,
+		"refills_total": 5, "refills_denied_total": 6, "permits_returned_total": 7, "renewals_total": 8,
+		"leases_lost_total": 9, "tasks_cancelled_total": 10, "outages_total": 11, "leases": 12, "permits_leased": 13,
+		"permits_in_use": 14, "up": 1}
+	check := func() {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, m := range rm.ScopeMetrics[0].Metrics {
+			var pts []metricdata.DataPoint[int64]
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				pts = d.DataPoints
+			case metricdata.Gauge[int64]:
+				pts = d.DataPoints
+			}
+			name := m.Name[len("app_cluster_"):]
+			w, ok := want[name]
+			if !ok || len(pts) != 1 || pts[0].Value != w {
+				t.Errorf("%s: %+v, want %d", m.Name, pts, w)
+				continue
+			}
+			if name == "up" {
+				if p, _ := pts[0].Attributes.Value(attribute.Key("policy")); p.AsString() != src.s.Policy.String() {
+					t.Errorf("up's policy %q", p.AsString())
+				}
+			}
+			seen++
+		}
+		if seen != len(want) {
+			t.Errorf("%d instruments, want %d", seen, len(want))
+		}
+	}
+	check()
+	src.s.Mode, want["up"] = redislimit.ModeDown, 0
+	check()
+}

@@ -1,0 +1,239 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// ScopeName is the instrumentation scope of every meter this package makes.
+const ScopeName = "github.com/groupexec/groupexec/metrics/otel"
+
+// OtherGroup is the group attribute of every group without series of its
+// own.
+const OtherGroup = "_other"
+
+// DefaultMaxGroups is how many groups get series of their own when
+// Options.Labelled is nil.
+const DefaultMaxGroups = 100
+
+// DefaultBuckets are the histograms' bucket bounds, in seconds: Prometheus's
+// default buckets, so that both exporters give the same histograms.
+var DefaultBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Options configure a Collector. The zero value is valid.
+type Options struct {
+	// Namespace, when set, prefixes every instrument name ("myapp" gives
+	// myapp_queue_depth).
+	Namespace string
+	// Labelled reports whether group gets series of its own; the others are
+	// summed under OtherGroup. It must be safe for concurrent use, give the
+	// same answer for a group every time, and accept a bounded set. nil
+	// means: the first MaxGroups distinct groups seen.
+	Labelled func(group string) bool
+	// MaxGroups bounds the groups with series of their own when Labelled is
+	// nil. 0 means DefaultMaxGroups; negative is invalid.
+	MaxGroups int
+	// Buckets are the histograms' bucket bounds, in seconds; nil means
+	// DefaultBuckets.
+	Buckets []float64
+}
+
+// Collector is an executor.Listener that counts outcomes and times tasks as
+// they happen, and reads the executor's Stats and GroupStats for the
+// observable gauges when the reader collects. It is safe for concurrent use.
+// Create it with New.
+type Collector struct {
+	groups *groups
+	ex     atomic.Pointer[executor.Executor]
+	reg    metric.Registration
+
+	rejected, completed metric.Int64Counter
+	queued, run         metric.Float64Histogram
+
+	queueDepth, running, groupCount, globalMax          metric.Int64ObservableGauge
+	groupRunning, groupWaiting, groupMaxIn, groupMaxCon metric.Int64ObservableGauge
+	groupBreaker                                        metric.Int64ObservableGauge
+}
+
+var _ executor.Listener = (*Collector)(nil)
+
+// New returns a Collector whose instruments come from mp's meter ScopeName.
+// Pass it to executor.WithListener, then call Observe with the executor. It
+// fails if an option is invalid or the provider refuses an instrument.
+func New(mp metric.MeterProvider, o Options) (*Collector, error) {
+	if mp == nil {
+		return nil, errors.New("otel: New: nil MeterProvider")
+	}
+	if o.MaxGroups < 0 {
+		return nil, errors.New("otel: Options.MaxGroups must be >= 0")
+	}
+	maxGroups := o.MaxGroups
+	if maxGroups == 0 {
+		maxGroups = DefaultMaxGroups
+	}
+	buckets := o.Buckets
+	if buckets == nil {
+		buckets = DefaultBuckets
+	}
+	c := &Collector{groups: newGroups(o.Labelled, maxGroups)}
+	m := mp.Meter(ScopeName)
+	in := instruments{m: m, ns: o.Namespace}
+	c.rejected = in.counter("group_rejected_total", "Tasks refused, by group and the limit that refused them.")
+	c.completed = in.counter("group_completed_total", "Tasks completed, by group and status (success, failed, cancelled).")
+	c.queued = in.histogram("group_queued_seconds", "Time from submit to start of the tasks that started.", buckets)
+	c.run = in.histogram("group_run_seconds", "Time the tasks ran.", buckets)
+	c.queueDepth = in.gauge("queue_depth", "Tasks waiting to start.", "{task}")
+	c.running = in.gauge("executor_running_permits", "Permits running across all groups.", "{permit}")
+	c.groupCount = in.gauge("executor_groups", "Groups whose state the executor keeps (busy, idle or shut down).", "{group}")
+	c.globalMax = in.gauge("executor_global_max_in_flight", "The global in-flight limit, in permits.", "{permit}")
+	c.groupRunning = in.gauge("group_running_tasks", "Tasks running, by group.", "{task}")
+	c.groupWaiting = in.gauge("group_waiting_tasks", "Tasks waiting, by group.", "{task}")
+	c.groupMaxIn = in.gauge("group_max_in_flight", "The group's in-flight limit (its bulkhead), in permits.", "{permit}")
+	c.groupMaxCon = in.gauge("group_max_concurrency", "The group's concurrency limit, in permits.", "{permit}")
+	c.groupBreaker = in.gauge("group_breaker_state", "The group's circuit breaker: 0 closed, 1 open, 2 half-open.", "")
+	if in.err != nil {
+		return nil, in.err
+	}
+	reg, err := m.RegisterCallback(c.observe, c.queueDepth, c.running, c.groupCount, c.globalMax,
+		c.groupRunning, c.groupWaiting, c.groupMaxIn, c.groupMaxCon, c.groupBreaker)
+	if err != nil {
+		return nil, err
+	}
+	c.reg = reg
+	return c, nil
+}
+
+// Observe sets the executor whose Stats the gauges read. Until it is
+// called, only the listener's counters and histograms have values.
+func (c *Collector) Observe(ex *executor.Executor) { c.ex.Store(ex) }
+
+// Unregister stops the gauges' callback, for a Collector no longer used.
+func (c *Collector) Unregister() error { return c.reg.Unregister() }
+
+// OnSubmitted does nothing: the level of submitted work is read from Stats.
+func (c *Collector) OnSubmitted(executor.Event) {}
+
+// OnStarted records how long the task waited.
+func (c *Collector) OnStarted(e executor.Event) {
+	c.queued.Record(context.Background(), e.Queued.Seconds(), c.groups.of(e.Group).group)
+}
+
+// OnCompleted counts the outcome and records how long the task ran.
+func (c *Collector) OnCompleted(e executor.Event) {
+	s := c.groups.of(e.Group)
+	var i int
+	switch e.Status {
+	case executor.Success:
+		i = 0
+	case executor.Failed:
+		i = 1
+	case executor.Cancelled:
+		i = 2
+	default:
+		return
+	}
+	c.completed.Add(context.Background(), 1, s.completed[i])
+	if e.Duration > 0 || e.Status != executor.Cancelled { // a task cancelled while it waited never ran
+		c.run.Record(context.Background(), e.Duration.Seconds(), s.group)
+	}
+}
+
+// OnRejected counts the refusal under the limit that made it.
+func (c *Collector) OnRejected(e executor.Event) {
+	c.rejected.Add(context.Background(), 1, c.groups.of(e.Group).rejectedBy(LimitLabel(e.Err)))
+}
+
+// LimitLabel names, as an attribute value, the limit that refused a task
+// with err: executor.Limit with spaces as underscores ("group_in-flight"), or
+// "other"; the same values as metrics/prom's LimitLabel.
+func LimitLabel(err error) string {
+	var re *executor.RejectedError
+	if errors.As(err, &re) && re.Limit != "" {
+		return strings.ReplaceAll(string(re.Limit), " ", "_")
+	}
+	return "other"
+}
+
+var globalQueue = metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", "global")))
+
+// observe reports the levels and limits: each labelled group's GroupStats,
+// and the remainder of Stats under OtherGroup.
+func (c *Collector) observe(_ context.Context, o metric.Observer) error {
+	ex := c.ex.Load()
+	if ex == nil {
+		return nil
+	}
+	s := ex.Stats()
+	o.ObserveInt64(c.queueDepth, int64(s.Waiting), globalQueue)
+	o.ObserveInt64(c.running, int64(s.Running))
+	o.ObserveInt64(c.groupCount, int64(s.Groups))
+	o.ObserveInt64(c.globalMax, int64(s.GlobalMaxInFlight))
+	running, waiting := s.RunningTasks, s.Waiting
+	for g, sr := range c.groups.labelledGroups() {
+		gs, ok := ex.GroupStats(g)
+		o.ObserveInt64(c.groupRunning, int64(gs.RunningTasks), sr.group)
+		o.ObserveInt64(c.groupWaiting, int64(gs.Waiting), sr.group)
+		if ok { // a reclaimed group has no limits of its own to show
+			o.ObserveInt64(c.groupMaxIn, int64(gs.MaxInFlight), sr.group)
+			o.ObserveInt64(c.groupMaxCon, int64(gs.MaxConcurrency), sr.group)
+			o.ObserveInt64(c.groupBreaker, int64(gs.Breaker), sr.group)
+		}
+		running -= gs.RunningTasks
+		waiting -= gs.Waiting
+	}
+	// The snapshots are taken one after another, so the remainder can be
+	// off by what changed between them; never below zero.
+	o.ObserveInt64(c.groupRunning, int64(max(running, 0)), c.groups.other.group)
+	o.ObserveInt64(c.groupWaiting, int64(max(waiting, 0)), c.groups.other.group)
+	return nil
+}
+
+// instruments makes instruments with a name prefix, keeping the first error.
+type instruments struct {
+	m   metric.Meter
+	ns  string
+	err error
+}
+
+func (in *instruments) name(n string) string {
+	if in.ns == "" {
+		return n
+	}
+	return in.ns + "_" + n
+}
+
+func (in *instruments) keep(err error) {
+	if in.err == nil && err != nil {
+		in.err = err
+	}
+}
+
+func (in *instruments) counter(name, desc string) metric.Int64Counter {
+	return in.counterUnit(name, desc, "{task}")
+}
+
+func (in *instruments) counterUnit(name, desc, unit string) metric.Int64Counter {
+	c, err := in.m.Int64Counter(in.name(name), metric.WithDescription(desc), metric.WithUnit(unit))
+	in.keep(err)
+	return c
+}
+
+func (in *instruments) histogram(name, desc string, buckets []float64) metric.Float64Histogram {
+	h, err := in.m.Float64Histogram(in.name(name), metric.WithDescription(desc), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(buckets...))
+	in.keep(err)
+	return h
+}
+
+func (in *instruments) gauge(name, desc, unit string) metric.Int64ObservableGauge {
+	g, err := in.m.Int64ObservableGauge(in.name(name), metric.WithDescription(desc), metric.WithUnit(unit))
+	in.keep(err)
+	return g
+}

@@ -1,0 +1,43 @@
+// Package otel exports groupexec's numbers as OpenTelemetry instruments, from
+// a metric.MeterProvider the program passes: the executor's (Collector), a
+// bulkhead's (Bulkhead) and circuit breakers' (ObserveBreakers). Package
+// clusterotel does the same for a cluster limiter.
+//
+//	c, err := otel.New(provider, otel.Options{})
+//	ex, _ := executor.New(p, executor.WithListener(c))
+//	c.Observe(ex)
+//
+// Names and meanings are those of metrics/prom where both exist, so that
+// dashboards work with either exporter; attributes are prom's labels (group,
+// limit, status, queue). Counters count events as the listener sees them;
+// observable gauges read Stats, GroupStats or the bulkhead and breaker
+// accessors when the reader collects.
+//
+// Executor instruments (Options.Namespace prefixes them):
+//
+//	queue_depth{queue="global"}              tasks waiting, all groups
+//	executor_running_permits                 permits running, all groups
+//	executor_groups                          groups whose state is kept
+//	executor_global_max_in_flight            the global in-flight limit
+//	group_running_tasks{group}               tasks running
+//	group_waiting_tasks{group}               tasks waiting
+//	group_max_in_flight{group}               the group's in-flight limit (bulkhead)
+//	group_max_concurrency{group}             the group's concurrency limit
+//	group_breaker_state{group}               0 closed, 1 open, 2 half-open
+//	group_rejected_total{group,limit}        tasks refused, by the limit that refused them
+//	group_completed_total{group,status}      tasks completed: success, failed, cancelled
+//	group_queued_seconds{group}              time from submit to start (histogram)
+//	group_run_seconds{group}                 time tasks ran (histogram)
+//
+// Group keys are often chosen by clients, and every distinct attribute value
+// is a series kept by the SDK for the life of the process, so, as in prom,
+// only the groups Options.Labelled accepts get series of their own (by
+// default the first Options.MaxGroups seen); the others are summed under
+// OtherGroup. The levels and limits are exported for the labelled groups
+// only.
+//
+// It lives in a package of its own so that the core packages never import
+// OpenTelemetry: only programs that use it compile it. The package is named
+// otel like its directory; import it under another name beside
+// go.opentelemetry.io/otel.
+package otel
