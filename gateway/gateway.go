@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -218,55 +219,39 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx = context.WithValue(ctx, exchangeKey{}, x) // for proxyError
-	h, err := executor.Submit(g.ex, ctx, executor.Task[struct{}]{
-		Group: group,
-		Fn:    func(tctx context.Context) (struct{}, error) { return struct{}{}, g.forward(tctx, x, r) },
-	})
-	if err == nil {
-		// Wait for the task whatever happens to the client: the proxy may be
-		// writing to w, which must not outlive this call. Cancelling ctx
-		// (client gone, deadline, abort) ends the task promptly.
-		<-h.Done()
-		res, _ := h.Result()
-		// Only a failed task is looked at: errors.As makes pe escape, a heap
-		// allocation on every request otherwise.
-		if pe := panicError(res.Err); pe != nil {
-			if pe.Value == http.ErrAbortHandler {
-				// The proxy aborts a response it could not finish copying;
-				// only the server, by this panic, can cut the connection so
-				// the client sees the response is incomplete.
-				g.log.Debug("response cut short", "tenant", tenant)
-				panic(http.ErrAbortHandler)
-			}
-			g.log.Error("proxy panicked", "tenant", tenant, "panic", pe.Value, "stack", string(pe.Stack))
-		}
-		if x.status != 0 {
-			return // the task ran and answered
-		}
-		if res.Status == executor.Failed {
-			g.refuse(x, http.StatusBadGateway, "backend_error", "the gateway failed to proxy the request", tenant, 0)
-			return
-		}
-		err = res.Err
+	// Do runs forward in this goroutine once the request is admitted, and
+	// re-raises its panics after releasing its permits: the proxy's
+	// http.ErrAbortHandler, for a response it could not finish copying,
+	// reaches the server, which alone can cut the connection so that the
+	// client sees the response is incomplete.
+	err = g.ex.Do(ctx, group, func(tctx context.Context) error { return g.forward(tctx, x, r) })
+	if x.status != 0 {
+		return // forward ran and answered
+	}
+	if errors.Is(err, errProxyPanic) {
+		g.refuse(x, http.StatusBadGateway, "backend_error", "the gateway failed to proxy the request", tenant, 0)
+		return
 	}
 	g.notRun(x, ctx, tenant, err)
 }
 
-// panicError returns the panic err carries, or nil.
-func panicError(err error) *executor.PanicError {
-	if err == nil {
-		return nil
-	}
-	var pe *executor.PanicError
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return nil
-}
+// errProxyPanic is forward's error when the proxy panicked with anything but
+// http.ErrAbortHandler.
+var errProxyPanic = errors.New("gateway: the proxy panicked")
 
 // forward runs as the request's task: it proxies r and returns an error for
 // the outcomes that count against the tenant's breaker.
-func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) error {
+func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				g.log.Debug("response cut short", "tenant", x.tenant)
+				panic(v)
+			}
+			g.log.Error("proxy panicked", "tenant", x.tenant, "panic", v, "stack", string(debug.Stack()))
+			err = errProxyPanic
+		}
+	}()
 	g.proxy.ServeHTTP(x, r.WithContext(ctx))
 	if x.answered {
 		return x.verdict
