@@ -154,7 +154,9 @@ type exchange struct {
 }
 
 func (x *exchange) WriteHeader(code int) {
-	if x.status == 0 {
+	// An informational answer (the backend's 100 Continue, a 103) is not
+	// the request's status; 101 Switching Protocols is final.
+	if x.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		x.status = code
 	}
 	x.ResponseWriter.WriteHeader(code)

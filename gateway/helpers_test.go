@@ -266,3 +266,6 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 	resp, body := do(t, c, http.MethodGet, url, "", nil)
 	return resp.StatusCode, strings.TrimSpace(body)
 }
+
+// Metric names the tests read.
+const requestsTotal = "gateway_requests_total"
