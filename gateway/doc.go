@@ -10,16 +10,25 @@
 //
 // A request's tenant is read from a header, the host or a path prefix
 // (config.Tenant); a request without one goes to the default group. The
-// request then runs as an executor task in its tenant's group, under the
-// limits, share and circuit breaker the config gives that tenant. What the
-// client sees:
+// request's body is then received whole (body.max_bytes; in memory up to
+// body.buffer_bytes, in a temporary file beyond), and only then is the
+// request admitted, with executor.Do, in its tenant's group, under the
+// limits and share the config gives that tenant. The backend's answer is
+// kept (up to response.buffer_bytes) and the slot released before the
+// client is sent it; a longer answer is streamed, holding the slot until
+// the client has it. So a slot is held only while a backend works: a slow
+// client costs a connection and memory, never capacity. What the client
+// sees:
 //
 //   - 429 with Retry-After and a JSON body naming the limit, when the
 //     executor refuses the request (a full bulkhead or queue, a queue timeout);
 //   - 503 when the tenant's breaker is open or the gateway is draining;
 //   - 502 when the backend fails, 504 when it misses the request's deadline;
-//   - 413 for a body over the cap (streamed, or decoded from gzip), 431 for
-//     headers over the cap, 400 for an invalid tenant key.
+//   - 413 for a body over the cap (as received, or decoded), 415 for a
+//     Content-Encoding other than gzip, x-gzip, deflate and identity, 408
+//     for a body not received within timeouts.read, 400 for a body that did
+//     not arrive whole or does not decode, 431 for headers over the cap,
+//     400 for an invalid tenant key.
 //
 // Every request has one deadline, timeouts.upstream from its arrival: time in
 // the queue, every try and every backoff fit inside it. Requests with an

@@ -269,3 +269,4 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 
 // Metric names the tests read.
 const requestsTotal = "gateway_requests_total"
+const inGatewayGauge = "gateway_requests_in_flight"

@@ -15,6 +15,7 @@ type metrics struct {
 	aborted    *prometheus.CounterVec   // tasks_aborted_total{kind}
 	ioTimeouts *prometheus.CounterVec   // io_timeouts_total{op}
 	retries    *prometheus.CounterVec   // backoff_retries_total{op}
+	rejected   *prometheus.CounterVec   // rejected_total{reason}
 	requests   *prometheus.CounterVec   // gateway_requests_total{tenant,code}
 	latency    *prometheus.HistogramVec // gateway_request_duration_seconds{tenant}
 }
@@ -23,7 +24,7 @@ type metrics struct {
 // requests: the gateway has one endpoint, and paths are client-chosen.
 const endpointProxy = "proxy"
 
-func newMetrics(exec *prom.Collector, degraded func() bool) *metrics {
+func newMetrics(exec *prom.Collector, degraded func() bool, inGateway func() int) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		busy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "busy_rejections_total",
@@ -34,6 +35,8 @@ func newMetrics(exec *prom.Collector, degraded func() bool) *metrics {
 			Help: "Timeouts: read (client body), connect (backend dial), upstream (backend past the request deadline)."}, []string{"op"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "backoff_retries_total",
 			Help: "Retries of idempotent requests after a transport error."}, []string{"op"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rejected_total",
+			Help: "Requests the gateway refused for what the client sent, by reason."}, []string{"reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_requests_total",
 			Help: "Requests answered, by tenant (configured tenants, the default and overflow groups, else _other) and status code."},
 			[]string{"tenant", "code"}),
@@ -48,7 +51,7 @@ func newMetrics(exec *prom.Collector, degraded func() bool) *metrics {
 		m.ioTimeouts.WithLabelValues(op)
 	}
 	m.retries.WithLabelValues("upstream")
-	m.reg.MustRegister(exec, m.busy, m.aborted, m.ioTimeouts, m.retries, m.requests, m.latency,
+	m.reg.MustRegister(exec, m.busy, m.aborted, m.ioTimeouts, m.retries, m.rejected, m.requests, m.latency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_degraded",
 			Help: "1 while the gateway is draining or cannot reach any backend, else 0."},
 			func() float64 {
@@ -57,6 +60,9 @@ func newMetrics(exec *prom.Collector, degraded func() bool) *metrics {
 				}
 				return 0
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_requests_in_flight",
+			Help: "Requests in the gateway: being received, waiting, running or being answered."},
+			func() float64 { return float64(inGateway()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -33,6 +33,10 @@ func (g *Gateway) ProxyServer() *http.Server {
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    g.cfg.MaxHeaderBytes,
 		ErrorLog:          errLogger(g),
+		// Every request's context derives from the abort context, so that
+		// the drain deadline cancels them all without a registration per
+		// request.
+		BaseContext: func(net.Listener) context.Context { return g.baseCtx },
 	}
 }
 

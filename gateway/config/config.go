@@ -17,6 +17,7 @@ type Config struct {
 	Breaker  Breaker                 `yaml:"breaker"`
 	Timeouts Timeouts                `yaml:"timeouts"`
 	Body     Body                    `yaml:"body"`
+	Response Response                `yaml:"response"`
 
 	// MaxHeaderBytes caps the request line and headers (net/http answers 431
 	// beyond it). Default DefaultMaxHeaderBytes.
@@ -88,11 +89,20 @@ type Timeouts struct {
 	Upstream time.Duration `yaml:"upstream"`
 }
 
-// Body caps request bodies.
+// Body caps request bodies. A body is received whole before its request is
+// admitted: in memory up to BufferBytes, in a file in SpoolDir beyond.
 type Body struct {
-	MaxBytes        int64 `yaml:"max_bytes"`         // as received; default 1 MiB
-	MaxDecodedBytes int64 `yaml:"max_decoded_bytes"` // a gzip body once decoded; default 8 MiB
-	MaxRatio        int64 `yaml:"max_ratio"`         // decoded:received bytes of a gzip body; default 10
+	MaxBytes        int64  `yaml:"max_bytes"`         // as received; default 1 MiB
+	MaxDecodedBytes int64  `yaml:"max_decoded_bytes"` // a coded body once decoded; default 8 MiB
+	MaxRatio        int64  `yaml:"max_ratio"`         // decoded:received bytes of a coded body; default 10
+	BufferBytes     int64  `yaml:"buffer_bytes"`      // kept in memory; default 64 KiB
+	SpoolDir        string `yaml:"spool_dir"`         // default: the system's temporary directory
+}
+
+// Response says how much of a backend's answer is kept in memory, so that
+// the request's slot is released before a slow client has read it.
+type Response struct {
+	BufferBytes int `yaml:"buffer_bytes"` // default 64 KiB; longer answers are streamed
 }
 
 // Defaults for omitted keys.
@@ -107,6 +117,8 @@ const (
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDecodedBytes   = 8 << 20
 	DefaultMaxRatio          = 10
+	DefaultBodyBufferBytes   = 64 << 10
+	DefaultResponseBuffer    = 64 << 10
 	DefaultBreakerFailures   = 5
 	DefaultBreakerTimeout    = 30 * time.Second
 	DefaultBreakerProbes     = 1
@@ -136,6 +148,8 @@ func (c *Config) setDefaults() {
 	setZero(&c.Body.MaxBytes, DefaultMaxBodyBytes)
 	setZero(&c.Body.MaxDecodedBytes, DefaultMaxDecodedBytes)
 	setZero(&c.Body.MaxRatio, DefaultMaxRatio)
+	setZero(&c.Body.BufferBytes, DefaultBodyBufferBytes)
+	setZero(&c.Response.BufferBytes, DefaultResponseBuffer)
 	setZero(&c.Breaker.ConsecutiveFailures, DefaultBreakerFailures)
 	setZero(&c.Breaker.Timeout, DefaultBreakerTimeout)
 	setZero(&c.Breaker.MaxRequests, DefaultBreakerProbes)
