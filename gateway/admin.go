@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,10 +21,11 @@ const probeTTL = time.Second
 // probeTimeout bounds one probe's dial.
 const probeTimeout = time.Second
 
-// health answers whether the gateway can serve: not draining, and at least
-// one backend accepting TCP connections.
+// health answers whether the gateway can serve: not draining, at least one
+// backend accepting TCP connections, and not every backend's breaker open.
 type health struct {
 	addrs    []string
+	breakers []*backendBreaker
 	inflight *tracker
 
 	mu      sync.Mutex
@@ -30,8 +33,8 @@ type health struct {
 	up      bool
 }
 
-func newHealth(backends []*url.URL, t *tracker) *health {
-	h := &health{inflight: t}
+func newHealth(backends []*url.URL, breakers []*backendBreaker, t *tracker) *health {
+	h := &health{inflight: t, breakers: breakers}
 	for _, b := range backends {
 		port := b.Port()
 		if port == "" {
@@ -50,7 +53,22 @@ func (h *health) ready(ctx context.Context) string {
 	if !h.backendUp(ctx) {
 		return "no backend reachable"
 	}
+	if len(h.breakers) > 0 && len(h.open()) == len(h.breakers) {
+		return "every backend's breaker is open"
+	}
 	return ""
+}
+
+// open lists the backends whose breakers are open, with how long each
+// stays open.
+func (h *health) open() []string {
+	var open []string
+	for _, b := range h.breakers {
+		if d := b.openFor(); d > 0 {
+			open = append(open, fmt.Sprintf("%s (for %v)", b.name, d.Round(time.Millisecond)))
+		}
+	}
+	return open
 }
 
 func (h *health) degraded() bool { return h.ready(context.Background()) != "" }
@@ -79,8 +97,9 @@ func (h *health) backendUp(ctx context.Context) bool {
 }
 
 // AdminHandler serves /metrics (Prometheus), /healthz (the process is up)
-// and /readyz (503 while draining or while no backend is reachable). Serve
-// runs it on the admin address, off the proxy port.
+// and /readyz (503 while draining, while no backend is reachable, or while
+// every backend's breaker is open; each open breaker is listed in the body,
+// one a line). Serve runs it on the admin address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: errLogger(g)}))
@@ -88,11 +107,17 @@ func (g *Gateway) AdminHandler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if why := g.health.ready(r.Context()); why != "" {
-			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
-			return
+		why := g.health.ready(r.Context())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %s\n", why)
+		} else {
+			io.WriteString(w, "ready\n")
 		}
-		w.Write([]byte("ready\n"))
+		for _, o := range g.health.open() {
+			fmt.Fprintf(w, "breaker open: %s\n", o)
+		}
 	})
 	return mux
 }

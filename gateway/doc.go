@@ -8,8 +8,11 @@
 //	defer gw.Close()
 //	err := gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
 //
-// A request's tenant is read from a header, the host or a path prefix
-// (config.Tenant); a request without one goes to the default group. The
+// A request's tenant is read from a header, the host or a path prefix,
+// honoured only from tenant.trusted_proxies when that is set, or from a
+// verified client certificate or bearer token (config.Tenant); a request
+// without one goes to the default group, and the backend is told the tenant
+// the gateway used (tenant.header). The
 // request's body is then received whole (body.max_bytes; in memory up to
 // body.buffer_bytes, in a temporary file beyond), and only then is the
 // request admitted, with executor.Do, in its tenant's group, under the
@@ -22,7 +25,12 @@
 //
 //   - 429 with Retry-After and a JSON body naming the limit, when the
 //     executor refuses the request (a full bulkhead or queue, a queue timeout);
-//   - 503 when the tenant's breaker is open or the gateway is draining;
+//   - 503 with Retry-After when every backend's circuit breaker is open
+//     (or the tenant's, with breaker.per: tenant) or the gateway is
+//     draining; a backend whose breaker is open is skipped while others
+//     serve, and its open time backs off from breaker.timeout to
+//     breaker.max_timeout while its probes fail;
+//   - 401 for a refused bearer token;
 //   - 502 when the backend fails, 504 when it misses the request's deadline;
 //   - 413 for a body over the cap (as received, or decoded), 415 for a
 //     Content-Encoding other than gzip, x-gzip, deflate and identity, 408

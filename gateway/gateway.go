@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
 	"github.com/groupexec/groupexec/metrics/prom"
@@ -30,8 +31,10 @@ type Gateway struct {
 	conns     conns
 	backends  []*url.URL
 	log       *slog.Logger
+	clk       clock.Clock
 	health    *health
 	inflight  tracker
+	breakers  []*backendBreaker // one per backend, nil unless breaker.per is backend
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.
@@ -50,9 +53,13 @@ type Option func(*Gateway)
 // slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
 
+// WithClock sets the clock the rate limits, breakers, bearer tokens and the
+// drain delay read. Tests pass a *clock.Fake. Default: clock.Real.
+func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
+
 // New builds a Gateway from a parsed config.
 func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
-	g := &Gateway{cfg: cfg, log: slog.Default(), groups: newGroups(cfg)}
+	g := &Gateway{cfg: cfg, log: slog.Default(), clk: clock.Real, groups: newGroups(cfg)}
 	for _, o := range opts {
 		o(g)
 	}
@@ -77,18 +84,30 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		// than tenants may be live: random keys cannot grow the executor.
 		executor.WithMaxIdleGroups(min(cfg.Tenant.MaxGroups, executor.DefaultMaxIdleGroups)),
 	}
-	if bs, on := cfg.BreakerSettings(); on {
+	if bs, on := cfg.BreakerSettings(); on && cfg.Breaker.Per == config.PerTenant {
+		bs.Clock = g.clk
 		bs.OnStateChange = func(group string, from, to breaker.State) {
 			g.log.Warn("tenant breaker", "tenant", group, "from", from.String(), "to", to.String())
 		}
 		exOpts = append(exOpts, executor.WithGroupBreaker(bs))
+	}
+	if cfg.Breaker.On() && cfg.Breaker.Per == config.PerBackend {
+		for _, b := range cfg.Backends {
+			bb, err := newBackendBreaker(b, cfg.Breaker, g.clk, func(name string, from, to breaker.State) {
+				g.log.Warn("backend breaker", "backend", name, "from", from.String(), "to", to.String())
+			})
+			if err != nil {
+				return nil, err
+			}
+			g.breakers = append(g.breakers, bb)
+		}
 	}
 	g.ex, err = executor.New(pol, exOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	collector.Observe(g.ex)
-	g.health = newHealth(g.backends, &g.inflight)
+	g.health = newHealth(g.backends, g.breakers, &g.inflight)
 	g.m = newMetrics(collector, g.health.degraded, g.inflight.count)
 	g.abortCtx, g.abort = context.WithCancelCause(context.Background())
 	g.baseCtx = context.WithValue(g.abortCtx, servedKey{}, true)
@@ -100,7 +119,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetXForwarded() }, // the transport picks the backend
-		Transport: &transport{base: g.transport, backends: g.backends,
+		Transport: &transport{base: g.transport, backends: g.backends, breakers: g.breakers,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
 		ErrorHandler: g.proxyError,
 		ErrorLog:     errLog,

@@ -78,14 +78,26 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// from the moment the answer is sent.
 	_ = rc.SetWriteDeadline(start.Add(cfg.Timeouts.Read + cfg.Timeouts.Upstream + cfg.Timeouts.Write))
 
-	key, err := ExtractTenant(cfg.Tenant, r)
+	key, err := extractTenant(&cfg.Tenant, r, g.clk.Now())
 	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
+			g.m.rejected.WithLabelValues("unauthenticated").Inc()
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			g.refuse(w, x, http.StatusUnauthorized, "unauthenticated", err.Error(), 0)
+			return
+		}
+		g.m.rejected.WithLabelValues("invalid-tenant").Inc()
 		g.refuse(w, x, http.StatusBadRequest, "invalid_tenant", err.Error(), 0)
 		return
 	}
 	tenant := x.group
 	if key != "" {
 		tenant = key
+	}
+	// The backend is told the tenant the gateway admitted the request as,
+	// whatever the client claimed.
+	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
+		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
 	x.group = g.groups.acquire(tenant) // metrics and answers name the group actually used
 	defer g.groups.release(x.group)
@@ -198,7 +210,11 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	ctx := r.Context()
 	var ne net.Error
 	var oe *net.OpError
+	var open *openError
 	switch {
+	case errors.As(err, &open):
+		x.verdict = context.Canceled // the backends' breakers have counted already
+		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
 	case errors.Is(context.Cause(ctx), ErrAborted):
 		x.verdict = context.Canceled // says nothing of the backend
 		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)

@@ -34,14 +34,14 @@ type running struct {
 
 // start parses yaml (with %s replaced by backend), starts the gateway and
 // stops it at the end of the test.
-func start(t *testing.T, backend, yaml string) *running {
+func start(t *testing.T, backend, yaml string, opts ...gateway.Option) *running {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(yaml, backend)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
+	gw, err := gateway.New(cfg, append([]gateway.Option{gateway.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -69,6 +70,11 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 // final metrics can still be scraped during the drain.
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
+	if tc := g.cfg.ServerTLS(); tc != nil {
+		tc.NextProtos = []string{"h2", "http/1.1"}
+		proxy.TLSConfig = tc
+		proxyLn = tls.NewListener(proxyLn, tc)
+	}
 	admin := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLogger(g)}
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()

@@ -3,8 +3,10 @@ package gateway
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/groupexec/groupexec/gateway/config"
 )
@@ -15,25 +17,52 @@ import (
 const OverflowGroup = "_overflow"
 
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
-// when r carries none, or an error matching ErrInvalidTenant when the key it
-// carries breaks config.ValidTenant.
-func ExtractTenant(t config.Tenant, r *http.Request) (string, error) {
+// when r carries none (or names one from an address t does not trust), an
+// error matching ErrInvalidTenant when the key breaks config.ValidTenant,
+// or one matching ErrUnauthenticated when its bearer token is refused.
+func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
+	return extractTenant(t, r, time.Now())
+}
+
+// extractTenant is ExtractTenant with the time bearer tokens are checked at.
+func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, error) {
 	var key string
 	switch t.From {
-	case config.FromHost:
-		key = r.Host
-		if h, _, err := net.SplitHostPort(key); err == nil {
-			key = h
+	case config.FromClientCert:
+		// The handshake required and verified the certificate.
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+			return "", tokenError("no verified client certificate")
 		}
-		key = strings.ToLower(strings.Trim(key, "[]"))
-	case config.FromPath:
-		rest, ok := strings.CutPrefix(r.URL.Path, t.PathPrefix)
+		key = r.TLS.VerifiedChains[0][0].Subject.CommonName
+	case config.FromBearer:
+		tok, ok := bearerToken(r)
 		if !ok {
 			return "", nil
 		}
-		key, _, _ = strings.Cut(rest, "/")
+		var err error
+		if key, err = verifyToken(&t.Bearer, tok, now); err != nil {
+			return "", err
+		}
 	default:
-		key = strings.TrimSpace(r.Header.Get(t.Header))
+		if len(t.TrustedProxies) > 0 && !t.Trusts(peer(r)) {
+			return "", nil
+		}
+		switch t.From {
+		case config.FromHost:
+			key = r.Host
+			if h, _, err := net.SplitHostPort(key); err == nil {
+				key = h
+			}
+			key = strings.ToLower(strings.Trim(key, "[]"))
+		case config.FromPath:
+			rest, ok := strings.CutPrefix(r.URL.Path, t.PathPrefix)
+			if !ok {
+				return "", nil
+			}
+			key, _, _ = strings.Cut(rest, "/")
+		default:
+			key = strings.TrimSpace(r.Header.Get(t.Header))
+		}
 	}
 	if key == "" {
 		return "", nil
@@ -42,6 +71,16 @@ func ExtractTenant(t config.Tenant, r *http.Request) (string, error) {
 		return "", ErrInvalidTenant
 	}
 	return key, nil
+}
+
+// peer returns the address of r's connection (the zero Addr if unknown,
+// which no prefix contains).
+func peer(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr()
 }
 
 // groups caps how many unconfigured tenants have groups of their own at

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/textproto"
 	"net/url"
 	"sort"
 	"time"
@@ -156,6 +157,7 @@ func (c *Config) checkTenant(ck *checker) {
 	if !validHeaderName(t.Header) {
 		ck.bad("tenant.header", "%q is not a valid header name", t.Header)
 	}
+	t.Header = textproto.CanonicalMIMEHeaderKey(t.Header)
 	if len(t.PathPrefix) == 0 || t.PathPrefix[0] != '/' {
 		ck.bad("tenant.path_prefix", "%q must start with /", t.PathPrefix)
 	}
