@@ -110,9 +110,8 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 		}
 		return bodyErr(src, errBadEncoding)
 	}
-	if len(codings) > 0 {
-		r.Header.Del("Content-Encoding")
-	}
+	// Decoded, or identity only: either way the backend gets it plain.
+	r.Header.Del("Content-Encoding")
 	r.Header.Del("Expect") // the body is here: the backend need not be asked
 	r.ContentLength = sp.size()
 	r.TransferEncoding = nil
