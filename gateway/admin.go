@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +28,7 @@ type health struct {
 	addrs    []string
 	breakers []*backendBreaker
 	inflight *tracker
+	unready  atomic.Bool // set at the start of a drain_delay
 
 	mu      sync.Mutex
 	checked time.Time
@@ -47,7 +49,7 @@ func newHealth(backends []*url.URL, breakers []*backendBreaker, t *tracker) *hea
 
 // ready returns "" when the gateway is ready, else why not.
 func (h *health) ready(ctx context.Context) string {
-	if h.inflight.draining() {
+	if h.unready.Load() || h.inflight.draining() {
 		return "draining"
 	}
 	if !h.backendUp(ctx) {

@@ -62,8 +62,10 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 // ctx ends, then drains, closes the gateway and returns nil. It returns early
 // with an error if a listener fails.
 //
-// The drain, in order: /readyz starts failing and requests still arriving
-// on open connections get 503; the proxy listener closes; in-flight requests
+// The drain, in order: /readyz starts failing, and for drain_delay the
+// gateway goes on serving as usual, so that load balancers stop sending it
+// requests before it stops taking them; then requests still arriving on
+// open connections get 503; the proxy listener closes; in-flight requests
 // have drain_timeout to finish; those still running are cancelled (cause
 // ErrAborted, counted in tasks_aborted_total{kind="request"}) and their
 // connections closed; the executor and the admin server stop last, so the
@@ -98,7 +100,16 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 
 func (g *Gateway) drain(proxy, admin *http.Server) {
 	start := time.Now()
-	idle := g.inflight.close() // readiness fails from here on
+	if d := g.cfg.DrainDelay; d > 0 {
+		// Load balancers see /readyz fail and stop sending requests; those
+		// they send meanwhile are served as usual.
+		delayed := make(chan struct{})
+		g.clk.AfterFunc(d, func() { close(delayed) })
+		g.health.unready.Store(true)
+		g.log.Info("draining: readiness fails, still serving", "drain_delay", d.String())
+		<-delayed
+	}
+	idle := g.inflight.close() // readiness fails from here on, if it did not already
 	g.log.Info("draining", "timeout", g.cfg.DrainTimeout.String())
 	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()
