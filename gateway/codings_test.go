@@ -16,7 +16,7 @@ func TestContentCodingsAreCapped(t *testing.T) {
 	gw := start(t, echo(t), minimal+"body: {max_bytes: 100000, max_decoded_bytes: 50000, max_ratio: 10}\n")
 	c := client(t)
 	bomb := make([]byte, 40000) // zeros: compresses far past the ratio
-	small := make([]byte, 800) // random: incompressible, well within the ratio
+	small := make([]byte, 800)  // random: incompressible, well within the ratio
 	rand.Read(small)
 	deflate := func(b []byte) []byte {
 		var buf bytes.Buffer

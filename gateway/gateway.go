@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -28,7 +29,8 @@ type Gateway struct {
 	m         *metrics
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
-	conns     conns
+	conns     conns                    // to the backends
+	clients   atomic.Pointer[listener] // the proxy's listener, once Serve runs
 	backends  []*url.URL
 	log       *slog.Logger
 	clk       clock.Clock
@@ -108,7 +110,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	collector.Observe(g.ex)
 	g.health = newHealth(g.backends, g.breakers, &g.inflight)
-	g.m = newMetrics(collector, g.health.degraded, g.inflight.count)
+	g.m = newMetrics(collector, g.health.degraded, g.inflight.count, func() int {
+		if l := g.clients.Load(); l != nil {
+			return l.count()
+		}
+		return 0
+	})
 	g.abortCtx, g.abort = context.WithCancelCause(context.Background())
 	g.baseCtx = context.WithValue(g.abortCtx, servedKey{}, true)
 

@@ -16,6 +16,7 @@ type metrics struct {
 	ioTimeouts *prometheus.CounterVec   // io_timeouts_total{op}
 	retries    *prometheus.CounterVec   // backoff_retries_total{op}
 	rejected   *prometheus.CounterVec   // rejected_total{reason}
+	reclaimed  prometheus.Counter       // gateway_connections_reclaimed_total
 	requests   *prometheus.CounterVec   // gateway_requests_total{tenant,code}
 	latency    *prometheus.HistogramVec // gateway_request_duration_seconds{tenant}
 }
@@ -24,7 +25,7 @@ type metrics struct {
 // requests: the gateway has one endpoint, and paths are client-chosen.
 const endpointProxy = "proxy"
 
-func newMetrics(exec *prom.Collector, degraded func() bool, inGateway func() int) *metrics {
+func newMetrics(exec *prom.Collector, degraded func() bool, inGateway, conns func() int) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		busy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "busy_rejections_total",
@@ -37,6 +38,8 @@ func newMetrics(exec *prom.Collector, degraded func() bool, inGateway func() int
 			Help: "Retries of idempotent requests after a transport error."}, []string{"op"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rejected_total",
 			Help: "Requests the gateway refused for what the client sent, by reason."}, []string{"reason"}),
+		reclaimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_connections_reclaimed_total",
+			Help: "Idle client connections closed to make room under max_conns."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_requests_total",
 			Help: "Requests answered, by tenant (configured tenants, the default and overflow groups, else _other) and status code."},
 			[]string{"tenant", "code"}),
@@ -51,7 +54,7 @@ func newMetrics(exec *prom.Collector, degraded func() bool, inGateway func() int
 		m.ioTimeouts.WithLabelValues(op)
 	}
 	m.retries.WithLabelValues("upstream")
-	m.reg.MustRegister(exec, m.busy, m.aborted, m.ioTimeouts, m.retries, m.rejected, m.requests, m.latency,
+	m.reg.MustRegister(exec, m.busy, m.aborted, m.ioTimeouts, m.retries, m.rejected, m.reclaimed, m.requests, m.latency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_degraded",
 			Help: "1 while the gateway is draining or cannot reach any backend, else 0."},
 			func() float64 {
@@ -63,6 +66,9 @@ func newMetrics(exec *prom.Collector, degraded func() bool, inGateway func() int
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_requests_in_flight",
 			Help: "Requests in the gateway: being received, waiting, running or being answered."},
 			func() float64 { return float64(inGateway()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_connections",
+			Help: "Client connections open (max_conns caps them)."},
+			func() float64 { return float64(conns()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -38,6 +38,12 @@ func (g *Gateway) ProxyServer() *http.Server {
 		// the drain deadline cancels them all without a registration per
 		// request.
 		BaseContext: func(net.Listener) context.Context { return g.baseCtx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if c, ok := c.(*conn); ok {
+				return context.WithValue(ctx, connKey{}, c)
+			}
+			return ctx
+		},
 	}
 }
 
@@ -72,6 +78,10 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 // final metrics can still be scraped during the drain.
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
+	ln := newListener(proxyLn, g.cfg.MaxConns, g.m.reclaimed.Inc)
+	g.clients.Store(ln)
+	proxy.ConnState = ln.connState
+	proxyLn = ln
 	if tc := g.cfg.ServerTLS(); tc != nil {
 		tc.NextProtos = []string{"h2", "http/1.1"}
 		proxy.TLSConfig = tc
