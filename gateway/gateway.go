@@ -17,6 +17,7 @@ import (
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
 	"github.com/groupexec/groupexec/metrics/prom"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // Gateway is the admission gateway. It is an http.Handler (the proxy) with
@@ -37,6 +38,9 @@ type Gateway struct {
 	health    *health
 	inflight  tracker
 	breakers  []*backendBreaker // one per backend, nil unless breaker.per is backend
+	rates     *rateLimits
+	pol       *policy.Policy
+	svc       serviceTime // of admitted requests, for Retry-After
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.
@@ -79,7 +83,9 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	collector := prom.New(prom.Options{Labelled: g.groups.labelled})
+	g.pol = pol
+	g.rates = newRateLimits(cfg)
+	collector := prom.New(prom.Options{Namespace: cfg.Metrics.Namespace, Labelled: g.groups.labelled})
 	exOpts := []executor.Option{
 		executor.WithListener(collector),
 		// Idle groups keep their counters for a while, but no more of them
@@ -110,11 +116,16 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	collector.Observe(g.ex)
 	g.health = newHealth(g.backends, g.breakers, &g.inflight)
-	g.m = newMetrics(collector, g.health.degraded, g.inflight.count, func() int {
-		if l := g.clients.Load(); l != nil {
-			return l.count()
-		}
-		return 0
+	g.m = newMetrics(cfg.Metrics.Namespace, collector, gauges{
+		degraded:  g.health.degraded,
+		inGateway: g.inflight.count,
+		conns: func() int {
+			if l := g.clients.Load(); l != nil {
+				return l.count()
+			}
+			return 0
+		},
+		breakers: func() []*backendBreaker { return g.breakers },
 	})
 	g.abortCtx, g.abort = context.WithCancelCause(context.Background())
 	g.baseCtx = context.WithValue(g.abortCtx, servedKey{}, true)

@@ -107,6 +107,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x.group = g.groups.acquire(tenant) // metrics and answers name the group actually used
 	defer g.groups.release(x.group)
+	if wait, ok := g.rates.allow(tenant, g.clk.Now()); !ok {
+		g.m.rejected.WithLabelValues("rate-limited").Inc()
+		g.refuse(w, x, http.StatusTooManyRequests, "rate_limited", "the tenant's rate limit is reached", wait)
+		return
+	}
 
 	if hasBody {
 		if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
@@ -133,7 +138,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Upstream)
 	defer cancel()
 	x.resp.reset(w, cfg.Response.BufferBytes, cfg.Timeouts.Write)
-	err = g.ex.Do(ctx, x.group, func(ctx context.Context) error { return g.forward(ctx, x, r) })
+	err = g.ex.Do(ctx, x.group, func(ctx context.Context) error {
+		g.m.spawned.Inc()
+		begin := g.clk.Now()
+		defer func() { g.svc.observe(g.clk.Now().Sub(begin)) }()
+		return g.forward(ctx, x, r)
+	})
 	switch {
 	case x.resp.status != 0:
 		// The backend answered (or proxyError did): the slot is free, and
@@ -193,12 +203,19 @@ func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, ctx context.Context
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
 		errors.Is(context.Cause(ctx), ErrAborted):
 		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+	case errors.As(err, &re) && re.Limit == executor.LimitQueueTimeout:
+		g.m.queueDropped.Inc()
+		g.m.busy.WithLabelValues(endpointProxy).Inc()
+		g.refuse(w, x, http.StatusTooManyRequests, "rejected", "waited past the queue timeout", g.queueRetryAfter(re, g.pol))
 	case errors.As(err, &re) && !errors.Is(err, context.DeadlineExceeded):
 		g.m.busy.WithLabelValues(endpointProxy).Inc()
-		g.refuse(w, x, http.StatusTooManyRequests, "rejected", string(re.Limit)+" full", time.Second)
+		g.refuse(w, x, http.StatusTooManyRequests, "rejected", string(re.Limit)+" full", g.queueRetryAfter(re, g.pol))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		g.m.queueDropped.Inc()
 		g.refuse(w, x, http.StatusGatewayTimeout, "deadline", "the request's deadline passed while it waited", 0)
 	default: // the client went away while the request waited: no one to answer
+		g.m.queueDropped.Inc()
+		g.m.canceled.WithLabelValues("queued").Inc()
 		x.code = statusClientClosed
 	}
 }
@@ -230,6 +247,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		g.refuse(w, x, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within the request's deadline", 0)
 	case ctx.Err() != nil:
 		x.verdict = context.Canceled
+		g.m.canceled.WithLabelValues("request").Inc()
 		x.code = statusClientClosed
 	default:
 		x.verdict = err

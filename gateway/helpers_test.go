@@ -145,9 +145,19 @@ func refusal(t *testing.T, body string) (code, reason, tenant string) {
 	return v.Error, v.Reason, v.Tenant
 }
 
-// metric returns the value of the counter or gauge name with the given
-// labels (name=value pairs), or 0 if there is no such series.
+// ns is the default metrics namespace, which metric and series prefix to
+// the names they are given.
+const ns = "groupexec_"
+
+// metric returns the value of the counter or gauge name (in namespace ns)
+// with the given labels (name=value pairs), or 0 if there is no such series.
 func metric(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	return gatherValue(t, g, ns+name, labels...)
+}
+
+// gatherValue is metric for a name in full.
+func gatherValue(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
@@ -175,9 +185,10 @@ func metric(t *testing.T, g prometheus.Gatherer, name string, labels ...string) 
 	return 0
 }
 
-// series counts the series of name.
+// series counts the series of name (in namespace ns).
 func series(t *testing.T, g prometheus.Gatherer, name string) int {
 	t.Helper()
+	name = ns + name
 	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
