@@ -25,8 +25,7 @@ const probeTimeout = time.Second
 // health answers whether the gateway can serve: not draining, at least one
 // backend accepting TCP connections, and not every backend's breaker open.
 type health struct {
-	addrs    []string
-	breakers []*backendBreaker
+	state    func() *state
 	inflight *tracker
 	unready  atomic.Bool // set at the start of a drain_delay
 
@@ -35,16 +34,17 @@ type health struct {
 	up      bool
 }
 
-func newHealth(backends []*url.URL, breakers []*backendBreaker, t *tracker) *health {
-	h := &health{inflight: t, breakers: breakers}
-	for _, b := range backends {
-		port := b.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[b.Scheme]
-		}
-		h.addrs = append(h.addrs, net.JoinHostPort(b.Hostname(), port))
+func newHealth(st func() *state, t *tracker) *health {
+	return &health{state: st, inflight: t}
+}
+
+// addr is the host:port a backend URL is dialled at.
+func addr(b *url.URL) string {
+	port := b.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[b.Scheme]
 	}
-	return h
+	return net.JoinHostPort(b.Hostname(), port)
 }
 
 // ready returns "" when the gateway is ready, else why not.
@@ -55,7 +55,7 @@ func (h *health) ready(ctx context.Context) string {
 	if !h.backendUp(ctx) {
 		return "no backend reachable"
 	}
-	if len(h.breakers) > 0 && len(h.open()) == len(h.breakers) {
+	if bs := h.state().breakers; len(bs) > 0 && len(h.open()) == len(bs) {
 		return "every backend's breaker is open"
 	}
 	return ""
@@ -65,7 +65,7 @@ func (h *health) ready(ctx context.Context) string {
 // stays open.
 func (h *health) open() []string {
 	var open []string
-	for _, b := range h.breakers {
+	for _, b := range h.state().breakers {
 		if d := b.openFor(); d > 0 {
 			open = append(open, fmt.Sprintf("%s (for %v)", b.name, d.Round(time.Millisecond)))
 		}
@@ -87,8 +87,8 @@ func (h *health) backendUp(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var d net.Dialer
-	for _, a := range h.addrs {
-		if c, err := d.DialContext(ctx, "tcp", a); err == nil {
+	for _, b := range h.state().backends {
+		if c, err := d.DialContext(ctx, "tcp", addr(b)); err == nil {
 			c.Close()
 			h.up = true
 			break
@@ -98,15 +98,26 @@ func (h *health) backendUp(ctx context.Context) bool {
 	return h.up
 }
 
-// AdminHandler serves /metrics (Prometheus), /healthz (the process is up)
-// and /readyz (503 while draining, while no backend is reachable, or while
+// AdminHandler serves /metrics (Prometheus), /healthz (the process is up),
+// /readyz (503 while draining, while no backend is reachable, or while
 // every backend's breaker is open; each open breaker is listed in the body,
-// one a line). Serve runs it on the admin address, off the proxy port.
+// one a line) and POST /reload (ReloadFile: 200, or 400 with every problem
+// of the file, one a line, the old config kept). Serve runs it on the admin
+// address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: errLogger(g)}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := g.ReloadFile(); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "%v\n", err)
+			return
+		}
+		io.WriteString(w, "reloaded\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		why := g.health.ready(r.Context())

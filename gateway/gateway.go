@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,14 +16,14 @@ import (
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
 	"github.com/groupexec/groupexec/metrics/prom"
-	"github.com/groupexec/groupexec/policy"
 )
 
 // Gateway is the admission gateway. It is an http.Handler (the proxy) with
 // an admin handler beside it; Serve runs both and drains. It is safe for
 // concurrent use. Create it with New; release it with Close.
 type Gateway struct {
-	cfg       *config.Config
+	state     atomic.Pointer[state] // replaced whole by Reload
+	start     *state                // the state New made: the executor's policy
 	ex        *executor.Executor
 	groups    *groups
 	m         *metrics
@@ -32,15 +31,12 @@ type Gateway struct {
 	transport *http.Transport
 	conns     conns                    // to the backends
 	clients   atomic.Pointer[listener] // the proxy's listener, once Serve runs
-	backends  []*url.URL
 	log       *slog.Logger
 	clk       clock.Clock
 	health    *health
 	inflight  tracker
-	breakers  []*backendBreaker // one per backend, nil unless breaker.per is backend
-	rates     *rateLimits
-	pol       *policy.Policy
 	svc       serviceTime // of admitted requests, for Retry-After
+	reload    reloader
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.
@@ -63,28 +59,26 @@ func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
 // drain delay read. Tests pass a *clock.Fake. Default: clock.Real.
 func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 
-// New builds a Gateway from a parsed config.
+// New builds a Gateway from a config made by config.Parse or config.Load.
 func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
-	g := &Gateway{cfg: cfg, log: slog.Default(), clk: clock.Real, groups: newGroups(cfg)}
+	g := &Gateway{log: slog.Default(), clk: clock.Real}
 	for _, o := range opts {
 		o(g)
 	}
-	for _, b := range cfg.Backends {
-		u, err := url.Parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: backend %q: %w", b, err)
-		}
-		g.backends = append(g.backends, u)
-	}
-	if len(g.backends) == 0 {
+	if len(cfg.Backends) == 0 {
 		return nil, errors.New("gateway: no backends")
 	}
 	pol, err := cfg.Policy()
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g.pol = pol
-	g.rates = newRateLimits(cfg)
+	st, err := g.build(cfg, nil, pol)
+	if err != nil {
+		return nil, err
+	}
+	g.start = st
+	g.state.Store(st)
+	g.groups = newGroups(st, nil)
 	collector := prom.New(prom.Options{Namespace: cfg.Metrics.Namespace, Labelled: g.groups.labelled})
 	exOpts := []executor.Option{
 		executor.WithListener(collector),
@@ -99,23 +93,13 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		}
 		exOpts = append(exOpts, executor.WithGroupBreaker(bs))
 	}
-	if cfg.Breaker.On() && cfg.Breaker.Per == config.PerBackend {
-		for _, b := range cfg.Backends {
-			bb, err := newBackendBreaker(b, cfg.Breaker, g.clk, func(name string, from, to breaker.State) {
-				g.log.Warn("backend breaker", "backend", name, "from", from.String(), "to", to.String())
-			})
-			if err != nil {
-				return nil, err
-			}
-			g.breakers = append(g.breakers, bb)
-		}
-	}
 	g.ex, err = executor.New(pol, exOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	g.groups.ex = g.ex
 	collector.Observe(g.ex)
-	g.health = newHealth(g.backends, g.breakers, &g.inflight)
+	g.health = newHealth(g.state.Load, &g.inflight)
 	g.m = newMetrics(cfg.Metrics.Namespace, collector, gauges{
 		degraded:  g.health.degraded,
 		inGateway: g.inflight.count,
@@ -125,7 +109,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 			}
 			return 0
 		},
-		breakers: func() []*backendBreaker { return g.breakers },
+		breakers: func() []*backendBreaker { return g.state.Load().breakers },
 	})
 	g.abortCtx, g.abort = context.WithCancelCause(context.Background())
 	g.baseCtx = context.WithValue(g.abortCtx, servedKey{}, true)
@@ -137,7 +121,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetXForwarded() }, // the transport picks the backend
-		Transport: &transport{base: g.transport, backends: g.backends, breakers: g.breakers,
+		Transport: &transport{base: g.transport, state: g.state.Load,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
 		ErrorHandler: g.proxyError,
 		ErrorLog:     errLog,
@@ -166,13 +150,18 @@ func (g *Gateway) Executor() *executor.Executor { return g.ex }
 // ("" for the default group): the tenant itself, or OverflowGroup when
 // tenant.max_groups other tenants are live.
 func (g *Gateway) Group(tenant string) string {
+	st := g.state.Load()
 	if tenant == "" {
-		return g.cfg.Tenant.Default
+		return st.cfg.Tenant.Default
 	}
-	grp := g.groups.acquire(tenant)
-	g.groups.release(grp)
+	grp, counted := g.groups.acquire(st, tenant)
+	g.groups.release(grp, counted)
 	return grp
 }
+
+// Config returns the config in force: the one New was given, or the last
+// one Reload applied. It must not be changed.
+func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
 
 // LiveTenants returns how many unconfigured tenants have requests in the
 // gateway (at most tenant.max_groups).

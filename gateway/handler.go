@@ -48,7 +48,8 @@ func (x *exchange) status() int {
 // that it holds an execution slot only while the backend works on it.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	cfg := g.cfg
+	st := g.state.Load()
+	cfg := st.cfg
 	x := exchanges.Get().(*exchange)
 	x.group = cfg.Tenant.Default
 	defer func() {
@@ -105,9 +106,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
 		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
-	x.group = g.groups.acquire(tenant) // metrics and answers name the group actually used
-	defer g.groups.release(x.group)
-	if wait, ok := g.rates.allow(tenant, g.clk.Now()); !ok {
+	group, counted := g.groups.acquire(st, tenant)
+	x.group = group // metrics and answers name the group actually used
+	defer g.groups.release(group, counted)
+	if wait, ok := st.rates.allow(tenant, g.clk.Now()); !ok {
 		g.m.rejected.WithLabelValues("rate-limited").Inc()
 		g.refuse(w, x, http.StatusTooManyRequests, "rate_limited", "the tenant's rate limit is reached", wait)
 		return
@@ -152,7 +154,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errProxyPanic):
 		g.refuse(w, x, http.StatusBadGateway, "backend_error", "the gateway failed to proxy the request", 0)
 	default:
-		g.notRun(w, x, ctx, err)
+		g.notRun(w, x, st, ctx, err)
 	}
 	if errors.Is(context.Cause(ctx), ErrAborted) {
 		g.m.aborted.WithLabelValues("request").Inc()
@@ -195,21 +197,21 @@ func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (er
 
 // notRun answers a request that was never proxied: refused, timed out in
 // the queue, or cancelled while waiting.
-func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, ctx context.Context, err error) {
+func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx context.Context, err error) {
 	var re *executor.RejectedError
 	switch {
 	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
-		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "the tenant's circuit breaker is open", g.cfg.Breaker.Timeout)
+		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "the tenant's circuit breaker is open", st.cfg.Breaker.Timeout)
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
 		errors.Is(context.Cause(ctx), ErrAborted):
 		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
 	case errors.As(err, &re) && re.Limit == executor.LimitQueueTimeout:
 		g.m.queueDropped.Inc()
 		g.m.busy.WithLabelValues(endpointProxy).Inc()
-		g.refuse(w, x, http.StatusTooManyRequests, "rejected", "waited past the queue timeout", g.queueRetryAfter(re, g.pol))
+		g.refuse(w, x, http.StatusTooManyRequests, "rejected", "waited past the queue timeout", g.queueRetryAfter(re, st.pol))
 	case errors.As(err, &re) && !errors.Is(err, context.DeadlineExceeded):
 		g.m.busy.WithLabelValues(endpointProxy).Inc()
-		g.refuse(w, x, http.StatusTooManyRequests, "rejected", string(re.Limit)+" full", g.queueRetryAfter(re, g.pol))
+		g.refuse(w, x, http.StatusTooManyRequests, "rejected", string(re.Limit)+" full", g.queueRetryAfter(re, st.pol))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		g.m.queueDropped.Inc()
 		g.refuse(w, x, http.StatusGatewayTimeout, "deadline", "the request's deadline passed while it waited", 0)

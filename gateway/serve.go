@@ -25,14 +25,15 @@ const abortGrace = time.Second
 // ProxyServer returns the http.Server Serve runs the proxy with: the
 // gateway as handler and the config's timeouts and header cap.
 func (g *Gateway) ProxyServer() *http.Server {
-	t := g.cfg.Timeouts
+	cfg := g.state.Load().cfg
+	t := cfg.Timeouts
 	return &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Write, // extended per request past the upstream deadline: see ServeHTTP
 		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    g.cfg.MaxHeaderBytes,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          errLogger(g),
 		// Every request's context derives from the abort context, so that
 		// the drain deadline cancels them all without a registration per
@@ -78,11 +79,12 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 // final metrics can still be scraped during the drain.
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
-	ln := newListener(proxyLn, g.cfg.MaxConns, g.m.reclaimed.Inc)
+	cfg := g.state.Load().cfg
+	ln := newListener(proxyLn, cfg.MaxConns, g.m.reclaimed.Inc)
 	g.clients.Store(ln)
 	proxy.ConnState = ln.connState
 	proxyLn = ln
-	if tc := g.cfg.ServerTLS(); tc != nil {
+	if tc := cfg.ServerTLS(); tc != nil {
 		tc.NextProtos = []string{"h2", "http/1.1"}
 		proxy.TLSConfig = tc
 		proxyLn = tls.NewListener(proxyLn, tc)
@@ -110,7 +112,8 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 
 func (g *Gateway) drain(proxy, admin *http.Server) {
 	start := time.Now()
-	if d := g.cfg.DrainDelay; d > 0 {
+	cfg := g.state.Load().cfg
+	if d := cfg.DrainDelay; d > 0 {
 		// Load balancers see /readyz fail and stop sending requests; those
 		// they send meanwhile are served as usual.
 		delayed := make(chan struct{})
@@ -120,8 +123,8 @@ func (g *Gateway) drain(proxy, admin *http.Server) {
 		<-delayed
 	}
 	idle := g.inflight.close() // readiness fails from here on, if it did not already
-	g.log.Info("draining", "timeout", g.cfg.DrainTimeout.String())
-	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
+	g.log.Info("draining", "timeout", cfg.DrainTimeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
 	// Shutdown closes the listener and idle connections, and returns once
 	// every connection has finished its response and closed. Waiting for

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -34,15 +33,15 @@ const (
 // Every try and wait fits in the request's deadline: a wait that would end
 // past it is not started.
 type transport struct {
-	base     http.RoundTripper
-	backends []*url.URL
-	breakers []*backendBreaker // one per backend, or nil
-	next     atomic.Uint64
-	retried  func() // counts a retry
+	base    http.RoundTripper
+	state   func() *state // the backends and their breakers
+	next    atomic.Uint64
+	retried func() // counts a retry
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	st := t.state()
 	at := t.next.Add(1)
 	tries := 1
 	if retryable(req) {
@@ -58,7 +57,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.retried()
 			wait = min(2*wait, backoffCap)
 		}
-		b, ticket, open := t.pick(at)
+		b, ticket, open := pick(st, at)
 		if open != nil {
 			if err == nil {
 				err = open
@@ -74,7 +73,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out := req.WithContext(ctx)
 		u := *req.URL
 		out.URL = &u
-		(&httputil.ProxyRequest{Out: out}).SetURL(t.backends[b])
+		(&httputil.ProxyRequest{Out: out}).SetURL(st.backends[b])
 		var resp *http.Response
 		resp, err = t.base.RoundTrip(out)
 		switch {
@@ -100,15 +99,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // pick returns the first backend from at (in turn) whose breaker lets a
 // request through, with its ticket; or, when every breaker refuses, an
 // *openError saying when the first will let one through.
-func (t *transport) pick(at uint64) (int, breaker.Ticket, *openError) {
-	n := uint64(len(t.backends))
-	if t.breakers == nil {
+func pick(st *state, at uint64) (int, breaker.Ticket, *openError) {
+	n := uint64(len(st.backends))
+	if st.breakers == nil {
 		return int(at % n), breaker.Ticket{}, nil
 	}
 	var soonest time.Duration
 	for k := range n {
 		b := int((at + k) % n)
-		ticket, wait, ok := t.breakers[b].allow()
+		ticket, wait, ok := st.breakers[b].allow()
 		if ok {
 			return b, ticket, nil
 		}

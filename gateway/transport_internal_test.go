@@ -31,7 +31,8 @@ func TestTransportLeavesRequestAlone(t *testing.T) {
 	b1, _ := url.Parse("http://10.0.0.1:8081/base")
 	b2, _ := url.Parse("http://10.0.0.2:8082")
 	rt := &recordingRT{fail: 1}
-	tr := &transport{base: rt, backends: []*url.URL{b1, b2}, retried: func() {}}
+	st := &state{backends: []*url.URL{b1, b2}}
+	tr := &transport{base: rt, state: func() *state { return st }, retried: func() {}}
 	req, _ := http.NewRequest(http.MethodGet, "http://gateway.example/path?q=1", nil)
 	req.Header.Set("X-Tenant", "acme")
 	resp, err := tr.RoundTrip(req)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -54,11 +55,33 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	gw, err := gateway.New(cfg, gateway.WithLogger(log), gateway.WithConfigFile(*path))
 	if err != nil {
 		pl.Close()
 		al.Close()
 		return err
 	}
-	return gw.Serve(ctx, pl, al)
+	// SIGHUP reloads the file; a bad one is logged and the old config kept.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := gw.ReloadFile(); err != nil {
+					log.Error("config reload refused, the old config is kept", "err", err.Error())
+				}
+			}
+		}
+	}()
+	err = gw.Serve(ctx, pl, al)
+	stop() // ends the reload loop if Serve failed on its own
+	<-reloaded
+	return err
 }

@@ -27,8 +27,11 @@ Usage:
   groupexec version                         print the version
   groupexec help                            print this help
 
-SIGINT or SIGTERM drains the gateway: /readyz fails, the listener closes,
-in-flight requests get drain_timeout to finish, and the process exits 0.
+SIGINT or SIGTERM drains the gateway: /readyz fails (and the gateway goes on
+serving for drain_delay), the listener closes, in-flight requests get
+drain_timeout to finish, and the process exits 0. SIGHUP (or POST /reload on
+the admin address) reloads the config file in place; a file with errors, or
+one changing a key that needs a restart, is refused and the old config kept.
 `
 
 // errUsage marks a command line that could not be understood: exit 2.

@@ -40,7 +40,8 @@ type Config struct {
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	Metrics      Metrics       `yaml:"metrics"`
 
-	tls *tlsFiles // loaded from TLS's files by Parse
+	tls  *tlsFiles // loaded from TLS's files by Parse
+	keys keyIndex  // the file's keys and their lines
 }
 
 // TLS makes the proxy listener serve HTTPS. CertFile and KeyFile go

@@ -71,7 +71,17 @@ func Parse(data []byte) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, joinInLineOrder(errs)
 	}
+	c.keys = keys
 	return &c, nil
+}
+
+// JoinErrors joins errs sorted by line, as Parse does: errors without a
+// line come last. It returns nil for none.
+func JoinErrors(errs []*Error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return joinInLineOrder(errs)
 }
 
 // joinInLineOrder joins errs sorted by line; errors without a line (a
