@@ -23,8 +23,9 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	path := fs.String("config", "", "the gateway's YAML config `file`")
 	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
 	duration := fs.Duration("duration", 10*time.Second, "with --demo, how long to run (0: until interrupted)")
+	check := fs.Bool("check", false, "with --config, only check the file (every problem, in line order) and exit")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE | --demo [--duration D]\n\n")
+		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE [--check] | --demo [--duration D]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -50,6 +51,10 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(*path)
 	if err != nil {
 		return err
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: ok\n", *path)
+		return nil
 	}
 	pl, al, err := gateway.Listen(cfg)
 	if err != nil {
