@@ -44,6 +44,8 @@ func TestContentCodingsAreCapped(t *testing.T) {
 		{"brotli", "br", small, 415, ""},
 		{"three layers", "gzip, gzip, gzip", gz(t, gz(t, gz(t, small))), 415, ""},
 		{"x-gzip not gzip", "x-gzip", small, 400, ""},
+		{"bytes after a deflate stream", "deflate", append(deflate(small), "more"...), 400, ""},
+		{"bytes after a gzip stream", "gzip", append(gz(t, small), "more"...), 400, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := do(t, c, http.MethodPost, gw.url, "a", bytes.NewReader(tc.body), "Content-Encoding", tc.coding)

@@ -115,16 +115,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if hasBody {
-		if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
-			be := err.(*bodyError)
-			g.m.rejected.WithLabelValues(be.reason).Inc()
-			if be == errReadTimeout {
-				g.m.ioTimeouts.WithLabelValues("read").Inc()
-			}
-			g.refuse(w, x, be.status, be.code, be.msg, 0)
-			return
+	if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
+		be := err.(*bodyError)
+		g.m.rejected.WithLabelValues(be.reason).Inc()
+		if be == errReadTimeout {
+			g.m.ioTimeouts.WithLabelValues("read").Inc()
 		}
+		g.refuse(w, x, be.status, be.code, be.msg, 0)
+		return
 	}
 
 	// One deadline bounds everything downstream: queueing, tries, backoff.

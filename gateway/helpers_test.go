@@ -34,7 +34,7 @@ type running struct {
 
 // start parses yaml (with %s replaced by backend), starts the gateway and
 // stops it at the end of the test.
-func start(t *testing.T, backend, yaml string, opts ...gateway.Option) *running {
+func start(t testing.TB, backend, yaml string, opts ...gateway.Option) *running {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(yaml, backend)))
 	if err != nil {
@@ -77,7 +77,7 @@ func start(t *testing.T, backend, yaml string, opts ...gateway.Option) *running 
 const minimal = "backends: [%s]\n"
 
 // backend starts an httptest server; it is closed at the end of the test.
-func backend(t *testing.T, h http.HandlerFunc) *httptest.Server {
+func backend(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
@@ -85,7 +85,7 @@ func backend(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 // client makes requests without keeping connections between tests.
-func client(t *testing.T) *http.Client {
+func client(t testing.TB) *http.Client {
 	t.Helper()
 	tr := &http.Transport{DisableKeepAlives: true}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -151,13 +151,13 @@ const ns = "groupexec_"
 
 // metric returns the value of the counter or gauge name (in namespace ns)
 // with the given labels (name=value pairs), or 0 if there is no such series.
-func metric(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
+func metric(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	return gatherValue(t, g, ns+name, labels...)
 }
 
 // gatherValue is metric for a name in full.
-func gatherValue(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
+func gatherValue(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {

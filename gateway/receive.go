@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"compress/gzip"
 	"compress/zlib"
 	"errors"
@@ -74,22 +75,35 @@ func decoders(h http.Header) (codings []string, ok bool) {
 
 // receive reads r's whole body into sp, decoded, under lim, and points r
 // at the spooled copy with its length. It runs before admission, so a slow
-// or broken client holds no execution slot. It returns a *bodyError.
+// or broken client holds no execution slot. It returns a *bodyError. A
+// request without a body is only checked for its Content-Encoding.
 func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool) error {
-	if r.ContentLength > lim.MaxBytes {
-		return errBodyTooLarge
-	}
 	codings, ok := decoders(r.Header)
 	if !ok {
 		return errUnsupportedEncoding
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		if len(codings) > 0 || r.Header["Content-Encoding"] != nil {
+			r.Header.Del("Content-Encoding") // nothing coded to pass on
+		}
+		return nil
+	}
+	if r.ContentLength > lim.MaxBytes {
+		return errBodyTooLarge
 	}
 	// MaxBytesReader also tells the server to close the connection rather
 	// than read the rest of an oversized body.
 	src := &sourceReader{r: http.MaxBytesReader(w, r.Body, lim.MaxBytes)}
 	var in io.Reader = src
+	// Each decoder reads through a bufio.Reader of its own: being an
+	// io.ByteReader, it makes the decoder take no more than its stream, so
+	// that what follows the stream can be seen (and refused) below.
+	var layers []*bufio.Reader
 	for _, c := range codings {
+		br := bufio.NewReader(in)
+		layers = append(layers, br)
 		var err error
-		if in, err = decoder(c, in); err != nil {
+		if in, err = decoder(c, br); err != nil {
 			return bodyErr(src, errBadEncoding)
 		}
 	}
@@ -109,6 +123,17 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 			return errSpool // the spool's write failed
 		}
 		return bodyErr(src, errBadEncoding)
+	}
+	// A decoder stops at the end of its stream: its input must end there
+	// too, with nothing after it, and the body must have been received
+	// whole.
+	for i := len(layers) - 1; i >= 0; i-- {
+		switch _, err := layers[i].ReadByte(); {
+		case err == nil:
+			return errBadEncoding
+		case err != io.EOF:
+			return bodyErr(src, errBadEncoding)
+		}
 	}
 	// Decoded, or identity only: either way the backend gets it plain.
 	r.Header.Del("Content-Encoding")
