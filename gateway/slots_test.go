@@ -12,7 +12,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // dialRaw opens a connection to the gateway at url for a hand-written
@@ -189,4 +191,73 @@ func TestCutAnswer502(t *testing.T) {
 	if code, _, _ := refusal(t, body); resp.StatusCode != 502 || code != "backend_error" {
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
+}
+
+// A light tenant keeps being served while 50 clients misbehave: 25 send
+// their bodies a byte at a time and never finish, 25 never read their
+// answers. Nothing here depends on the machine's speed: the misbehaving
+// requests are all in place before the light tenant is measured, they hold
+// no slot once there, and the light tenant's requests run one at a time
+// under a limit of 4, so none can wait for a slot.
+func TestSlowClientsDoNotStarveALightTenant(t *testing.T) {
+	answer := bytes.Repeat([]byte("a"), 48<<10) // kept whole: under response.buffer_bytes
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Tenant") == "reader" {
+			w.Write(answer)
+		}
+	})
+	gw := start(t, be.URL, minimal+"limits: {global_max_in_flight: 4, max_concurrency_per_group: 4, queue_timeout: 1s}\n"+
+		"tenants: {light: {}, reader: {}, sender: {}}\ntimeouts: {read: 5m, write: 5m}\n")
+	const misbehaving = 25
+	stop := make(chan struct{})
+	var trickling sync.WaitGroup
+	for range misbehaving {
+		c := dialRaw(t, gw.url)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nX-Tenant: sender\r\nContent-Length: 100000\r\n\r\nx")
+		trickling.Go(func() { // a byte now and then, never the whole body
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := c.Write([]byte("x")); err != nil {
+						return
+					}
+				}
+			}
+		})
+	}
+	for range misbehaving {
+		c := dialRaw(t, gw.url)
+		c.(*net.TCPConn).SetReadBuffer(1024) // and never read
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: reader\r\n\r\n")
+	}
+	defer func() { close(stop); trickling.Wait() }()
+	eventually(t, "every misbehaving request in place", func() bool {
+		m := gw.gw.Metrics()
+		// The readers' answers are kept and their slots free; the senders
+		// are still sending (the readers may be done too, if the kernel
+		// took their answers).
+		return metric(t, m, "group_completed_total", "group", "reader", "status", "success") == misbehaving &&
+			metric(t, m, inGatewayGauge) >= misbehaving
+	})
+
+	const light = 40
+	c := client(t)
+	ok := 0
+	for range light {
+		if resp, _ := do(t, c, http.MethodGet, gw.url, "light", nil); resp.StatusCode == 200 {
+			ok++
+		}
+	}
+	if ok*100 < light*95 {
+		t.Errorf("the light tenant got %d of %d requests through (%d%%), want >= 95%%", ok, light, ok*100/light)
+	}
+	if s := gw.gw.Executor().Stats(); s.Running != 0 {
+		t.Errorf("%d slots held by misbehaving clients", s.Running)
+	}
+	t.Logf("light tenant: %d of %d served beside %d slow senders and %d slow readers", ok, light, misbehaving, misbehaving)
 }
