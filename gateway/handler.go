@@ -6,13 +6,11 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
-	"github.com/groupexec/groupexec/metrics/prom"
 )
 
 // exchange is one request on its way through the gateway. Exchanges are
@@ -22,6 +20,9 @@ type exchange struct {
 	spool spool    // the request body, received before admission
 	code  int      // the status the gateway answered itself, if it did
 	group string
+	g     *Gateway
+	req   *http.Request
+	run   func(context.Context) error // x.proxy, made once per exchange
 	// verdict is set when the gateway answered for the proxy (proxyError):
 	// what the proxy call returns, so that a breaker counts backend
 	// failures only, never the client's faults or a drain.
@@ -32,8 +33,18 @@ type exchange struct {
 var exchanges = sync.Pool{New: func() any {
 	x := new(exchange)
 	x.resp.x = x
+	x.run = x.proxy
 	return x
 }}
+
+// proxy is what Do runs once the request is admitted.
+func (x *exchange) proxy(ctx context.Context) error {
+	g := x.g
+	g.m.spawned.Inc()
+	begin := g.clk.Now()
+	defer func() { g.svc.observe(g.clk.Now().Sub(begin)) }()
+	return g.forward(ctx, x, x.req)
+}
 
 // status is the status the client was given.
 func (x *exchange) status() int {
@@ -51,13 +62,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := g.state.Load()
 	cfg := st.cfg
 	x := exchanges.Get().(*exchange)
-	x.group = cfg.Tenant.Default
+	x.g, x.req, x.group = g, r, cfg.Tenant.Default
 	defer func() {
 		g.observe(x.group, x.status(), start)
 		x.spool.release()
 		x.resp.finish()
 		x.resp.w = nil
-		*x = exchange{resp: x.resp, spool: x.spool}
+		*x = exchange{resp: x.resp, spool: x.spool, run: x.run}
 		exchanges.Put(x)
 	}()
 	if !g.inflight.enter() {
@@ -138,12 +149,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Upstream)
 	defer cancel()
 	x.resp.reset(w, cfg.Response.BufferBytes, cfg.Timeouts.Write)
-	err = g.ex.Do(ctx, x.group, func(ctx context.Context) error {
-		g.m.spawned.Inc()
-		begin := g.clk.Now()
-		defer func() { g.svc.observe(g.clk.Now().Sub(begin)) }()
-		return g.forward(ctx, x, r)
-	})
+	err = g.ex.Do(ctx, x.group, x.run)
 	switch {
 	case x.resp.status != 0:
 		// The backend answered (or proxyError did): the slot is free, and
@@ -261,19 +267,25 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 
 // observe records a finished request.
 func (g *Gateway) observe(group string, code int, start time.Time) {
-	if !g.groups.labelled(group) {
-		group = prom.OtherGroup
-	}
 	if code == 0 {
 		code = http.StatusOK
 	}
-	g.m.requests.WithLabelValues(group, strconv.Itoa(code)).Inc()
-	g.m.latency.WithLabelValues(group).Observe(time.Since(start).Seconds())
+	s := g.m.seriesOf(group, g.groups.labelled(group))
+	s.count(code)
+	s.latency.Observe(time.Since(start).Seconds())
 }
 
 // bufferPool lends the proxy its copy buffers, which it would otherwise
-// allocate (32 KiB) for every response.
+// allocate (32 KiB) for every response. It keeps array pointers, so that
+// neither Get nor Put allocates.
 type bufferPool struct{}
 
-func (bufferPool) Get() []byte  { return *copyBufs.Get().(*[]byte) }
-func (bufferPool) Put(b []byte) { copyBufs.Put(&b) }
+var proxyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+func (bufferPool) Get() []byte { return proxyBufs.Get().(*[32 << 10]byte)[:] }
+
+func (bufferPool) Put(b []byte) {
+	if len(b) == 32<<10 {
+		proxyBufs.Put((*[32 << 10]byte)(b))
+	}
+}

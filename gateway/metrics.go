@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -24,6 +28,54 @@ type metrics struct {
 	retries      *prometheus.CounterVec   // backoff_retries_total{op}
 	reclaimed    prometheus.Counter       // gateway_connections_reclaimed_total
 	reloads      *prometheus.CounterVec   // config_reloads_total{result}
+
+	mu     sync.RWMutex
+	series map[string]*groupSeries // by labelled group, and prom.OtherGroup
+}
+
+// groupSeries are one group's request counters and latency histogram,
+// looked up once: a request's observation then neither hashes its labels
+// nor formats its status code.
+type groupSeries struct {
+	group    string
+	requests *prometheus.CounterVec
+	latency  prometheus.Observer
+	codes    [500]atomic.Pointer[prometheus.Counter] // by status - 100
+}
+
+func (s *groupSeries) count(code int) {
+	if code < 100 || code >= 600 {
+		s.requests.WithLabelValues(s.group, strconv.Itoa(code)).Inc()
+		return
+	}
+	p := s.codes[code-100].Load()
+	if p == nil {
+		c := s.requests.WithLabelValues(s.group, strconv.Itoa(code))
+		p = &c
+		s.codes[code-100].Store(p)
+	}
+	(*p).Inc()
+}
+
+// seriesOf returns group's series, or the summed ones of the groups
+// without series of their own.
+func (m *metrics) seriesOf(group string, labelled bool) *groupSeries {
+	if !labelled {
+		group = prom.OtherGroup
+	}
+	m.mu.RLock()
+	s := m.series[group]
+	m.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s = m.series[group]; s == nil {
+		s = &groupSeries{group: group, requests: m.requests, latency: m.latency.WithLabelValues(group)}
+		m.series[group] = s
+	}
+	return s
 }
 
 // endpointProxy is the busy_rejections_total endpoint label of proxied
@@ -50,7 +102,8 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 	spawned := counter("tasks_spawned_total", "Requests admitted to run (proxied to a backend).", "kind")
 	reclaimed := counter("gateway_connections_reclaimed_total", "Idle client connections closed to make room under max_conns.")
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		series: make(map[string]*groupSeries),
 		requests: counter("gateway_requests_total",
 			"Requests answered, by tenant (configured tenants, the default and overflow groups, else _other) and status code.",
 			"tenant", "code"),

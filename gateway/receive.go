@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/groupexec/groupexec/gateway/config"
 )
@@ -111,9 +110,9 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 		in = &capReader{r: in, src: src, lim: lim}
 	}
 	sp.threshold, sp.dir = lim.BufferBytes, lim.SpoolDir
-	buf := copyBufs.Get().(*[]byte)
-	_, err := io.CopyBuffer(onlyWriter{sp}, in, *buf)
-	copyBufs.Put(buf)
+	buf := proxyBufs.Get().(*[32 << 10]byte)
+	_, err := io.CopyBuffer(onlyWriter{sp}, in, buf[:])
+	proxyBufs.Put(buf)
 	if err != nil {
 		var be *bodyError
 		if errors.As(err, &be) {
@@ -222,6 +221,3 @@ func (c *capReader) Read(p []byte) (int, error) {
 type onlyWriter struct{ w io.Writer }
 
 func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
-
-// copyBufs are the buffers bodies are received through.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

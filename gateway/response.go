@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"bytes"
-	"mime"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -67,9 +67,17 @@ func (x *response) WriteHeader(code int) {
 	}
 }
 
+// isEventStream reports whether h's Content-Type is text/event-stream. It
+// runs on every answer: a prefix test, where mime.ParseMediaType would
+// allocate.
 func isEventStream(h http.Header) bool {
-	ct, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return ct == "text/event-stream"
+	const es = "text/event-stream"
+	ct := h.Get("Content-Type")
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false
+	}
+	rest := ct[len(es):]
+	return rest == "" || rest[0] == ';' || rest[0] == ' ' || rest[0] == '\t'
 }
 
 func (x *response) Write(p []byte) (int, error) {
