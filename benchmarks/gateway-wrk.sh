@@ -9,7 +9,10 @@
 # It installs wrk and nginx with apt-get when they are missing (run it as
 # root, or install them first). Environment: CONNS (32), THREADS (2),
 # OUT (the raw output; default benchmarks/results/gateway-wrk.txt),
-# PROFILE=DIR (write the gateway's CPU and allocation profiles to DIR).
+# PROFILE=DIR (write the gateway's CPU and allocation profiles to DIR),
+# WRK, NGINX, GATEWAYWRK (commands to use instead of the installed ones and
+# a fresh build), PROXY_CPUS and LOAD_CPUS (taskset CPU lists: the proxies
+# on some CPUs, wrk and the backend on others).
 # It prints one table: median requests/s and p99 of each, and the ratios
 # to the bare proxy.
 set -euo pipefail
@@ -22,13 +25,17 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT=${OUT:-$here/results/gateway-wrk.txt}
 
 missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-command -v nginx >/dev/null && [[ -x "$(command -v nginx)" ]] || missing+=(nginx)
+[[ -n "${WRK:-}" ]] || command -v wrk >/dev/null || missing+=(wrk)
+[[ -n "${NGINX:-}" ]] || command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
 if ((${#missing[@]})); then
 	echo "installing ${missing[*]} from Debian's packages" >&2
 	apt-get install -y "${missing[@]}" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y "${missing[@]}" >/dev/null; }
 fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+WRK=${WRK:-wrk}
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+proxy_on=() load_on=()
+[[ -n "${PROXY_CPUS:-}" ]] && proxy_on=(${TASKSET:-taskset} -c "$PROXY_CPUS")
+[[ -n "${LOAD_CPUS:-}" ]] && load_on=(${TASKSET:-taskset} -c "$LOAD_CPUS")
 
 tmp=$(mktemp -d)
 pids=()
@@ -39,22 +46,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(cd "$here" && go build -o "$tmp/gatewaywrk" ./gatewaywrk)
+GW=${GATEWAYWRK:-}
+if [[ -z "$GW" ]]; then
+	(cd "$here" && go build -o "$tmp/gatewaywrk" ./gatewaywrk)
+	GW=$tmp/gatewaywrk
+fi
 
 BACKEND=127.0.0.1:18081
 declare -A PORT=([bare]=18082 [gateway]=18083 [nginx]=18084)
 
-"$tmp/gatewaywrk" backend -listen $BACKEND & pids+=($!)
-"$tmp/gatewaywrk" bare -listen 127.0.0.1:${PORT[bare]} -backend http://$BACKEND & pids+=($!)
+"${load_on[@]}" "$GW" backend -listen $BACKEND & pids+=($!)
+"${proxy_on[@]}" "$GW" bare -listen 127.0.0.1:${PORT[bare]} -backend http://$BACKEND & pids+=($!)
 prof=()
 if [[ -n "${PROFILE:-}" ]]; then
 	mkdir -p "$PROFILE"
 	prof=(-cpuprofile "$PROFILE/gateway.cpu.pprof" -memprofile "$PROFILE/gateway.allocs.pprof")
 fi
-"$tmp/gatewaywrk" gateway -listen 127.0.0.1:${PORT[gateway]} -admin 127.0.0.1:18093 -backend http://$BACKEND "${prof[@]}" & pids+=($!)
+"${proxy_on[@]}" "$GW" gateway -listen 127.0.0.1:${PORT[gateway]} -admin 127.0.0.1:18093 -backend http://$BACKEND "${prof[@]}" & pids+=($!)
 
 cat >"$tmp/nginx.conf" <<EOF
-worker_processes auto;
+${NGINX_USER:+user $NGINX_USER;}
+worker_processes ${NGINX_WORKERS:-auto};
 pid $tmp/nginx.pid;
 error_log $tmp/nginx-error.log warn;
 daemon off;
@@ -80,24 +92,24 @@ http {
   }
 }
 EOF
-"$NGINX" -c "$tmp/nginx.conf" -p "$tmp" & pids+=($!)
+"${proxy_on[@]}" $NGINX -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" -p "$tmp" & pids+=($!)
 
 for t in bare gateway nginx; do
 	for _ in $(seq 100); do
-		curl -fsS -o /dev/null -H 'X-Tenant: bench' "http://127.0.0.1:${PORT[$t]}/" 2>/dev/null && break
+		(exec 3<>"/dev/tcp/127.0.0.1/${PORT[$t]}") 2>/dev/null && break
 		sleep 0.1
 	done
-	wrk -t"$THREADS" -c"$CONNS" -d2s -H 'X-Tenant: bench' "http://127.0.0.1:${PORT[$t]}/" >/dev/null # warm up
+	"${load_on[@]}" $WRK -t"$THREADS" -c"$CONNS" -d2s -H 'X-Tenant: bench' "http://127.0.0.1:${PORT[$t]}/" >/dev/null # warm up
 done
 
 mkdir -p "$(dirname "$OUT")"
 {
 	echo "# benchmarks/gateway-wrk.sh $ROUNDS $DURATION (wrk -t$THREADS -c$CONNS, $(date -u +%Y-%m-%dT%H:%MZ))"
-	echo "# $(go version); $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $("$NGINX" -v 2>&1); $(wrk -v 2>&1 | head -1)"
+	echo "# $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load $(cut -d' ' -f1-3 /proc/loadavg); proxies on CPUs ${PROXY_CPUS:-any}, wrk and backend on ${LOAD_CPUS:-any}; $($NGINX -v 2>&1); $($WRK -v 2>&1 | head -1)"
 	for r in $(seq "$ROUNDS"); do
 		for t in bare gateway nginx; do
 			echo "== round $r $t"
-			wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -H 'X-Tenant: bench' "http://127.0.0.1:${PORT[$t]}/"
+			"${load_on[@]}" $WRK -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -H 'X-Tenant: bench' "http://127.0.0.1:${PORT[$t]}/"
 		done
 	done
 } >"$OUT"
