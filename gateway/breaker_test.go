@@ -84,7 +84,7 @@ func TestBackendBreakerBacksOff(t *testing.T) {
 	var healthy atomic.Bool
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
 		if !healthy.Load() {
-			http.Error(w, "down", 503)
+			http.Error(w, "down", http.StatusServiceUnavailable)
 		}
 	})
 	clk := clock.NewFake(time.Unix(1_000_000, 0))

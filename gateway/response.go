@@ -160,13 +160,7 @@ func (x *response) finish() {
 		}
 		x.trailer = trailer
 	}
-	if x.body != nil {
-		if x.body.Cap() <= maxPooled {
-			x.body.Reset()
-			memPool.Put(x.body)
-		}
-		x.body = nil
-	}
+	putBuffer(&x.body)
 }
 
 // discard drops a kept answer, so that the gateway can answer instead.

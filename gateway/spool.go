@@ -53,6 +53,16 @@ var errSpoolReleased = errors.New("gateway: the request body was read after its 
 
 var memPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// putBuffer gives *b back to memPool, unless it grew past maxPooled, and
+// sets it to nil.
+func putBuffer(b **bytes.Buffer) {
+	if *b != nil && (*b).Cap() <= maxPooled {
+		(*b).Reset()
+		memPool.Put(*b)
+	}
+	*b = nil
+}
+
 // maxPooled is the largest buffer put back in memPool: a rare huge body
 // must not pin its memory in the pool.
 const maxPooled = 1 << 20
@@ -111,12 +121,6 @@ func (s *spool) release() {
 		s.file.Close()
 		s.file = nil
 	}
-	if s.mem != nil {
-		if s.mem.Cap() <= maxPooled {
-			s.mem.Reset()
-			memPool.Put(s.mem)
-		}
-		s.mem = nil
-	}
+	putBuffer(&s.mem)
 	s.fileSize = 0
 }
