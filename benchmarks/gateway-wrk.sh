@@ -13,8 +13,8 @@
 # WRK, NGINX, GATEWAYWRK (commands to use instead of the installed ones and
 # a fresh build), PROXY_CPUS and LOAD_CPUS (taskset CPU lists: the proxies
 # on some CPUs, wrk and the backend on others).
-# It prints one table: median requests/s and p99 of each, and the ratios
-# to the bare proxy.
+# It prints one table: median requests/s and p99 of each, and the median
+# over the rounds of each round's ratio to the bare proxy.
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -139,10 +139,17 @@ END {
 		for (i = 1; i <= n[t]; i++) all = all sprintf(" %.0f", rps[t, i])
 		runs[t] = all
 	}
-	printf "| server | req/s (median of %d) | p99 (median) | req/s vs bare | p99 vs bare | req/s of each round |\n", n["bare"]
+	# Ratios to bare within each round (the same minute of the same
+	# machine), then their median: steadier than the ratio of medians.
+	for (k = 1; k <= 3; k++) {
+		t = order[k]
+		for (i = 1; i <= n[t]; i++) { a[i] = rps[t, i] / rps["bare", i]; b[i] = p99[t, i] / p99["bare", i] }
+		rr[t] = median(a, n[t]); rp[t] = median(b, n[t])
+	}
+	printf "| server | req/s (median of %d rounds) | p99 (median) | req/s / bare (median of rounds) | p99 / bare (median of rounds) | req/s of each round |\n", n["bare"]
 	print "|---|---|---|---|---|---|"
 	for (k = 1; k <= 3; k++) {
 		t = order[k]
-		printf "| %s | %.0f | %.2f ms | %.2f | %.2f | %s |\n", t, mr[t], mp[t], mr[t] / mr["bare"], mp[t] / mp["bare"], runs[t]
+		printf "| %s | %.0f | %.2f ms | %.2f | %.2f | %s |\n", t, mr[t], mp[t], rr[t], rp[t], runs[t]
 	}
 }' "$OUT"
