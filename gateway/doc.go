@@ -38,11 +38,15 @@
 //     not arrive whole or does not decode, 431 for headers over the cap,
 //     400 for an invalid tenant key.
 //
-// Every request has one deadline, timeouts.upstream from its arrival: time in
-// the queue, every try and every backoff fit inside it. Requests with an
-// idempotent method and no body are retried on transport errors, at most 3
-// tries, with jittered exponential backoff (50-100 ms, doubling, capped at
-// 2 s), each try on the next backend.
+// Every request has one deadline, timeouts.upstream from the moment its body
+// is in: time in the queue, every try and every backoff fit inside it.
+// Requests with an idempotent method and no body are retried on transport
+// errors, at most 3 tries, with jittered exponential backoff (50-100 ms,
+// doubling, capped at 2 s), each try on the next backend whose breaker lets
+// it through. A tenant over its rate limit (golang.org/x/time/rate) is
+// refused before its body is read; every refusal's Retry-After comes from
+// the state that refused (the bucket's delay, the breaker's time left, the
+// queue's depth over its drain rate).
 //
 // Tenant keys are attacker-controlled, so the gateway bounds what they can
 // cost: at most tenant.max_groups unconfigured tenants have groups of their
@@ -50,7 +54,16 @@
 // are reclaimed, and metrics give series only to configured tenants, the
 // default group and the overflow group.
 //
-// Serve drains on cancellation: /readyz fails first, the proxy listener stops
-// accepting, in-flight requests have drain_timeout to finish, and those still
-// running then are cancelled and counted in tasks_aborted_total{kind="request"}.
+// Reload (SIGHUP in the groupexec command, POST /reload on the admin
+// address) applies a new config in place, through the executor's runtime
+// limit API; a bad file, or one changing a key that needs a restart, is
+// refused whole.
+//
+// Serve drains on cancellation: /readyz fails first (and for drain_delay the
+// gateway still serves), the proxy listener stops accepting, in-flight
+// requests have drain_timeout to finish, and those still running then are
+// cancelled and counted in tasks_aborted_total{kind="request"}.
+//
+// docs/gateway.md describes all of it, with the threat the tenant trust
+// model answers and every metric.
 package gateway
