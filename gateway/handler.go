@@ -67,7 +67,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.observe(x.group, x.status(), start)
 		x.spool.release()
 		x.resp.finish()
-		x.resp.w = nil
+		x.resp.reset(nil, 0, 0) // nothing of this request's answer is left for the next
 		*x = exchange{resp: x.resp, spool: x.spool, run: x.run}
 		exchanges.Put(x)
 	}()
@@ -178,12 +178,14 @@ var errProxyPanic = errors.New("gateway: the proxy panicked")
 func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler && x.resp.committed {
-				g.log.Debug("response cut short", "tenant", x.group)
-				panic(v)
-			}
 			if v != http.ErrAbortHandler {
 				g.log.Error("proxy panicked", "tenant", x.group, "panic", v, "stack", string(debug.Stack()))
+			}
+			if x.resp.committed {
+				// Part of the answer is out: only cutting the connection
+				// tells the client it is incomplete.
+				g.log.Debug("response cut short", "tenant", x.group)
+				panic(http.ErrAbortHandler)
 			}
 			x.resp.discard()
 			err = errProxyPanic
