@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,38 +22,55 @@ const probeTTL = time.Second
 // probeTimeout bounds one probe's dial.
 const probeTimeout = time.Second
 
-// health answers whether the gateway can serve: not draining, and at least
-// one backend accepting TCP connections.
+// health answers whether the gateway can serve: not draining, at least one
+// backend accepting TCP connections, and not every backend's breaker open.
 type health struct {
-	addrs    []string
+	state    func() *state
 	inflight *tracker
+	unready  atomic.Bool // set at the start of a drain_delay
 
 	mu      sync.Mutex
 	checked time.Time
 	up      bool
 }
 
-func newHealth(backends []*url.URL, t *tracker) *health {
-	h := &health{inflight: t}
-	for _, b := range backends {
-		port := b.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[b.Scheme]
-		}
-		h.addrs = append(h.addrs, net.JoinHostPort(b.Hostname(), port))
+func newHealth(st func() *state, t *tracker) *health {
+	return &health{state: st, inflight: t}
+}
+
+// addr is the host:port a backend URL is dialled at.
+func addr(b *url.URL) string {
+	port := b.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[b.Scheme]
 	}
-	return h
+	return net.JoinHostPort(b.Hostname(), port)
 }
 
 // ready returns "" when the gateway is ready, else why not.
 func (h *health) ready(ctx context.Context) string {
-	if h.inflight.draining() {
+	if h.unready.Load() || h.inflight.draining() {
 		return "draining"
 	}
 	if !h.backendUp(ctx) {
 		return "no backend reachable"
 	}
+	if bs := h.state().breakers; len(bs) > 0 && len(h.open()) == len(bs) {
+		return "every backend's breaker is open"
+	}
 	return ""
+}
+
+// open lists the backends whose breakers are open, with how long each
+// stays open.
+func (h *health) open() []string {
+	var open []string
+	for _, b := range h.state().breakers {
+		if d := b.openFor(); d > 0 {
+			open = append(open, fmt.Sprintf("%s (for %v)", b.name, d.Round(time.Millisecond)))
+		}
+	}
+	return open
 }
 
 func (h *health) degraded() bool { return h.ready(context.Background()) != "" }
@@ -67,8 +87,8 @@ func (h *health) backendUp(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var d net.Dialer
-	for _, a := range h.addrs {
-		if c, err := d.DialContext(ctx, "tcp", a); err == nil {
+	for _, b := range h.state().backends {
+		if c, err := d.DialContext(ctx, "tcp", addr(b)); err == nil {
 			c.Close()
 			h.up = true
 			break
@@ -78,21 +98,39 @@ func (h *health) backendUp(ctx context.Context) bool {
 	return h.up
 }
 
-// AdminHandler serves /metrics (Prometheus), /healthz (the process is up)
-// and /readyz (503 while draining or while no backend is reachable). Serve
-// runs it on the admin address, off the proxy port.
+// AdminHandler serves /metrics (Prometheus), /healthz (the process is up),
+// /readyz (503 while draining, while no backend is reachable, or while
+// every backend's breaker is open; each open breaker is listed in the body,
+// one a line) and POST /reload (ReloadFile: 200, or 400 with every problem
+// of the file, one a line, the old config kept). Serve runs it on the admin
+// address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: errLogger(g)}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if why := g.health.ready(r.Context()); why != "" {
-			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := g.ReloadFile(); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "%v\n", err)
 			return
 		}
-		w.Write([]byte("ready\n"))
+		io.WriteString(w, "reloaded\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		why := g.health.ready(r.Context())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %s\n", why)
+		} else {
+			io.WriteString(w, "ready\n")
+		}
+		for _, o := range g.health.open() {
+			fmt.Fprintf(w, "breaker open: %s\n", o)
+		}
 	})
 	return mux
 }

@@ -8,24 +8,45 @@
 //	defer gw.Close()
 //	err := gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
 //
-// A request's tenant is read from a header, the host or a path prefix
-// (config.Tenant); a request without one goes to the default group. The
-// request then runs as an executor task in its tenant's group, under the
-// limits, share and circuit breaker the config gives that tenant. What the
-// client sees:
+// A request's tenant is read from a header, the host or a path prefix,
+// honoured only from tenant.trusted_proxies when that is set, or from a
+// verified client certificate or bearer token (config.Tenant); a request
+// without one goes to the default group, and the backend is told the tenant
+// the gateway used (tenant.header). The
+// request's body is then received whole (body.max_bytes; in memory up to
+// body.buffer_bytes, in a temporary file beyond), and only then is the
+// request admitted, with executor.Do, in its tenant's group, under the
+// limits and share the config gives that tenant. The backend's answer is
+// kept (up to response.buffer_bytes) and the slot released before the
+// client is sent it; a longer answer is streamed, holding the slot until
+// the client has it. So a slot is held only while a backend works: a slow
+// client costs a connection and memory, never capacity. What the client
+// sees:
 //
 //   - 429 with Retry-After and a JSON body naming the limit, when the
 //     executor refuses the request (a full bulkhead or queue, a queue timeout);
-//   - 503 when the tenant's breaker is open or the gateway is draining;
+//   - 503 with Retry-After when every backend's circuit breaker is open
+//     (or the tenant's, with breaker.per: tenant) or the gateway is
+//     draining; a backend whose breaker is open is skipped while others
+//     serve, and its open time backs off from breaker.timeout to
+//     breaker.max_timeout while its probes fail;
+//   - 401 for a refused bearer token;
 //   - 502 when the backend fails, 504 when it misses the request's deadline;
-//   - 413 for a body over the cap (streamed, or decoded from gzip), 431 for
-//     headers over the cap, 400 for an invalid tenant key.
+//   - 413 for a body over the cap (as received, or decoded), 415 for a
+//     Content-Encoding other than gzip, x-gzip, deflate and identity, 408
+//     for a body not received within timeouts.read, 400 for a body that did
+//     not arrive whole or does not decode, 431 for headers over the cap,
+//     400 for an invalid tenant key.
 //
-// Every request has one deadline, timeouts.upstream from its arrival: time in
-// the queue, every try and every backoff fit inside it. Requests with an
-// idempotent method and no body are retried on transport errors, at most 3
-// tries, with jittered exponential backoff (50-100 ms, doubling, capped at
-// 2 s), each try on the next backend.
+// Every request has one deadline, timeouts.upstream from the moment its body
+// is in: time in the queue, every try and every backoff fit inside it.
+// Requests with an idempotent method and no body are retried on transport
+// errors, at most 3 tries, with jittered exponential backoff (50-100 ms,
+// doubling, capped at 2 s), each try on the next backend whose breaker lets
+// it through. A tenant over its rate limit (golang.org/x/time/rate) is
+// refused before its body is read; every refusal's Retry-After comes from
+// the state that refused (the bucket's delay, the breaker's time left, the
+// queue's depth over its drain rate).
 //
 // Tenant keys are attacker-controlled, so the gateway bounds what they can
 // cost: at most tenant.max_groups unconfigured tenants have groups of their
@@ -33,7 +54,16 @@
 // are reclaimed, and metrics give series only to configured tenants, the
 // default group and the overflow group.
 //
-// Serve drains on cancellation: /readyz fails first, the proxy listener stops
-// accepting, in-flight requests have drain_timeout to finish, and those still
-// running then are cancelled and counted in tasks_aborted_total{kind="request"}.
+// Reload (SIGHUP in the groupexec command, POST /reload on the admin
+// address) applies a new config in place, through the executor's runtime
+// limit API; a bad file, or one changing a key that needs a restart, is
+// refused whole.
+//
+// Serve drains on cancellation: /readyz fails first (and for drain_delay the
+// gateway still serves), the proxy listener stops accepting, in-flight
+// requests have drain_timeout to finish, and those still running then are
+// cancelled and counted in tasks_aborted_total{kind="request"}.
+//
+// docs/gateway.md describes all of it, with the threat the tenant trust
+// model answers and every metric.
 package gateway

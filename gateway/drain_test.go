@@ -1,7 +1,12 @@
 package gateway_test
 
 import (
+	"net/http"
 	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/gateway"
 )
 
 // In-flight requests finish during the drain; /readyz fails meanwhile; the
@@ -79,5 +84,37 @@ func TestDrainAbortsStragglers(t *testing.T) {
 	}
 	if got := metric(t, gw.gw.Metrics(), "tasks_aborted_total", "kind", "request"); got != n {
 		t.Errorf("tasks_aborted_total = %v, want %d", got, n)
+	}
+}
+
+// With drain_delay, a shutdown first fails /readyz while the gateway goes on
+// serving as usual, listener open, for that long; then it drains.
+func TestDrainDelay(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	gw := start(t, be.URL, minimal+"drain_delay: 30s\n", gateway.WithClock(clk))
+	c, admin := client(t), client(t)
+	stopped := make(chan error, 1)
+	go func() { stopped <- gw.stop() }()
+	eventually(t, "readyz to fail", func() bool {
+		code, body := get(t, admin, gw.admin+"/readyz")
+		return code == 503 && body == "not ready: draining"
+	})
+	for i := range 3 {
+		if resp, body := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
+			t.Fatalf("request %d during the drain delay: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Serve returned before the drain delay passed: %v", err)
+	default:
+	}
+	clk.Advance(30 * time.Second)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(gw.url); err == nil {
+		t.Error("the listener is still open after the drain")
 	}
 }

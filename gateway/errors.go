@@ -6,10 +6,9 @@ var (
 	// ErrInvalidTenant marks a request whose tenant key breaks
 	// config.ValidTenant; it is answered 400.
 	ErrInvalidTenant = errors.New("gateway: invalid tenant key")
-	// ErrBodyTooLarge marks a request body over body.max_bytes, or a gzip body
-	// whose decoded size is over body.max_decoded_bytes or body.max_ratio
-	// times its size; it is answered 413.
-	ErrBodyTooLarge = errors.New("gateway: request body too large")
+	// ErrUnauthenticated marks a request whose credentials (the bearer
+	// token of tenant.from: bearer) were refused; it is answered 401.
+	ErrUnauthenticated = errors.New("gateway: unauthenticated")
 	// ErrAborted is the cause of the context of a request cancelled because
 	// it was still running when the drain deadline passed.
 	ErrAborted = errors.New("gateway: request aborted at the drain deadline")

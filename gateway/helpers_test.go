@@ -34,14 +34,14 @@ type running struct {
 
 // start parses yaml (with %s replaced by backend), starts the gateway and
 // stops it at the end of the test.
-func start(t *testing.T, backend, yaml string) *running {
+func start(t testing.TB, backend, yaml string, opts ...gateway.Option) *running {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(yaml, backend)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.DiscardHandler)))
+	gw, err := gateway.New(cfg, append([]gateway.Option{gateway.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func start(t *testing.T, backend, yaml string) *running {
 const minimal = "backends: [%s]\n"
 
 // backend starts an httptest server; it is closed at the end of the test.
-func backend(t *testing.T, h http.HandlerFunc) *httptest.Server {
+func backend(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
@@ -85,7 +85,7 @@ func backend(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 // client makes requests without keeping connections between tests.
-func client(t *testing.T) *http.Client {
+func client(t testing.TB) *http.Client {
 	t.Helper()
 	tr := &http.Transport{DisableKeepAlives: true}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -145,9 +145,19 @@ func refusal(t *testing.T, body string) (code, reason, tenant string) {
 	return v.Error, v.Reason, v.Tenant
 }
 
-// metric returns the value of the counter or gauge name with the given
-// labels (name=value pairs), or 0 if there is no such series.
-func metric(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
+// ns is the default metrics namespace, which metric and series prefix to
+// the names they are given.
+const ns = "groupexec_"
+
+// metric returns the value of the counter or gauge name (in namespace ns)
+// with the given labels (name=value pairs), or 0 if there is no such series.
+func metric(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	return gatherValue(t, g, ns+name, labels...)
+}
+
+// gatherValue is metric for a name in full.
+func gatherValue(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
@@ -175,9 +185,10 @@ func metric(t *testing.T, g prometheus.Gatherer, name string, labels ...string) 
 	return 0
 }
 
-// series counts the series of name.
+// series counts the series of name (in namespace ns).
 func series(t *testing.T, g prometheus.Gatherer, name string) int {
 	t.Helper()
+	name = ns + name
 	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -266,3 +277,7 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 	resp, body := do(t, c, http.MethodGet, url, "", nil)
 	return resp.StatusCode, strings.TrimSpace(body)
 }
+
+// Metric names the tests read.
+const requestsTotal = "gateway_requests_total"
+const inGatewayGauge = "gateway_requests_in_flight"

@@ -14,9 +14,11 @@ type refusal struct {
 	Tenant string `json:"tenant,omitempty"` // the group the request ran in
 }
 
-// refuse writes code with a small JSON body and, when retryAfter > 0, a
-// Retry-After in whole seconds (at least 1).
-func (g *Gateway) refuse(w http.ResponseWriter, code int, errCode, reason, tenant string, retryAfter time.Duration) {
+// refuse answers for the gateway: code with a small JSON body naming x's
+// group and, when retryAfter > 0, a Retry-After in whole seconds (at least
+// 1). w is the client's writer, or x's response inside the proxy call.
+func (g *Gateway) refuse(w http.ResponseWriter, x *exchange, code int, errCode, reason string, retryAfter time.Duration) {
+	x.code = code
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -24,5 +26,5 @@ func (g *Gateway) refuse(w http.ResponseWriter, code int, errCode, reason, tenan
 		h.Set("Retry-After", strconv.Itoa(int(max(1, (retryAfter+time.Second-1)/time.Second))))
 	}
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(refusal{Error: errCode, Reason: reason, Tenant: tenant})
+	_ = json.NewEncoder(w).Encode(refusal{Error: errCode, Reason: reason, Tenant: x.group})
 }

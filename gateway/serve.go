@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -24,15 +25,26 @@ const abortGrace = time.Second
 // ProxyServer returns the http.Server Serve runs the proxy with: the
 // gateway as handler and the config's timeouts and header cap.
 func (g *Gateway) ProxyServer() *http.Server {
-	t := g.cfg.Timeouts
+	cfg := g.state.Load().cfg
+	t := cfg.Timeouts
 	return &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Write, // extended per request past the upstream deadline: see ServeHTTP
 		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    g.cfg.MaxHeaderBytes,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          errLogger(g),
+		// Every request's context derives from the abort context, so that
+		// the drain deadline cancels them all without a registration per
+		// request.
+		BaseContext: func(net.Listener) context.Context { return g.baseCtx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if c, ok := c.(*conn); ok {
+				return context.WithValue(ctx, connKey{}, c)
+			}
+			return ctx
+		},
 	}
 }
 
@@ -57,14 +69,26 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 // ctx ends, then drains, closes the gateway and returns nil. It returns early
 // with an error if a listener fails.
 //
-// The drain, in order: /readyz starts failing and requests still arriving
-// on open connections get 503; the proxy listener closes; in-flight requests
+// The drain, in order: /readyz starts failing, and for drain_delay the
+// gateway goes on serving as usual, so that load balancers stop sending it
+// requests before it stops taking them; then requests still arriving on
+// open connections get 503; the proxy listener closes; in-flight requests
 // have drain_timeout to finish; those still running are cancelled (cause
 // ErrAborted, counted in tasks_aborted_total{kind="request"}) and their
 // connections closed; the executor and the admin server stop last, so the
 // final metrics can still be scraped during the drain.
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
+	cfg := g.state.Load().cfg
+	ln := newListener(proxyLn, cfg.MaxConns, g.m.reclaimed.Inc)
+	g.clients.Store(ln)
+	proxy.ConnState = ln.connState
+	proxyLn = ln
+	if tc := cfg.ServerTLS(); tc != nil {
+		tc.NextProtos = []string{"h2", "http/1.1"}
+		proxy.TLSConfig = tc
+		proxyLn = tls.NewListener(proxyLn, tc)
+	}
 	admin := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLogger(g)}
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()
@@ -88,9 +112,19 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 
 func (g *Gateway) drain(proxy, admin *http.Server) {
 	start := time.Now()
-	idle := g.inflight.close() // readiness fails from here on
-	g.log.Info("draining", "timeout", g.cfg.DrainTimeout.String())
-	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
+	cfg := g.state.Load().cfg
+	if d := cfg.DrainDelay; d > 0 {
+		// Load balancers see /readyz fail and stop sending requests; those
+		// they send meanwhile are served as usual.
+		delayed := make(chan struct{})
+		g.clk.AfterFunc(d, func() { close(delayed) })
+		g.health.unready.Store(true)
+		g.log.Info("draining: readiness fails, still serving", "drain_delay", d.String())
+		<-delayed
+	}
+	idle := g.inflight.close() // readiness fails from here on, if it did not already
+	g.log.Info("draining", "timeout", cfg.DrainTimeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
 	// Shutdown closes the listener and idle connections, and returns once
 	// every connection has finished its response and closed. Waiting for

@@ -68,37 +68,6 @@ func TestQueueTimeout429(t *testing.T) {
 	<-done
 }
 
-// A tenant whose backend keeps failing gets its breaker opened: 503 at once,
-// without reaching the backend.
-func TestBreakerOpen503(t *testing.T) {
-	var hits atomic.Int32
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		http.Error(w, "boom", 500)
-	})
-	gw := start(t, be.URL, minimal+"breaker: {consecutive_failures: 2, timeout: 1h}\n")
-	c := client(t)
-	for range 2 {
-		if resp, _ := do(t, c, http.MethodGet, gw.url, "bad", nil); resp.StatusCode != 500 {
-			t.Fatalf("backend's 500 not passed through: %d", resp.StatusCode)
-		}
-	}
-	resp, body := do(t, c, http.MethodGet, gw.url, "bad", nil)
-	if code, _, _ := refusal(t, body); resp.StatusCode != 503 || code != "breaker_open" {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "3600" {
-		t.Errorf("Retry-After %q", ra)
-	}
-	if hits.Load() != 2 {
-		t.Errorf("backend hit %d times", hits.Load())
-	}
-	// Another tenant has its own breaker.
-	if resp, _ := do(t, c, http.MethodGet, gw.url, "good", nil); resp.StatusCode != 500 {
-		t.Errorf("other tenant: %d", resp.StatusCode)
-	}
-}
-
 func deadBackend(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

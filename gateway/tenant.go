@@ -3,9 +3,13 @@ package gateway
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
 )
 
@@ -15,25 +19,52 @@ import (
 const OverflowGroup = "_overflow"
 
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
-// when r carries none, or an error matching ErrInvalidTenant when the key it
-// carries breaks config.ValidTenant.
-func ExtractTenant(t config.Tenant, r *http.Request) (string, error) {
+// when r carries none (or names one from an address t does not trust), an
+// error matching ErrInvalidTenant when the key breaks config.ValidTenant,
+// or one matching ErrUnauthenticated when its bearer token is refused.
+func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
+	return extractTenant(t, r, time.Now())
+}
+
+// extractTenant is ExtractTenant with the time bearer tokens are checked at.
+func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, error) {
 	var key string
 	switch t.From {
-	case config.FromHost:
-		key = r.Host
-		if h, _, err := net.SplitHostPort(key); err == nil {
-			key = h
+	case config.FromClientCert:
+		// The handshake required and verified the certificate.
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+			return "", tokenError("no verified client certificate")
 		}
-		key = strings.ToLower(strings.Trim(key, "[]"))
-	case config.FromPath:
-		rest, ok := strings.CutPrefix(r.URL.Path, t.PathPrefix)
+		key = r.TLS.VerifiedChains[0][0].Subject.CommonName
+	case config.FromBearer:
+		tok, ok := bearerToken(r)
 		if !ok {
 			return "", nil
 		}
-		key, _, _ = strings.Cut(rest, "/")
+		var err error
+		if key, err = verifyToken(&t.Bearer, tok, now); err != nil {
+			return "", err
+		}
 	default:
-		key = strings.TrimSpace(r.Header.Get(t.Header))
+		if len(t.TrustedProxies) > 0 && !t.Trusts(peer(r)) {
+			return "", nil
+		}
+		switch t.From {
+		case config.FromHost:
+			key = r.Host
+			if h, _, err := net.SplitHostPort(key); err == nil {
+				key = h
+			}
+			key = strings.ToLower(strings.Trim(key, "[]"))
+		case config.FromPath:
+			rest, ok := strings.CutPrefix(r.URL.Path, t.PathPrefix)
+			if !ok {
+				return "", nil
+			}
+			key, _, _ = strings.Cut(rest, "/")
+		default:
+			key = strings.TrimSpace(r.Header.Get(t.Header))
+		}
 	}
 	if key == "" {
 		return "", nil
@@ -44,58 +75,107 @@ func ExtractTenant(t config.Tenant, r *http.Request) (string, error) {
 	return key, nil
 }
 
+// peer returns the address of r's connection (the zero Addr if unknown,
+// which no prefix contains).
+func peer(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr()
+}
+
 // groups caps how many unconfigured tenants have groups of their own at
 // once. A tenant is live while it has a request in the gateway; the map holds
 // only live tenants, so its size is bounded by max whatever keys arrive.
 // Configured tenants and the default group are always their own groups.
+//
+// After a reload that changed the limits of unconfigured tenants, a tenant
+// is given them (Executor.SetGroupLimits) as it becomes live and has them
+// dropped (ResetGroupLimits) as it leaves, so that the executor keeps such
+// limits for live tenants only.
 type groups struct {
-	fixed map[string]bool
+	ex    *executor.Executor
+	fixed atomic.Pointer[map[string]bool]
 	max   int
 
 	mu   sync.Mutex
-	live map[string]int // requests in flight, by unconfigured tenant
+	live map[string]*liveTenant // by unconfigured tenant
 }
 
-func newGroups(cfg *config.Config) *groups {
-	fixed := map[string]bool{cfg.Tenant.Default: true, OverflowGroup: true}
-	for name := range cfg.Tenants {
-		fixed[name] = true
-	}
-	return &groups{fixed: fixed, max: cfg.Tenant.MaxGroups, live: make(map[string]int)}
+type liveTenant struct {
+	n   int  // requests in the gateway
+	set bool // given the reloaded defaults
 }
 
-// acquire returns the group a request of tenant runs in; the caller must
-// pass it to release when the request is done.
-func (g *groups) acquire(tenant string) string {
-	if g.fixed[tenant] {
-		return tenant
+func newGroups(st *state, ex *executor.Executor) *groups {
+	g := &groups{ex: ex, max: st.cfg.Tenant.MaxGroups, live: make(map[string]*liveTenant)}
+	g.fixed.Store(&st.fixed)
+	return g
+}
+
+// acquire returns the group a request of tenant runs in under st, and
+// whether it was counted: the caller must pass both to release when the
+// request is done.
+func (g *groups) acquire(st *state, tenant string) (string, bool) {
+	if st.fixed[tenant] {
+		return tenant, false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n, ok := g.live[tenant]
-	if !ok && len(g.live) >= g.max {
-		return OverflowGroup
+	lt := g.live[tenant]
+	if lt == nil {
+		if len(g.live) >= g.max {
+			return OverflowGroup, false
+		}
+		lt = &liveTenant{}
+		g.live[tenant] = lt
+		if st.changed {
+			lt.set = g.ex.SetGroupLimits(tenant, st.defaults) == nil
+		}
 	}
-	g.live[tenant] = n + 1
-	return tenant
+	lt.n++
+	return tenant, true
 }
 
-func (g *groups) release(group string) {
-	if g.fixed[group] {
+func (g *groups) release(group string, counted bool) {
+	if !counted {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if n := g.live[group]; n > 1 {
-		g.live[group] = n - 1
-	} else {
-		delete(g.live, group)
+	lt := g.live[group]
+	if lt.n--; lt.n > 0 {
+		return
+	}
+	delete(g.live, group)
+	if lt.set {
+		_ = g.ex.ResetGroupLimits(group)
+	}
+}
+
+// reload gives the live unconfigured tenants st's defaults, or drops the
+// ones they were given, and makes st's configured groups the labelled ones.
+func (g *groups) reload(st *state) {
+	g.fixed.Store(&st.fixed)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for tenant, lt := range g.live {
+		switch {
+		case st.fixed[tenant]:
+			lt.set = false // configured now: the reload sets its limits
+		case st.changed:
+			lt.set = g.ex.SetGroupLimits(tenant, st.defaults) == nil
+		case lt.set:
+			_ = g.ex.ResetGroupLimits(tenant)
+			lt.set = false
+		}
 	}
 }
 
 // labelled reports whether group gets metric series of its own: only groups
 // whose names the operator chose, so metrics stay bounded.
-func (g *groups) labelled(group string) bool { return g.fixed[group] }
+func (g *groups) labelled(group string) bool { return (*g.fixed.Load())[group] }
 
 // count returns how many unconfigured tenants are live.
 func (g *groups) count() int {

@@ -45,7 +45,7 @@ func TestExtractTenant(t *testing.T) {
 		if tc.header != "" {
 			r.Header.Set("X-Tenant", tc.header)
 		}
-		got, err := gateway.ExtractTenant(tc.t, r)
+		got, err := gateway.ExtractTenant(&tc.t, r)
 		if tc.invalid {
 			if !errors.Is(err, gateway.ErrInvalidTenant) {
 				t.Errorf("%s %q: err %v, want ErrInvalidTenant", tc.url, tc.header, err)
@@ -70,7 +70,7 @@ func FuzzExtractTenant(f *testing.F) {
 	f.Fuzz(func(t *testing.T, from, header, host, path string) {
 		cfg := config.Tenant{From: from, Header: "X-Tenant", PathPrefix: "/t/"}
 		r := &http.Request{Method: "GET", Host: host, URL: &url.URL{Path: path}, Header: http.Header{"X-Tenant": {header}}}
-		key, err := gateway.ExtractTenant(cfg, r)
+		key, err := gateway.ExtractTenant(&cfg, r)
 		if err != nil && !errors.Is(err, gateway.ErrInvalidTenant) {
 			t.Fatalf("unexpected error %v", err)
 		}

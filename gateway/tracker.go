@@ -54,3 +54,10 @@ func (t *tracker) draining() bool {
 	defer t.mu.Unlock()
 	return t.closed
 }
+
+// count returns how many requests are in the gateway.
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}

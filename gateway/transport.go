@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"time"
+
+	"github.com/groupexec/groupexec/breaker"
 )
 
 // Retry schedule: at most maxTries tries; before the second, a wait drawn
@@ -31,15 +33,16 @@ const (
 // Every try and wait fits in the request's deadline: a wait that would end
 // past it is not started.
 type transport struct {
-	base     http.RoundTripper
-	backends []*url.URL
-	next     atomic.Uint64
-	retried  func() // counts a retry
+	base    http.RoundTripper
+	state   func() *state // the backends and their breakers
+	next    atomic.Uint64
+	retried func() // counts a retry
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	first := t.next.Add(1)
+	st := t.state()
+	at := t.next.Add(1)
 	tries := 1
 	if retryable(req) {
 		tries = maxTries
@@ -54,6 +57,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.retried()
 			wait = min(2*wait, backoffCap)
 		}
+		b, ticket, open := pick(st, at)
+		if open != nil {
+			if err == nil {
+				err = open
+			}
+			return nil, err
+		}
+		at = uint64(b) + 1
 		// The RoundTripper contract forbids changing req: each try gets a
 		// copy pointed at its backend. SetURL changes only the URL and Host,
 		// so a shallow copy with its own URL is enough; req.Clone would also
@@ -62,9 +73,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out := req.WithContext(ctx)
 		u := *req.URL
 		out.URL = &u
-		(&httputil.ProxyRequest{Out: out}).SetURL(t.backends[(first+uint64(i))%uint64(len(t.backends))])
+		(&httputil.ProxyRequest{Out: out}).SetURL(st.backends[b])
 		var resp *http.Response
 		resp, err = t.base.RoundTrip(out)
+		switch {
+		case err == nil && resp.StatusCode >= 500:
+			ticket.Failure()
+		case err == nil:
+			ticket.Success()
+		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+			ticket.Ignore() // the client went away: nothing learned of the backend
+		default:
+			ticket.Failure()
+		}
 		if err == nil {
 			return resp, nil
 		}
@@ -73,6 +94,28 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, err
+}
+
+// pick returns the first backend from at (in turn) whose breaker lets a
+// request through, with its ticket; or, when every breaker refuses, an
+// *openError saying when the first will let one through.
+func pick(st *state, at uint64) (int, breaker.Ticket, *openError) {
+	n := uint64(len(st.backends))
+	if st.breakers == nil {
+		return int(at % n), breaker.Ticket{}, nil
+	}
+	var soonest time.Duration
+	for k := range n {
+		b := int((at + k) % n)
+		ticket, wait, ok := st.breakers[b].allow()
+		if ok {
+			return b, ticket, nil
+		}
+		if k == 0 || wait < soonest {
+			soonest = wait
+		}
+	}
+	return 0, breaker.Ticket{}, &openError{retryAfter: soonest}
 }
 
 // retryable reports whether req may be sent again after a transport error.

@@ -2,14 +2,11 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/groupexec/groupexec/executor"
 )
 
 // recordingRT fails the first fail tries, then answers 200; it keeps a copy
@@ -34,7 +31,8 @@ func TestTransportLeavesRequestAlone(t *testing.T) {
 	b1, _ := url.Parse("http://10.0.0.1:8081/base")
 	b2, _ := url.Parse("http://10.0.0.2:8082")
 	rt := &recordingRT{fail: 1}
-	tr := &transport{base: rt, backends: []*url.URL{b1, b2}, retried: func() {}}
+	st := &state{backends: []*url.URL{b1, b2}}
+	tr := &transport{base: rt, state: func() *state { return st }, retried: func() {}}
 	req, _ := http.NewRequest(http.MethodGet, "http://gateway.example/path?q=1", nil)
 	req.Header.Set("X-Tenant", "acme")
 	resp, err := tr.RoundTrip(req)
@@ -68,28 +66,5 @@ func TestTransportLeavesRequestAlone(t *testing.T) {
 	}
 	if rt.seen[0].URL == rt.seen[1].URL {
 		t.Error("the tries share a URL")
-	}
-}
-
-// panicError finds a task's panic, wrapped or not, and nothing else; a
-// successful task (nil) takes the early return that keeps ServeHTTP free of
-// an allocation per request.
-func TestPanicError(t *testing.T) {
-	pe := &executor.PanicError{Value: http.ErrAbortHandler}
-	for _, c := range []struct {
-		err  error
-		want *executor.PanicError
-	}{
-		{nil, nil},
-		{errors.New("backend"), nil},
-		{pe, pe},
-		{fmt.Errorf("task: %w", pe), pe},
-	} {
-		if got := panicError(c.err); got != c.want {
-			t.Errorf("panicError(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
-	if n := testing.AllocsPerRun(100, func() { _ = panicError(nil) }); n != 0 {
-		t.Errorf("panicError(nil) allocates %v times", n)
 	}
 }

@@ -30,15 +30,8 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command:", err)
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "groupexec")
-	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := build(t, dir)
 
 	// The backend: 10ms of work, except for tenant "held", whose requests
 	// wait until released.
@@ -68,39 +61,9 @@ tenants: {light: {}, held: {}}
 drain_timeout: 20s
 `, be.URL), 0o600)
 
-	cmd := exec.Command(bin, "gateway", "--config", cfgPath)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	var logs strings.Builder
-	var logMu sync.Mutex
-	addrs := make(chan [2]string, 1)
-	go func() {
-		re := regexp.MustCompile(`msg="gateway serving" proxy=(\S+) admin=(\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logMu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addrs <- [2]string{m[1], m[2]}
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	defer cmd.Process.Kill() // only if the test fails before the process exits
-	var proxy, admin string
-	select {
-	case a := <-addrs:
-		proxy, admin = "http://"+a[0], "http://"+a[1]
-	case err := <-exited:
-		t.Fatalf("gateway exited early: %v\n%s", err, logs.String())
-	case <-time.After(bound):
-		t.Fatal("gateway did not start")
-	}
-
+	p := startBinary(t, bin, cfgPath)
+	proxy, admin, exited := p.proxy, p.admin, p.exited
+	cmd := p.cmd
 	tr := &http.Transport{MaxIdleConnsPerHost: 32}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: bound}
@@ -192,15 +155,78 @@ drain_timeout: 20s
 	select {
 	case err := <-exited:
 		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, logs.String())
+			t.Fatalf("exit: %v\n%s", err, p.logs())
 		}
 	case <-time.After(bound):
 		t.Fatal("gateway did not exit after the drain")
 	}
-	logMu.Lock()
-	defer logMu.Unlock()
-	if !strings.Contains(logs.String(), `msg=drained`) {
-		t.Errorf("no drain in the log:\n%s", logs.String())
+	if logs := p.logs(); !strings.Contains(logs, `msg=drained`) {
+		t.Errorf("no drain in the log:\n%s", logs)
 	}
 	t.Logf("flood: %d served, %d refused with 429", floodOK.Load(), flood429.Load())
+}
+
+// build builds the command into dir and returns the binary's path.
+func build(t *testing.T, dir string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	bin := filepath.Join(dir, "groupexec")
+	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// process is the command running as a gateway.
+type process struct {
+	cmd          *exec.Cmd
+	proxy, admin string // base URLs
+	exited       chan error
+	mu           sync.Mutex
+	log          strings.Builder
+}
+
+func (p *process) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// startBinary runs bin as a gateway with the config at cfgPath, and waits
+// until it serves. The process is killed at the end of the test if it is
+// still running.
+func startBinary(t *testing.T, bin, cfgPath string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, "gateway", "--config", cfgPath), exited: make(chan error, 1)}
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrs := make(chan [2]string, 1)
+	go func() {
+		re := regexp.MustCompile(`msg="gateway serving" proxy=(\S+) admin=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addrs <- [2]string{m[1], m[2]}
+			}
+		}
+		p.exited <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() { p.cmd.Process.Kill() }) // only if the test failed before the process exited
+	select {
+	case a := <-addrs:
+		p.proxy, p.admin = "http://"+a[0], "http://"+a[1]
+	case err := <-p.exited:
+		t.Fatalf("gateway exited early: %v\n%s", err, p.logs())
+	case <-time.After(bound):
+		t.Fatal("gateway did not start")
+	}
+	return p
 }

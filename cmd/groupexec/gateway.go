@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -22,8 +23,9 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	path := fs.String("config", "", "the gateway's YAML config `file`")
 	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
 	duration := fs.Duration("duration", 10*time.Second, "with --demo, how long to run (0: until interrupted)")
+	check := fs.Bool("check", false, "with --config, only check the file (every problem, in line order) and exit")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE | --demo [--duration D]\n\n")
+		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE [--check] | --demo [--duration D]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -50,15 +52,41 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: ok\n", *path)
+		return nil
+	}
 	pl, al, err := gateway.Listen(cfg)
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(cfg, gateway.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	gw, err := gateway.New(cfg, gateway.WithLogger(log), gateway.WithConfigFile(*path))
 	if err != nil {
 		pl.Close()
 		al.Close()
 		return err
 	}
-	return gw.Serve(ctx, pl, al)
+	// SIGHUP reloads the file; a bad one is logged and the old config kept.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := gw.ReloadFile(); err != nil {
+					log.Error("config reload refused, the old config is kept", "err", err.Error())
+				}
+			}
+		}
+	}()
+	err = gw.Serve(ctx, pl, al)
+	stop() // ends the reload loop if Serve failed on its own
+	<-reloaded
+	return err
 }

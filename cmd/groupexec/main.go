@@ -1,6 +1,7 @@
 // Command groupexec is groupexec's HTTP admission gateway.
 //
 //	groupexec gateway --config gateway.yaml   run the gateway
+//	groupexec gateway --config gateway.yaml --check   check the config file
 //	groupexec gateway --demo [--duration 10s] watch isolation on a synthetic load
 //	groupexec version                         print the version
 //
@@ -20,6 +21,7 @@ const usage = `groupexec: an HTTP admission gateway built on a grouped executor.
 
 Usage:
   groupexec gateway --config FILE           run the gateway described by FILE (YAML)
+  groupexec gateway --config FILE --check   check FILE (every problem, in line order)
   groupexec gateway --demo [--duration D]   run an embedded backend and a synthetic
                                             multi-tenant load; print per-tenant stats
                                             every second for D (default 10s; 0: until
@@ -27,8 +29,11 @@ Usage:
   groupexec version                         print the version
   groupexec help                            print this help
 
-SIGINT or SIGTERM drains the gateway: /readyz fails, the listener closes,
-in-flight requests get drain_timeout to finish, and the process exits 0.
+SIGINT or SIGTERM drains the gateway: /readyz fails (and the gateway goes on
+serving for drain_delay), the listener closes, in-flight requests get
+drain_timeout to finish, and the process exits 0. SIGHUP (or POST /reload on
+the admin address) reloads the config file in place; a file with errors, or
+one changing a key that needs a restart, is refused and the old config kept.
 `
 
 // errUsage marks a command line that could not be understood: exit 2.

@@ -27,6 +27,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"gateway", "--help"}, 0, "", "--duration"},
 		{[]string{"gateway", "--config", bad}, 1, "", "line 3: limits.max_inflight: unknown key"},
 		{[]string{"gateway", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, 1, "", "no such file"},
+		{[]string{"gateway", "--config", bad, "--check"}, 1, "", "line 3: limits.max_inflight: unknown key"},
+		// The sample config in the repository is accepted as it is.
+		{[]string{"gateway", "--config", "../../gateway/config/example.yaml", "--check"}, 0, "example.yaml: ok", ""},
 	} {
 		var out, errb bytes.Buffer
 		code := run(tc.args, &out, &errb)

@@ -2,48 +2,109 @@ package config
 
 import "time"
 
-// Config is the gateway's configuration. Parse fills every omitted field with
-// its default (the Default* constants and the comments below); fields that
-// map onto package policy are pointers, nil when omitted, so that policy's own
-// defaults apply.
+// Config is the gateway's configuration. Parse sets every key the file
+// omits to its default (the Default* constants and the comments below);
+// fields that map onto package policy are pointers, nil when omitted, so
+// that policy's own defaults apply. A Config is meant to come from Parse or
+// Load: the gateway relies on the defaults and checks they apply.
+//
+// The rule for 0: a key left out takes its default; a key given 0 means 0,
+// which is valid only where the comment says what it means (a queue
+// threshold of 0: nothing waits), and an error everywhere else.
 type Config struct {
 	Listen   string   `yaml:"listen"`   // proxy address; default DefaultListen
-	Admin    string   `yaml:"admin"`    // /metrics, /healthz, /readyz; default DefaultAdmin
+	Admin    string   `yaml:"admin"`    // /metrics, /healthz, /readyz, /reload; default DefaultAdmin
 	Backends []string `yaml:"backends"` // absolute http(s) URLs; at least one
-
-	Tenant   Tenant                  `yaml:"tenant"`
-	Limits   Limits                  `yaml:"limits"`
-	Tenants  map[string]TenantLimits `yaml:"tenants"` // per-tenant overrides of Limits
-	Breaker  Breaker                 `yaml:"breaker"`
-	Timeouts Timeouts                `yaml:"timeouts"`
-	Body     Body                    `yaml:"body"`
-
+	TLS      TLS      `yaml:"tls"`
+	// MaxConns caps the client connections open at once. At the cap the
+	// connection idle the longest is closed for a new one; with none idle,
+	// new connections wait in the listen backlog. Default DefaultMaxConns.
+	MaxConns int `yaml:"max_conns"`
 	// MaxHeaderBytes caps the request line and headers (net/http answers 431
 	// beyond it). Default DefaultMaxHeaderBytes.
-	MaxHeaderBytes int `yaml:"max_header_bytes"`
-	// DrainTimeout is how long in-flight requests may run after a shutdown
-	// signal before they are cancelled. Default DefaultDrainTimeout.
+	MaxHeaderBytes int                     `yaml:"max_header_bytes"`
+	Tenant         Tenant                  `yaml:"tenant"`
+	Limits         Limits                  `yaml:"limits"`
+	RateLimit      *RateLimit              `yaml:"rate_limit"` // every tenant's; nil: none
+	Tenants        map[string]TenantLimits `yaml:"tenants"`    // per-tenant overrides
+	Breaker        Breaker                 `yaml:"breaker"`
+	Timeouts       Timeouts                `yaml:"timeouts"`
+	Body           Body                    `yaml:"body"`
+	Response       Response                `yaml:"response"`
+	// DrainDelay is how long the gateway keeps serving after a shutdown
+	// signal with /readyz failing, so that load balancers stop sending it
+	// requests before its listener closes. 0 (the default): none.
+	DrainDelay time.Duration `yaml:"drain_delay"`
+	// DrainTimeout is how long in-flight requests may run once the listener
+	// has closed before they are cancelled. Default DefaultDrainTimeout.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	Metrics      Metrics       `yaml:"metrics"`
+
+	tls  *tlsFiles // loaded from TLS's files by Parse
+	keys keyIndex  // the file's keys and their lines
+}
+
+// TLS makes the proxy listener serve HTTPS. CertFile and KeyFile go
+// together; ClientCAFile makes the gateway ask for client certificates and
+// verify them against it (required by tenant.from: client_cert). Relative
+// paths are relative to the working directory.
+type TLS struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
 }
 
 // Where a request's tenant key is read from (Tenant.From).
 const (
-	FromHeader = "header" // the header named by Tenant.Header
-	FromHost   = "host"   // the Host, lower-cased, without the port
-	FromPath   = "path"   // the path segment right after Tenant.PathPrefix
+	FromHeader     = "header"      // the header named by Tenant.Header
+	FromHost       = "host"        // the Host, lower-cased, without the port
+	FromPath       = "path"        // the path segment right after Tenant.PathPrefix
+	FromClientCert = "client_cert" // the verified client certificate's subject common name
+	FromBearer     = "bearer"      // a claim of the verified bearer token (Tenant.Bearer)
 )
 
 // Tenant says how a request's tenant is found and how many tenants may be live.
 type Tenant struct {
-	From       string `yaml:"from"`        // FromHeader (default), FromHost or FromPath
-	Header     string `yaml:"header"`      // default DefaultTenantHeader
-	PathPrefix string `yaml:"path_prefix"` // for FromPath; default "/"
+	From   string `yaml:"from"`   // one of the From* values; default FromHeader
+	Header string `yaml:"header"` // default DefaultTenantHeader; set on the proxied request to the tenant used
+	// PathPrefix is, for FromPath, what precedes the tenant segment;
+	// default "/".
+	PathPrefix string `yaml:"path_prefix"`
+	// TrustedProxies are the CIDRs whose connections may name their tenant
+	// with From header, host or path: a request from any other address is
+	// served as the default tenant, whatever it names. Empty (the default):
+	// every address is trusted, so any client can claim any tenant.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// Bearer verifies the token of From bearer.
+	Bearer Bearer `yaml:"bearer"`
 	// Default is the group of requests that carry no tenant key.
 	Default string `yaml:"default"`
-	// MaxGroups caps the tenants with requests in flight at once, each in its
-	// own group; a request of any other tenant goes to the shared overflow
-	// group. Configured tenants and the default group are not counted.
+	// MaxGroups caps the unconfigured tenants with requests in flight at
+	// once, each in its own group; a request of any other tenant goes to the
+	// shared overflow group. Configured tenants and the default group are
+	// not counted. 0: every unconfigured tenant shares the overflow group.
+	// Default DefaultMaxGroups.
 	MaxGroups int `yaml:"max_groups"`
+
+	trusted []prefix // TrustedProxies, parsed
+}
+
+// Bearer says how a bearer token (a JWT, RFC 7519) is verified: with an
+// HMAC secret (HS256) or a public key (RS256 for RSA, ES256 for ECDSA
+// P-256), exactly one of them; the algorithm is the key's, whatever the
+// token's header claims. The token must carry exp; nbf, iss and aud are
+// checked when present in the token or set here.
+type Bearer struct {
+	Claim          string `yaml:"claim"`            // the claim naming the tenant; default "sub"
+	HMACSecretFile string `yaml:"hmac_secret_file"` // the secret's bytes, whitespace trimmed; at least 32
+	PublicKeyFile  string `yaml:"public_key_file"`  // a PEM "PUBLIC KEY"
+	Issuer         string `yaml:"issuer"`           // iss must equal it, if set
+	Audience       string `yaml:"audience"`         // aud must contain it, if set
+	// Leeway is the clock skew allowed on exp and nbf. 0 (the default):
+	// none.
+	Leeway time.Duration `yaml:"leeway"`
+
+	key any // []byte, *rsa.PublicKey or *ecdsa.PublicKey, loaded by Parse
 }
 
 // Limits map onto package policy: a nil field takes policy's default.
@@ -51,27 +112,48 @@ type Limits struct {
 	GlobalMaxInFlight      *int           `yaml:"global_max_in_flight"`      // policy.WithGlobalMaxInFlight
 	MaxInFlightPerGroup    *int           `yaml:"max_in_flight_per_group"`   // policy.WithMaxInFlightPerGroup
 	MaxConcurrencyPerGroup *int           `yaml:"max_concurrency_per_group"` // policy.WithMaxConcurrencyPerGroup
-	QueueThresholdPerGroup *int           `yaml:"queue_threshold_per_group"` // policy.WithQueueThresholdPerGroup
-	GlobalQueueThreshold   *int           `yaml:"global_queue_threshold"`    // policy.WithGlobalQueueThreshold
-	QueueTimeout           *time.Duration `yaml:"queue_timeout"`             // policy.WithQueueTimeout
+	QueueThresholdPerGroup *int           `yaml:"queue_threshold_per_group"` // policy.WithQueueThresholdPerGroup; 0: nothing waits
+	GlobalQueueThreshold   *int           `yaml:"global_queue_threshold"`    // policy.WithGlobalQueueThreshold; 0: nothing waits
+	QueueTimeout           *time.Duration `yaml:"queue_timeout"`             // policy.WithQueueTimeout; 0: none
 }
 
 // TenantLimits override Limits for one tenant; a nil field keeps the default.
 type TenantLimits struct {
-	MaxConcurrency *int `yaml:"max_concurrency"` // policy.WithGroupMaxConcurrency
-	MaxInFlight    *int `yaml:"max_in_flight"`   // policy.WithGroupMaxInFlight
-	QueueThreshold *int `yaml:"queue_threshold"` // policy.WithGroupQueueThreshold
-	Share          *int `yaml:"share"`           // policy.WithGroupShare
+	MaxConcurrency *int       `yaml:"max_concurrency"` // policy.WithGroupMaxConcurrency
+	MaxInFlight    *int       `yaml:"max_in_flight"`   // policy.WithGroupMaxInFlight
+	QueueThreshold *int       `yaml:"queue_threshold"` // policy.WithGroupQueueThreshold; 0: nothing waits
+	Share          *int       `yaml:"share"`           // policy.WithGroupShare
+	RateLimit      *RateLimit `yaml:"rate_limit"`      // instead of the top-level rate_limit
 }
 
-// Breaker configures one circuit breaker per tenant (package breaker).
+// RateLimit bounds a tenant's request rate (a token bucket): RPS requests
+// per second on average, at most Burst at once. A request over it is
+// refused with 429 and a Retry-After of when it would fit.
+type RateLimit struct {
+	RPS   float64 `yaml:"rps"`   // > 0
+	Burst int     `yaml:"burst"` // default: RPS rounded up, at least 1
+}
+
+// Where breakers are kept (Breaker.Per).
+const (
+	PerBackend = "backend" // one breaker per backend: the default
+	PerTenant  = "tenant"  // one per tenant, in the executor (no backoff)
+)
+
+// Breaker configures the circuit breakers.
 type Breaker struct {
-	// Enabled defaults to true: a tenant whose requests keep failing stops
-	// taking capacity. Set false to run without breakers.
-	Enabled             *bool         `yaml:"enabled"`
+	// Enabled defaults to true. Set false to run without breakers.
+	Enabled *bool `yaml:"enabled"`
+	// Per is PerBackend (the default: a failing backend is skipped while
+	// the others serve) or PerTenant (a tenant whose requests keep failing
+	// stops taking capacity; trust the tenant key before choosing it).
+	Per                 string        `yaml:"per"`
 	ConsecutiveFailures int           `yaml:"consecutive_failures"` // default 5
-	Timeout             time.Duration `yaml:"timeout"`              // open for; default 30s
-	MaxRequests         int           `yaml:"max_requests"`         // half-open probes; default 1
+	Timeout             time.Duration `yaml:"timeout"`              // open for, at first; default 5s
+	// MaxTimeout caps the open time, which doubles each time the probe
+	// after it fails (per backend only). Default 60s.
+	MaxTimeout  time.Duration `yaml:"max_timeout"`
+	MaxRequests int           `yaml:"max_requests"` // half-open probes; default 1
 }
 
 // On reports whether breakers are enabled.
@@ -79,75 +161,67 @@ func (b Breaker) On() bool { return b.Enabled == nil || *b.Enabled }
 
 // Timeouts bound the server's connections and the requests it proxies.
 type Timeouts struct {
-	ReadHeader time.Duration `yaml:"read_header"` // default 5s
-	Read       time.Duration `yaml:"read"`        // whole request, body included; default 5s
-	Write      time.Duration `yaml:"write"`       // writing the response, after the upstream deadline; default 5s
+	ReadHeader time.Duration `yaml:"read_header"` // the request line and headers; default 5s
+	Read       time.Duration `yaml:"read"`        // the body, from the end of the headers; default 5s
+	Write      time.Duration `yaml:"write"`       // sending the answer, once it starts; default 5s
 	Idle       time.Duration `yaml:"idle"`        // keep-alive; default 60s
-	// Upstream is each request's deadline from arrival: queueing, every try
-	// and every backoff fit inside it. Default 10s.
+	// Upstream is each request's deadline once its body is received:
+	// queueing, every try and every backoff fit inside it. Default 10s.
 	Upstream time.Duration `yaml:"upstream"`
 }
 
-// Body caps request bodies.
+// Body caps request bodies. A body is received whole before its request is
+// admitted: in memory up to BufferBytes, in a file in SpoolDir beyond.
 type Body struct {
 	MaxBytes        int64 `yaml:"max_bytes"`         // as received; default 1 MiB
-	MaxDecodedBytes int64 `yaml:"max_decoded_bytes"` // a gzip body once decoded; default 8 MiB
-	MaxRatio        int64 `yaml:"max_ratio"`         // decoded:received bytes of a gzip body; default 10
+	MaxDecodedBytes int64 `yaml:"max_decoded_bytes"` // a coded body once decoded; default 8 MiB
+	MaxRatio        int64 `yaml:"max_ratio"`         // decoded:received bytes of a coded body; default 10
+	// BufferBytes is how much of a body is kept in memory; 0: every body
+	// goes to a file. Default 64 KiB.
+	BufferBytes int64  `yaml:"buffer_bytes"`
+	SpoolDir    string `yaml:"spool_dir"` // default: the system's temporary directory
+}
+
+// Response says how much of a backend's answer is kept in memory, so that
+// the request's slot is released before a slow client has read it.
+type Response struct {
+	// BufferBytes is how much is kept; a longer answer is streamed, holding
+	// its slot until the client has it. 0: every answer is streamed.
+	// Default 64 KiB.
+	BufferBytes int `yaml:"buffer_bytes"`
+}
+
+// Metrics names the gateway's Prometheus series.
+type Metrics struct {
+	// Namespace prefixes every gateway and executor metric
+	// (groupexec_gateway_requests_total). Default DefaultNamespace.
+	Namespace string `yaml:"namespace"`
 }
 
 // Defaults for omitted keys.
 const (
 	DefaultListen            = "127.0.0.1:8080"
 	DefaultAdmin             = "127.0.0.1:9090"
+	DefaultMaxConns          = 10000
 	DefaultTenantHeader      = "X-Tenant"
 	DefaultTenant            = "anonymous"
 	DefaultMaxGroups         = 10000
+	DefaultBearerClaim       = "sub"
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultDrainTimeout      = 5 * time.Second
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDecodedBytes   = 8 << 20
 	DefaultMaxRatio          = 10
+	DefaultBodyBufferBytes   = 64 << 10
+	DefaultResponseBuffer    = 64 << 10
 	DefaultBreakerFailures   = 5
-	DefaultBreakerTimeout    = 30 * time.Second
+	DefaultBreakerTimeout    = 5 * time.Second
+	DefaultBreakerMaxTimeout = 60 * time.Second
 	DefaultBreakerProbes     = 1
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 5 * time.Second
 	DefaultWriteTimeout      = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultUpstreamTimeout   = 10 * time.Second
+	DefaultNamespace         = "groupexec"
 )
-
-// setDefaults fills the zero fields that have a default.
-func (c *Config) setDefaults() {
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&c.Listen, DefaultListen)
-	def(&c.Admin, DefaultAdmin)
-	def(&c.Tenant.From, FromHeader)
-	def(&c.Tenant.Header, DefaultTenantHeader)
-	def(&c.Tenant.PathPrefix, "/")
-	def(&c.Tenant.Default, DefaultTenant)
-	setZero(&c.Tenant.MaxGroups, DefaultMaxGroups)
-	setZero(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
-	setZero(&c.DrainTimeout, DefaultDrainTimeout)
-	setZero(&c.Body.MaxBytes, DefaultMaxBodyBytes)
-	setZero(&c.Body.MaxDecodedBytes, DefaultMaxDecodedBytes)
-	setZero(&c.Body.MaxRatio, DefaultMaxRatio)
-	setZero(&c.Breaker.ConsecutiveFailures, DefaultBreakerFailures)
-	setZero(&c.Breaker.Timeout, DefaultBreakerTimeout)
-	setZero(&c.Breaker.MaxRequests, DefaultBreakerProbes)
-	setZero(&c.Timeouts.ReadHeader, DefaultReadHeaderTimeout)
-	setZero(&c.Timeouts.Read, DefaultReadTimeout)
-	setZero(&c.Timeouts.Write, DefaultWriteTimeout)
-	setZero(&c.Timeouts.Idle, DefaultIdleTimeout)
-	setZero(&c.Timeouts.Upstream, DefaultUpstreamTimeout)
-}
-
-func setZero[T int | int64 | time.Duration](p *T, v T) {
-	if *p == 0 {
-		*p = v
-	}
-}

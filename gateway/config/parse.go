@@ -2,11 +2,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,9 +24,11 @@ func Load(path string) (*Config, error) {
 	return Parse(data)
 }
 
-// Parse parses a YAML document, fills defaults and validates the result. Every
-// error it returns matches ErrInvalid and names the line and, where it can,
-// the key. When several keys are wrong, all are reported (errors.Join).
+// Parse parses a YAML document, fills defaults, validates the result and
+// loads the files it names (TLS certificates, the bearer token's key).
+// Every error it returns matches ErrInvalid and names the line and, where it
+// can, the key. All the problems of a file are reported at once, in line
+// order (errors.Join of *Error); only a syntax error stops it early.
 func Parse(data []byte) (*Config, error) {
 	// The node tree is parsed first: it reports syntax errors, and it is what
 	// turns the decoder's and the validator's complaints into key paths and
@@ -37,27 +41,64 @@ func Parse(data []byte) (*Config, error) {
 		return nil, &Error{Reason: "empty file: at least `backends` is required"}
 	}
 	keys := indexKeys(&root)
-
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	var errs []*Error
 	if err := dec.Decode(&c); err != nil {
-		return nil, decodeError(err, keys)
+		// A type error leaves the rest decoded: the other keys are still
+		// checked, so that one run reports every problem.
+		errs = decodeErrors(err, keys)
+		if errs == nil {
+			return nil, syntaxError(err)
+		}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, &Error{Line: extra.Line, Reason: "more than one YAML document"}
 	}
-
-	c.setDefaults()
-	var errs []error
-	for _, p := range c.validate() {
-		errs = append(errs, &Error{Line: keys.line(p.key), Key: p.key, Reason: p.reason})
+	failed := make(map[string]bool, len(errs))
+	for _, e := range errs {
+		failed[e.Key] = true
+	}
+	present := func(path string) bool { return keys.has(path) }
+	c.setDefaults(present)
+	for _, p := range c.validate(present) {
+		if !failed[p.key] {
+			errs = append(errs, &Error{Line: keys.line(p.key), Key: p.key, Reason: p.reason})
+		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, joinInLineOrder(errs)
 	}
+	c.keys = keys
 	return &c, nil
+}
+
+// JoinErrors joins errs sorted by line, as Parse does: errors without a
+// line come last. It returns nil for none.
+func JoinErrors(errs []*Error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return joinInLineOrder(errs)
+}
+
+// joinInLineOrder joins errs sorted by line; errors without a line (a
+// required key missing) come last.
+func joinInLineOrder(errs []*Error) error {
+	line := func(e *Error) int {
+		if e.Line == 0 {
+			return int(^uint(0) >> 1)
+		}
+		return e.Line
+	}
+	slices.SortStableFunc(errs, func(a, b *Error) int { return cmp.Compare(line(a), line(b)) })
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e
+	}
+	return errors.Join(joined...)
 }
 
 // key is one mapping key of the document: its dotted path, line and, for a
@@ -94,6 +135,16 @@ func indexKeys(root *yaml.Node) keyIndex {
 	}
 	walk(root, "")
 	return keys
+}
+
+// has reports whether the file has a key at path.
+func (ix keyIndex) has(path string) bool {
+	for _, k := range ix {
+		if k.path == path {
+			return true
+		}
+	}
+	return false
 }
 
 // line returns the line of the key at path, or of its nearest parent present
@@ -149,14 +200,15 @@ func syntaxError(err error) error {
 	return &Error{Reason: strings.TrimPrefix(err.Error(), "yaml: ")}
 }
 
-// decodeError turns the decoder's messages ("line 3: field foo not found in
-// type config.Limits") into Errors naming the key and line.
-func decodeError(err error, keys keyIndex) error {
+// decodeErrors turns the decoder's messages ("line 3: field foo not found in
+// type config.Limits") into Errors naming the key and line; it returns nil
+// for an error that is not a *yaml.TypeError.
+func decodeErrors(err error, keys keyIndex) []*Error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return syntaxError(err)
+		return nil
 	}
-	var errs []error
+	var errs []*Error
 	for _, msg := range te.Errors {
 		m := lineRe.FindStringSubmatch(msg)
 		if m == nil {
@@ -177,7 +229,7 @@ func decodeError(err error, keys keyIndex) error {
 		}
 		errs = append(errs, &Error{Line: line, Key: path, Reason: reason})
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // typeName says what a Go type is in the file's terms.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/textproto"
 	"net/url"
 	"sort"
 	"time"
@@ -15,60 +16,72 @@ import (
 // problem is one invalid key, before it is given its line.
 type problem struct{ key, reason string }
 
-// validate checks the config after defaults are set, in file order as far as
-// that is cheap, and returns every problem it finds.
-func (c *Config) validate() []problem {
-	var ps []problem
-	bad := func(key, format string, args ...any) {
-		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
-	}
+// checker collects problems; present tells which keys the file has.
+type checker struct {
+	ps      []problem
+	present func(string) bool
+}
 
+func (ck *checker) bad(key, format string, args ...any) {
+	ck.ps = append(ck.ps, problem{key, fmt.Sprintf(format, args...)})
+}
+
+// positive checks a key whose 0 means nothing: given 0 or less, it is an
+// error (left out, it has its default).
+func positive[T int | int64 | float64 | time.Duration](ck *checker, key string, v T) {
+	switch {
+	case v < 0:
+		ck.bad(key, "%v is negative", v)
+	case v == 0 && ck.present(key):
+		ck.bad(key, "0 is not a valid value here: leave the key out for its default")
+	}
+}
+
+// nonNegative checks a key whose 0 has a meaning (its comment says which).
+func nonNegative[T int | int64 | time.Duration](ck *checker, key string, v T) {
+	if v < 0 {
+		ck.bad(key, "%v is negative", v)
+	}
+}
+
+// validate checks the config after defaults are set and returns every
+// problem it finds; Parse sorts them by line. It also loads what the
+// config names (keys, certificates) and parses the trusted addresses.
+func (c *Config) validate(present func(string) bool) []problem {
+	ck := &checker{present: present}
 	for _, a := range []struct{ key, addr string }{{"listen", c.Listen}, {"admin", c.Admin}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			bad(a.key, "%q is not host:port", a.addr)
+			ck.bad(a.key, "%q is not host:port", a.addr)
 		}
 	}
 	if c.Listen == c.Admin {
 		if _, port, _ := net.SplitHostPort(c.Listen); port != "0" {
-			bad("admin", "must differ from listen (%s): the admin endpoints stay off the proxy port", c.Listen)
+			ck.bad("admin", "must differ from listen (%s): the admin endpoints stay off the proxy port", c.Listen)
 		}
 	}
-
 	if len(c.Backends) == 0 {
-		bad("backends", "at least one backend URL is required")
+		ck.bad("backends", "at least one backend URL is required")
 	}
 	for i, b := range c.Backends {
 		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("backends", "backend %d (%q) is not an absolute http or https URL", i+1, b)
+			ck.bad("backends", "backend %d (%q) is not an absolute http or https URL", i+1, b)
 		}
 	}
-
-	switch c.Tenant.From {
-	case FromHeader, FromHost, FromPath:
-	default:
-		bad("tenant.from", "%q is not one of header, host, path", c.Tenant.From)
-	}
-	if !validHeaderName(c.Tenant.Header) {
-		bad("tenant.header", "%q is not a valid header name", c.Tenant.Header)
-	}
-	if c.Tenant.PathPrefix[0] != '/' {
-		bad("tenant.path_prefix", "%q must start with /", c.Tenant.PathPrefix)
-	}
-	if !ValidTenant(c.Tenant.Default) {
-		bad("tenant.default", "%q is not a valid tenant key (%s)", c.Tenant.Default, tenantRule)
-	}
-	nonNegative(bad, "tenant.max_groups", c.Tenant.MaxGroups)
+	c.checkTLS(ck)
+	positive(ck, "max_conns", c.MaxConns)
+	positive(ck, "max_header_bytes", c.MaxHeaderBytes)
+	c.checkTenant(ck)
 
 	// Limits are checked by policy itself, one option at a time, so the rules
 	// and their wording stay policy's.
 	l := c.Limits
-	checkOpt(bad, "limits.global_max_in_flight", l.GlobalMaxInFlight, policy.WithGlobalMaxInFlight)
-	checkOpt(bad, "limits.max_in_flight_per_group", l.MaxInFlightPerGroup, policy.WithMaxInFlightPerGroup)
-	checkOpt(bad, "limits.max_concurrency_per_group", l.MaxConcurrencyPerGroup, policy.WithMaxConcurrencyPerGroup)
-	checkOpt(bad, "limits.queue_threshold_per_group", l.QueueThresholdPerGroup, policy.WithQueueThresholdPerGroup)
-	checkOpt(bad, "limits.global_queue_threshold", l.GlobalQueueThreshold, policy.WithGlobalQueueThreshold)
-	checkOpt(bad, "limits.queue_timeout", l.QueueTimeout, policy.WithQueueTimeout)
-
+	checkOpt(ck, "limits.global_max_in_flight", l.GlobalMaxInFlight, policy.WithGlobalMaxInFlight)
+	checkOpt(ck, "limits.max_in_flight_per_group", l.MaxInFlightPerGroup, policy.WithMaxInFlightPerGroup)
+	checkOpt(ck, "limits.max_concurrency_per_group", l.MaxConcurrencyPerGroup, policy.WithMaxConcurrencyPerGroup)
+	checkOpt(ck, "limits.queue_threshold_per_group", l.QueueThresholdPerGroup, policy.WithQueueThresholdPerGroup)
+	checkOpt(ck, "limits.global_queue_threshold", l.GlobalQueueThreshold, policy.WithGlobalQueueThreshold)
+	checkOpt(ck, "limits.queue_timeout", l.QueueTimeout, policy.WithQueueTimeout)
+	checkRate(ck, "rate_limit", c.RateLimit)
 	names := make([]string, 0, len(c.Tenants))
 	for name := range c.Tenants {
 		names = append(names, name)
@@ -77,22 +90,33 @@ func (c *Config) validate() []problem {
 	for _, name := range names {
 		t, k := c.Tenants[name], "tenants."+name
 		if !ValidTenant(name) {
-			bad(k, "%q is not a valid tenant key (%s)", name, tenantRule)
+			ck.bad(k, "%q is not a valid tenant key (%s)", name, tenantRule)
 			continue
 		}
 		group := func(f func(string, int) policy.Option) func(int) policy.Option {
 			return func(n int) policy.Option { return f(name, n) }
 		}
-		checkOpt(bad, k+".max_concurrency", t.MaxConcurrency, group(policy.WithGroupMaxConcurrency))
-		checkOpt(bad, k+".max_in_flight", t.MaxInFlight, group(policy.WithGroupMaxInFlight))
-		checkOpt(bad, k+".queue_threshold", t.QueueThreshold, group(policy.WithGroupQueueThreshold))
-		checkOpt(bad, k+".share", t.Share, group(policy.WithGroupShare))
+		checkOpt(ck, k+".max_concurrency", t.MaxConcurrency, group(policy.WithGroupMaxConcurrency))
+		checkOpt(ck, k+".max_in_flight", t.MaxInFlight, group(policy.WithGroupMaxInFlight))
+		checkOpt(ck, k+".queue_threshold", t.QueueThreshold, group(policy.WithGroupQueueThreshold))
+		checkOpt(ck, k+".share", t.Share, group(policy.WithGroupShare))
+		checkRate(ck, k+".rate_limit", t.RateLimit)
 	}
 
-	nonNegative(bad, "breaker.consecutive_failures", c.Breaker.ConsecutiveFailures)
-	nonNegative(bad, "breaker.timeout", c.Breaker.Timeout)
-	if c.Breaker.MaxRequests < 0 || int64(c.Breaker.MaxRequests) > math.MaxUint32 {
-		bad("breaker.max_requests", "%d is out of range (1 to %d)", c.Breaker.MaxRequests, uint32(math.MaxUint32))
+	switch c.Breaker.Per {
+	case PerBackend, PerTenant:
+	default:
+		ck.bad("breaker.per", "%q is not one of backend, tenant", c.Breaker.Per)
+	}
+	positive(ck, "breaker.consecutive_failures", c.Breaker.ConsecutiveFailures)
+	positive(ck, "breaker.timeout", c.Breaker.Timeout)
+	positive(ck, "breaker.max_timeout", c.Breaker.MaxTimeout)
+	if c.Breaker.MaxTimeout > 0 && c.Breaker.MaxTimeout < c.Breaker.Timeout {
+		ck.bad("breaker.max_timeout", "%v is shorter than breaker.timeout (%v)", c.Breaker.MaxTimeout, c.Breaker.Timeout)
+	}
+	positive(ck, "breaker.max_requests", c.Breaker.MaxRequests)
+	if int64(c.Breaker.MaxRequests) > math.MaxUint32 {
+		ck.bad("breaker.max_requests", "%d is out of range (1 to %d)", c.Breaker.MaxRequests, uint32(math.MaxUint32))
 	}
 	for _, d := range []struct {
 		key string
@@ -100,28 +124,71 @@ func (c *Config) validate() []problem {
 	}{
 		{"timeouts.read_header", c.Timeouts.ReadHeader}, {"timeouts.read", c.Timeouts.Read},
 		{"timeouts.write", c.Timeouts.Write}, {"timeouts.idle", c.Timeouts.Idle},
-		{"timeouts.upstream", c.Timeouts.Upstream}, {"drain_timeout", c.DrainTimeout},
+		{"timeouts.upstream", c.Timeouts.Upstream},
 	} {
-		nonNegative(bad, d.key, d.d)
+		positive(ck, d.key, d.d)
 	}
-	nonNegative(bad, "body.max_bytes", c.Body.MaxBytes)
-	nonNegative(bad, "body.max_decoded_bytes", c.Body.MaxDecodedBytes)
-	nonNegative(bad, "body.max_ratio", c.Body.MaxRatio)
-	nonNegative(bad, "max_header_bytes", c.MaxHeaderBytes)
-	return ps
+	positive(ck, "body.max_bytes", c.Body.MaxBytes)
+	positive(ck, "body.max_decoded_bytes", c.Body.MaxDecodedBytes)
+	positive(ck, "body.max_ratio", c.Body.MaxRatio)
+	nonNegative(ck, "body.buffer_bytes", c.Body.BufferBytes)
+	nonNegative(ck, "response.buffer_bytes", c.Response.BufferBytes)
+	nonNegative(ck, "drain_delay", c.DrainDelay)
+	positive(ck, "drain_timeout", c.DrainTimeout)
+	if !validMetricPrefix(c.Metrics.Namespace) {
+		ck.bad("metrics.namespace", "%q is not a metric name prefix ([a-zA-Z_][a-zA-Z0-9_]*)", c.Metrics.Namespace)
+	}
+	return ck.ps
 }
 
-// nonNegative reports v < 0. Zero is never seen here for keys with a default:
-// setDefaults has replaced it.
-func nonNegative[T int | int64 | time.Duration](bad func(string, string, ...any), key string, v T) {
-	if v < 0 {
-		bad(key, "%v is negative", v)
+func (c *Config) checkTenant(ck *checker) {
+	t := &c.Tenant
+	switch t.From {
+	case FromHeader, FromHost, FromPath:
+	case FromClientCert:
+		if c.TLS.ClientCAFile == "" {
+			ck.bad("tenant.from", "client_cert needs tls.client_ca_file, to verify the certificates")
+		}
+	case FromBearer:
+		t.Bearer.check(ck)
+	default:
+		ck.bad("tenant.from", "%q is not one of header, host, path, client_cert, bearer", t.From)
 	}
+	if !validHeaderName(t.Header) {
+		ck.bad("tenant.header", "%q is not a valid header name", t.Header)
+	}
+	t.Header = textproto.CanonicalMIMEHeaderKey(t.Header)
+	if len(t.PathPrefix) == 0 || t.PathPrefix[0] != '/' {
+		ck.bad("tenant.path_prefix", "%q must start with /", t.PathPrefix)
+	}
+	t.trusted = t.trusted[:0]
+	for _, s := range t.TrustedProxies {
+		p, err := parsePrefix(s)
+		if err != nil {
+			ck.bad("tenant.trusted_proxies", "%q is not a CIDR or an address", s)
+			continue
+		}
+		t.trusted = append(t.trusted, p)
+	}
+	if !ValidTenant(t.Default) {
+		ck.bad("tenant.default", "%q is not a valid tenant key (%s)", t.Default, tenantRule)
+	}
+	nonNegative(ck, "tenant.max_groups", t.MaxGroups)
+}
+
+func checkRate(ck *checker, key string, r *RateLimit) {
+	if r == nil {
+		return
+	}
+	if r.RPS <= 0 || math.IsInf(r.RPS, 0) || math.IsNaN(r.RPS) {
+		ck.bad(key+".rps", "%v is not a rate: it must be > 0 (leave rate_limit out for none)", r.RPS)
+	}
+	positive(ck, key+".burst", r.Burst)
 }
 
 // checkOpt hands a set value to policy.New through opt and reports policy's
 // reason when it refuses it.
-func checkOpt[T any](bad func(string, string, ...any), key string, v *T, opt func(T) policy.Option) {
+func checkOpt[T any](ck *checker, key string, v *T, opt func(T) policy.Option) {
 	if v == nil {
 		return
 	}
@@ -129,9 +196,9 @@ func checkOpt[T any](bad func(string, string, ...any), key string, v *T, opt fun
 	var oe *policy.OptionError
 	switch {
 	case errors.As(err, &oe):
-		bad(key, "%v is invalid: %s", *v, oe.Reason)
+		ck.bad(key, "%v is invalid: %s", *v, oe.Reason)
 	case err != nil:
-		bad(key, "%v", err)
+		ck.bad(key, "%v", err)
 	}
 }
 
@@ -158,4 +225,14 @@ func isTokenChar(c byte) bool {
 		return true
 	}
 	return false
+}
+
+func validMetricPrefix(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// SIGHUP reloads the config file in place: the process keeps serving, a
+// good file's limits are in force, a bad file is refused with its errors
+// in the log and the old config kept.
+func TestSIGHUPReloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := build(t, dir)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer be.Close()
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	write := func(extra string) {
+		os.WriteFile(cfgPath, fmt.Appendf(nil, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nbackends: [%s]\n%s", be.URL, extra), 0o600)
+	}
+	write("rate_limit: {rps: 1000}\n")
+	p := startBinary(t, bin, cfgPath)
+	c := &http.Client{Timeout: bound, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(url string) (int, string) {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	metric := func(line string) bool {
+		_, body := get(p.admin + "/metrics")
+		return strings.Contains(body, line)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(bound)
+		for !cond() {
+			select {
+			case err := <-p.exited:
+				t.Fatalf("the gateway exited waiting for %s: %v\n%s", what, err, p.logs())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s\n%s", what, p.logs())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	write("rate_limit: {rps: 0.001, burst: 1}\n")
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor("the reload", func() bool { return metric(`groupexec_config_reloads_total{result="ok"} 1`) })
+	if code, _ := get(p.proxy); code != 200 {
+		t.Errorf("first request after the reload: %d", code)
+	}
+	if code, _ := get(p.proxy); code != 429 {
+		t.Errorf("second request under the reloaded rate limit: %d, want 429", code)
+	}
+
+	write("rate_limit: {rps: 0}\nlisen: x\n")
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor("the refusal", func() bool { return metric(`groupexec_config_reloads_total{result="error"} 1`) })
+	logs := p.logs()
+	if !strings.Contains(logs, "config reload refused") || !strings.Contains(logs, "line 4: rate_limit.rps") ||
+		!strings.Contains(logs, "line 5: lisen: unknown key") {
+		t.Errorf("the refusal's errors are not in the log:\n%s", logs)
+	}
+	if code, _ := get(p.proxy); code != 429 {
+		t.Errorf("after the refused reload: %d, want 429 (the old config kept)", code)
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, p.logs())
+		}
+	case <-time.After(bound):
+		t.Fatal("the gateway did not exit")
+	}
+}

@@ -1,0 +1,49 @@
+package config
+
+import "time"
+
+// RestartOnly returns, as *Error values naming each key and its line in c,
+// the keys whose change from old a running gateway cannot apply: the
+// addresses and TLS files it listens with, the server's own limits
+// (max_header_bytes, timeouts.read_header, timeouts.idle), the executor's
+// fixed settings (limits.queue_timeout, limits.global_queue_threshold,
+// tenant.max_groups, and the breakers when kept per tenant), breaker.per,
+// breaker.enabled and metrics.namespace. Every other key can change in
+// place. It returns nil when there is none.
+func (c *Config) RestartOnly(old *Config) []*Error {
+	var errs []*Error
+	check := func(key string, same bool) {
+		if !same {
+			errs = append(errs, &Error{Line: c.keys.line(key), Key: key,
+				Reason: "cannot change without a restart"})
+		}
+	}
+	check("listen", c.Listen == old.Listen)
+	check("admin", c.Admin == old.Admin)
+	check("tls", c.TLS == old.TLS)
+	check("max_header_bytes", c.MaxHeaderBytes == old.MaxHeaderBytes)
+	check("tenant.max_groups", c.Tenant.MaxGroups == old.Tenant.MaxGroups)
+	check("limits.global_queue_threshold", equalPtr(c.Limits.GlobalQueueThreshold, old.Limits.GlobalQueueThreshold))
+	check("limits.queue_timeout", equalPtr(c.Limits.QueueTimeout, old.Limits.QueueTimeout))
+	check("breaker.enabled", c.Breaker.On() == old.Breaker.On())
+	check("breaker.per", c.Breaker.Per == old.Breaker.Per)
+	if c.Breaker.Per == PerTenant && old.Breaker.Per == PerTenant {
+		check("breaker.consecutive_failures", c.Breaker.ConsecutiveFailures == old.Breaker.ConsecutiveFailures)
+		check("breaker.timeout", c.Breaker.Timeout == old.Breaker.Timeout)
+		check("breaker.max_requests", c.Breaker.MaxRequests == old.Breaker.MaxRequests)
+	}
+	check("timeouts.read_header", c.Timeouts.ReadHeader == old.Timeouts.ReadHeader)
+	check("timeouts.idle", c.Timeouts.Idle == old.Timeouts.Idle)
+	check("metrics.namespace", c.Metrics.Namespace == old.Metrics.Namespace)
+	return errs
+}
+
+func equalPtr[T int | time.Duration](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// SameBreakers reports whether a and b configure the breakers alike.
+func SameBreakers(a, b Breaker) bool {
+	return a.On() == b.On() && a.Per == b.Per && a.ConsecutiveFailures == b.ConsecutiveFailures &&
+		a.Timeout == b.Timeout && a.MaxTimeout == b.MaxTimeout && a.MaxRequests == b.MaxRequests
+}

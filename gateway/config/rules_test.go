@@ -1,0 +1,171 @@
+package config_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+// One rule for 0: left out, a key has its default; given 0, it means 0,
+// which is an error wherever 0 means nothing.
+func TestZeroRule(t *testing.T) {
+	for _, key := range []string{
+		"max_conns: 0", "max_header_bytes: 0", "drain_timeout: 0s",
+		"timeouts: {read_header: 0s}", "timeouts: {read: 0s}", "timeouts: {write: 0s}", "timeouts: {idle: 0s}",
+		"timeouts: {upstream: 0s}", "body: {max_bytes: 0}", "body: {max_decoded_bytes: 0}", "body: {max_ratio: 0}",
+		"breaker: {consecutive_failures: 0}", "breaker: {timeout: 0s}", "breaker: {max_timeout: 0s}",
+		"breaker: {max_requests: 0}", "rate_limit: {rps: 0}", "rate_limit: {rps: 1, burst: 0}",
+		"limits: {global_max_in_flight: 0}", "limits: {max_concurrency_per_group: 0}", "limits: {max_in_flight_per_group: 0}",
+		"tenants: {vip: {max_concurrency: 0}}", "tenants: {vip: {share: 0}}",
+	} {
+		if _, err := config.Parse([]byte("backends: [http://a:1]\n" + key + "\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%s: accepted or not located: %v", key, err)
+		}
+	}
+	c, err := config.Parse([]byte(`backends: [http://a:1]
+limits: {queue_threshold_per_group: 0, global_queue_threshold: 0, queue_timeout: 0s}
+tenants: {vip: {queue_threshold: 0}}
+tenant: {max_groups: 0}
+body: {buffer_bytes: 0}
+response: {buffer_bytes: 0}
+drain_delay: 0s
+`))
+	if err != nil {
+		t.Fatalf("keys whose 0 has a meaning: %v", err)
+	}
+	if c.Body.BufferBytes != 0 || c.Response.BufferBytes != 0 || c.Tenant.MaxGroups != 0 || *c.Limits.QueueThresholdPerGroup != 0 {
+		t.Errorf("a 0 was replaced by a default: %+v", c)
+	}
+	d, _ := config.Parse([]byte("backends: [http://a:1]\n"))
+	if d.Body.BufferBytes != config.DefaultBodyBufferBytes || d.Tenant.MaxGroups != config.DefaultMaxGroups ||
+		d.Breaker.Timeout != config.DefaultBreakerTimeout || d.MaxConns != config.DefaultMaxConns {
+		t.Errorf("omitted keys without their defaults: %+v", d)
+	}
+}
+
+// Every problem of a file is reported, in line order, whichever check
+// found it.
+func TestErrorsInLineOrder(t *testing.T) {
+	_, err := config.Parse([]byte(`listen: nope
+timeouts:
+  read: 2x
+  write: 0s
+limits: {max_in_flight_per_group: 0}
+lisen: x
+tenant:
+  from: cookie
+breaker: {per: host}
+`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var lines []int
+	for _, m := range regexp.MustCompile(`line (\d+):`).FindAllStringSubmatch(err.Error(), -1) {
+		n, _ := strconv.Atoi(m[1])
+		lines = append(lines, n)
+	}
+	want := []int{1, 3, 4, 5, 6, 8, 9}
+	if len(lines) != len(want) {
+		t.Fatalf("lines %v, want %v:\n%v", lines, want, err)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Fatalf("lines %v, want %v:\n%v", lines, want, err)
+		}
+	}
+	if !strings.HasSuffix(err.Error(), "backends: at least one backend URL is required") {
+		t.Errorf("the missing required key is not last:\n%v", err)
+	}
+	if strings.Count(err.Error(), "timeouts.read:") != 1 {
+		t.Errorf("a key that failed to decode is reported twice:\n%v", err)
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	c, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {trusted_proxies: [10.0.0.0/8, 192.168.1.7, \"fd00::/8\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]bool{
+		"10.1.2.3": true, "::ffff:10.1.2.3": true, "192.168.1.7": true, "192.168.1.8": false,
+		"127.0.0.1": false, "fd00::1": true, "::1": false,
+	} {
+		if got := c.Tenant.Trusts(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Trusts(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	open, _ := config.Parse([]byte("backends: [http://a:1]\n"))
+	if !open.Tenant.Trusts(netip.MustParseAddr("203.0.113.9")) {
+		t.Error("with no trusted_proxies, every address should be trusted")
+	}
+	if _, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {trusted_proxies: [10.0.0.0/33]}\n")); err == nil ||
+		!strings.Contains(err.Error(), "tenant.trusted_proxies") {
+		t.Errorf("bad CIDR: %v", err)
+	}
+}
+
+func TestBearerKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, data, 0o600)
+		return p
+	}
+	secret := write("secret", []byte(strings.Repeat("k", 40)+"\n"))
+	short := write("short", []byte("tooshort"))
+	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&ek.PublicKey)
+	pub := write("pub.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	ek384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	der384, _ := x509.MarshalPKIXPublicKey(&ek384.PublicKey)
+	pub384 := write("p384.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der384}))
+
+	for _, tc := range []struct {
+		bearer string
+		want   string // "" for success
+	}{
+		{"{hmac_secret_file: " + secret + "}", ""},
+		{"{public_key_file: " + pub + ", claim: tenant}", ""},
+		{"{hmac_secret_file: " + short + "}", "fewer than 32"},
+		{"{public_key_file: " + pub384 + "}", "P-256"},
+		{"{public_key_file: " + filepath.Join(dir, "missing") + "}", "no such file"},
+		{"{}", "exactly one"},
+		{"{hmac_secret_file: " + secret + ", public_key_file: " + pub + "}", "exactly one"},
+	} {
+		c, err := config.Parse([]byte("backends: [http://a:1]\ntenant:\n  from: bearer\n  bearer: " + tc.bearer + "\n"))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.bearer, err)
+		case tc.want == "" && c.Tenant.Bearer.Key() == nil:
+			t.Errorf("%s: no key loaded", tc.bearer)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "line 4")):
+			t.Errorf("%s: error %v, want one on line 4 saying %q", tc.bearer, err, tc.want)
+		}
+	}
+}
+
+func TestTLSKeys(t *testing.T) {
+	if _, err := config.Parse([]byte("backends: [http://a:1]\ntls: {cert_file: /nonexistent.pem, key_file: /nonexistent.key}\n")); err == nil ||
+		!strings.Contains(err.Error(), "tls.cert_file") {
+		t.Errorf("missing certificate: %v", err)
+	}
+	if _, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {from: client_cert}\n")); err == nil ||
+		!strings.Contains(err.Error(), "client_ca_file") {
+		t.Errorf("client_cert without a CA: %v", err)
+	}
+	c, _ := config.Parse([]byte("backends: [http://a:1]\n"))
+	if c.ServerTLS() != nil {
+		t.Error("TLS without a tls section")
+	}
+}

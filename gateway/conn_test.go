@@ -1,0 +1,89 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// readResponse reads one response from br, its body included.
+func readResponse(t *testing.T, br *bufio.Reader) *http.Response {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no response: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// A request with both Content-Length and Transfer-Encoding is served by the
+// latter and its connection closed after the response (RFC 9112 6.1); a
+// chunked request alone keeps its connection.
+func TestLengthWithChunkedClosesConnection(t *testing.T) {
+	gw := start(t, echo(t), minimal)
+	for _, tc := range []struct {
+		name   string
+		req    string
+		closed bool
+	}{
+		{"both", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", true},
+		{"both, other case and order", "POST / HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\ncontent-LENGTH: 40\r\n\r\n3\r\nabc\r\n0\r\n\r\n", true},
+		{"chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", false},
+		{"length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, gw.url)
+			c.SetDeadline(time.Now().Add(bound))
+			br := bufio.NewReader(c)
+			// A request with a length first, so that the count of lengths
+			// seen on the connection is not trivially zero.
+			io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+			if resp := readResponse(t, br); resp.StatusCode != 200 || resp.Close {
+				t.Fatalf("first request: %d, close %v", resp.StatusCode, resp.Close)
+			}
+			io.WriteString(c, tc.req)
+			resp := readResponse(t, br)
+			if resp.StatusCode != 200 || resp.Header.Get("X-Got") != "3," {
+				t.Fatalf("%d, backend got %q", resp.StatusCode, resp.Header.Get("X-Got"))
+			}
+			if resp.Close != tc.closed {
+				t.Errorf("Connection: close is %v, want %v", resp.Close, tc.closed)
+			}
+			if tc.closed {
+				if _, err := br.ReadByte(); err != io.EOF {
+					t.Errorf("the connection is still open: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// At max_conns, a new connection is taken in by closing the connection idle
+// the longest.
+func TestMaxConnsReclaimsIdle(t *testing.T) {
+	gw := start(t, echo(t), minimal+"max_conns: 2\n")
+	var idle []*bufio.Reader
+	for range 2 {
+		c := dialRaw(t, gw.url)
+		c.SetDeadline(time.Now().Add(bound))
+		br := bufio.NewReader(c)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		readResponse(t, br) // then idle, kept alive
+		idle = append(idle, br)
+	}
+	eventually(t, "two connections", func() bool { return metric(t, gw.gw.Metrics(), "gateway_connections") == 2 })
+	resp, _ := do(t, client(t), http.MethodGet, gw.url, "a", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("third connection: %d", resp.StatusCode)
+	}
+	if _, err := idle[0].ReadByte(); err != io.EOF {
+		t.Errorf("the connection idle the longest was not closed: %v", err)
+	}
+	if got := metric(t, gw.gw.Metrics(), "gateway_connections_reclaimed_total"); got < 1 {
+		t.Errorf("gateway_connections_reclaimed_total = %v", got)
+	}
+}

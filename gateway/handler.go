@@ -1,0 +1,293 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
+)
+
+// exchange is one request on its way through the gateway. Exchanges are
+// pooled: a request allocates none of this.
+type exchange struct {
+	resp  response // what the backend answered, kept until the slot is released
+	spool spool    // the request body, received before admission
+	code  int      // the status the gateway answered itself, if it did
+	group string
+	g     *Gateway
+	req   *http.Request
+	run   func(context.Context) error // x.proxy, made once per exchange
+	// verdict is set when the gateway answered for the proxy (proxyError):
+	// what the proxy call returns, so that a breaker counts backend
+	// failures only, never the client's faults or a drain.
+	verdict  error
+	answered bool
+}
+
+var exchanges = sync.Pool{New: func() any {
+	x := new(exchange)
+	x.resp.x = x
+	x.run = x.proxy
+	return x
+}}
+
+// proxy is what Do runs once the request is admitted.
+func (x *exchange) proxy(ctx context.Context) error {
+	g := x.g
+	g.m.spawned.Inc()
+	begin := g.clk.Now()
+	defer func() { g.svc.observe(g.clk.Now().Sub(begin)) }()
+	return g.forward(ctx, x, x.req)
+}
+
+// status is the status the client was given.
+func (x *exchange) status() int {
+	if x.code != 0 {
+		return x.code
+	}
+	return x.resp.status
+}
+
+// ServeHTTP proxies r through its tenant's executor group. The request is
+// received whole before it is admitted, and its answer is kept after, so
+// that it holds an execution slot only while the backend works on it.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := g.state.Load()
+	cfg := st.cfg
+	x := exchanges.Get().(*exchange)
+	x.g, x.req, x.group = g, r, cfg.Tenant.Default
+	defer func() {
+		g.observe(x.group, x.status(), start)
+		x.spool.release()
+		x.resp.finish()
+		x.resp.reset(nil, 0, 0) // nothing of this request's answer is left for the next
+		*x = exchange{resp: x.resp, spool: x.spool, run: x.run}
+		exchanges.Put(x)
+	}()
+	if !g.inflight.enter() {
+		w.Header().Set("Connection", "close")
+		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+		return
+	}
+	defer g.inflight.leave()
+
+	if smuggled(r) {
+		// Both Content-Length and Transfer-Encoding: served by the latter,
+		// and the connection closed after (RFC 9112 6.1), so that what a
+		// front proxy took for a second request goes nowhere.
+		w.Header().Set("Connection", "close")
+	}
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	rc := http.NewResponseController(w)
+	if hasBody {
+		// Only a request with a body gets a read deadline: for one without,
+		// the server is already reading ahead, and a deadline would cut it.
+		_ = rc.SetReadDeadline(start.Add(cfg.Timeouts.Read))
+	}
+	// The response cannot start before the backend answers: the write
+	// deadline covers the whole exchange, and is moved to timeouts.write
+	// from the moment the answer is sent.
+	_ = rc.SetWriteDeadline(start.Add(cfg.Timeouts.Read + cfg.Timeouts.Upstream + cfg.Timeouts.Write))
+
+	key, err := extractTenant(&cfg.Tenant, r, g.clk.Now())
+	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
+			g.m.rejected.WithLabelValues("unauthenticated").Inc()
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			g.refuse(w, x, http.StatusUnauthorized, "unauthenticated", err.Error(), 0)
+			return
+		}
+		g.m.rejected.WithLabelValues("invalid-tenant").Inc()
+		g.refuse(w, x, http.StatusBadRequest, "invalid_tenant", err.Error(), 0)
+		return
+	}
+	tenant := x.group
+	if key != "" {
+		tenant = key
+	}
+	// The backend is told the tenant the gateway admitted the request as,
+	// whatever the client claimed.
+	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
+		r.Header.Set(cfg.Tenant.Header, tenant)
+	}
+	group, counted := g.groups.acquire(st, tenant)
+	x.group = group // metrics and answers name the group actually used
+	defer g.groups.release(group, counted)
+	if wait, ok := st.rates.allow(tenant, g.clk.Now()); !ok {
+		g.m.rejected.WithLabelValues("rate-limited").Inc()
+		g.refuse(w, x, http.StatusTooManyRequests, "rate_limited", "the tenant's rate limit is reached", wait)
+		return
+	}
+
+	if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
+		be := err.(*bodyError)
+		g.m.rejected.WithLabelValues(be.reason).Inc()
+		if be == errReadTimeout {
+			g.m.ioTimeouts.WithLabelValues("read").Inc()
+		}
+		g.refuse(w, x, be.status, be.code, be.msg, 0)
+		return
+	}
+
+	// One deadline bounds everything downstream: queueing, tries, backoff.
+	ctx := r.Context()
+	if ctx.Value(servedKey{}) == nil {
+		// Served by another server than ProxyServer: the abort at the
+		// drain deadline reaches it through a registration of its own.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(g.abortCtx, func() { cancel(context.Cause(g.abortCtx)) })()
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Upstream)
+	defer cancel()
+	x.resp.reset(w, cfg.Response.BufferBytes, cfg.Timeouts.Write)
+	err = g.ex.Do(ctx, x.group, x.run)
+	switch {
+	case x.resp.status != 0:
+		// The backend answered (or proxyError did): the slot is free, and
+		// a kept answer goes to the client now.
+		x.resp.finish()
+	case errors.Is(err, errProxyPanic):
+		g.refuse(w, x, http.StatusBadGateway, "backend_error", "the gateway failed to proxy the request", 0)
+	default:
+		g.notRun(w, x, st, ctx, err)
+	}
+	if errors.Is(context.Cause(ctx), ErrAborted) {
+		g.m.aborted.WithLabelValues("request").Inc()
+	}
+}
+
+// errProxyPanic is forward's error when the proxy panicked with anything but
+// http.ErrAbortHandler.
+var errProxyPanic = errors.New("gateway: the proxy panicked")
+
+// forward runs as the admitted request, in the handler's goroutine: it
+// proxies r and returns an error for the outcomes that count against a
+// breaker. The proxy's http.ErrAbortHandler (a response it could not
+// finish) is re-raised, through Do, to the server, which alone can cut the
+// connection so that the client sees the response is incomplete; when
+// nothing was sent yet, the client gets a 502 instead.
+func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				g.log.Error("proxy panicked", "tenant", x.group, "panic", v, "stack", string(debug.Stack()))
+			}
+			if x.resp.committed {
+				// Part of the answer is out: only cutting the connection
+				// tells the client it is incomplete.
+				g.log.Debug("response cut short", "tenant", x.group)
+				panic(http.ErrAbortHandler)
+			}
+			x.resp.discard()
+			err = errProxyPanic
+		}
+	}()
+	g.proxy.ServeHTTP(&x.resp, r.WithContext(ctx))
+	if x.answered {
+		return x.verdict
+	}
+	if x.resp.status >= 500 {
+		return errBackendStatus
+	}
+	return nil
+}
+
+// notRun answers a request that was never proxied: refused, timed out in
+// the queue, or cancelled while waiting.
+func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx context.Context, err error) {
+	var re *executor.RejectedError
+	switch {
+	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
+		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "the tenant's circuit breaker is open", st.cfg.Breaker.Timeout)
+	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
+		errors.Is(context.Cause(ctx), ErrAborted):
+		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+	case errors.As(err, &re) && re.Limit == executor.LimitQueueTimeout:
+		g.m.queueDropped.Inc()
+		g.m.busy.WithLabelValues(endpointProxy).Inc()
+		g.refuse(w, x, http.StatusTooManyRequests, "rejected", "waited past the queue timeout", g.queueRetryAfter(re, st.pol))
+	case errors.As(err, &re) && !errors.Is(err, context.DeadlineExceeded):
+		g.m.busy.WithLabelValues(endpointProxy).Inc()
+		g.refuse(w, x, http.StatusTooManyRequests, "rejected", string(re.Limit)+" full", g.queueRetryAfter(re, st.pol))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		g.m.queueDropped.Inc()
+		g.refuse(w, x, http.StatusGatewayTimeout, "deadline", "the request's deadline passed while it waited", 0)
+	default: // the client went away while the request waited: no one to answer
+		g.m.queueDropped.Inc()
+		g.m.canceled.WithLabelValues("queued").Inc()
+		x.code = statusClientClosed
+	}
+}
+
+// statusClientClosed is recorded (never sent) for a request whose client
+// went away first, as nginx's 499.
+const statusClientClosed = 499
+
+// proxyError answers what the proxy could not: the backend failed or missed
+// the deadline, or the drain aborted the request. It sets the exchange's
+// verdict for the breaker. w is the exchange's response.
+func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	x := w.(*response).x
+	x.answered = true
+	ctx := r.Context()
+	var ne net.Error
+	var oe *net.OpError
+	var open *openError
+	switch {
+	case errors.As(err, &open):
+		x.verdict = context.Canceled // the backends' breakers have counted already
+		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
+	case errors.Is(context.Cause(ctx), ErrAborted):
+		x.verdict = context.Canceled // says nothing of the backend
+		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		x.verdict = err
+		g.m.ioTimeouts.WithLabelValues("upstream").Inc()
+		g.refuse(w, x, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within the request's deadline", 0)
+	case ctx.Err() != nil:
+		x.verdict = context.Canceled
+		g.m.canceled.WithLabelValues("request").Inc()
+		x.code = statusClientClosed
+	default:
+		x.verdict = err
+		if errors.As(err, &oe) && oe.Op == "dial" && errors.As(err, &ne) && ne.Timeout() {
+			g.m.ioTimeouts.WithLabelValues("connect").Inc()
+		}
+		g.log.Debug("backend error", "tenant", x.group, "err", err)
+		g.refuse(w, x, http.StatusBadGateway, "backend_error", "the backend failed", 0)
+	}
+}
+
+// observe records a finished request.
+func (g *Gateway) observe(group string, code int, start time.Time) {
+	if code == 0 {
+		code = http.StatusOK
+	}
+	s := g.m.seriesOf(group, g.groups.labelled(group))
+	s.count(code)
+	s.latency.Observe(time.Since(start).Seconds())
+}
+
+// bufferPool lends the proxy its copy buffers, which it would otherwise
+// allocate (32 KiB) for every response. It keeps array pointers, so that
+// neither Get nor Put allocates.
+type bufferPool struct{}
+
+var proxyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+func (bufferPool) Get() []byte { return proxyBufs.Get().(*[32 << 10]byte)[:] }
+
+func (bufferPool) Put(b []byte) {
+	if len(b) == 32<<10 {
+		proxyBufs.Put((*[32 << 10]byte)(b))
+	}
+}

@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/hmac"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+// maxTokenLen bounds the bearer tokens the gateway will look at.
+const maxTokenLen = 8 << 10
+
+// bearerToken returns the token of r's "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// tokenError says why a bearer token was refused; it matches
+// ErrUnauthenticated.
+type tokenError string
+
+func (e tokenError) Error() string        { return "gateway: bearer token: " + string(e) }
+func (e tokenError) Is(target error) bool { return target == ErrUnauthenticated }
+
+// verifyToken checks a JWT (RFC 7519, compact JWS) against b and returns
+// the tenant claim. The algorithm is the configured key's (HS256, RS256 or
+// ES256): a token whose header names another, "none" included, is refused,
+// so a token cannot choose how it is checked. exp is required.
+func verifyToken(b *config.Bearer, tok string, now time.Time) (string, error) {
+	if len(tok) > maxTokenLen {
+		return "", tokenError("too long")
+	}
+	h, rest, ok1 := strings.Cut(tok, ".")
+	p, s, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || strings.Contains(s, ".") {
+		return "", tokenError("not a compact JWS (header.payload.signature)")
+	}
+	var hdr struct {
+		Alg  string   `json:"alg"`
+		Crit []string `json:"crit"`
+	}
+	if err := decodeSegment(h, &hdr); err != nil {
+		return "", tokenError("malformed header")
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return "", tokenError("malformed signature")
+	}
+	signed := tok[:len(h)+1+len(p)]
+	if want := algOf(b.Key()); hdr.Alg != want {
+		return "", tokenError("algorithm " + quote(hdr.Alg) + ", want " + want)
+	}
+	if len(hdr.Crit) > 0 {
+		return "", tokenError("critical header extensions are not supported")
+	}
+	if !verifySig(b.Key(), signed, sig) {
+		return "", tokenError("bad signature")
+	}
+	var claims map[string]any
+	if err := decodeSegment(p, &claims); err != nil {
+		return "", tokenError("malformed claims")
+	}
+	exp, ok := numericDate(claims["exp"])
+	if !ok {
+		return "", tokenError("no exp")
+	}
+	if !now.Before(exp.Add(b.Leeway)) {
+		return "", tokenError("expired")
+	}
+	if v, present := claims["nbf"]; present {
+		nbf, ok := numericDate(v)
+		if !ok || now.Add(b.Leeway).Before(nbf) {
+			return "", tokenError("not valid yet")
+		}
+	}
+	if b.Issuer != "" && claims["iss"] != b.Issuer {
+		return "", tokenError("wrong issuer")
+	}
+	if b.Audience != "" && !hasAudience(claims["aud"], b.Audience) {
+		return "", tokenError("wrong audience")
+	}
+	tenant, ok := claims[b.Claim].(string)
+	if !ok {
+		return "", tokenError("no string claim " + quote(b.Claim))
+	}
+	return tenant, nil
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// decodeSegment decodes a base64url JSON segment into v, numbers as
+// json.Number.
+func decodeSegment(seg string, v any) error {
+	data, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+func algOf(key any) string {
+	switch key.(type) {
+	case []byte:
+		return "HS256"
+	case *rsa.PublicKey:
+		return "RS256"
+	case *ecdsa.PublicKey:
+		return "ES256"
+	}
+	return ""
+}
+
+func verifySig(key any, signed string, sig []byte) bool {
+	sum := sha256.Sum256([]byte(signed))
+	switch k := key.(type) {
+	case []byte:
+		mac := hmac.New(sha256.New, k)
+		mac.Write([]byte(signed))
+		return hmac.Equal(mac.Sum(nil), sig)
+	case *rsa.PublicKey:
+		return rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig) == nil
+	case *ecdsa.PublicKey:
+		if len(sig) != 64 { // R || S, 32 bytes each (RFC 7518 3.4)
+			return false
+		}
+		r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+		return ecdsa.Verify(k, sum[:], r, s)
+	}
+	return false
+}
+
+// numericDate reads a NumericDate claim (seconds since the epoch).
+func numericDate(v any) (time.Time, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return time.Time{}, false
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f > 1<<40 {
+		return time.Time{}, false
+	}
+	sec := int64(f)
+	return time.Unix(sec, int64((f-float64(sec))*1e9)), true
+}
+
+func hasAudience(v any, want string) bool {
+	switch aud := v.(type) {
+	case string:
+		return aud == want
+	case []any:
+		for _, a := range aud {
+			if a == want {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"container/list"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// listener caps the client connections open at once (max_conns). At the
+// cap it closes the connection idle the longest, as nginx reuses keep-alive
+// connections when out of them; with none idle it stops accepting, so that
+// new connections wait in the kernel's backlog rather than cost the
+// gateway anything.
+type listener struct {
+	net.Listener
+
+	mu      sync.Mutex
+	max     int
+	open    int
+	idle    list.List // of *conn, idle the longest first
+	waiting int       // Accept calls waiting for room
+	free    chan struct{}
+	done    chan struct{}
+	closed  bool
+
+	reclaimed func() // counts an idle connection closed to make room
+}
+
+func newListener(l net.Listener, max int, reclaimed func()) *listener {
+	return &listener{Listener: l, max: max, free: make(chan struct{}, 1), done: make(chan struct{}), reclaimed: reclaimed}
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, net.ErrClosed
+		}
+		if l.open < l.max {
+			l.open++
+			l.mu.Unlock()
+			break
+		}
+		if e := l.idle.Front(); e != nil {
+			c := l.idle.Remove(e).(*conn)
+			c.elem = nil
+			l.mu.Unlock()
+			l.reclaimed()
+			c.Close() // makes room; the loop takes it
+			continue
+		}
+		l.waiting++
+		l.mu.Unlock()
+		select {
+		case <-l.free:
+		case <-l.done:
+		}
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	return &conn{Conn: c, l: l}, nil
+}
+
+func (l *listener) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.done)
+	}
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+func (l *listener) release() {
+	l.mu.Lock()
+	l.open--
+	l.mu.Unlock()
+	select {
+	case l.free <- struct{}{}:
+	default:
+	}
+}
+
+// count returns the connections open.
+func (l *listener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+// setMax changes the cap; lowering it closes no connection, it only stops
+// accepting until enough have closed.
+func (l *listener) setMax(n int) {
+	l.mu.Lock()
+	l.max = n
+	l.mu.Unlock()
+	select {
+	case l.free <- struct{}{}:
+	default:
+	}
+}
+
+// connState follows the server's connections between requests: an idle one
+// may be closed to make room.
+func (l *listener) connState(nc net.Conn, st http.ConnState) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, ok := nc.(*conn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	wake := false
+	switch {
+	case st == http.StateIdle && c.elem == nil && !c.gone:
+		c.elem = l.idle.PushBack(c)
+		wake = l.waiting > 0 // an Accept waiting for room can take this one's
+	case st != http.StateIdle && c.elem != nil:
+		l.idle.Remove(c.elem)
+		c.elem = nil
+	}
+	l.mu.Unlock()
+	if wake {
+		select {
+		case l.free <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// conn is a client connection. It counts the Content-Length header lines
+// that pass through it, so that a request with both Content-Length and
+// Transfer-Encoding can be recognised once net/http has dropped the former
+// (see lengthScanner).
+type conn struct {
+	net.Conn
+	l    *listener
+	once sync.Once
+	elem *list.Element // in l.idle while idle; guarded by l.mu
+	gone bool          // closed; guarded by l.mu
+
+	lengths  atomic.Int64 // Content-Length lines seen
+	consumed int64        // of those, accounted for by requests; the handler's
+	scan     lengthScanner
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		if k := c.scan.count(p[:n]); k > 0 {
+			c.lengths.Add(int64(k))
+		}
+	}
+	return n, err
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.gone = true
+		if c.elem != nil {
+			c.l.idle.Remove(c.elem)
+			c.elem = nil
+		}
+		c.l.mu.Unlock()
+		c.l.release()
+	})
+	return err
+}

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestLengthScanner(t *testing.T) {
+	stream := "POST / HTTP/1.1\r\nHost: x\r\nCONTENT-length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\ncontent-length:0\r\nX-Content-Length: 1\r\n\r\n"
+	for size := 1; size <= len(stream); size++ {
+		var s lengthScanner
+		n := 0
+		for i := 0; i < len(stream); i += size {
+			n += s.count([]byte(stream[i:min(i+size, len(stream))]))
+		}
+		if n != 2 {
+			t.Fatalf("reads of %d bytes: %d Content-Length lines, want 2", size, n)
+		}
+	}
+	// Random streams of header-like pieces, read in random sizes, against
+	// a plain count.
+	pieces := []string{"\n", "\r\n", "content-length:", "Content-Length: 1", "conTENT-LENGTH", "x", ":", "\ncontent"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		stream := b.String()
+		want := strings.Count(strings.ToLower(stream), "\n"+lengthLine)
+		var s lengthScanner
+		got := 0
+		for i := 0; i < len(stream); {
+			j := min(len(stream), i+1+rng.IntN(20))
+			got += s.count([]byte(stream[i:j]))
+			i = j
+		}
+		if got != want {
+			t.Fatalf("%q: counted %d, want %d", stream, got, want)
+		}
+	}
+}
+
+// fakeListener hands out pipe ends and counts its Accept calls.
+type fakeListener struct {
+	accepted atomic.Int32
+	closed   chan struct{}
+}
+
+func (f *fakeListener) Accept() (net.Conn, error) {
+	f.accepted.Add(1)
+	c, _ := net.Pipe()
+	return c, nil
+}
+func (f *fakeListener) Close() error   { close(f.closed); return nil }
+func (f *fakeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// At the cap with no idle connection, Accept waits without accepting; a
+// close makes room.
+func TestListenerWaitsAtTheCap(t *testing.T) {
+	inner := &fakeListener{closed: make(chan struct{})}
+	l := newListener(inner, 1, func() {})
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan net.Conn)
+	go func() {
+		c, _ := l.Accept()
+		got <- c
+	}()
+	for {
+		l.mu.Lock()
+		w := l.waiting
+		l.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := inner.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections accepted at a cap of 1", n)
+	}
+	first.Close()
+	second := <-got
+	if n := inner.accepted.Load(); n != 2 || second == nil {
+		t.Fatalf("after a close: %d accepted, %v", n, second)
+	}
+	second.Close()
+	l.Close()
+}

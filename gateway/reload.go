@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+// reloader serialises reloads and knows the file to read.
+type reloader struct {
+	mu   sync.Mutex
+	path string // WithConfigFile's
+	// limited are the groups given limits by a reload (configured tenants,
+	// once or now, the default and overflow groups): each reload sets
+	// them all again, so that a tenant dropped from the config gets the
+	// unconfigured tenants' limits.
+	limited map[string]bool
+}
+
+// WithConfigFile names the file the gateway's config came from, for
+// ReloadFile (SIGHUP in the groupexec command, POST /reload).
+func WithConfigFile(path string) Option { return func(g *Gateway) { g.reload.path = path } }
+
+// ErrNoConfigFile is ReloadFile's error when the gateway was not given
+// WithConfigFile.
+var ErrNoConfigFile = errors.New("gateway: no config file to reload (WithConfigFile)")
+
+// ReloadFile reads WithConfigFile's file again and applies it with Reload.
+func (g *Gateway) ReloadFile() error {
+	g.reload.mu.Lock()
+	path := g.reload.path
+	g.reload.mu.Unlock()
+	if path == "" {
+		return ErrNoConfigFile
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		g.m.reloads.WithLabelValues("error").Inc()
+		return err
+	}
+	return g.Reload(cfg)
+}
+
+// Reload applies cfg in place, without dropping a connection or a request:
+// the limits, tenants, shares, rate limits, breaker settings, backends,
+// timeouts, body and response sizes, trust settings, max_conns and drain
+// settings. Limits change through the executor's runtime API
+// (SetGlobalMaxInFlight, SetGroupLimits): raising one admits waiting
+// requests at once, lowering one lets running requests finish and admits
+// nothing new until under it. Requests already in the gateway finish under
+// the config they arrived with. A rate bucket or breaker whose settings are
+// unchanged keeps its state; a changed one starts afresh (full, closed).
+//
+// If cfg changes a key that needs a restart (config.Config.RestartOnly), or
+// cannot be built, Reload changes nothing and returns every such problem
+// (matching config.ErrInvalid, in line order).
+func (g *Gateway) Reload(cfg *config.Config) (err error) {
+	g.reload.mu.Lock()
+	defer g.reload.mu.Unlock()
+	defer func() {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		g.m.reloads.WithLabelValues(result).Inc()
+	}()
+	prev := g.state.Load()
+	if errs := cfg.RestartOnly(prev.cfg); len(errs) > 0 {
+		return config.JoinErrors(errs)
+	}
+	st, err := g.build(cfg, prev, g.ex.Policy())
+	if err != nil {
+		return err
+	}
+	// The executor first, so that no request admitted under the new state
+	// runs under the old limits for long; a request that reads the new
+	// state before its group's limits are set runs under the old ones,
+	// which is what it would have got a moment earlier.
+	if err := g.applyLimits(st); err != nil {
+		return fmt.Errorf("gateway: reload: %w", err)
+	}
+	g.state.Store(st)
+	g.groups.reload(st)
+	if l := g.clients.Load(); l != nil {
+		l.setMax(cfg.MaxConns)
+	}
+	g.log.Info("config reloaded")
+	return nil
+}
+
+// applyLimits gives the executor st's limits: the global one, and every
+// named group's (configured tenants, the default and overflow groups).
+func (g *Gateway) applyLimits(st *state) error {
+	if err := g.ex.SetGlobalMaxInFlight(st.pol.GlobalMaxInFlight()); err != nil {
+		return err
+	}
+	if g.reload.limited == nil {
+		g.reload.limited = make(map[string]bool)
+	}
+	for name := range st.fixed {
+		g.reload.limited[name] = true
+	}
+	var errs []error
+	for name := range g.reload.limited {
+		l, err := st.pol.Group(name)
+		if err == nil {
+			err = g.ex.SetGroupLimits(name, l)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// response is the ResponseWriter the proxy writes a backend's answer to.
+// It keeps the answer (status, headers, up to limit bytes of body) so that
+// the request's execution slot can be released as soon as the backend has
+// answered, and a slow client reads it from the gateway's memory instead.
+// An answer longer than limit, a text/event-stream and a protocol upgrade
+// are committed to the client as they come instead (streamed: the slot is
+// held until the client has them).
+//
+// The proxy writes to it from the request's goroutine only; it is not safe
+// for concurrent use.
+type response struct {
+	x         *exchange           // the exchange it is part of, for proxyError
+	w         http.ResponseWriter // the client's
+	hdr       http.Header         // the answer's headers, until committed
+	trailer   http.Header         // what the proxy adds to Header() after WriteHeader: trailers
+	body      *bytes.Buffer       // pooled; nil until the first write
+	status    int
+	limit     int
+	committed bool  // the status and headers have been sent to the client
+	err       error // the client's write error, once streaming
+	write     time.Duration
+}
+
+func (x *response) reset(w http.ResponseWriter, limit int, write time.Duration) {
+	*x = response{x: x.x, w: w, hdr: x.hdr, trailer: x.trailer, limit: limit, write: write}
+	if x.hdr == nil {
+		x.hdr = make(http.Header)
+	}
+	clear(x.hdr)
+	clear(x.trailer)
+}
+
+// Header returns the answer's headers until WriteHeader, then its trailers
+// (the proxy writes both through Header).
+func (x *response) Header() http.Header {
+	switch {
+	case x.committed:
+		return x.w.Header()
+	case x.status == 0:
+		return x.hdr
+	}
+	if x.trailer == nil {
+		x.trailer = make(http.Header)
+	}
+	return x.trailer
+}
+
+// WriteHeader records the status. An informational answer (the backend's
+// 100 Continue, a 103) is not the request's status and is not forwarded:
+// the gateway has the body already, and answered Expect itself.
+func (x *response) WriteHeader(code int) {
+	if x.status != 0 || (code < 200 && code != http.StatusSwitchingProtocols) {
+		return
+	}
+	x.status = code
+	if code == http.StatusSwitchingProtocols || isEventStream(x.hdr) {
+		x.commit()
+	}
+}
+
+// isEventStream reports whether h's Content-Type is text/event-stream. It
+// runs on every answer: a prefix test, where mime.ParseMediaType would
+// allocate.
+func isEventStream(h http.Header) bool {
+	const es = "text/event-stream"
+	ct := h.Get("Content-Type")
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false
+	}
+	rest := ct[len(es):]
+	return rest == "" || rest[0] == ';' || rest[0] == ' ' || rest[0] == '\t'
+}
+
+func (x *response) Write(p []byte) (int, error) {
+	if x.status == 0 {
+		x.WriteHeader(http.StatusOK)
+	}
+	if x.committed {
+		return x.stream(p)
+	}
+	if x.body == nil {
+		x.body = memPool.Get().(*bytes.Buffer)
+	}
+	if x.body.Len()+len(p) <= x.limit {
+		return x.body.Write(p)
+	}
+	x.commit()
+	if x.err != nil {
+		return 0, x.err
+	}
+	return x.stream(p)
+}
+
+func (x *response) stream(p []byte) (int, error) {
+	if x.err != nil {
+		return 0, x.err
+	}
+	n, err := x.w.Write(p)
+	x.err = err
+	return n, err
+}
+
+// Flush sends what is kept to the client once streaming; before, the answer
+// is being kept and Flush does nothing.
+func (x *response) Flush() {
+	if x.committed && x.err == nil {
+		x.err = http.NewResponseController(x.w).Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController (the proxy's hijack of an upgraded
+// connection) the client's writer.
+func (x *response) Unwrap() http.ResponseWriter { return x.w }
+
+// commit sends the status, the headers and the body kept so far to the
+// client, and makes every later write go straight to it. The client has
+// timeouts.write from here to take the rest.
+func (x *response) commit() {
+	if x.committed {
+		return
+	}
+	x.committed = true
+	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(x.write))
+	h := x.w.Header()
+	for k, v := range x.hdr {
+		h[k] = v
+	}
+	x.w.WriteHeader(x.status)
+	if x.body != nil && x.body.Len() > 0 {
+		_, x.err = x.w.Write(x.body.Bytes())
+		x.body.Reset()
+	}
+}
+
+// finish sends a kept answer to the client, trailers last, and releases
+// the memory it was kept in.
+func (x *response) finish() {
+	if !x.committed && x.status != 0 {
+		trailer := x.trailer
+		x.trailer = nil
+		x.commit()
+		if len(trailer) > 0 {
+			// Trailers go after the body, in chunked encoding: a flush
+			// before them keeps net/http from sending a Content-Length.
+			x.Flush()
+			h := x.w.Header()
+			for k, v := range trailer {
+				h[k] = v
+			}
+			clear(trailer)
+		}
+		x.trailer = trailer
+	}
+	putBuffer(&x.body)
+}
+
+// discard drops a kept answer, so that the gateway can answer instead.
+func (x *response) discard() {
+	x.status = 0
+	clear(x.hdr)
+	clear(x.trailer)
+	if x.body != nil {
+		x.body.Reset()
+	}
+}

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/gateway/config"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// state is what a reload replaces at once: the config and what is built
+// from it. A request reads it once, on arrival, and keeps that one.
+type state struct {
+	cfg      *config.Config
+	pol      *policy.Policy
+	defaults policy.GroupLimits // an unconfigured tenant's limits
+	// changed reports whether defaults differ from the executor's policy
+	// (the config the gateway started with): an unconfigured tenant is then
+	// given them as it becomes live, and they are dropped when it leaves.
+	changed  bool
+	fixed    map[string]bool // groups whose names the operator chose
+	rates    *rateLimits
+	backends []*url.URL
+	breakers []*backendBreaker // one per backend, nil unless breaker.per is backend
+}
+
+// build makes the state of cfg, reusing prev's breakers and rate buckets
+// where their settings are unchanged, so that a reload does not close an
+// open breaker or refill a bucket. start is the executor's policy.
+func (g *Gateway) build(cfg *config.Config, prev *state, start *policy.Policy) (*state, error) {
+	st := &state{cfg: cfg, fixed: map[string]bool{cfg.Tenant.Default: true, OverflowGroup: true}}
+	for name := range cfg.Tenants {
+		st.fixed[name] = true
+	}
+	var err error
+	if st.pol, err = cfg.Policy(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// An unconfigured tenant's limits: a name no config can give a tenant.
+	if st.defaults, err = st.pol.Group(OverflowGroup); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	was, err := start.Group(OverflowGroup)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	st.changed = st.defaults != was
+	for _, b := range cfg.Backends {
+		u, err := url.Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: backend %q: %w", b, err)
+		}
+		st.backends = append(st.backends, u)
+	}
+
+	if prev != nil && reflect.DeepEqual(rateSettings(prev.cfg), rateSettings(cfg)) && prev.cfg.Tenant.Default == cfg.Tenant.Default {
+		st.rates = prev.rates
+	} else {
+		st.rates = newRateLimits(cfg)
+	}
+
+	if cfg.Breaker.On() && cfg.Breaker.Per == config.PerBackend {
+		if prev != nil && prev.breakers != nil && config.SameBreakers(prev.cfg.Breaker, cfg.Breaker) &&
+			reflect.DeepEqual(prev.cfg.Backends, cfg.Backends) {
+			st.breakers = prev.breakers
+		} else {
+			for _, b := range cfg.Backends {
+				bb, err := newBackendBreaker(b, cfg.Breaker, g.clk, func(name string, from, to breaker.State) {
+					g.log.Warn("backend breaker", "backend", name, "from", from.String(), "to", to.String())
+				})
+				if err != nil {
+					return nil, err
+				}
+				st.breakers = append(st.breakers, bb)
+			}
+		}
+	}
+	return st, nil
+}
+
+// rateSettings is the part of cfg the rate buckets are made from.
+func rateSettings(cfg *config.Config) map[string]*config.RateLimit {
+	m := map[string]*config.RateLimit{"": cfg.RateLimit}
+	for name, t := range cfg.Tenants {
+		m[name] = t.RateLimit
+	}
+	return m
+}

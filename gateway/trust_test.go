@@ -1,0 +1,205 @@
+package gateway_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/gateway"
+)
+
+// tenantEcho is a backend that answers with the tenant header it was sent.
+func tenantEcho(t *testing.T) string {
+	return backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get("X-Tenant"))
+	}).URL
+}
+
+// A client that is not a trusted proxy cannot name its tenant: whatever key
+// it sends, it is served as the default tenant, so rotating keys escapes
+// nothing, and the backend is told the tenant the gateway used.
+func TestUntrustedPeerCannotNameTenant(t *testing.T) {
+	gw := start(t, tenantEcho(t), minimal+"tenant: {trusted_proxies: [10.0.0.0/8]}\nlimits: {max_in_flight_per_group: 64}\n")
+	c := client(t)
+	for i := range 10 {
+		resp, body := do(t, c, http.MethodGet, gw.url, fmt.Sprintf("rotating-%d", i), nil)
+		if resp.StatusCode != 200 || body != "anonymous" {
+			t.Fatalf("request %d: %d, backend saw tenant %q", i, resp.StatusCode, body)
+		}
+	}
+	if got := metric(t, gw.gw.Metrics(), requestsTotal, "tenant", "anonymous"); got != 10 {
+		t.Errorf("%v requests counted for the default tenant, want 10", got)
+	}
+}
+
+func TestTrustedPeerNamesTenant(t *testing.T) {
+	gw := start(t, tenantEcho(t), minimal+"tenant: {trusted_proxies: [127.0.0.0/8, \"::1\"]}\n")
+	if resp, body := do(t, client(t), http.MethodGet, gw.url, "acme", nil); resp.StatusCode != 200 || body != "acme" {
+		t.Errorf("%d, backend saw tenant %q", resp.StatusCode, body)
+	}
+}
+
+// pki is a throwaway CA with a server certificate for 127.0.0.1, written to
+// files for the config.
+type pki struct {
+	ca       *x509.Certificate
+	caKey    *ecdsa.PrivateKey
+	dir      string
+	caFile   string
+	certFile string
+	keyFile  string
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	p := &pki{dir: t.TempDir()}
+	p.caKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ca, _ = x509.ParseCertificate(der)
+	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", der)
+	cert := p.issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth)
+	p.certFile = p.write(t, "cert.pem", "CERTIFICATE", cert.Certificate[0])
+	kder, _ := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	p.keyFile = p.write(t, "key.pem", "EC PRIVATE KEY", kder)
+	return p
+}
+
+func (p *pki) write(t *testing.T, name, typ string, der []byte) string {
+	f := filepath.Join(p.dir, name)
+	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// issue returns a certificate signed by the CA for cn (also its IP SAN
+// when cn is an address).
+func (p *pki) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	if ip := net.ParseIP(cn); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// With tenant.from: client_cert, the tenant is the verified client
+// certificate's common name; a client without one does not get through the
+// handshake.
+func TestClientCertTenant(t *testing.T) {
+	p := newPKI(t)
+	gw := start(t, tenantEcho(t), minimal+fmt.Sprintf("tls: {cert_file: %s, key_file: %s, client_ca_file: %s}\ntenant: {from: client_cert}\n",
+		p.certFile, p.keyFile, p.caFile))
+	url := strings.Replace(gw.url, "http://", "https://", 1)
+	roots := x509.NewCertPool()
+	roots.AddCert(p.ca)
+	tlsClient := func(certs ...tls.Certificate) *http.Client {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}, DisableKeepAlives: true}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: tr, Timeout: bound}
+	}
+	c := tlsClient(p.issue(t, "acme", x509.ExtKeyUsageClientAuth))
+	resp, body := do(t, c, http.MethodGet, url, "spoofed", nil)
+	if resp.StatusCode != 200 || body != "acme" {
+		t.Errorf("%d, backend saw tenant %q; want the certificate's acme", resp.StatusCode, body)
+	}
+	if _, err := tlsClient().Get(url); err == nil {
+		t.Error("a client without a certificate got through")
+	}
+}
+
+// With tenant.from: bearer, the tenant is a claim of a verified token: a
+// forged, expired or algorithm-swapped token is refused with 401; no token
+// is the default tenant.
+func TestBearerTenant(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	file := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(file, secret, 0o600)
+	now := time.Unix(1_700_000_000, 0)
+	clk := clock.NewFake(now)
+	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant, audience: gw}\n",
+		gateway.WithClock(clk))
+	sign := func(alg string, key []byte, claims map[string]any) string {
+		h, _ := json.Marshal(map[string]string{"alg": alg, "typ": "JWT"})
+		p, _ := json.Marshal(claims)
+		s := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p)
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(s))
+		if alg == "none" {
+			return s + "."
+		}
+		return s + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	valid := map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix(), "aud": []string{"gw"}}
+	c := client(t)
+	call := func(tok string) (int, string) {
+		hdr := []string{}
+		if tok != "" {
+			hdr = []string{"Authorization", "Bearer " + tok}
+		}
+		resp, body := do(t, c, http.MethodGet, gw.url, "spoofed", nil, hdr...)
+		return resp.StatusCode, body
+	}
+	if code, body := call(sign("HS256", secret, valid)); code != 200 || body != "acme" {
+		t.Errorf("valid token: %d, backend saw tenant %q", code, body)
+	}
+	if code, body := call(""); code != 200 || body != "anonymous" {
+		t.Errorf("no token: %d, backend saw tenant %q", code, body)
+	}
+	expired := map[string]any{"tenant": "acme", "exp": now.Add(-time.Second).Unix(), "aud": "gw"}
+	for name, tok := range map[string]string{
+		"forged":         sign("HS256", []byte(strings.Repeat("x", 32)), valid),
+		"expired":        sign("HS256", secret, expired),
+		"alg none":       sign("none", nil, valid),
+		"alg HS384":      sign("HS384", secret, valid),
+		"wrong audience": sign("HS256", secret, map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix(), "aud": "other"}),
+		"no exp":         sign("HS256", secret, map[string]any{"tenant": "acme", "aud": "gw"}),
+		"garbage":        "a.b",
+	} {
+		resp, body := do(t, c, http.MethodGet, gw.url, "", nil, "Authorization", "Bearer "+tok)
+		if code, _, _ := refusal(t, body); resp.StatusCode != 401 || code != "unauthenticated" ||
+			!strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s token: %d %q", name, resp.StatusCode, body)
+		}
+	}
+	clk.Advance(2 * time.Minute) // the valid token expires
+	if code, _ := call(sign("HS256", secret, valid)); code != 401 {
+		t.Errorf("token after its exp: %d", code)
+	}
+}
