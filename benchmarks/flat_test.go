@@ -53,10 +53,34 @@ func BenchmarkFlat(b *testing.B) {
 	}
 }
 
+// BenchmarkFlatWork is the flat workload with tasks that each do ~200 ns of
+// work (spinTask) before their add: the submitter and the workers then run
+// at the same time, as they do in a service.
+func BenchmarkFlatWork(b *testing.B) {
+	for _, pc := range flatPeers {
+		if workPeer(pc.name) {
+			b.Run(pc.name, func(b *testing.B) { benchRunnerWork(b, pc, spinTask) })
+		}
+	}
+}
+
+// workPeer reports whether the peer named runs in the work variants: the
+// floors and the ants-spawned variant measure the empty task only.
+func workPeer(name string) bool {
+	switch name {
+	case "mutex-floor", "mutex-floor-burn", "ours-ants":
+		return false
+	}
+	return true
+}
+
 // benchRunner runs b.N tasks through a fresh runner, by batches, and checks
 // that every one ran.
-func benchRunner(b *testing.B, pc peerCase) {
-	var c counter
+func benchRunner(b *testing.B, pc peerCase) { benchRunnerWork(b, pc, 0) }
+
+// benchRunnerWork is benchRunner with tasks that do spins rounds of work.
+func benchRunnerWork(b *testing.B, pc peerCase, spins int) {
+	c := counter{spins: spins}
 	r, err := pc.new(&c)
 	if err != nil {
 		b.Fatal(err)

@@ -49,3 +49,13 @@ func BenchmarkGrouped(b *testing.B) {
 		b.Run(pc.name, func(b *testing.B) { benchRunner(b, pc) })
 	}
 }
+
+// BenchmarkGroupedWork is the grouped workload with tasks that each do ~200
+// ns of work (spinTask), as BenchmarkFlatWork.
+func BenchmarkGroupedWork(b *testing.B) {
+	for _, pc := range groupedPeers {
+		if workPeer(pc.name) {
+			b.Run(pc.name, func(b *testing.B) { benchRunnerWork(b, pc, spinTask) })
+		}
+	}
+}

@@ -30,10 +30,14 @@ const batch = 100_000
 type counter struct {
 	n     atomic.Int64
 	onRun func()
-	_     [48]byte
+	spins int // the work each task does first (work_test.go); 0: none
+	_     [40]byte
 }
 
 func (c *counter) tiny() {
+	if c.spins > 0 {
+		work(c.spins)
+	}
 	c.n.Add(1)
 	if c.onRun != nil {
 		c.onRun()

@@ -121,8 +121,7 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission) {
 // reports false, counting nothing, if the threshold is reached.
 func (ex *Executor) takeQueueRoom(t int) bool {
 	if t == policy.Unlimited {
-		ex.waiting.Add(1)
-		return true
+		return true // nothing to count against: ex.waiting is not kept
 	}
 	for {
 		n := ex.waiting.Load()

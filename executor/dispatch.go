@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/internal/queue"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // Dispatch: global room for the groups that wait for it.
@@ -322,7 +323,9 @@ func (ex *Executor) startLocked(g *group, j *job, ps [2]Permit, b *batch) {
 // dequeueLocked takes j out of g's queue.
 func (ex *Executor) dequeueLocked(g *group, j *job) {
 	g.waiting.Remove(j)
-	ex.waiting.Add(-1)
+	if ex.pol.GlobalQueueThreshold() != policy.Unlimited {
+		ex.waiting.Add(-1)
+	}
 	if g.waiting.Len() == 0 {
 		g.emptied++
 		g.clusterWait = false // the next head asks the limiter afresh

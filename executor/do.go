@@ -63,17 +63,26 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 	if ex.listener != nil {
 		now = ex.since() // the events report the wait; nothing else reads it
 	}
+	g, r := ex.findGroup(group)
+	var d *doTask
+	if likelyAdmitted(g) {
+		d = newDoTask(ctx, fn, w)
+	}
 	var a admission
-	ex.admit(group, w, &a)
+	ex.admit(g, r, group, w, &a)
 	switch a.v {
 	case admitStart:
-		d := newDoTask(ctx, fn, w)
+		if d == nil {
+			d = newDoTask(ctx, fn, w)
+		}
 		d.submitted = now
 		ex.startNewLocked(&a, &d.job)
 		ex.unlock(a.g, &a.b)
 		return ex.runDo(d)
 	case admitQueue:
-		d := newDoTask(ctx, fn, w)
+		if d == nil {
+			d = newDoTask(ctx, fn, w)
+		}
 		d.submitted = now
 		d.wake = make(chan struct{})
 		ex.queueNewLocked(&a, &d.job)
@@ -87,7 +96,9 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		}
 		return rej
 	}
-	d := newDoTask(ctx, fn, w)
+	if d == nil {
+		d = newDoTask(ctx, fn, w)
+	}
 	d.g = a.refusedGroup(ex, group)
 	if ex.handler == nil {
 		return ex.doInCaller(d, rej) // CallerRuns

@@ -52,8 +52,8 @@ type Executor struct {
 
 	global globalRoom // the global in-flight limit (global.go)
 	// waiting counts the tasks waiting in every group's queue, for the
-	// global queue threshold; it changes only when a task joins or leaves
-	// a queue, never on a start that fits.
+	// global queue threshold, and only when the policy sets one; it changes
+	// only when a task joins or leaves a queue, never on a start that fits.
 	waiting atomic.Int64
 
 	groups groupIndex // the groups with state kept (group.go)

@@ -40,11 +40,18 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		ex.refuseCancelled(&newGoTask(ctx, fn).job, group, context.Cause(ctx))
 		return err
 	}
+	g, r := ex.findGroup(group)
+	var t *goTask
+	if likelyAdmitted(g) {
+		t = newGoTask(ctx, fn)
+	}
 	var a admission
-	ex.admit(group, 1, &a)
+	ex.admit(g, r, group, 1, &a)
 	switch a.v {
 	case admitStart:
-		t := newGoTask(ctx, fn)
+		if t == nil {
+			t = newGoTask(ctx, fn)
+		}
 		if ex.timed(&t.job) {
 			t.submitted = ex.since()
 		}
@@ -52,7 +59,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		ex.unlock(a.g, &a.b)
 		return nil
 	case admitQueue:
-		t := newGoTask(ctx, fn)
+		if t == nil {
+			t = newGoTask(ctx, fn)
+		}
 		if ex.timed(&t.job) && ex.timeout == 0 {
 			t.submitted = ex.since() // with a timeout, queueNewLocked reads it
 		}
@@ -73,7 +82,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		}
 		return nil
 	}
-	t := newGoTask(ctx, fn)
+	if t == nil {
+		t = newGoTask(ctx, fn)
+	}
 	t.g = a.refusedGroup(ex, group)
 	return ex.decideRefusal(&t.job, rej)
 }

@@ -35,6 +35,10 @@ type group struct {
 	pending int // admissions under way with mu released (a breaker ticket): not idle
 	counts  Counts
 	refused *RejectedError // the last refusal of a task without an ID (endRefusal)
+	// refusing is set while the group's last admission was a refusal, and
+	// read without the lock: a caller allocates its task before locking
+	// unless the group is likely to refuse it (submit.go).
+	refusing atomic.Bool
 	waiting jobList        // FIFO
 	// transit is global permits g's finished tasks hold until resync gives
 	// them back through the dispatcher (startFreedLocked).
@@ -143,27 +147,32 @@ func (x *groupIndex) each(f func(*group) bool) {
 	x.m.Range(func(_, v any) bool { return f(v.(*group)) })
 }
 
-// lockGroup returns the group named key, locked, making its state if the
-// executor keeps none. It returns nil and the refusal if the state cannot
-// be made: the executor is shut down, or a resolver gave an invalid limit.
-func (ex *Executor) lockGroup(key string) (*group, *refusal) {
-	for {
-		g := ex.groups.load(key)
-		if g == nil {
-			if ex.stateNow() != open {
-				return nil, &refusal{limit: LimitShutdown, err: ErrShutdown, forced: true}
-			}
-			var r *refusal
-			if g, r = ex.makeGroup(key); r != nil {
-				return nil, r
-			}
-		}
+// findGroup returns the group named key, making its state if the executor
+// keeps none. It returns nil and the refusal if the state cannot be made:
+// the executor is shut down, or a resolver gave an invalid limit.
+func (ex *Executor) findGroup(key string) (*group, *refusal) {
+	if g := ex.groups.load(key); g != nil {
+		return g, nil
+	}
+	if ex.stateNow() != open {
+		return nil, &refusal{limit: LimitShutdown, err: ErrShutdown, forced: true}
+	}
+	return ex.makeGroup(key)
+}
+
+// lockFound locks g, found by findGroup for key, or the group that
+// replaced it if it was dropped meanwhile. It returns nil and the refusal
+// if the state cannot be made.
+func (ex *Executor) lockFound(g *group, r *refusal, key string) (*group, *refusal) {
+	for g != nil {
 		g.mu.Lock()
 		if !g.dead {
 			return g, nil
 		}
 		g.mu.Unlock()
+		g, r = ex.findGroup(key)
 	}
+	return nil, r
 }
 
 // makeGroup makes the state of the group named key and puts it in the index,

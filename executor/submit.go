@@ -50,17 +50,26 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		ex.refuseCancelled(&h.job, t.Group, context.Cause(ctx))
 		return &h.Handle, err
 	}
+	g, r := ex.findGroup(t.Group)
+	var h *Handle[T]
+	if likelyAdmitted(g) {
+		h = newHandle(t, ctx, w)
+	}
 	var a admission
-	ex.admit(t.Group, w, &a)
+	ex.admit(g, r, t.Group, w, &a)
 	switch a.v {
 	case admitStart:
-		h := newHandle(t, ctx, w)
+		if h == nil {
+			h = newHandle(t, ctx, w)
+		}
 		h.submitted = ex.since()
 		ex.startNewLocked(&a, &h.job)
 		ex.unlock(a.g, &a.b)
 		return h, nil
 	case admitQueue:
-		h := newHandle(t, ctx, w)
+		if h == nil {
+			h = newHandle(t, ctx, w)
+		}
 		if ex.timeout == 0 {
 			h.submitted = ex.since() // with a timeout, queueNewLocked reads it
 		}
@@ -71,9 +80,9 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		}
 		return h, nil
 	}
-	h := newRefusedHandle(t, ctx, w)
-	a.r.fill(&h.rej, t.Group, t.ID, w)
-	return &h.Handle, ex.refuseAdmission(&a, &h.job, &h.rej)
+	rh := newRefusedHandle(t, ctx, w)
+	a.r.fill(&rh.rej, t.Group, t.ID, w)
+	return &rh.Handle, ex.refuseAdmission(&a, &rh.job, &rh.rej)
 }
 
 func newHandle[T any](t Task[T], ctx context.Context, w int) *Handle[T] {
@@ -159,11 +168,17 @@ type admission struct {
 	b      batch
 }
 
-// admit finds key's group, locks it and decides the admission of a task of
-// weight w (admitLocked), after asking the group's breaker. On return a.g
-// is locked, unless it is nil: a refusal before the group could be found.
-func (ex *Executor) admit(key string, w int, a *admission) {
-	g, r := ex.lockGroup(key)
+// admit locks key's group, g as findGroup found it (or r, its refusal),
+// and decides the admission of a task of weight w (admitLocked), after
+// asking the group's breaker. On return a.g is locked, unless it is nil: a
+// refusal before the group could be found.
+//
+// The caller allocates its task between findGroup and admit, outside the
+// group's lock, unless the group is refusing (likelyAdmitted): an
+// allocation may help the collector for a while, and a group's lock is
+// what every one of its tasks waits on.
+func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission) {
+	g, r = ex.lockFound(g, r, key)
 	if g == nil {
 		a.v, a.r = admitRefuse, *r
 		return
@@ -186,7 +201,14 @@ func (ex *Executor) admit(key string, w int, a *admission) {
 		a.ticket = t
 	}
 	ex.admitLocked(a.g, w, a)
+	if refusing := a.v == admitRefuse; g.refusing.Load() != refusing {
+		g.refusing.Store(refusing)
+	}
 }
+
+// likelyAdmitted reports whether a task for g is worth allocating before
+// admit: g was found, and its last admission was not a refusal.
+func likelyAdmitted(g *group) bool { return g != nil && !g.refusing.Load() }
 
 // startNewLocked starts j, which admit started: it takes the ticket and
 // cluster permits admit got, and needs a worker unless it is a Do call.
