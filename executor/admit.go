@@ -107,7 +107,7 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission) {
 		a.r = refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
 		return
 	}
-	if t := ex.pol.GlobalQueueThreshold(); !ex.takeQueueRoom(t) {
+	if t := ex.queueLimit; !ex.takeQueueRoom(t) {
 		a.r = refusal{limit: LimitGlobalQueue, used: int(ex.waiting.Load()), max: t}
 		return
 	}
@@ -168,7 +168,7 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	free := g.limits.MaxInFlight - g.inFlight
 	waiting := g.waiting.Len()
 	globalWaiting := int(ex.waiting.Load())
-	globalMax := ex.pol.GlobalQueueThreshold()
+	globalMax := ex.queueLimit
 	k := 0
 	for n := g.waiting.Front(); w > free || waiting >= full || globalWaiting >= globalMax; n = n.next {
 		if n == nil {

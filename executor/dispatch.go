@@ -310,7 +310,7 @@ func (ex *Executor) startLocked(g *group, j *job, ps [2]Permit, b *batch) {
 		x.stopAfter()
 		x.stopAfter = nil
 	}
-	if ps != [2]Permit{} {
+	if ps[0] != nil || ps[1] != nil {
 		x := j.extra()
 		x.cluster, x.bound = ps, true
 	}
@@ -323,7 +323,7 @@ func (ex *Executor) startLocked(g *group, j *job, ps [2]Permit, b *batch) {
 // dequeueLocked takes j out of g's queue.
 func (ex *Executor) dequeueLocked(g *group, j *job) {
 	g.waiting.Remove(j)
-	if ex.pol.GlobalQueueThreshold() != policy.Unlimited {
+	if ex.queueLimit != policy.Unlimited {
 		ex.waiting.Add(-1)
 	}
 	if g.waiting.Len() == 0 {

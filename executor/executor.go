@@ -52,9 +52,11 @@ type Executor struct {
 
 	global globalRoom // the global in-flight limit (global.go)
 	// waiting counts the tasks waiting in every group's queue, for the
-	// global queue threshold, and only when the policy sets one; it changes
-	// only when a task joins or leaves a queue, never on a start that fits.
-	waiting atomic.Int64
+	// global queue threshold, and only when the policy sets one
+	// (queueLimit); it changes only when a task joins or leaves a queue,
+	// never on a start that fits.
+	waiting    atomic.Int64
+	queueLimit int // the policy's GlobalQueueThreshold
 
 	groups groupIndex // the groups with state kept (group.go)
 	disp   dispatcher // global room for waiting groups (dispatch.go)
@@ -80,8 +82,9 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	ex := &Executor{
 		pol:     p,
 		clk:     clock.Real,
-		timeout: p.QueueTimeout(),
-		maxIdle: DefaultMaxIdleGroups,
+		timeout:    p.QueueTimeout(),
+		queueLimit: p.GlobalQueueThreshold(),
+		maxIdle:    DefaultMaxIdleGroups,
 	}
 	ex.global.limit.Store(int64(p.GlobalMaxInFlight()))
 	ex.disp.fair.reset(0)

@@ -125,7 +125,7 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 		waiting += g.waiting.Len()
 		running += r + g.transit
 	}
-	if n := int(ex.waiting.Load()); n != waiting && ex.pol.GlobalQueueThreshold() != policy.Unlimited {
+	if n := int(ex.waiting.Load()); n != waiting && ex.queueLimit != policy.Unlimited {
 		return fmt.Sprintf("executor waiting count %d does not match the groups' %d", n, waiting), true
 	}
 	if n := ex.global.waiters.Load(); int(n) != d.ready.Len() || d.ready.Len() != ready {

@@ -78,6 +78,8 @@ type group struct {
 	pruneAt int // len(watched) at which ended jobs are pruned from it
 
 	runningSet map[*job]struct{} // the running tasks, kept only for tests (trackRunning)
+
+	gate sync.Mutex // finishing workers wait here for mu, one at a time (finish)
 }
 
 // trackRunning, set by the package's tests, keeps each group's running

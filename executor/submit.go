@@ -233,10 +233,10 @@ func (ex *Executor) queueNewLocked(a *admission, j *job) {
 }
 
 func (ex *Executor) attachLocked(a *admission, j *job) {
-	if a.ticket != (breaker.Ticket{}) {
+	if a.g.br != nil {
 		j.extra().ticket = a.ticket
 	}
-	if a.ps != [2]Permit{} {
+	if a.ps[0] != nil || a.ps[1] != nil {
 		x := j.extra()
 		x.cluster, x.bound = a.ps, true
 	}
@@ -328,8 +328,8 @@ func (ex *Executor) endRefusal(a *admission, key string, w int, want bool) (deci
 			ex.unlock(g, &a.b)
 		}
 	}
-	if a.ticket != (breaker.Ticket{}) {
-		a.ticket.Ignore() // outside the lock: the breaker may call OnStateChange
+	if a.g != nil && a.g.br != nil {
+		a.ticket.Ignore() // outside the lock: the breaker may call OnStateChange (a zero Ticket ignores it)
 	}
 	return decided, rej
 }
