@@ -115,8 +115,8 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		// group's mutex: a group with many workers and tiny tasks otherwise
 		// has dozens queued on it, with its submitter behind them all. On
 		// the flat batch (one group, 64 workers, two cores) Go took ~0.7x
-		// the time per task with the gate, and the same on the batches
-		// with ~200 ns of work (benchmarks/README.md).
+		// the time per task with the gate; it made no difference that the
+		// noise let us see on the batches with ~200 ns of work.
 		g.gate.Lock()
 		g.mu.Lock()
 		g.gate.Unlock()
