@@ -80,8 +80,8 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		return nil, errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)")
 	}
 	ex := &Executor{
-		pol:     p,
-		clk:     clock.Real,
+		pol:        p,
+		clk:        clock.Real,
 		timeout:    p.QueueTimeout(),
 		queueLimit: p.GlobalQueueThreshold(),
 		maxIdle:    DefaultMaxIdleGroups,

@@ -39,7 +39,7 @@ type group struct {
 	// read without the lock: a caller allocates its task before locking
 	// unless the group is likely to refuse it (submit.go).
 	refusing atomic.Bool
-	waiting jobList        // FIFO
+	waiting  jobList // FIFO
 	// transit is global permits g's finished tasks hold until resync gives
 	// them back through the dispatcher (startFreedLocked).
 	transit int
