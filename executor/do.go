@@ -32,7 +32,9 @@ import (
 // the task Failed.
 //
 // An admitted call costs one small allocation (its task, which is also fn's
-// context); a refused one, one: its error.
+// context). A refused one allocates nothing once its group has refused the
+// same way before: the error is the group's last one, shared, and must not
+// be modified.
 func (ex *Executor) Do(ctx context.Context, group string, fn func(context.Context) error) error {
 	return ex.DoWeighted(ctx, group, 1, fn)
 }

@@ -10,7 +10,16 @@
 // A task that cannot start at once waits in its group's FIFO queue holding
 // nothing but its place in its own group's bulkhead: a hot group with a deep
 // backlog never pins global capacity that another group could use. Waiting
-// costs no goroutine; a waiting task is its handle, a few hundred bytes.
+// costs no goroutine of the executor's; a waiting task is its handle, a few
+// hundred bytes.
+//
+// Three ways in, one admission. Do admits work and runs it in the calling
+// goroutine, as a request handler wants:
+//
+//	err := ex.Do(ctx, "tenant-a", func(ctx context.Context) error { return serve(ctx) })
+//	if errors.Is(err, executor.ErrRejected) { /* shed: 429 */ }
+//
+// Submit runs it on a goroutine of the executor's and returns a handle:
 //
 //	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(4))
 //	ex, _ := executor.New(p)
@@ -21,6 +30,11 @@
 //
 // Executor.Go admits work nobody waits on the same way, without a handle:
 // its outcome goes to Stats and the listener, and it costs less.
+//
+// Each group guards its own state: a start that fits, a finish and the
+// refusal of a full group lock only their group, and the global limit is an
+// atomic. Groups share a lock only while they wait for global room, which
+// then goes to them in turn (docs/admission.md).
 //
 // The limits can be changed at runtime (SetGlobalMaxInFlight,
 // SetGroupLimits): raising one starts the waiting tasks that now fit at
