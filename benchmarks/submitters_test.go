@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -10,46 +11,29 @@ import (
 )
 
 // The grouped workload with several submitting goroutines, as a server
-// submits from its request handlers: each of submitters goroutines submits
+// submits from its request handlers: each of GOMAXPROCS goroutines submits
 // its share of a batch (task i of a share to group (i+s)%1000) and then
-// waits for its own handles. The single-submitter workloads leave the
-// executor's lock to one Submit at a time; here submitters compete for it
-// with each other and with the finishing workers, so that a change to how
-// the lock is shared shows what it costs the workers too.
+// waits for its own handles. The single-submitter workloads have one
+// goroutine admitting at a time; here the submitters compete with each
+// other and with the finishing workers.
 //
 // One benchmark op is ONE TASK.
 
-const submitters = 8
+// submitterCount is the number of submitting goroutines: one per P.
+func submitterCount() int { return runtime.GOMAXPROCS(0) }
 
-type oursSubmitters struct {
-	ex   *executor.Executor
-	keys []string
-	fn   func(context.Context) (struct{}, error)
-	hs   [submitters][]*executor.Handle[struct{}]
-}
-
-func (r *oursSubmitters) run(n int) error {
-	errs := make([]error, submitters)
+// shares calls submit(s, k) on submitterCount goroutines, s's share of n
+// being k tasks, and waits for them; it returns the first error.
+func shares(n int, submit func(s, k int) error) error {
+	m := submitterCount()
+	errs := make([]error, m)
 	var wg sync.WaitGroup
-	for s := range submitters {
-		k := n / submitters
-		if s < n%submitters {
+	for s := range m {
+		k := n / m
+		if s < n%m {
 			k++
 		}
-		wg.Go(func() {
-			hs := r.hs[s][:0]
-			t := inTurn{s % len(r.keys), len(r.keys)}
-			for i := range k {
-				h, err := executor.Submit(r.ex, context.Background(),
-					executor.Task[struct{}]{Group: r.keys[t.next()], Fn: r.fn})
-				if err != nil {
-					errs[s] = fmt.Errorf("submitter %d, submit %d: %w", s, i, err)
-					break
-				}
-				hs = append(hs, h)
-			}
-			r.hs[s] = waitAll(hs, &errs[s])
-		})
+		wg.Go(func() { errs[s] = submit(s, k) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -58,6 +42,35 @@ func (r *oursSubmitters) run(n int) error {
 		}
 	}
 	return nil
+}
+
+type oursSubmitters struct {
+	ex   *executor.Executor
+	keys []string
+	fn   func(context.Context) (struct{}, error)
+	hs   [][]*executor.Handle[struct{}] // per submitter, reused from batch to batch
+}
+
+func (r *oursSubmitters) run(n int) error {
+	if len(r.hs) != submitterCount() {
+		r.hs = make([][]*executor.Handle[struct{}], submitterCount())
+	}
+	return shares(n, func(s, k int) error {
+		hs := r.hs[s][:0]
+		t := inTurn{s % len(r.keys), len(r.keys)}
+		var err error
+		for i := range k {
+			h, serr := executor.Submit(r.ex, context.Background(),
+				executor.Task[struct{}]{Group: r.keys[t.next()], Fn: r.fn})
+			if serr != nil {
+				err = fmt.Errorf("submitter %d, submit %d: %w", s, i, serr)
+				break
+			}
+			hs = append(hs, h)
+		}
+		r.hs[s] = waitAll(hs, &err)
+		return err
+	})
 }
 
 func (r *oursSubmitters) close() error { return r.ex.Close() }
@@ -69,33 +82,41 @@ type oursGoSubmitters struct {
 }
 
 func (r *oursGoSubmitters) run(n int) error {
-	errs := make([]error, submitters)
-	var wg sync.WaitGroup
 	r.wg.Add(n)
-	for s := range submitters {
-		k := n / submitters
-		if s < n%submitters {
-			k++
-		}
-		wg.Go(func() {
-			t := inTurn{s % len(r.keys), len(r.keys)}
-			for i := range k {
-				if err := r.ex.Go(context.Background(), r.keys[t.next()], r.task); err != nil {
-					errs[s] = fmt.Errorf("submitter %d, go %d: %w", s, i, err)
-					r.wg.Add(-(k - i))
-					break
-				}
+	err := shares(n, func(s, k int) error {
+		t := inTurn{s % len(r.keys), len(r.keys)}
+		for i := range k {
+			if err := r.ex.Go(context.Background(), r.keys[t.next()], r.task); err != nil {
+				r.wg.Add(-(k - i))
+				return fmt.Errorf("submitter %d, go %d: %w", s, i, err)
 			}
-		})
-	}
-	wg.Wait()
-	r.wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
 		}
-	}
-	return nil
+		return nil
+	})
+	r.wg.Wait()
+	return err
+}
+
+// pondSubmitters is pond's subpools (a parent of 256, one subpool of 4 per
+// group) fed by the submitters with Go, counted down on one WaitGroup.
+type pondSubmitters struct {
+	*pondRunner
+}
+
+func (r *pondSubmitters) run(n int) error {
+	r.wg.Add(n)
+	err := shares(n, func(s, k int) error {
+		t := inTurn{s % len(r.pools), len(r.pools)}
+		for i := range k {
+			if err := r.pools[t.next()].Go(r.goTask); err != nil {
+				r.wg.Add(-(k - i))
+				return fmt.Errorf("submitter %d, pond go %d: %w", s, i, err)
+			}
+		}
+		return nil
+	})
+	r.wg.Wait()
+	return err
 }
 
 var submittersPeers = []peerCase{
@@ -117,6 +138,9 @@ var submittersPeers = []peerCase{
 	// goroutine per task, more submitters would only add goroutines.
 	{"xsync-group-first", func(c *counter) (runner, error) {
 		return newXsync(c, groupedKeys, groupedGlobal, groupedConc, false), nil
+	}},
+	{"pond-subpools-go", func(c *counter) (runner, error) {
+		return &pondSubmitters{newPond(c, groupedGlobal, groupedGroups, groupedConc, true)}, nil
 	}},
 }
 

@@ -70,8 +70,10 @@ type Executor struct {
 	overMu    sync.RWMutex
 	overrides map[string]policy.GroupLimits
 
-	// workers counts the goroutines running tasks; Close waits for it.
+	// workers counts the worker goroutines, running or parked, and the
+	// tasks started for a worker not yet given one; Close waits for it.
 	workers sync.WaitGroup
+	parked  chan worker // idle workers (worker.go)
 }
 
 // New returns an Executor enforcing p.
@@ -87,6 +89,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		maxIdle:    DefaultMaxIdleGroups,
 	}
 	ex.global.limit.Store(int64(p.GlobalMaxInFlight()))
+	ex.parked = make(chan worker, maxParked())
 	ex.disp.fair.reset(0)
 	for _, o := range opts {
 		if o == nil {

@@ -2,16 +2,32 @@ package executor
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
 
-// Workers. A started task of Submit or Go runs on a goroutine of its own,
-// its worker. A worker whose task finishes runs its group's next task, if
-// the finish started one (startFreedLocked), and exits otherwise: a group
-// with a backlog keeps its workers busy without a goroutine start or a
-// wake-up per task, and an idle executor has no goroutine at all. A Do
-// call needs no worker: it runs in its caller's goroutine (do.go).
+// Workers. A started task of Submit or Go runs on a worker goroutine. A
+// worker whose task finishes runs its group's next task, if the finish
+// started one (startFreedLocked), or a task that the finish's dispatch
+// started for another group (takeStarted): a backlog keeps its workers busy
+// without a goroutine start or a wake-up per task. A worker with nothing to
+// run parks, up to maxParked of them, until a start hands it a task
+// (launch), and exits otherwise; parked workers exit at Close. A Do call
+// needs no worker: it runs in its caller's goroutine (do.go).
+//
+// Parking is what a started task costs when no worker is at hand: a new
+// goroutine starts with a small stack that the executor's own calls grow,
+// a copy or two per goroutine, and with several submitting goroutines
+// half of all tasks started one (the submitters benchmark).
+
+// maxParked bounds the idle workers kept: enough to hand a burst of starts
+// to parked goroutines, few enough to cost little while idle (a parked
+// goroutine is a few KiB of stack).
+func maxParked() int { return max(64, 4*runtime.GOMAXPROCS(0)) }
+
+// worker is a parked goroutine's inbox; nil tells it to exit.
+type worker chan *job
 
 // launchLocked counts a worker for started j, which needs a goroutine or a
 // wake-up after the unlock, and puts it in b. The count is taken under the
@@ -24,14 +40,22 @@ func (ex *Executor) launchLocked(j *job, b *batch) {
 	b.start.add(j)
 }
 
-// launch gives started j its goroutine, or wakes its Do call.
+// launch gives started j a worker, parked or new, or wakes its Do call.
 func (ex *Executor) launch(j *job) {
-	switch {
-	case j.kind == kindDo:
+	if j.kind == kindDo {
 		close(j.body.doneChan())
-	case ex.spawn == nil:
-		go ex.work(j)
+		return
+	}
+	select {
+	case w := <-ex.parked:
+		w <- j // never blocks: the worker parked with an empty inbox
+		ex.workers.Done() // the parked worker was counted already
+		return
 	default:
+	}
+	if ex.spawn == nil {
+		go ex.work(j)
+	} else {
 		ex.spawnHook(j)
 	}
 }
@@ -55,7 +79,16 @@ func (ex *Executor) work(j *job) {
 		// Its next task, if the finish starts one, gets a worker of its own.
 		ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, false)
 	}()
-	for j != nil {
+	var inbox worker
+	for {
+		if j == nil {
+			if inbox == nil {
+				inbox = make(worker, 1)
+			}
+			if j = ex.park(inbox); j == nil {
+				return
+			}
+		}
 		cur = j
 		timed := ex.timed(j)
 		if timed {
@@ -74,6 +107,36 @@ func (ex *Executor) work(j *job) {
 		j.endRun()
 		cur = nil
 		j = ex.finish(j, st, err, queued, ran, true)
+	}
+}
+
+// park waits, in the executor's parked workers, for a task to run next,
+// and returns it, or nil if the worker is to exit: the executor keeps
+// enough parked workers already, or it is closed.
+func (ex *Executor) park(inbox worker) *job {
+	if ex.stateNow() == closed {
+		return nil
+	}
+	select {
+	case ex.parked <- inbox:
+		return <-inbox
+	default:
+		return nil
+	}
+}
+
+// releaseParked tells parked workers to exit until every worker has: a
+// worker that parks after Close's state change is told too.
+func (ex *Executor) releaseParked() {
+	done := make(chan struct{})
+	go func() { ex.workers.Wait(); close(done) }()
+	for {
+		select {
+		case w := <-ex.parked:
+			w <- nil
+		case <-done:
+			return
+		}
 	}
 }
 
