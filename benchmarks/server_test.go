@@ -147,4 +147,3 @@ func BenchmarkServer(b *testing.B) {
 		})
 	}
 }
-

@@ -113,7 +113,7 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 func (ex *Executor) Close() error {
 	ex.state.Store(uint32(closed))
 	ex.cancelAll(ErrShutdown)
-	ex.releaseParked() // and waits for every worker
+	ex.releaseParked()                       // and waits for every worker
 	return ex.Shutdown(context.Background()) // the Do calls still running, and late completions
 }
 

@@ -48,7 +48,7 @@ func (ex *Executor) launch(j *job) {
 	}
 	select {
 	case w := <-ex.parked:
-		w <- j // never blocks: the worker parked with an empty inbox
+		w <- j            // never blocks: the worker parked with an empty inbox
 		ex.workers.Done() // the parked worker was counted already
 		return
 	default:
