@@ -80,9 +80,17 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		}
 		return h, nil
 	}
+	if t.ID == "" {
+		// The refusal's error is the group's shared one (endRefusal): the
+		// handle is the only allocation.
+		if h == nil {
+			h = newHandle(t, ctx, w)
+		}
+		return h, ex.refuseAdmission(&a, &h.job, t.Group, nil)
+	}
 	rh := newRefusedHandle(t, ctx, w)
 	a.r.fill(&rh.rej, t.Group, t.ID, w)
-	return &rh.Handle, ex.refuseAdmission(&a, &rh.job, &rh.rej)
+	return &rh.Handle, ex.refuseAdmission(&a, &rh.job, t.Group, &rh.rej)
 }
 
 func newHandle[T any](t Task[T], ctx context.Context, w int) *Handle[T] {
@@ -242,12 +250,16 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 	}
 }
 
-// refuseAdmission ends the admission that refused j (rej its error),
-// applying the rejection policy or handler unless the refusal is forced,
-// and returns Submit's error.
-func (ex *Executor) refuseAdmission(a *admission, j *job, rej *RejectedError) error {
-	decided, _ := ex.endRefusal(a, rej.Group, j.weight, false)
-	j.g = a.refusedGroup(ex, rej.Group)
+// refuseAdmission ends the admission that refused j (rej its error, or
+// nil for the group's shared one: j has no ID), applying the rejection
+// policy or handler unless the refusal is forced, and returns Submit's
+// error.
+func (ex *Executor) refuseAdmission(a *admission, j *job, key string, rej *RejectedError) error {
+	decided, shared := ex.endRefusal(a, key, j.weight, rej == nil)
+	if rej == nil {
+		rej = shared
+	}
+	j.g = a.refusedGroup(ex, key)
 	if !decided {
 		return ex.decideRefusal(j, rej)
 	}
