@@ -24,6 +24,11 @@ const (
 	admitQueue
 	// admitRefuse: it is refused, for the reason given.
 	admitRefuse
+	// admitRoom: it fits its group's in-flight limit; the caller gives the
+	// admission a batch and decides the rest (admitRoomLocked). A refusal
+	// of a full group so costs no batch, which is most of an admission's
+	// stack frame.
+	admitRoom
 )
 
 // refusal is why a task was not admitted, before it becomes a
@@ -50,7 +55,7 @@ func (r *refusal) fill(e *RejectedError, group, id string, weight int) {
 // a.v, and a.r when it refuses. On admitStart, the task's permits are
 // taken (and a.ps holds its cluster permits, if any); the caller marks it
 // running (runLocked). Tasks displaced from g's queue under DiscardOldest
-// go in a.b.
+// go in a's batch.
 func (ex *Executor) admitLocked(g *group, w int, a *admission) {
 	refuse := &a.r
 	a.v = admitRefuse
@@ -70,14 +75,14 @@ func (ex *Executor) admitLocked(g *group, w int, a *admission) {
 	case g.inFlight > l.MaxInFlight-w:
 		*refuse = refusal{limit: LimitGroupInFlight, used: g.inFlight, max: l.MaxInFlight}
 	default:
-		ex.admitRoomLocked(g, w, a)
+		a.v = admitRoom
 	}
 }
 
-// admitRoomLocked is admitLocked for a task that fits g's in-flight limit:
-// it starts if it fits the rest, or is queued if the queue thresholds have
-// room.
-func (ex *Executor) admitRoomLocked(g *group, w int, a *admission) {
+// admitRoomLocked decides, with b, the admission of a task that fits g's
+// in-flight limit (admitRoom): it starts if it fits the rest, or is queued
+// if the queue thresholds have room.
+func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 	l := &g.limits
 	clusterWait := false
 	if g.waiting.Len() == 0 && g.running <= l.MaxConcurrency-w && ex.global.fitsAlone(w) {
@@ -94,16 +99,16 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission) {
 			return
 		case clusterRefused:
 			ex.global.give(w)
-			a.b.gave = true
+			b.gave = true
 			a.r = *cr
 			return
 		case clusterWaitGroup:
 			clusterWait = true // it waits like any other task
 		}
 		ex.global.give(w)
-		a.b.gave = true
+		b.gave = true
 	}
-	if n := g.waiting.Len(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, &a.b) {
+	if n := g.waiting.Len(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, b) {
 		a.r = refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
 		return
 	}

@@ -71,15 +71,20 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		d = newDoTask(ctx, fn, w)
 	}
 	var a admission
-	ex.admit(g, r, group, w, &a)
+	var b *batch // only for a task that fits its group's bulkhead
+	if ex.admit(g, r, group, w, &a); a.v == admitRoom {
+		b = new(batch)
+		ex.admitRoomLocked(a.g, w, &a, b)
+		a.noteRefusing()
+	}
 	switch a.v {
 	case admitStart:
 		if d == nil {
 			d = newDoTask(ctx, fn, w)
 		}
 		d.submitted = now
-		ex.startNewLocked(&a, &d.job)
-		ex.unlock(a.g, &a.b)
+		ex.startNewLocked(&a, &d.job, b)
+		ex.unlock(a.g, b)
 		return ex.runDo(d)
 	case admitQueue:
 		if d == nil {
@@ -88,10 +93,10 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		d.submitted = now
 		d.wake = make(chan struct{})
 		ex.queueNewLocked(&a, &d.job)
-		ex.unlock(a.g, &a.b)
+		ex.unlock(a.g, b)
 		return ex.waitDo(ctx, d)
 	}
-	decided, rej := ex.endRefusal(&a, group, w, true)
+	decided, rej := ex.endRefusal(&a, b, group, w, true)
 	if decided {
 		if ex.listener != nil {
 			ex.notify(onRejected, Event{Group: group, Weight: w, Status: Rejected, Err: rej})

@@ -48,7 +48,12 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		t = newGoTask(ctx, fn)
 	}
 	var a admission
-	ex.admit(g, r, group, 1, &a)
+	var b *batch // only for a task that fits its group's bulkhead
+	if ex.admit(g, r, group, 1, &a); a.v == admitRoom {
+		b = new(batch)
+		ex.admitRoomLocked(a.g, 1, &a, b)
+		a.noteRefusing()
+	}
 	switch a.v {
 	case admitStart:
 		if t == nil {
@@ -57,8 +62,8 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		if ex.timed(&t.job) {
 			t.submitted = ex.since()
 		}
-		ex.startNewLocked(&a, &t.job)
-		ex.unlock(a.g, &a.b)
+		ex.startNewLocked(&a, &t.job, b)
+		ex.unlock(a.g, b)
 		return nil
 	case admitQueue:
 		if t == nil {
@@ -68,13 +73,13 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 			t.submitted = ex.since() // with a timeout, queueNewLocked reads it
 		}
 		ex.queueNewLocked(&a, &t.job)
-		ex.unlock(a.g, &a.b)
+		ex.unlock(a.g, b)
 		if ctx.Done() != nil {
 			ex.watchParent(&t.job)
 		}
 		return nil
 	}
-	decided, rej := ex.endRefusal(&a, group, 1, true)
+	decided, rej := ex.endRefusal(&a, b, group, 1, true)
 	if decided {
 		if ex.listener != nil {
 			ex.notify(onRejected, Event{Group: group, Weight: 1, Status: Rejected, Err: rej})

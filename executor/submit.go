@@ -56,15 +56,20 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		h = newHandle(t, ctx, w)
 	}
 	var a admission
-	ex.admit(g, r, t.Group, w, &a)
+	var b *batch // only for a task that fits its group's bulkhead
+	if ex.admit(g, r, t.Group, w, &a); a.v == admitRoom {
+		b = new(batch)
+		ex.admitRoomLocked(a.g, w, &a, b)
+		a.noteRefusing()
+	}
 	switch a.v {
 	case admitStart:
 		if h == nil {
 			h = newHandle(t, ctx, w)
 		}
 		h.submitted = ex.since()
-		ex.startNewLocked(&a, &h.job)
-		ex.unlock(a.g, &a.b)
+		ex.startNewLocked(&a, &h.job, b)
+		ex.unlock(a.g, b)
 		return h, nil
 	case admitQueue:
 		if h == nil {
@@ -74,7 +79,7 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 			h.submitted = ex.since() // with a timeout, queueNewLocked reads it
 		}
 		ex.queueNewLocked(&a, &h.job)
-		ex.unlock(a.g, &a.b)
+		ex.unlock(a.g, b)
 		if ctx.Done() != nil {
 			ex.watchParent(&h.job)
 		}
@@ -86,11 +91,11 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		if h == nil {
 			h = newHandle(t, ctx, w)
 		}
-		return h, ex.refuseAdmission(&a, &h.job, t.Group, nil)
+		return h, ex.refuseAdmission(&a, b, &h.job, t.Group, nil)
 	}
 	rh := newRefusedHandle(t, ctx, w)
 	a.r.fill(&rh.rej, t.Group, t.ID, w)
-	return &rh.Handle, ex.refuseAdmission(&a, &rh.job, t.Group, &rh.rej)
+	return &rh.Handle, ex.refuseAdmission(&a, b, &rh.job, t.Group, &rh.rej)
 }
 
 func newHandle[T any](t Task[T], ctx context.Context, w int) *Handle[T] {
@@ -173,7 +178,6 @@ type admission struct {
 	r      refusal
 	ps     [2]Permit
 	ticket breaker.Ticket
-	b      batch
 }
 
 // admit locks key's group, g as findGroup found it (or r, its refusal),
@@ -209,8 +213,13 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 		a.ticket = t
 	}
 	ex.admitLocked(a.g, w, a)
-	if refusing := a.v == admitRefuse; g.refusing.Load() != refusing {
-		g.refusing.Store(refusing)
+	a.noteRefusing()
+}
+
+// noteRefusing records in a's group whether a refused (group.refusing).
+func (a *admission) noteRefusing() {
+	if refusing := a.v == admitRefuse; a.g.refusing.Load() != refusing {
+		a.g.refusing.Store(refusing)
 	}
 }
 
@@ -220,12 +229,12 @@ func likelyAdmitted(g *group) bool { return g != nil && !g.refusing.Load() }
 
 // startNewLocked starts j, which admit started: it takes the ticket and
 // cluster permits admit got, and needs a worker unless it is a Do call.
-func (ex *Executor) startNewLocked(a *admission, j *job) {
+func (ex *Executor) startNewLocked(a *admission, j *job, b *batch) {
 	j.g = a.g
 	ex.attachLocked(a, j)
 	ex.runLocked(a.g, j)
 	if j.kind != kindDo {
-		ex.launchLocked(j, &a.b)
+		ex.launchLocked(j, b)
 	}
 }
 
@@ -254,8 +263,8 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 // nil for the group's shared one: j has no ID), applying the rejection
 // policy or handler unless the refusal is forced, and returns Submit's
 // error.
-func (ex *Executor) refuseAdmission(a *admission, j *job, key string, rej *RejectedError) error {
-	decided, shared := ex.endRefusal(a, key, j.weight, rej == nil)
+func (ex *Executor) refuseAdmission(a *admission, b *batch, j *job, key string, rej *RejectedError) error {
+	decided, shared := ex.endRefusal(a, b, key, j.weight, rej == nil)
 	if rej == nil {
 		rej = shared
 	}
@@ -310,7 +319,7 @@ func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
 // it returns the refusal's error for a task of weight w without an ID (Go,
 // Do): the group's last such error if it is the same refusal, so that a
 // group that keeps refusing the same way costs no allocation per call.
-func (ex *Executor) endRefusal(a *admission, key string, w int, want bool) (decided bool, rej *RejectedError) {
+func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want bool) (decided bool, rej *RejectedError) {
 	decided = a.r.forced || (ex.handler == nil && ex.pol.RejectionPolicy() != policy.CallerRuns)
 	if g := a.g; g == nil {
 		if want {
@@ -334,10 +343,14 @@ func (ex *Executor) endRefusal(a *admission, key string, w int, want bool) (deci
 		if decided {
 			g.counts.add(Rejected)
 		}
-		if a.b.empty() && !g.idle() {
+		switch {
+		case b != nil:
+			ex.unlock(g, b)
+		case g.idle():
+			var b batch
+			ex.unlock(g, &b) // a group made for this task, idle
+		default:
 			g.mu.Unlock() // a refusal changed nothing but the counts
-		} else {
-			ex.unlock(g, &a.b)
 		}
 	}
 	if a.g != nil && a.g.br != nil {
