@@ -37,6 +37,9 @@ func classifyErr(err error) Status {
 // cancelable context, which keeps the parent's cancellation and cause.
 func (j *job) runContext() (context.Context, error) {
 	x := j.x.Load()
+	if x == nil && j.reusable() {
+		return (*groupCtx)(j.g), nil
+	}
 	bind := x != nil && x.bound
 	if !bind && (j.kind == kindDo || j.parent.Done() == nil) {
 		return (*runCtx)(j), nil
@@ -160,7 +163,9 @@ func (g *group) unwatch(j *job) {
 func (g *group) stopRuns(cause error) []*job {
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
-	g.stop.CompareAndSwap(nil, &stopCause{cause})
+	if g.stop.CompareAndSwap(nil, &stopCause{cause}) && g.stopCh != nil {
+		close(g.stopCh)
+	}
 	var js []*job
 	for j := range g.watched {
 		js = append(js, j)

@@ -44,7 +44,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	}
 	g, r := ex.findGroup(group)
 	var t *goTask
-	if likelyAdmitted(g) {
+	if likelyAdmitted(g) && (ctx != background || g.spares.n.Load() == 0) {
 		t = newGoTask(ctx, fn)
 	}
 	var a admission
@@ -57,7 +57,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	switch a.v {
 	case admitStart:
 		if t == nil {
-			t = newGoTask(ctx, fn)
+			t = ex.spareOrNewLocked(a.g, ctx, fn)
 		}
 		if ex.timed(&t.job) {
 			t.submitted = ex.since()
@@ -67,7 +67,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		return nil
 	case admitQueue:
 		if t == nil {
-			t = newGoTask(ctx, fn)
+			t = ex.spareOrNewLocked(a.g, ctx, fn)
 		}
 		if ex.timed(&t.job) && ex.timeout == 0 {
 			t.submitted = ex.since() // with a timeout, queueNewLocked reads it
@@ -94,6 +94,17 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	}
 	t.g = a.refusedGroup(ex, group)
 	return ex.decideRefusal(&t.job, rej)
+}
+
+// spareOrNewLocked returns a task of g kept for reuse (ctx is
+// context.Background), or a new one.
+func (ex *Executor) spareOrNewLocked(g *group, ctx context.Context, fn func(context.Context) error) *goTask {
+	if ctx == background {
+		if t := g.takeSpareLocked(fn); t != nil {
+			return t
+		}
+	}
+	return newGoTask(ctx, fn)
 }
 
 func newGoTask(ctx context.Context, fn func(context.Context) error) *goTask {

@@ -566,3 +566,38 @@ func TestStartAfterEndReading(t *testing.T) {
 		t.Fatalf("b: %+v, want Success, Queued 0, Duration 3s", r)
 	}
 }
+
+// TestGoReusesTasks: a busy group keeps its finished Go tasks with
+// context.Background for its next Go calls, so Go allocates nothing once
+// warm, and a kept task runs its new function, once.
+func TestGoReusesTasks(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)})
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("holder")}) // keeps the group busy
+	g.waitStarted(t, 1)
+	done := make(chan int, 1)
+	var calls [2]func(context.Context) error
+	for i := range calls {
+		calls[i] = func(context.Context) error { done <- i; return nil }
+	}
+	run := func(i int) {
+		if err := ex.Go(bg, "g", calls[i]); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-done; got != i {
+			t.Fatalf("ran function %d, want %d", got, i)
+		}
+	}
+	run(0) // a task to keep
+	for range 3 {
+		run(1)
+		run(0)
+	}
+	if n := testing.AllocsPerRun(100, func() { run(1) }); n > 0 {
+		t.Errorf("Go allocated %v times per call in a busy group, want 0", n)
+	}
+	if s := groupStats(t, ex, "g"); s.Succeeded < 100 || s.Running != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}

@@ -40,6 +40,7 @@ type group struct {
 	// unless the group is likely to refuse it (submit.go).
 	refusing atomic.Bool
 	waiting  jobList // FIFO
+	spares   spares  // Go tasks kept for reuse (recycle.go)
 	// transit is global permits g's finished tasks hold until resync gives
 	// them back through the dispatcher (startFreedLocked).
 	transit int
@@ -74,6 +75,7 @@ type group struct {
 	// watched. Guarded by runMu, except stop, also read without it.
 	runMu   sync.Mutex
 	stop    atomic.Pointer[stopCause]
+	stopCh  chan struct{} // Done of the group's shared context (groupCtx), made on first use
 	watched map[*job]struct{}
 	pruneAt int // len(watched) at which ended jobs are pruned from it
 

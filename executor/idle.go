@@ -43,6 +43,7 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 		g.timer.Stop()
 		g.timer = nil
 	}
+	g.dropSparesLocked()
 	switch {
 	case g.dead:
 	case g.evict:

@@ -200,6 +200,13 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	switch {
 	case !inline:
 		ex.unsettleLocked(g, j)
+	case j.kind == kindGo:
+		// Nothing waits on a Go task: it completes now, and is kept for
+		// reuse if it can be (recycle.go).
+		j.complete(st, err, queued, ran)
+		if j.reusable() {
+			g.keepLocked(j.body.(*goTask))
+		}
 	case j.kind != kindDo:
 		b.fin = finished{j: j, st: st, err: err, queued: queued, ran: ran} // completed by unlock
 	}
