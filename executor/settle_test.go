@@ -11,8 +11,10 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// Regressions found by review of the 160-byte handle (session 5). Each
-// failed on the code before its fix.
+// A handle's completion and the drain: Shutdown returns only once every
+// handle has completed, Done channels closed, and a run context that cannot
+// be made still completes its task. Each test failed on a version of the
+// executor that got it wrong.
 
 // A Done channel handed out before Shutdown is closed once Shutdown has
 // returned. Here the worker that finishes A is held after its unlock (in
