@@ -34,8 +34,9 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // free; without a queue it is TryAcquire. It fails with ErrQueueSaturated
 // when the queue is full, ErrQueueTimeout after the queue's maximum wait,
 // ErrDraining while a lowered limit drains, ErrAtCapacity when n exceeds the
-// limit (it could never be issued), or ctx's error when ctx ends first.
-// A request that fails holds nothing.
+// limit (it could never be issued), or ctx's error when ctx ends first: a
+// request whose context has ended when its turn comes never gets a permit,
+// which goes to the next in line. A request that fails holds nothing.
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	wait := b.maxDepth > 0
 	if wait && ctx.Err() != nil {
@@ -191,10 +192,24 @@ func (b *Bulkhead) refuseCapability() error {
 
 // wait waits for w's turn, its maximum wait, or ctx.
 func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
+	done := ctx.Done()
 	select {
 	case <-w.ready:
-		return w.permit, w.err
-	case <-ctx.Done():
+		if w.err != nil {
+			return Permit{}, w.err
+		}
+		// Granted, but ctx may have ended first: when both channels are
+		// ready, select picks either, so a request that gave up before any
+		// permit was free would get one (golang/go#63615). A permit issued
+		// to a request whose context has ended goes to the next in line.
+		select {
+		case <-done:
+			b.giveBack(w.permit)
+			return Permit{}, ctx.Err()
+		default:
+			return w.permit, nil
+		}
+	case <-done:
 	}
 	var es *events
 	if b.observed {
@@ -206,7 +221,9 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		w.timer.Stop()
 		w.err = ctx.Err()
 		close(w.ready)
-		b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
+		if es != nil {
+			b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
+		}
 		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
 		b.unlock()
 		b.deliver(es)
@@ -218,10 +235,16 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	if err := b.Release(w.permit); err != nil {
+	b.giveBack(w.permit)
+	return Permit{}, ctx.Err()
+}
+
+// giveBack releases a permit issued to a waiter that has given up; the
+// release serves the next in line.
+func (b *Bulkhead) giveBack(p Permit) {
+	if err := b.Release(p); err != nil {
 		panic("bulkhead: a permit issued to a waiter was not outstanding: " + err.Error())
 	}
-	return Permit{}, ctx.Err()
 }
 
 // expire is w's maximum-wait timer.
