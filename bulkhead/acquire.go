@@ -58,17 +58,19 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 	if !b.plain || n < 1 {
 		return b.acquire(ctx, n, wait)
 	}
-	var stamp int64
-	if c := b.coarse; c != nil {
-		stamp = c.Offset()
-	} else {
-		stamp = b.exactStamp()
-	}
 	h := b.hot
 	s := h.state.Load()
 	l := h.limit.Load() // after s: see state.go on SetLimit
 	if !fastFits(s, l, n) {
 		return b.acquire(ctx, n, wait)
+	}
+	// The stamp after the fit: a refusal reads no clock, which would keep
+	// the coarse clock's refresh timer of a full bulkhead running.
+	var stamp int64
+	if c := b.coarse; c != nil {
+		stamp = c.Offset()
+	} else {
+		stamp = b.exactStamp()
 	}
 	hi := h.hi.Load() // after s: see state.go on the wrap
 	if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
@@ -128,6 +130,10 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		if err := ctx.Err(); err != nil {
 			return Permit{}, err
 		}
+	} else if !b.observed {
+		if rej := b.refuseFull(n); rej != nil {
+			return Permit{}, rej
+		}
 	}
 	var es *events
 	if b.observed {
@@ -170,6 +176,32 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	b.unlock()
 	b.deliver(es)
 	return Permit{}, rej
+}
+
+// refuseFull refuses n permits without the mutex, or returns nil to leave
+// the decision to it: when the state word shows no slow flag (so nobody
+// waits and no drain goes on, state.go) and too few permits free, the same
+// word read again after the limit shows that limit and that count were in
+// force together (SetLimit sets the flag before it stores the limit), and
+// the refusal is exact. It is what a refusal costs under overload: three
+// loads of one cache line, no write to it, no clock, and the error, which
+// is the last one's while the numbers stay the same (under overload they
+// do: the same limit, the same count, the same weight), so that a run of
+// refusals allocates nothing and writes nothing shared.
+func (b *Bulkhead) refuseFull(n int) *RejectedError {
+	h := b.hot
+	s := h.state.Load()
+	l := int(h.limit.Load())
+	used := int(s & usedMask)
+	if s&slowFlag != 0 || groupsem.Fits(l, used, n) || h.state.Load() != s {
+		return nil
+	}
+	if r := b.refused.Load(); r != nil && r.Limit == l && r.InFlight == used && r.Weight == n {
+		return r
+	}
+	r := &RejectedError{Err: ErrAtCapacity, Limit: l, InFlight: used, Weight: n, MaxDepth: b.maxDepth, MaxWait: b.maxWait}
+	b.refused.Store(r)
+	return r
 }
 
 // refuseCapability refuses an acquire without the required capability. It
