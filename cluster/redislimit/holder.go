@@ -130,13 +130,13 @@ func (h *Holder) Close() error {
 	if len(rel) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	defer cancel()
-	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, le := range rel {
-			releaseScript.Eval(ctx, p, le.ks.keys[:2], le.id, 0)
-		}
-		return nil
+	_, err := call(h, func(ctx context.Context) ([]redis.Cmder, error) {
+		return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, le := range rel {
+				releaseScript.Eval(ctx, p, le.ks.keys[:2], le.id, 0)
+			}
+			return nil
+		})
 	})
 	h.st.roundTrips.Add(1)
 	return err

@@ -164,9 +164,9 @@ func (h *Holder) refill(ks *keyState) {
 	h.mu.Unlock()
 
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	res, err := acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, ks.l.id, h.channel()).Int64Slice()
-	cancel()
+	res, err := call(h, func(ctx context.Context) ([]int64, error) {
+		return acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, ks.l.id, h.channel()).Int64Slice()
+	})
 	h.st.roundTrips.Add(1)
 	if hook != nil {
 		if herr := hook(); herr != nil && err == nil {
@@ -328,14 +328,14 @@ func (h *Holder) giveBack(ret []shrink) {
 		err = hook()
 	}
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-		_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, s := range ret {
-				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
-			}
-			return nil
+		_, err = call(h, func(ctx context.Context) ([]redis.Cmder, error) {
+			return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, s := range ret {
+					releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
+				}
+				return nil
+			})
 		})
-		cancel()
 		h.st.roundTrips.Add(1)
 	}
 	h.mu.Lock()
@@ -475,25 +475,25 @@ func (h *Holder) renewOnce() {
 		err = hook()
 	}
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-		cmds, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, r := range rs {
-				args := make([]any, 0, 2+2*len(r.leases))
-				args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id)
-				for i, le := range r.leases {
-					args = append(args, le.id, r.sizes[i])
+		cmds, err = call(h, func(ctx context.Context) ([]redis.Cmder, error) {
+			return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, r := range rs {
+					args := make([]any, 0, 2+2*len(r.leases))
+					args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id)
+					for i, le := range r.leases {
+						args = append(args, le.id, r.sizes[i])
+					}
+					renewScript.Eval(ctx, p, []string{r.ks.keys[0], r.ks.keys[1], r.ks.keys[3]}, args...)
 				}
-				renewScript.Eval(ctx, p, []string{r.ks.keys[0], r.ks.keys[1], r.ks.keys[3]}, args...)
-			}
-			for _, s := range ret {
-				releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
-			}
-			if probe {
-				p.Ping(ctx)
-			}
-			return nil
+				for _, s := range ret {
+					releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
+				}
+				if probe {
+					p.Ping(ctx)
+				}
+				return nil
+			})
 		})
-		cancel()
 		h.st.roundTrips.Add(1)
 	}
 

@@ -131,8 +131,14 @@ func WithPollInterval(d time.Duration) Option {
 	})
 }
 
-// WithOpTimeout bounds every call to Redis. d must be > 0 and below the
-// lease TTL's 80%. Default: min(TTL/4, 1s).
+// WithOpTimeout bounds every call to Redis, whatever the client's settings:
+// the holder stops waiting for a call after d and counts it failed (three
+// failures in a row and the holder is down). A go-redis client ignores
+// context deadlines unless ContextTimeoutEnabled is set, so set it (or
+// ReadTimeout and WriteTimeout at most d): then the call itself also ends
+// at d and frees its connection, instead of running on in the background
+// until the client's own timeouts. d must be > 0 and below the lease TTL's
+// 80%. Default: min(TTL/4, 1s).
 func WithOpTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
