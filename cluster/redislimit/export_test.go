@@ -35,3 +35,21 @@ func SetReleaseHook(h *Holder, f func() error) {
 	h.releaseHook = f
 	h.mu.Unlock()
 }
+
+// Share returns what l's holder last heard from Redis about key: how many
+// other holders wait, and the most it may keep meanwhile.
+func Share(l *Limiter, key string) (others, cap int) {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	if ks := l.keys[key]; ks != nil {
+		return ks.others, ks.cap
+	}
+	return 0, 0
+}
+
+// HoldLock takes h's lock, as if h were paused, and returns its unlock:
+// nothing of h runs meanwhile (renewals, lease timers, refills).
+func HoldLock(h *Holder) (unlock func()) {
+	h.mu.Lock()
+	return h.mu.Unlock
+}

@@ -133,7 +133,7 @@ func (h *Holder) Close() error {
 	_, err := call(h, func(ctx context.Context) ([]redis.Cmder, error) {
 		return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, le := range rel {
-				releaseScript.Eval(ctx, p, le.ks.keys[:2], le.id, 0)
+				h.releaseEval(ctx, p, shrink{le, nil, 0})
 			}
 			return nil
 		})
@@ -152,8 +152,8 @@ func (h *Holder) Stats() Stats {
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
 			for _, le := range ks.leases {
-				s.PermitsLeased += le.size
-				s.PermitsInUse += le.used
+				s.PermitsLeased += len(le.slots)
+				s.PermitsInUse += len(le.slots) - len(le.free)
 			}
 		}
 	}

@@ -2,7 +2,9 @@ package redislimit
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,19 +14,22 @@ import (
 // (a third listens for contention: contention.go):
 //
 //   - the refiller leases blocks for keys whose tasks found no permit at
-//     hand (one script call per block), polls Redis while refills are
-//     refused for lack of room, gives back permits above the fair share
-//     while other holders wait, and delivers the notifications and events
-//     that TryAcquire and Release (called under an executor's lock) cannot;
+//     hand (one script call per block), asks again for keys Redis refused
+//     when it hears that permits were freed, gives back permits above the
+//     cap while other holders wait, and delivers the notifications and
+//     events that TryAcquire and Release (called under an executor's lock)
+//     cannot;
 //   - the renewer is the process's one renewal loop: every renew interval,
 //     one pipelined round trip renews every lease of every key and returns
-//     the permits no task needed since the last round.
+//     the permits no task needed since the last round; keys still refused
+//     are then asked for again.
 //
 // A lease is valid locally until 80% of the TTL after the request that
 // last renewed it was sent: Redis's own expiry comes later in real time, so
-// a holder that cannot renew (paused, partitioned, Redis down) cancels its
-// tasks before another holder can be given the slot. A timer per lease
-// enforces it even while a call to Redis hangs.
+// a live holder that cannot renew (partitioned, Redis down or stalled)
+// cancels its tasks before another holder can be given the slot. A timer
+// per lease enforces it even while a call to Redis hangs. A paused holder
+// cannot: see fence.go.
 
 // localValidity is the share of the TTL a holder trusts a lease for.
 func (h *Holder) localValidity() time.Duration { return h.cfg.ttl * 4 / 5 }
@@ -82,13 +87,34 @@ func (h *Holder) refiller() {
 }
 
 // retryLocked makes the refiller serve ks again after d (0: at its next
-// round). A key is asked for at most once per d however often the refiller
-// wakes for other reasons: a refusal wakes the other holders of the key
-// (contention.go), and refusals must not answer each other at the speed of
-// a round trip.
+// round).
 func (ks *keyState) retryLocked(d time.Duration) {
 	ks.retry = true
 	ks.retryAt = time.Now().Add(d)
+}
+
+// waitLocked records that Redis refused ks: it is asked for again when a
+// holder frees permits of the key (a notice), or at the next renewal round,
+// and not within a poll interval of this refusal however often notices
+// come: refusals wake the other holders (contention.go), and must not
+// answer each other at the speed of a round trip.
+func (ks *keyState) waitLocked() {
+	ks.waiting = true
+	ks.retryAt = time.Now().Add(ks.l.h.cfg.poll)
+}
+
+// askAgainLocked serves a refused key again: now, or when its poll interval
+// is over.
+func (h *Holder) askAgainLocked(ks *keyState) {
+	if !ks.waiting || ks.demand == 0 || ks.queued || ks.retry {
+		return
+	}
+	if time.Now().Before(ks.retryAt) {
+		ks.retry = true
+		h.kick()
+		return
+	}
+	h.enqueueLocked(ks)
 }
 
 // serve does what ks needs: report, give back, lease.
@@ -106,17 +132,10 @@ func (h *Holder) serve(ks *keyState) {
 	var ret []shrink
 	if ks.giveUp {
 		ks.giveUp = false
-		if ks.others > 0 {
-			held, free := ks.held()
-			k := held - ks.fairShare()
-			if ks.contended {
-				// Someone was just refused: what no task uses now goes back.
-				k = max(k, free)
-			}
-			ret = h.shrinkLocked(ks, k)
+		if ex := ks.excessLocked(time.Now()); ex > 0 {
+			ret = h.shrinkLocked(ks, ex)
 		}
 	}
-	ks.contended = false
 	h.mu.Unlock()
 	h.emit(evs...)
 	if len(ret) > 0 {
@@ -133,30 +152,26 @@ func (h *Holder) refill(ks *keyState) {
 		h.mu.Unlock()
 		return
 	}
-	if ks.pickLocked(need) != nil || h.down {
+	if ks.pickLocked(need, time.Now()) != nil || h.down {
 		// Permits at hand serve it now (a give-back brought this holder
-		// down to its share, or a task finished): no call to Redis. Or the
+		// down to its cap, or a task finished): no call to Redis. Or the
 		// holder is down: the executor asks again and meets the failure
 		// policy, with no call either (the renewal loop probes Redis).
-		ks.demand = 0
+		ks.demand, ks.waiting = 0, false
 		h.mu.Unlock()
 		ks.l.notify(ks.key)
 		return
 	}
 	if time.Now().Before(ks.retryAt) {
-		// Refused or failed a moment ago: ask at the poll rate, not each
-		// time the refiller wakes for this key (a task's new demand, a
-		// contention notice, a give-back).
+		// Refused or failed a moment ago: ask at most once per poll
+		// interval, however often the refiller wakes for this key (a
+		// task's new demand, a notice, a give-back).
 		ks.retry = true
 		h.mu.Unlock()
 		return
 	}
-	want := max(ks.block, need)
-	if ks.others > 0 {
-		held, _ := ks.held()
-		want = max(need, min(want, ks.fairShare()-held))
-	}
-	want = min(want, ks.limit)
+	ks.waiting = false
+	want := min(max(ks.block, need), ks.limit) // Redis lowers it to the cap
 	h.leaseSeq++
 	id := ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10)
 	keys := ks.keys
@@ -175,7 +190,7 @@ func (h *Holder) refill(ks *keyState) {
 	}
 
 	h.mu.Lock()
-	if err != nil || len(res) != 4 {
+	if err != nil || len(res) < 5 || (res[0] > 0 && len(res) != 5+int(res[0])) {
 		if err == nil {
 			err = redis.Nil
 		}
@@ -195,7 +210,7 @@ func (h *Holder) refill(ks *keyState) {
 		return
 	}
 	ev := h.upLocked()
-	ks.others = int(res[3])
+	ks.setShareLocked(int(res[3]), int(res[4]))
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
 		held, free := ks.held()
@@ -205,13 +220,13 @@ func (h *Holder) refill(ks *keyState) {
 		// A waiter's demand is dropped only with a notify, or when a task
 		// of this key runs here: its Release makes the executor ask again.
 		switch {
-		case ks.pickLocked(need) != nil:
+		case ks.pickLocked(need, time.Now()) != nil:
 			// A task finished meanwhile: its permits serve the waiter.
 			ks.demand, notify = 0, true
 		case free >= need:
 			// Free permits here would cover it, but they are split over
-			// leases or above the fair share: give them back and lease
-			// anew (a block of at least need, within the share).
+			// leases or due back: give them back and lease anew (a block
+			// of at least need, within the cap).
 			ret = h.shrinkLocked(ks, free)
 			ks.retryLocked(0)
 		case held >= ks.limit:
@@ -221,10 +236,10 @@ func (h *Holder) refill(ks *keyState) {
 			ks.demand = 0
 		case stale:
 			// Nobody asked for a while: let the executor ask again if it
-			// still waits, rather than poll for nothing.
+			// still waits, rather than ask Redis for nothing.
 			ks.demand, notify = 0, true
 		default:
-			ks.retryLocked(h.cfg.poll)
+			ks.waitLocked()
 		}
 		h.mu.Unlock()
 		h.emit(ev)
@@ -237,12 +252,17 @@ func (h *Holder) refill(ks *keyState) {
 		return
 	}
 	h.st.refills.Add(1)
-	le := &lease{ks: ks, id: id, token: res[1], size: int(res[0]), valid: sent.Add(h.localValidity()),
+	slots := make([]int, len(res)-5)
+	for i, s := range res[5:] {
+		slots[i] = int(s)
+	}
+	le := &lease{ks: ks, id: id, token: res[1], slots: slots, free: append([]int(nil), slots...),
 		permits: make(map[*permit]struct{})}
+	le.setValid(sent.Add(h.localValidity()))
 	if h.closed {
 		// Close is giving every lease back; this one too.
 		h.mu.Unlock()
-		h.giveBack([]shrink{{le, 0, 0}})
+		h.giveBack([]shrink{{le, nil, 0}})
 		return
 	}
 	// The validity counts from when the request was sent, as for a
@@ -254,7 +274,7 @@ func (h *Holder) refill(ks *keyState) {
 		ks.retryLocked(0)
 		h.mu.Unlock()
 		h.emit(ev)
-		h.giveBack([]shrink{{le, 0, 0}})
+		h.giveBack([]shrink{{le, nil, 0}})
 		return
 	}
 	le.timer = time.AfterFunc(left, func() { h.expire(le) })
@@ -270,11 +290,22 @@ func (h *Holder) refill(ks *keyState) {
 	ks.l.notify(ks.key)
 }
 
-// shrink is a return of permits of a lease to Redis: it is lowered to left
-// permits (all of it given back if left is 0).
+// setShareLocked records what Redis said of the key: how many other holders
+// wait, and the most this one may keep meanwhile (-1: no cap).
+func (ks *keyState) setShareLocked(others, capacity int) {
+	ks.others = others
+	if others == 0 || capacity < 0 {
+		ks.cap = ks.limit
+	} else {
+		ks.cap = capacity
+	}
+}
+
+// shrink is a return of permits of a lease to Redis: it is lowered to the
+// slots in keep (given back whole when keep is empty).
 type shrink struct {
 	le   *lease
-	left int
+	keep []int
 	n    int // permits returned
 }
 
@@ -284,18 +315,20 @@ func (h *Holder) shrinkLocked(ks *keyState, k int) []shrink {
 	var out []shrink
 	kept := ks.leases[:0]
 	for _, le := range ks.leases {
-		switch free := le.size - le.used; {
+		switch free := len(le.free); {
 		case k <= 0 || free == 0:
 			kept = append(kept, le)
-		case le.used == 0 && free <= k:
+		case free == len(le.slots) && free <= k:
 			k -= free
 			h.dropLocked(le)
-			out = append(out, shrink{le, 0, free})
+			out = append(out, shrink{le, nil, free})
 		default:
 			n := min(free, k)
 			k -= n
-			le.size -= n
-			out = append(out, shrink{le, le.size, n})
+			gone := le.free[free-n:]
+			le.free = le.free[:free-n]
+			le.slots = slices.DeleteFunc(le.slots, func(s int) bool { return slices.Contains(gone, s) })
+			out = append(out, shrink{le, slices.Clone(le.slots), n})
 			kept = append(kept, le)
 		}
 	}
@@ -307,9 +340,29 @@ func (h *Holder) shrinkLocked(ks *keyState, k int) []shrink {
 	return out
 }
 
+// slotList is slots as the scripts take them: "3,7,8".
+func slotList(slots []int) string {
+	var b strings.Builder
+	for i, s := range slots {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(s))
+	}
+	return b.String()
+}
+
+// releaseEval queues releaseScript for s on p.
+func (h *Holder) releaseEval(ctx context.Context, p redis.Pipeliner, s shrink) {
+	ks := s.le.ks
+	releaseScript.Eval(ctx, p, []string{ks.keys[0], ks.keys[1], ks.keys[2], ks.keys[3], ks.keys[5], ks.keys[6]},
+		s.le.id, slotList(s.keep), ks.l.id, h.channel(), h.cfg.ttl.Milliseconds())
+}
+
 // dropLocked forgets a lease locally (the caller removes it from ks.leases).
 func (h *Holder) dropLocked(le *lease) {
 	le.lost = true
+	le.gone.Store(true)
 	if le.timer != nil {
 		le.timer.Stop()
 	}
@@ -318,7 +371,7 @@ func (h *Holder) dropLocked(le *lease) {
 
 // giveBack tells Redis of returned permits, in one round trip. If it fails,
 // an emptied lease comes back when it expires (it is no longer renewed), and
-// a lowered one at the next renewal, which sends every lease's size.
+// a lowered one at the next renewal, which sends every lease's slots.
 func (h *Holder) giveBack(ret []shrink) {
 	h.mu.Lock()
 	hook := h.releaseHook
@@ -331,7 +384,7 @@ func (h *Holder) giveBack(ret []shrink) {
 		_, err = call(h, func(ctx context.Context) ([]redis.Cmder, error) {
 			return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, s := range ret {
-					releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
+					h.releaseEval(ctx, p, s)
 				}
 				return nil
 			})
@@ -366,7 +419,7 @@ func (h *Holder) expire(le *lease) {
 		// only this process is cut off): give it back, best effort, so
 		// that it does not keep its permits from the others for the rest
 		// of its TTL.
-		h.giveBack([]shrink{{le, 0, 0}})
+		h.giveBack([]shrink{{le, nil, 0}})
 	}
 }
 
@@ -401,7 +454,7 @@ func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
 		cancels = append(cancels, func() { notify(key) })
 	}
 	return lostLease{&Event{Kind: EventLeaseLost, Time: time.Now(), Policy: h.cfg.policy, Key: ks.key,
-		Token: le.token, Permits: le.size, Tasks: tasks, Err: err}, cancels}
+		Token: le.token, Permits: len(le.slots), Tasks: tasks, Err: err}, cancels}
 }
 
 func (h *Holder) cancelAll(ls []lostLease) {
@@ -430,33 +483,39 @@ func (h *Holder) renewer() {
 type renewal struct {
 	ks     *keyState
 	leases []*lease
-	sizes  []int // the leases' sizes when the round began
+	slots  []string // the leases' slots when the round began
 }
 
 // renewOnce is one round of the renewal loop.
 func (h *Holder) renewOnce() {
 	h.mu.Lock()
+	now := time.Now()
 	var rs []renewal
 	var ret []shrink
 	for _, l := range h.scopes {
 		for key, ks := range l.keys {
 			// Permits free throughout the round were not needed: give
-			// them back, and lease smaller blocks.
+			// them back, and lease smaller blocks. Then what is held above
+			// the cap, once its quantum is over.
 			_, free := ks.held()
 			if k := min(ks.minFree, free); k > 0 {
 				ret = append(ret, h.shrinkLocked(ks, k)...)
 				ks.block = max(1, ks.block/2)
 			}
+			if ex := ks.excessLocked(now); ex > 0 {
+				ret = append(ret, h.shrinkLocked(ks, ex)...)
+			}
 			_, ks.minFree = ks.held()
+			h.askAgainLocked(ks)
 			if len(ks.leases) == 0 {
 				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 {
 					delete(l.keys, key) // an idle key costs nothing
 				}
 				continue
 			}
-			r := renewal{ks, append([]*lease(nil), ks.leases...), make([]int, len(ks.leases))}
+			r := renewal{ks, append([]*lease(nil), ks.leases...), make([]string, len(ks.leases))}
 			for i, le := range ks.leases {
-				r.sizes[i] = le.size
+				r.slots[i] = slotList(le.slots)
 			}
 			rs = append(rs, r)
 		}
@@ -478,15 +537,16 @@ func (h *Holder) renewOnce() {
 		cmds, err = call(h, func(ctx context.Context) ([]redis.Cmder, error) {
 			return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, r := range rs {
-					args := make([]any, 0, 2+2*len(r.leases))
-					args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id)
+					args := make([]any, 0, 3+2*len(r.leases))
+					args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit)
 					for i, le := range r.leases {
-						args = append(args, le.id, r.sizes[i])
+						args = append(args, le.id, r.slots[i])
 					}
-					renewScript.Eval(ctx, p, []string{r.ks.keys[0], r.ks.keys[1], r.ks.keys[3]}, args...)
+					k := r.ks.keys
+					renewScript.Eval(ctx, p, []string{k[0], k[1], k[2], k[3], k[5], k[6], k[7]}, args...)
 				}
 				for _, s := range ret {
-					releaseScript.Eval(ctx, p, s.le.ks.keys[:2], s.le.id, s.left)
+					h.releaseEval(ctx, p, s)
 				}
 				if probe {
 					p.Ping(ctx)
@@ -508,18 +568,18 @@ func (h *Holder) renewOnce() {
 		h.st.renewals.Add(1)
 		for i, r := range rs {
 			res, cerr := cmds[i].(*redis.Cmd).Int64Slice()
-			if cerr != nil || len(res) != 1+len(r.leases) {
+			if cerr != nil || len(res) != 2+len(r.leases) {
 				continue // the local deadline decides
 			}
-			r.ks.others = int(res[0])
+			r.ks.setShareLocked(int(res[0]), int(res[1]))
 			for j, le := range r.leases {
 				switch {
-				case res[1+j] == 0 && !le.lost:
+				case res[2+j] == 0 && !le.lost:
 					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)", nil))
-				case res[1+j] == 1 && le.lost:
-					stale = append(stale, shrink{le, 0, 0}) // lost here meanwhile: free it there
-				case res[1+j] == 1:
-					le.valid = sent.Add(h.localValidity())
+				case res[2+j] == 1 && le.lost:
+					stale = append(stale, shrink{le, nil, 0}) // lost here meanwhile: free it there
+				case res[2+j] == 1:
+					le.setValid(sent.Add(h.localValidity()))
 					le.timer.Reset(time.Until(le.valid))
 				}
 			}
