@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // call runs f, one call to Redis, with a context that ends after the op
@@ -43,3 +45,47 @@ func (e *opTimeoutError) Error() string {
 }
 
 func (e *opTimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// scriptCall is one script call of a pipeline; cmd holds its reply.
+type scriptCall struct {
+	s    *redis.Script
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+// runScripts sends calls, and then whatever more adds, in one pipelined
+// round trip, each call by its script's SHA1. The calls whose script Redis
+// does not know (NOSCRIPT: the first call, or Redis restarted) are sent
+// again with their script, in a second round trip. It returns the
+// pipeline's error and counts its round trips; each call's reply is in its
+// cmd.
+func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
+	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range calls {
+			c.cmd = c.s.EvalSha(ctx, p, c.keys, c.args...)
+		}
+		if more != nil {
+			more(p)
+		}
+		return nil
+	})
+	h.st.roundTrips.Add(1)
+	var again []*scriptCall
+	for _, c := range calls {
+		if e := c.cmd.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+			again = append(again, c)
+		}
+	}
+	if len(again) == 0 {
+		return err
+	}
+	_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range again {
+			c.cmd = c.s.Eval(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	h.st.roundTrips.Add(1)
+	return err
+}

@@ -130,15 +130,11 @@ func (h *Holder) Close() error {
 	if len(rel) == 0 {
 		return nil
 	}
-	_, err := call(h, func(ctx context.Context) ([]redis.Cmder, error) {
-		return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, le := range rel {
-				h.releaseEval(ctx, p, shrink{le, nil, 0})
-			}
-			return nil
-		})
-	})
-	h.st.roundTrips.Add(1)
+	var calls []*scriptCall
+	for _, le := range rel {
+		calls = append(calls, h.releaseCall(shrink{le, nil, 0}))
+	}
+	_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
 	return err
 }
 

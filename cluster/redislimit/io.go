@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,257 +38,6 @@ func (h *Holder) localValidity() time.Duration { return h.cfg.ttl * 4 / 5 }
 type lostLease struct {
 	ev      *Event
 	cancels []func()
-}
-
-func (h *Holder) refiller() {
-	defer h.wg.Done()
-	poll := time.NewTimer(time.Hour)
-	poll.Stop()
-	for {
-		select {
-		case <-h.stop:
-			poll.Stop()
-			return
-		case <-h.work:
-		case <-poll.C:
-		}
-		h.mu.Lock()
-		q := h.queue
-		h.queue = nil
-		now := time.Now()
-		for _, l := range h.scopes {
-			for _, ks := range l.keys {
-				if ks.retry && !ks.queued && !now.Before(ks.retryAt) {
-					ks.retry = false
-					q = append(q, ks)
-				}
-			}
-		}
-		for _, ks := range q {
-			ks.queued = false
-		}
-		h.mu.Unlock()
-		for _, ks := range q {
-			h.serve(ks)
-		}
-		h.mu.Lock()
-		var next time.Time // the earliest retry due
-		for _, l := range h.scopes {
-			for _, ks := range l.keys {
-				if ks.retry && (next.IsZero() || ks.retryAt.Before(next)) {
-					next = ks.retryAt
-				}
-			}
-		}
-		h.mu.Unlock()
-		if !next.IsZero() {
-			poll.Reset(max(time.Until(next), 0))
-		}
-	}
-}
-
-// retryLocked makes the refiller serve ks again after d (0: at its next
-// round).
-func (ks *keyState) retryLocked(d time.Duration) {
-	ks.retry = true
-	ks.retryAt = time.Now().Add(d)
-}
-
-// waitLocked records that Redis refused ks: it is asked for again when a
-// holder frees permits of the key (a notice), or at the next renewal round,
-// and not within a poll interval of this refusal however often notices
-// come: refusals wake the other holders (contention.go), and must not
-// answer each other at the speed of a round trip.
-func (ks *keyState) waitLocked() {
-	ks.waiting = true
-	ks.retryAt = time.Now().Add(ks.l.h.cfg.poll)
-}
-
-// askAgainLocked serves a refused key again: now, or when its poll interval
-// is over.
-func (h *Holder) askAgainLocked(ks *keyState) {
-	if !ks.waiting || ks.demand == 0 || ks.queued || ks.retry {
-		return
-	}
-	if time.Now().Before(ks.retryAt) {
-		ks.retry = true
-		h.kick()
-		return
-	}
-	h.enqueueLocked(ks)
-}
-
-// serve does what ks needs: report, give back, lease.
-func (h *Holder) serve(ks *keyState) {
-	var evs []*Event
-	h.mu.Lock()
-	if ks.fellBack > 0 {
-		evs = append(evs, &Event{Kind: EventFallback, Time: time.Now(), Policy: h.cfg.policy, Key: ks.key, Count: ks.fellBack})
-		ks.fellBack = 0
-	}
-	if ks.refused > 0 {
-		evs = append(evs, &Event{Kind: EventRejected, Time: time.Now(), Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
-		ks.refused = 0
-	}
-	var ret []shrink
-	if ks.giveUp {
-		ks.giveUp = false
-		if ex := ks.excessLocked(time.Now()); ex > 0 {
-			ret = h.shrinkLocked(ks, ex)
-		}
-	}
-	h.mu.Unlock()
-	h.emit(evs...)
-	if len(ret) > 0 {
-		h.giveBack(ret)
-	}
-	h.refill(ks)
-}
-
-// refill leases a block for ks if a task asked for one.
-func (h *Holder) refill(ks *keyState) {
-	h.mu.Lock()
-	need := ks.demand
-	if need == 0 || h.closed {
-		h.mu.Unlock()
-		return
-	}
-	if ks.pickLocked(need, time.Now()) != nil || h.down {
-		// Permits at hand serve it now (a give-back brought this holder
-		// down to its cap, or a task finished): no call to Redis. Or the
-		// holder is down: the executor asks again and meets the failure
-		// policy, with no call either (the renewal loop probes Redis).
-		ks.demand, ks.waiting = 0, false
-		h.mu.Unlock()
-		ks.l.notify(ks.key)
-		return
-	}
-	if time.Now().Before(ks.retryAt) {
-		// Refused or failed a moment ago: ask at most once per poll
-		// interval, however often the refiller wakes for this key (a
-		// task's new demand, a notice, a give-back).
-		ks.retry = true
-		h.mu.Unlock()
-		return
-	}
-	ks.waiting = false
-	want := min(max(ks.block, need), ks.limit) // Redis lowers it to the cap
-	h.leaseSeq++
-	id := ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10)
-	keys := ks.keys
-	hook := h.replyHook
-	h.mu.Unlock()
-
-	sent := time.Now()
-	res, err := call(h, func(ctx context.Context) ([]int64, error) {
-		return acquireScript.Run(ctx, h.rdb, keys[:], ks.limit, want, need, h.cfg.ttl.Milliseconds(), id, ks.l.id, h.channel()).Int64Slice()
-	})
-	h.st.roundTrips.Add(1)
-	if hook != nil {
-		if herr := hook(); herr != nil && err == nil {
-			err = herr
-		}
-	}
-
-	h.mu.Lock()
-	if err != nil || len(res) < 5 || (res[0] > 0 && len(res) != 5+int(res[0])) {
-		if err == nil {
-			err = redis.Nil
-		}
-		ev := h.failLocked(err)
-		if !h.down {
-			// One failure is not an outage: ask again at the poll rate.
-			ks.retryLocked(h.cfg.poll)
-			h.mu.Unlock()
-			return
-		}
-		// The executor asks again and now meets the failure policy; the
-		// demand is set again if it still waits.
-		ks.demand = 0
-		h.mu.Unlock()
-		h.emit(ev)
-		ks.l.notify(ks.key)
-		return
-	}
-	ev := h.upLocked()
-	ks.setShareLocked(int(res[3]), int(res[4]))
-	if res[0] == 0 {
-		h.st.refillsDenied.Add(1)
-		held, free := ks.held()
-		stale := time.Since(ks.since) > h.cfg.ttl
-		notify := false
-		var ret []shrink
-		// A waiter's demand is dropped only with a notify, or when a task
-		// of this key runs here: its Release makes the executor ask again.
-		switch {
-		case ks.pickLocked(need, time.Now()) != nil:
-			// A task finished meanwhile: its permits serve the waiter.
-			ks.demand, notify = 0, true
-		case free >= need:
-			// Free permits here would cover it, but they are split over
-			// leases or due back: give them back and lease anew (a block
-			// of at least need, within the cap).
-			ret = h.shrinkLocked(ks, free)
-			ks.retryLocked(0)
-		case held >= ks.limit:
-			// The whole limit is here and tasks of this key run on it
-			// (free < need <= limit): the first to finish makes the
-			// executor ask again.
-			ks.demand = 0
-		case stale:
-			// Nobody asked for a while: let the executor ask again if it
-			// still waits, rather than ask Redis for nothing.
-			ks.demand, notify = 0, true
-		default:
-			ks.waitLocked()
-		}
-		h.mu.Unlock()
-		h.emit(ev)
-		if len(ret) > 0 {
-			h.giveBack(ret)
-		}
-		if notify {
-			ks.l.notify(ks.key)
-		}
-		return
-	}
-	h.st.refills.Add(1)
-	slots := make([]int, len(res)-5)
-	for i, s := range res[5:] {
-		slots[i] = int(s)
-	}
-	le := &lease{ks: ks, id: id, token: res[1], slots: slots, free: append([]int(nil), slots...),
-		permits: make(map[*permit]struct{})}
-	le.setValid(sent.Add(h.localValidity()))
-	if h.closed {
-		// Close is giving every lease back; this one too.
-		h.mu.Unlock()
-		h.giveBack([]shrink{{le, nil, 0}})
-		return
-	}
-	// The validity counts from when the request was sent, as for a
-	// renewal: a slow reply leaves less of it.
-	left := time.Until(le.valid)
-	if left <= 0 {
-		// The reply came too late to trust the lease: give it back and
-		// ask again.
-		ks.retryLocked(0)
-		h.mu.Unlock()
-		h.emit(ev)
-		h.giveBack([]shrink{{le, nil, 0}})
-		return
-	}
-	le.timer = time.AfterFunc(left, func() { h.expire(le) })
-	ks.leases = append(ks.leases, le)
-	h.leases++
-	if !ks.granted.IsZero() && sent.Sub(ks.granted) < h.cfg.renew {
-		ks.block = min(ks.block*2, h.cfg.maxBlock) // refills in quick succession: lease more at once
-	}
-	ks.granted = sent
-	ks.demand = 0
-	h.mu.Unlock()
-	h.emit(ev)
-	ks.l.notify(ks.key)
 }
 
 // setShareLocked records what Redis said of the key: how many other holders
@@ -352,11 +102,19 @@ func slotList(slots []int) string {
 	return b.String()
 }
 
-// releaseEval queues releaseScript for s on p.
-func (h *Holder) releaseEval(ctx context.Context, p redis.Pipeliner, s shrink) {
-	ks := s.le.ks
-	releaseScript.Eval(ctx, p, []string{ks.keys[0], ks.keys[1], ks.keys[2], ks.keys[3], ks.keys[5], ks.keys[6]},
-		s.le.id, slotList(s.keep), ks.l.id, h.channel(), h.cfg.ttl.Milliseconds())
+// releaseCall is the call of releaseScript for s.
+func (h *Holder) releaseCall(s shrink) *scriptCall {
+	k := s.le.ks.keys
+	return &scriptCall{s: releaseScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6]},
+		args: []any{s.le.id, slotList(s.keep), s.le.ks.l.id, h.channel(), h.cfg.ttl.Milliseconds()}}
+}
+
+// failed reports whether err, from a call to Redis, means that Redis could
+// not be reached or did not answer in time; an error Redis replied with (a
+// script's) does not.
+func failed(err error) bool {
+	var re redis.Error
+	return err != nil && !errors.As(err, &re)
 }
 
 // dropLocked forgets a lease locally (the caller removes it from ks.leases).
@@ -381,19 +139,15 @@ func (h *Holder) giveBack(ret []shrink) {
 		err = hook()
 	}
 	if err == nil {
-		_, err = call(h, func(ctx context.Context) ([]redis.Cmder, error) {
-			return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, s := range ret {
-					h.releaseEval(ctx, p, s)
-				}
-				return nil
-			})
-		})
-		h.st.roundTrips.Add(1)
+		calls := make([]*scriptCall, len(ret))
+		for i, s := range ret {
+			calls[i] = h.releaseCall(s)
+		}
+		_, err = call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
 	}
 	h.mu.Lock()
 	var ev *Event
-	if err != nil {
+	if failed(err) {
 		ev = h.failLocked(err)
 	} else {
 		ev = h.upLocked()
@@ -529,45 +283,43 @@ func (h *Holder) renewOnce() {
 
 	sent := time.Now()
 	var err error
-	var cmds []redis.Cmder
 	if hook != nil {
 		err = hook()
 	}
+	calls := make([]*scriptCall, len(rs))
 	if err == nil {
-		cmds, err = call(h, func(ctx context.Context) ([]redis.Cmder, error) {
-			return h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, r := range rs {
-					args := make([]any, 0, 3+2*len(r.leases))
-					args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit)
-					for i, le := range r.leases {
-						args = append(args, le.id, r.slots[i])
-					}
-					k := r.ks.keys
-					renewScript.Eval(ctx, p, []string{k[0], k[1], k[2], k[3], k[5], k[6], k[7]}, args...)
-				}
-				for _, s := range ret {
-					h.releaseEval(ctx, p, s)
-				}
+		for i, r := range rs {
+			args := make([]any, 0, 3+2*len(r.leases))
+			args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit)
+			for j, le := range r.leases {
+				args = append(args, le.id, r.slots[j])
+			}
+			k := r.ks.keys
+			calls[i] = &scriptCall{s: renewScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6], k[7]}, args: args}
+		}
+		for _, s := range ret {
+			calls = append(calls, h.releaseCall(s))
+		}
+		_, err = call(h, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, h.runScripts(ctx, calls, func(p redis.Pipeliner) {
 				if probe {
 					p.Ping(ctx)
 				}
-				return nil
 			})
 		})
-		h.st.roundTrips.Add(1)
 	}
 
 	var lost []lostLease
 	var stale []shrink
 	h.mu.Lock()
 	var ev *Event
-	if err != nil {
+	if failed(err) {
 		ev = h.failLocked(err)
 	} else {
 		ev = h.upLocked()
 		h.st.renewals.Add(1)
 		for i, r := range rs {
-			res, cerr := cmds[i].(*redis.Cmd).Int64Slice()
+			res, cerr := calls[i].cmd.Int64Slice()
 			if cerr != nil || len(res) != 2+len(r.leases) {
 				continue // the local deadline decides
 			}

@@ -95,6 +95,7 @@ type keyState struct {
 	leases  []*lease
 	block   int       // permits to lease next time
 	granted time.Time // when the last block was leased
+	used    time.Time // when a task last took or released a permit here
 	demand  int       // the heaviest task refused since the last refill; 0: none
 	since   time.Time // when demand was last asked for
 	queued  bool      // in Holder.queue
@@ -104,7 +105,8 @@ type keyState struct {
 	minFree int       // the fewest free permits since the last renewal round
 	others  int       // other holders waiting for this key, as Redis last said
 	cap     int       // the most this holder keeps while others wait, as Redis last said
-	giveUp  bool      // give back what is held above the cap
+	giveUp  bool      // give back what is held above the cap, and what is idle while others wait
+	giveAt  time.Time // serve again then, for idle permits; zero: not due
 
 	fellBack, refused int // fallbacks and refusals not yet reported
 }
@@ -194,6 +196,28 @@ func (ks *keyState) excessLocked(now time.Time) int {
 	return held - ks.cap
 }
 
+// idleLocked is how many permits this holder should give back that no task
+// holds, while others wait, and when: all of them, unless no task has run
+// on its last block yet: that block is kept a quantum (the renew interval)
+// from its grant, since its task may be waiting for another limit (the
+// global one) before it can take it. (A task that ends here releases its
+// permit under the executor's lock, which then starts the key's next task
+// on it if there is one: a permit still free when the refiller looks is
+// one no task of this executor wanted.) None while a task of the key waits
+// here for more: the refill gives them back if they do not fit it.
+func (ks *keyState) idleLocked(now time.Time) (n int, at time.Time) {
+	_, free := ks.held()
+	if ks.others == 0 || ks.demand > 0 || free == 0 {
+		return 0, time.Time{}
+	}
+	if ks.used.Before(ks.granted) {
+		if at = ks.granted.Add(ks.l.h.cfg.renew); now.Before(at) {
+			return 0, at
+		}
+	}
+	return free, time.Time{}
+}
+
 // pickLocked returns the lease TryAcquire takes n permits from, or nil: a
 // lease with n free permits within its local validity (its timer may not
 // have run yet), unless they are due back (excessLocked).
@@ -247,6 +271,7 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 		p.slots = append(p.slots, le.free[len(le.free)-n:]...)
 		le.free = le.free[:len(le.free)-n]
 		le.permits[p] = struct{}{}
+		ks.used = now
 		_, free := ks.held()
 		ks.minFree = min(ks.minFree, free)
 		h.st.acquired.Add(1)
@@ -264,6 +289,12 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 		h.st.rejected.Add(1)
 		ks.refused++
 		return nil, h.unavailableLocked()
+	}
+	if held, free := ks.held(); held >= ks.limit && free < n {
+		// The whole limit is here and in use: Redis has nothing to
+		// grant. A task of the key that ends here makes the executor
+		// ask again.
+		return nil, nil
 	}
 	ks.demand, ks.since = max(ks.demand, n), now
 	h.enqueueLocked(ks)
@@ -288,7 +319,7 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 }
 
 // Release implements executor.Permit. Under contention the permits above
-// the cap go back to Redis.
+// the cap, and those no task takes, go back to Redis.
 func (p *permit) Release() {
 	h := p.h
 	h.mu.Lock()
@@ -305,7 +336,11 @@ func (p *permit) Release() {
 	}
 	le.free = append(le.free, p.slots...)
 	delete(le.permits, p)
-	if ks := le.ks; ks.excessLocked(time.Now()) > 0 {
+	ks := le.ks
+	ks.used = time.Now()
+	if ks.others > 0 {
+		// Others wait: the refiller gives back what is above the cap, and
+		// this permit if no task of the key takes it meanwhile.
 		ks.giveUp = true
 		h.enqueueLocked(ks)
 	}

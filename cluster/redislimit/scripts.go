@@ -186,14 +186,16 @@ end
 // clock) as long as fewer than a million are issued per second on average.
 //
 // A refused holder, for lack of room or for its share, is recorded as
-// waiting for a TTL (with the weight it waits for), and the refusal is
+// waiting for wait_ms (with the weight it waits for): a holder that still
+// waits asks again at least once per renew interval, and one that no
+// longer does drops out soon after. The refusal is
 // published on the contention channel (ARGV[7]) as
 // "w|holder_id|leases_key|holder=cap,...", so that the holders of the key
 // learn at once that someone waits and what each may keep. A grant ends the
 // holder's wait and marks it served.
 //
 // KEYS: l n s b f w g q. ARGV: limit want need ttl_ms lease_id holder_id
-// channel. Returns {granted, token, free_after, other_waiters, cap,
+// channel wait_ms. Returns {granted, token, free_after, other_waiters, cap,
 // slot...}; cap is the most the holder may keep (the limit when nobody
 // else waits).
 var acquireScript = redis.NewScript(sharesLua + `
@@ -220,7 +222,7 @@ if grant > 0 then
   end
 end
 if #slots == 0 then
-  redis.call('ZADD', KEYS[6], now + ttl, me)
+  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[8]), me)
   redis.call('HSETNX', KEYS[7], me, now)
   redis.call('HSET', KEYS[8], me, math.max(tonumber(redis.call('HGET', KEYS[8], me) or '0'), need))
   for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
