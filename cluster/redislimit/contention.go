@@ -10,10 +10,12 @@ import (
 // Contention. Every holder listens on one channel per prefix for two
 // notices:
 //
-//   - "w|holder|leases_key|holder=cap,...": a holder was refused a block
-//     of the key (acquireScript). Each holder of the key learns that
-//     someone waits and the most it may keep meanwhile (its cap), and gives
-//     back what it holds above the cap (once its quantum is over: io.go).
+//   - "w|holder|leases_key|deprived|holder=cap,...": a holder was refused
+//     a block of the key (acquireScript). Each holder of the key learns
+//     that someone waits, how many wait below their cap, and the most it
+//     may keep meanwhile (its cap); it gives back what it holds above the
+//     cap (once its quantum is over) and, while someone waits below its
+//     cap, what no task holds (limiter.go).
 //     Without it a holder would learn that others wait only at its next
 //     renewal round.
 //   - "f|leases_key": a holder gave back permits of the key while others
@@ -63,14 +65,14 @@ func (h *Holder) subscriber() {
 // hear handles one contention notice.
 func (h *Holder) hear(payload string) {
 	kind, rest, _ := strings.Cut(payload, "|")
-	var who, leasesKey, caps string
+	var who, leasesKey, deprived, caps string
 	switch kind {
 	case "w":
-		var ok bool
-		if who, rest, ok = strings.Cut(rest, "|"); !ok {
+		f := strings.SplitN(rest, "|", 4)
+		if len(f) != 4 {
 			return
 		}
-		leasesKey, caps, _ = strings.Cut(rest, "|")
+		who, leasesKey, deprived, caps = f[0], f[1], f[2], f[3]
 	case "f":
 		leasesKey = rest
 	default:
@@ -97,6 +99,9 @@ func (h *Holder) hear(payload string) {
 		ks.others = max(ks.others, 1)
 		if c, ok := capOf(caps, l.id); ok {
 			ks.cap = c
+		}
+		if d, err := strconv.Atoi(deprived); err == nil {
+			ks.deprived = d
 		}
 		ks.giveUp = true
 		h.enqueueLocked(ks)

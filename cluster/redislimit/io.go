@@ -41,9 +41,10 @@ type lostLease struct {
 }
 
 // setShareLocked records what Redis said of the key: how many other holders
-// wait, and the most this one may keep meanwhile (-1: no cap).
-func (ks *keyState) setShareLocked(others, capacity int) {
-	ks.others = others
+// wait, the most this one may keep meanwhile (-1: no cap), and how many of
+// them wait below their cap.
+func (ks *keyState) setShareLocked(others, capacity, deprived int) {
+	ks.others, ks.deprived = others, deprived
 	if others == 0 || capacity < 0 {
 		ks.cap = ks.limit
 	} else {
@@ -320,17 +321,17 @@ func (h *Holder) renewOnce() {
 		h.st.renewals.Add(1)
 		for i, r := range rs {
 			res, cerr := calls[i].cmd.Int64Slice()
-			if cerr != nil || len(res) != 2+len(r.leases) {
+			if cerr != nil || len(res) != 3+len(r.leases) {
 				continue // the local deadline decides
 			}
-			r.ks.setShareLocked(int(res[0]), int(res[1]))
+			r.ks.setShareLocked(int(res[0]), int(res[1]), int(res[2]))
 			for j, le := range r.leases {
-				switch {
-				case res[2+j] == 0 && !le.lost:
+				switch alive := res[3+j]; {
+				case alive == 0 && !le.lost:
 					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)", nil))
-				case res[2+j] == 1 && le.lost:
+				case alive == 1 && le.lost:
 					stale = append(stale, shrink{le, nil, 0}) // lost here meanwhile: free it there
-				case res[2+j] == 1:
+				case alive == 1:
 					le.setValid(sent.Add(h.localValidity()))
 					le.timer.Reset(time.Until(le.valid))
 				}

@@ -88,25 +88,26 @@ func (l *Limiter) Attach(notify func(key string)) error {
 
 // keyState is a holder's state for one limit key. Guarded by Holder.mu.
 type keyState struct {
-	l       *Limiter
-	key     string    // the executor's key
-	keys    [8]string // the Redis keys: l n s b f w g q
-	limit   int
-	leases  []*lease
-	block   int       // permits to lease next time
-	granted time.Time // when the last block was leased
-	used    time.Time // when a task last took or released a permit here
-	demand  int       // the heaviest task refused since the last refill; 0: none
-	since   time.Time // when demand was last asked for
-	queued  bool      // in Holder.queue
-	retry   bool      // serve again at retryAt (a failed call; or at once)
-	retryAt time.Time // no call for this key before then
-	waiting bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
-	minFree int       // the fewest free permits since the last renewal round
-	others  int       // other holders waiting for this key, as Redis last said
-	cap     int       // the most this holder keeps while others wait, as Redis last said
-	giveUp  bool      // give back what is held above the cap, and what is idle while others wait
-	giveAt  time.Time // serve again then, for idle permits; zero: not due
+	l        *Limiter
+	key      string    // the executor's key
+	keys     [8]string // the Redis keys: l n s b f w g q
+	limit    int
+	leases   []*lease
+	block    int       // permits to lease next time
+	granted  time.Time // when the last block was leased
+	used     time.Time // when a task last took or released a permit here
+	demand   int       // the heaviest task refused since the last refill; 0: none
+	since    time.Time // when demand was last asked for
+	queued   bool      // in Holder.queue
+	retry    bool      // serve again at retryAt (a failed call; or at once)
+	retryAt  time.Time // no call for this key before then
+	waiting  bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
+	minFree  int       // the fewest free permits since the last renewal round
+	others   int       // other holders waiting for this key, as Redis last said
+	deprived int       // how many of them wait below their cap (for room)
+	cap      int       // the most this holder keeps while others wait, as Redis last said
+	giveUp   bool      // give back what is held above the cap, and what is idle while others wait
+	giveAt   time.Time // serve again then, for idle permits; zero: not due
 
 	fellBack, refused int // fallbacks and refusals not yet reported
 }
@@ -197,23 +198,26 @@ func (ks *keyState) excessLocked(now time.Time) int {
 }
 
 // idleLocked is how many permits this holder should give back that no task
-// holds, while others wait, and when: all of them, unless no task has run
-// on its last block yet: that block is kept a quantum (the renew interval)
-// from its grant, since its task may be waiting for another limit (the
-// global one) before it can take it. (A task that ends here releases its
-// permit under the executor's lock, which then starts the key's next task
-// on it if there is one: a permit still free when the refiller looks is
-// one no task of this executor wanted.) None while a task of the key waits
+// holds, while another holder waits for room below its cap, and when: all
+// of them once no task of the key has taken or released one here for a
+// poll interval; but a block no task has run on yet is kept a quantum (the
+// renew interval) from its grant, since its task may be waiting for
+// another limit (the global one) before it can take it. A permit free for a
+// moment (the executor started another group's task first, or this key's
+// next task is on its way) stays here. None while a task of the key waits
 // here for more: the refill gives them back if they do not fit it.
 func (ks *keyState) idleLocked(now time.Time) (n int, at time.Time) {
 	_, free := ks.held()
-	if ks.others == 0 || ks.demand > 0 || free == 0 {
+	if ks.others == 0 || ks.deprived == 0 || ks.demand > 0 || free == 0 {
 		return 0, time.Time{}
 	}
+	h := ks.l.h
+	at = ks.used.Add(h.cfg.poll)
 	if ks.used.Before(ks.granted) {
-		if at = ks.granted.Add(ks.l.h.cfg.renew); now.Before(at) {
-			return 0, at
-		}
+		at = ks.granted.Add(h.cfg.renew)
+	}
+	if now.Before(at) {
+		return 0, at
 	}
 	return free, time.Time{}
 }
@@ -338,9 +342,10 @@ func (p *permit) Release() {
 	delete(le.permits, p)
 	ks := le.ks
 	ks.used = time.Now()
-	if ks.others > 0 {
-		// Others wait: the refiller gives back what is above the cap, and
-		// this permit if no task of the key takes it meanwhile.
+	if ks.excessLocked(ks.used) > 0 || ks.deprived > 0 {
+		// Above the cap, or another holder waits below its own: the
+		// refiller gives back the excess, and this permit if no task of
+		// the key takes it meanwhile.
 		ks.giveUp = true
 		h.enqueueLocked(ks)
 	}

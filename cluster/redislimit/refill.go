@@ -13,6 +13,9 @@ import (
 // trip, so that keys that need Redis at the same time (many tenants, each
 // with a block to lease or give back) share it.
 
+// maxPass is the most keys one pass serves.
+const maxPass = 128
+
 func (h *Holder) refiller() {
 	defer h.wg.Done()
 	poll := time.NewTimer(time.Hour)
@@ -44,6 +47,13 @@ func (h *Holder) refiller() {
 					q = append(q, ks)
 				}
 			}
+		}
+		if len(q) > maxPass {
+			// The rest in the next pass: one pass's calls are one round
+			// trip, bounded by the op timeout.
+			h.queue = append(h.queue, q[maxPass:]...)
+			q = q[:maxPass]
+			h.kick()
 		}
 		for _, ks := range q {
 			ks.queued = false
@@ -255,7 +265,7 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 // refilledLocked uses Redis's reply to r, sent at sent.
 func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	ks, res, need := r.ks, r.res, r.need
-	if r.err == nil && (len(res) < 5 || (res[0] > 0 && len(res) != 5+int(res[0]))) {
+	if r.err == nil && (len(res) < 6 || (res[0] > 0 && len(res) != 6+int(res[0]))) {
 		r.err = redis.Nil
 	}
 	if r.err != nil {
@@ -270,7 +280,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		a.notify = append(a.notify, ks)
 		return
 	}
-	ks.setShareLocked(int(res[3]), int(res[4]))
+	ks.setShareLocked(int(res[3]), int(res[4]), int(res[5]))
 	now := time.Now()
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
@@ -304,8 +314,8 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		return
 	}
 	h.st.refills.Add(1)
-	slots := make([]int, len(res)-5)
-	for i, s := range res[5:] {
+	slots := make([]int, len(res)-6)
+	for i, s := range res[6:] {
 		slots[i] = int(s)
 	}
 	le := &lease{ks: ks, id: r.id, token: res[1], slots: slots, free: append([]int(nil), slots...),

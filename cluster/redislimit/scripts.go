@@ -95,16 +95,11 @@ local function keep_only(l, n, s, b, id, list)
 end
 
 -- shares returns the permits leased, each holder's permits, how many
--- holders other than me wait, and each contender's cap (nil when nobody
--- waits). asking: me is asking now for need permits (it counts as waiting).
+-- holders other than me wait, each contender's cap (nil when nobody
+-- waits), and how many holders other than me wait below their cap (for
+-- room, not for their share). asking: me is asking now for need permits
+-- (it counts as waiting).
 local function shares(n, w, g, q, limit, me, now, asking, need)
-  local hold, used = {}, 0
-  local all = redis.call('HGETALL', n)
-  for i = 1, #all, 2 do
-    local h, v = owner(all[i]), tonumber(all[i + 1])
-    used = used + v
-    hold[h] = (hold[h] or 0) + v
-  end
   redis.call('ZREMRANGEBYSCORE', w, '-inf', now)
   local waiting, others = {}, 0
   for _, h in ipairs(redis.call('ZRANGE', w, 0, -1)) do
@@ -112,6 +107,14 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
     if h ~= me then others = others + 1 end
   end
   if asking then waiting[me] = true end
+  local hold, used = {}, 0
+  if next(waiting) == nil then return used, hold, others, nil, 0 end
+  local all = redis.call('HGETALL', n)
+  for i = 1, #all, 2 do
+    local h, v = owner(all[i]), tonumber(all[i + 1])
+    used = used + v
+    hold[h] = (hold[h] or 0) + v
+  end
   local served, wants = {}, {}
   local gs = redis.call('HGETALL', g)
   for i = 1, #gs, 2 do
@@ -122,7 +125,6 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
     if waiting[qs[i]] then wants[qs[i]] = tonumber(qs[i + 1]) else redis.call('HDEL', q, qs[i]) end
   end
   if asking then wants[me] = math.max(wants[me] or 0, need) end
-  if next(waiting) == nil then return used, hold, others, nil end
   local cs = {}
   for h in pairs(hold) do cs[#cs + 1] = h end
   for h in pairs(waiting) do if not hold[h] then cs[#cs + 1] = h end end
@@ -167,7 +169,11 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
       if i - 1 <= extra then caps[rest[i]] = f2 + 1 end
     end
   end
-  return used, hold, others, caps
+  local deprived = 0
+  for h in pairs(waiting) do
+    if h ~= me and (hold[h] or 0) + math.max(wants[h] or 1, 1) <= caps[h] then deprived = deprived + 1 end
+  end
+  return used, hold, others, caps, deprived
 end
 
 local function capstr(caps)
@@ -190,20 +196,22 @@ end
 // waits asks again at least once per renew interval, and one that no
 // longer does drops out soon after. The refusal is
 // published on the contention channel (ARGV[7]) as
-// "w|holder_id|leases_key|holder=cap,...", so that the holders of the key
-// learn at once that someone waits and what each may keep. A grant ends the
-// holder's wait and marks it served.
+// "w|holder_id|leases_key|deprived|holder=cap,...", so that the holders of
+// the key learn at once that someone waits, how many wait below their cap
+// (for room), and what each may keep. A grant ends the holder's wait and
+// marks it served; while others wait, it is published the same way, since
+// it changes their caps.
 //
 // KEYS: l n s b f w g q. ARGV: limit want need ttl_ms lease_id holder_id
 // channel wait_ms. Returns {granted, token, free_after, other_waiters, cap,
-// slot...}; cap is the most the holder may keep (the limit when nobody
-// else waits).
+// deprived, slot...}; cap is the most the holder may keep (the limit when
+// nobody else waits), deprived how many others wait below their cap.
 var acquireScript = redis.NewScript(sharesLua + `
 local now, nowus = clock()
 local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local me = ARGV[6]
 reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
-local used, hold, others, caps = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
+local used, hold, others, caps, deprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
 local mine, free, cap = hold[me] or 0, limit - used, limit
 if others > 0 then cap = caps[me] end
 local grant = 0
@@ -226,8 +234,10 @@ if #slots == 0 then
   redis.call('HSETNX', KEYS[7], me, now)
   redis.call('HSET', KEYS[8], me, math.max(tonumber(redis.call('HGET', KEYS[8], me) or '0'), need))
   for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
-  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. capstr(caps))
-  return {0, 0, free, others, cap}
+  local all = deprived
+  if mine + need <= cap then all = all + 1 end
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. all .. '|' .. capstr(caps))
+  return {0, 0, free, others, cap, deprived}
 end
 grant = #slots
 local tok = math.max(tonumber(redis.call('GET', KEYS[5]) or '0') + 1, nowus)
@@ -240,10 +250,15 @@ redis.call('HDEL', KEYS[8], me)
 redis.call('HSET', KEYS[7], me, now)
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
 redis.call('PEXPIRE', KEYS[7], ttl * 2)
-local _, _, others2, caps2 = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, false, 0)
+local _, _, others2, caps2, deprived2 = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, false, 0)
 local cap2 = limit
-if others2 > 0 then cap2 = caps2[me] end
-local out = {grant, tok, free - grant, others2, cap2}
+if others2 > 0 then
+  cap2 = caps2[me]
+  -- The grant moved this holder to the back of the line: the others' caps
+  -- changed too.
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. deprived2 .. '|' .. capstr(caps2))
+end
+local out = {grant, tok, free - grant, others2, cap2, deprived2}
 for _, x in ipairs(slots) do out[#out + 1] = x end
 return out
 `)
@@ -252,8 +267,8 @@ return out
 // to the slots given with it (a give-back that failed, or whose reply was
 // lost, is made good; never raised), and drops each lease that has expired.
 // KEYS: l n s b w g q. ARGV: ttl_ms holder_id limit, then id slots pairs.
-// Returns {other_waiters, cap (-1: nobody else waits), alive_1, alive_2,
-// ...} (1 alive, 0 lost).
+// Returns {other_waiters, cap (-1: nobody else waits), deprived, alive_1,
+// alive_2, ...} (1 alive, 0 lost).
 var renewScript = redis.NewScript(sharesLua + `
 local now = clock()
 local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -271,10 +286,10 @@ for i = 4, #ARGV, 2 do
   end
 end
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
-local _, _, others, caps = shares(KEYS[2], KEYS[5], KEYS[6], KEYS[7], limit, me, now, false, 0)
+local _, _, others, caps, deprived = shares(KEYS[2], KEYS[5], KEYS[6], KEYS[7], limit, me, now, false, 0)
 local cap = -1
 if others > 0 then cap = caps[me] or 0 end
-local out = {others, cap}
+local out = {others, cap, deprived}
 for _, a in ipairs(alive) do out[#out + 1] = a end
 return out
 `)
