@@ -73,33 +73,35 @@ func TestWeightedPanic(t *testing.T) {
 	}
 }
 
-func TestWeightedTryAcquire(t *testing.T) {
-	t.Parallel()
-	b := waitingBH(t, 2)
+// tryScript is the script of x/sync's TestWeightedTryAcquire and
+// TestWeightedAcquire on b, of limit 2: hold one, try twice, release all,
+// try, hold one, try. try reports whether it got a permit, and the permit.
+func tryScript(t *testing.T, b *bulkhead.Bulkhead, try func() (bulkhead.Permit, bool)) {
+	t.Helper()
 	var held []bulkhead.Permit
-	try := func() bool {
-		p, err := b.TryAcquire(bg, 1)
-		if err == nil {
+	attempt := func() bool {
+		p, ok := try()
+		if ok {
 			held = append(held, p)
 		}
-		return err == nil
+		return ok
 	}
-	p, err := b.Acquire(bg, 1)
-	if err != nil {
-		t.Fatal(err)
+	hold := func() {
+		p, err := b.Acquire(bg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
 	}
-	held = append(held, p)
-	tries := []bool{try(), try()}
+	hold()
+	tries := []bool{attempt(), attempt()}
 	for _, p := range held {
 		release(t, b, p)
 	}
 	held = held[:0]
-	tries = append(tries, try())
-	if p, err = b.Acquire(bg, 1); err != nil {
-		t.Fatal(err)
-	}
-	held = append(held, p)
-	tries = append(tries, try())
+	tries = append(tries, attempt())
+	hold()
+	tries = append(tries, attempt())
 
 	want := []bool{true, false, true, false}
 	for i := range tries {
@@ -112,18 +114,26 @@ func TestWeightedTryAcquire(t *testing.T) {
 	}
 }
 
-// x/sync's version gives each try 10 ms; here a context already ended
-// stands for "no permit at once", and a waiting acquire is cancelled once
-// it is queued, so that no outcome depends on the machine's speed.
+func TestWeightedTryAcquire(t *testing.T) {
+	t.Parallel()
+	b := waitingBH(t, 2)
+	tryScript(t, b, func() (bulkhead.Permit, bool) {
+		p, err := b.TryAcquire(bg, 1)
+		return p, err == nil
+	})
+}
+
+// x/sync's version gives each try 10 ms; here a waiting acquire is
+// cancelled once it is queued, so that no outcome depends on the machine's
+// speed.
 func TestWeightedAcquire(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	b := waitingBH(t, 2, bulkhead.WithListener(g))
-	var held []bulkhead.Permit
-	tryAcquire := func(n int) bool {
+	tryScript(t, b, func() (bulkhead.Permit, bool) {
 		ctx, cancel := context.WithCancel(bg)
 		defer cancel()
-		r := acquireAsync(ctx, b, n)
+		r := acquireAsync(ctx, b, 1)
 		select {
 		case <-r.done:
 		case <-g.queued: // no permit free: give up while it waits
@@ -131,37 +141,8 @@ func TestWeightedAcquire(t *testing.T) {
 			g.proceed <- struct{}{}
 		}
 		p, err := r.wait(t)
-		if err == nil {
-			held = append(held, p)
-		}
-		return err == nil
-	}
-	p, err := b.Acquire(bg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held = append(held, p)
-	tries := []bool{tryAcquire(1), tryAcquire(1)}
-	for _, p := range held {
-		release(t, b, p)
-	}
-	held = held[:0]
-	tries = append(tries, tryAcquire(1))
-	if p, err = b.Acquire(bg, 1); err != nil {
-		t.Fatal(err)
-	}
-	held = append(held, p)
-	tries = append(tries, tryAcquire(1))
-
-	want := []bool{true, false, true, false}
-	for i := range tries {
-		if tries[i] != want[i] {
-			t.Errorf("tries[%d]: got %t, want %t", i, tries[i], want[i])
-		}
-	}
-	for _, p := range held {
-		release(t, b, p)
-	}
+		return p, err == nil
+	})
 }
 
 // A request heavier than the limit does not block the others: x/sync's

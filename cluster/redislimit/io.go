@@ -106,6 +106,15 @@ func failed(err error) bool {
 	return err != nil && !errors.As(err, &re)
 }
 
+// resultLocked records how a call to Redis went, and returns the event to
+// emit if that changed the mode (failLocked, upLocked).
+func (h *Holder) resultLocked(err error) *Event {
+	if failed(err) {
+		return h.failLocked(err)
+	}
+	return h.upLocked()
+}
+
 // dropLocked forgets a lease locally (the caller removes it from ks.leases).
 func (h *Holder) dropLocked(le *lease) {
 	le.lost = true
@@ -135,12 +144,7 @@ func (h *Holder) giveBack(ret []shrink) {
 		_, err = call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
 	}
 	h.mu.Lock()
-	var ev *Event
-	if failed(err) {
-		ev = h.failLocked(err)
-	} else {
-		ev = h.upLocked()
-	}
+	ev := h.resultLocked(err)
 	h.mu.Unlock()
 	h.emit(ev)
 }

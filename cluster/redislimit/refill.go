@@ -216,16 +216,10 @@ func (h *Holder) serve(q []*keyState) {
 	}
 
 	h.mu.Lock()
-	var ev *Event
-	switch {
-	case failed(err):
-		ev = h.failLocked(err)
-	case relErr != nil:
-		ev = h.failLocked(relErr)
-	default:
-		ev = h.upLocked()
+	if err == nil {
+		err = relErr
 	}
-	a.evs = append(a.evs, ev)
+	a.evs = append(a.evs, h.resultLocked(err))
 	for _, r := range reqs {
 		h.refilledLocked(r, sent, &a)
 	}

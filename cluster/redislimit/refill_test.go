@@ -293,24 +293,15 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 	// Hold A's renewal loop (a round parked before it calls Redis), so
 	// that the releases go back through the give-back that fails, not
 	// through a round.
-	parked, gate := make(chan struct{}, 1), make(chan struct{})
-	redislimit.SetRenewHook(a, func() error {
-		select {
-		case parked <- struct{}{}:
-		default:
-		}
-		<-gate
-		return nil
-	})
-	<-parked
+	resume := parkRenewals(a)
+	defer resume()
 	pa[0].Release()
 	pa[1].Release()
 	pa = pa[2:]
 	eventually(t, "A gives back the two and fails", 5*time.Second, func() bool {
 		return tries.Load() > 0 && a.Stats().PermitsLeased == 2
 	})
-	redislimit.SetRenewHook(a, nil)
-	close(gate)
+	resume()
 	start := time.Now()
 	pb := acquire(t, lb, nb, "g", 2, 3*testTTL)
 	defer pb.Release()

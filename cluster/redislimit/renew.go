@@ -99,11 +99,8 @@ func (h *Holder) renewOnce() {
 	var lost []lostLease
 	var stale []shrink
 	h.mu.Lock()
-	var ev *Event
-	if failed(err) {
-		ev = h.failLocked(err)
-	} else {
-		ev = h.upLocked()
+	ev := h.resultLocked(err)
+	if !failed(err) {
 		h.st.renewals.Add(1)
 		for i, r := range rs {
 			res, cerr := calls[i].cmd.Int64Slice()

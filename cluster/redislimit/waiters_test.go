@@ -320,17 +320,7 @@ func TestIdlePermitsGoToAWaiter(t *testing.T) {
 	la, lb, lc := a.Groups(6), b.Groups(6), c.Groups(6)
 	na, nb, nc := attach(t, la), attach(t, lb), attach(t, lc)
 	acquire(t, la, na, "g", 1, 5*time.Second).Release()
-	parked, gate := make(chan struct{}, 1), make(chan struct{})
-	redislimit.SetRenewHook(a, func() error {
-		select {
-		case parked <- struct{}{}:
-		default:
-		}
-		<-gate
-		return nil
-	})
-	defer close(gate)
-	<-parked
+	defer parkRenewals(a)()
 	pc := acquire(t, lc, nc, "g", 5, 5*time.Second)
 	defer pc.Release()
 	p := acquire(t, lb, nb, "g", 1, 5*time.Second)
