@@ -260,3 +260,58 @@ func TestContendedLimitOneKeyRuns(t *testing.T) {
 		t.Fatalf("the contended limit-1 tenant started %d tasks, the median tenant %d: want at least a quarter", k, median)
 	}
 }
+
+// TestBatchesDoNotStall: six holders (in this process), ten tenants of
+// limit 4 and a global limit of 64, each holder submitting batches of
+// 2,000 short tasks and waiting for each batch, so that every tenant is
+// contended and each holder's demand for a tenant comes and goes. Permits
+// a holder no longer uses must reach the ones that wait as they free: the
+// renew interval is 10s here, and a permit left idle until a renewal round
+// would hold a batch that long. No task waits 5s to start (a batch takes
+// well under a second to run).
+func TestBatchesDoNotStall(t *testing.T) {
+	addr := startRedis(t)
+	const holders, tenants, batch = 6, 10, 2000
+	var exs []*executor.Executor
+	for range holders {
+		h := newHolder(t, addr, redislimit.WithLeaseTTL(30*time.Second), redislimit.WithRenewInterval(10*time.Second))
+		exs = append(exs, newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(16),
+			policy.WithMaxInFlightPerGroup(policy.Unlimited)}, h.Groups(4), h.Global(64)))
+	}
+	var mu sync.Mutex
+	var longest time.Duration
+	var wg sync.WaitGroup
+	for _, ex := range exs {
+		wg.Go(func() {
+			for range 3 {
+				var hs []*executor.Handle[int]
+				for i := range batch {
+					submitted := time.Now()
+					hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: fmt.Sprint("t", i%tenants), Fn: func(context.Context) (int, error) {
+						mu.Lock()
+						longest = max(longest, time.Since(submitted))
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+						return 0, nil
+					}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					hs = append(hs, hd)
+				}
+				for _, hd := range hs {
+					if r, err := hd.Wait(ctxTimeout(t, time.Minute)); err != nil || r.Status != executor.Success {
+						t.Errorf("task: %v %v %v", r.Status, r.Err, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("the longest wait to start: %v", longest)
+	if longest > 5*time.Second {
+		t.Fatalf("a task waited %v to start: permits stayed idle while others waited", longest)
+	}
+}

@@ -102,6 +102,8 @@ type keyState struct {
 	retry    bool      // serve again at retryAt (a failed call; or at once)
 	retryAt  time.Time // no call for this key before then
 	waiting  bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
+	recorded bool      // Redis counts this holder as waiting for the key
+	unwait   bool      // tell Redis it no longer is
 	minFree  int       // the fewest free permits since the last renewal round
 	others   int       // other holders waiting for this key, as Redis last said
 	deprived int       // how many of them wait below their cap (for room)
@@ -274,10 +276,11 @@ func (p *permit) Release() {
 	delete(le.permits, p)
 	ks := le.ks
 	ks.used = time.Now()
-	if ks.excessLocked(ks.used) > 0 || ks.deprived > 0 {
-		// Above the cap, or another holder waits below its own: the
-		// refiller gives back the excess, and this permit if no task of
-		// the key takes it meanwhile.
+	if ks.others > 0 || ks.giveUp {
+		// Others wait: the refiller gives back the excess (idleLocked,
+		// excessLocked), this permit if no task of the key takes it
+		// meanwhile; and a give-back it has scheduled is looked at
+		// again, now that a task has used the block.
 		ks.giveUp = true
 		h.enqueueLocked(ks)
 	}

@@ -151,6 +151,7 @@ func (h *Holder) serve(q []*keyState) {
 	var a after
 	var ret []shrink
 	var reqs []*refillReq
+	var unwaits []*keyState
 	h.mu.Lock()
 	now := time.Now()
 	for _, ks := range q {
@@ -162,26 +163,28 @@ func (h *Holder) serve(q []*keyState) {
 			a.evs = append(a.evs, &Event{Kind: EventRejected, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
 			ks.refused = 0
 		}
+		if r := h.refillLocked(ks, now, &a); r != nil {
+			reqs = append(reqs, r)
+		}
+		if ks.unwait && ks.demand == 0 {
+			unwaits = append(unwaits, ks)
+		}
+		ks.unwait = false
 		if ks.giveUp {
 			ks.giveUp = false
 			idle, at := ks.idleLocked(now)
 			if k := max(ks.excessLocked(now), idle); k > 0 {
 				ret = append(ret, h.shrinkLocked(ks, k)...)
 			}
-			if !at.IsZero() {
-				// Idle permits, not for long enough yet: look again then.
-				ks.giveUp, ks.giveAt = true, at
-			}
-		}
-		if r := h.refillLocked(ks, now, &a); r != nil {
-			reqs = append(reqs, r)
+			// Idle permits, not for long enough yet: look again then.
+			ks.giveUp, ks.giveAt = !at.IsZero(), at
 		}
 	}
 	relHook, replyHook := h.releaseHook, h.replyHook
 	h.mu.Unlock()
 	h.emit(a.evs...)
 	a.evs = nil
-	if len(ret) == 0 && len(reqs) == 0 {
+	if len(ret) == 0 && len(reqs) == 0 && len(unwaits) == 0 {
 		a.run(h)
 		return
 	}
@@ -195,6 +198,10 @@ func (h *Holder) serve(q []*keyState) {
 		for _, s := range ret {
 			calls = append(calls, h.releaseCall(s))
 		}
+	}
+	for _, ks := range unwaits {
+		k := ks.keys
+		calls = append(calls, &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7]}, args: []any{ks.l.id, h.channel()}})
 	}
 	for _, r := range reqs {
 		ks := r.ks
@@ -239,7 +246,9 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 		// down to its cap, or a task finished): no call to Redis. Or the
 		// holder is down: the executor asks again and meets the failure
 		// policy, with no call either (the renewal loop probes Redis).
-		ks.demand, ks.waiting = 0, false
+		ks.waiting = false
+		h.dropDemandLocked(ks)
+		ks.wantedLocked(now)
 		a.notify = append(a.notify, ks)
 		return nil
 	}
@@ -278,13 +287,16 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	now := time.Now()
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
+		ks.recorded = true
 		held, free := ks.held()
 		// A waiter's demand is dropped only with a notify, or when a task
 		// of this key runs here: its Release makes the executor ask again.
 		switch {
 		case ks.pickLocked(need, now) != nil:
 			// A task finished meanwhile: its permits serve the waiter.
-			ks.demand = 0
+			h.dropDemandLocked(ks)
+			ks.wantedLocked(now)
+			h.enqueueLocked(ks)
 			a.notify = append(a.notify, ks)
 		case free >= need:
 			// Free permits here would cover it, but they are split over
@@ -296,11 +308,11 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			// The whole limit is here and tasks of this key run on it
 			// (free < need <= limit): the first to finish makes the
 			// executor ask again.
-			ks.demand = 0
+			h.dropDemandLocked(ks)
 		case now.Sub(ks.since) > h.cfg.ttl:
 			// Nobody asked for a while: let the executor ask again if it
 			// still waits, rather than ask Redis for nothing.
-			ks.demand = 0
+			h.dropDemandLocked(ks)
 			a.notify = append(a.notify, ks)
 		default:
 			ks.waitLocked()
@@ -337,6 +349,19 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		ks.block = min(ks.block*2, h.cfg.maxBlock) // refills in quick succession: lease more at once
 	}
 	ks.granted = sent
-	ks.demand = 0
+	ks.demand, ks.recorded = 0, false
 	a.notify = append(a.notify, ks)
+}
+
+// dropDemandLocked forgets that a task of ks waits here. If Redis still
+// counts this holder as waiting for the key, the next pass tells it that it
+// no longer is: a stale record would keep the others' caps low (they
+// would be refused for a share no one wants) for up to two renew
+// intervals.
+func (h *Holder) dropDemandLocked(ks *keyState) {
+	ks.demand = 0
+	if ks.recorded {
+		ks.recorded, ks.unwait = false, true
+		h.enqueueLocked(ks)
+	}
 }

@@ -286,7 +286,7 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 		t.Fatalf("B's TryAcquire with the whole limit at A: %v, %v; want to wait", p, err)
 	}
 	eventually(t, "A hears that B waits", 5*time.Second, func() bool {
-		others, c := redislimit.Share(la, "g")
+		others, c, _ := redislimit.Share(la, "g")
 		return others == 1 && c == 2
 	})
 	time.Sleep(time.Until(granted.Add(testRenew))) // A's quantum

@@ -108,6 +108,11 @@ func (h *Holder) renewOnce() {
 				continue // the local deadline decides
 			}
 			r.ks.setShareLocked(int(res[0]), int(res[1]), int(res[2]))
+			if r.ks.others > 0 {
+				// What to give back may have changed with the caps.
+				r.ks.giveUp = true
+				h.enqueueLocked(r.ks)
+			}
 			for j, le := range r.leases {
 				switch alive := res[3+j]; {
 				case alive == 0 && !le.lost:

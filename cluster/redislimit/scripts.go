@@ -96,9 +96,8 @@ end
 
 -- shares returns the permits leased, each holder's permits, how many
 -- holders other than me wait, each contender's cap (nil when nobody
--- waits), and how many holders other than me wait below their cap (for
--- room, not for their share). asking: me is asking now for need permits
--- (it counts as waiting).
+-- waits), and how many holders other than me are deprived (below). asking:
+-- me is asking now for need permits (it counts as waiting).
 local function shares(n, w, g, q, limit, me, now, asking, need)
   redis.call('ZREMRANGEBYSCORE', w, '-inf', now)
   local waiting, others = {}, 0
@@ -108,7 +107,7 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
   end
   if asking then waiting[me] = true end
   local hold, used = {}, 0
-  if next(waiting) == nil then return used, hold, others, nil, 0 end
+  if next(waiting) == nil then return used, hold, others, nil, 0, false end
   local all = redis.call('HGETALL', n)
   for i = 1, #all, 2 do
     local h, v = owner(all[i]), tonumber(all[i + 1])
@@ -169,11 +168,18 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
       if i - 1 <= extra then caps[rest[i]] = f2 + 1 end
     end
   end
-  local deprived = 0
+  -- Deprived: waiting for room within its cap while it holds less than an
+  -- even split (or nothing). The one permit more that the first in line
+  -- may have comes to it as the others' quantum ends, not from their idle
+  -- permits: so it does not pull permits around at each grant.
+  local deprived, medeprived = 0, false
   for h in pairs(waiting) do
-    if h ~= me and (hold[h] or 0) + math.max(wants[h] or 1, 1) <= caps[h] then deprived = deprived + 1 end
+    local hh = hold[h] or 0
+    if hh < math.max(fl, 1) and hh + math.max(wants[h] or 1, 1) <= caps[h] then
+      if h == me then medeprived = true else deprived = deprived + 1 end
+    end
   end
-  return used, hold, others, caps, deprived
+  return used, hold, others, caps, deprived, medeprived
 end
 
 local function capstr(caps)
@@ -211,7 +217,7 @@ local now, nowus = clock()
 local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local me = ARGV[6]
 reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
-local used, hold, others, caps, deprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
+local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
 local mine, free, cap = hold[me] or 0, limit - used, limit
 if others > 0 then cap = caps[me] end
 local grant = 0
@@ -235,7 +241,7 @@ if #slots == 0 then
   redis.call('HSET', KEYS[8], me, math.max(tonumber(redis.call('HGET', KEYS[8], me) or '0'), need))
   for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
   local all = deprived
-  if mine + need <= cap then all = all + 1 end
+  if medeprived and free < need then all = all + 1 end
   redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. all .. '|' .. capstr(caps))
   return {0, 0, free, others, cap, deprived}
 end
@@ -317,4 +323,17 @@ if freed > 0 and redis.call('ZCOUNT', KEYS[5], now, '+inf') > 0 then
   redis.call('PUBLISH', ARGV[4], 'f|' .. KEYS[1])
 end
 return left
+`)
+
+// unwaitScript ends a holder's waiting record: no task of it waits for the
+// key any more. If others still wait, their caps may have risen: it
+// publishes "f|leases_key" so that they ask again. KEYS: l w q. ARGV:
+// holder_id channel. Returns 1 if the holder was recorded.
+var unwaitScript = redis.NewScript(`
+local removed = redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+if removed > 0 and redis.call('ZCARD', KEYS[2]) > 0 then
+  redis.call('PUBLISH', ARGV[2], 'f|' .. KEYS[1])
+end
+return removed
 `)

@@ -33,18 +33,28 @@ func (ks *keyState) excessLocked(now time.Time) int {
 	return held - ks.cap
 }
 
-// idleLocked is how many permits this holder should give back that no task
-// holds, while another holder waits for room below its cap, and when: all
-// of them once no task of the key has taken or released one here for a
-// poll interval; but a block no task has run on yet is kept a quantum (the
+// idleLocked is how many permits that no task holds this holder should
+// give back while others wait, and when. While another holder waits for
+// room below an even split (deprived), all of them; otherwise those above
+// its cap. They go once no task of the key has taken or released one here
+// for a poll interval (a permit free for a moment, because the executor
+// started another group's task first or this key's next task is on its
+// way, stays); but a block no task has run on yet is kept a quantum (the
 // renew interval) from its grant, since its task may be waiting for
-// another limit (the global one) before it can take it. A permit free for a
-// moment (the executor started another group's task first, or this key's
-// next task is on its way) stays here. None while a task of the key waits
-// here for more: the refill gives them back if they do not fit it.
+// another limit (the global one) before it can take it. None while a task
+// of the key waits here for more: the refill gives them back if they do
+// not fit it.
 func (ks *keyState) idleLocked(now time.Time) (n int, at time.Time) {
-	_, free := ks.held()
-	if ks.others == 0 || ks.deprived == 0 || ks.demand > 0 || free == 0 {
+	held, free := ks.held()
+	if ks.others == 0 || ks.demand > 0 || free == 0 {
+		return 0, time.Time{}
+	}
+	switch {
+	case ks.deprived > 0:
+		n = free
+	case held > ks.cap:
+		n = min(free, held-ks.cap)
+	default:
 		return 0, time.Time{}
 	}
 	h := ks.l.h
@@ -55,7 +65,15 @@ func (ks *keyState) idleLocked(now time.Time) (n int, at time.Time) {
 	if now.Before(at) {
 		return 0, at
 	}
-	return free, time.Time{}
+	return n, time.Time{}
+}
+
+// wantedLocked records that a task of the key wants the free permits here
+// now (its executor is told to ask for them): they are not idle before a
+// poll interval, and what is idle then is looked at again.
+func (ks *keyState) wantedLocked(now time.Time) {
+	ks.used = now
+	ks.giveUp = true
 }
 
 // pickLocked returns the lease TryAcquire takes n permits from, or nil: a
