@@ -76,15 +76,18 @@
 // split evenly, and what does not split evenly goes one permit each to the
 // contenders served longest ago, so that with limit 1 the permit
 // alternates. Redis grants a holder no more than its share (its cap) while
-// others wait, tells each holder its cap in every reply and publishes it
-// with every refusal (pub/sub, one channel per prefix); a holder above its
-// cap gives the excess back as its tasks finish, once it has held its last
-// block for a quantum (the renew interval), so that a block's tasks get to
-// run and a contended key's permits change hands once a quantum, not once a
-// round trip. A give-back while others wait is published too, and the
+// others wait, tells each holder its cap in every reply and publishes the
+// caps with every refusal and grant (pub/sub, one channel per prefix). A
+// holder above its cap gives the excess back as its tasks finish, once it
+// has held its last block for a quantum (the renew interval), so that a
+// block's tasks get to run and a contended key's permits change hands once
+// a quantum, not once a round trip. Permits no task has used for a poll
+// interval go back at once while another holder waits for room below an
+// even split. A give-back while others wait is published too, and the
 // refused holders ask again then (at most once per poll interval), and at
-// every renewal round, rather than polling. A notice missed (a dropped
-// subscription) costs at most one renew interval.
+// every renewal round, rather than polling; a holder that no longer waits
+// ends its waiting record. A notice missed (a dropped subscription) costs
+// at most one renew interval.
 //
 // Steady load costs a few round trips per renewal round, not per task;
 // contention costs more, about one refusal and one give-back per key and

@@ -106,7 +106,7 @@ type keyState struct {
 	unwait   bool      // tell Redis it no longer is
 	minFree  int       // the fewest free permits since the last renewal round
 	others   int       // other holders waiting for this key, as Redis last said
-	deprived int       // how many of them wait below their cap (for room)
+	deprived int       // how many of them wait for room below an even split
 	cap      int       // the most this holder keeps while others wait, as Redis last said
 	giveUp   bool      // give back what is held above the cap, and what is idle while others wait
 	giveAt   time.Time // serve again then, for idle permits; zero: not due

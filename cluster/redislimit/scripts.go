@@ -35,10 +35,13 @@ import "github.com/redis/go-redis/v9"
 // permit each; the first of them is given at least the weight it waits for,
 // so that a task heavier than an even share is not starved. So with limit 1
 // and two holders that both want it, the permit alternates. Each holder is
-// told its share (its cap) in every reply and in every contention notice;
-// it is granted no more while others wait, and gives back what it holds
-// above it (after a quantum, the renew interval, from its last grant; see
-// io.go).
+// told its share (its cap) in every reply and in every contention notice,
+// and how many holders are deprived: waiting for room within their cap
+// while they hold less than an even split. It is granted no more than its
+// cap while others wait, gives back what it holds above it once its
+// quantum (the renew interval) from its last grant is over, and, while
+// someone is deprived, the permits no task of it has used for a poll
+// interval (share.go).
 
 // sharesLua is the code the scripts share.
 const sharesLua = `
