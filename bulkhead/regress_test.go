@@ -1,6 +1,6 @@
 package bulkhead_test
 
-// Regression tests for bugs a review found (2026-11-21).
+// Regression tests: each covers a bug that was found and fixed.
 
 import (
 	"context"
@@ -45,9 +45,9 @@ func TestEvictionServesTheWaitersBehind(t *testing.T) {
 	release(t, b, held)
 }
 
-// A queued request heavier than a lowered limit keeps waiting (the issue:
-// queued waiters keep waiting unless their wait expires) without holding up
-// the requests behind it, and is served when the limit is raised again.
+// A queued request heavier than a lowered limit keeps waiting (queued
+// waiters keep waiting unless their wait expires) without holding up the
+// requests behind it, and is served when the limit is raised again.
 func TestWaiterTooHeavyForALoweredLimit(t *testing.T) {
 	b := newBH(t, 3, bulkhead.WithQueue(4, time.Hour))
 	held := acquire(t, b, 3)
