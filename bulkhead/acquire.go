@@ -34,8 +34,9 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // free; without a queue it is TryAcquire. It fails with ErrQueueSaturated
 // when the queue is full, ErrQueueTimeout after the queue's maximum wait,
 // ErrDraining while a lowered limit drains, ErrAtCapacity when n exceeds the
-// limit (it could never be issued), or ctx's error when ctx ends first.
-// A request that fails holds nothing.
+// limit (it could never be issued), or ctx's error when ctx ends first: a
+// request whose context has ended when its turn comes never gets a permit,
+// which goes to the next in line. A request that fails holds nothing.
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	wait := b.maxDepth > 0
 	if wait && ctx.Err() != nil {
@@ -57,17 +58,19 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 	if !b.plain || n < 1 {
 		return b.acquire(ctx, n, wait)
 	}
-	var stamp int64
-	if c := b.coarse; c != nil {
-		stamp = c.Offset()
-	} else {
-		stamp = b.exactStamp()
-	}
 	h := b.hot
 	s := h.state.Load()
 	l := h.limit.Load() // after s: see state.go on SetLimit
 	if !fastFits(s, l, n) {
 		return b.acquire(ctx, n, wait)
+	}
+	// The stamp after the fit: a refusal reads no clock, which would keep
+	// the coarse clock's refresh timer of a full bulkhead running.
+	var stamp int64
+	if c := b.coarse; c != nil {
+		stamp = c.Offset()
+	} else {
+		stamp = b.exactStamp()
 	}
 	hi := h.hi.Load() // after s: see state.go on the wrap
 	if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
@@ -127,6 +130,10 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		if err := ctx.Err(); err != nil {
 			return Permit{}, err
 		}
+	} else if !b.observed {
+		if rej := b.refuseFull(n); rej != nil {
+			return Permit{}, rej
+		}
 	}
 	var es *events
 	if b.observed {
@@ -171,6 +178,32 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	return Permit{}, rej
 }
 
+// refuseFull refuses n permits without the mutex, or returns nil to leave
+// the decision to it: when the state word shows no slow flag (so nobody
+// waits and no drain goes on, state.go) and too few permits free, the same
+// word read again after the limit shows that limit and that count were in
+// force together (SetLimit sets the flag before it stores the limit), and
+// the refusal is exact. It is what a refusal costs under overload: three
+// loads of one cache line, no write to it, no clock, and the error, which
+// is the last one's while the numbers stay the same (under overload they
+// do: the same limit, the same count, the same weight), so that a run of
+// refusals allocates nothing and writes nothing shared.
+func (b *Bulkhead) refuseFull(n int) *RejectedError {
+	h := b.hot
+	s := h.state.Load()
+	l := int(h.limit.Load())
+	used := int(s & usedMask)
+	if s&slowFlag != 0 || groupsem.Fits(l, used, n) || h.state.Load() != s {
+		return nil
+	}
+	if r := b.refused.Load(); r != nil && r.Limit == l && r.InFlight == used && r.Weight == n {
+		return r
+	}
+	r := &RejectedError{Err: ErrAtCapacity, Limit: l, InFlight: used, Weight: n, MaxDepth: b.maxDepth, MaxWait: b.maxWait}
+	b.refused.Store(r)
+	return r
+}
+
 // refuseCapability refuses an acquire without the required capability. It
 // changes no state: no permit, no queue place, no ID.
 func (b *Bulkhead) refuseCapability() error {
@@ -191,10 +224,24 @@ func (b *Bulkhead) refuseCapability() error {
 
 // wait waits for w's turn, its maximum wait, or ctx.
 func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
+	done := ctx.Done()
 	select {
 	case <-w.ready:
-		return w.permit, w.err
-	case <-ctx.Done():
+		if w.err != nil {
+			return Permit{}, w.err
+		}
+		// Granted, but ctx may have ended first: when both channels are
+		// ready, select picks either, so a request that gave up before any
+		// permit was free would get one (golang/go#63615). A permit issued
+		// to a request whose context has ended goes to the next in line.
+		select {
+		case <-done:
+			b.giveBack(w.permit)
+			return Permit{}, ctx.Err()
+		default:
+			return w.permit, nil
+		}
+	case <-done:
 	}
 	var es *events
 	if b.observed {
@@ -206,7 +253,9 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		w.timer.Stop()
 		w.err = ctx.Err()
 		close(w.ready)
-		b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
+		if es != nil {
+			b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
+		}
 		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
 		b.unlock()
 		b.deliver(es)
@@ -218,10 +267,16 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	if err := b.Release(w.permit); err != nil {
+	b.giveBack(w.permit)
+	return Permit{}, ctx.Err()
+}
+
+// giveBack releases a permit issued to a waiter that has given up; the
+// release serves the next in line.
+func (b *Bulkhead) giveBack(p Permit) {
+	if err := b.Release(p); err != nil {
 		panic("bulkhead: a permit issued to a waiter was not outstanding: " + err.Error())
 	}
-	return Permit{}, ctx.Err()
 }
 
 // expire is w's maximum-wait timer.

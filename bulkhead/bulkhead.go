@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -19,6 +20,8 @@ const coarseResolution = time.Millisecond
 type Bulkhead struct {
 	// The lock-free fast path's words (state.go), on one cache line.
 	hot *hotLine
+
+	refused atomic.Pointer[RejectedError] // the last lock-free refusal, shared while its numbers hold (refuseFull)
 
 	mu           sync.Mutex
 	sem          groupsem.Sem // the limit and drain state (the permit core shared with the executor); its count observes state's

@@ -43,7 +43,9 @@ var (
 
 // RejectedError details a refused acquire: which sentinel (Err) and the
 // numbers at the moment of refusal. errors.Is(err, ErrAtCapacity) and the
-// like match it.
+// like match it. Refusals with the same numbers may return the same
+// *RejectedError (so that a refusal under overload allocates nothing): treat
+// it as read-only.
 type RejectedError struct {
 	Err        *Error        // ErrCapabilityRequired, ErrAtCapacity, ErrQueueSaturated, ErrQueueTimeout or ErrDraining
 	Limit      int           // the limit in force (the drain target while draining)

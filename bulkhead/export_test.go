@@ -126,3 +126,10 @@ func (b *Bulkhead) StartIDsAfter(last uint64) {
 	b.hot.hi.Store(last >> 32)
 	b.hot.state.Store(uint64(uint32(last))<<32 | s&(1<<32-1))
 }
+
+// HoldMutex takes b's mutex, as a release that must convert does, without
+// setting the slow flag, and returns its unlock.
+func HoldMutex(b *Bulkhead) (unlock func()) {
+	b.mu.Lock()
+	return b.mu.Unlock
+}

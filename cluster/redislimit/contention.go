@@ -2,16 +2,29 @@ package redislimit
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Contention. A holder refused a block publishes it (acquireScript), and
-// every holder listens on one channel per prefix: a holder of the key that
-// hears it gives back the permits no task is using and, from then on, those
-// above an even share as its tasks finish (Release). Without it a holder
-// would learn that others wait only at its next renewal round, and a busy or
-// finished process could keep capacity idle for a renew interval.
+// Contention. Every holder listens on one channel per prefix for two
+// notices:
+//
+//   - "w|holder|leases_key|deprived|holder=cap,...": a holder was refused
+//     a block of the key (acquireScript). Each holder of the key learns
+//     that someone waits, how many wait below their cap, and the most it
+//     may keep meanwhile (its cap); it gives back what it holds above the
+//     cap (once its quantum is over) and, while someone waits below its
+//     cap, what no task holds (limiter.go).
+//     Without it a holder would learn that others wait only at its next
+//     renewal round.
+//   - "f|leases_key": a holder gave back permits of the key while others
+//     wait (releaseScript). Each holder Redis refused asks again now (at
+//     most once per poll interval), instead of polling.
+//
+// A notice missed (a dropped subscription) costs at most one renew
+// interval: the renewal round reports waiters and caps, and asks again for
+// the keys still refused.
 
 func (h *Holder) channel() string { return h.cfg.prefix + ":contention" }
 
@@ -45,23 +58,78 @@ func (h *Holder) subscriber() {
 			}
 			continue
 		}
-		who, leasesKey, ok := strings.Cut(msg.Payload, "|")
-		if !ok {
+		h.hear(msg.Payload)
+	}
+}
+
+// hear handles one contention notice.
+func (h *Holder) hear(payload string) {
+	kind, rest, _ := strings.Cut(payload, "|")
+	var who, leasesKey, deprived, caps string
+	switch kind {
+	case "w":
+		f := strings.SplitN(rest, "|", 4)
+		if len(f) != 4 {
+			return
+		}
+		who, leasesKey, deprived, caps = f[0], f[1], f[2], f[3]
+	case "f":
+		leasesKey = rest
+	default:
+		return
+	}
+	scope, key, ok := h.parseLeasesKey(leasesKey)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range h.scopes {
+		ks := l.keys[key]
+		if l.scope != scope || ks == nil {
 			continue
 		}
-		h.mu.Lock()
-		for _, l := range h.scopes {
-			if who == l.id {
-				continue // its own refusal
-			}
-			for _, ks := range l.keys {
-				if ks.keys[0] == leasesKey && len(ks.leases) > 0 {
-					ks.others = max(ks.others, 1)
-					ks.giveUp, ks.contended = true, true
-					h.enqueueLocked(ks)
-				}
-			}
+		if kind == "f" {
+			h.askAgainLocked(ks)
+			continue
 		}
-		h.mu.Unlock()
+		if who == l.id || len(ks.leases) == 0 {
+			continue // its own refusal, or nothing to give back
+		}
+		ks.others = max(ks.others, 1)
+		if c, ok := capOf(caps, l.id); ok {
+			ks.cap = c
+		}
+		if d, err := strconv.Atoi(deprived); err == nil {
+			ks.deprived = d
+		}
+		ks.giveUp = true
+		h.enqueueLocked(ks)
 	}
+}
+
+// parseLeasesKey returns the scope and the executor's key of a leases key,
+// PREFIX:{SCOPE:KEY}:l.
+func (h *Holder) parseLeasesKey(k string) (scope, key string, ok bool) {
+	k, ok = strings.CutPrefix(k, h.cfg.prefix+":{")
+	if !ok {
+		return "", "", false
+	}
+	if k, ok = strings.CutSuffix(k, "}:l"); !ok {
+		return "", "", false
+	}
+	return strings.Cut(k, ":")
+}
+
+// capOf finds id's cap in "holder=cap,...".
+func capOf(caps, id string) (int, bool) {
+	for caps != "" {
+		var one string
+		one, caps, _ = strings.Cut(caps, ",")
+		if h, c, ok := strings.Cut(one, "="); ok && h == id {
+			n, err := strconv.Atoi(c)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -2,7 +2,7 @@
 // Redis, so that "at most 200 running for tenant X" holds across every
 // process that shares the Redis and the key prefix, not per process.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
 //	h, err := redislimit.New(rdb, redislimit.WithPrefix("api"), redislimit.WithFailurePolicy(redislimit.FailClosed))
 //	if err != nil { ... }          // an *OptionError names the option and value
 //	defer h.Close()                // after the executor's Close
@@ -19,33 +19,39 @@
 //
 // # Leases
 //
-// A holder's slots are leases: members of a sorted set per key scored by
+// A holder's permits are leases: members of a sorted set per key scored by
 // their expiry, taken, renewed and given back by Lua scripts that read the
-// time from Redis (TIME), never from a client. A crashed or partitioned
-// holder's slots come back when its leases expire, after at most the lease
-// TTL (WithLeaseTTL). A live holder renews all its leases in one pipelined
-// round trip per renew interval, from one goroutine per process (the
-// renewal loop), whatever the number of tasks and keys.
+// time from Redis (TIME), never from a client. Each leased permit is a slot
+// of the key, 0..limit-1, held by one live lease at a time. A crashed or
+// partitioned holder's slots come back when its leases expire, after at
+// most the lease TTL (WithLeaseTTL). A live holder renews all its leases in
+// one pipelined round trip per renew interval, from one goroutine per
+// process (the renewal loop), whatever the number of tasks and keys.
+//
+// # What a task can rely on
 //
 // A holder trusts a lease for 80% of the TTL after the request that last
-// renewed it was sent. If it could not renew by then (it was paused, cut
-// off from Redis, or Redis is down), the lease is lost here before Redis
-// can give the slot to anyone else: the context of every task running on it
-// is cancelled with a *LeaseLostError (matching ErrLeaseLost), readable with
-// context.Cause. A lease Redis no longer has (Redis restarted empty) is lost
-// the same way at the next renewal.
+// renewed it was sent; every call to Redis is bounded by WithOpTimeout,
+// whatever the client's settings. A live process that cannot renew (cut
+// off from Redis, Redis down or stalled) therefore loses the lease here
+// before Redis can give the slot to anyone else: the context of every task
+// running on it is cancelled with a *LeaseLostError (matching ErrLeaseLost,
+// readable with context.Cause). A lease Redis no longer has (Redis
+// restarted empty) is lost the same way at the next renewal.
 //
-// Every lease carries a fencing token, FencingToken(ctx) in the task: a
-// number from a per-key counter in Redis, greater for every lease taken
-// later, also across a restart of a Redis without persistence (the counter
-// restarts from Redis's clock in microseconds). Tokens are per lease, and a
-// lease is a block of permits: with limit 1 only one lease of a key is
-// valid at a time, and a downstream that records the greatest token it has
-// seen for the key and refuses smaller ones refuses a holder whose lease
-// was lost, even one that was paused and does not know yet. With a larger
-// limit several leases are valid at once with different tokens, so that
-// rule would refuse live ones: there a token identifies a lease, it does
-// not fence (see FencingToken).
+// A paused process (SIGSTOP, a frozen VM or container, a long stall) can
+// promise nothing: its slots are given away while it is stopped, and its
+// tasks run on for a moment after it resumes, before their cancellation.
+// Valid (and ValidUntil) tells a task whether its lease still holds by the
+// monotonic clock, which counts the pause: check it right before a write.
+// A pause can still fall between the check and the write; a downstream
+// closes that gap with fencing: every lease has a fencing token, greater
+// for every later lease of the key (also across a restart of a Redis
+// without persistence: the counter restarts from Redis's clock in
+// microseconds), and Fencing gives the task's token and slots. A
+// downstream that keeps the greatest token it accepted per slot and
+// refuses smaller ones refuses the writes of a lost lease once the slot's
+// new holder has written, whatever the limit (see Fence).
 //
 // # The local fast path, and its cost
 //
@@ -60,29 +66,42 @@
 // Permits that no task needed during a whole renewal round go back to Redis
 // with the renewal.
 //
-// The trade-off: a block held by one process is capacity the others cannot
-// use until it is given back (at the next renewal round at the latest) or
-// expires: a process that dies keeps its blocks for up to the lease TTL. A
-// process that is refused a block is recorded in Redis as waiting and
-// publishes the refusal (pub/sub, one channel per prefix); every holder of
-// the key that hears it gives back the permits none of its tasks is using.
-// While others wait, Redis grants a holder no more than an even share of the
-// limit, and holders above that share give permits back as their tasks
-// finish instead of reusing them. A notice missed (a dropped subscription)
-// costs at most one renew interval: the renewal round also reports waiters
-// and returns permits that went unused. Smaller TTLs and renew intervals make
-// capacity move faster, at the price of more round trips. Steady load costs
-// a few round trips per renewal round, not per task (Stats.RoundTrips;
-// benchmarks/README.md measures it).
+// # Contention
+//
+// A block held by one process is capacity the others cannot use until it
+// is given back or expires. A process refused a block is recorded in Redis
+// as waiting, and the limit is then split between the contenders (every
+// holder that holds permits of the key or waits for some), max-min fair:
+// one that holds little and does not ask for more keeps it, the rest is
+// split evenly, and what does not split evenly goes one permit each to the
+// contenders served longest ago, so that with limit 1 the permit
+// alternates. Redis grants a holder no more than its share (its cap) while
+// others wait, tells each holder its cap in every reply and publishes the
+// caps with every refusal and grant (pub/sub, one channel per prefix). A
+// holder above its cap gives the excess back as its tasks finish, once it
+// has held its last block for a quantum (the renew interval), so that a
+// block's tasks get to run and a contended key's permits change hands once
+// a quantum, not once a round trip. Permits no task has used for a poll
+// interval go back at once while another holder waits for room below an
+// even split. A give-back while others wait is published too, and the
+// refused holders ask again then (at most once per poll interval), and at
+// every renewal round, rather than polling; a holder that no longer waits
+// ends its waiting record. A notice missed (a dropped subscription) costs
+// at most one renew interval.
+//
+// Steady load costs a few round trips per renewal round, not per task;
+// contention costs more, about one refusal and one give-back per key and
+// quantum, and keys leased for few tasks cost a refill each.
+// Stats.RoundTrips counts them; docs/cluster.md has measurements.
 //
 // # When Redis cannot be reached
 //
 // Permits already leased serve tasks until their leases are lost. A failed
-// call is retried (a refill at the poll rate; so is a refused one, however
-// often other holders' refusals wake this one); the holder is down (ModeDown)
-// only after three calls in a row failed, and up again at the first call
-// that succeeds: the renewal loop probes Redis every renew interval while it
-// is down, so an outage is seen as over within about one renew interval.
+// call is retried (a refill at the poll rate); the holder is down
+// (ModeDown) only after three calls in a row failed, each within the op
+// timeout, and up again at the first call that succeeds: the renewal loop
+// probes Redis every renew interval while it is down, so an outage is seen
+// as over within about one renew interval.
 //
 // While the holder is down, the failure policy (WithFailurePolicy) applies
 // to every task that needs a permit it has no lease for: FailClosed (the
@@ -105,8 +124,15 @@
 //
 // A reply lost after Redis executed an acquire leaves a lease no one uses:
 // it expires after the TTL. Configure the go-redis client without retries
-// (MaxRetries: -1) and with timeouts below the lease TTL; every call is also
-// bounded by WithOpTimeout.
+// (MaxRetries: -1) and with ContextTimeoutEnabled: true, so that a call the
+// op timeout ends also ends in the client and frees its connection.
+//
+// The exception to the limit: a Redis restart or failover that loses the
+// leases (no persistence, or a replica behind) lets holders lease the whole
+// limit again while the old holders keep running on their leases until
+// their next renewal tells them (at most a renew interval, or their local
+// validity): up to twice the limit for that long. FailClosed lists the
+// others.
 //
 // All holders sharing a prefix must be given the same limits and TTL. The
 // Redis keys, their layout and the scripts are described in scripts.go.

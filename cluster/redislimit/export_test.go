@@ -35,3 +35,22 @@ func SetReleaseHook(h *Holder, f func() error) {
 	h.releaseHook = f
 	h.mu.Unlock()
 }
+
+// Share returns what l's holder last heard from Redis about key: how many
+// other holders wait, the most it may keep meanwhile, and how many others
+// wait for room below an even split.
+func Share(l *Limiter, key string) (others, cap, deprived int) {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	if ks := l.keys[key]; ks != nil {
+		return ks.others, ks.cap, ks.deprived
+	}
+	return 0, 0, 0
+}
+
+// HoldLock takes h's lock, as if h were paused, and returns its unlock:
+// nothing of h runs meanwhile (renewals, lease timers, refills).
+func HoldLock(h *Holder) (unlock func()) {
+	h.mu.Lock()
+	return h.mu.Unlock
+}

@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,3 +84,26 @@ func eventually(t testing.TB, what string, limit time.Duration, cond func() bool
 // startRedis starts a redis-server of the test's own: tests that kill,
 // pause or restart processes, or count keys, do not share one.
 func startRedis(t testing.TB) string { return redistest.Start(t).Addr() }
+
+// parkRenewals holds h's renewal loop: it returns once a round is parked
+// before it calls Redis, and what it returns lets that round, and the ones
+// after it, go on.
+func parkRenewals(h *redislimit.Holder) (resume func()) {
+	parked, gate := make(chan struct{}, 1), make(chan struct{})
+	redislimit.SetRenewHook(h, func() error {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	<-parked
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			redislimit.SetRenewHook(h, nil)
+			close(gate)
+		})
+	}
+}

@@ -130,15 +130,11 @@ func (h *Holder) Close() error {
 	if len(rel) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
-	defer cancel()
-	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, le := range rel {
-			releaseScript.Eval(ctx, p, le.ks.keys[:2], le.id, 0)
-		}
-		return nil
-	})
-	h.st.roundTrips.Add(1)
+	var calls []*scriptCall
+	for _, le := range rel {
+		calls = append(calls, h.releaseCall(shrink{le, nil, 0}))
+	}
+	_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
 	return err
 }
 
@@ -152,8 +148,8 @@ func (h *Holder) Stats() Stats {
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
 			for _, le := range ks.leases {
-				s.PermitsLeased += le.size
-				s.PermitsInUse += le.used
+				s.PermitsLeased += len(le.slots)
+				s.PermitsInUse += len(le.slots) - len(le.free)
 			}
 		}
 	}

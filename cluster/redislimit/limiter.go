@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/groupexec/groupexec/executor"
@@ -87,38 +88,60 @@ func (l *Limiter) Attach(notify func(key string)) error {
 
 // keyState is a holder's state for one limit key. Guarded by Holder.mu.
 type keyState struct {
-	l                 *Limiter
-	key               string    // the executor's key
-	keys              [4]string // the Redis keys: l n f w
-	limit             int
-	leases            []*lease
-	block             int       // permits to lease next time
-	granted           time.Time // when the last block was leased
-	demand            int       // the heaviest task refused since the last refill; 0: none
-	since             time.Time // when demand was last asked for
-	queued            bool      // in Holder.queue
-	retry             bool      // the last refill was denied: poll again
-	retryAt           time.Time // not before then
-	minFree           int       // the fewest free permits since the last renewal round
-	others            int       // other holders waiting for this key, as Redis last said
-	giveUp            bool      // return permits above the fair share as they free
-	contended         bool      // a holder was just refused: return the free permits too
-	fellBack, refused int       // fallbacks and refusals not yet reported
+	l        *Limiter
+	key      string    // the executor's key
+	keys     [8]string // the Redis keys: l n s b f w g q
+	limit    int
+	leases   []*lease
+	block    int       // permits to lease next time
+	granted  time.Time // when the last block was leased
+	used     time.Time // when a task last took or released a permit here
+	demand   int       // the heaviest task refused since the last refill; 0: none
+	since    time.Time // when demand was last asked for
+	queued   bool      // in Holder.queue
+	retry    bool      // serve again at retryAt (a failed call; or at once)
+	retryAt  time.Time // no call for this key before then
+	waiting  bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
+	recorded bool      // Redis counts this holder as waiting for the key
+	unwait   bool      // tell Redis it no longer is
+	minFree  int       // the fewest free permits since the last renewal round
+	others   int       // other holders waiting for this key, as Redis last said
+	deprived int       // how many of them wait for room below an even split
+	cap      int       // the most this holder keeps while others wait, as Redis last said
+	giveUp   bool      // give back what is held above the cap, and what is idle while others wait
+	giveAt   time.Time // serve again then, for idle permits; zero: not due
+
+	fellBack, refused int // fallbacks and refusals not yet reported
 }
 
-// lease is a block of permits leased from Redis.
+// lease is a block of permits leased from Redis: one slot each.
 type lease struct {
-	ks         *keyState
-	id         string
-	token      int64
-	size, used int
-	valid      time.Time // when this holder considers it lost if not renewed
-	timer      interface {
+	ks    *keyState
+	id    string
+	token int64
+	slots []int     // the slots it holds in Redis
+	free  []int     // those no task holds
+	valid time.Time // when this holder considers it lost if not renewed
+	timer interface {
 		Stop() bool
 		Reset(time.Duration) bool
 	}
 	lost    bool
 	permits map[*permit]struct{}
+
+	// Read without the lock by Valid, so that tasks that check before
+	// every write do not contend with the executor for it.
+	validNs atomic.Int64 // valid, in nanoseconds after epoch (monotonic)
+	gone    atomic.Bool  // lost
+}
+
+// epoch is the origin of lease.validNs.
+var epoch = time.Now()
+
+// setValid sets the lease's local validity. Under the holder's lock.
+func (le *lease) setValid(t time.Time) {
+	le.valid = t
+	le.validNs.Store(int64(t.Sub(epoch)))
 }
 
 // permit is one task's permits; p.l is nil for a fallback permit.
@@ -126,59 +149,29 @@ type permit struct {
 	h        *Holder
 	l        *lease
 	n        int
+	slots    []int // its slots in the lease
+	one      [1]int
 	token    int64
 	key      string
 	cancel   context.CancelCauseFunc
 	lostErr  error
 	released bool
+	done     atomic.Bool // released, for Valid
 }
 
 func (l *Limiter) keyLocked(key string) *keyState {
 	ks := l.keys[key]
 	if ks == nil {
 		base := l.h.cfg.prefix + ":{" + l.scope + ":" + key + "}:"
-		ks = &keyState{l: l, key: key, limit: l.limit(key), block: 1,
-			keys: [4]string{base + "l", base + "n", base + "f", base + "w"}}
+		ks = &keyState{l: l, key: key, limit: l.limit(key), block: 1}
+		for i, k := range [...]string{"l", "n", "s", "b", "f", "w", "g", "q"} {
+			ks.keys[i] = base + k
+		}
+		ks.cap = ks.limit
 		l.keys[key] = ks
 	}
 	return ks
 }
-
-func (ks *keyState) held() (held, free int) {
-	for _, le := range ks.leases {
-		held += le.size
-		free += le.size - le.used
-	}
-	return held, free
-}
-
-// pickLocked returns the lease TryAcquire takes n permits from, or nil: a
-// lease with n free permits within its local validity (its timer may not
-// have run yet), unless this holder is above an even share while others
-// wait (its free permits go back instead).
-func (ks *keyState) pickLocked(n int) *lease {
-	if ks.others > 0 {
-		if held, _ := ks.held(); held > ks.fairShare() {
-			return nil
-		}
-	}
-	var now time.Time
-	for _, le := range ks.leases {
-		if le.size-le.used >= n {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			if now.Before(le.valid) {
-				return le
-			}
-		}
-	}
-	return nil
-}
-
-// fairShare is the most a holder keeps while others wait: the limit split
-// evenly between them and it.
-func (ks *keyState) fairShare() int { return (ks.limit + ks.others) / (ks.others + 1) }
 
 // TryAcquire implements executor.Limiter: it hands out n permits from a
 // leased block, without I/O. Without enough at hand it asks the refiller
@@ -198,17 +191,25 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 	case n > ks.limit:
 		return nil, fmt.Errorf("%w: weight %d over the cluster %s limit %d", executor.ErrTooHeavy, n, l.scope, ks.limit)
 	}
-	held, free := ks.held()
-	if ks.others > 0 && held > ks.fairShare() && free > 0 {
-		// Above an even share while others wait: what is free goes back
-		// rather than to this holder's next task.
-		ks.giveUp = true
-		h.enqueueLocked(ks)
+	now := time.Now()
+	if ks.excessLocked(now) > 0 {
+		if _, free := ks.held(); free > 0 {
+			// Above its cap while others wait: what is free goes back
+			// rather than to this holder's next task.
+			ks.giveUp = true
+			h.enqueueLocked(ks)
+		}
 	}
-	if le := ks.pickLocked(n); le != nil {
-		le.used += n
+	if le := ks.pickLocked(n, now); le != nil {
 		p := &permit{h: h, l: le, n: n, token: le.token, key: key}
+		p.slots = p.one[:0]
+		if n > 1 {
+			p.slots = make([]int, 0, n)
+		}
+		p.slots = append(p.slots, le.free[len(le.free)-n:]...)
+		le.free = le.free[:len(le.free)-n]
 		le.permits[p] = struct{}{}
+		ks.used = now
 		_, free := ks.held()
 		ks.minFree = min(ks.minFree, free)
 		h.st.acquired.Add(1)
@@ -227,13 +228,20 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 		ks.refused++
 		return nil, h.unavailableLocked()
 	}
-	ks.demand, ks.since = max(ks.demand, n), time.Now()
+	if held, free := ks.held(); held >= ks.limit && free < n {
+		// The whole limit is here and in use: Redis has nothing to
+		// grant. A task of the key that ends here makes the executor
+		// ask again.
+		return nil, nil
+	}
+	ks.demand, ks.since = max(ks.demand, n), now
 	h.enqueueLocked(ks)
 	return nil, nil
 }
 
-// Bind implements executor.Permit: the task's context carries the fencing
-// token, and the lease's loss cancels it.
+// Bind implements executor.Permit: the task's context carries the permit
+// (for FencingToken, Fencing, Valid and ValidUntil), and the lease's loss
+// cancels it.
 func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
 	p.h.mu.Lock()
 	lost := p.lostErr
@@ -244,16 +252,12 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 	if lost != nil {
 		cancel(lost)
 	}
-	if p.l == nil {
-		// A fallback permit has no token: hide one that ctx may carry
-		// (the global lease's, under a group fallback permit).
-		return context.WithValue(ctx, tokenKey{}, nil)
-	}
-	return context.WithValue(ctx, tokenKey{}, p.token)
+	outer, _ := ctx.Value(boundKey{}).(*bound)
+	return context.WithValue(ctx, boundKey{}, &bound{p, outer})
 }
 
 // Release implements executor.Permit. Under contention the permits above
-// the fair share go back to Redis.
+// the cap, and those no task takes, go back to Redis.
 func (p *permit) Release() {
 	h := p.h
 	h.mu.Lock()
@@ -262,44 +266,22 @@ func (p *permit) Release() {
 		return
 	}
 	p.released = true
+	p.done.Store(true)
 	p.cancel = nil
 	le := p.l
 	if le == nil || le.lost {
 		return
 	}
-	le.used -= p.n
+	le.free = append(le.free, p.slots...)
 	delete(le.permits, p)
-	if ks := le.ks; ks.others > 0 {
-		if held, _ := ks.held(); held > ks.fairShare() {
-			ks.giveUp = true
-			h.enqueueLocked(ks)
-		}
+	ks := le.ks
+	ks.used = time.Now()
+	if ks.others > 0 || ks.giveUp {
+		// Others wait: the refiller gives back the excess (idleLocked,
+		// excessLocked), this permit if no task of the key takes it
+		// meanwhile; and a give-back it has scheduled is looked at
+		// again, now that a task has used the block.
+		ks.giveUp = true
+		h.enqueueLocked(ks)
 	}
-}
-
-type tokenKey struct{}
-
-// FencingToken returns the fencing token of the lease the task's permit
-// came from, and false outside a task run under a cluster permit or on a
-// fallback permit (FailOpen). With both a global and a group limiter, it is
-// the group lease's token (and false on a fallback group permit, even when
-// the global permit has a lease).
-//
-// Tokens are issued per lease (a leased block of permits), from a counter
-// per key in Redis: a lease taken after another for the same key has a
-// greater token, and the permits of one lease share its token. What a
-// downstream may conclude from them depends on the limit:
-//
-//   - With limit 1, at most one lease of the key is valid at a time (up to
-//     the exceptions FailClosed lists), so a downstream that records the
-//     greatest token it has seen for the key and refuses smaller ones
-//     refuses a stale holder: use limit 1 for mutual exclusion with fencing.
-//   - With a limit above 1, several leases of the key are valid at once,
-//     with different tokens, and one granted later has the greater token:
-//     refusing tokens smaller than the greatest seen would refuse live
-//     leases. A token then identifies a lease (and orders leases by when
-//     they were granted); it does not tell a live lease from a lost one.
-func FencingToken(ctx context.Context) (int64, bool) {
-	t, ok := ctx.Value(tokenKey{}).(int64)
-	return t, ok
 }

@@ -21,7 +21,9 @@ const (
 	// renewal tells them (at most a renew interval, or their local
 	// validity); a jump forward of Redis's clock (TIME) expires leases
 	// early and gives their slots away while their holders still trust
-	// them; a task on a lost lease has its context cancelled but runs
+	// them; a process paused past its lease's local validity runs its
+	// tasks on for a moment after it resumes (Valid and Fence guard their
+	// writes); a task on a lost lease has its context cancelled but runs
 	// until its Fn returns; and the executor's CallerRuns rejection policy
 	// runs a rejected task in the caller, outside every limit, the cluster
 	// limit included. Tokens rise across a failover only if the new
@@ -92,8 +94,9 @@ func WithPrefix(p string) Option {
 // WithLeaseTTL sets how long a lease lives in Redis without renewal: the
 // longest a crashed or partitioned holder's permits stay unusable. A live
 // holder considers a lease lost at 80% of it after its last successful
-// renewal was sent, so that it cancels its tasks before Redis can give the
-// slot to another holder. d must be at least 100ms. Default: DefaultLeaseTTL.
+// renewal was sent, so that a live holder cancels its tasks before Redis
+// can give the slot to another holder (a paused one cannot: see Valid and
+// Fence). d must be at least 100ms. Default: DefaultLeaseTTL.
 func WithLeaseTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d < 100*time.Millisecond {
@@ -106,8 +109,10 @@ func WithLeaseTTL(d time.Duration) Option {
 
 // WithRenewInterval sets the period of the holder's one renewal loop, which
 // renews every lease it holds and returns the permits it has not needed
-// since the last round. d must be > 0 and at most a third of the lease TTL,
-// so that two renewals can fail before a lease is lost. Default: TTL/3.
+// since the last round. It is also the quantum of contention: a holder
+// keeps a block it was granted that long before it gives back what it holds
+// above its share. d must be > 0 and at most a third of the lease TTL, so
+// that two renewals can fail before a lease is lost. Default: TTL/3.
 func WithRenewInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
@@ -118,8 +123,11 @@ func WithRenewInterval(d time.Duration) Option {
 	})
 }
 
-// WithPollInterval sets how often a holder whose refill Redis refused for
-// lack of room asks again while tasks wait. d must be > 0. Default:
+// WithPollInterval sets the least time between two requests for a key
+// that Redis refused, and how soon a failed request is retried. A refused
+// key is asked for again when another holder gives back permits of it (a
+// notice), and at every renewal round: not on a timer, but not more than
+// once per d however often notices come. d must be > 0. Default:
 // DefaultPollInterval.
 func WithPollInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
@@ -131,8 +139,14 @@ func WithPollInterval(d time.Duration) Option {
 	})
 }
 
-// WithOpTimeout bounds every call to Redis. d must be > 0 and below the
-// lease TTL's 80%. Default: min(TTL/4, 1s).
+// WithOpTimeout bounds every call to Redis, whatever the client's settings:
+// the holder stops waiting for a call after d and counts it failed (three
+// failures in a row and the holder is down). A go-redis client ignores
+// context deadlines unless ContextTimeoutEnabled is set, so set it (or
+// ReadTimeout and WriteTimeout at most d): then the call itself also ends
+// at d and frees its connection, instead of running on in the background
+// until the client's own timeouts. d must be > 0 and below the lease TTL's
+// 80%. Default: min(TTL/4, 1s).
 func WithOpTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {

@@ -114,6 +114,11 @@ func childMain(mode string) int {
 	case "hold":
 		n, _ := strconv.Atoi(arg)
 		return hold(h, n)
+	case "demand":
+		return demand(h, addr, prefix, arg)
+	case "fenced":
+		n, _ := strconv.Atoi(arg)
+		return fenced(h, addr, prefix, n)
 	}
 	fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 	return 2

@@ -250,7 +250,7 @@ func TestFallbackGroupPermitHidesTheGlobalToken(t *testing.T) {
 // still uses (another holder waits) but the release to Redis fails. Redis
 // must learn the lower size at the next renewal, so that the waiting holder
 // gets the permits, rather than when the lease ends (here: never, while its
-// task runs).
+// tasks run).
 func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 	addr := startRedis(t)
 	a, b := newHolder(t, addr), newHolder(t, addr)
@@ -262,26 +262,53 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 	if err := lb.Attach(nb.notify); err != nil {
 		t.Fatal(err)
 	}
-	// A leases the whole limit in one lease and keeps one permit of it.
+	// A leases the whole limit in one lease, and its tasks use all of it.
 	acquire(t, la, na, "g", 4, 5*time.Second).Release()
-	pa := acquire(t, la, na, "g", 1, 5*time.Second)
-	defer pa.Release()
-	var failed atomic.Bool
-	redislimit.SetReleaseHook(a, func() error {
-		if failed.CompareAndSwap(false, true) {
-			return errors.New("a failed give-back (test)")
+	granted := time.Now()
+	var pa []executor.Permit
+	for range 4 {
+		pa = append(pa, acquire(t, la, na, "g", 1, 5*time.Second))
+	}
+	defer func() {
+		for _, p := range pa {
+			p.Release()
 		}
-		return nil
+	}()
+	var tries atomic.Int32
+	redislimit.SetReleaseHook(a, func() error {
+		tries.Add(1)
+		return errors.New("a failed give-back (test)")
 	})
-	// B is refused, A hears it and gives back its 3 free permits: the
-	// release fails; the next renewal must make it good.
+	// B is refused and waits: A's cap is now 2. Once A has held its block
+	// for a quantum (the renew interval), the tasks that end give their
+	// permits back: the release fails; the next renewal must make it good.
+	if p, err := lb.TryAcquire("g", 2); p != nil || err != nil {
+		t.Fatalf("B's TryAcquire with the whole limit at A: %v, %v; want to wait", p, err)
+	}
+	eventually(t, "A hears that B waits", 5*time.Second, func() bool {
+		others, c, _ := redislimit.Share(la, "g")
+		return others == 1 && c == 2
+	})
+	time.Sleep(time.Until(granted.Add(testRenew))) // A's quantum
+	// Hold A's renewal loop (a round parked before it calls Redis), so
+	// that the releases go back through the give-back that fails, not
+	// through a round.
+	resume := parkRenewals(a)
+	defer resume()
+	pa[0].Release()
+	pa[1].Release()
+	pa = pa[2:]
+	eventually(t, "A gives back the two and fails", 5*time.Second, func() bool {
+		return tries.Load() > 0 && a.Stats().PermitsLeased == 2
+	})
+	resume()
 	start := time.Now()
 	pb := acquire(t, lb, nb, "g", 2, 3*testTTL)
 	defer pb.Release()
-	if !failed.Load() {
-		t.Fatal("the give-back was never tried")
+	if s := a.Stats(); s.LeasesLost != 0 {
+		t.Fatalf("A lost its lease: %+v", s)
 	}
-	t.Logf("B got its permits %v after asking (renew interval %v)", time.Since(start), testRenew)
+	t.Logf("B got its permits %v after A's give-back failed (renew interval %v)", time.Since(start), testRenew)
 }
 
 // TestBrieflyPausedRedisIsNotAnOutage: under FailClosed, a task queued while

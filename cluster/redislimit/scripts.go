@@ -7,124 +7,336 @@ import "github.com/redis/go-redis/v9"
 //
 //	PREFIX:{SCOPE:KEY}:l  sorted set: lease id -> expiry (ms, Redis TIME)
 //	PREFIX:{SCOPE:KEY}:n  hash: lease id -> permits in the lease
+//	PREFIX:{SCOPE:KEY}:s  hash: lease id -> its slots, "3,7,8"
+//	PREFIX:{SCOPE:KEY}:b  bitmap: bit i set while slot i is leased
 //	PREFIX:{SCOPE:KEY}:f  the fencing counter
 //	PREFIX:{SCOPE:KEY}:w  sorted set: holder id -> expiry, holders that wait
+//	PREFIX:{SCOPE:KEY}:g  hash: holder id -> when it was last served (ms)
+//	PREFIX:{SCOPE:KEY}:q  hash: holder id -> the permits it waits for
 //
-// Every change is one script, so it is atomic, and every script takes the
-// time from Redis's TIME: no client clock is ever compared with another.
+// A lease id starts with its holder's id and ':'. Every change is one
+// script, so it is atomic, and every script takes the time from Redis's
+// TIME: no client clock is ever compared with another.
+//
+// Slots. A key of limit N has slots 0..N-1, and every leased permit is one
+// of them: a lease holds as many slots as permits, and a slot is in at most
+// one live lease. A slot leased again after its lease was lost (expired, or
+// given back) comes with a greater fencing token: slot by slot, the tokens
+// fence as a limit-1 key's do (see Fencing).
+//
+// Shares. While a holder waits (it was refused a block within the last TTL),
+// the limit is split between the contenders: every holder that holds
+// permits of the key or waits for some. The split is max-min fair: a
+// contender that does not wait keeps what it holds if that is no more than
+// an even split of what the others leave; the rest is split evenly between
+// the others. What does not split evenly goes to the contenders that have
+// gone longest without being served (a grant, or a give-back, marks a
+// holder served; one above the even split counts as being served now), one
+// permit each; the first of them is given at least the weight it waits for,
+// so that a task heavier than an even share is not starved. So with limit 1
+// and two holders that both want it, the permit alternates. Each holder is
+// told its share (its cap) in every reply and in every contention notice,
+// and how many holders are deprived: waiting for room within their cap
+// while they hold less than an even split. It is granted no more than its
+// cap while others wait, gives back what it holds above it once its
+// quantum (the renew interval) from its last grant is over, and, while
+// someone is deprived, the permits no task of it has used for a poll
+// interval (share.go).
 
-// acquireScript reaps expired leases, then grants a lease of between need
-// and want permits if that many are free, with a fencing token greater than
-// any issued for the key. The token is max(counter+1, TIME in µs), so that
-// tokens keep rising across a restart of a Redis without persistence (the
-// counter restarts from the clock) as long as fewer than a million are
-// issued per second on average. A holder refused for lack of room is
-// recorded as waiting for a TTL (a grant does not end that: one block may
-// not be all it needs), which tells the others to give back what they hold
-// above an even share of the limit; while others wait, a holder is not
-// granted more than that share (and is not recorded as waiting for being
-// refused more: it is not starved).
-//
-// A refusal is also published on the contention channel (ARGV[7]) as
-// "holder_id|leases_key", so that the holders of the key learn at once that
-// someone waits, rather than at their next renewal.
-//
-// KEYS: l n f w. ARGV: limit want need ttl_ms lease_id holder_id channel.
-// Returns {granted, token, free_after, other_waiters}.
-var acquireScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-for _, m in ipairs(expired) do redis.call('HDEL', KEYS[2], m) end
-if #expired > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
-local used, mine = 0, 0
-local all = redis.call('HGETALL', KEYS[2])
-local me = ARGV[6] .. ':'
-for i = 1, #all, 2 do
-  local v = tonumber(all[i + 1])
-  used = used + v
-  if string.sub(all[i], 1, #me) == me then mine = mine + v end
+// sharesLua is the code the scripts share.
+const sharesLua = `
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-local others = redis.call('ZCARD', KEYS[4])
-if redis.call('ZSCORE', KEYS[4], ARGV[6]) then others = others - 1 end
-local free = limit - used
-if others > 0 then
-  local fair = math.floor((limit + others) / (others + 1))
-  if mine + need > fair then return {0, 0, free, others} end
-  want = math.min(want, fair - mine)
-end
-if free < need then
-  redis.call('ZADD', KEYS[4], now + ttl, ARGV[6])
-  redis.call('PEXPIRE', KEYS[4], ttl * 2)
-  redis.call('PUBLISH', ARGV[7], ARGV[6] .. '|' .. KEYS[1])
-  return {0, 0, free, others}
-end
-local grant = math.min(want, free)
-local tok = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1, nowus)
-redis.call('SET', KEYS[3], string.format('%.0f', tok), 'PX', 86400000)
-redis.call('ZADD', KEYS[1], now + ttl, ARGV[5])
-redis.call('HSET', KEYS[2], ARGV[5], grant)
-redis.call('PEXPIRE', KEYS[1], ttl * 2)
-redis.call('PEXPIRE', KEYS[2], ttl * 2)
-return {grant, tok, free - grant, others}
-`)
 
-// renewScript extends each live lease named in ARGV by the TTL, lowers its
-// permits to the size given with it if that is smaller (a give-back that
-// failed, or whose reply was lost, is made good; never raised), and drops
-// each lease that has expired. KEYS: l n w. ARGV: ttl_ms holder_id then
-// id size pairs. Returns {other_waiters, alive_1, alive_2, ...} (1 alive, 0
-// lost).
-var renewScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local others = redis.call('ZCARD', KEYS[3])
-if redis.call('ZSCORE', KEYS[3], ARGV[2]) then others = others - 1 end
-local out = {others}
-for i = 3, #ARGV, 2 do
-  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if s and tonumber(s) > now then
-    redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
-    local c = tonumber(redis.call('HGET', KEYS[2], ARGV[i]) or '0')
-    local size = tonumber(ARGV[i + 1])
-    if size > 0 and size < c then redis.call('HSET', KEYS[2], ARGV[i], size) end
-    out[#out + 1] = 1
-  else
-    if s then redis.call('ZREM', KEYS[1], ARGV[i]) end
-    redis.call('HDEL', KEYS[2], ARGV[i])
-    out[#out + 1] = 0
+local function owner(id) return string.match(id, '^([^:]*):') end
+
+-- drop_slots frees the slots of lease id.
+local function drop_slots(s, b, id)
+  local list = redis.call('HGET', s, id)
+  if list then
+    for x in string.gmatch(list, '%d+') do redis.call('SETBIT', b, tonumber(x), 0) end
+    redis.call('HDEL', s, id)
   end
 end
-redis.call('PEXPIRE', KEYS[1], ttl * 2)
-redis.call('PEXPIRE', KEYS[2], ttl * 2)
+
+-- reap drops the expired leases.
+local function reap(l, n, s, b, now)
+  local expired = redis.call('ZRANGEBYSCORE', l, '-inf', now)
+  for _, id in ipairs(expired) do
+    drop_slots(s, b, id)
+    redis.call('HDEL', n, id)
+  end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', l, '-inf', now) end
+end
+
+-- keep_only lowers lease id to the slots of list that it holds (never
+-- raises it), freeing the others; it drops the lease when none is left.
+-- It returns the permits left and the permits freed.
+local function keep_only(l, n, s, b, id, list)
+  local stored = redis.call('HGET', s, id)
+  if not stored then return 0, 0 end
+  local want = {}
+  for x in string.gmatch(list, '%d+') do want[x] = true end
+  local kept, freed = {}, 0
+  for x in string.gmatch(stored, '%d+') do
+    if want[x] then kept[#kept + 1] = x else
+      redis.call('SETBIT', b, tonumber(x), 0)
+      freed = freed + 1
+    end
+  end
+  if #kept == 0 then
+    redis.call('HDEL', s, id)
+    redis.call('HDEL', n, id)
+    redis.call('ZREM', l, id)
+  elseif freed > 0 then
+    redis.call('HSET', s, id, table.concat(kept, ','))
+    redis.call('HSET', n, id, #kept)
+  end
+  return #kept, freed
+end
+
+-- shares returns the permits leased, each holder's permits, how many
+-- holders other than me wait, each contender's cap (nil when nobody
+-- waits), and how many holders other than me are deprived (below). asking:
+-- me is asking now for need permits (it counts as waiting).
+local function shares(n, w, g, q, limit, me, now, asking, need)
+  redis.call('ZREMRANGEBYSCORE', w, '-inf', now)
+  local waiting, others = {}, 0
+  for _, h in ipairs(redis.call('ZRANGE', w, 0, -1)) do
+    waiting[h] = true
+    if h ~= me then others = others + 1 end
+  end
+  if asking then waiting[me] = true end
+  local hold, used = {}, 0
+  if next(waiting) == nil then return used, hold, others, nil, 0, false end
+  local all = redis.call('HGETALL', n)
+  for i = 1, #all, 2 do
+    local h, v = owner(all[i]), tonumber(all[i + 1])
+    used = used + v
+    hold[h] = (hold[h] or 0) + v
+  end
+  local served, wants = {}, {}
+  local gs = redis.call('HGETALL', g)
+  for i = 1, #gs, 2 do
+    if hold[gs[i]] or waiting[gs[i]] then served[gs[i]] = tonumber(gs[i + 1]) else redis.call('HDEL', g, gs[i]) end
+  end
+  local qs = redis.call('HGETALL', q)
+  for i = 1, #qs, 2 do
+    if waiting[qs[i]] then wants[qs[i]] = tonumber(qs[i + 1]) else redis.call('HDEL', q, qs[i]) end
+  end
+  if asking then wants[me] = math.max(wants[me] or 0, need) end
+  local cs = {}
+  for h in pairs(hold) do cs[#cs + 1] = h end
+  for h in pairs(waiting) do if not hold[h] then cs[#cs + 1] = h end end
+  -- Those that do not wait first, smallest first: each keeps what it holds
+  -- while that is no more than an even split of what is left.
+  table.sort(cs, function(a, b)
+    local da, db = waiting[a] and math.huge or hold[a], waiting[b] and math.huge or hold[b]
+    if da ~= db then return da < db end
+    return a < b
+  end)
+  local caps, pool, m, rest = {}, limit, #cs, {}
+  for _, h in ipairs(cs) do
+    if #rest == 0 and not waiting[h] and hold[h] * m <= pool then
+      caps[h] = hold[h]
+      pool, m = pool - hold[h], m - 1
+    else
+      rest[#rest + 1] = h
+    end
+  end
+  -- The rest split the pool evenly; what does not split goes, one each,
+  -- to those served longest ago (those above the split count as served
+  -- now), and the first of them gets at least what it waits for.
+  local fl = math.floor(pool / #rest)
+  table.sort(rest, function(a, b)
+    local ua, ub = (hold[a] or 0) > fl, (hold[b] or 0) > fl
+    if ua ~= ub then return ub end
+    local sa, sb = served[a] or now, served[b] or now
+    if sa ~= sb then return sa < sb end
+    return a < b
+  end)
+  local head = rest[1]
+  local hc = fl
+  if pool > fl * #rest then hc = fl + 1 end
+  if waiting[head] and (wants[head] or 0) > hc then hc = math.min(wants[head], pool) end
+  caps[head] = hc
+  pool = pool - hc
+  if #rest > 1 then
+    local f2 = math.floor(pool / (#rest - 1))
+    local extra = pool - f2 * (#rest - 1)
+    for i = 2, #rest do
+      caps[rest[i]] = f2
+      if i - 1 <= extra then caps[rest[i]] = f2 + 1 end
+    end
+  end
+  -- Deprived: waiting for room within its cap while it holds less than an
+  -- even split (or nothing). The one permit more that the first in line
+  -- may have comes to it as the others' quantum ends, not from their idle
+  -- permits: so it does not pull permits around at each grant.
+  local deprived, medeprived = 0, false
+  for h in pairs(waiting) do
+    local hh = hold[h] or 0
+    if hh < math.max(fl, 1) and hh + math.max(wants[h] or 1, 1) <= caps[h] then
+      if h == me then medeprived = true else deprived = deprived + 1 end
+    end
+  end
+  return used, hold, others, caps, deprived, medeprived
+end
+
+local function capstr(caps)
+  if not caps then return '' end
+  local out = {}
+  for h, c in pairs(caps) do out[#out + 1] = h .. '=' .. c end
+  return table.concat(out, ',')
+end
+`
+
+// acquireScript reaps expired leases, then grants a lease of between need
+// and want permits (slots) if that many are free and the holder's share
+// allows it, with a fencing token greater than any issued for the key. The
+// token is max(counter+1, TIME in µs), so that tokens keep rising across a
+// restart of a Redis without persistence (the counter restarts from the
+// clock) as long as fewer than a million are issued per second on average.
+//
+// A refused holder, for lack of room or for its share, is recorded as
+// waiting for wait_ms (with the weight it waits for): a holder that still
+// waits asks again at least once per renew interval, and one that no
+// longer does drops out soon after. The refusal is
+// published on the contention channel (ARGV[7]) as
+// "w|holder_id|leases_key|deprived|holder=cap,...", so that the holders of
+// the key learn at once that someone waits, how many wait below their cap
+// (for room), and what each may keep. A grant ends the holder's wait and
+// marks it served; while others wait, it is published the same way, since
+// it changes their caps.
+//
+// KEYS: l n s b f w g q. ARGV: limit want need ttl_ms lease_id holder_id
+// channel wait_ms. Returns {granted, token, free_after, other_waiters, cap,
+// deprived, slot...}; cap is the most the holder may keep (the limit when
+// nobody else waits), deprived how many others wait below their cap.
+var acquireScript = redis.NewScript(sharesLua + `
+local now, nowus = clock()
+local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local me = ARGV[6]
+reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
+local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
+local mine, free, cap = hold[me] or 0, limit - used, limit
+if others > 0 then cap = caps[me] end
+local grant = 0
+if mine + need <= cap and free >= need then grant = math.min(want, cap - mine, free) end
+local slots = {}
+if grant > 0 then
+  for _ = 1, grant do
+    local pos = redis.call('BITPOS', KEYS[4], 0)
+    if pos < 0 or pos >= limit then break end
+    redis.call('SETBIT', KEYS[4], pos, 1)
+    slots[#slots + 1] = pos
+  end
+  if #slots < need then
+    for _, x in ipairs(slots) do redis.call('SETBIT', KEYS[4], x, 0) end
+    slots = {}
+  end
+end
+if #slots == 0 then
+  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[8]), me)
+  redis.call('HSETNX', KEYS[7], me, now)
+  redis.call('HSET', KEYS[8], me, math.max(tonumber(redis.call('HGET', KEYS[8], me) or '0'), need))
+  for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
+  local all = deprived
+  if medeprived and free < need then all = all + 1 end
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. all .. '|' .. capstr(caps))
+  return {0, 0, free, others, cap, deprived}
+end
+grant = #slots
+local tok = math.max(tonumber(redis.call('GET', KEYS[5]) or '0') + 1, nowus)
+redis.call('SET', KEYS[5], string.format('%.0f', tok), 'PX', 86400000)
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[5])
+redis.call('HSET', KEYS[2], ARGV[5], grant)
+redis.call('HSET', KEYS[3], ARGV[5], table.concat(slots, ','))
+redis.call('ZREM', KEYS[6], me)
+redis.call('HDEL', KEYS[8], me)
+redis.call('HSET', KEYS[7], me, now)
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
+redis.call('PEXPIRE', KEYS[7], ttl * 2)
+local _, _, others2, caps2, deprived2 = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, false, 0)
+local cap2 = limit
+if others2 > 0 then
+  cap2 = caps2[me]
+  -- The grant moved this holder to the back of the line: the others' caps
+  -- changed too.
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. deprived2 .. '|' .. capstr(caps2))
+end
+local out = {grant, tok, free - grant, others2, cap2, deprived2}
+for _, x in ipairs(slots) do out[#out + 1] = x end
 return out
 `)
 
-// releaseScript lowers a lease to left permits (gives it all back when left
-// is 0). It sets a size rather than subtracting, so that a release sent
-// twice (a retry after a lost reply, or the next renewal's size) gives back
-// nothing twice, and it never raises a lease. KEYS: l n. ARGV: id left.
+// renewScript extends each live lease named in ARGV by the TTL, lowers it
+// to the slots given with it (a give-back that failed, or whose reply was
+// lost, is made good; never raised), and drops each lease that has expired.
+// KEYS: l n s b w g q. ARGV: ttl_ms holder_id limit, then id slots pairs.
+// Returns {other_waiters, cap (-1: nobody else waits), deprived, alive_1,
+// alive_2, ...} (1 alive, 0 lost).
+var renewScript = redis.NewScript(sharesLua + `
+local now = clock()
+local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
+local alive = {}
+for i = 4, #ARGV, 2 do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
+    keep_only(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
+    alive[#alive + 1] = 1
+  else
+    drop_slots(KEYS[3], KEYS[4], ARGV[i])
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    alive[#alive + 1] = 0
+  end
+end
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
+local _, _, others, caps, deprived = shares(KEYS[2], KEYS[5], KEYS[6], KEYS[7], limit, me, now, false, 0)
+local cap = -1
+if others > 0 then cap = caps[me] or 0 end
+local out = {others, cap, deprived}
+for _, a in ipairs(alive) do out[#out + 1] = a end
+return out
+`)
+
+// releaseScript lowers a lease to the slots listed (gives it all back when
+// the list is empty), freeing the others. It keeps what the list names
+// rather than subtracting, so that a release sent twice (a retry after a
+// lost reply, or the next renewal's list) gives back nothing twice, and it
+// never raises a lease. It marks the holder served, and when it freed
+// permits while holders wait it publishes "f|leases_key" on the contention
+// channel, so that they ask again at once.
+// KEYS: l n s b w g. ARGV: id slots holder_id channel ttl_ms.
 // Returns the permits left in the lease, or -1 if it was gone.
-var releaseScript = redis.NewScript(`
-local c = redis.call('HGET', KEYS[2], ARGV[1])
-if not c then
+var releaseScript = redis.NewScript(sharesLua + `
+local now = clock()
+if not redis.call('HGET', KEYS[3], ARGV[1]) then
   redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[2], ARGV[1])
   return -1
 end
-local left = tonumber(ARGV[2])
-if left <= 0 then
-  redis.call('HDEL', KEYS[2], ARGV[1])
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return 0
+local left, freed = keep_only(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[6], ARGV[3], now)
+redis.call('PEXPIRE', KEYS[6], tonumber(ARGV[5]) * 2)
+if freed > 0 and redis.call('ZCOUNT', KEYS[5], now, '+inf') > 0 then
+  redis.call('PUBLISH', ARGV[4], 'f|' .. KEYS[1])
 end
-if left < tonumber(c) then
-  redis.call('HSET', KEYS[2], ARGV[1], left)
-  return left
+return left
+`)
+
+// unwaitScript ends a holder's waiting record: no task of it waits for the
+// key any more. If others still wait, their caps may have risen: it
+// publishes "f|leases_key" so that they ask again. KEYS: l w q. ARGV:
+// holder_id channel. Returns 1 if the holder was recorded.
+var unwaitScript = redis.NewScript(`
+local removed = redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+if removed > 0 and redis.call('ZCARD', KEYS[2]) > 0 then
+  redis.call('PUBLISH', ARGV[2], 'f|' .. KEYS[1])
 end
-return tonumber(c)
+return removed
 `)

@@ -307,3 +307,28 @@ func TestCloseCancelsWithErrClosed(t *testing.T) {
 		t.Fatalf("TryAcquire after Close: %v, want ErrClosed", err)
 	}
 }
+
+// Permits a holder no longer uses go back as soon as another holder waits
+// for room below its cap: not at its next renewal round (here parked), and
+// although they are within its own cap. Limit 6: A holds 1 that no task
+// uses, C holds 5 in use (just leased: it keeps them a quantum), and B,
+// refused, gets A's permit.
+func TestIdlePermitsGoToAWaiter(t *testing.T) {
+	addr := startRedis(t)
+	slow := []redislimit.Option{redislimit.WithLeaseTTL(3 * time.Second), redislimit.WithRenewInterval(time.Second)}
+	a, b, c := newHolder(t, addr, slow...), newHolder(t, addr), newHolder(t, addr, slow...)
+	la, lb, lc := a.Groups(6), b.Groups(6), c.Groups(6)
+	na, nb, nc := attach(t, la), attach(t, lb), attach(t, lc)
+	acquire(t, la, na, "g", 1, 5*time.Second).Release()
+	defer parkRenewals(a)()
+	pc := acquire(t, lc, nc, "g", 5, 5*time.Second)
+	defer pc.Release()
+	p := acquire(t, lb, nb, "g", 1, 5*time.Second)
+	defer p.Release()
+	if s := a.Stats(); s.LeasesLost != 0 || s.Returned != 1 {
+		t.Fatalf("A's stats %+v: its permit did not come back through a give-back", s)
+	}
+	if s := c.Stats(); s.PermitsLeased != 5 {
+		t.Fatalf("C's stats %+v: B was served by C's permits, not A's idle one", s)
+	}
+}

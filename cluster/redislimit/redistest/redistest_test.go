@@ -46,3 +46,19 @@ func TestStopStartPause(t *testing.T) {
 		t.Fatalf("PING a restarted server: %v", err)
 	}
 }
+
+func TestProxyStallAndResume(t *testing.T) {
+	s := redistest.Start(t)
+	p := redistest.StartProxy(t, s.Addr())
+	if err := redistest.Ping(p.Addr()); err != nil {
+		t.Fatalf("PING through the proxy: %v", err)
+	}
+	p.Stall()
+	if err := redistest.Ping(p.Addr()); err == nil {
+		t.Fatal("a stalled proxy answered")
+	}
+	p.Resume()
+	if err := redistest.Ping(p.Addr()); err != nil {
+		t.Fatalf("PING after Resume: %v", err)
+	}
+}

@@ -1,0 +1,107 @@
+package bulkhead_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/bulkhead"
+)
+
+// gate is a Listener that holds the goroutine of an acquire that has just
+// queued (EventRequestQueued is delivered on it) until the test lets it go:
+// the test acts between the queueing and the wait.
+type gate struct {
+	queued  chan struct{}
+	proceed chan struct{}
+}
+
+func newGate() *gate { return &gate{queued: make(chan struct{}), proceed: make(chan struct{})} }
+
+func (g *gate) OnEvent(e bulkhead.Event) {
+	if e.Code == bulkhead.EventRequestQueued {
+		g.queued <- struct{}{}
+		<-g.proceed
+	}
+}
+
+// An acquire whose context ends before any permit is free fails with the
+// context's error, even when the permit is issued to it before it looks,
+// and the permit goes to the next in line. Each iteration grants the
+// permit to a waiter whose context has already ended before the waiter
+// looks at either: a bulkhead that took whichever came first would return
+// the permit in half of them.
+func TestAcquireCancelledBeforeGrantFails(t *testing.T) {
+	g := newGate()
+	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour), bulkhead.WithListener(g))
+	for i := range 64 {
+		held := acquire(t, b, 1)
+		ctx, cancel := context.WithCancel(bg)
+		w1 := acquireAsync(ctx, b, 1)
+		<-g.queued
+		w2 := acquireAsync(bg, b, 1)
+		<-g.queued
+		cancel()
+		release(t, b, held) // issues the permit to w1, whose context has ended
+		g.proceed <- struct{}{}
+		g.proceed <- struct{}{}
+		if p, err := w1.wait(t); !errors.Is(err, context.Canceled) {
+			t.Fatalf("iteration %d: Acquire returned (permit %d, %v) although its context ended before any permit was free", i, p.ID(), err)
+		}
+		p2, err := w2.wait(t)
+		if err != nil {
+			t.Fatalf("iteration %d: the next waiter: %v", i, err)
+		}
+		release(t, b, p2)
+		if s := stateOf(b); s.inFlight != 0 || s.queued != 0 {
+			t.Fatalf("iteration %d: %+v", i, s)
+		}
+		if err := b.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Submit admits through Acquire: a Submit whose context ends before a
+// permit is free never runs its function.
+func TestSubmitCancelledBeforeGrantNeverRuns(t *testing.T) {
+	g := newGate()
+	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour), bulkhead.WithListener(g))
+	var ran atomic.Int32
+	for i := range 64 {
+		held := acquire(t, b, 1)
+		ctx, cancel := context.WithCancel(bg)
+		type submitted struct {
+			h   *bulkhead.Handle[int]
+			err error
+		}
+		done := make(chan submitted, 1)
+		go func() {
+			h, err := bulkhead.Submit(b, ctx, func(context.Context) (int, error) {
+				ran.Add(1)
+				return 0, nil
+			})
+			done <- submitted{h, err}
+		}()
+		<-g.queued
+		cancel()
+		release(t, b, held)
+		g.proceed <- struct{}{}
+		s := <-done
+		if s.err == nil {
+			result(t, s.h)
+			t.Fatalf("iteration %d: Submit admitted a function whose context ended before any permit was free (it ran %d times)", i, ran.Load())
+		}
+		if !errors.Is(s.err, context.Canceled) {
+			t.Fatalf("iteration %d: %v", i, s.err)
+		}
+		if st := stateOf(b); st.inFlight != 0 || st.queued != 0 {
+			t.Fatalf("iteration %d: %+v", i, st)
+		}
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the function ran %d times", n)
+	}
+}

@@ -1,0 +1,91 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// call runs f, one call to Redis, with a context that ends after the op
+// timeout, and returns when f does or when that context ends, whichever
+// comes first. The client may not honour the context: go-redis, unless
+// ContextTimeoutEnabled is set, bounds a call by its own ReadTimeout and
+// WriteTimeout alone (5s by default, or never with -1). The holder does
+// not wait for it: the call is abandoned, its result dropped (an acquire
+// Redis executed anyway leaves a lease no one uses, which expires after the
+// TTL), and the goroutine running it ends when the client gives up.
+func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned call does not block
+	go func() {
+		v, err := f(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, &opTimeoutError{h.cfg.opTimeout}
+	}
+}
+
+// opTimeoutError is a call the holder stopped waiting for.
+type opTimeoutError struct{ d time.Duration }
+
+func (e *opTimeoutError) Error() string {
+	return fmt.Sprintf("redislimit: no reply within the op timeout %v", e.d)
+}
+
+func (e *opTimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// scriptCall is one script call of a pipeline; cmd holds its reply.
+type scriptCall struct {
+	s    *redis.Script
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+// runScripts sends calls, and then whatever more adds, in one pipelined
+// round trip, each call by its script's SHA1. The calls whose script Redis
+// does not know (NOSCRIPT: the first call, or Redis restarted) are sent
+// again with their script, in a second round trip. It returns the
+// pipeline's error and counts its round trips; each call's reply is in its
+// cmd.
+func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
+	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range calls {
+			c.cmd = c.s.EvalSha(ctx, p, c.keys, c.args...)
+		}
+		if more != nil {
+			more(p)
+		}
+		return nil
+	})
+	h.st.roundTrips.Add(1)
+	var again []*scriptCall
+	for _, c := range calls {
+		if e := c.cmd.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+			again = append(again, c)
+		}
+	}
+	if len(again) == 0 {
+		return err
+	}
+	_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range again {
+			c.cmd = c.s.Eval(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	h.st.roundTrips.Add(1)
+	return err
+}

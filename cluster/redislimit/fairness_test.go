@@ -1,0 +1,317 @@
+package redislimit_test
+
+// Even shares between processes: a process that joins holders already
+// using the whole limit gets its share, on ordinary keys and on a limit-1
+// key, and a contended limit-1 key under a full global limit runs its
+// tasks. Real redis-server, real OS processes (this test binary in mode
+// "demand"), real time: the assertions are on counts, with margins of two
+// and more, not on when things happen.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+	"github.com/redis/go-redis/v9"
+)
+
+// demandSpec is a "demand" process's load: its name, its tenants and their
+// cluster limits, the cluster global limit (0: none), how long each task
+// runs, and how many tasks each tenant keeps submitted.
+type demandSpec struct {
+	name    string
+	tenants map[string]int
+	global  int
+	task    time.Duration
+	depth   int
+}
+
+func (s demandSpec) String() string {
+	var ts []string
+	for t, l := range s.tenants {
+		ts = append(ts, t+"="+strconv.Itoa(l))
+	}
+	slices.Sort(ts)
+	return fmt.Sprintf("%s;%s;%d;%s;%d", s.name, strings.Join(ts, ","), s.global, s.task, s.depth)
+}
+
+func parseDemand(arg string) (demandSpec, error) {
+	f := strings.Split(arg, ";")
+	if len(f) != 5 {
+		return demandSpec{}, fmt.Errorf("demand spec %q", arg)
+	}
+	s := demandSpec{name: f[0], tenants: map[string]int{}}
+	for _, kv := range strings.Split(f[1], ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return s, err
+		}
+		s.tenants[k] = n
+	}
+	var err error
+	if s.global, err = strconv.Atoi(f[2]); err != nil {
+		return s, err
+	}
+	if s.task, err = time.ParseDuration(f[3]); err != nil {
+		return s, err
+	}
+	s.depth, err = strconv.Atoi(f[4])
+	return s, err
+}
+
+// ranKey is the Redis counter of the tasks of tenant started by process.
+func ranKey(prefix, tenant, process string) string {
+	return prefix + ":ran:" + tenant + ":" + process
+}
+
+// demand keeps spec.depth tasks of every tenant submitted through an
+// executor limited by h, each counting its start in Redis, until killed.
+func demand(h *redislimit.Holder, addr, prefix, arg string) int {
+	spec, err := parseDemand(arg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	// A client of its own with generous timeouts: the counts are the
+	// measurement, not part of the limiter.
+	pc := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 10 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1, Protocol: 2})
+	defer pc.Close()
+	// The local limits are above the cluster ones: only those bind.
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4*spec.depth), policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithGlobalMaxInFlight(len(spec.tenants)*spec.depth*2), policy.WithQueueTimeout(time.Hour))
+	opts := []executor.Option{executor.WithGroupLimiter(h.GroupsFunc(func(g string) int { return spec.tenants[g] }))}
+	if spec.global > 0 {
+		opts = append(opts, executor.WithGlobalLimiter(h.Global(spec.global)))
+	}
+	ex, err := executor.New(p, opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer ex.Close()
+	var wg sync.WaitGroup
+	for tenant := range spec.tenants {
+		key := ranKey(prefix, tenant, spec.name)
+		for range spec.depth {
+			wg.Go(func() {
+				for {
+					hd, err := executor.Submit(ex, context.Background(), executor.Task[int]{Group: tenant, Fn: func(ctx context.Context) (int, error) {
+						if err := pc.Incr(context.Background(), key).Err(); err != nil {
+							fmt.Fprintln(os.Stderr, "count:", err)
+							os.Exit(1)
+						}
+						select {
+						case <-time.After(spec.task):
+						case <-ctx.Done():
+						}
+						return 0, nil
+					}})
+					if err != nil {
+						fmt.Fprintln(os.Stderr, "submit:", err)
+						os.Exit(1)
+					}
+					if _, err := hd.Wait(context.Background()); err != nil {
+						return
+					}
+				}
+			})
+		}
+	}
+	fmt.Println("READY")
+	wg.Wait()
+	return 0
+}
+
+// ranCounts reads the tasks started per tenant and process.
+func ranCounts(t *testing.T, c *redis.Client, prefix string, tenants, processes []string) map[string]map[string]int64 {
+	t.Helper()
+	var keys []string
+	for _, tn := range tenants {
+		for _, p := range processes {
+			keys = append(keys, ranKey(prefix, tn, p))
+		}
+	}
+	vs, err := c.MGet(bg, keys...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]int64{}
+	i := 0
+	for _, tn := range tenants {
+		out[tn] = map[string]int64{}
+		for _, p := range processes {
+			if s, ok := vs[i].(string); ok {
+				out[tn][p], _ = strconv.ParseInt(s, 10, 64)
+			}
+			i++
+		}
+	}
+	return out
+}
+
+// window returns the tasks started per tenant and process during d, from
+// now.
+func window(t *testing.T, c *redis.Client, prefix string, tenants, processes []string, d time.Duration) map[string]map[string]int64 {
+	t.Helper()
+	before := ranCounts(t, c, prefix, tenants, processes)
+	time.Sleep(d) // the measurement window: the counts are compared, not the time
+	after := ranCounts(t, c, prefix, tenants, processes)
+	for tn, ps := range after {
+		for p := range ps {
+			after[tn][p] -= before[tn][p]
+		}
+	}
+	return after
+}
+
+// TestJoiningProcessGetsItsShare: three processes keep four tenants of
+// limit 5 and a tenant of limit 1 saturated (no global limit); a fourth,
+// identical, joins. Within a few renew intervals it runs at least half an
+// even share (1/4) of every tenant's tasks, the limit-1 tenant's included.
+func TestJoiningProcessGetsItsShare(t *testing.T) {
+	addr := startRedis(t)
+	prefix := "t:" + t.Name()
+	tenants := map[string]int{"t0": 5, "t1": 5, "t2": 5, "t3": 5, "k": 1}
+	procs := []string{"A", "B", "C", "D"}
+	spec := func(name string) string {
+		return demandSpec{name: name, tenants: tenants, task: 10 * time.Millisecond, depth: 8}.String()
+	}
+	for _, p := range procs[:3] {
+		startChild(t, "demand", addr, prefix, spec(p)).expect(t, "READY", 30*time.Second)
+	}
+	c := newClient(t, addr)
+	time.Sleep(4 * testRenew) // the three share everything between them
+	startChild(t, "demand", addr, prefix, spec("D")).expect(t, "READY", 30*time.Second)
+	time.Sleep(4 * testRenew) // a few renew intervals to get its share
+	names := slices.Sorted(func(yield func(string) bool) {
+		for tn := range tenants {
+			if !yield(tn) {
+				return
+			}
+		}
+	})
+	w := window(t, c, prefix, names, procs, 3*time.Second)
+	for _, tn := range names {
+		var total int64
+		for _, p := range procs {
+			total += w[tn][p]
+		}
+		t.Logf("tenant %s (limit %d): tasks started in the window per process %v", tn, tenants[tn], w[tn])
+		if total == 0 {
+			t.Fatalf("tenant %s ran nothing in the window", tn)
+		}
+		if share := float64(w[tn]["D"]) / float64(total); share < 1.0/8 {
+			t.Errorf("tenant %s: the joining process started %d of %d tasks (%.3f), want at least half an even share (1/8)", tn, w[tn]["D"], total, share)
+		}
+	}
+}
+
+// TestContendedLimitOneKeyRuns: two processes, 100 tenants of limit 2 and
+// a global limit of 50 that keeps everything contended, and a tenant of
+// limit 1 with demand in both: the limit-1 tenant runs at least a quarter
+// of what the median tenant runs.
+func TestContendedLimitOneKeyRuns(t *testing.T) {
+	addr := startRedis(t)
+	prefix := "t:" + t.Name()
+	tenants := map[string]int{"k": 1}
+	for i := range 100 {
+		tenants[fmt.Sprintf("t%02d", i)] = 2
+	}
+	procs := []string{"A", "B"}
+	for _, p := range procs {
+		s := demandSpec{name: p, tenants: tenants, global: 50, task: 20 * time.Millisecond, depth: 2}
+		startChild(t, "demand", addr, prefix, s.String()).expect(t, "READY", 30*time.Second)
+	}
+	c := newClient(t, addr)
+	time.Sleep(4 * testRenew)
+	names := slices.Sorted(func(yield func(string) bool) {
+		for tn := range tenants {
+			if !yield(tn) {
+				return
+			}
+		}
+	})
+	w := window(t, c, prefix, names, procs, 3*time.Second)
+	var per []int64
+	for _, tn := range names {
+		if tn != "k" {
+			per = append(per, w[tn]["A"]+w[tn]["B"])
+		}
+	}
+	slices.Sort(per)
+	median := per[len(per)/2]
+	k := w["k"]["A"] + w["k"]["B"]
+	t.Logf("limit-1 tenant: %d tasks (%v); median tenant of limit 2: %d (min %d, max %d)", k, w["k"], median, per[0], per[len(per)-1])
+	if median == 0 {
+		t.Fatal("the tenants ran nothing in the window")
+	}
+	if 4*k < median {
+		t.Fatalf("the contended limit-1 tenant started %d tasks, the median tenant %d: want at least a quarter", k, median)
+	}
+}
+
+// TestBatchesDoNotStall: six holders (in this process), ten tenants of
+// limit 4 and a global limit of 64, each holder submitting batches of
+// 2,000 short tasks and waiting for each batch, so that every tenant is
+// contended and each holder's demand for a tenant comes and goes. Permits
+// a holder no longer uses must reach the ones that wait as they free: the
+// renew interval is 10s here, and a permit left idle until a renewal round
+// would hold a batch that long. No task waits 5s to start (a batch takes
+// well under a second to run).
+func TestBatchesDoNotStall(t *testing.T) {
+	addr := startRedis(t)
+	const holders, tenants, batch = 6, 10, 2000
+	var exs []*executor.Executor
+	for range holders {
+		h := newHolder(t, addr, redislimit.WithLeaseTTL(30*time.Second), redislimit.WithRenewInterval(10*time.Second))
+		exs = append(exs, newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(16),
+			policy.WithMaxInFlightPerGroup(policy.Unlimited)}, h.Groups(4), h.Global(64)))
+	}
+	var mu sync.Mutex
+	var longest time.Duration
+	var wg sync.WaitGroup
+	for _, ex := range exs {
+		wg.Go(func() {
+			for range 3 {
+				var hs []*executor.Handle[int]
+				for i := range batch {
+					submitted := time.Now()
+					hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: fmt.Sprint("t", i%tenants), Fn: func(context.Context) (int, error) {
+						mu.Lock()
+						longest = max(longest, time.Since(submitted))
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+						return 0, nil
+					}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					hs = append(hs, hd)
+				}
+				for _, hd := range hs {
+					if r, err := hd.Wait(ctxTimeout(t, time.Minute)); err != nil || r.Status != executor.Success {
+						t.Errorf("task: %v %v %v", r.Status, r.Err, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("the longest wait to start: %v", longest)
+	if longest > 5*time.Second {
+		t.Fatalf("a task waited %v to start: permits stayed idle while others waited", longest)
+	}
+}

@@ -1,0 +1,367 @@
+package redislimit
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The refiller serves the keys queued for it in passes: every key's events,
+// give-backs and refills of one pass go to Redis in one pipelined round
+// trip, so that keys that need Redis at the same time (many tenants, each
+// with a block to lease or give back) share it.
+
+// maxPass is the most keys one pass serves.
+const maxPass = 128
+
+func (h *Holder) refiller() {
+	defer h.wg.Done()
+	poll := time.NewTimer(time.Hour)
+	poll.Stop()
+	for {
+		select {
+		case <-h.stop:
+			poll.Stop()
+			return
+		case <-h.work:
+		case <-poll.C:
+		}
+		h.mu.Lock()
+		q := h.queue
+		h.queue = nil
+		now := time.Now()
+		for _, l := range h.scopes {
+			for _, ks := range l.keys {
+				retry := ks.retry && !now.Before(ks.retryAt)
+				give := !ks.giveAt.IsZero() && !now.Before(ks.giveAt)
+				if (retry || give) && !ks.queued {
+					if retry {
+						ks.retry = false
+					}
+					if give {
+						ks.giveAt = time.Time{}
+					}
+					ks.queued = true
+					q = append(q, ks)
+				}
+			}
+		}
+		if len(q) > maxPass {
+			// The rest in the next pass: one pass's calls are one round
+			// trip, bounded by the op timeout.
+			h.queue = append(h.queue, q[maxPass:]...)
+			q = q[:maxPass]
+			h.kick()
+		}
+		for _, ks := range q {
+			ks.queued = false
+		}
+		h.mu.Unlock()
+		if len(q) > 0 {
+			h.serve(q)
+		}
+		h.mu.Lock()
+		var next time.Time // the earliest retry or give-back due
+		for _, l := range h.scopes {
+			for _, ks := range l.keys {
+				if ks.retry && (next.IsZero() || ks.retryAt.Before(next)) {
+					next = ks.retryAt
+				}
+				if !ks.giveAt.IsZero() && (next.IsZero() || ks.giveAt.Before(next)) {
+					next = ks.giveAt
+				}
+			}
+		}
+		h.mu.Unlock()
+		if !next.IsZero() {
+			poll.Reset(max(time.Until(next), 0))
+		}
+	}
+}
+
+// retryLocked makes the refiller serve ks again after d (0: at its next
+// pass).
+func (ks *keyState) retryLocked(d time.Duration) {
+	ks.retry = true
+	ks.retryAt = time.Now().Add(d)
+}
+
+// waitLocked records that Redis refused ks: it is asked for again when a
+// holder frees permits of the key (a notice), or at the next renewal round,
+// and not within a poll interval of this refusal however often notices
+// come: refusals wake the other holders (contention.go), and must not
+// answer each other at the speed of a round trip.
+func (ks *keyState) waitLocked() {
+	ks.waiting = true
+	ks.retryAt = time.Now().Add(ks.l.h.cfg.poll)
+}
+
+// askAgainLocked serves a refused key again: now, or when its poll interval
+// is over.
+func (h *Holder) askAgainLocked(ks *keyState) {
+	if !ks.waiting || ks.demand == 0 || ks.queued || ks.retry {
+		return
+	}
+	if time.Now().Before(ks.retryAt) {
+		ks.retry = true
+		h.kick()
+		return
+	}
+	h.enqueueLocked(ks)
+}
+
+// refillReq is one key's request for a block.
+type refillReq struct {
+	ks         *keyState
+	need, want int
+	id         string
+	call       *scriptCall
+	res        []int64
+	err        error
+}
+
+// after is what a pass does once the holder's lock is released.
+type after struct {
+	evs     []*Event
+	ret     []shrink
+	notify  []*keyState
+	dropped []*lease // leases to give back whole: granted too late, or after Close
+}
+
+func (a *after) run(h *Holder) {
+	h.emit(a.evs...)
+	if len(a.dropped) > 0 {
+		for _, le := range a.dropped {
+			a.ret = append(a.ret, shrink{le, nil, 0})
+		}
+	}
+	if len(a.ret) > 0 {
+		h.giveBack(a.ret)
+	}
+	for _, ks := range a.notify {
+		ks.l.notify(ks.key)
+	}
+}
+
+// serve does what the keys in q need: report, give back, lease, in one
+// round trip for all of them.
+func (h *Holder) serve(q []*keyState) {
+	var a after
+	var ret []shrink
+	var reqs []*refillReq
+	var unwaits []*keyState
+	h.mu.Lock()
+	now := time.Now()
+	for _, ks := range q {
+		if ks.fellBack > 0 {
+			a.evs = append(a.evs, &Event{Kind: EventFallback, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.fellBack})
+			ks.fellBack = 0
+		}
+		if ks.refused > 0 {
+			a.evs = append(a.evs, &Event{Kind: EventRejected, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
+			ks.refused = 0
+		}
+		if r := h.refillLocked(ks, now, &a); r != nil {
+			reqs = append(reqs, r)
+		}
+		if ks.unwait && ks.demand == 0 {
+			unwaits = append(unwaits, ks)
+		}
+		ks.unwait = false
+		if ks.giveUp {
+			ks.giveUp = false
+			idle, at := ks.idleLocked(now)
+			if k := max(ks.excessLocked(now), idle); k > 0 {
+				ret = append(ret, h.shrinkLocked(ks, k)...)
+			}
+			// Idle permits, not for long enough yet: look again then.
+			ks.giveUp, ks.giveAt = !at.IsZero(), at
+		}
+	}
+	relHook, replyHook := h.releaseHook, h.replyHook
+	h.mu.Unlock()
+	h.emit(a.evs...)
+	a.evs = nil
+	if len(ret) == 0 && len(reqs) == 0 && len(unwaits) == 0 {
+		a.run(h)
+		return
+	}
+
+	var relErr error
+	if len(ret) > 0 && relHook != nil {
+		relErr = relHook()
+	}
+	var calls []*scriptCall
+	if relErr == nil {
+		for _, s := range ret {
+			calls = append(calls, h.releaseCall(s))
+		}
+	}
+	for _, ks := range unwaits {
+		k := ks.keys
+		calls = append(calls, &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7]}, args: []any{ks.l.id, h.channel()}})
+	}
+	for _, r := range reqs {
+		ks := r.ks
+		r.call = &scriptCall{s: acquireScript, keys: ks.keys[:],
+			args: []any{ks.limit, r.want, r.need, h.cfg.ttl.Milliseconds(), r.id, ks.l.id, h.channel(), 2 * h.cfg.renew.Milliseconds()}}
+		calls = append(calls, r.call)
+	}
+	sent := time.Now()
+	_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
+	if replyHook != nil && len(reqs) > 0 {
+		if herr := replyHook(); herr != nil && err == nil {
+			err = herr
+		}
+	}
+	for _, r := range reqs {
+		if r.err = err; !failed(err) {
+			r.res, r.err = r.call.cmd.Int64Slice()
+		}
+	}
+
+	h.mu.Lock()
+	if err == nil {
+		err = relErr
+	}
+	a.evs = append(a.evs, h.resultLocked(err))
+	for _, r := range reqs {
+		h.refilledLocked(r, sent, &a)
+	}
+	h.mu.Unlock()
+	a.run(h)
+}
+
+// refillLocked returns the request for a block that ks needs, if it needs
+// one from Redis now.
+func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq {
+	need := ks.demand
+	if need == 0 || h.closed {
+		return nil
+	}
+	if ks.pickLocked(need, now) != nil || h.down {
+		// Permits at hand serve it now (a give-back brought this holder
+		// down to its cap, or a task finished): no call to Redis. Or the
+		// holder is down: the executor asks again and meets the failure
+		// policy, with no call either (the renewal loop probes Redis).
+		ks.waiting = false
+		h.dropDemandLocked(ks)
+		ks.wantedLocked(now)
+		a.notify = append(a.notify, ks)
+		return nil
+	}
+	if now.Before(ks.retryAt) {
+		// Refused or failed a moment ago: ask at most once per poll
+		// interval, however often the refiller wakes for this key (a
+		// task's new demand, a notice, a give-back).
+		ks.retry = true
+		return nil
+	}
+	ks.waiting = false
+	h.leaseSeq++
+	return &refillReq{ks: ks, need: need, want: min(max(ks.block, need), ks.limit), // Redis lowers it to the cap
+		id: ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10)}
+}
+
+// refilledLocked uses Redis's reply to r, sent at sent.
+func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
+	ks, res, need := r.ks, r.res, r.need
+	if r.err == nil && (len(res) < 6 || (res[0] > 0 && len(res) != 6+int(res[0]))) {
+		r.err = redis.Nil
+	}
+	if r.err != nil {
+		if !h.down {
+			// One failure is not an outage: ask again at the poll rate.
+			ks.retryLocked(h.cfg.poll)
+			return
+		}
+		// The executor asks again and now meets the failure policy; the
+		// demand is set again if it still waits.
+		ks.demand = 0
+		a.notify = append(a.notify, ks)
+		return
+	}
+	ks.setShareLocked(int(res[3]), int(res[4]), int(res[5]))
+	now := time.Now()
+	if res[0] == 0 {
+		h.st.refillsDenied.Add(1)
+		ks.recorded = true
+		held, free := ks.held()
+		// A waiter's demand is dropped only with a notify, or when a task
+		// of this key runs here: its Release makes the executor ask again.
+		switch {
+		case ks.pickLocked(need, now) != nil:
+			// A task finished meanwhile: its permits serve the waiter.
+			h.dropDemandLocked(ks)
+			ks.wantedLocked(now)
+			h.enqueueLocked(ks)
+			a.notify = append(a.notify, ks)
+		case free >= need:
+			// Free permits here would cover it, but they are split over
+			// leases or due back: give them back and lease anew (a block
+			// of at least need, within the cap).
+			a.ret = append(a.ret, h.shrinkLocked(ks, free)...)
+			ks.retryLocked(0)
+		case held >= ks.limit:
+			// The whole limit is here and tasks of this key run on it
+			// (free < need <= limit): the first to finish makes the
+			// executor ask again.
+			h.dropDemandLocked(ks)
+		case now.Sub(ks.since) > h.cfg.ttl:
+			// Nobody asked for a while: let the executor ask again if it
+			// still waits, rather than ask Redis for nothing.
+			h.dropDemandLocked(ks)
+			a.notify = append(a.notify, ks)
+		default:
+			ks.waitLocked()
+		}
+		return
+	}
+	h.st.refills.Add(1)
+	slots := make([]int, len(res)-6)
+	for i, s := range res[6:] {
+		slots[i] = int(s)
+	}
+	le := &lease{ks: ks, id: r.id, token: res[1], slots: slots, free: append([]int(nil), slots...),
+		permits: make(map[*permit]struct{})}
+	le.setValid(sent.Add(h.localValidity()))
+	if h.closed {
+		// Close is giving every lease back; this one too.
+		a.dropped = append(a.dropped, le)
+		return
+	}
+	// The validity counts from when the request was sent, as for a
+	// renewal: a slow reply leaves less of it.
+	left := le.valid.Sub(now)
+	if left <= 0 {
+		// The reply came too late to trust the lease: give it back and
+		// ask again.
+		ks.retryLocked(0)
+		a.dropped = append(a.dropped, le)
+		return
+	}
+	le.timer = time.AfterFunc(left, func() { h.expire(le) })
+	ks.leases = append(ks.leases, le)
+	h.leases++
+	if !ks.granted.IsZero() && sent.Sub(ks.granted) < h.cfg.renew {
+		ks.block = min(ks.block*2, h.cfg.maxBlock) // refills in quick succession: lease more at once
+	}
+	ks.granted = sent
+	ks.demand, ks.recorded = 0, false
+	a.notify = append(a.notify, ks)
+}
+
+// dropDemandLocked forgets that a task of ks waits here. If Redis still
+// counts this holder as waiting for the key, the next pass tells it that it
+// no longer is: a stale record would keep the others' caps low (they
+// would be refused for a share no one wants) for up to two renew
+// intervals.
+func (h *Holder) dropDemandLocked(ks *keyState) {
+	ks.demand = 0
+	if ks.recorded {
+		ks.recorded, ks.unwait = false, true
+		h.enqueueLocked(ks)
+	}
+}

@@ -1,0 +1,135 @@
+package redislimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func (h *Holder) renewer() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.cfg.renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.renewOnce()
+	}
+}
+
+type renewal struct {
+	ks     *keyState
+	leases []*lease
+	slots  []string // the leases' slots when the round began
+}
+
+// renewOnce is one round of the renewal loop.
+func (h *Holder) renewOnce() {
+	h.mu.Lock()
+	now := time.Now()
+	var rs []renewal
+	var ret []shrink
+	for _, l := range h.scopes {
+		for key, ks := range l.keys {
+			// Permits free throughout the round were not needed: give
+			// them back, and lease smaller blocks. Then what is held above
+			// the cap, once its quantum is over.
+			_, free := ks.held()
+			if k := min(ks.minFree, free); k > 0 {
+				ret = append(ret, h.shrinkLocked(ks, k)...)
+				ks.block = max(1, ks.block/2)
+			}
+			if ex := ks.excessLocked(now); ex > 0 {
+				ret = append(ret, h.shrinkLocked(ks, ex)...)
+			}
+			_, ks.minFree = ks.held()
+			h.askAgainLocked(ks)
+			if len(ks.leases) == 0 {
+				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 {
+					delete(l.keys, key) // an idle key costs nothing
+				}
+				continue
+			}
+			r := renewal{ks, append([]*lease(nil), ks.leases...), make([]string, len(ks.leases))}
+			for i, le := range ks.leases {
+				r.slots[i] = slotList(le.slots)
+			}
+			rs = append(rs, r)
+		}
+	}
+	probe := h.down && len(rs) == 0
+	hook := h.renewHook
+	h.mu.Unlock()
+	if len(rs) == 0 && len(ret) == 0 && !probe {
+		return
+	}
+
+	sent := time.Now()
+	var err error
+	if hook != nil {
+		err = hook()
+	}
+	calls := make([]*scriptCall, len(rs))
+	if err == nil {
+		for i, r := range rs {
+			args := make([]any, 0, 3+2*len(r.leases))
+			args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit)
+			for j, le := range r.leases {
+				args = append(args, le.id, r.slots[j])
+			}
+			k := r.ks.keys
+			calls[i] = &scriptCall{s: renewScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6], k[7]}, args: args}
+		}
+		for _, s := range ret {
+			calls = append(calls, h.releaseCall(s))
+		}
+		_, err = call(h, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, h.runScripts(ctx, calls, func(p redis.Pipeliner) {
+				if probe {
+					p.Ping(ctx)
+				}
+			})
+		})
+	}
+
+	var lost []lostLease
+	var stale []shrink
+	h.mu.Lock()
+	ev := h.resultLocked(err)
+	if !failed(err) {
+		h.st.renewals.Add(1)
+		for i, r := range rs {
+			res, cerr := calls[i].cmd.Int64Slice()
+			if cerr != nil || len(res) != 3+len(r.leases) {
+				continue // the local deadline decides
+			}
+			r.ks.setShareLocked(int(res[0]), int(res[1]), int(res[2]))
+			if r.ks.others > 0 {
+				// What to give back may have changed with the caps.
+				r.ks.giveUp = true
+				h.enqueueLocked(r.ks)
+			}
+			for j, le := range r.leases {
+				switch alive := res[3+j]; {
+				case alive == 0 && !le.lost:
+					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)", nil))
+				case alive == 1 && le.lost:
+					stale = append(stale, shrink{le, nil, 0}) // lost here meanwhile: free it there
+				case alive == 1:
+					le.setValid(sent.Add(h.localValidity()))
+					le.timer.Reset(time.Until(le.valid))
+				}
+			}
+		}
+	}
+	h.mu.Unlock()
+	h.emit(ev)
+	h.cancelAll(lost)
+	if len(stale) > 0 {
+		h.giveBack(stale)
+	}
+}
