@@ -76,13 +76,23 @@ func (ex *Executor) unlock(g *group, b *batch) {
 	if ex.wantsGlobalLocked(g) != g.inReady {
 		g.resync = true // read by CheckInvariants until resync runs
 	}
-	resync := g.resync || g.transit > 0
-	g.mu.Unlock()
 	switch {
-	case resync:
-		ex.resync(g, b)
+	case g.resync || g.transit > 0:
+		if ex.disp.mu.TryLock() {
+			// The dispatcher's mutex is free: resync without letting go of
+			// g first (the lock order is the dispatcher's, then a group's,
+			// but a TryLock never waits). It saves a lock of g per finish
+			// while groups wait for global room.
+			ex.resyncLocked(g, b)
+		} else {
+			g.mu.Unlock()
+			ex.resync(g, b)
+		}
 	case b.gave && ex.global.waiters.Load() > 0:
+		g.mu.Unlock()
 		ex.dispatch(b)
+	default:
+		g.mu.Unlock()
 	}
 	if b.take {
 		b.taken = ex.takeStarted(b)

@@ -101,6 +101,12 @@ func (ex *Executor) resync(g *group, b *batch) {
 	d := &ex.disp
 	d.mu.Lock()
 	g.mu.Lock()
+	ex.resyncLocked(g, b)
+}
+
+// resyncLocked is resync with the dispatcher's mutex and g's held; it
+// releases both.
+func (ex *Executor) resyncLocked(g *group, b *batch) {
 	if g.transit > 0 {
 		ex.global.give(g.transit)
 		g.transit = 0
@@ -109,7 +115,7 @@ func (ex *Executor) resync(g *group, b *batch) {
 	ex.placeLocked(g)
 	g.mu.Unlock()
 	ex.dispatchLocked(b)
-	d.mu.Unlock()
+	ex.disp.mu.Unlock()
 }
 
 // dispatch hands free global room to the groups that wait for it.
@@ -184,6 +190,9 @@ func (ex *Executor) dispatchLocked(b *batch) {
 	var now time.Duration
 	for n := d.ready.Front(); n != nil; n = d.ready.Front() {
 		g := n.Value
+		if d.turn != g && ex.global.used.Load() >= ex.global.limit.Load() {
+			return // no room at all: no turn begins (asked before locking g)
+		}
 		g.mu.Lock()
 		if !ex.wantsGlobalLocked(g) {
 			ex.placeLocked(g) // stale: out of the list
