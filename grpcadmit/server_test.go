@@ -365,6 +365,7 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		{grpcadmit.WithDefaultGroup(""), `WithDefaultGroup("")`},
 		{grpcadmit.WithRetryAfter(-time.Second), "WithRetryAfter(-1s)"},
 		{grpcadmit.WithFailure(nil), "WithFailure(nil)"},
+		{grpcadmit.WithWeightFunc(nil), "WithWeightFunc(nil)"},
 		{nil, "nil Option"},
 	} {
 		for name, build := range map[string]func(){
