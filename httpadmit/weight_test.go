@@ -29,7 +29,7 @@ var weightParam = httpadmit.WithWeightFunc(func(r *http.Request) (int, error) {
 func TestHandlerWeights(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)})
-		g := newGate()
+		g := newGate(t)
 		// permits counts the weights of the requests inside next.
 		var permits, most atomic.Int64
 		counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
