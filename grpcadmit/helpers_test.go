@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -32,20 +31,6 @@ func newExec(t testing.TB, popts []policy.Option, eopts ...executor.Option) *exe
 	}
 	t.Cleanup(func() { ex.Close() })
 	return ex
-}
-
-// eventually polls cond, a state that no event announces (a call queued:
-// its Submitted event comes before its admission), and fails the test after
-// a bound that only a bug exceeds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
 }
 
 // events turns listener calls into channels a test waits on.

@@ -12,6 +12,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -34,7 +35,7 @@ func TestHandlerHoldsTheGroupLimit(t *testing.T) {
 	}
 	<-g.entered
 	<-g.entered
-	eventually(t, "the others waiting", func() bool { s, _ := ex.GroupStats("hot"); return s.Waiting == n-2 })
+	adaptertest.Eventually(t, "the others waiting", func() bool { s, _ := ex.GroupStats("hot"); return s.Waiting == n-2 })
 	if s, _ := ex.GroupStats("hot"); s.RunningTasks != 2 || s.Waiting != n-2 {
 		t.Fatalf("hot: %d running, %d waiting; want 2 and %d", s.RunningTasks, s.Waiting, n-2)
 	}
@@ -173,7 +174,7 @@ func TestHandlerClientGoneWhileQueued(t *testing.T) {
 	gone := make(chan error)
 	go func() { _, _, _, err := get(t, ctx, srv.URL, "a"); gone <- err }()
 	next(t, ev.submitted)
-	eventually(t, "the second request waiting", func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == 1 })
+	adaptertest.Eventually(t, "the second request waiting", func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == 1 })
 	if s, _ := ex.GroupStats("a"); s.Waiting != 1 || s.InFlight != 2 {
 		t.Fatalf("%+v: want 1 waiting, 2 in flight", s)
 	}

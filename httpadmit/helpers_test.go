@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -49,20 +48,6 @@ func (e *events) listener() executor.Option {
 		Completed: func(ev executor.Event) { e.completed <- ev },
 		Rejected:  func(ev executor.Event) { e.rejected <- ev },
 	})
-}
-
-// eventually polls cond, a state that no event announces (a request queued:
-// its Submitted event comes before its admission), and fails the test after
-// a bound that only a bug exceeds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
 }
 
 // next returns the next event of ch.
