@@ -113,43 +113,54 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
 
 // BenchmarkAdaptersHTTPHandler: ServeHTTP called directly, without a network:
-// the middleware's own time and allocations.
+// the middleware's own time and allocations. impl=do is Executor.Do alone
+// around the handler, with the tenant known and fn bound once per client, so
+// that it costs what Do costs and nothing more: the middleware's own part is
+// the difference between impl=httpadmit and impl=do.
 func BenchmarkAdaptersHTTPHandler(b *testing.B) {
 	for _, impl := range []string{"bare", "do", "httpadmit"} {
 		b.Run("impl="+impl, func(b *testing.B) {
+			ex := adapterExecutor(b)
 			var h http.Handler = http.HandlerFunc(fastHandler)
-			switch impl {
-			case "do": // Executor.Do alone around the handler: what admission costs before the middleware's part
-				ex := adapterExecutor(b)
-				bare := h
-				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					ex.Do(r.Context(), r.Header.Get("X-Tenant"), func(context.Context) error { bare.ServeHTTP(w, r); return nil })
-				})
-			case "httpadmit":
-				h = httpadmit.Handler(adapterExecutor(b), h)
+			if impl == "httpadmit" {
+				h = httpadmit.Handler(ex, h)
 			}
 			var next atomic.Uint32
 			b.ReportAllocs()
 			b.SetParallelism(adapterClients)
 			b.RunParallel(func(pb *testing.PB) {
+				tenant := adapterTenantKeys[next.Add(1)%adapterTenants]
 				req := httptest.NewRequest(http.MethodGet, "/", nil)
-				req.Header.Set("X-Tenant", adapterTenantKeys[next.Add(1)%adapterTenants])
+				req.Header.Set("X-Tenant", tenant)
 				w := &discardWriter{h: http.Header{}}
+				fn := func(context.Context) error { fastHandler(w, req); return nil }
 				for pb.Next() {
-					h.ServeHTTP(w, req)
+					if impl == "do" {
+						ex.Do(req.Context(), tenant, fn)
+					} else {
+						h.ServeHTTP(w, req)
+					}
 				}
 			})
 		})
 	}
 }
 
-// BenchmarkAdaptersGRPCUnary: a health Check over loopback, bare or through
+// BenchmarkAdaptersGRPCUnary: a health Check over loopback, bare, through an
+// interceptor that only calls the handler (impl=noop: what gRPC's generated
+// code costs for any interceptor, its info and handler closure), or through
 // grpcadmit.UnaryServerInterceptor.
 func BenchmarkAdaptersGRPCUnary(b *testing.B) {
-	for _, impl := range []string{"bare", "grpcadmit"} {
+	noop := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		return h(ctx, req)
+	}
+	for _, impl := range []string{"bare", "noop", "grpcadmit"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			var opts []grpc.ServerOption
-			if impl == "grpcadmit" {
+			switch impl {
+			case "noop":
+				opts = append(opts, grpc.ChainUnaryInterceptor(noop))
+			case "grpcadmit":
 				opts = append(opts, grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(adapterExecutor(b))))
 			}
 			srv := grpc.NewServer(opts...)
@@ -183,10 +194,11 @@ func BenchmarkAdaptersGRPCUnary(b *testing.B) {
 	}
 }
 
-// BenchmarkAdaptersGRPCInterceptor: the unary interceptor called directly
-// with a context carrying x-tenant, against calling the handler, and against
-// Executor.Do around the handler with the tenant known: the interceptor's own
-// time and allocations.
+// BenchmarkAdaptersGRPCInterceptor: the unary server interceptor called
+// directly with a context carrying x-tenant, against calling the handler, and
+// against Executor.Do around the handler with the tenant known and fn bound
+// once per client: the interceptor's own time and allocations are the
+// difference between impl=grpcadmit and impl=do.
 func BenchmarkAdaptersGRPCInterceptor(b *testing.B) {
 	handler := func(ctx context.Context, req any) (any, error) { return req, nil }
 	info := &grpc.UnaryServerInfo{FullMethod: "/bench/Call"}
@@ -201,15 +213,58 @@ func BenchmarkAdaptersGRPCInterceptor(b *testing.B) {
 				tenant := adapterTenantKeys[next.Add(1)%adapterTenants]
 				ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-tenant", tenant))
 				req := &healthpb.HealthCheckRequest{}
+				fn := func(ctx context.Context) error { _, err := handler(ctx, req); return err }
 				for pb.Next() {
 					var err error
 					switch impl {
 					case "bare":
 						_, err = handler(ctx, req)
 					case "do":
-						err = ex.Do(ctx, tenant, func(ctx context.Context) error { _, err := handler(ctx, req); return err })
+						err = ex.Do(ctx, tenant, fn)
 					default:
 						_, err = icp(ctx, req, info, handler)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkAdaptersGRPCClient: the unary client interceptor called directly
+// with an invoker that returns at once, against the invoker alone and
+// Executor.Do around it (one group, the connection's target, as the
+// interceptor uses by default).
+func BenchmarkAdaptersGRPCClient(b *testing.B) {
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	for _, impl := range []string{"bare", "do", "grpcadmit"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			ex := adapterExecutor(b)
+			icp := grpcadmit.UnaryClientInterceptor(ex)
+			cc, err := grpc.NewClient("passthrough:///bench", grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cc.Close()
+			b.ReportAllocs()
+			b.SetParallelism(adapterClients)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				req := &healthpb.HealthCheckRequest{}
+				reply := &healthpb.HealthCheckResponse{}
+				fn := func(ctx context.Context) error { return invoker(ctx, "/bench/Call", req, reply, cc) }
+				for pb.Next() {
+					var err error
+					switch impl {
+					case "bare":
+						err = invoker(ctx, "/bench/Call", req, reply, cc)
+					case "do":
+						err = ex.Do(ctx, cc.Target(), fn)
+					default:
+						err = icp(ctx, "/bench/Call", req, reply, cc, invoker)
 					}
 					if err != nil {
 						b.Error(err)

@@ -2,6 +2,7 @@ package grpcadmit
 
 import (
 	"context"
+	"sync"
 
 	"google.golang.org/grpc"
 
@@ -9,7 +10,7 @@ import (
 )
 
 // UnaryClientInterceptor returns an interceptor that admits each outgoing
-// unary call with ex.Do before sending it: by default one group per
+// unary call with ex.DoWeighted before sending it: by default one group per
 // connection target (ClientConn.Target), so each dependency has its own
 // bulkhead and a slow one cannot take all of the outgoing capacity. With
 // WithTenantKey the group is the outgoing metadata's tenant, with
@@ -31,16 +32,47 @@ func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryCli
 				return err
 			}
 		}
-		ran := false
-		var cerr error
-		err := a.ex.Do(ctx, group, func(ctx context.Context) error {
-			ran = true
-			cerr = invoker(ctx, method, req, reply, cc, callOpts...)
-			return a.outcome(cerr)
-		})
+		weight, err := a.weightOf(ctx, method)
+		if err != nil {
+			return err
+		}
+		c := clientCalls.Get().(*clientCall)
+		c.a, c.method, c.req, c.reply, c.cc, c.invoker, c.opts = a, method, req, reply, cc, invoker, callOpts
+		err = a.ex.DoWeighted(ctx, group, weight, c.fn)
+		cerr, ran := c.err, c.ran
+		*c = clientCall{fn: c.fn} // drop the call before the next one reuses c
+		clientCalls.Put(c)
 		if !ran {
 			return refusal(err, a.retryAfter)
 		}
 		return cerr
 	}
+}
+
+// A clientCall is one outgoing call's fn for Do and its outcome, pooled as
+// unaryCall is: Do has returned, and fn will not run again, by the time one
+// is put back; one whose invoker panicked is not put back.
+type clientCall struct {
+	a       *admitter
+	method  string
+	req     any
+	reply   any
+	cc      *grpc.ClientConn
+	invoker grpc.UnaryInvoker
+	opts    []grpc.CallOption
+	err     error
+	ran     bool
+	fn      func(context.Context) error // run, bound to this call
+}
+
+var clientCalls = sync.Pool{New: func() any {
+	c := new(clientCall)
+	c.fn = c.run
+	return c
+}}
+
+func (c *clientCall) run(ctx context.Context) error {
+	c.ran = true
+	c.err = c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
+	return c.a.outcome(c.err)
 }

@@ -10,18 +10,22 @@
 //		grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)),
 //	)
 //
-// Each call is admitted with Executor.Do for its tenant, read from the
-// x-tenant metadata key unless WithTenantKey or WithTenantFunc says
-// otherwise; a call without one runs in the default group. What a caller sees
-// when the handler does not run:
+// Each call is admitted with Executor.DoWeighted for its tenant, read from
+// the x-tenant metadata key unless WithTenantKey or WithTenantFunc says
+// otherwise; a call without one runs in the default group. A call weighs 1
+// unless WithWeightFunc says otherwise. What a caller sees when the handler
+// does not run:
 //
 //   - codes.ResourceExhausted with a google.rpc.RetryInfo detail: the executor
 //     refused the call (its tenant's bulkhead or queue is full, it waited past
 //     the queue timeout, a cluster limiter refused it);
+//   - codes.ResourceExhausted without RetryInfo: the call's weight is above
+//     one of its limits, so it could never run;
 //   - codes.Unavailable, also with RetryInfo: the executor or the tenant's
 //     group is shut down, or the tenant's circuit breaker is open;
 //   - codes.InvalidArgument: the call names an invalid tenant
-//     (httpadmit.ValidTenant's rule);
+//     (httpadmit.ValidTenant's rule), or its weight function failed or gave
+//     a negative weight;
 //   - codes.Canceled or codes.DeadlineExceeded: the call's context ended while
 //     it waited. It never reaches the handler and its place is freed at once.
 //

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // DefaultTenantKey is the metadata key the server interceptors read the
@@ -41,18 +42,12 @@ type config struct {
 	defaultGroup string
 	retryAfter   time.Duration
 	failure      func(error) bool
+	weight       func(ctx context.Context, method string) (int, error) // nil: every call weighs 1
 }
 
 func build(opts []Option) config {
 	c := config{defaultGroup: DefaultGroup, retryAfter: DefaultRetryAfter, failure: ServerFailure}
-	for _, o := range opts {
-		if o == nil {
-			panic("grpcadmit: nil Option")
-		}
-		if err := o.apply(&c); err != nil {
-			panic("grpcadmit: " + err.Error())
-		}
-	}
+	adapt.Apply("grpcadmit", &c, opts, Option.apply)
 	return c
 }
 
@@ -78,7 +73,7 @@ func WithTenantKey(key string) Option {
 func WithTenantFunc(f func(ctx context.Context) (string, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("WithTenantFunc(nil): the function must not be nil")
+			return adapt.NilFunc("WithTenantFunc")
 		}
 		c.tenant, c.tenantKey = f, ""
 		return nil
@@ -89,8 +84,8 @@ func WithTenantFunc(f func(ctx context.Context) (string, error)) Option {
 // DefaultGroup). It must pass httpadmit.ValidTenant.
 func WithDefaultGroup(group string) Option {
 	return optionFunc(func(c *config) error {
-		if !httpadmit.ValidTenant(group) {
-			return fmt.Errorf("WithDefaultGroup(%q): not a valid tenant key", group)
+		if err := adapt.DefaultGroup(group); err != nil {
+			return err
 		}
 		c.defaultGroup = group
 		return nil
@@ -101,8 +96,8 @@ func WithDefaultGroup(group string) Option {
 // DefaultRetryAfter). d must be > 0.
 func WithRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithRetryAfter(%v): must be > 0", d)
+		if err := adapt.RetryAfter(d); err != nil {
+			return err
 		}
 		c.retryAfter = d
 		return nil
@@ -116,9 +111,33 @@ func WithRetryAfter(d time.Duration) Option {
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("WithFailure(nil): the function must not be nil")
+			return adapt.NilFunc("WithFailure")
 		}
 		c.failure = f
+		return nil
+	})
+}
+
+// WithWeightFunc gives each call the weight f returns for its context (the
+// incoming metadata in the server interceptors, the outgoing one in the
+// client interceptor) and its full method name ("/pkg.Service/Method"): the
+// call takes that many permits at every limit of its group and the executor
+// (Executor.DoWeighted), so an expensive method counts for more than a cheap
+// one. f runs for every call, after its tenant is read, possibly
+// concurrently. Without it every call weighs 1.
+//
+// 0 means 1, as for DoWeighted. An error from f, or a negative weight,
+// makes the call invalid: it never reaches the executor, and its error is
+// codes.InvalidArgument, matching httpadmit.ErrInvalidWeight. A weight
+// above a limit the call must pass can never run: the executor refuses it
+// with executor.ErrTooHeavy, sent as codes.ResourceExhausted without
+// RetryInfo, since waiting would not help. f must not be nil.
+func WithWeightFunc(f func(ctx context.Context, method string) (int, error)) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return adapt.NilFunc("WithWeightFunc")
+		}
+		c.weight = f
 		return nil
 	})
 }

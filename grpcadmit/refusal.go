@@ -1,8 +1,6 @@
 package grpcadmit
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -10,15 +8,14 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/groupexec/groupexec/breaker"
-	"github.com/groupexec/groupexec/executor"
-	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // RefusalError is the error of a call an interceptor did not run. Its
 // GRPCStatus is what the caller sees (status.Code and status.FromError read
-// it); Unwrap gives the reason: an error matching executor.ErrRejected or
-// httpadmit.ErrInvalidTenant, or the call context's error.
+// it); Unwrap gives the reason: an error matching executor.ErrRejected,
+// httpadmit.ErrInvalidTenant or httpadmit.ErrInvalidWeight, or the call
+// context's error.
 type RefusalError struct {
 	Err    error
 	status *status.Status
@@ -34,9 +31,17 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 
 // refusal returns the error for a call refused with err.
 func refusal(err error, retryAfter time.Duration) error {
-	code, retry, msg := classify(err)
-	st := status.New(code, msg)
-	if retry {
+	r, msg := adapt.Classify(err)
+	switch r {
+	case adapt.Canceled:
+		msg = "the call was cancelled while it waited"
+	case adapt.DeadlineExceeded:
+		msg = "the call's deadline passed while it waited"
+	case adapt.Unknown:
+		msg = err.Error()
+	}
+	st := status.New(codeOf(r), msg)
+	if r.Retry() {
 		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); derr == nil {
 			st = d
 		}
@@ -44,25 +49,19 @@ func refusal(err error, retryAfter time.Duration) error {
 	return &RefusalError{Err: err, status: st}
 }
 
-// classify returns the code for a refusal, whether it carries RetryInfo,
-// and its message.
-func classify(err error) (code codes.Code, retry bool, msg string) {
-	var re *executor.RejectedError
-	switch {
-	case errors.Is(err, httpadmit.ErrInvalidTenant):
-		return codes.InvalidArgument, false, err.Error()
-	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
-		return codes.Unavailable, true, "the tenant's circuit breaker is open"
-	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown):
-		return codes.Unavailable, true, "shutting down"
-	case errors.As(err, &re):
-		return codes.ResourceExhausted, true, "refused by the " + string(re.Limit) + " limit"
-	case errors.Is(err, executor.ErrRejected):
-		return codes.ResourceExhausted, true, "refused"
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled, false, "the call was cancelled while it waited"
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded, false, "the call's deadline passed while it waited"
+// codeOf returns the code a refusal for r is sent with.
+func codeOf(r adapt.Reason) codes.Code {
+	switch r {
+	case adapt.InvalidTenant, adapt.InvalidWeight:
+		return codes.InvalidArgument
+	case adapt.TooHeavy, adapt.Rejected:
+		return codes.ResourceExhausted
+	case adapt.BreakerOpen, adapt.Shutdown:
+		return codes.Unavailable
+	case adapt.Canceled:
+		return codes.Canceled
+	case adapt.DeadlineExceeded:
+		return codes.DeadlineExceeded
 	}
-	return codes.Internal, false, err.Error()
+	return codes.Internal
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // admitter is what the interceptors of one constructor call share.
@@ -18,6 +19,7 @@ type admitter struct {
 	group      string
 	retryAfter time.Duration
 	failure    func(error) bool
+	weight     func(context.Context, string) (int, error) // nil: 1
 }
 
 // newAdmitter applies opts; read gives the metadata values of a key on this
@@ -27,7 +29,7 @@ func newAdmitter(ex *executor.Executor, opts []Option, read func(context.Context
 		panic("grpcadmit: nil executor")
 	}
 	c := build(opts)
-	a := &admitter{ex: ex, group: c.defaultGroup, failure: c.failure, retryAfter: c.retryAfter}
+	a := &admitter{ex: ex, group: c.defaultGroup, failure: c.failure, retryAfter: c.retryAfter, weight: c.weight}
 	switch {
 	case c.tenant != nil:
 		a.tenant = fromFunc(c.tenant)
@@ -59,6 +61,35 @@ func (a *admitter) groupOf(ctx context.Context) (string, error) {
 	return group, nil
 }
 
+// weightOf returns the weight of a call to method, or the refusal of an
+// invalid weight.
+func (a *admitter) weightOf(ctx context.Context, method string) (int, error) {
+	if a.weight == nil {
+		return 1, nil
+	}
+	w, err := adapt.Weight(a.weight(ctx, method))
+	if err != nil {
+		return 0, refusal(err, a.retryAfter)
+	}
+	return w, nil
+}
+
+// unaryMethod and streamMethod return the full method name of a call: gRPC
+// always passes its info, a test calling an interceptor directly may not.
+func unaryMethod(info *grpc.UnaryServerInfo) string {
+	if info == nil {
+		return ""
+	}
+	return info.FullMethod
+}
+
+func streamMethod(info *grpc.StreamServerInfo) string {
+	if info == nil {
+		return ""
+	}
+	return info.FullMethod
+}
+
 // outcome is what fn returns to Do for a handler's error: the error when it
 // is a failure, else nil.
 func (a *admitter) outcome(err error) error {
@@ -69,21 +100,25 @@ func (a *admitter) outcome(err error) error {
 }
 
 // UnaryServerInterceptor returns an interceptor that admits each unary call
-// with ex.Do for its tenant and runs the handler once it is admitted, in the
-// same goroutine, with the context Do gives (the call's, or one derived from
-// it that the executor's shutdown deadline or Close also cancels). The
-// handler's response and error are returned unchanged. It panics if ex is nil
-// or an option is invalid.
+// with ex.DoWeighted for its tenant and runs the handler once it is
+// admitted, in the same goroutine, with the context Do gives (the call's, or
+// one derived from it that the executor's shutdown deadline or Close also
+// cancels). The handler's response and error are returned unchanged. It
+// panics if ex is nil or an option is invalid.
 func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryServerInterceptor {
 	a := newServerAdmitter(ex, opts)
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		group, err := a.groupOf(ctx)
+		if err != nil {
+			return nil, err
+		}
+		weight, err := a.weightOf(ctx, unaryMethod(info))
 		if err != nil {
 			return nil, err
 		}
 		c := unaryCalls.Get().(*unaryCall)
 		c.a, c.handler, c.req = a, handler, req
-		err = a.ex.Do(ctx, group, c.fn)
+		err = a.ex.DoWeighted(ctx, group, weight, c.fn)
 		resp, herr, ran := c.resp, c.err, c.ran
 		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
 		unaryCalls.Put(c)
@@ -121,20 +156,24 @@ func (c *unaryCall) run(ctx context.Context) error {
 }
 
 // StreamServerInterceptor returns an interceptor that admits each stream
-// with ex.Do for its tenant and runs the handler once it is admitted. The
+// with ex.DoWeighted for its tenant and runs the handler once it is admitted. The
 // stream holds its slot until the handler returns: for its whole life. The
 // handler's stream reports the context Do gives as its Context. It panics if
 // ex is nil or an option is invalid.
 func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
 	a := newServerAdmitter(ex, opts)
-	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		group, err := a.groupOf(ss.Context())
+		if err != nil {
+			return err
+		}
+		weight, err := a.weightOf(ss.Context(), streamMethod(info))
 		if err != nil {
 			return err
 		}
 		ran := false
 		var herr error
-		err = a.ex.Do(ss.Context(), group, func(ctx context.Context) error {
+		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
 			if ctx != ss.Context() {
 				ss = &stream{ServerStream: ss, ctx: ctx}

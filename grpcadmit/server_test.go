@@ -19,6 +19,7 @@ import (
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -57,6 +58,7 @@ func TestUnaryHoldsTheGroupLimit(t *testing.T) {
 	}
 	<-g.entered
 	<-g.entered
+	adaptertest.Eventually(t, "the others waiting", func() bool { s, _ := ex.GroupStats("hot"); return s.Waiting == n-2 })
 	if s, _ := ex.GroupStats("hot"); s.RunningTasks != 2 || s.Waiting != n-2 {
 		t.Fatalf("hot: %d running, %d waiting", s.RunningTasks, s.Waiting)
 	}
@@ -365,6 +367,7 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		{grpcadmit.WithDefaultGroup(""), `WithDefaultGroup("")`},
 		{grpcadmit.WithRetryAfter(-time.Second), "WithRetryAfter(-1s)"},
 		{grpcadmit.WithFailure(nil), "WithFailure(nil)"},
+		{grpcadmit.WithWeightFunc(nil), "WithWeightFunc(nil)"},
 		{nil, "nil Option"},
 	} {
 		for name, build := range map[string]func(){

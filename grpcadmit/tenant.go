@@ -2,12 +2,10 @@ package grpcadmit
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // tenantFunc returns a call's tenant key: "" when it names none, or an error
@@ -19,16 +17,7 @@ type tenantFunc func(context.Context) (string, error)
 // spaces are trimmed, is invalid.
 func fromMetadata(key string, read func(context.Context, string) []string) tenantFunc {
 	where := "metadata " + key
-	return func(ctx context.Context) (string, error) {
-		vs := read(ctx, key)
-		switch len(vs) {
-		case 0:
-			return "", nil
-		case 1:
-			return checked(where, strings.Trim(vs[0], " \t"))
-		}
-		return "", fmt.Errorf("%w: metadata %s sent %d times", httpadmit.ErrInvalidTenant, key, len(vs))
-	}
+	return func(ctx context.Context) (string, error) { return adapt.One(where, read(ctx, key)) }
 }
 
 // outgoing returns the outgoing metadata's values for key.
@@ -39,24 +28,5 @@ func outgoing(ctx context.Context, key string) []string {
 
 // fromFunc adapts a user's tenant function.
 func fromFunc(f func(context.Context) (string, error)) tenantFunc {
-	return func(ctx context.Context) (string, error) {
-		key, err := f(ctx)
-		if err != nil {
-			return "", fmt.Errorf("%w: %w", httpadmit.ErrInvalidTenant, err)
-		}
-		if key == "" {
-			return "", nil
-		}
-		return checked("tenant function", key)
-	}
-}
-
-func checked(where, key string) (string, error) {
-	if !httpadmit.ValidTenant(key) {
-		if len(key) > httpadmit.MaxTenantLen {
-			key = key[:httpadmit.MaxTenantLen] + "..."
-		}
-		return "", fmt.Errorf("%w: %s %q", httpadmit.ErrInvalidTenant, where, key)
-	}
-	return key, nil
+	return func(ctx context.Context) (string, error) { return adapt.FromFunc(f(ctx)) }
 }

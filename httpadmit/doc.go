@@ -7,10 +7,11 @@
 //	defer ex.Close()
 //	http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant
 //
-// Handler admits each request with Executor.Do for its tenant and serves it
-// with next once admitted. A tenant that floods the service fills its own
-// limits and is refused there (429) while the other tenants are served. What
-// the client sees when next does not run:
+// Handler admits each request with Executor.DoWeighted for its tenant and
+// serves it with next once admitted. A tenant that floods the service fills
+// its own limits and is refused there (429) while the other tenants are
+// served. A request weighs 1 unless WithWeightFunc says otherwise. What the
+// client sees when next does not run:
 //
 //   - 429 Too Many Requests with Retry-After: the executor refused the request
 //     (its tenant's bulkhead or queue is full, it waited past the queue
@@ -18,7 +19,10 @@
 //   - 503 Service Unavailable with Retry-After: the executor or the tenant's
 //     group is shut down, or the tenant's circuit breaker is open
 //     (executor.WithGroupBreaker);
-//   - 400 Bad Request: the request names an invalid tenant (see ValidTenant);
+//   - 400 Bad Request: the request names an invalid tenant (see ValidTenant),
+//     or its weight function failed or gave a negative weight;
+//   - 413 Content Too Large: the request's weight is above one of its limits,
+//     so it could never run;
 //   - 503 without Retry-After: the request's context ended while it waited
 //     (its client went away, or a deadline set before Handler passed). It
 //     never reaches next, and its place in the queue is freed at once.

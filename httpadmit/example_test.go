@@ -91,3 +91,32 @@ func ExampleTransport() {
 	// while the first body is open: true
 	// once it is closed: data
 }
+
+// An export weighs 4 and a lookup 1, so a tenant, with 4 permits, runs one
+// export or four lookups at once; a weight no limit can hold is 413.
+func ExampleWithWeightFunc() {
+	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4), policy.WithMaxInFlightPerGroup(4))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	weights := map[string]int{"/export": 4, "/lookup": 1, "/everything": 16}
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "done")
+	}), httpadmit.WithWeightFunc(func(r *http.Request) (int, error) {
+		w, ok := weights[r.URL.Path]
+		if !ok {
+			return 0, fmt.Errorf("no weight for %s", r.URL.Path)
+		}
+		return w, nil
+	}))
+	for _, path := range []string{"/export", "/lookup", "/everything", "/other"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Printf("%s: %d %s", path, w.Code, w.Body)
+	}
+	// Output:
+	// /export: 200 done
+	// /lookup: 200 done
+	// /everything: 413 the weight 16 exceeds the group in-flight limit (4)
+	// /other: 400 httpadmit: invalid weight: no weight for /other
+}

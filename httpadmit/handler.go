@@ -2,20 +2,20 @@ package httpadmit
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
-// Handler returns a handler that admits each request with ex.Do for its
-// tenant and, once admitted, serves it with next in the same goroutine. The
-// tenant is read from the X-Tenant header unless a tenant option says
+// Handler returns a handler that admits each request with ex.DoWeighted for
+// its tenant and, once admitted, serves it with next in the same goroutine.
+// The tenant is read from the X-Tenant header unless a tenant option says
 // otherwise; a request that names none runs in the default group
-// (DefaultGroup, or WithDefaultGroup's). A request next does not serve is
-// answered as the package documentation says, or by WithRefusalWriter's
-// function.
+// (DefaultGroup, or WithDefaultGroup's). Each request weighs 1 unless
+// WithWeightFunc says otherwise. A request next does not serve is answered as
+// the package documentation says, or by WithRefusalWriter's function.
 //
 // next sees the request with the context Do gives it, which is the request's
 // context or one derived from it that the executor's shutdown deadline or
@@ -31,7 +31,7 @@ func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Hand
 		panic("httpadmit: Handler: nil executor or handler")
 	}
 	c := build(opts)
-	h := &handler{ex: ex, next: next, tenant: c.tenant, group: c.defaultGroup,
+	h := &handler{ex: ex, next: next, tenant: c.tenant, group: c.defaultGroup, weight: c.weight,
 		refuse: c.refuse, failure: c.failure, retryAfter: retryAfter(c.retryAfter)}
 	if h.tenant == nil {
 		h.tenant = fromHeader(DefaultHeader)
@@ -47,6 +47,7 @@ type handler struct {
 	next       http.Handler
 	tenant     tenantFunc
 	group      string
+	weight     func(*http.Request) (int, error) // nil: 1
 	refuse     func(http.ResponseWriter, *http.Request, error)
 	failure    func(int) bool
 	retryAfter string
@@ -61,9 +62,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if group == "" {
 		group = h.group
 	}
+	weight := 1
+	if h.weight != nil {
+		if weight, err = adapt.Weight(h.weight(r)); err != nil {
+			h.refuse(w, r, err)
+			return
+		}
+	}
 	c := calls.Get().(*call)
 	c.h, c.w, c.r = h, w, r
-	err = h.ex.Do(r.Context(), group, c.fn)
+	err = h.ex.DoWeighted(r.Context(), group, weight, c.fn)
 	*c = call{fn: c.fn} // drop the request before the next one reuses c
 	calls.Put(c)
 	if err != nil {
@@ -104,17 +112,6 @@ func (c *call) serve(ctx context.Context) error {
 	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r)
 	return failed(h.failure, sw.code())
-}
-
-// StatusError is the outcome, in the executor's Stats and listener events, of
-// a request whose response status WithFailureStatus's function reported as a
-// failure.
-type StatusError struct {
-	Code int // the response's status code
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("httpadmit: response status %d counted as a failure", e.Code)
 }
 
 // failed returns a *StatusError when f says code is a failure.

@@ -12,6 +12,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestHandlerHoldsTheGroupLimit(t *testing.T) {
 	ev := newEvents()
 	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, ev.listener())
-	g := newGate()
+	g := newGate(t)
 	srv := serve(t, httpadmit.Handler(ex, g))
 
 	const n = 8
@@ -34,6 +35,7 @@ func TestHandlerHoldsTheGroupLimit(t *testing.T) {
 	}
 	<-g.entered
 	<-g.entered
+	adaptertest.Eventually(t, "the others waiting", func() bool { s, _ := ex.GroupStats("hot"); return s.Waiting == n-2 })
 	if s, _ := ex.GroupStats("hot"); s.RunningTasks != 2 || s.Waiting != n-2 {
 		t.Fatalf("hot: %d running, %d waiting; want 2 and %d", s.RunningTasks, s.Waiting, n-2)
 	}
@@ -61,7 +63,7 @@ func TestHandlerHoldsTheGroupLimit(t *testing.T) {
 // A refusal is 429 with Retry-After, and next never sees the request.
 func TestHandlerRefusesWith429(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
-	g := newGate()
+	g := newGate(t)
 	srv := serve(t, httpadmit.Handler(ex, g, httpadmit.WithRetryAfter(1500*time.Millisecond)))
 	done := make(chan struct{})
 	go func() { defer close(done); mustGet(t, srv.URL, "a") }()
@@ -80,7 +82,7 @@ func TestHandlerRefusesWith429(t *testing.T) {
 // After ShutdownGroup and after Shutdown: 503 with Retry-After.
 func TestHandlerAnswers503AfterShutdown(t *testing.T) {
 	ex := newExec(t, nil)
-	g := newGate()
+	g := newGate(t)
 	g.release()
 	srv := serve(t, httpadmit.Handler(ex, g))
 	if code, _, _ := mustGet(t, srv.URL, "a"); code != http.StatusOK {
@@ -161,7 +163,7 @@ func TestHandlerCountsStatusOnlyWhenAsked(t *testing.T) {
 func TestHandlerClientGoneWhileQueued(t *testing.T) {
 	ev := newEvents()
 	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(2)}, ev.listener())
-	g := newGate()
+	g := newGate(t)
 	srv := serve(t, httpadmit.Handler(ex, g))
 	first := make(chan struct{})
 	go func() { defer close(first); mustGet(t, srv.URL, "a") }()
@@ -172,6 +174,7 @@ func TestHandlerClientGoneWhileQueued(t *testing.T) {
 	gone := make(chan error)
 	go func() { _, _, _, err := get(t, ctx, srv.URL, "a"); gone <- err }()
 	next(t, ev.submitted)
+	adaptertest.Eventually(t, "the second request waiting", func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == 1 })
 	if s, _ := ex.GroupStats("a"); s.Waiting != 1 || s.InFlight != 2 {
 		t.Fatalf("%+v: want 1 waiting, 2 in flight", s)
 	}

@@ -57,16 +57,19 @@ func next(t *testing.T, ch chan executor.Event) executor.Event {
 }
 
 // gate is a handler that counts the requests running in it, records the
-// most seen at once, and holds each until release.
+// most seen at once, and holds each until release, or until the test ends
+// (so that a test that fails while requests are held does not hang in its
+// server's Close).
 type gate struct {
 	running, max, served atomic.Int64
 	entered              chan string // the tenant of each request that entered
 	hold                 chan struct{}
+	end                  <-chan struct{}
 	once                 sync.Once
 }
 
-func newGate() *gate {
-	return &gate{entered: make(chan string, 1000), hold: make(chan struct{})}
+func newGate(t *testing.T) *gate {
+	return &gate{entered: make(chan string, 1000), hold: make(chan struct{}), end: t.Context().Done()}
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +81,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.entered <- r.Header.Get("X-Tenant")
-	<-g.hold
+	select {
+	case <-g.hold:
+	case <-g.end:
+	}
 	g.running.Add(-1)
 	g.served.Add(1)
 	_, _ = io.WriteString(w, "ok")

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"reflect"
 	"time"
+
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // DefaultRetryAfter is the Retry-After the default refusal writer sends.
@@ -28,19 +30,13 @@ type config struct {
 	retryAfter   time.Duration
 	refuse       func(http.ResponseWriter, *http.Request, error)
 	failure      func(status int) bool
+	weight       func(*http.Request) (int, error) // nil: every request weighs 1
 }
 
 // build applies opts over the defaults; the last tenant option wins.
 func build(opts []Option) config {
 	c := config{defaultGroup: DefaultGroup, retryAfter: DefaultRetryAfter}
-	for _, o := range opts {
-		if o == nil {
-			panic("httpadmit: nil Option")
-		}
-		if err := o.apply(&c); err != nil {
-			panic("httpadmit: " + err.Error())
-		}
-	}
+	adapt.Apply("httpadmit", &c, opts, Option.apply)
 	return c
 }
 
@@ -106,7 +102,7 @@ func WithTenantContextValue(key any) Option {
 func WithTenantFunc(f func(r *http.Request) (string, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("WithTenantFunc(nil): the function must not be nil")
+			return adapt.NilFunc("WithTenantFunc")
 		}
 		c.tenant = fromFunc(f)
 		return nil
@@ -118,8 +114,8 @@ func WithTenantFunc(f func(r *http.Request) (string, error)) Option {
 // its tenant, which is the same as naming none.
 func WithDefaultGroup(group string) Option {
 	return optionFunc(func(c *config) error {
-		if !ValidTenant(group) {
-			return fmt.Errorf("WithDefaultGroup(%q): not a valid tenant key", group)
+		if err := adapt.DefaultGroup(group); err != nil {
+			return err
 		}
 		c.defaultGroup = group
 		return nil
@@ -131,8 +127,8 @@ func WithDefaultGroup(group string) Option {
 // must be > 0.
 func WithRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithRetryAfter(%v): must be > 0", d)
+		if err := adapt.RetryAfter(d); err != nil {
+			return err
 		}
 		c.retryAfter = d
 		return nil
@@ -148,7 +144,7 @@ func WithRetryAfter(d time.Duration) Option {
 func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("WithRefusalWriter(nil): the function must not be nil")
+			return adapt.NilFunc("WithRefusalWriter")
 		}
 		c.refuse = f
 		return nil
@@ -170,9 +166,31 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 func WithFailureStatus(f func(status int) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("WithFailureStatus(nil): the function must not be nil")
+			return adapt.NilFunc("WithFailureStatus")
 		}
 		c.failure = f
+		return nil
+	})
+}
+
+// WithWeightFunc gives each request the weight f returns: the request takes
+// that many permits at every limit of its group and the executor
+// (Executor.DoWeighted), so an expensive request counts for more than a
+// cheap one. f runs for every request, after its tenant is read, possibly
+// concurrently. Without it every request weighs 1.
+//
+// 0 means 1, as for DoWeighted. An error from f, or a negative weight,
+// makes the request invalid: it never reaches the executor, its error
+// matches ErrInvalidWeight, and Handler answers 400 (Transport returns the
+// error). A weight above a limit the request must pass can never run: the
+// executor refuses it with executor.ErrTooHeavy, which Handler answers 413
+// without Retry-After, since waiting would not help. f must not be nil.
+func WithWeightFunc(f func(r *http.Request) (int, error)) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			return adapt.NilFunc("WithWeightFunc")
+		}
+		c.weight = f
 		return nil
 	})
 }

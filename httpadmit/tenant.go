@@ -1,11 +1,12 @@
 package httpadmit
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // DefaultHeader is the header Handler reads the tenant from by default.
@@ -16,48 +17,17 @@ const DefaultHeader = "X-Tenant"
 const DefaultGroup = "default"
 
 // MaxTenantLen is the longest tenant key accepted, in bytes.
-const MaxTenantLen = 128
-
-// ErrInvalidTenant is matched by the error of a request whose tenant key
-// breaks ValidTenant, or whose tenant function returned an error.
-var ErrInvalidTenant = errors.New("httpadmit: invalid tenant")
+const MaxTenantLen = adapt.MaxTenantLen
 
 // ValidTenant reports whether s may name a tenant: 1 to MaxTenantLen bytes,
 // each a printable ASCII character other than space (0x21 to 0x7E). Keys come
 // from clients and end up in logs and metrics; the rule keeps them short and
 // printable, with no control characters and nothing to split on.
-func ValidTenant(s string) bool {
-	if len(s) == 0 || len(s) > MaxTenantLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func ValidTenant(s string) bool { return adapt.ValidTenant(s) }
 
 // tenantFunc returns a request's tenant key: "" when the request names none,
 // or an error matching ErrInvalidTenant.
 type tenantFunc func(*http.Request) (string, error)
-
-// invalid returns the error of an invalid key read from where.
-func invalid(where, key string) error {
-	if len(key) > MaxTenantLen {
-		key = key[:MaxTenantLen] + "..."
-	}
-	return fmt.Errorf("%w: %s %q", ErrInvalidTenant, where, key)
-}
-
-// checked returns key if it is valid, else an error naming where it came
-// from.
-func checked(where, key string) (string, error) {
-	if !ValidTenant(key) {
-		return "", invalid(where, key)
-	}
-	return key, nil
-}
 
 // fromHeader reads the tenant from header name. An absent header names no
 // tenant; a header present more than once, or empty once spaces and tabs
@@ -67,16 +37,7 @@ func checked(where, key string) (string, error) {
 func fromHeader(name string) tenantFunc {
 	key := http.CanonicalHeaderKey(name)
 	where := "header " + key
-	return func(r *http.Request) (string, error) {
-		vs := r.Header[key]
-		switch len(vs) {
-		case 0:
-			return "", nil
-		case 1:
-			return checked(where, strings.Trim(vs[0], " \t"))
-		}
-		return "", fmt.Errorf("%w: header %s sent %d times", ErrInvalidTenant, key, len(vs))
-	}
+	return func(r *http.Request) (string, error) { return adapt.One(where, r.Header[key]) }
 }
 
 // fromHost reads the tenant from the request's Host, lower-cased, without
@@ -90,7 +51,7 @@ func fromHost(r *http.Request) (string, error) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return checked("host", strings.ToLower(strings.Trim(host, "[]")))
+	return adapt.Checked("host", strings.ToLower(strings.Trim(host, "[]")))
 }
 
 // fromPathSegment reads the tenant from the i-th segment (0 is the first) of
@@ -110,7 +71,7 @@ func fromPathSegment(i int) tenantFunc {
 		if seg == "" {
 			return "", nil
 		}
-		return checked("path segment", seg)
+		return adapt.Checked("path segment", seg)
 	}
 }
 
@@ -128,21 +89,12 @@ func fromContext(key any) tenantFunc {
 		if !ok {
 			return "", fmt.Errorf("%w: context value of type %T, want string", ErrInvalidTenant, v)
 		}
-		return checked("context value", s)
+		return adapt.Checked("context value", s)
 	}
 }
 
 // fromFunc adapts a user's tenant function: its error makes the request
 // invalid, and the key it returns must pass ValidTenant.
 func fromFunc(f func(*http.Request) (string, error)) tenantFunc {
-	return func(r *http.Request) (string, error) {
-		key, err := f(r)
-		if err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInvalidTenant, err)
-		}
-		if key == "" {
-			return "", nil
-		}
-		return checked("tenant function", key)
-	}
+	return func(r *http.Request) (string, error) { return adapt.FromFunc(f(r)) }
 }

@@ -125,6 +125,7 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		{httpadmit.WithRetryAfter(0), "WithRetryAfter(0s)"},
 		{httpadmit.WithRefusalWriter(nil), "WithRefusalWriter(nil)"},
 		{httpadmit.WithFailureStatus(nil), "WithFailureStatus(nil)"},
+		{httpadmit.WithWeightFunc(nil), "WithWeightFunc(nil)"},
 		{nil, "nil Option"},
 	} {
 		for side, build := range map[string]func(){

@@ -11,20 +11,24 @@ import (
 	"sync/atomic"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
-// Transport returns a RoundTripper that admits each request with ex.Do in
-// its destination's group before base sends it: by default one group per
-// destination host and port (lower-cased, the port implied by the scheme when
-// the URL has none), so each dependency has its own bulkhead and a slow one
-// cannot take all of the outgoing capacity. A tenant option makes the group
-// the outgoing request's tenant instead. base nil means
+// Transport returns a RoundTripper that admits each request with
+// ex.DoWeighted in its destination's group before base sends it: by default
+// one group per destination host and port (lower-cased, the port implied by
+// the scheme when the URL has none), so each dependency has its own bulkhead
+// and a slow one cannot take all of the outgoing capacity. A tenant option
+// makes the group the outgoing request's tenant instead. Each request weighs
+// 1 unless WithWeightFunc says otherwise. base nil means
 // http.DefaultTransport.
 //
-// A request the executor refuses is not sent: RoundTrip returns Do's error,
-// which matches executor.ErrRejected (http.Client wraps it in a *url.Error,
-// which errors.Is sees through), or the request context's error if it ended
-// while the request waited.
+// A request the executor refuses is not sent: RoundTrip returns the
+// executor's error, which matches executor.ErrRejected (http.Client wraps it
+// in a *url.Error, which errors.Is sees through), or the request context's
+// error if it ended while the request waited. A request with an invalid
+// tenant or weight is not sent either; its error matches ErrInvalidTenant or
+// ErrInvalidWeight.
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
@@ -55,7 +59,7 @@ func Transport(ex *executor.Executor, base http.RoundTripper, opts ...Option) ht
 		base = http.DefaultTransport
 	}
 	c := build(opts)
-	t := &transport{ex: ex, base: base, tenant: c.tenant, group: c.defaultGroup, failure: c.failure}
+	t := &transport{ex: ex, base: base, tenant: c.tenant, group: c.defaultGroup, weight: c.weight, failure: c.failure}
 	if t.tenant == nil {
 		t.tenant = destination
 	}
@@ -67,6 +71,7 @@ type transport struct {
 	base    http.RoundTripper
 	tenant  tenantFunc
 	group   string
+	weight  func(*http.Request) (int, error) // nil: 1
 	failure func(int) bool
 }
 
@@ -75,7 +80,7 @@ func destination(r *http.Request) (string, error) {
 	if r.URL == nil || r.URL.Host == "" {
 		return "", nil
 	}
-	return checked("destination", hostPort(r.URL))
+	return adapt.Checked("destination", hostPort(r.URL))
 }
 
 // hostPort is u's host, lower-cased, with its port or the scheme's.
@@ -99,8 +104,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if group == "" {
 		group = t.group
 	}
+	weight := 1
+	if t.weight != nil {
+		if weight, err = adapt.Weight(t.weight(req)); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
 	x := &exchange{t: t, req: req, ready: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{})}
-	go x.run(group)
+	go x.run(group, weight)
 	<-x.ready
 	if x.panicked {
 		panic(x.panicValue)
@@ -116,7 +128,7 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// An exchange is one request. Its goroutine runs Do, whose fn sends the
+// An exchange is one request. Its goroutine runs DoWeighted, whose fn sends the
 // request and, for a response with a body, hands the response over (closes
 // ready) and waits until the body is closed. Every other outcome is handed
 // over by run once Do has returned, so the slot is free by then.
@@ -137,10 +149,10 @@ type exchange struct {
 	once   atomic.Bool   // closed is closed
 }
 
-func (x *exchange) run(group string) {
+func (x *exchange) run(group string, weight int) {
 	defer close(x.done)
 	ran := false
-	err := x.t.ex.Do(x.req.Context(), group, func(ctx context.Context) error {
+	err := x.t.ex.DoWeighted(x.req.Context(), group, weight, func(ctx context.Context) error {
 		ran = true
 		return x.send(ctx)
 	})

@@ -3,13 +3,13 @@ package otel
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/metrics/internal/metricnames"
 )
 
 // ScopeName is the instrumentation scope of every meter this package makes.
@@ -17,11 +17,11 @@ const ScopeName = "github.com/groupexec/groupexec/metrics/otel"
 
 // OtherGroup is the group attribute of every group without series of its
 // own.
-const OtherGroup = "_other"
+const OtherGroup = metricnames.OtherGroup
 
 // DefaultMaxGroups is how many groups get series of their own when
 // Options.Labelled is nil.
-const DefaultMaxGroups = 100
+const DefaultMaxGroups = metricnames.DefaultMaxGroups
 
 // DefaultBuckets are the histograms' bucket bounds, in seconds: Prometheus's
 // default buckets, so that both exporters give the same histograms.
@@ -85,16 +85,16 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	c := &Collector{groups: newGroups(o.Labelled, maxGroups)}
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: o.Namespace}
-	c.rejected = in.counter("group_rejected_total", "Tasks refused, by group and the limit that refused them.")
-	c.completed = in.counter("group_completed_total", "Tasks completed, by group and status (success, failed, cancelled).")
-	c.queued = in.histogram("group_queued_seconds", "Time from submit to start of the tasks that started.", buckets)
-	c.run = in.histogram("group_run_seconds", "Time the tasks ran.", buckets)
-	c.queueDepth = in.gauge("queue_depth", "Tasks waiting to start.", "{task}")
-	c.running = in.gauge("executor_running_permits", "Permits running across all groups.", "{permit}")
-	c.groupCount = in.gauge("executor_groups", "Groups whose state the executor keeps (busy, idle or shut down).", "{group}")
+	c.rejected = in.counter(metricnames.Rejected.Name, metricnames.Rejected.Help)
+	c.completed = in.counter(metricnames.Completed.Name, metricnames.Completed.Help)
+	c.queued = in.histogram(metricnames.Queued.Name, metricnames.Queued.Help, buckets)
+	c.run = in.histogram(metricnames.Run.Name, metricnames.Run.Help, buckets)
+	c.queueDepth = in.gauge(metricnames.QueueDepth.Name, metricnames.QueueDepth.Help, "{task}")
+	c.running = in.gauge(metricnames.Running.Name, metricnames.Running.Help, "{permit}")
+	c.groupCount = in.gauge(metricnames.Groups.Name, metricnames.Groups.Help, "{group}")
 	c.globalMax = in.gauge("executor_global_max_in_flight", "The global in-flight limit, in permits.", "{permit}")
-	c.groupRunning = in.gauge("group_running_tasks", "Tasks running, by group.", "{task}")
-	c.groupWaiting = in.gauge("group_waiting_tasks", "Tasks waiting, by group.", "{task}")
+	c.groupRunning = in.gauge(metricnames.GroupRunning.Name, metricnames.GroupRunning.Help, "{task}")
+	c.groupWaiting = in.gauge(metricnames.GroupWaiting.Name, metricnames.GroupWaiting.Help, "{task}")
 	c.groupMaxIn = in.gauge("group_max_in_flight", "The group's in-flight limit (its bulkhead), in permits.", "{permit}")
 	c.groupMaxCon = in.gauge("group_max_concurrency", "The group's concurrency limit, in permits.", "{permit}")
 	c.groupBreaker = in.gauge("group_breaker_state", "The group's circuit breaker: 0 closed, 1 open, 2 half-open.", "")
@@ -153,13 +153,7 @@ func (c *Collector) OnRejected(e executor.Event) {
 // LimitLabel names, as an attribute value, the limit that refused a task
 // with err: executor.Limit with spaces as underscores ("group_in-flight"), or
 // "other"; the same values as metrics/prom's LimitLabel.
-func LimitLabel(err error) string {
-	var re *executor.RejectedError
-	if errors.As(err, &re) && re.Limit != "" {
-		return strings.ReplaceAll(string(re.Limit), " ", "_")
-	}
-	return "other"
-}
+func LimitLabel(err error) string { return metricnames.LimitLabel(err) }
 
 var globalQueue = metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", "global")))
 

@@ -1,21 +1,21 @@
 package prom
 
 import (
-	"errors"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/metrics/internal/metricnames"
 )
 
 // OtherGroup is the group label of every group without series of its own.
-const OtherGroup = "_other"
+const OtherGroup = metricnames.OtherGroup
 
 // DefaultMaxGroups is how many groups get series of their own when
 // Options.Labelled is nil.
-const DefaultMaxGroups = 100
+const DefaultMaxGroups = metricnames.DefaultMaxGroups
 
 // Options configure a Collector. The zero value is valid.
 type Options struct {
@@ -68,24 +68,24 @@ func New(o Options) *Collector {
 		buckets = prometheus.DefBuckets
 	}
 	ns := o.Namespace
-	c.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "group_rejected_total",
-		Help: "Tasks refused, by group and the limit that refused them."}, []string{"group", "limit"})
-	c.completed = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "group_completed_total",
-		Help: "Tasks completed, by group and status (success, failed, cancelled)."}, []string{"group", "status"})
-	c.queued = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "group_queued_seconds",
-		Help: "Time from submit to start of the tasks that started.", Buckets: buckets}, []string{"group"})
-	c.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "group_run_seconds",
-		Help: "Time the tasks ran.", Buckets: buckets}, []string{"group"})
-	c.queueDepth = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "queue_depth"),
-		"Tasks waiting to start.", []string{"queue"}, nil)
-	c.running = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "executor_running_permits"),
-		"Permits running across all groups.", nil, nil)
-	c.groupsDesc = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "executor_groups"),
-		"Groups whose state the executor keeps (busy, idle or shut down).", nil, nil)
-	c.groupRunning = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "group_running_tasks"),
-		"Tasks running, by group.", []string{"group"}, nil)
-	c.groupWaiting = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "group_waiting_tasks"),
-		"Tasks waiting, by group.", []string{"group"}, nil)
+	counter := func(m metricnames.Metric, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: m.Name, Help: m.Help}, labels)
+	}
+	histogram := func(m metricnames.Metric) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: m.Name, Help: m.Help, Buckets: buckets}, []string{"group"})
+	}
+	desc := func(m metricnames.Metric, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", m.Name), m.Help, labels, nil)
+	}
+	c.rejected = counter(metricnames.Rejected, "group", "limit")
+	c.completed = counter(metricnames.Completed, "group", "status")
+	c.queued = histogram(metricnames.Queued)
+	c.run = histogram(metricnames.Run)
+	c.queueDepth = desc(metricnames.QueueDepth, "queue")
+	c.running = desc(metricnames.Running)
+	c.groupsDesc = desc(metricnames.Groups)
+	c.groupRunning = desc(metricnames.GroupRunning, "group")
+	c.groupWaiting = desc(metricnames.GroupWaiting, "group")
 	return c
 }
 
@@ -163,13 +163,7 @@ func (c *Collector) OnRejected(e executor.Event) {
 
 // LimitLabel names, as a label value, the limit that refused a task with err:
 // executor.Limit with spaces as underscores ("group_in-flight"), or "other".
-func LimitLabel(err error) string {
-	var re *executor.RejectedError
-	if errors.As(err, &re) && re.Limit != "" {
-		return strings.ReplaceAll(string(re.Limit), " ", "_")
-	}
-	return "other"
-}
+func LimitLabel(err error) string { return metricnames.LimitLabel(err) }
 
 // Describe sends the descriptions of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/metrics/internal/clusternames"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 )
 
@@ -48,8 +49,7 @@ func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Regi
 		return namespace + "_cluster_" + n
 	}
 	var errs []error
-	up, err := m.Int64ObservableGauge(name("up"), metric.WithDescription(
-		"1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies."))
+	up, err := m.Int64ObservableGauge(name("up"), metric.WithDescription(clusternames.Up))
 	errs = append(errs, err)
 	type counter struct {
 		inst metric.Int64ObservableCounter
@@ -62,38 +62,16 @@ func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Regi
 	var counters []counter
 	var gauges []gauge
 	insts := []metric.Observable{up}
-	for _, x := range []struct {
-		n, help string
-		get     func(redislimit.Stats) uint64
-	}{
-		{"round_trips_total", "Calls to Redis (a pipeline counts once).", func(s redislimit.Stats) uint64 { return s.RoundTrips }},
-		{"permits_acquired_total", "Permits handed to tasks from leased blocks.", func(s redislimit.Stats) uint64 { return s.Acquired }},
-		{"fallbacks_total", "Fallback permits handed out under FailOpen while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Fallbacks }},
-		{"rejected_total", "Tasks refused under FailClosed while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Rejected }},
-		{"refills_total", "Blocks of permits leased.", func(s redislimit.Stats) uint64 { return s.Refills }},
-		{"refills_denied_total", "Refills Redis refused for lack of room.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
-		{"permits_returned_total", "Permits given back to Redis unused.", func(s redislimit.Stats) uint64 { return s.Returned }},
-		{"renewals_total", "Renewal rounds that reached Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
-		{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis).", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
-		{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
-		{"outages_total", "Transitions to down (three failed calls in a row).", func(s redislimit.Stats) uint64 { return s.Outages }},
-	} {
-		c, err := m.Int64ObservableCounter(name(x.n), metric.WithDescription(x.help))
+	for _, x := range clusternames.Counters {
+		c, err := m.Int64ObservableCounter(name(x.Name), metric.WithDescription(x.Help))
 		errs = append(errs, err)
-		counters = append(counters, counter{c, x.get})
+		counters = append(counters, counter{c, x.Get})
 		insts = append(insts, c)
 	}
-	for _, x := range []struct {
-		n, help string
-		get     func(redislimit.Stats) int
-	}{
-		{"leases", "Leases held now.", func(s redislimit.Stats) int { return s.Leases }},
-		{"permits_leased", "Permits in the leases held now.", func(s redislimit.Stats) int { return s.PermitsLeased }},
-		{"permits_in_use", "Leased permits held by running tasks now.", func(s redislimit.Stats) int { return s.PermitsInUse }},
-	} {
-		g, err := m.Int64ObservableGauge(name(x.n), metric.WithDescription(x.help))
+	for _, x := range clusternames.Gauges {
+		g, err := m.Int64ObservableGauge(name(x.Name), metric.WithDescription(x.Help))
 		errs = append(errs, err)
-		gauges = append(gauges, gauge{g, x.get})
+		gauges = append(gauges, gauge{g, x.Get})
 		insts = append(insts, g)
 	}
 	if err := errors.Join(errs...); err != nil {

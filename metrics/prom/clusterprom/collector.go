@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/metrics/internal/clusternames"
 )
 
 // Source is what a Collector reads on each scrape; *redislimit.Holder is
@@ -45,38 +46,12 @@ var _ prometheus.Collector = (*Collector)(nil)
 // metric name. Register it with a prometheus.Registerer.
 func New(src Source, namespace string) *Collector {
 	name := func(n string) string { return prometheus.BuildFQName(namespace, "cluster", n) }
-	c := &Collector{src: src,
-		up: prometheus.NewDesc(name("up"),
-			"1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies.",
-			[]string{"policy"}, nil),
+	c := &Collector{src: src, up: prometheus.NewDesc(name("up"), clusternames.Up, []string{"policy"}, nil)}
+	for _, x := range clusternames.Counters {
+		c.counters = append(c.counters, counter{prometheus.NewDesc(name(x.Name), x.Help, nil, nil), x.Get})
 	}
-	for _, x := range []struct {
-		n, help string
-		get     func(redislimit.Stats) uint64
-	}{
-		{"round_trips_total", "Calls to Redis (a pipeline counts once).", func(s redislimit.Stats) uint64 { return s.RoundTrips }},
-		{"permits_acquired_total", "Permits handed to tasks from leased blocks.", func(s redislimit.Stats) uint64 { return s.Acquired }},
-		{"fallbacks_total", "Fallback permits handed out under FailOpen while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Fallbacks }},
-		{"rejected_total", "Tasks refused under FailClosed while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Rejected }},
-		{"refills_total", "Blocks of permits leased.", func(s redislimit.Stats) uint64 { return s.Refills }},
-		{"refills_denied_total", "Refills Redis refused for lack of room.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
-		{"permits_returned_total", "Permits given back to Redis unused.", func(s redislimit.Stats) uint64 { return s.Returned }},
-		{"renewals_total", "Renewal rounds that reached Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
-		{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis).", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
-		{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
-		{"outages_total", "Transitions to down (three failed calls in a row).", func(s redislimit.Stats) uint64 { return s.Outages }},
-	} {
-		c.counters = append(c.counters, counter{prometheus.NewDesc(name(x.n), x.help, nil, nil), x.get})
-	}
-	for _, x := range []struct {
-		n, help string
-		get     func(redislimit.Stats) int
-	}{
-		{"leases", "Leases held now.", func(s redislimit.Stats) int { return s.Leases }},
-		{"permits_leased", "Permits in the leases held now.", func(s redislimit.Stats) int { return s.PermitsLeased }},
-		{"permits_in_use", "Leased permits held by running tasks now.", func(s redislimit.Stats) int { return s.PermitsInUse }},
-	} {
-		c.gauges = append(c.gauges, gauge{prometheus.NewDesc(name(x.n), x.help, nil, nil), x.get})
+	for _, x := range clusternames.Gauges {
+		c.gauges = append(c.gauges, gauge{prometheus.NewDesc(name(x.Name), x.Help, nil, nil), x.Get})
 	}
 	return c
 }

@@ -1,0 +1,137 @@
+// Package adapt holds the rules the request adapters, httpadmit and
+// grpcadmit, share: which tenant keys and weights are valid, how options are
+// applied, and what each refusal by the executor means. Each adapter turns
+// these into its protocol's answers; keeping the rules here keeps the two
+// from drifting apart.
+package adapt
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxTenantLen is the longest tenant key accepted, in bytes.
+const MaxTenantLen = 128
+
+// ErrInvalidTenant and ErrInvalidWeight are exported by httpadmit, whose
+// names they carry; grpcadmit's refusals match them too.
+var (
+	ErrInvalidTenant = errors.New("httpadmit: invalid tenant")
+	ErrInvalidWeight = errors.New("httpadmit: invalid weight")
+)
+
+// ValidTenant reports whether s may name a tenant: 1 to MaxTenantLen bytes,
+// each a printable ASCII character other than space (0x21 to 0x7E).
+func ValidTenant(s string) bool {
+	if len(s) == 0 || len(s) > MaxTenantLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Checked returns key if it is valid, else an error matching
+// ErrInvalidTenant naming where the key came from.
+func Checked(where, key string) (string, error) {
+	if ValidTenant(key) {
+		return key, nil
+	}
+	if len(key) > MaxTenantLen {
+		key = key[:MaxTenantLen] + "..."
+	}
+	return "", fmt.Errorf("%w: %s %q", ErrInvalidTenant, where, key)
+}
+
+// One returns the tenant named by the values of a header or a metadata key
+// (where names it): no value names no tenant (""); one value is the key,
+// trimmed of spaces and tabs, if it is valid; more than one is invalid, since
+// picking one would let a second line choose the group.
+func One(where string, vs []string) (string, error) {
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return Checked(where, trim(vs[0]))
+	}
+	return "", fmt.Errorf("%w: %s sent %d times", ErrInvalidTenant, where, len(vs))
+}
+
+// trim removes the spaces and tabs around s. It is strings.Trim(s, " \t")
+// without building the cut set on every call: most keys have nothing to
+// trim.
+func trim(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// FromFunc returns the tenant a user's tenant function gave: its error makes
+// the request invalid, "" names no tenant, and a key must be valid.
+func FromFunc(key string, err error) (string, error) {
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidTenant, err)
+	}
+	if key == "" {
+		return "", nil
+	}
+	return Checked("tenant function", key)
+}
+
+// Weight returns the weight a user's weight function gave, as
+// executor.DoWeighted takes it: its error, or a negative weight, makes the
+// request invalid (an error matching ErrInvalidWeight); 0 means 1, as for
+// DoWeighted.
+func Weight(w int, err error) (int, error) {
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: %w", ErrInvalidWeight, err)
+	case w < 0:
+		return 0, fmt.Errorf("%w: %d is negative", ErrInvalidWeight, w)
+	}
+	return max(w, 1), nil
+}
+
+// Apply applies opts to c in order, and panics with pkg's name on a nil
+// option or one that apply refuses: options are fixed when a program is
+// written, so an invalid one is a bug to see at once, as http.ServeMux
+// treats an invalid pattern.
+func Apply[O, C any](pkg string, c *C, opts []O, apply func(O, *C) error) {
+	for _, o := range opts {
+		if any(o) == nil {
+			panic(pkg + ": nil Option")
+		}
+		if err := apply(o, c); err != nil {
+			panic(pkg + ": " + err.Error())
+		}
+	}
+}
+
+// DefaultGroup checks WithDefaultGroup's group.
+func DefaultGroup(group string) error {
+	if !ValidTenant(group) {
+		return fmt.Errorf("WithDefaultGroup(%q): not a valid tenant key", group)
+	}
+	return nil
+}
+
+// RetryAfter checks WithRetryAfter's delay.
+func RetryAfter(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("WithRetryAfter(%v): must be > 0", d)
+	}
+	return nil
+}
+
+// NilFunc is the error of an option given a nil function.
+func NilFunc(option string) error {
+	return fmt.Errorf("%s(nil): the function must not be nil", option)
+}

@@ -1,0 +1,60 @@
+package adapt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
+)
+
+// A Reason is why an adapter did not pass a request on, read from the error
+// that stopped it.
+type Reason int
+
+// The reasons, in the order Classify tests them.
+const (
+	Unknown          Reason = iota // an error none of the others match
+	InvalidTenant                  // ErrInvalidTenant
+	InvalidWeight                  // ErrInvalidWeight
+	TooHeavy                       // executor.ErrTooHeavy: the weight exceeds a limit, so it can never run
+	BreakerOpen                    // breaker.ErrOpenState, breaker.ErrTooManyRequests
+	Shutdown                       // executor.ErrShutdown, executor.ErrGroupShutdown
+	Rejected                       // any other executor.ErrRejected: no room, a queue timeout, a cluster limiter
+	Canceled                       // context.Canceled: the request's context ended while it waited
+	DeadlineExceeded               // context.DeadlineExceeded, likewise
+)
+
+// Retry reports whether a client may retry a request refused for r later
+// with some chance of success: the adapters then send a retry delay.
+func (r Reason) Retry() bool { return r == BreakerOpen || r == Shutdown || r == Rejected }
+
+// Classify returns why err stopped a request, and a short message saying it
+// (err's own text for an invalid request, the limit's name for a
+// refusal). The messages of Canceled, DeadlineExceeded and Unknown are left
+// to the adapter, which knows what to call its request.
+func Classify(err error) (Reason, string) {
+	var re *executor.RejectedError
+	switch {
+	case errors.Is(err, ErrInvalidTenant):
+		return InvalidTenant, err.Error()
+	case errors.Is(err, ErrInvalidWeight):
+		return InvalidWeight, err.Error()
+	case errors.Is(err, executor.ErrTooHeavy) && errors.As(err, &re):
+		return TooHeavy, fmt.Sprintf("the weight %d exceeds the %s limit (%d)", re.Weight, re.Limit, re.Max)
+	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
+		return BreakerOpen, "the tenant's circuit breaker is open"
+	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown):
+		return Shutdown, "shutting down"
+	case errors.As(err, &re):
+		return Rejected, "refused by the " + string(re.Limit) + " limit"
+	case errors.Is(err, executor.ErrRejected):
+		return Rejected, "refused"
+	case errors.Is(err, context.Canceled):
+		return Canceled, ""
+	case errors.Is(err, context.DeadlineExceeded):
+		return DeadlineExceeded, ""
+	}
+	return Unknown, ""
+}

@@ -1,0 +1,49 @@
+// Package adaptertest holds what the adapters' tests (httpadmit, grpcadmit,
+// metrics/otel) share: the check that the core packages import only the
+// standard library and this module, and a poll for states no event
+// announces.
+package adaptertest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+const module = "github.com/groupexec/groupexec/"
+
+// Core are the packages that must import only the standard library and
+// this module, so that net/http's test helpers, gRPC and OpenTelemetry stay
+// in the adapters.
+var Core = []string{module + "executor", module + "policy", module + "bulkhead", module + "breaker", module + "internal/..."}
+
+// CheckCoreDeps fails t for every package outside the standard library and
+// this module that a core package depends on.
+func CheckCoreDeps(t *testing.T) {
+	t.Helper()
+	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, Core...)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(dep, module) {
+			t.Errorf("a core package depends on %s", dep)
+		}
+	}
+}
+
+// Eventually polls cond, a state that no event announces (a request queued:
+// the executor's Submitted event comes before its admission), and fails t
+// after a bound that only a bug exceeds.
+func Eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}

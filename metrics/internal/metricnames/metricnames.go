@@ -1,0 +1,44 @@
+// Package metricnames holds the names, help texts and label values that
+// metrics/prom and metrics/otel share, so that a dashboard works with either
+// exporter and the two cannot drift apart.
+package metricnames
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// OtherGroup is the group label of every group without series of its own.
+const OtherGroup = "_other"
+
+// DefaultMaxGroups is how many groups get series of their own by default.
+const DefaultMaxGroups = 100
+
+// A Metric is an instrument's name, without namespace, and its help text.
+type Metric struct{ Name, Help string }
+
+// The executor's metrics that both exporters give.
+var (
+	Rejected     = Metric{"group_rejected_total", "Tasks refused, by group and the limit that refused them."}
+	Completed    = Metric{"group_completed_total", "Tasks completed, by group and status (success, failed, cancelled)."}
+	Queued       = Metric{"group_queued_seconds", "Time from submit to start of the tasks that started."}
+	Run          = Metric{"group_run_seconds", "Time the tasks ran."}
+	QueueDepth   = Metric{"queue_depth", "Tasks waiting to start."}
+	Running      = Metric{"executor_running_permits", "Permits running across all groups."}
+	Groups       = Metric{"executor_groups", "Groups whose state the executor keeps (busy, idle or shut down)."}
+	GroupRunning = Metric{"group_running_tasks", "Tasks running, by group."}
+	GroupWaiting = Metric{"group_waiting_tasks", "Tasks waiting, by group."}
+)
+
+// LimitLabel names, as a label value, the limit that refused a task with
+// err: executor.Limit with spaces as underscores ("group_in-flight"), or
+// "other".
+func LimitLabel(err error) string {
+	var re *executor.RejectedError
+	if errors.As(err, &re) && re.Limit != "" {
+		return strings.ReplaceAll(string(re.Limit), " ", "_")
+	}
+	return "other"
+}
