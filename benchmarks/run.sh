@@ -10,6 +10,8 @@
 # benchmark, for medians), BENCHTIME the -benchtime of the workloads timed
 # per op. The isolation workload runs whole experiments, ISOLATION_RUNS of
 # them; waiting memory is measured at GOMAXPROCS 2 only (it is bytes).
+# The cluster (cluster_contention_test.go, needs redis-server), adapters
+# and gateway workloads have commands of their own (README.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -36,10 +38,14 @@ declare -A pattern=(
 	[grouped]='^BenchmarkGrouped$'
 	[isolation]='^BenchmarkIsolation$'
 	[memory]='^BenchmarkWaitingMemory$'
+	[dispatch]='^BenchmarkDispatch$'
+	[shares]='^BenchmarkGroupedShares$'
+	[breaker]='^BenchmarkBreaker'
+	[bulkhead]='^BenchmarkBulkhead'
 )
 workloads=("$@")
 if [[ ${#workloads[@]} -eq 0 ]]; then
-	workloads=(server overload submitters flatwork groupedwork flat grouped isolation memory)
+	workloads=(server overload submitters flatwork groupedwork flat grouped isolation memory dispatch shares breaker bulkhead)
 fi
 
 for w in "${workloads[@]}"; do
