@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/groupexec/groupexec/internal/outcome"
+	"github.com/groupexec/groupexec/outcome"
 )
 
-// classify maps Fn's error to a status; one rule for the whole project.
+// classify maps Fn's error to a status by outcome.Classify, the module's one
+// rule.
 func classify(err error) Status {
 	if err == nil {
 		return Success // inlined: the common case costs no call
@@ -19,12 +20,7 @@ func classify(err error) Status {
 // that classify stays small enough to inline.
 //
 //go:noinline
-func classifyErr(err error) Status {
-	if outcome.IsCancellation(err) {
-		return Cancelled
-	}
-	return Failed
-}
+func classifyErr(err error) Status { return outcome.Classify(err) }
 
 // runContext returns the context Fn runs with, or the *PanicError of a
 // cluster permit's Bind that panicked (Fn does not run).
