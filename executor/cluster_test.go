@@ -40,7 +40,7 @@ func newMemLimiter() *memLimiter {
 
 func (m *memLimiter) Attach(notify func(string)) error { m.notify = notify; return m.attachE }
 
-func (m *memLimiter) TryAcquire(key string, n int) (executor.Permit, error) {
+func (m *memLimiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.refuse != nil {

@@ -182,23 +182,27 @@ func (j *job) stopped() error {
 }
 
 // cancelContext cancels the run context with cause, now or, if Fn has not
-// started yet, as soon as it is created.
-func (j *job) cancelContext(cause error) {
+// started yet, as soon as it is created. It reports whether this call
+// cancelled a context that Fn may still be using: false if the context was
+// cancelled before, or if Fn is known to have returned (endRun ran).
+func (j *job) cancelContext(cause error) bool {
 	x := j.extra()
 	x.mu.Lock()
 	if x.cancelled != nil {
 		x.mu.Unlock()
-		return
+		return false
 	}
 	x.cancelled = cause
 	cancel := x.cancelRun
 	if x.cancelCh != nil {
 		close(x.cancelCh)
 	}
+	live := !x.ended
 	x.mu.Unlock()
 	if cancel != nil {
 		cancel(cause)
 	}
+	return live
 }
 
 // runCtx is a job seen as the context of its Fn. It delegates values and

@@ -206,7 +206,7 @@ func TestLimitChangesStress(t *testing.T) {
 		t.Errorf("after every handle completed: %+v", s)
 	}
 	if got, want := s.Succeeded+s.Failed+s.Cancelled+s.Rejected, uint64(submitters*perWorker); got != want {
-		t.Errorf("outcomes %d, want %d (%+v)", got, want, s.Counts)
+		t.Errorf("outcomes %d, want %d (%+v)", got, want, s.TaskCounts)
 	}
 	if n := executor.DoubleCompletions(); n != 0 {
 		t.Errorf("%d handles completed twice", n)

@@ -143,7 +143,7 @@ func TestSetGlobalMaxInFlightLowerDrains(t *testing.T) {
 	checkUse(t, ex, 0, 0)
 	s := ex.Stats()
 	if s.Started != 7 || s.Succeeded != 7 || s.Rejected+s.Cancelled+s.Failed != 0 {
-		t.Errorf("counts %+v", s.Counts)
+		t.Errorf("counts %+v", s.TaskCounts)
 	}
 }
 
@@ -234,7 +234,7 @@ func TestSetGroupLimitsBulkheadDrains(t *testing.T) {
 	c.finish(t, hs[4])
 	checkGroupUse(t, ex, "g", 0, 0, 0)
 	if s := groupStats(t, ex, "g"); s.Succeeded != 5 || s.Rejected != 3 {
-		t.Errorf("counts %+v", s.Counts)
+		t.Errorf("counts %+v", s.TaskCounts)
 	}
 }
 
@@ -326,7 +326,7 @@ func TestSetGroupLimitsQueueThreshold(t *testing.T) {
 			}
 			checkGroupUse(t, ex, "g", 0, 0, 0)
 			if s := groupStats(t, ex, "g"); s.Succeeded != 6 || s.Rejected != uint64(rejected) {
-				t.Errorf("counts %+v", s.Counts)
+				t.Errorf("counts %+v", s.TaskCounts)
 			}
 		})
 	}

@@ -128,7 +128,7 @@ func TestInvalidTasks(t *testing.T) {
 				t.Errorf("result = %+v", r)
 			}
 			if s := ex.Stats(); s.Rejected != 1 || s.Submitted != 0 {
-				t.Errorf("counts = %+v, want 1 rejected, 0 submitted", s.Counts)
+				t.Errorf("counts = %+v, want 1 rejected, 0 submitted", s.TaskCounts)
 			}
 		})
 	}

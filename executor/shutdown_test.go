@@ -203,12 +203,12 @@ func TestStatsCounts(t *testing.T) {
 		wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: fn}))
 	}
 	s := ex.Stats()
-	want := executor.Counts{Submitted: 3, Started: 3, Succeeded: 1, Failed: 1, Cancelled: 1}
-	if s.Counts != want || s.GlobalMaxInFlight != policy.Unlimited {
+	want := executor.TaskCounts{Submitted: 3, Started: 3, Succeeded: 1, Failed: 1, Cancelled: 1}
+	if s.TaskCounts != want || s.GlobalMaxInFlight != policy.Unlimited {
 		t.Errorf("stats %+v, want %+v", s, want)
 	}
 	gs := groupStats(t, ex, "g")
-	if gs.Counts != want || gs.MaxInFlight != policy.DefaultMaxInFlightPerGroup || gs.MaxConcurrency != 1 || gs.QueueThreshold != 0 {
+	if gs.TaskCounts != want || gs.MaxInFlight != policy.DefaultMaxInFlightPerGroup || gs.MaxConcurrency != 1 || gs.QueueThreshold != 0 {
 		t.Errorf("group stats %+v", gs)
 	}
 }

@@ -187,7 +187,7 @@ func TestUnaryInvalidTenant(t *testing.T) {
 		}
 	}
 	if s := ex.Stats(); s.Submitted != 0 || g.served.Load() != 0 {
-		t.Errorf("invalid calls reached the executor or the handler: %+v", s.Counts)
+		t.Errorf("invalid calls reached the executor or the handler: %+v", s.TaskCounts)
 	}
 }
 
@@ -308,7 +308,7 @@ func TestUnaryPanicReleasesTheSlot(t *testing.T) {
 		t.Errorf("after the panic: %v: the slot was not released", err)
 	}
 	if s, _ := ex.GroupStats("a"); s.Failed != 1 || s.Succeeded != 1 {
-		t.Errorf("%+v", s.Counts)
+		t.Errorf("%+v", s.TaskCounts)
 	}
 }
 
@@ -351,7 +351,7 @@ func TestStreamHoldsItsSlotForItsLife(t *testing.T) {
 		t.Errorf("after the stream: %v", err)
 	}
 	if s, _ := ex.GroupStats("s"); s.Succeeded != 2 || s.Rejected != 2 {
-		t.Errorf("%+v", s.Counts)
+		t.Errorf("%+v", s.TaskCounts)
 	}
 }
 

@@ -123,7 +123,7 @@ func TestHandlerInvalidWeights(t *testing.T) {
 					t.Errorf("error %v, want ErrInvalidWeight", refused)
 				}
 				if s := ex.Stats(); s.Submitted != 0 || s.Rejected != 0 {
-					t.Errorf("an invalid weight reached the executor: %+v", s.Counts)
+					t.Errorf("an invalid weight reached the executor: %+v", s.TaskCounts)
 				}
 				return
 			}

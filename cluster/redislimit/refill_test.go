@@ -29,7 +29,7 @@ func (n notifier) notify(key string) {
 // acquire asks l for w permits of key until it grants them, waiting for a
 // notify between asks; it fails the test if they are not granted within
 // limit.
-func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int, limit time.Duration) executor.Permit {
+func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int, limit time.Duration) executor.LimiterPermit {
 	t.Helper()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
@@ -265,7 +265,7 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 	// A leases the whole limit in one lease, and its tasks use all of it.
 	acquire(t, la, na, "g", 4, 5*time.Second).Release()
 	granted := time.Now()
-	var pa []executor.Permit
+	var pa []executor.LimiterPermit
 	for range 4 {
 		pa = append(pa, acquire(t, la, na, "g", 1, 5*time.Second))
 	}
