@@ -11,7 +11,7 @@ import (
 )
 
 func TestCancelWaitingTask(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	defer g.open()
 	blocker := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
@@ -112,7 +112,7 @@ func TestCancelReportsWhetherItCancelled(t *testing.T) {
 func TestCancelBeforeContextIsMade(t *testing.T) {
 	// A task cancelled while waiting never sees a context; one cancelled the
 	// instant it starts sees a context that is already done.
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	for range 100 {
 		var h *executor.Handle[int]
 		ready := make(chan struct{})
@@ -134,7 +134,7 @@ func TestCancelBeforeContextIsMade(t *testing.T) {
 }
 
 func TestSubmitContextCancelsWaitingTask(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})

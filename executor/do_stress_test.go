@@ -43,9 +43,9 @@ func testDoSubmitGoStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(maxGlobal),
-		policy.WithMaxInFlightPerGroup(12),
-		policy.WithMaxConcurrencyPerGroup(2),
-		policy.WithQueueThresholdPerGroup(6),
+		policy.WithDefaultMaxInFlight(12),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultQueueThreshold(6),
 	}, executor.WithMaxIdleGroups(2))
 	var (
 		globalRunning atomic.Int64

@@ -110,7 +110,7 @@ func TestGoRefusals(t *testing.T) {
 				}
 				// One slot, taken: a valid task is refused at the
 				// group's in-flight limit.
-				ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(tc.rp)}, opts...)
+				ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1), policy.WithRejectionPolicy(tc.rp)}, opts...)
 				g := newGate()
 				defer g.open()
 				submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
@@ -158,7 +158,7 @@ func TestGoRejectionHandler(t *testing.T) {
 			}
 			return errHandled
 		}
-		ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)}, executor.WithRejectionHandler(h))
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)}, executor.WithRejectionHandler(h))
 		g := newGate()
 		submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
 		g.waitStarted(t, 1)
@@ -209,7 +209,7 @@ func TestGoQueueTimeout(t *testing.T) {
 }
 
 func TestGoCallerRuns(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(policy.CallerRuns)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1), policy.WithRejectionPolicy(policy.CallerRuns)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
@@ -323,7 +323,7 @@ func TestGoReadsNoClock(t *testing.T) {
 	const n = 200
 	t.Run("no listener", func(t *testing.T) {
 		clk := &countingClock{Fake: fakeClock()}
-		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(2)}, executor.WithClock(clk))
+		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithDefaultMaxConcurrency(2)}, executor.WithClock(clk))
 		before := clk.reads.Load()
 		var wg sync.WaitGroup
 		wg.Add(n)
@@ -408,9 +408,9 @@ func TestGoStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(maxGlobal),
-		policy.WithMaxInFlightPerGroup(2000),
-		policy.WithMaxConcurrencyPerGroup(2),
-		policy.WithQueueThresholdPerGroup(1500),
+		policy.WithDefaultMaxInFlight(2000),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultQueueThreshold(1500),
 	}, executor.WithMaxIdleGroups(2))
 	var (
 		globalRunning atomic.Int64
@@ -571,7 +571,7 @@ func TestStartAfterEndReading(t *testing.T) {
 // context.Background for its next Go calls, so Go allocates nothing once
 // warm, and a kept task runs its new function, once.
 func TestGoReusesTasks(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("holder")}) // keeps the group busy

@@ -37,9 +37,9 @@ func TestLimitChangesStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(global),
-		policy.WithMaxInFlightPerGroup(16),
-		policy.WithMaxConcurrencyPerGroup(groupConc),
-		policy.WithQueueThresholdPerGroup(12),
+		policy.WithDefaultMaxInFlight(16),
+		policy.WithDefaultMaxConcurrency(groupConc),
+		policy.WithDefaultQueueThreshold(12),
 	}, executor.WithMaxIdleGroups(2))
 
 	var (

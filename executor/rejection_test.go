@@ -15,7 +15,7 @@ import (
 // running and a queue threshold of 0.
 func full(t *testing.T, rp policy.RejectionPolicy, eopts ...executor.Option) (*executor.Executor, *gate) {
 	t.Helper()
-	ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(0), policy.WithRejectionPolicy(rp)}, eopts...)
+	ex := newExec(t, []policy.Option{policy.WithDefaultQueueThreshold(0), policy.WithRejectionPolicy(rp)}, eopts...)
 	g := newGate()
 	t.Cleanup(g.open)
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})

@@ -40,10 +40,10 @@ func TestStress(t *testing.T) {
 	}
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(global),
-		policy.WithMaxInFlightPerGroup(12),
-		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithDefaultMaxInFlight(12),
+		policy.WithDefaultMaxConcurrency(2),
 		policy.WithGroupMaxConcurrency("g0", 4),
-		policy.WithQueueThresholdPerGroup(8),
+		policy.WithDefaultQueueThreshold(8),
 		policy.WithGlobalQueueThreshold(64),
 		policy.WithQueueTimeout(50*time.Millisecond),
 		policy.WithRejectionPolicy(policy.Discard),

@@ -84,7 +84,7 @@ func TestMixedWeightsTwoHoldersAllComplete(t *testing.T) {
 	var exs []*executor.Executor
 	for range 2 {
 		h := newHolder(t, addr)
-		exs = append(exs, newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, h.Groups(4), nil))
+		exs = append(exs, newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(4), nil))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
@@ -205,7 +205,7 @@ func TestOneFailedRefillIsNotAnOutage(t *testing.T) {
 		}
 		return nil
 	})
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, h.Groups(2), h.Global(2))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, h.Groups(2), h.Global(2))
 	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 func TestBrieflyPausedRedisIsNotAnOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	h := newHolder(t, srv.Addr(), redislimit.WithFailurePolicy(redislimit.FailClosed))
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, h.Groups(2), h.Global(2))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, h.Groups(2), h.Global(2))
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
