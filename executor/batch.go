@@ -36,11 +36,6 @@ type displacement struct {
 	rej *RejectedError
 }
 
-// empty reports whether b holds nothing to act on.
-func (b *batch) empty() bool {
-	return !b.gave && b.start.n|b.expired.n|b.displaced.n|b.victims.n == 0 && b.fin.j == nil
-}
-
 // endLocked ends a locked section of g that may have changed its tasks:
 // it handles g going idle, completes the task the section finished (b.fin),
 // and wakes drain waiters if g has drained.
