@@ -49,7 +49,7 @@ var adapterTenantKeys = func() []string {
 // more requests than there are clients.
 func adapterExecutor(b *testing.B) *executor.Executor {
 	b.Helper()
-	p, err := policy.New(policy.WithMaxConcurrencyPerGroup(64), policy.WithMaxInFlightPerGroup(128))
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(64), policy.WithDefaultMaxInFlight(128))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func BenchmarkBulkheadSubmit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if r, _ := h.Wait(ctx); r.Kind != bulkhead.Success {
+			if r, _ := h.Wait(ctx); r.Status != bulkhead.Success {
 				b.Fatal(r.Err)
 			}
 		}

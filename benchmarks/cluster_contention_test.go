@@ -55,8 +55,8 @@ func newContRig(tb testing.TB, addr, prefix string, procs, tenants int, opts ...
 	for i := range tenants {
 		r.tenants = append(r.tenants, fmt.Sprint("t", i))
 	}
-	p, err := policy.New(policy.WithGlobalMaxInFlight(4*contGlobal), policy.WithMaxConcurrencyPerGroup(4*contTenantLimit),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(4*contGlobal), policy.WithDefaultMaxConcurrency(4*contTenantLimit),
+		policy.WithDefaultMaxInFlight(policy.Unlimited))
 	if err != nil {
 		tb.Fatal(err)
 	}

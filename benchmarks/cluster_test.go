@@ -73,8 +73,8 @@ func newClusterRig(tb testing.TB, addr, prefix string, k int) *clusterRig {
 	for i := range clusterGroups {
 		r.keys = append(r.keys, fmt.Sprint("g", i))
 	}
-	p, err := policy.New(policy.WithGlobalMaxInFlight(clusterGlobal), policy.WithMaxConcurrencyPerGroup(clusterPerGroup),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(clusterGlobal), policy.WithDefaultMaxConcurrency(clusterPerGroup),
+		policy.WithDefaultMaxInFlight(policy.Unlimited))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -32,8 +32,8 @@ type backlogRunner struct {
 func newBacklogRunner(c *counter, groups int) (*backlogRunner, error) {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(dispatchGlobal),
-		policy.WithMaxConcurrencyPerGroup(1),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(1),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 		policy.WithGroupMaxConcurrency("blocker", dispatchGlobal),
 	)
 	if err != nil {

@@ -24,8 +24,8 @@ func newOursShares(c *counter) (runner, error) {
 	}
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(groupedGlobal),
-		policy.WithMaxConcurrencyPerGroup(groupedConc),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(groupedConc),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 		policy.WithShareResolver(func(g string) (int, bool) { n, ok := shareOf[g]; return n, ok }),
 	)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 )
 
 // The flat workload: tiny tasks (one atomic add each) in one group, global
-// limit 64 (ours: WithGlobalMaxInFlight(64), WithMaxConcurrencyPerGroup(64),
-// WithMaxInFlightPerGroup(Unlimited), context.Background()). Tasks go in by
+// limit 64 (ours: WithGlobalMaxInFlight(64), WithDefaultMaxConcurrency(64),
+// WithDefaultMaxInFlight(Unlimited), context.Background()). Tasks go in by
 // batches of 100,000: submit all, then wait for all.
 //
 // One benchmark op is ONE TASK: ns/op is ns per task, B/op and allocs/op are

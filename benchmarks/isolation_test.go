@@ -77,8 +77,8 @@ type coldProbe struct {
 func oursIsolation(backlog int) (isoResult, error) {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(isoGlobal),
-		policy.WithMaxConcurrencyPerGroup(isoConc),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(isoConc),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	)
 	if err != nil {
 		return isoResult{}, err

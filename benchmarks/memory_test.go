@@ -73,8 +73,8 @@ func oursGoWaitingCost(n int) (float64, error) { return waitingCost(n, true) }
 func waitingCost(n int, useGo bool) (float64, error) {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(1),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
-		policy.WithQueueThresholdPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+		policy.WithDefaultQueueThreshold(policy.Unlimited),
 		policy.WithGlobalQueueThreshold(policy.Unlimited),
 	)
 	if err != nil {

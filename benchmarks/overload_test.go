@@ -168,7 +168,7 @@ func (h *holders) release() { close(h.stop); h.wg.Wait() }
 // overloadExecutor returns an executor whose every tenant of keys holds
 // its one in-flight permit until release.
 func overloadExecutor(keys []string) (*executor.Executor, func(), error) {
-	p, err := policy.New(policy.WithMaxInFlightPerGroup(1))
+	p, err := policy.New(policy.WithDefaultMaxInFlight(1))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -106,8 +106,8 @@ type oursRunner struct {
 func newOurs(c *counter, keys []string, global, conc, antsSize int) (*oursRunner, error) {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(global),
-		policy.WithMaxConcurrencyPerGroup(conc),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(conc),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	)
 	if err != nil {
 		return nil, err

@@ -103,8 +103,8 @@ var serverPeers = []serverPeer{
 func serverExecutor() (*executor.Executor, error) {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(serverGlobal),
-		policy.WithMaxConcurrencyPerGroup(serverPerTenant),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(serverPerTenant),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	)
 	if err != nil {
 		return nil, err

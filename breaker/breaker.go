@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/groupexec/groupexec/clock"
 )
 
 // CircuitBreaker stops calling a failing dependency for a while, then probes
@@ -28,7 +30,7 @@ type CircuitBreaker struct {
 	readyToTrip   func(Counts) bool
 	isSuccessful  func(error) bool // nil: err == nil
 	onStateChange func(name string, from, to State)
-	clock         Clock
+	clock         clock.Clock
 }
 
 // New returns a closed breaker configured by s. Zero fields take their
@@ -58,7 +60,7 @@ func New(s Settings) (*CircuitBreaker, error) {
 		cb.readyToTrip = defaultReadyToTrip
 	}
 	if cb.clock == nil {
-		cb.clock = realClock{}
+		cb.clock = clock.Real
 	}
 	// Twice as many cells as goroutines running at once: a new hash
 	// multiplier separates two that share one in a few tries.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 )
 
 var errBoom = errors.New("boom")
@@ -18,15 +19,23 @@ var errBoom = errors.New("boom")
 // t0 is the fake clocks' start.
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is a breaker.Clock that moves only when told to. It is an
-// atomic, so that the race tests can move it from many goroutines without
-// serialising them on a lock.
+// fakeClock is a clock.Clock that moves only when told to. It is an
+// atomic, not a clock.Fake, so that the race tests can move it from many
+// goroutines without serialising them on a lock; Set puts it at t0 plus d.
 type fakeClock struct{ ns atomic.Int64 }
+
+var _ clock.Clock = (*fakeClock)(nil)
 
 func (c *fakeClock) Now() time.Time          { return t0.Add(time.Duration(c.ns.Load())) }
 func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *fakeClock) Set(d time.Duration)     { c.ns.Store(int64(d)) }
 func (c *fakeClock) Elapsed() time.Duration  { return time.Duration(c.ns.Load()) }
+
+// AfterFunc panics: a breaker reads the time and never schedules anything
+// (it starts no goroutine), and every test that moves a fakeClock checks it.
+func (c *fakeClock) AfterFunc(time.Duration, func()) clock.Timer {
+	panic("breaker: AfterFunc called; a breaker must only read the time")
+}
 
 // transition is one OnStateChange call.
 type transition struct {

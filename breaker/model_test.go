@@ -10,7 +10,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 )
 
-// model is the reference: the state machine the issue describes, written
+// model is the reference: the state machine the package documents, written
 // the obvious way, with a generation number and counts reset in place. Used
 // serially, the breaker must behave exactly like it.
 type model struct {

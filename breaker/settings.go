@@ -3,18 +3,9 @@ package breaker
 import (
 	"fmt"
 	"time"
+
+	"github.com/groupexec/groupexec/clock"
 )
-
-// Clock tells the time. Durations are taken as differences of Now, so a
-// clock whose times carry Go's monotonic reading (time.Now's do) is immune to
-// wall-clock jumps. Now must be safe for concurrent use.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // The defaults New uses for zero Settings fields.
 const (
@@ -64,8 +55,13 @@ type Settings struct {
 	// Changes made by different goroutines may be reported concurrently, and
 	// so not necessarily in the order they happened.
 	OnStateChange func(name string, from, to State)
-	// Clock is the time source. nil means the system clock.
-	Clock Clock
+	// Clock is the time source: the breaker only calls its Now, never
+	// AfterFunc, so time moves a breaker only when a request looks at it.
+	// Durations are taken as differences of Now, so clock.Real, whose times
+	// carry Go's monotonic reading, is immune to wall-clock jumps; tests
+	// pass a clock.Fake. Now must be safe for concurrent use. nil means
+	// clock.Real.
+	Clock clock.Clock
 }
 
 // validate returns the first invalid field's error.

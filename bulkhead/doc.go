@@ -18,6 +18,17 @@
 // its locked side's groupsem.Sem observes (state.go explains the fast path
 // and why it is exact).
 //
+// # Codes
+//
+// Error codes (Error.Code, e.g. "RB_ERR_AT_CAPACITY") and event codes
+// (Event.Code, e.g. "RB_PERMIT_ACQUIRED") start with RB_, for "remote
+// bulkhead": the bulkhead guards calls to a remote dependency, and the prefix
+// tells its codes apart from any other's in logs, metrics labels and alerts
+// that mix many sources. Error codes go on with ERR_. The codes are a
+// contract: a code keeps its meaning and spelling, whatever the wording of
+// the error message, so dashboards and audits may key on them. The Go names
+// (ErrAtCapacity, EventPermitAcquired, ...) carry no prefix.
+//
 // # Snapshots do not admit
 //
 // Limit, Available, InFlight, QueueDepth and Draining are best-effort

@@ -47,7 +47,7 @@ func ExampleSubmit() {
 		return
 	}
 	r, _ := h.Wait(ctx)
-	fmt.Println(r.Kind, r.Value, b.InFlight())
+	fmt.Println(r.Status, r.Value, b.InFlight())
 	// Output: Success fetched 0
 }
 

@@ -157,8 +157,8 @@ func TestCancelRacesCompletion(t *testing.T) {
 					continue
 				}
 				go h.Cancel()
-				if r := result(t, h); r.Kind != bulkhead.Success && r.Kind != bulkhead.Cancelled {
-					t.Errorf("kind %v", r.Kind)
+				if r := result(t, h); r.Status != bulkhead.Success && r.Status != bulkhead.Cancelled {
+					t.Errorf("status %v", r.Status)
 				}
 			}
 		})

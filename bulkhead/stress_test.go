@@ -203,7 +203,7 @@ func stress(t *testing.T, observed, fake bool) {
 						h.Cancel()
 					}
 					r := result(t, h)
-					if r.Kind == bulkhead.Success && r.Value != i {
+					if r.Status == bulkhead.Success && r.Value != i {
 						t.Errorf("result %d, want %d", r.Value, i)
 					}
 				}

@@ -4,43 +4,34 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
-	"strconv"
 	"sync/atomic"
 
-	"github.com/groupexec/groupexec/internal/outcome"
+	"github.com/groupexec/groupexec/outcome"
 )
 
-// Kind is how an admitted operation ended.
-type Kind int
+// Status is how an admitted operation ended: the module's one outcome
+// vocabulary (package outcome), under the bulkhead's name. A refused
+// operation has no Result (Submit returns the refusal), so a Result's
+// Status is never outcome.Rejected.
+type Status = outcome.Status
 
+// An operation's Status, as package outcome defines them.
 const (
 	// Success: the function returned a nil error.
-	Success Kind = iota + 1
-	// Failure: the function returned an error, panicked or called
-	// runtime.Goexit.
-	Failure
+	Success = outcome.Success
+	// Failed: the function returned an error that is not a cancellation,
+	// panicked or called runtime.Goexit.
+	Failed = outcome.Failed
 	// Cancelled: the handle was cancelled, or the function's error is or
 	// wraps context.Canceled (at any depth).
-	Cancelled
+	Cancelled = outcome.Cancelled
 )
-
-func (k Kind) String() string {
-	switch k {
-	case Success:
-		return "Success"
-	case Failure:
-		return "Failure"
-	case Cancelled:
-		return "Cancelled"
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // Result is an admitted operation's outcome.
 type Result[T any] struct {
-	Value T     // the function's value; the zero T unless Success
-	Err   error // the function's error, a *PanicError, ErrGoexit, or context.Canceled for a cancelled handle
-	Kind  Kind
+	Status Status
+	Value  T     // the function's value; the zero T unless Success
+	Err    error // the function's error, a *PanicError, ErrGoexit, or context.Canceled for a cancelled handle
 }
 
 // Handle is one operation admitted by Submit.
@@ -61,7 +52,7 @@ var ErrCancelled = errors.New("bulkhead: handle cancelled")
 // is one) and runs it on its own goroutine with a context derived from ctx.
 // A refusal is returned as the error, and fn is not called. fn is called at
 // most once, only with a permit; the permit is released exactly once, when fn
-// returns, panics (the handle completes Failure with a *PanicError) or the
+// returns, panics (the handle completes Failed with a *PanicError) or the
 // handle is cancelled, and always before the handle completes, so a caller
 // that has seen the result can count on the capacity being back.
 //
@@ -97,7 +88,7 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 		h.b.RecordLatency(h.b.clk.Now().Sub(start))
 		if !returned {
 			var res Result[T]
-			res.Kind = Failure
+			res.Status = Failed
 			if v := recover(); v != nil {
 				res.Err = &PanicError{Value: v, Stack: debug.Stack()}
 			} else {
@@ -109,12 +100,9 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	}()
 	v, err := fn(ctx)
 	returned = true
-	res := Result[T]{Value: v, Err: err, Kind: Success}
-	switch {
-	case outcome.IsCancellation(err):
-		res.Value, res.Kind = *new(T), Cancelled
-	case err != nil:
-		res.Value, res.Kind = *new(T), Failure
+	res := Result[T]{Status: outcome.Classify(err), Value: v, Err: err}
+	if res.Status != Success {
+		res.Value = *new(T)
 	}
 	h.complete(res)
 }
@@ -137,7 +125,7 @@ func (h *Handle[T]) complete(res Result[T]) bool {
 // reports whether it did.
 func (h *Handle[T]) Cancel() bool {
 	var res Result[T]
-	res.Kind, res.Err = Cancelled, context.Canceled
+	res.Status, res.Err = Cancelled, context.Canceled
 	if !h.complete(res) {
 		return false
 	}

@@ -37,33 +37,33 @@ func TestSubmitOutcomes(t *testing.T) {
 	tests := []struct {
 		name string
 		fn   func(context.Context) (int, error)
-		kind bulkhead.Kind
+		want bulkhead.Status
 		val  int
 		err  func(error) bool
 	}{
 		{"success", func(context.Context) (int, error) { return 7, nil }, bulkhead.Success, 7,
 			func(err error) bool { return err == nil }},
-		{"failure", func(context.Context) (int, error) { return 7, errBoom }, bulkhead.Failure, 0,
+		{"failure", func(context.Context) (int, error) { return 7, errBoom }, bulkhead.Failed, 0,
 			func(err error) bool { return err == errBoom }},
-		{"deadline is a failure", func(context.Context) (int, error) { return 0, context.DeadlineExceeded }, bulkhead.Failure, 0,
+		{"deadline is a failure", func(context.Context) (int, error) { return 0, context.DeadlineExceeded }, bulkhead.Failed, 0,
 			func(err error) bool { return err == context.DeadlineExceeded }},
 		{"wrapped cancellation", func(context.Context) (int, error) {
 			return 0, fmt.Errorf("rpc: %w", fmt.Errorf("call: %w", context.Canceled))
 		}, bulkhead.Cancelled, 0, func(err error) bool { return errors.Is(err, context.Canceled) }},
-		{"panic", func(context.Context) (int, error) { panic(errBoom) }, bulkhead.Failure, 0,
+		{"panic", func(context.Context) (int, error) { panic(errBoom) }, bulkhead.Failed, 0,
 			func(err error) bool {
 				var pe *bulkhead.PanicError
 				return errors.As(err, &pe) && errors.Is(err, errBoom) && len(pe.Stack) > 0
 			}},
-		{"goexit", func(context.Context) (int, error) { runtime.Goexit(); return 0, nil }, bulkhead.Failure, 0,
+		{"goexit", func(context.Context) (int, error) { runtime.Goexit(); return 0, nil }, bulkhead.Failed, 0,
 			func(err error) bool { return err == bulkhead.ErrGoexit }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBH(t, 1)
 			r := result(t, submit(t, b, tc.fn))
-			if r.Kind != tc.kind || r.Value != tc.val || !tc.err(r.Err) {
-				t.Fatalf("result %+v (%v), want kind %v value %d", r, r.Kind, tc.kind, tc.val)
+			if r.Status != tc.want || r.Value != tc.val || !tc.err(r.Err) {
+				t.Fatalf("result %+v (%v), want status %v value %d", r, r.Status, tc.want, tc.val)
 			}
 			// The handle completed after its permit came back.
 			if b.InFlight() != 0 {
@@ -109,7 +109,7 @@ func TestCancelReleasesAtOnce(t *testing.T) {
 		t.Fatal("Cancel did not release the permit at once")
 	}
 	r := result(t, h)
-	if r.Kind != bulkhead.Cancelled || !errors.Is(r.Err, context.Canceled) {
+	if r.Status != bulkhead.Cancelled || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("cancelled handle's result %+v", r)
 	}
 	if got := <-cause; got != bulkhead.ErrCancelled {
@@ -141,7 +141,7 @@ func TestSubmitContextReachesFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	if r := result(t, h); r.Kind != bulkhead.Cancelled {
+	if r := result(t, h); r.Status != bulkhead.Cancelled {
 		t.Fatalf("result %+v", r)
 	}
 }

@@ -25,22 +25,22 @@ func TestAdmissionLimits(t *testing.T) {
 		max     int
 	}{
 		{"group bulkhead counts waiting and running",
-			[]policy.Option{policy.WithMaxInFlightPerGroup(3), policy.WithMaxConcurrencyPerGroup(1)},
+			[]policy.Option{policy.WithDefaultMaxInFlight(3), policy.WithDefaultMaxConcurrency(1)},
 			[]string{"a"}, []string{"a", "a"}, "a", executor.LimitGroupInFlight, 3, 3},
 		{"group queue threshold",
-			[]policy.Option{policy.WithQueueThresholdPerGroup(2), policy.WithMaxConcurrencyPerGroup(1)},
+			[]policy.Option{policy.WithDefaultQueueThreshold(2), policy.WithDefaultMaxConcurrency(1)},
 			[]string{"a"}, []string{"a", "a"}, "a", executor.LimitGroupQueue, 2, 2},
 		{"group queue threshold override",
-			[]policy.Option{policy.WithQueueThresholdPerGroup(5), policy.WithGroupQueueThreshold("a", 1), policy.WithMaxConcurrencyPerGroup(1)},
+			[]policy.Option{policy.WithDefaultQueueThreshold(5), policy.WithGroupQueueThreshold("a", 1), policy.WithDefaultMaxConcurrency(1)},
 			[]string{"a"}, []string{"a"}, "a", executor.LimitGroupQueue, 1, 1},
 		{"queue threshold 0 refuses any wait",
-			[]policy.Option{policy.WithQueueThresholdPerGroup(0), policy.WithMaxConcurrencyPerGroup(1)},
+			[]policy.Option{policy.WithDefaultQueueThreshold(0), policy.WithDefaultMaxConcurrency(1)},
 			[]string{"a"}, nil, "a", executor.LimitGroupQueue, 0, 0},
 		{"global queue threshold across groups",
-			[]policy.Option{policy.WithGlobalQueueThreshold(2), policy.WithMaxConcurrencyPerGroup(1)},
+			[]policy.Option{policy.WithGlobalQueueThreshold(2), policy.WithDefaultMaxConcurrency(1)},
 			[]string{"a", "b"}, []string{"a", "b"}, "c", executor.LimitGlobalQueue, 2, 2},
 		{"bulkhead override",
-			[]policy.Option{policy.WithGroupMaxInFlight("a", 1), policy.WithMaxConcurrencyPerGroup(1)},
+			[]policy.Option{policy.WithGroupMaxInFlight("a", 1), policy.WithDefaultMaxConcurrency(1)},
 			[]string{"a"}, nil, "a", executor.LimitGroupInFlight, 1, 1},
 	}
 	for _, tt := range tests {
@@ -79,7 +79,7 @@ func TestAdmissionLimits(t *testing.T) {
 }
 
 func TestFIFOWithinGroup(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
@@ -108,7 +108,7 @@ func TestFIFOWithinGroup(t *testing.T) {
 // TestGlobalRoomGoesToGroupsInTurn: with one global permit and three groups
 // waiting, freed room rotates over the groups.
 func TestGlobalRoomGoesToGroupsInTurn(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(5)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(5)})
 	g := newGate()
 	submit(t, ex, executor.Task[string]{Group: "x", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
@@ -136,7 +136,7 @@ func TestGlobalRoomGoesToGroupsInTurn(t *testing.T) {
 // the global room as it frees, ahead of a light group's backlog that could
 // otherwise keep taking it one permit at a time.
 func TestHeavyHeadIsNotStarved(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithMaxConcurrencyPerGroup(4)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4)})
 	light := make([]*gate, 4)
 	for i := range light {
 		light[i] = newGate()
@@ -191,8 +191,8 @@ func TestWaitingTaskHoldsNoGlobalPermit(t *testing.T) {
 	const backlog = 100_000
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(4),
-		policy.WithMaxConcurrencyPerGroup(2),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
 	hot := newGate()
 	for range 2 {
@@ -228,7 +228,7 @@ func TestWaitingTaskHoldsNoGlobalPermit(t *testing.T) {
 // charges any other: when a second group then waits for the global room,
 // the turns alternate at the next release, not one task later.
 func TestLoneGroupPaysForItsStarts(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(1)})
 	started := make(chan string, 16)
 	gates := map[string]*gate{}
 	t.Cleanup(func() { // before the executor's Close, on failure too

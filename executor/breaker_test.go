@@ -183,7 +183,7 @@ func TestInvalidBreakerSettings(t *testing.T) {
 func TestOnStateChangeMayWaitForExecutorWork(t *testing.T) {
 	var ex *executor.Executor
 	res := make(chan executor.Status, 1)
-	ex = newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)},
+	ex = newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)},
 		executor.WithGroupBreaker(breaker.Settings{Clock: fakeClock(),
 			OnStateChange: func(name string, from, to breaker.State) {
 				if name != "bad" || to != breaker.StateOpen {

@@ -11,13 +11,15 @@ import (
 )
 
 func TestCancelWaitingTask(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	defer g.open()
 	blocker := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
 	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("never")})
-	h.Cancel()
+	if !h.Cancel() {
+		t.Fatal("Cancel of a waiting task reported false")
+	}
 	// Completed by Cancel itself, not at the next dispatch.
 	if !isDone(h) {
 		t.Fatal("Cancel did not complete the waiting task")
@@ -28,7 +30,9 @@ func TestCancelWaitingTask(t *testing.T) {
 	if s := groupStats(t, ex, "g"); s.Waiting != 0 || s.InFlight != 1 || s.Cancelled != 1 {
 		t.Errorf("stats %+v", s)
 	}
-	h.Cancel() // idempotent
+	if h.Cancel() { // idempotent
+		t.Error("a second Cancel reported true")
+	}
 	g.open()
 	wait(t, blocker)
 	// The group is idle once the blocker is done: had the cancelled task
@@ -59,18 +63,56 @@ func TestCancelRunningTaskCancelsItsContext(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-started
-			h.Cancel()
+			if !h.Cancel() {
+				t.Fatal("Cancel of a running task reported false")
+			}
+			if h.Cancel() { // its context is cancelled already, whether or not Fn has returned
+				t.Error("a second Cancel reported true")
+			}
 			if r := wait(t, h); r.Status != executor.Cancelled || !errors.Is(r.Err, context.Canceled) {
 				t.Errorf("result %+v", r)
 			}
+			if h.Cancel() {
+				t.Error("Cancel after completion reported true")
+			}
 		})
+	}
+}
+
+// Cancel of a completed task does nothing and says so; of a running task
+// that ignores its context, it reports the cancel it made, and the outcome
+// is still what Fn returns.
+func TestCancelReportsWhetherItCancelled(t *testing.T) {
+	ex := newExec(t, nil)
+	done := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
+	wait(t, done)
+	if done.Cancel() {
+		t.Error("Cancel of a completed task reported true")
+	}
+	if r, _ := done.Result(); r.Status != executor.Success {
+		t.Errorf("Cancel changed a completed result: %+v", r)
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	deaf := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 2, nil
+	}})
+	<-started
+	if !deaf.Cancel() {
+		t.Fatal("Cancel of a running task reported false")
+	}
+	close(release)
+	if r := wait(t, deaf); r.Status != executor.Success || r.Value != 2 {
+		t.Errorf("result %+v, want what Fn returned", r)
 	}
 }
 
 func TestCancelBeforeContextIsMade(t *testing.T) {
 	// A task cancelled while waiting never sees a context; one cancelled the
 	// instant it starts sees a context that is already done.
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	for range 100 {
 		var h *executor.Handle[int]
 		ready := make(chan struct{})
@@ -92,7 +134,7 @@ func TestCancelBeforeContextIsMade(t *testing.T) {
 }
 
 func TestSubmitContextCancelsWaitingTask(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})

@@ -40,11 +40,11 @@ type Limiter interface {
 	// matching ErrRejected and err, whatever the rejection policy (a permit
 	// returned together with an error is released at once). The global
 	// limiter is called with key "".
-	TryAcquire(key string, n int) (Permit, error)
+	TryAcquire(key string, n int) (LimiterPermit, error)
 }
 
-// Permit is a permit a Limiter supplied for one task.
-type Permit interface {
+// LimiterPermit is a permit a Limiter supplied for one task.
+type LimiterPermit interface {
 	// Bind is called once, on the task's goroutine, before Fn runs, with
 	// the task's context and a function that cancels it with a cause (for
 	// example when the permit's lease was lost). It returns the context Fn
@@ -124,8 +124,8 @@ const (
 // named key, global then group, all or none. A permit returned together
 // with an error is released: the task does not start on it. It is called
 // under the group's mutex.
-func (c *clusterLimits) acquire(key string, w int) (clusterOutcome, *refusal, [2]Permit) {
-	var ps [2]Permit
+func (c *clusterLimits) acquire(key string, w int) (clusterOutcome, *refusal, [2]LimiterPermit) {
+	var ps [2]LimiterPermit
 	if c.global != nil {
 		p, err := c.global.TryAcquire("", w)
 		if err != nil && p != nil {
@@ -169,7 +169,7 @@ func (ex *Executor) releaseClusterLocked(g *group, j *job) {
 		return
 	}
 	ps := x.cluster
-	x.cluster, x.bound = [2]Permit{}, false
+	x.cluster, x.bound = [2]LimiterPermit{}, false
 	if p := ps[1]; p != nil {
 		p.Release()
 		g.clusterWait = false
@@ -188,7 +188,7 @@ func (j *job) bindCluster(ctx context.Context) (_ context.Context, err error) {
 			err = newPanicError(r)
 		}
 	}()
-	cancel := j.cancelContext
+	cancel := func(cause error) { j.cancelContext(cause) }
 	for _, p := range j.x.Load().cluster {
 		if p != nil {
 			ctx = p.Bind(ctx, cancel)

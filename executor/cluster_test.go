@@ -40,7 +40,7 @@ func newMemLimiter() *memLimiter {
 
 func (m *memLimiter) Attach(notify func(string)) error { m.notify = notify; return m.attachE }
 
-func (m *memLimiter) TryAcquire(key string, n int) (executor.Permit, error) {
+func (m *memLimiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.refuse != nil {
@@ -104,7 +104,7 @@ func (p *memPermit) Release() {
 
 func TestClusterGroupLimiterWaitsAndNotifies(t *testing.T) {
 	lim := newMemLimiter()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, executor.WithGroupLimiter(lim))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, executor.WithGroupLimiter(lim))
 	g := newGate()
 	defer g.open() // a failure must not leave Close waiting on Fn
 	h := submit(t, ex, executor.Task[string]{Group: "a", ID: "1", Fn: g.fn("1")})
@@ -128,7 +128,7 @@ func TestClusterGroupLimiterWaitsAndNotifies(t *testing.T) {
 
 func TestClusterGroupWaitDoesNotBlockOtherGroups(t *testing.T) {
 	lim := newMemLimiter()
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(2)},
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithDefaultMaxConcurrency(2)},
 		executor.WithGroupLimiter(lim))
 	lim.give("b", 10)
 	g := newGate()
@@ -147,7 +147,7 @@ func TestClusterGroupWaitDoesNotBlockOtherGroups(t *testing.T) {
 
 func TestClusterGlobalLimiterHoldsEveryGroup(t *testing.T) {
 	lim := newMemLimiter()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, executor.WithGlobalLimiter(lim))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, executor.WithGlobalLimiter(lim))
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "a", ID: "a1", Fn: g.fn("a1")})
@@ -249,7 +249,7 @@ func TestClusterAttachErrorFailsNew(t *testing.T) {
 // are out than given, every permit comes back once, every handle completes.
 func TestClusterStress(t *testing.T) {
 	glob, grp := newMemLimiter(), newMemLimiter()
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(3),
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(3),
 		policy.WithQueueTimeout(200 * time.Millisecond)},
 		executor.WithGlobalLimiter(glob), executor.WithGroupLimiter(grp))
 	const groups, perGroup, global = 5, 2, 6
@@ -370,7 +370,7 @@ func TestClusterBindPanicOrGoexitReleases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			glob, grp := newMemLimiter(), newMemLimiter()
 			grp.onBind = tc.bind
-			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)},
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)},
 				executor.WithGlobalLimiter(glob), executor.WithGroupLimiter(grp))
 			glob.give("", 1)
 			grp.give("a", 1)

@@ -83,8 +83,9 @@ func callRecovered(b body, ctx context.Context) (st Status, err error) {
 }
 
 // cancel cancels j: a waiting j is removed and completes Cancelled with
-// cause; a running j's context is cancelled with cause.
-func (ex *Executor) cancel(j *job, cause error) {
+// cause; a running j's context is cancelled with cause. It reports whether
+// it did either (cancelContext says for a running j).
+func (ex *Executor) cancel(j *job, cause error) bool {
 	g := j.g
 	g.mu.Lock()
 	switch j.state {
@@ -93,10 +94,11 @@ func (ex *Executor) cancel(j *job, cause error) {
 		var b batch
 		ex.unlock(g, &b)
 		ex.completeRemoved(j, Cancelled, cause)
+		return true
 	case stateRunning:
 		g.mu.Unlock()
-		j.cancelContext(cause)
-	default:
-		g.mu.Unlock()
+		return j.cancelContext(cause)
 	}
+	g.mu.Unlock()
+	return false
 }

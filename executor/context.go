@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/groupexec/groupexec/internal/outcome"
+	"github.com/groupexec/groupexec/outcome"
 )
 
-// classify maps Fn's error to a status; one rule for the whole project.
+// classify maps Fn's error to a status by outcome.Classify, the module's one
+// rule.
 func classify(err error) Status {
 	if err == nil {
 		return Success // inlined: the common case costs no call
@@ -19,12 +20,7 @@ func classify(err error) Status {
 // that classify stays small enough to inline.
 //
 //go:noinline
-func classifyErr(err error) Status {
-	if outcome.IsCancellation(err) {
-		return Cancelled
-	}
-	return Failed
-}
+func classifyErr(err error) Status { return outcome.Classify(err) }
 
 // runContext returns the context Fn runs with, or the *PanicError of a
 // cluster permit's Bind that panicked (Fn does not run).
@@ -186,23 +182,27 @@ func (j *job) stopped() error {
 }
 
 // cancelContext cancels the run context with cause, now or, if Fn has not
-// started yet, as soon as it is created.
-func (j *job) cancelContext(cause error) {
+// started yet, as soon as it is created. It reports whether this call
+// cancelled a context that Fn may still be using: false if the context was
+// cancelled before, or if Fn is known to have returned (endRun ran).
+func (j *job) cancelContext(cause error) bool {
 	x := j.extra()
 	x.mu.Lock()
 	if x.cancelled != nil {
 		x.mu.Unlock()
-		return
+		return false
 	}
 	x.cancelled = cause
 	cancel := x.cancelRun
 	if x.cancelCh != nil {
 		close(x.cancelCh)
 	}
+	live := !x.ended
 	x.mu.Unlock()
 	if cancel != nil {
 		cancel(cause)
 	}
+	return live
 }
 
 // runCtx is a job seen as the context of its Fn. It delegates values and

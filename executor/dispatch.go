@@ -231,7 +231,7 @@ func (ex *Executor) dispatchLocked(b *batch) {
 			g.mu.Unlock()
 			return // the head keeps the turn until room frees: never overtaken
 		}
-		var ps [2]Permit
+		var ps [2]LimiterPermit
 		if ex.cluster != nil {
 			o, r, cps := ex.cluster.acquire(g.key, j.weight)
 			if o != clusterGranted {
@@ -296,7 +296,7 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 			h = nil
 		}
 		if h != nil {
-			ex.startLocked(g, h, [2]Permit{}, nil)
+			ex.startLocked(g, h, [2]LimiterPermit{}, nil)
 			return h
 		}
 	}
@@ -312,7 +312,7 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 // startLocked marks waiting j started, its global permits taken: it leaves
 // the queue and takes its running permits. A task that needs a new
 // goroutine or a wake-up goes in b, unless b is nil (the caller runs it).
-func (ex *Executor) startLocked(g *group, j *job, ps [2]Permit, b *batch) {
+func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch) {
 	ex.dequeueLocked(g, j)
 	if x := j.x.Load(); x != nil && x.stopAfter != nil {
 		// The run context derives from Submit's: no watcher needed.

@@ -175,8 +175,8 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 	}
 	if err := ctx.Err(); err != nil {
 		// Started after ctx ended: fn does not run, and its permits go to
-		// the next in line (the rule x/sync's semaphore follows since Go
-		// issue 63615).
+		// the next in line (the rule x/sync's semaphore follows since
+		// golang/go#63615).
 		ex.finish(&d.job, Cancelled, context.Cause(ctx), ex.since()-d.submitted, 0, false)
 		return err
 	}

@@ -43,9 +43,9 @@ func testDoSubmitGoStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(maxGlobal),
-		policy.WithMaxInFlightPerGroup(12),
-		policy.WithMaxConcurrencyPerGroup(2),
-		policy.WithQueueThresholdPerGroup(6),
+		policy.WithDefaultMaxInFlight(12),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultQueueThreshold(6),
 	}, executor.WithMaxIdleGroups(2))
 	var (
 		globalRunning atomic.Int64
@@ -193,9 +193,9 @@ func testDoSubmitGoStress(t *testing.T) {
 	}
 	total := uint64(callers * perCaller)
 	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total || s.Submitted != total {
-		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.Counts)
+		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.TaskCounts)
 	}
 	if s.Failed == 0 || s.Cancelled == 0 || s.Rejected == 0 {
-		t.Errorf("the mix did not exercise failures, cancellations and refusals: %+v", s.Counts)
+		t.Errorf("the mix did not exercise failures, cancellations and refusals: %+v", s.TaskCounts)
 	}
 }

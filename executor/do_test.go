@@ -34,7 +34,7 @@ func doIn(ex *executor.Executor, ctx context.Context, group string, fn func(cont
 }
 
 func TestDoReturnsFnsError(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	want := errors.New("boom")
 	if err := ex.Do(bg, "g", func(context.Context) error { return want }); err != want {
 		t.Fatalf("Do = %v, want %v", err, want)
@@ -51,7 +51,7 @@ func TestDoReturnsFnsError(t *testing.T) {
 // TestDoRunsInTheCallingGoroutine: an admitted fn runs in Do's caller, both
 // when it starts at once and when it waited in its group's queue.
 func TestDoRunsInTheCallingGoroutine(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	check := func() error {
 		caller := goroutineID()
 		var ran uint64
@@ -83,7 +83,7 @@ func TestDoRunsInTheCallingGoroutine(t *testing.T) {
 // TestDoFIFOWithSubmitAndGo: Do, Submit and Go tasks of one group start in
 // the order they were admitted.
 func TestDoFIFOWithSubmitAndGo(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
@@ -129,7 +129,7 @@ func TestDoFIFOWithSubmitAndGo(t *testing.T) {
 func TestDoRefusesUnderEveryPolicy(t *testing.T) {
 	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.DiscardOldest, policy.CallerRuns} {
 		t.Run(rp.String(), func(t *testing.T) {
-			ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(rp)})
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1), policy.WithRejectionPolicy(rp)})
 			g := newGate()
 			submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 			g.waitStarted(t, 1)
@@ -165,7 +165,7 @@ func TestDoRefusesUnderEveryPolicy(t *testing.T) {
 func TestDoRejectionHandler(t *testing.T) {
 	handlerErr := errors.New("shed")
 	var runIt atomic.Bool
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)}, executor.WithRejectionHandler(func(r *executor.Rejection) error {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)}, executor.WithRejectionHandler(func(r *executor.Rejection) error {
 		if runIt.Load() {
 			r.RunInCaller()
 		}
@@ -188,7 +188,7 @@ func TestDoRejectionHandler(t *testing.T) {
 
 // TestDoForcedRefusals: the refusals that leave no choice.
 func TestDoForcedRefusals(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2), policy.WithRejectionPolicy(policy.CallerRuns)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2), policy.WithRejectionPolicy(policy.CallerRuns)})
 	never := func(context.Context) error { t.Error("fn ran"); return nil }
 	if err := ex.DoWeighted(bg, "g", 3, never); !errors.Is(err, executor.ErrTooHeavy) {
 		t.Errorf("too heavy: %v", err)
@@ -225,7 +225,7 @@ func TestDoForcedRefusals(t *testing.T) {
 
 // TestDoWeighted: a weighted Do takes its weight at every limit.
 func TestDoWeighted(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(5), policy.WithMaxConcurrencyPerGroup(5)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(5), policy.WithDefaultMaxConcurrency(5)})
 	err := ex.DoWeighted(bg, "g", 3, func(context.Context) error {
 		if s := groupStats(t, ex, "g"); s.Running != 3 || s.RunningTasks != 1 {
 			return fmt.Errorf("inside fn: %+v", s)
@@ -247,7 +247,7 @@ func TestDoWeighted(t *testing.T) {
 // waits returns ctx's error at once, never runs, and gives its place in
 // its group's in-flight limit back.
 func TestDoCancelWhileWaitingFreesItsPlace(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(2), policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(2), policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
@@ -279,7 +279,7 @@ func TestDoCancelWhileWaitingFreesItsPlace(t *testing.T) {
 // for Do (golang/go#63615): a Do whose context ended before its turn came
 // never runs fn, and the permit goes to the next in line.
 func TestDoGrantedAfterCancelDoesNotRun(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	for i := range 2000 {
 		release := make(chan struct{})
 		holding := make(chan struct{})
@@ -307,7 +307,7 @@ func TestDoGrantedAfterCancelDoesNotRun(t *testing.T) {
 // ErrQueueTimeout and never runs.
 func TestDoQueueTimeout(t *testing.T) {
 	clk := fakeClock()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
@@ -328,7 +328,7 @@ func TestDoQueueTimeout(t *testing.T) {
 // its value and its stack, after fn's permits are back and the task is
 // counted Failed.
 func TestDoPanicReleasesThenGoesOn(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	var stack string
 	func() {
 		defer func() {
@@ -363,7 +363,7 @@ func debugStack() []byte {
 // TestDoGoexitReleases: runtime.Goexit in fn ends the caller's goroutine
 // and releases fn's permits.
 func TestDoGoexitReleases(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -451,8 +451,8 @@ func TestDoShutdownWaits(t *testing.T) {
 func TestDoHotGroupNeverDelaysACold(t *testing.T) {
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(4),
-		policy.WithMaxConcurrencyPerGroup(2),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
 	release := make(chan struct{})
 	var hot []<-chan error
@@ -488,7 +488,7 @@ func TestDoHotGroupNeverDelaysACold(t *testing.T) {
 // allocating once the group has refused the same way before, and an
 // admitted Do allocates only its task.
 func TestDoRefusalAllocations(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "full", Fn: g.fn("blocker")})

@@ -21,7 +21,7 @@
 //
 // Submit runs it on a goroutine of the executor's and returns a handle:
 //
-//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(4))
+//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(4))
 //	ex, _ := executor.New(p)
 //	defer ex.Close()
 //	h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "tenant-a", Fn: work})

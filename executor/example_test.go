@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleSubmit() {
-	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(2))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(2))
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +35,7 @@ func ExampleSubmit() {
 }
 
 func ExampleExecutor_Go() {
-	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(2))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(2))
 	if err != nil {
 		panic(err)
 	}
@@ -61,7 +61,7 @@ func ExampleExecutor_Go() {
 }
 
 func ExampleExecuteAll() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(2))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(2))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 
@@ -92,7 +92,7 @@ func ExampleExecuteAll() {
 // once: Submit returns a *RejectedError saying which limit refused it.
 func ExampleRejectedError() {
 	p, _ := policy.New(
-		policy.WithMaxInFlightPerGroup(1), // the bulkhead: one task admitted per group
+		policy.WithDefaultMaxInFlight(1), // the bulkhead: one task admitted per group
 		policy.WithRejectionPolicy(policy.Abort),
 	)
 	ex, _ := executor.New(p)
@@ -178,7 +178,7 @@ func ExampleHandle_Cancel() {
 }
 
 func ExampleExecutor_GroupStats() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(4))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 
@@ -224,7 +224,7 @@ func ExampleListenerFuncs() {
 }
 
 func ExampleExecutor_SetGroupLimits() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(1))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 	ctx := context.Background()

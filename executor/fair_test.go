@@ -68,8 +68,8 @@ func TestSharesThreeToOne(t *testing.T) {
 		t.Run(fmt.Sprint("conc", conc), func(t *testing.T) {
 			ex := newExec(t, []policy.Option{
 				policy.WithGlobalMaxInFlight(1),
-				policy.WithMaxConcurrencyPerGroup(conc),
-				policy.WithMaxInFlightPerGroup(policy.Unlimited),
+				policy.WithDefaultMaxConcurrency(conc),
+				policy.WithDefaultMaxInFlight(policy.Unlimited),
 				policy.WithGroupShare("a", 3),
 			})
 			release := hold(t, ex, 1)
@@ -115,8 +115,8 @@ func TestSharesThreeToOne(t *testing.T) {
 func TestSharesCountPermitsNotTasks(t *testing.T) {
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(4),
-		policy.WithMaxConcurrencyPerGroup(4),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(4),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
 	release := hold(t, ex, 4)
 	var log startLog
@@ -144,7 +144,7 @@ func TestSharesCountPermitsNotTasks(t *testing.T) {
 func TestReturningGroupGetsItsShareAtOnce(t *testing.T) {
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(1),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 		policy.WithGroupShare("b", 2),
 	})
 	release := hold(t, ex, 1)
@@ -200,7 +200,7 @@ func TestLightGroupBesideHeavyBacklog(t *testing.T) {
 	const backlog = 100_000
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(1),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
 	release := hold(t, ex, 1)
 	var log startLog
@@ -240,7 +240,7 @@ func TestLightGroupBesideHeavyBacklog(t *testing.T) {
 func TestDiscardOldest(t *testing.T) {
 	rec := &recorder{}
 	ex := newExec(t, []policy.Option{
-		policy.WithQueueThresholdPerGroup(3),
+		policy.WithDefaultQueueThreshold(3),
 		policy.WithRejectionPolicy(policy.DiscardOldest),
 	}, executor.WithListener(rec))
 	g := newGate()
@@ -299,8 +299,8 @@ func TestDiscardOldest(t *testing.T) {
 // queue threshold discard the new task and displace nothing.
 func TestDiscardOldestOtherRefusals(t *testing.T) {
 	ex := newExec(t, []policy.Option{
-		policy.WithMaxInFlightPerGroup(4),
-		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithDefaultMaxInFlight(4),
+		policy.WithDefaultMaxConcurrency(2),
 		policy.WithGroupMaxConcurrency("h", 4),
 		policy.WithGlobalQueueThreshold(4),
 		policy.WithRejectionPolicy(policy.DiscardOldest),
@@ -364,8 +364,8 @@ func TestRandomizedShares(t *testing.T) {
 	sum := 0
 	popts := []policy.Option{
 		policy.WithGlobalMaxInFlight(global),
-		policy.WithMaxConcurrencyPerGroup(global),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(global),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	}
 	for i := range shares {
 		shares[i] = 1 + r.IntN(4)

@@ -53,9 +53,9 @@ func TestGoOutcomesAreCounted(t *testing.T) {
 		t.Fatalf("%d of %d ran", n, len(fns))
 	}
 	s := ex.Stats()
-	want := executor.Counts{Submitted: 4, Started: 4, Succeeded: 1, Failed: 2, Cancelled: 1}
-	if s.Counts != want {
-		t.Fatalf("counts %+v, want %+v", s.Counts, want)
+	want := executor.TaskCounts{Submitted: 4, Started: 4, Succeeded: 1, Failed: 2, Cancelled: 1}
+	if s.TaskCounts != want {
+		t.Fatalf("counts %+v, want %+v", s.TaskCounts, want)
 	}
 	if s.Running != 0 || s.RunningTasks != 0 {
 		t.Fatalf("permits held after the panic: %+v", s)
@@ -83,7 +83,7 @@ func TestGoRefusals(t *testing.T) {
 	cancelled, cancel := context.WithCancel(bg)
 	cancel()
 	noop := func(context.Context) error { return nil }
-	rejectedCount := func(c executor.Counts) uint64 { return c.Rejected }
+	rejectedCount := func(c executor.TaskCounts) uint64 { return c.Rejected }
 	for _, tc := range []struct {
 		name       string
 		rp         policy.RejectionPolicy
@@ -91,7 +91,7 @@ func TestGoRefusals(t *testing.T) {
 		group      string
 		fn         func(context.Context) error
 		wantErr    error // nil: Go returns nil
-		status     func(executor.Counts) uint64
+		status     func(executor.TaskCounts) uint64
 		onRejected int32 // OnRejected calls the listener gets
 	}{
 		{"abort", policy.Abort, bg, "a", noop, executor.ErrRejected, rejectedCount, 1},
@@ -99,7 +99,7 @@ func TestGoRefusals(t *testing.T) {
 		{"empty group", policy.Discard, bg, "", noop, executor.ErrInvalidTask, rejectedCount, 1},
 		{"nil fn", policy.Discard, bg, "a", nil, executor.ErrInvalidTask, rejectedCount, 1},
 		{"nil ctx", policy.Discard, nil, "a", noop, executor.ErrInvalidTask, rejectedCount, 1},
-		{"done ctx", policy.Abort, cancelled, "a", noop, context.Canceled, func(c executor.Counts) uint64 { return c.Cancelled }, 0},
+		{"done ctx", policy.Abort, cancelled, "a", noop, context.Canceled, func(c executor.TaskCounts) uint64 { return c.Cancelled }, 0},
 	} {
 		for _, listen := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/listener=%v", tc.name, listen), func(t *testing.T) {
@@ -110,12 +110,12 @@ func TestGoRefusals(t *testing.T) {
 				}
 				// One slot, taken: a valid task is refused at the
 				// group's in-flight limit.
-				ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(tc.rp)}, opts...)
+				ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1), policy.WithRejectionPolicy(tc.rp)}, opts...)
 				g := newGate()
 				defer g.open()
 				submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
 				g.waitStarted(t, 1)
-				before := tc.status(ex.Stats().Counts)
+				before := tc.status(ex.Stats().TaskCounts)
 
 				var ran atomic.Bool
 				fn := tc.fn
@@ -134,8 +134,8 @@ func TestGoRefusals(t *testing.T) {
 				if ran.Load() {
 					t.Fatal("a refused task ran")
 				}
-				if got := tc.status(ex.Stats().Counts) - before; got != 1 {
-					t.Fatalf("outcome counted %d times, want once (%+v)", got, ex.Stats().Counts)
+				if got := tc.status(ex.Stats().TaskCounts) - before; got != 1 {
+					t.Fatalf("outcome counted %d times, want once (%+v)", got, ex.Stats().TaskCounts)
 				}
 				if listen && rejected.Load() != tc.onRejected {
 					t.Fatalf("OnRejected called %d times, want %d", rejected.Load(), tc.onRejected)
@@ -158,7 +158,7 @@ func TestGoRejectionHandler(t *testing.T) {
 			}
 			return errHandled
 		}
-		ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)}, executor.WithRejectionHandler(h))
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)}, executor.WithRejectionHandler(h))
 		g := newGate()
 		submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
 		g.waitStarted(t, 1)
@@ -169,9 +169,9 @@ func TestGoRejectionHandler(t *testing.T) {
 		s := ex.Stats()
 		switch {
 		case runIt && (err != nil || runs != 1 || s.CallerRuns != 1):
-			t.Errorf("RunInCaller: Go %v, %d runs, counts %+v; want nil, 1 run, 1 CallerRuns", err, runs, s.Counts)
+			t.Errorf("RunInCaller: Go %v, %d runs, counts %+v; want nil, 1 run, 1 CallerRuns", err, runs, s.TaskCounts)
 		case !runIt && (!errors.Is(err, errHandled) || runs != 0 || s.Rejected != 1):
-			t.Errorf("handler error: Go %v, %d runs, counts %+v; want the handler's error, 0 runs, 1 Rejected", err, runs, s.Counts)
+			t.Errorf("handler error: Go %v, %d runs, counts %+v; want the handler's error, 0 runs, 1 Rejected", err, runs, s.TaskCounts)
 		}
 	}
 }
@@ -209,7 +209,7 @@ func TestGoQueueTimeout(t *testing.T) {
 }
 
 func TestGoCallerRuns(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1), policy.WithRejectionPolicy(policy.CallerRuns)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1), policy.WithRejectionPolicy(policy.CallerRuns)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("holder")})
@@ -222,7 +222,7 @@ func TestGoCallerRuns(t *testing.T) {
 		t.Fatal("Go returned before the caller ran the refused task")
 	}
 	if s := ex.Stats(); s.CallerRuns != 1 || s.Succeeded != 1 {
-		t.Fatalf("counts %+v", s.Counts)
+		t.Fatalf("counts %+v", s.TaskCounts)
 	}
 }
 
@@ -273,7 +273,7 @@ func TestGoCancel(t *testing.T) {
 		t.Fatalf("running task saw cancel: %v; waiting task ran: %v", sawCancel.Load(), waiterRan.Load())
 	}
 	if s := ex.Stats(); s.Cancelled != 2 || s.Started != 1 {
-		t.Fatalf("counts %+v, want 2 cancelled, 1 started", s.Counts)
+		t.Fatalf("counts %+v, want 2 cancelled, 1 started", s.TaskCounts)
 	}
 }
 
@@ -323,7 +323,7 @@ func TestGoReadsNoClock(t *testing.T) {
 	const n = 200
 	t.Run("no listener", func(t *testing.T) {
 		clk := &countingClock{Fake: fakeClock()}
-		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(2)}, executor.WithClock(clk))
+		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithDefaultMaxConcurrency(2)}, executor.WithClock(clk))
 		before := clk.reads.Load()
 		var wg sync.WaitGroup
 		wg.Add(n)
@@ -408,9 +408,9 @@ func TestGoStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(maxGlobal),
-		policy.WithMaxInFlightPerGroup(2000),
-		policy.WithMaxConcurrencyPerGroup(2),
-		policy.WithQueueThresholdPerGroup(1500),
+		policy.WithDefaultMaxInFlight(2000),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultQueueThreshold(1500),
 	}, executor.WithMaxIdleGroups(2))
 	var (
 		globalRunning atomic.Int64
@@ -516,11 +516,11 @@ func TestGoStress(t *testing.T) {
 	}
 	total := uint64(submitters * perWorker)
 	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total || s.Submitted != total {
-		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.Counts)
+		t.Errorf("outcomes %d, submitted %d, want %d (%+v)", got, s.Submitted, total, s.TaskCounts)
 	}
-	t.Logf("Go tasks: %d ran, %d refused; stats %+v", goRan, goRefused, s.Counts)
+	t.Logf("Go tasks: %d ran, %d refused; stats %+v", goRan, goRefused, s.TaskCounts)
 	if goRan == 0 || s.Failed == 0 || s.Cancelled == 0 {
-		t.Errorf("the mix did not exercise Go tasks running, failing and being cancelled: %+v", s.Counts)
+		t.Errorf("the mix did not exercise Go tasks running, failing and being cancelled: %+v", s.TaskCounts)
 	}
 }
 
@@ -571,7 +571,7 @@ func TestStartAfterEndReading(t *testing.T) {
 // context.Background for its next Go calls, so Go allocates nothing once
 // warm, and a kept task runs its new function, once.
 func TestGoReusesTasks(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("holder")}) // keeps the group busy

@@ -33,7 +33,7 @@ type group struct {
 	// either one is enough to read it (dispatch.go).
 	inReady bool
 	pending int // admissions under way with mu released (a breaker ticket): not idle
-	counts  Counts
+	counts  TaskCounts
 	refused *RejectedError // the last refusal of a task without an ID (endRefusal)
 	// refusing is set while the group's last admission was a refusal, and
 	// read without the lock: a caller allocates its task before locking

@@ -2,48 +2,83 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
 
 func TestLimitResolution(t *testing.T) {
+	// Each resolver answers for "vip" (which has per-group values that win)
+	// and "resolved", not for "plain" (which gets the defaults).
+	answer := func(n int) func(string) (int, bool) {
+		return func(g string) (int, bool) { return n, g == "vip" || g == "resolved" }
+	}
 	ex := newExec(t, []policy.Option{
-		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithDefaultMaxInFlight(50),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultQueueThreshold(20),
+		policy.WithGroupMaxInFlight("vip", 500),
 		policy.WithGroupMaxConcurrency("vip", 16),
-		policy.WithConcurrencyResolver(func(g string) (int, bool) {
-			if g == "vip" || g == "resolved" {
-				return 8, true
-			}
-			return 0, false
-		}),
+		policy.WithGroupQueueThreshold("vip", 200),
+		policy.WithMaxInFlightResolver(answer(100)),
+		policy.WithMaxConcurrencyResolver(answer(8)),
+		policy.WithQueueThresholdResolver(answer(0)),
 	})
-	for grp, want := range map[string]int{"vip": 16, "resolved": 8, "plain": 2} {
+	for grp, want := range map[string]policy.GroupLimits{
+		"vip":      {MaxInFlight: 500, MaxConcurrency: 16, QueueThreshold: 200},
+		"resolved": {MaxInFlight: 100, MaxConcurrency: 8, QueueThreshold: 0},
+		"plain":    {MaxInFlight: 50, MaxConcurrency: 2, QueueThreshold: 20},
+	} {
 		wait(t, submit(t, ex, executor.Task[int]{Group: grp, Fn: func(context.Context) (int, error) { return 0, nil }}))
-		if s := groupStats(t, ex, grp); s.MaxConcurrency != want {
-			t.Errorf("%s: concurrency %d, want %d", grp, s.MaxConcurrency, want)
+		s := groupStats(t, ex, grp)
+		if got := (policy.GroupLimits{MaxInFlight: s.MaxInFlight, MaxConcurrency: s.MaxConcurrency, QueueThreshold: s.QueueThreshold}); got != want {
+			t.Errorf("%s: limits %+v, want %+v", grp, got, want)
 		}
 	}
 }
 
+// A resolver's invalid answer refuses the task (LimitResolver, naming the
+// resolver and the value), whatever the rejection policy, and keeps no
+// state for the group.
 func TestResolverErrorRejectsTask(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithConcurrencyResolver(func(string) (int, bool) { return 0, true })})
-	h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }})
-	if err == nil || wait(t, h).Status != executor.Rejected {
-		t.Fatalf("err = %v", err)
-	}
-	if _, ok := ex.GroupStats("g"); ok {
-		t.Error("state kept for a group whose limits did not resolve")
+	bad := func(n int) func(string) (int, bool) { return func(string) (int, bool) { return n, true } }
+	for _, tc := range []struct {
+		name string
+		opt  policy.Option
+	}{
+		{"WithMaxInFlightResolver", policy.WithMaxInFlightResolver(bad(0))},
+		{"WithMaxConcurrencyResolver", policy.WithMaxConcurrencyResolver(bad(0))},
+		{"WithQueueThresholdResolver", policy.WithQueueThresholdResolver(bad(-1))},
+		{"WithShareResolver", policy.WithShareResolver(bad(0))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{tc.opt, policy.WithRejectionPolicy(policy.Discard)})
+			h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }})
+			var rej *executor.RejectedError
+			if !errors.As(err, &rej) || rej.Limit != executor.LimitResolver || !errors.Is(err, policy.ErrInvalidOption) ||
+				!strings.Contains(err.Error(), tc.name) {
+				t.Fatalf("err = %v, want a LimitResolver refusal naming %s", err, tc.name)
+			}
+			if r := wait(t, h); r.Status != executor.Rejected {
+				t.Fatalf("result %+v", r)
+			}
+			if _, ok := ex.GroupStats("g"); ok {
+				t.Error("state kept for a group whose limits did not resolve")
+			}
+		})
 	}
 }
 
 func TestEvictIdleGroupResolvesLimitsAfresh(t *testing.T) {
 	var limit, calls atomic.Int64
 	limit.Store(1)
-	ex := newExec(t, []policy.Option{policy.WithConcurrencyResolver(func(string) (int, bool) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyResolver(func(string) (int, bool) {
 		calls.Add(1)
 		return int(limit.Load()), true
 	})})
@@ -69,7 +104,7 @@ func TestEvictIdleGroupResolvesLimitsAfresh(t *testing.T) {
 }
 
 func TestEvictBusyGroupWhenIdle(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	running := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
 	g.waitStarted(t, 1)
@@ -119,12 +154,57 @@ func TestIdleReclamationZeroKeepsNoIdleGroup(t *testing.T) {
 // TestRefusedTasksDoNotGrowTheGroupMap: keys that only ever see refusals
 // (here, tasks too heavy to run) are reclaimed like idle groups.
 func TestRefusedTasksDoNotGrowTheGroupMap(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)}, executor.WithMaxIdleGroups(8))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithMaxIdleGroups(8))
 	for i := range 1000 {
 		executor.Submit(ex, bg, executor.Task[int]{Group: fmt.Sprint("k", i), Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
 		executor.Submit(ex, bg, executor.Task[int]{Group: "same", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
 	}
 	if s := ex.Stats(); s.Groups > 8 || s.Rejected != 2000 {
 		t.Errorf("stats %+v: want at most 8 groups kept", s)
+	}
+}
+
+// Every resolver is called outside every executor lock: one that calls
+// back into the executor, even to change limits (which takes the lock that
+// guards the limits set at runtime), does not deadlock.
+func TestResolversMayUseTheExecutor(t *testing.T) {
+	var ex *executor.Executor
+	calls := 0
+	reentrant := func(n int) func(string) (int, bool) {
+		return func(string) (int, bool) {
+			calls++
+			_ = ex.Stats()
+			if err := ex.SetGroupLimits("side", policy.GroupLimits{MaxInFlight: 1, MaxConcurrency: 1, Share: 1}); err != nil {
+				t.Errorf("SetGroupLimits from a resolver: %v", err)
+			}
+			return n, true
+		}
+	}
+	ex = newExec(t, []policy.Option{
+		policy.WithMaxInFlightResolver(reentrant(4)),
+		policy.WithMaxConcurrencyResolver(reentrant(2)),
+		policy.WithQueueThresholdResolver(reentrant(3)),
+		policy.WithShareResolver(reentrant(5)),
+	})
+	done := make(chan executor.Result[int], 1)
+	go func() {
+		h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
+		if err != nil {
+			t.Error(err)
+		}
+		r, _ := h.Wait(bg)
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.Status != executor.Success {
+			t.Fatalf("result %+v", r)
+		}
+	case <-time.After(10 * time.Second): // hang guard: a resolver called under a lock deadlocks
+		t.Fatal("Submit did not return: a resolver was called under an executor lock")
+	}
+	s := groupStats(t, ex, "g")
+	if calls != 4 || s.MaxInFlight != 4 || s.MaxConcurrency != 2 || s.QueueThreshold != 3 || s.Share != 5 {
+		t.Errorf("%d resolver calls, limits %+v", calls, s)
 	}
 }

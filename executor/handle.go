@@ -164,13 +164,22 @@ func (h *Handle[T]) result() Result[T] {
 	}
 }
 
-// Cancel cancels the task. A waiting task is removed and completes
-// Cancelled without running; a running task's context is cancelled and its
-// outcome is what Fn returns. Cancel after completion does nothing.
-func (h *Handle[T]) Cancel() {
-	if !h.done.Load() {
-		h.g.ex.cancel(&h.job, context.Canceled)
+// Cancel cancels the task, if it has not completed. A waiting task is
+// removed and completes Cancelled without running; a running task's
+// context is cancelled (cause context.Canceled) and its outcome is what Fn
+// returns, which may be Success or Failed if Fn ignores its context.
+//
+// Cancel reports whether this call cancelled the task: true if it removed
+// the waiting task, or was first to cancel the running task's context while
+// Fn could still see it. It returns false, and does nothing, if the task
+// has completed, was already cancelled (by an earlier Cancel or a
+// shutdown), or runs in its submitter's goroutine (CallerRuns), which the
+// executor does not cancel.
+func (h *Handle[T]) Cancel() bool {
+	if h.done.Load() {
+		return false
 	}
+	return h.g.ex.cancel(&h.job, context.Canceled)
 }
 
 func (h *Handle[T]) taskID() string                           { return h.id }

@@ -112,3 +112,21 @@ func TestGoTaskPublishesOnce(t *testing.T) {
 	}
 	doubleCompletions.Add(-1) // that one was on purpose
 }
+
+// cancelContext reports a cancel only the first time, and only while Fn
+// may still see its context: once endRun has marked the run ended, a
+// cancel changes nothing Fn can observe.
+func TestCancelContextReports(t *testing.T) {
+	var live job
+	if !live.cancelContext(context.Canceled) {
+		t.Error("the first cancel of a live run reported false")
+	}
+	if live.cancelContext(context.Canceled) {
+		t.Error("a second cancel reported true")
+	}
+	var ended job
+	ended.extra().ended = true
+	if ended.cancelContext(context.Canceled) {
+		t.Error("a cancel after the run ended reported true")
+	}
+}

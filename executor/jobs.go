@@ -22,7 +22,7 @@ type jobExtra struct {
 	stopAfter func() bool // stops the Submit-ctx watcher, if any
 	// cluster holds the cluster permits while running (global, group; see
 	// cluster.go), when bound is set.
-	cluster [2]Permit
+	cluster [2]LimiterPermit
 	bound   bool
 
 	// set by Submit before the job is shared; then used by the goroutine

@@ -95,7 +95,7 @@ func TestJobListMisuse(t *testing.T) {
 // limiter, no Cancel) never makes the side struct, and Submit plus a
 // blocking Wait allocate the handle and the Done channel at most.
 func TestPlainTaskAllocations(t *testing.T) {
-	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithMaxConcurrencyPerGroup(4))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4))
 	if err != nil {
 		t.Fatal(err)
 	}

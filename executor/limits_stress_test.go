@@ -37,9 +37,9 @@ func TestLimitChangesStress(t *testing.T) {
 	t.Logf("seed %d", seed)
 	ex := newExec(t, []policy.Option{
 		policy.WithGlobalMaxInFlight(global),
-		policy.WithMaxInFlightPerGroup(16),
-		policy.WithMaxConcurrencyPerGroup(groupConc),
-		policy.WithQueueThresholdPerGroup(12),
+		policy.WithDefaultMaxInFlight(16),
+		policy.WithDefaultMaxConcurrency(groupConc),
+		policy.WithDefaultQueueThreshold(12),
 	}, executor.WithMaxIdleGroups(2))
 
 	var (
@@ -206,7 +206,7 @@ func TestLimitChangesStress(t *testing.T) {
 		t.Errorf("after every handle completed: %+v", s)
 	}
 	if got, want := s.Succeeded+s.Failed+s.Cancelled+s.Rejected, uint64(submitters*perWorker); got != want {
-		t.Errorf("outcomes %d, want %d (%+v)", got, want, s.Counts)
+		t.Errorf("outcomes %d, want %d (%+v)", got, want, s.TaskCounts)
 	}
 	if n := executor.DoubleCompletions(); n != 0 {
 		t.Errorf("%d handles completed twice", n)

@@ -74,7 +74,7 @@ func limits(inFlight, conc, queue, share int) policy.GroupLimits {
 }
 
 func TestSetGlobalMaxInFlightRaiseStartsWaiting(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(8)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(8)})
 	c := newCrew()
 	hs := []*executor.Handle[string]{c.submit(t, ex, "a", "a0", 1)}
 	c.waitStarted(t, 1)
@@ -106,7 +106,7 @@ func TestSetGlobalMaxInFlightRaiseStartsWaiting(t *testing.T) {
 }
 
 func TestSetGlobalMaxInFlightLowerDrains(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithMaxConcurrencyPerGroup(8)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(8)})
 	c := newCrew()
 	var running, waiting []*executor.Handle[string]
 	for i := range 4 {
@@ -143,7 +143,7 @@ func TestSetGlobalMaxInFlightLowerDrains(t *testing.T) {
 	checkUse(t, ex, 0, 0)
 	s := ex.Stats()
 	if s.Started != 7 || s.Succeeded != 7 || s.Rejected+s.Cancelled+s.Failed != 0 {
-		t.Errorf("counts %+v", s.Counts)
+		t.Errorf("counts %+v", s.TaskCounts)
 	}
 }
 
@@ -151,7 +151,7 @@ func TestSetGlobalMaxInFlightLowerDrains(t *testing.T) {
 // lowered global limit is kept, does not block the other groups, and starts
 // when the limit is raised again.
 func TestSetGlobalMaxInFlightBelowWaitingWeight(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithMaxConcurrencyPerGroup(4)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4)})
 	c := newCrew()
 	blocker := c.submit(t, ex, "blocker", "blocker", 4)
 	c.waitStarted(t, 1)
@@ -191,7 +191,7 @@ func TestSetGlobalMaxInFlightBelowWaitingWeight(t *testing.T) {
 }
 
 func TestSetGroupLimitsBulkheadDrains(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(4), policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(4), policy.WithDefaultMaxConcurrency(1)})
 	c := newCrew()
 	var hs []*executor.Handle[string]
 	for i := range 4 {
@@ -234,12 +234,12 @@ func TestSetGroupLimitsBulkheadDrains(t *testing.T) {
 	c.finish(t, hs[4])
 	checkGroupUse(t, ex, "g", 0, 0, 0)
 	if s := groupStats(t, ex, "g"); s.Succeeded != 5 || s.Rejected != 3 {
-		t.Errorf("counts %+v", s.Counts)
+		t.Errorf("counts %+v", s.TaskCounts)
 	}
 }
 
 func TestSetGroupLimitsConcurrencyDrains(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(3)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(3)})
 	c := newCrew()
 	var hs []*executor.Handle[string]
 	for i := range 6 {
@@ -278,7 +278,7 @@ func TestSetGroupLimitsConcurrencyDrains(t *testing.T) {
 func TestSetGroupLimitsQueueThreshold(t *testing.T) {
 	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.DiscardOldest} {
 		t.Run(rp.String(), func(t *testing.T) {
-			ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(4), policy.WithRejectionPolicy(rp)})
+			ex := newExec(t, []policy.Option{policy.WithDefaultQueueThreshold(4), policy.WithRejectionPolicy(rp)})
 			c := newCrew()
 			var hs []*executor.Handle[string]
 			for i := range 5 {
@@ -326,7 +326,7 @@ func TestSetGroupLimitsQueueThreshold(t *testing.T) {
 			}
 			checkGroupUse(t, ex, "g", 0, 0, 0)
 			if s := groupStats(t, ex, "g"); s.Succeeded != 6 || s.Rejected != uint64(rejected) {
-				t.Errorf("counts %+v", s.Counts)
+				t.Errorf("counts %+v", s.TaskCounts)
 			}
 		})
 	}
@@ -335,7 +335,7 @@ func TestSetGroupLimitsQueueThreshold(t *testing.T) {
 // TestSetGroupLimitsShareTakesEffect: with one global permit and two deep
 // backlogs, raising a group's share changes the order of starts at once.
 func TestSetGroupLimitsShareTakesEffect(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(2)})
 	release := hold(t, ex, 1)
 	var log startLog
 	var hs []*executor.Handle[int]
@@ -366,8 +366,8 @@ func TestSetGroupLimitsShareTakesEffect(t *testing.T) {
 func TestSetGroupLimitsOutlivesGroupState(t *testing.T) {
 	var calls atomic.Int64
 	ex := newExec(t, []policy.Option{
-		policy.WithMaxConcurrencyPerGroup(1),
-		policy.WithConcurrencyResolver(func(string) (int, bool) { calls.Add(1); return 2, true }),
+		policy.WithDefaultMaxConcurrency(1),
+		policy.WithMaxConcurrencyResolver(func(string) (int, bool) { calls.Add(1); return 2, true }),
 	}, executor.WithMaxIdleGroups(0))
 	want := limits(7, 3, 5, 2)
 	if err := ex.SetGroupLimits("g", want); err != nil {
@@ -405,7 +405,7 @@ func TestSetGroupLimitsOutlivesGroupState(t *testing.T) {
 	if err := ex.ResetGroupLimits("g"); err != nil {
 		t.Fatal(err)
 	}
-	policyLimits := limits(policy.DefaultMaxInFlightPerGroup, 2, policy.Unlimited, 1)
+	policyLimits := limits(policy.DefaultMaxInFlight, 2, policy.Unlimited, 1)
 	if got := fromStats(groupStats(t, ex, "g")); got != policyLimits || calls.Load() != 1 {
 		t.Fatalf("after reset: limits %+v, resolver calls %d", got, calls.Load())
 	}
@@ -417,7 +417,7 @@ func TestSetGroupLimitsOutlivesGroupState(t *testing.T) {
 }
 
 func TestSetLimitsInvalid(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(2)})
 	c := newCrew()
 	h := c.submit(t, ex, "g", "t", 1)
 	before, beforeG := ex.Stats(), groupStats(t, ex, "g")
@@ -515,7 +515,7 @@ func TestSetLimitsAfterShutdown(t *testing.T) {
 // still refuses new tasks, but raising its concurrency starts its waiting
 // tasks, so it drains sooner.
 func TestSetGroupLimitsOnShutDownGroup(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	c := newCrew()
 	var hs []*executor.Handle[string]
 	for i := range 3 {

@@ -48,7 +48,7 @@ func (r *recorder) of(id string) []string {
 
 func TestListenerSequences(t *testing.T) {
 	rec := &recorder{}
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueThresholdPerGroup(1)}, executor.WithListener(rec))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(1)}, executor.WithListener(rec))
 	rec.ex = ex
 	g := newGate()
 	ok := submit(t, ex, executor.Task[string]{Group: "g", ID: "ok", Fn: g.fn("ok")})
@@ -96,7 +96,7 @@ func TestListenerSeesEventBeforeHandleCompletes(t *testing.T) {
 
 func TestPanickingListenerIsIgnored(t *testing.T) {
 	p := func(executor.Event) { panic("listener") }
-	ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(0)},
+	ex := newExec(t, []policy.Option{policy.WithDefaultQueueThreshold(0)},
 		executor.WithListener(executor.ListenerFuncs{Submitted: p, Started: p, Completed: p, Rejected: p}))
 	boom := errors.New("boom")
 	for range 20 {

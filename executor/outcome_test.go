@@ -57,7 +57,7 @@ func TestOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 			// Queue a second task behind the first, so that the worker that
 			// panics or exits must still hand on to it.
 			h := submit(t, ex, executor.Task[int]{Group: "g", ID: "t1", Fn: tt.fn})
@@ -81,7 +81,7 @@ func TestOutcomes(t *testing.T) {
 
 func TestResultTimings(t *testing.T) {
 	clk := fakeClock()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)}, executor.WithClock(clk))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithClock(clk))
 	g := newGate()
 	first := submit(t, ex, executor.Task[string]{Group: "g", ID: "a", Fn: g.fn("a")})
 	g.waitStarted(t, 1)
@@ -128,7 +128,7 @@ func TestInvalidTasks(t *testing.T) {
 				t.Errorf("result = %+v", r)
 			}
 			if s := ex.Stats(); s.Rejected != 1 || s.Submitted != 0 {
-				t.Errorf("counts = %+v, want 1 rejected, 0 submitted", s.Counts)
+				t.Errorf("counts = %+v, want 1 rejected, 0 submitted", s.TaskCounts)
 			}
 		})
 	}
@@ -140,9 +140,9 @@ func TestTooHeavyIsRejectedWhateverThePolicy(t *testing.T) {
 		opts  []policy.Option
 		limit executor.Limit
 	}{
-		{"global", []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithMaxConcurrencyPerGroup(10)}, executor.LimitGlobalInFlight},
-		{"group in-flight", []policy.Option{policy.WithMaxInFlightPerGroup(2), policy.WithMaxConcurrencyPerGroup(10)}, executor.LimitGroupInFlight},
-		{"group concurrency", []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, executor.LimitGroupConcurrency},
+		{"global", []policy.Option{policy.WithGlobalMaxInFlight(2), policy.WithDefaultMaxConcurrency(10)}, executor.LimitGlobalInFlight},
+		{"group in-flight", []policy.Option{policy.WithDefaultMaxInFlight(2), policy.WithDefaultMaxConcurrency(10)}, executor.LimitGroupInFlight},
+		{"group concurrency", []policy.Option{policy.WithDefaultMaxConcurrency(2)}, executor.LimitGroupConcurrency},
 	}
 	for _, l := range limits {
 		for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.CallerRuns} {
@@ -170,7 +170,7 @@ func TestTooHeavyIsRejectedWhateverThePolicy(t *testing.T) {
 }
 
 func TestWeightZeroMeansOne(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)})
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Weight: 0, Fn: g.fn("a")})
@@ -207,7 +207,7 @@ func TestWaitReturnsContextErrorAndTaskGoesOn(t *testing.T) {
 func TestPanicsBeforeABacklog(t *testing.T) {
 	for _, viaGo := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Submit", true: "Go"}[viaGo], func(t *testing.T) {
-			ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1)})
+			ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(1)})
 			const n = 200
 			var ran [n]atomic.Int32
 			var order []int // written by one task at a time: concurrency 1

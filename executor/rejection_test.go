@@ -15,7 +15,7 @@ import (
 // running and a queue threshold of 0.
 func full(t *testing.T, rp policy.RejectionPolicy, eopts ...executor.Option) (*executor.Executor, *gate) {
 	t.Helper()
-	ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(0), policy.WithRejectionPolicy(rp)}, eopts...)
+	ex := newExec(t, []policy.Option{policy.WithDefaultQueueThreshold(0), policy.WithRejectionPolicy(rp)}, eopts...)
 	g := newGate()
 	t.Cleanup(g.open)
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
@@ -34,7 +34,7 @@ func TestAbort(t *testing.T) {
 		t.Errorf("result %+v ran=%v", r, ran)
 	}
 	if s := groupStats(t, ex, "g"); s.Rejected != 1 || s.Submitted != 2 {
-		t.Errorf("counts %+v", s.Counts)
+		t.Errorf("counts %+v", s.TaskCounts)
 	}
 }
 
@@ -74,7 +74,7 @@ func TestCallerRuns(t *testing.T) {
 		t.Errorf("result %+v", r)
 	}
 	if s := groupStats(t, ex, "g"); s.CallerRuns != 1 || s.Succeeded != 1 || s.Rejected != 0 {
-		t.Errorf("counts %+v", s.Counts)
+		t.Errorf("counts %+v", s.TaskCounts)
 	}
 }
 

@@ -29,7 +29,7 @@ func TestShutdownWaitsForDoneChannel(t *testing.T) {
 			<-hold
 		}
 	}
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1)},
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(1)},
 		executor.WithSpawn(spawn))
 	release := make(chan struct{})
 	hA, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
@@ -74,7 +74,7 @@ func TestShutdownWaitsForDoneChannel(t *testing.T) {
 // The same race without hooks: Shutdown against the close of a Done channel
 // after the unlock, many times.
 func TestShutdownWaitsForDoneChannelStress(t *testing.T) {
-	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithMaxConcurrencyPerGroup(4))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRunContextThatCannotBeMade(t *testing.T) {
 				f()
 			}()
 		}
-		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithMaxConcurrencyPerGroup(1)},
+		ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(1)},
 			executor.WithSpawn(spawn))
 		ctx := &hostileCtx{Context: context.Background(), done: make(chan struct{}), goexit: goexit}
 		ran := false

@@ -13,7 +13,7 @@ import (
 )
 
 func TestShutdownGroupDrains(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	running := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
 	g.waitStarted(t, 1)
@@ -50,7 +50,7 @@ func TestShutdownGroupDrains(t *testing.T) {
 }
 
 func TestShutdownGroupTimesOutAndCancels(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	started := make(chan struct{})
 	running := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
 		close(started)
@@ -86,7 +86,7 @@ func TestShutdownGroupOfUnknownGroup(t *testing.T) {
 }
 
 func TestShutdownWaitsForAll(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
 	defer g.open()
 	var hs []*executor.Handle[string]
@@ -119,7 +119,7 @@ func TestShutdownWaitsForAll(t *testing.T) {
 }
 
 func TestCloseCancelsEverything(t *testing.T) {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(1))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
 	ex, _ := executor.New(p)
 	started := make(chan struct{})
 	running, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
@@ -151,7 +151,7 @@ func TestExecuteAll(t *testing.T) {
 	// The tasks hold until the last (invalid) task has been refused, so
 	// that every admission is decided against a full executor.
 	release := make(chan struct{})
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2), policy.WithQueueThresholdPerGroup(3)},
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2), policy.WithDefaultQueueThreshold(3)},
 		executor.WithListener(executor.ListenerFuncs{Rejected: func(e executor.Event) {
 			if e.ID == "bad" {
 				close(release)
@@ -192,7 +192,7 @@ func TestExecuteAll(t *testing.T) {
 }
 
 func TestStatsCounts(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithQueueThresholdPerGroup(0)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultQueueThreshold(0)})
 	boom := errors.New("boom")
 	fns := []func(context.Context) (int, error){
 		func(context.Context) (int, error) { return 0, nil },
@@ -203,12 +203,12 @@ func TestStatsCounts(t *testing.T) {
 		wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: fn}))
 	}
 	s := ex.Stats()
-	want := executor.Counts{Submitted: 3, Started: 3, Succeeded: 1, Failed: 1, Cancelled: 1}
-	if s.Counts != want || s.GlobalMaxInFlight != policy.Unlimited {
+	want := executor.TaskCounts{Submitted: 3, Started: 3, Succeeded: 1, Failed: 1, Cancelled: 1}
+	if s.TaskCounts != want || s.GlobalMaxInFlight != policy.Unlimited {
 		t.Errorf("stats %+v, want %+v", s, want)
 	}
 	gs := groupStats(t, ex, "g")
-	if gs.Counts != want || gs.MaxInFlight != policy.DefaultMaxInFlightPerGroup || gs.MaxConcurrency != 1 || gs.QueueThreshold != 0 {
+	if gs.TaskCounts != want || gs.MaxInFlight != policy.DefaultMaxInFlight || gs.MaxConcurrency != 1 || gs.QueueThreshold != 0 {
 		t.Errorf("group stats %+v", gs)
 	}
 }
@@ -224,7 +224,7 @@ func TestShutdownReturnsAfterHandlesComplete(t *testing.T) {
 					runtime.Gosched()
 				}
 			}}
-			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, executor.WithListener(slow))
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, executor.WithListener(slow))
 			var hs []*executor.Handle[int]
 			for range 50 {
 				hs = append(hs, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding}))

@@ -31,7 +31,7 @@ func TestSpawnPanicLosesNothing(t *testing.T) {
 			go f()
 		}
 	}
-	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithMaxConcurrencyPerGroup(1)},
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(1)},
 		executor.WithSpawn(spawn))
 
 	const tasks, groups = 600, 30

@@ -8,11 +8,11 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 )
 
-// Counts are cumulative task outcomes. Every valid Submit counts in
+// TaskCounts are cumulative task outcomes. Every valid Submit counts in
 // Submitted; every completed handle counts once in Succeeded, Failed,
 // Cancelled or Rejected (invalid input included). CallerRuns counts tasks
 // run by the submitter, whose outcome is also counted.
-type Counts struct {
+type TaskCounts struct {
 	Submitted  uint64
 	Started    uint64 // tasks started under the limits
 	Succeeded  uint64
@@ -22,7 +22,7 @@ type Counts struct {
 	CallerRuns uint64
 }
 
-func (c *Counts) add(st Status) {
+func (c *TaskCounts) add(st Status) {
 	switch st {
 	case Success:
 		c.Succeeded++
@@ -52,7 +52,7 @@ type Stats struct {
 	// ServedPermits is the permits taken by the tasks started under the
 	// limits (Started counts the tasks): the sum of their weights.
 	ServedPermits uint64
-	Counts
+	TaskCounts
 }
 
 // GroupStats is a snapshot of one group, with the same caveats as Stats.
@@ -75,7 +75,7 @@ type GroupStats struct {
 	// period when groups wait for global room, it grows in proportion to
 	// their shares.
 	ServedPermits uint64
-	Counts
+	TaskCounts
 }
 
 // Stats returns a snapshot of the executor. It sums the groups' own
@@ -92,7 +92,7 @@ func (ex *Executor) Stats() Stats {
 			runtime.Gosched()
 			continue
 		}
-		s.Counts, s.ServedPermits = t.snapshot()
+		s.TaskCounts, s.ServedPermits = t.snapshot()
 		s.Running, s.RunningTasks, s.Waiting, s.Groups, s.IdleGroups = 0, 0, 0, 0, 0
 		ex.groups.each(func(g *group) bool {
 			g.mu.Lock()
@@ -104,7 +104,7 @@ func (ex *Executor) Stats() Stats {
 				if g.idle() {
 					s.IdleGroups++
 				}
-				s.Counts.addAll(&g.counts)
+				s.TaskCounts.addAll(&g.counts)
 				s.ServedPermits += g.served
 			}
 			g.mu.Unlock()
@@ -149,7 +149,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		Share:          g.limits.Share,
 		Shutdown:       g.shutdown,
 		ServedPermits:  g.served,
-		Counts:         g.counts,
+		TaskCounts:     g.counts,
 	}, true
 }
 
@@ -157,7 +157,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 // (folded in as they go), and of tasks refused before a group was found.
 type totals struct {
 	mu     sync.Mutex
-	counts Counts
+	counts TaskCounts
 	served uint64
 	// begun and done count group drops, for Stats to tell whether one
 	// overlapped its pass.
@@ -197,13 +197,13 @@ func (t *totals) countLate(st Status, callerRuns bool) {
 	t.mu.Unlock()
 }
 
-func (t *totals) snapshot() (Counts, uint64) {
+func (t *totals) snapshot() (TaskCounts, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.counts, t.served
 }
 
-func (c *Counts) addAll(o *Counts) {
+func (c *TaskCounts) addAll(o *TaskCounts) {
 	c.Submitted += o.Submitted
 	c.Started += o.Started
 	c.Succeeded += o.Succeeded

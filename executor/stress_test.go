@@ -40,10 +40,10 @@ func TestStress(t *testing.T) {
 	}
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(global),
-		policy.WithMaxInFlightPerGroup(12),
-		policy.WithMaxConcurrencyPerGroup(2),
+		policy.WithDefaultMaxInFlight(12),
+		policy.WithDefaultMaxConcurrency(2),
 		policy.WithGroupMaxConcurrency("g0", 4),
-		policy.WithQueueThresholdPerGroup(8),
+		policy.WithDefaultQueueThreshold(8),
 		policy.WithGlobalQueueThreshold(64),
 		policy.WithQueueTimeout(50*time.Millisecond),
 		policy.WithRejectionPolicy(policy.Discard),
@@ -211,11 +211,11 @@ func TestStress(t *testing.T) {
 	}
 	total := uint64(submitters * perWorker)
 	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != total {
-		t.Errorf("outcomes %d, want %d (%+v)", got, total, s.Counts)
+		t.Errorf("outcomes %d, want %d (%+v)", got, total, s.TaskCounts)
 	}
 	t.Logf("timeouts %d, breaker trips %d, refusals %d", timeouts, trips.Load(), breakerRefusals)
 	t.Logf("outcomes: success %d failed %d cancelled %d rejected %d; stats %+v",
-		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], s.Counts)
+		counts[executor.Success], counts[executor.Failed], counts[executor.Cancelled], counts[executor.Rejected], s.TaskCounts)
 	if timeouts == 0 || breakerRefusals == 0 || counts[executor.Success] == 0 || counts[executor.Rejected] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Failed] == 0 {
 		t.Errorf("the mix did not exercise every outcome: %v", counts)
 	}

@@ -176,7 +176,7 @@ type admission struct {
 	g      *group // locked, unless the refusal came before the group was found
 	v      verdict
 	r      refusal
-	ps     [2]Permit
+	ps     [2]LimiterPermit
 	ticket breaker.Ticket
 }
 

@@ -2,8 +2,9 @@ package executor
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/groupexec/groupexec/outcome"
 )
 
 // Task is one unit of work for a group.
@@ -21,34 +22,23 @@ type Task[T any] struct {
 	Fn func(ctx context.Context) (T, error)
 }
 
-// Status is how a task ended.
-type Status uint8
+// Status is how a task ended: the module's one outcome vocabulary (package
+// outcome), under the executor's name.
+type Status = outcome.Status
 
+// A task's Status, as package outcome defines them.
 const (
 	// Success: Fn returned a nil error.
-	Success Status = iota + 1
-	// Failed: Fn returned an error that is not a cancellation, or panicked.
-	Failed
+	Success = outcome.Success
+	// Failed: Fn returned an error that is not a cancellation, panicked, or
+	// called runtime.Goexit.
+	Failed = outcome.Failed
 	// Cancelled: the task was cancelled while waiting, or Fn returned an
 	// error that is or wraps context.Canceled.
-	Cancelled
+	Cancelled = outcome.Cancelled
 	// Rejected: the task was refused and Fn never ran.
-	Rejected
+	Rejected = outcome.Rejected
 )
-
-func (s Status) String() string {
-	switch s {
-	case Success:
-		return "Success"
-	case Failed:
-		return "Failed"
-	case Cancelled:
-		return "Cancelled"
-	case Rejected:
-		return "Rejected"
-	}
-	return fmt.Sprintf("Status(%d)", uint8(s))
-}
 
 // Result is the outcome of a task.
 type Result[T any] struct {

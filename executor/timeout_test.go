@@ -13,7 +13,7 @@ import (
 
 func TestQueueTimeoutRejectsWaitingTask(t *testing.T) {
 	clk := fakeClock()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
 	g := newGate()
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
@@ -55,7 +55,7 @@ func TestQueueTimeoutRejectsWaitingTask(t *testing.T) {
 func TestExpiredTaskNeverRunsWhenRoomFrees(t *testing.T) {
 	for range 50 {
 		clk := fakeClock()
-		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
 		g := newGate()
 		submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 		g.waitStarted(t, 1)
@@ -71,7 +71,7 @@ func TestExpiredTaskNeverRunsWhenRoomFrees(t *testing.T) {
 
 func TestNoTimeoutWaitsForever(t *testing.T) {
 	clk := fakeClock()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)}, executor.WithClock(clk))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithClock(clk))
 	g := newGate()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
@@ -91,8 +91,8 @@ func TestNoTimeoutWaitsForever(t *testing.T) {
 // which would otherwise keep it alive as long as that context lives.
 func TestRemovedTasksStopWatchingTheirContext(t *testing.T) {
 	clk := fakeClock()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithQueueTimeout(time.Second),
-		policy.WithQueueThresholdPerGroup(2), policy.WithRejectionPolicy(policy.DiscardOldest)}, executor.WithClock(clk))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(time.Second),
+		policy.WithDefaultQueueThreshold(2), policy.WithRejectionPolicy(policy.DiscardOldest)}, executor.WithClock(clk))
 	parent, cancelParent := context.WithCancel(bg)
 	defer cancelParent()
 	g := newGate()

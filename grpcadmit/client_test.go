@@ -19,7 +19,7 @@ import (
 // The client interceptor bounds the calls to each target: a full target's
 // call is refused locally, another target is served.
 func TestClientBoundsEachTarget(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	g := newGate()
 	addr := start(t, g)
 	icp := grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(ex))

@@ -2,7 +2,7 @@
 // interceptors that run each call under its tenant's limits, and a client
 // interceptor that bounds the calls made to each destination.
 //
-//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(8))
+//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
 //	ex, _ := executor.New(p)
 //	defer ex.Close()
 //	srv := grpc.NewServer(

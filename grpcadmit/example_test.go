@@ -22,7 +22,7 @@ import (
 // metadata key); a tenant whose group is shut down gets Unavailable with a
 // RetryInfo, the others are served.
 func ExampleUnaryServerInterceptor() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(4))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 
@@ -54,7 +54,7 @@ func ExampleUnaryServerInterceptor() {
 // A client whose calls are bounded per target: each ClientConn's target is
 // a group of its own.
 func ExampleUnaryClientInterceptor() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(8))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(8))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 

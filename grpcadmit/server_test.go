@@ -41,7 +41,7 @@ func retryDelay(err error) time.Duration {
 // is served meanwhile.
 func TestUnaryHoldsTheGroupLimit(t *testing.T) {
 	ev := newEvents()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, ev.listener())
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, ev.listener())
 	g := newGate()
 	cc := dial(t, start(t, g, unary(ex)))
 	const n = 6
@@ -82,7 +82,7 @@ func TestUnaryHoldsTheGroupLimit(t *testing.T) {
 
 // A refusal is ResourceExhausted with RetryInfo; the handler never sees it.
 func TestUnaryRefusal(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	g := newGate()
 	cc := dial(t, start(t, g, unary(ex, grpcadmit.WithRetryAfter(3*time.Second))))
 	done := make(chan struct{})
@@ -187,7 +187,7 @@ func TestUnaryInvalidTenant(t *testing.T) {
 		}
 	}
 	if s := ex.Stats(); s.Submitted != 0 || g.served.Load() != 0 {
-		t.Errorf("invalid calls reached the executor or the handler: %+v", s.Counts)
+		t.Errorf("invalid calls reached the executor or the handler: %+v", s.TaskCounts)
 	}
 }
 
@@ -235,7 +235,7 @@ func TestTenantSources(t *testing.T) {
 // frees its place.
 func TestUnaryCancelledWhileQueued(t *testing.T) {
 	ev := newEvents()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(2)}, ev.listener())
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(2)}, ev.listener())
 	g := newGate()
 	cc := dial(t, start(t, g, unary(ex)))
 	first := make(chan error)
@@ -280,7 +280,7 @@ func TestUnaryCancelledWhileQueued(t *testing.T) {
 // does not recover it, so a recovery interceptor chained before ours turns it
 // into an error here.
 func TestUnaryPanicReleasesTheSlot(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	icp := grpcadmit.UnaryServerInterceptor(ex)
 	var seen any
 	recoverer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
@@ -308,13 +308,13 @@ func TestUnaryPanicReleasesTheSlot(t *testing.T) {
 		t.Errorf("after the panic: %v: the slot was not released", err)
 	}
 	if s, _ := ex.GroupStats("a"); s.Failed != 1 || s.Succeeded != 1 {
-		t.Errorf("%+v", s.Counts)
+		t.Errorf("%+v", s.TaskCounts)
 	}
 }
 
 // A stream holds its slot until its handler returns.
 func TestStreamHoldsItsSlotForItsLife(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	g := newGate()
 	g.release()
 	cc := dial(t, start(t, g, grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)), unary(ex)))
@@ -351,7 +351,7 @@ func TestStreamHoldsItsSlotForItsLife(t *testing.T) {
 		t.Errorf("after the stream: %v", err)
 	}
 	if s, _ := ex.GroupStats("s"); s.Succeeded != 2 || s.Rejected != 2 {
-		t.Errorf("%+v", s.Counts)
+		t.Errorf("%+v", s.TaskCounts)
 	}
 }
 

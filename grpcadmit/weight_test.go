@@ -34,7 +34,7 @@ var byMethod = grpcadmit.WithWeightFunc(func(_ context.Context, method string) (
 // either in the handler or waiting in its queue.)
 func TestUnaryWeights(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)})
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)})
 		icp := grpcadmit.UnaryServerInterceptor(ex, byMethod)
 		hold := make(chan struct{})
 		var permits, most, inside atomic.Int64
@@ -81,7 +81,7 @@ func TestUnaryWeights(t *testing.T) {
 // is ResourceExhausted without RetryInfo.
 func TestUnaryInvalidWeights(t *testing.T) {
 	ev := newEvents()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(3)}, ev.listener())
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(3)}, ev.listener())
 	g := newGate()
 	g.release()
 	fromMetadata := grpcadmit.WithWeightFunc(func(ctx context.Context, _ string) (int, error) {
@@ -129,7 +129,7 @@ func TestUnaryInvalidWeights(t *testing.T) {
 
 // A stream holds its weight for its life.
 func TestStreamWeight(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)})
 	icp := grpcadmit.StreamServerInterceptor(ex, byMethod)
 	var running int
 	err := icp(nil, fakeStream{context.Background()}, &grpc.StreamServerInfo{FullMethod: "/test.Gate/Heavy"},
@@ -155,7 +155,7 @@ func (fakeStream) RecvMsg(any) error            { return nil }
 // The client interceptor: a call holds its weight in its target's group
 // until its reply is in; an invalid weight is never sent.
 func TestClientWeights(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(3), policy.WithMaxInFlightPerGroup(3)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(3), policy.WithDefaultMaxInFlight(3)})
 	g := newGate()
 	type bad struct{}
 	weight := grpcadmit.WithWeightFunc(func(ctx context.Context, method string) (int, error) {

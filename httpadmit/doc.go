@@ -2,7 +2,7 @@
 // on the server side, one group per tenant, and Transport on the client side,
 // one group per destination host.
 //
-//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(8))
+//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
 //	ex, _ := executor.New(p)
 //	defer ex.Close()
 //	http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant

@@ -16,7 +16,7 @@ import (
 // second one while the first runs is refused with 429, and other tenants are
 // served meanwhile.
 func ExampleHandler() {
-	p, _ := policy.New(policy.WithMaxInFlightPerGroup(1))
+	p, _ := policy.New(policy.WithDefaultMaxInFlight(1))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 
@@ -62,7 +62,7 @@ func fetch(url, tenant string) string {
 // A client with one slot per destination host: a response holds its host's
 // slot until its body is closed.
 func ExampleTransport() {
-	p, _ := policy.New(policy.WithMaxInFlightPerGroup(1))
+	p, _ := policy.New(policy.WithDefaultMaxInFlight(1))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +95,7 @@ func ExampleTransport() {
 // An export weighs 4 and a lookup 1, so a tenant, with 4 permits, runs one
 // export or four lookups at once; a weight no limit can hold is 413.
 func ExampleWithWeightFunc() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4), policy.WithMaxInFlightPerGroup(4))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(4), policy.WithDefaultMaxInFlight(4))
 	ex, _ := executor.New(p)
 	defer ex.Close()
 

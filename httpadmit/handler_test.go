@@ -20,7 +20,7 @@ import (
 // wait, and another tenant is served meanwhile.
 func TestHandlerHoldsTheGroupLimit(t *testing.T) {
 	ev := newEvents()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, ev.listener())
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, ev.listener())
 	g := newGate(t)
 	srv := serve(t, httpadmit.Handler(ex, g))
 
@@ -62,7 +62,7 @@ func TestHandlerHoldsTheGroupLimit(t *testing.T) {
 
 // A refusal is 429 with Retry-After, and next never sees the request.
 func TestHandlerRefusesWith429(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	g := newGate(t)
 	srv := serve(t, httpadmit.Handler(ex, g, httpadmit.WithRetryAfter(1500*time.Millisecond)))
 	done := make(chan struct{})
@@ -162,7 +162,7 @@ func TestHandlerCountsStatusOnlyWhenAsked(t *testing.T) {
 // and its request never reaches next.
 func TestHandlerClientGoneWhileQueued(t *testing.T) {
 	ev := newEvents()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(2)}, ev.listener())
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(2)}, ev.listener())
 	g := newGate(t)
 	srv := serve(t, httpadmit.Handler(ex, g))
 	first := make(chan struct{})
@@ -207,7 +207,7 @@ func TestHandlerClientGoneWhileQueued(t *testing.T) {
 func TestHandlerPanicsKeepNetHTTPBehaviour(t *testing.T) {
 	for _, value := range []any{http.ErrAbortHandler, "boom"} {
 		t.Run(fmt30(value), func(t *testing.T) {
-			ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 			var recovered sync.Map
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/panic" {

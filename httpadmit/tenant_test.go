@@ -83,7 +83,7 @@ func TestTenantSources(t *testing.T) {
 					t.Fatalf("status %d Retry-After %q, want 400 without", w.Code, w.Header().Get("Retry-After"))
 				}
 				if s := ex.Stats(); s.Submitted != 0 {
-					t.Errorf("an invalid request reached the executor: %+v", s.Counts)
+					t.Errorf("an invalid request reached the executor: %+v", s.TaskCounts)
 				}
 				return
 			}

@@ -37,7 +37,7 @@ func inFlight(ex *executor.Executor, group string) int {
 // ErrRejected and sends nothing, another host is served, and closing a body
 // (read or not) frees its slot before Close returns.
 func TestTransportBoundsEachHost(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(2), policy.WithMaxConcurrencyPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(2), policy.WithDefaultMaxConcurrency(2)})
 	var hits [2]atomic.Int64
 	slow := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits[0].Add(1)
@@ -97,7 +97,7 @@ func TestTransportBoundsEachHost(t *testing.T) {
 // The transport's in-flight requests per host never exceed the limit, counted
 // in the server.
 func TestTransportLimitHoldsUnderLoad(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(3)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(3)})
 	var running, most atomic.Int64
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := running.Add(1)
@@ -147,7 +147,7 @@ func (b *trackedBody) Close() error { b.closed.Store(true); return nil }
 // Responses without a body, base's errors and base's panics free the slot
 // before RoundTrip returns; a refused request's body is closed.
 func TestTransportReleasesWithoutABody(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	errDial := errors.New("dial refused")
 	base := roundTripper(func(r *http.Request) (*http.Response, error) {
 		switch r.URL.Path {
@@ -214,7 +214,7 @@ func TestTransportReleasesWithoutABody(t *testing.T) {
 // ends while its body is open frees its slot without Close.
 func TestTransportContext(t *testing.T) {
 	ev := newEvents()
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(1)}, ev.listener())
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, ev.listener())
 	var sent atomic.Int64
 	base := roundTripper(func(r *http.Request) (*http.Response, error) {
 		sent.Add(1)
@@ -258,7 +258,7 @@ func TestTransportContext(t *testing.T) {
 // A 101 response's body stays a writable connection and holds its slot until
 // it is closed.
 func TestTransportUpgrade(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(1)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {

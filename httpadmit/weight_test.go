@@ -28,7 +28,7 @@ var weightParam = httpadmit.WithWeightFunc(func(r *http.Request) (int, error) {
 // in next or waiting in its queue.)
 func TestHandlerWeights(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)})
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)})
 		g := newGate(t)
 		// permits counts the weights of the requests inside next.
 		var permits, most atomic.Int64
@@ -93,7 +93,7 @@ func TestHandlerInvalidWeights(t *testing.T) {
 	} {
 		t.Run(tc.w, func(t *testing.T) {
 			ev := newEvents()
-			ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(3)}, ev.listener())
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(3)}, ev.listener())
 			served := 0
 			var refused error
 			h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), weightParam,
@@ -123,7 +123,7 @@ func TestHandlerInvalidWeights(t *testing.T) {
 					t.Errorf("error %v, want ErrInvalidWeight", refused)
 				}
 				if s := ex.Stats(); s.Submitted != 0 || s.Rejected != 0 {
-					t.Errorf("an invalid weight reached the executor: %+v", s.Counts)
+					t.Errorf("an invalid weight reached the executor: %+v", s.TaskCounts)
 				}
 				return
 			}
@@ -136,7 +136,7 @@ func TestHandlerInvalidWeights(t *testing.T) {
 
 // The default writer's answers to invalid and too heavy weights.
 func TestHandlerWeightAnswers(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxInFlightPerGroup(2)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(2)})
 	srv := serve(t, httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), weightParam))
 	for _, tc := range []struct {
 		w, body string
@@ -155,7 +155,7 @@ func TestHandlerWeightAnswers(t *testing.T) {
 // Transport: a request holds its weight in its destination's group until
 // its body is closed; an invalid weight is never sent.
 func TestTransportWeights(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(3), policy.WithMaxInFlightPerGroup(3)})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(3), policy.WithDefaultMaxInFlight(3)})
 	var sent sync.Map
 	backend := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sent.Store(r.URL.RawQuery, true)

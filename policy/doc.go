@@ -7,13 +7,20 @@
 //
 //	p, err := policy.New(
 //		policy.WithGlobalMaxInFlight(256),
-//		policy.WithMaxInFlightPerGroup(64),
-//		policy.WithMaxConcurrencyPerGroup(4),
+//		policy.WithDefaultMaxInFlight(64),
+//		policy.WithDefaultMaxConcurrency(4),
 //	)
 //
 // Limits are counted in permits: a task of weight w takes w permits at every
 // limit it passes. Queue thresholds are counted in tasks, because they bound
 // how many waiting tasks are held in memory.
+//
+// Each per-group limit (MaxInFlight, MaxConcurrency, QueueThreshold) and the
+// share is set the same three ways: WithDefault… for every group, WithGroup…
+// for one group, With…Resolver through a function of the group key (to read
+// it from configuration). For a group, a per-group value wins over the
+// resolver, which wins over the default; the global limits are set with
+// WithGlobal….
 //
 // Options are validated once, by New, which names the option and value of the
 // first invalid one. An option given twice takes its later value.

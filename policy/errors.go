@@ -11,7 +11,7 @@ var ErrInvalidOption = errors.New("policy: invalid option")
 
 // OptionError names the option and value that New refused, and why.
 type OptionError struct {
-	Option string // the option's name, e.g. "WithMaxConcurrencyPerGroup"
+	Option string // the option's name, e.g. "WithDefaultMaxConcurrency"
 	Value  any    // the value it was given
 	Reason string // what a valid value looks like
 }

@@ -11,8 +11,8 @@ import (
 func ExampleNew() {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(256),      // permits running, all groups
-		policy.WithMaxInFlightPerGroup(64),     // each group's bulkhead: admitted, waiting + running
-		policy.WithMaxConcurrencyPerGroup(4),   // permits running per group
+		policy.WithDefaultMaxInFlight(64),      // each group's bulkhead: admitted, waiting + running
+		policy.WithDefaultMaxConcurrency(4),    // permits running per group
 		policy.WithQueueTimeout(2*time.Second), // longest wait before a task starts
 		policy.WithGroupMaxConcurrency("batch", 1),
 	)
@@ -44,7 +44,7 @@ func ExampleNew_defaults() {
 func ExampleOptionError() {
 	_, err := policy.New(
 		policy.WithGlobalMaxInFlight(8),
-		policy.WithMaxConcurrencyPerGroup(0),
+		policy.WithDefaultMaxConcurrency(0),
 	)
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, policy.ErrInvalidOption))
@@ -54,15 +54,15 @@ func ExampleOptionError() {
 		fmt.Println(oe.Option, oe.Value)
 	}
 	// Output:
-	// policy: WithMaxConcurrencyPerGroup(0): a limit must be >= 1 (policy.Unlimited for none)
+	// policy: WithDefaultMaxConcurrency(0): a limit must be >= 1 (policy.Unlimited for none)
 	// true
-	// WithMaxConcurrencyPerGroup 0
+	// WithDefaultMaxConcurrency 0
 }
 
 // A concurrency resolver sizes groups that have no per-group value, once,
 // when the executor first sees them.
-func ExampleWithConcurrencyResolver() {
-	p, _ := policy.New(policy.WithConcurrencyResolver(func(group string) (int, bool) {
+func ExampleWithMaxConcurrencyResolver() {
+	p, _ := policy.New(policy.WithMaxConcurrencyResolver(func(group string) (int, bool) {
 		if group == "premium" {
 			return 8, true
 		}

@@ -48,6 +48,17 @@ func share(name string, n int, set func(*Policy)) Option {
 	})
 }
 
+// resolver validates a resolver option: f must not be nil.
+func resolver(name string, f func(string) (int, bool), set func(*Policy)) Option {
+	return optionFunc(func(p *Policy) error {
+		if f == nil {
+			return &OptionError{Option: name, Value: "nil", Reason: "the resolver must not be nil"}
+		}
+		set(p)
+		return nil
+	})
+}
+
 // groupValue validates a per-group override with check, which is limit,
 // threshold or share.
 func groupValue(name, group string, n int, check func(string, int, func(*Policy)) Option, m func(*Policy) *map[string]int) Option {
@@ -65,44 +76,55 @@ func WithGlobalMaxInFlight(n int) Option {
 	return limit("WithGlobalMaxInFlight", n, func(p *Policy) { p.globalMaxInFlight = n })
 }
 
-// WithMaxInFlightPerGroup is every group's bulkhead: the permits a group may
-// have admitted, waiting plus running. n must be >= 1. Default: 1024.
-func WithMaxInFlightPerGroup(n int) Option {
-	return limit("WithMaxInFlightPerGroup", n, func(p *Policy) { p.maxInFlightPerGroup = n })
+// WithDefaultMaxInFlight sets every group's in-flight limit (its bulkhead):
+// the permits a group may have admitted, waiting plus running, unless a
+// per-group value or the in-flight resolver gives another. n must be >= 1.
+// Default: DefaultMaxInFlight (1024).
+func WithDefaultMaxInFlight(n int) Option {
+	return limit("WithDefaultMaxInFlight", n, func(p *Policy) { p.defaultMaxInFlight = n })
 }
 
-// WithMaxConcurrencyPerGroup bounds the permits a group may have running.
-// n must be >= 1. Default: 1.
-func WithMaxConcurrencyPerGroup(n int) Option {
-	return limit("WithMaxConcurrencyPerGroup", n, func(p *Policy) { p.maxConcurrencyPerGrp = n })
-}
-
-// WithGroupMaxInFlight overrides the in-flight limit (bulkhead) of one group.
+// WithGroupMaxInFlight overrides the in-flight limit (bulkhead) of one
+// group. It wins over the in-flight resolver. n must be >= 1.
 func WithGroupMaxInFlight(group string, n int) Option {
 	return groupValue("WithGroupMaxInFlight", group, n, limit, func(p *Policy) *map[string]int { return &p.groupMaxInFlight })
 }
 
+// WithMaxInFlightResolver supplies a group's in-flight limit when no
+// per-group value is set, under the contract every resolver has (see
+// WithMaxConcurrencyResolver). Returning a value below 1 makes the
+// executor reject the group's task with an error naming the resolver and
+// value.
+func WithMaxInFlightResolver(f func(group string) (int, bool)) Option {
+	return resolver("WithMaxInFlightResolver", f, func(p *Policy) { p.maxInFlightResolver = f })
+}
+
+// WithDefaultMaxConcurrency sets every group's concurrency limit: the
+// permits a group may have running, unless a per-group value or the
+// concurrency resolver gives another. n must be >= 1. Default:
+// DefaultMaxConcurrency (1).
+func WithDefaultMaxConcurrency(n int) Option {
+	return limit("WithDefaultMaxConcurrency", n, func(p *Policy) { p.defaultMaxConcurrency = n })
+}
+
 // WithGroupMaxConcurrency overrides the concurrency limit of one group. It
-// wins over the concurrency resolver.
+// wins over the concurrency resolver. n must be >= 1.
 func WithGroupMaxConcurrency(group string, n int) Option {
 	return groupValue("WithGroupMaxConcurrency", group, n, limit, func(p *Policy) *map[string]int { return &p.groupMaxConcurrency })
 }
 
-// WithConcurrencyResolver supplies a group's concurrency limit when no
-// per-group value is set. It is called when a group's state is about to be
-// created (again after an eviction or reclamation; more than once if
-// Submits for a new group race), never under an executor lock, and must be
-// safe for concurrent use. Returning false falls back to the default;
-// returning a value below 1 makes the executor reject the group's task with
-// an error naming the resolver and value.
-func WithConcurrencyResolver(f func(group string) (int, bool)) Option {
-	return optionFunc(func(p *Policy) error {
-		if f == nil {
-			return &OptionError{Option: "WithConcurrencyResolver", Value: "nil", Reason: "the resolver must not be nil"}
-		}
-		p.concurrencyResolver = f
-		return nil
-	})
+// WithMaxConcurrencyResolver supplies a group's concurrency limit when no
+// per-group value is set, so limits can come from configuration. Every
+// resolver (this one, WithMaxInFlightResolver, WithQueueThresholdResolver,
+// WithShareResolver) has the same contract: it is called when a group's
+// state is about to be created (again after an eviction or reclamation;
+// more than once if Submits for a new group race), never under an executor
+// lock, and must be safe for concurrent use. Returning false falls back to
+// the default; a per-group value wins over it. Returning a value below 1
+// makes the executor reject the group's task with an error naming the
+// resolver and value.
+func WithMaxConcurrencyResolver(f func(group string) (int, bool)) Option {
+	return resolver("WithMaxConcurrencyResolver", f, func(p *Policy) { p.maxConcurrencyResolver = f })
 }
 
 // WithDefaultShare sets every group's share of global capacity, unless a
@@ -122,20 +144,12 @@ func WithGroupShare(group string, n int) Option {
 }
 
 // WithShareResolver supplies a group's share when no per-group value is set,
-// so shares can come from configuration. It is called, as the concurrency
-// resolver is, when a group's state is about to be created, never under an
-// executor lock, and must be safe for concurrent use. Returning
-// false falls back to the default; returning a value below 1 makes the
+// so shares can come from configuration, under the contract every resolver
+// has (see WithMaxConcurrencyResolver). Returning a value below 1 makes the
 // executor reject the group's task with an error naming the resolver and
 // value.
 func WithShareResolver(f func(group string) (int, bool)) Option {
-	return optionFunc(func(p *Policy) error {
-		if f == nil {
-			return &OptionError{Option: "WithShareResolver", Value: "nil", Reason: "the resolver must not be nil"}
-		}
-		p.shareResolver = f
-		return nil
-	})
+	return resolver("WithShareResolver", f, func(p *Policy) { p.shareResolver = f })
 }
 
 // WithGlobalQueueThreshold bounds the tasks waiting across all groups.
@@ -145,16 +159,28 @@ func WithGlobalQueueThreshold(n int) Option {
 	return threshold("WithGlobalQueueThreshold", n, func(p *Policy) { p.globalQueueThreshold = n })
 }
 
-// WithQueueThresholdPerGroup bounds the tasks waiting in each group.
-// n must be >= 0. Default: Unlimited (the group's in-flight limit still
-// bounds its queue).
-func WithQueueThresholdPerGroup(n int) Option {
-	return threshold("WithQueueThresholdPerGroup", n, func(p *Policy) { p.queueThresholdPerGrp = n })
+// WithDefaultQueueThreshold sets every group's queue threshold: the tasks
+// a group may have waiting, unless a per-group value or the queue threshold
+// resolver gives another. n must be >= 0; 0 means a task of the group that
+// cannot start at once is refused. Default: DefaultQueueThreshold
+// (Unlimited: the group's in-flight limit still bounds its queue).
+func WithDefaultQueueThreshold(n int) Option {
+	return threshold("WithDefaultQueueThreshold", n, func(p *Policy) { p.defaultQueueThreshold = n })
 }
 
-// WithGroupQueueThreshold overrides the queue threshold of one group.
+// WithGroupQueueThreshold overrides the queue threshold of one group. It
+// wins over the queue threshold resolver. n must be >= 0.
 func WithGroupQueueThreshold(group string, n int) Option {
 	return groupValue("WithGroupQueueThreshold", group, n, threshold, func(p *Policy) *map[string]int { return &p.groupQueueThreshold })
+}
+
+// WithQueueThresholdResolver supplies a group's queue threshold when no
+// per-group value is set, under the contract every resolver has (see
+// WithMaxConcurrencyResolver), except that 0 is a valid answer, as for
+// every queue threshold: returning a value below 0 makes the executor
+// reject the group's task with an error naming the resolver and value.
+func WithQueueThresholdResolver(f func(group string) (int, bool)) Option {
+	return resolver("WithQueueThresholdResolver", f, func(p *Policy) { p.queueThresholdResolver = f })
 }
 
 // WithQueueTimeout bounds how long a task may wait before it starts; a task

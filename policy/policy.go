@@ -16,15 +16,20 @@ const (
 	// already bound every tenant, and a safe global number depends on whether
 	// tasks burn CPU or wait on I/O, which only the caller knows.
 	DefaultGlobalMaxInFlight = Unlimited
-	// DefaultMaxInFlightPerGroup bounds what one group can have admitted, so an
-	// out-of-the-box executor never holds an unbounded backlog for a tenant.
-	DefaultMaxInFlightPerGroup = 1024
-	// DefaultMaxConcurrencyPerGroup runs one task of a group at a time, as the
-	// Java design does: per-key serial execution is the safe default for work
-	// that touches per-key state.
-	DefaultMaxConcurrencyPerGroup = 1
-	// DefaultQueueThreshold leaves waiting unbounded by count; the group's
-	// in-flight limit already bounds its queue.
+	// DefaultMaxInFlight is every group's in-flight limit (its bulkhead)
+	// unless WithDefaultMaxInFlight says otherwise: it bounds what one group
+	// can have admitted, so an out-of-the-box executor never holds an
+	// unbounded backlog for a tenant.
+	DefaultMaxInFlight = 1024
+	// DefaultMaxConcurrency is every group's concurrency limit unless
+	// WithDefaultMaxConcurrency says otherwise: one task of a group runs at
+	// a time, as the Java design does, since per-key serial execution is the
+	// safe default for work that touches per-key state.
+	DefaultMaxConcurrency = 1
+	// DefaultQueueThreshold is every group's queue threshold, and the global
+	// one, unless WithDefaultQueueThreshold or WithGlobalQueueThreshold says
+	// otherwise: waiting is unbounded by count, since the group's in-flight
+	// limit already bounds its queue.
 	DefaultQueueThreshold = Unlimited
 	// DefaultShare is a group's share of global capacity when the executor
 	// divides it among groups waiting for it: with every group at the
@@ -35,20 +40,22 @@ const (
 // Policy is an immutable set of limits. Its zero value is not usable; build one
 // with New. A Policy is safe for concurrent use.
 type Policy struct {
-	globalMaxInFlight    int
-	globalQueueThreshold int
-	maxInFlightPerGroup  int
-	maxConcurrencyPerGrp int
-	queueThresholdPerGrp int
-	defaultShare         int
-	queueTimeout         time.Duration
-	rejection            RejectionPolicy
-	groupMaxInFlight     map[string]int
-	groupMaxConcurrency  map[string]int
-	groupQueueThreshold  map[string]int
-	groupShare           map[string]int
-	concurrencyResolver  func(group string) (int, bool)
-	shareResolver        func(group string) (int, bool)
+	globalMaxInFlight      int
+	globalQueueThreshold   int
+	queueTimeout           time.Duration
+	rejection              RejectionPolicy
+	defaultMaxInFlight     int
+	defaultMaxConcurrency  int
+	defaultQueueThreshold  int
+	defaultShare           int
+	groupMaxInFlight       map[string]int
+	groupMaxConcurrency    map[string]int
+	groupQueueThreshold    map[string]int
+	groupShare             map[string]int
+	maxInFlightResolver    func(group string) (int, bool)
+	maxConcurrencyResolver func(group string) (int, bool)
+	queueThresholdResolver func(group string) (int, bool)
+	shareResolver          func(group string) (int, bool)
 }
 
 // GroupLimits are the limits one group runs under, resolved once when the
@@ -71,13 +78,13 @@ type GroupLimits struct {
 // invalid option.
 func New(opts ...Option) (*Policy, error) {
 	p := &Policy{
-		globalMaxInFlight:    DefaultGlobalMaxInFlight,
-		globalQueueThreshold: DefaultQueueThreshold,
-		maxInFlightPerGroup:  DefaultMaxInFlightPerGroup,
-		maxConcurrencyPerGrp: DefaultMaxConcurrencyPerGroup,
-		queueThresholdPerGrp: DefaultQueueThreshold,
-		defaultShare:         DefaultShare,
-		rejection:            Abort,
+		globalMaxInFlight:     DefaultGlobalMaxInFlight,
+		globalQueueThreshold:  DefaultQueueThreshold,
+		defaultMaxInFlight:    DefaultMaxInFlight,
+		defaultMaxConcurrency: DefaultMaxConcurrency,
+		defaultQueueThreshold: DefaultQueueThreshold,
+		defaultShare:          DefaultShare,
+		rejection:             Abort,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -105,27 +112,25 @@ func (p *Policy) QueueTimeout() time.Duration { return p.queueTimeout }
 // RejectionPolicy is what happens to a task that is refused for lack of room.
 func (p *Policy) RejectionPolicy() RejectionPolicy { return p.rejection }
 
-// Group resolves the limits for group. For the concurrency limit and the
-// share, a per-group value wins over the resolver, which wins over the
-// default. It returns an error when a resolver answers with a value below 1.
+// Group resolves the limits for group. For each of them a per-group value
+// (WithGroup…) wins over the resolver (With…Resolver), which wins over the
+// default (WithDefault…). It calls the resolvers of the limits without a
+// per-group value, and returns an error matching ErrInvalidOption, naming
+// the resolver, the value and the group, when one answers with an invalid
+// value (below 1; below 0 for the queue threshold).
 func (p *Policy) Group(group string) (GroupLimits, error) {
-	l := GroupLimits{
-		MaxInFlight:    p.maxInFlightPerGroup,
-		MaxConcurrency: p.maxConcurrencyPerGrp,
-		QueueThreshold: p.queueThresholdPerGrp,
-		Share:          p.defaultShare,
-	}
-	if n, ok := p.groupMaxInFlight[group]; ok {
-		l.MaxInFlight = n
-	}
+	var l GroupLimits
 	var err error
-	if l.MaxConcurrency, err = resolve(group, p.groupMaxConcurrency, p.concurrencyResolver, l.MaxConcurrency, "concurrency resolver", "a limit"); err != nil {
+	if l.MaxInFlight, err = resolve(group, p.groupMaxInFlight, p.maxInFlightResolver, p.defaultMaxInFlight, "WithMaxInFlightResolver", 1, limitReason); err != nil {
 		return GroupLimits{}, err
 	}
-	if n, ok := p.groupQueueThreshold[group]; ok {
-		l.QueueThreshold = n
+	if l.MaxConcurrency, err = resolve(group, p.groupMaxConcurrency, p.maxConcurrencyResolver, p.defaultMaxConcurrency, "WithMaxConcurrencyResolver", 1, limitReason); err != nil {
+		return GroupLimits{}, err
 	}
-	if l.Share, err = resolve(group, p.groupShare, p.shareResolver, l.Share, "share resolver", "a share"); err != nil {
+	if l.QueueThreshold, err = resolve(group, p.groupQueueThreshold, p.queueThresholdResolver, p.defaultQueueThreshold, "WithQueueThresholdResolver", 0, thresholdReason); err != nil {
+		return GroupLimits{}, err
+	}
+	if l.Share, err = resolve(group, p.groupShare, p.shareResolver, p.defaultShare, "WithShareResolver", 1, shareReason); err != nil {
 		return GroupLimits{}, err
 	}
 	return l, nil
@@ -134,8 +139,8 @@ func (p *Policy) Group(group string) (GroupLimits, error) {
 // String describes the policy's defaults, for logs.
 func (p *Policy) String() string {
 	return fmt.Sprintf("policy{global=%s groupInFlight=%s groupConcurrency=%s groupQueue=%s globalQueue=%s share=%d timeout=%v rejection=%v overrides=%d}",
-		limitString(p.globalMaxInFlight), limitString(p.maxInFlightPerGroup), limitString(p.maxConcurrencyPerGrp),
-		limitString(p.queueThresholdPerGrp), limitString(p.globalQueueThreshold), p.defaultShare, p.queueTimeout, p.rejection,
+		limitString(p.globalMaxInFlight), limitString(p.defaultMaxInFlight), limitString(p.defaultMaxConcurrency),
+		limitString(p.defaultQueueThreshold), limitString(p.globalQueueThreshold), p.defaultShare, p.queueTimeout, p.rejection,
 		len(p.groupMaxInFlight)+len(p.groupMaxConcurrency)+len(p.groupQueueThreshold)+len(p.groupShare))
 }
 
@@ -147,16 +152,17 @@ func limitString(n int) string {
 }
 
 // resolve picks a group's value: its per-group override, else the
-// resolver's answer, else def. A resolver answer below 1 is an error naming
-// the resolver (what) and the value.
-func resolve(group string, overrides map[string]int, resolver func(string) (int, bool), def int, what, noun string) (int, error) {
+// resolver's answer, else def. A resolver answer below least is an error
+// naming the resolver (name), the value and the group, and saying what a
+// valid value looks like (reason).
+func resolve(group string, overrides map[string]int, resolver func(string) (int, bool), def int, name string, least int, reason string) (int, error) {
 	if n, ok := overrides[group]; ok {
 		return n, nil
 	}
 	if resolver != nil {
 		if n, ok := resolver(group); ok {
-			if n < 1 {
-				return 0, fmt.Errorf("%w: %s gave %d for group %q: %s must be >= 1", ErrInvalidOption, what, n, group, noun)
+			if n < least {
+				return 0, fmt.Errorf("%w: %s gave %d for group %q: %s", ErrInvalidOption, name, n, group, reason)
 			}
 			return n, nil
 		}

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +29,28 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestResolutionOrder(t *testing.T) {
-	calls := 0
+	calls := map[string]int{}
+	// Each resolver answers for every group but "plain", and counts its
+	// calls by limit.
+	resolver := func(limit string, n int) func(string) (int, bool) {
+		return func(g string) (int, bool) {
+			calls[limit]++
+			return n, g != "plain"
+		}
+	}
 	p, err := policy.New(
-		policy.WithMaxInFlightPerGroup(64),
-		policy.WithMaxConcurrencyPerGroup(4),
-		policy.WithQueueThresholdPerGroup(100),
+		policy.WithDefaultMaxInFlight(64),
+		policy.WithDefaultMaxConcurrency(4),
+		policy.WithDefaultQueueThreshold(100),
+		policy.WithDefaultShare(2),
 		policy.WithGroupMaxInFlight("vip", 256),
 		policy.WithGroupMaxConcurrency("vip", 16),
 		policy.WithGroupQueueThreshold("vip", 1000),
-		policy.WithConcurrencyResolver(func(g string) (int, bool) {
-			calls++
-			return 8, g != "plain"
-		}),
+		policy.WithGroupShare("vip", 5),
+		policy.WithMaxInFlightResolver(resolver("in-flight", 128)),
+		policy.WithMaxConcurrencyResolver(resolver("concurrency", 8)),
+		policy.WithQueueThresholdResolver(resolver("queue", 0)), // 0 is a valid threshold
+		policy.WithShareResolver(resolver("share", 3)),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +59,9 @@ func TestResolutionOrder(t *testing.T) {
 		group string
 		want  policy.GroupLimits
 	}{
-		{"vip", policy.GroupLimits{MaxInFlight: 256, MaxConcurrency: 16, QueueThreshold: 1000, Share: 1}}, // per-group wins
-		{"resolved", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 8, QueueThreshold: 100, Share: 1}},
-		{"plain", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 4, QueueThreshold: 100, Share: 1}}, // resolver said no
+		{"vip", policy.GroupLimits{MaxInFlight: 256, MaxConcurrency: 16, QueueThreshold: 1000, Share: 5}}, // per-group wins
+		{"resolved", policy.GroupLimits{MaxInFlight: 128, MaxConcurrency: 8, QueueThreshold: 0, Share: 3}},
+		{"plain", policy.GroupLimits{MaxInFlight: 64, MaxConcurrency: 4, QueueThreshold: 100, Share: 2}}, // resolvers said no
 	}
 	for _, tt := range tests {
 		got, err := p.Group(tt.group)
@@ -58,8 +69,10 @@ func TestResolutionOrder(t *testing.T) {
 			t.Errorf("Group(%q) = %+v, %v; want %+v", tt.group, got, err, tt.want)
 		}
 	}
-	if calls != 2 {
-		t.Errorf("resolver called %d times; a per-group value must skip it", calls)
+	for _, limit := range []string{"in-flight", "concurrency", "queue", "share"} {
+		if calls[limit] != 2 {
+			t.Errorf("%s resolver called %d times; a per-group value must skip it", limit, calls[limit])
+		}
 	}
 }
 
@@ -85,17 +98,19 @@ func TestInvalidOptions(t *testing.T) {
 		valueStr string
 	}{
 		{policy.WithGlobalMaxInFlight(0), "WithGlobalMaxInFlight", "0"},
-		{policy.WithMaxInFlightPerGroup(-1), "WithMaxInFlightPerGroup", "-1"},
-		{policy.WithMaxConcurrencyPerGroup(0), "WithMaxConcurrencyPerGroup", "0"},
+		{policy.WithDefaultMaxInFlight(-1), "WithDefaultMaxInFlight", "-1"},
+		{policy.WithDefaultMaxConcurrency(0), "WithDefaultMaxConcurrency", "0"},
 		{policy.WithGroupMaxInFlight("g", 0), "WithGroupMaxInFlight", "0"},
 		{policy.WithGroupMaxConcurrency("g", -5), "WithGroupMaxConcurrency", "-5"},
 		{policy.WithGroupMaxConcurrency("", 5), "WithGroupMaxConcurrency", `""`},
 		{policy.WithGlobalQueueThreshold(-1), "WithGlobalQueueThreshold", "-1"},
-		{policy.WithQueueThresholdPerGroup(-2), "WithQueueThresholdPerGroup", "-2"},
+		{policy.WithDefaultQueueThreshold(-2), "WithDefaultQueueThreshold", "-2"},
 		{policy.WithGroupQueueThreshold("g", -1), "WithGroupQueueThreshold", "-1"},
 		{policy.WithQueueTimeout(-time.Second), "WithQueueTimeout", "-1s"},
 		{policy.WithRejectionPolicy(policy.RejectionPolicy(9)), "WithRejectionPolicy", "RejectionPolicy(9)"},
-		{policy.WithConcurrencyResolver(nil), "WithConcurrencyResolver", "nil"},
+		{policy.WithMaxInFlightResolver(nil), "WithMaxInFlightResolver", "nil"},
+		{policy.WithMaxConcurrencyResolver(nil), "WithMaxConcurrencyResolver", "nil"},
+		{policy.WithQueueThresholdResolver(nil), "WithQueueThresholdResolver", "nil"},
 		{policy.WithDefaultShare(0), "WithDefaultShare", "0"},
 		{policy.WithGroupShare("g", -1), "WithGroupShare", "-1"},
 		{policy.WithGroupShare("", 2), "WithGroupShare", `""`},
@@ -121,16 +136,38 @@ func TestInvalidOptions(t *testing.T) {
 }
 
 func TestZeroThresholdsAreValid(t *testing.T) {
-	p, err := policy.New(policy.WithGlobalQueueThreshold(0), policy.WithQueueThresholdPerGroup(0), policy.WithQueueTimeout(0))
+	p, err := policy.New(policy.WithGlobalQueueThreshold(0), policy.WithDefaultQueueThreshold(0), policy.WithQueueTimeout(0))
 	if err != nil || p.GlobalQueueThreshold() != 0 {
 		t.Fatalf("%v %v", p, err)
 	}
 }
 
-func TestResolverBelowOneIsAnError(t *testing.T) {
-	p, _ := policy.New(policy.WithConcurrencyResolver(func(string) (int, bool) { return 0, true }))
-	if _, err := p.Group("g"); !errors.Is(err, policy.ErrInvalidOption) || !strings.Contains(err.Error(), `"g"`) {
-		t.Errorf("err = %v", err)
+// A resolver's invalid answer is an error naming the resolver, the value
+// and the group; the least valid answer is not.
+func TestResolverInvalidAnswerIsAnError(t *testing.T) {
+	tests := []struct {
+		name  string
+		opt   func(func(string) (int, bool)) policy.Option
+		least int
+	}{
+		{"WithMaxInFlightResolver", policy.WithMaxInFlightResolver, 1},
+		{"WithMaxConcurrencyResolver", policy.WithMaxConcurrencyResolver, 1},
+		{"WithQueueThresholdResolver", policy.WithQueueThresholdResolver, 0},
+		{"WithShareResolver", policy.WithShareResolver, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := policy.New(tt.opt(func(string) (int, bool) { return tt.least - 1, true }))
+			_, err := p.Group("g")
+			want := fmt.Sprintf(`%s gave %d for group "g"`, tt.name, tt.least-1)
+			if !errors.Is(err, policy.ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want ErrInvalidOption saying %s", err, want)
+			}
+			p, _ = policy.New(tt.opt(func(string) (int, bool) { return tt.least, true }))
+			if _, err := p.Group("g"); err != nil {
+				t.Errorf("answer %d: %v", tt.least, err)
+			}
+		})
 	}
 }
 
@@ -169,13 +206,6 @@ func TestShares(t *testing.T) {
 	d, _ := policy.New()
 	if l, _ := d.Group("g"); l.Share != policy.DefaultShare || policy.DefaultShare != 1 {
 		t.Errorf("default share %d", l.Share)
-	}
-}
-
-func TestShareResolverBelowOneIsAnError(t *testing.T) {
-	p, _ := policy.New(policy.WithShareResolver(func(string) (int, bool) { return 0, true }))
-	if _, err := p.Group("g"); !errors.Is(err, policy.ErrInvalidOption) || !strings.Contains(err.Error(), "share resolver") {
-		t.Errorf("err = %v", err)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 func TestTasksRunUnderTheClusterLimitWithTokens(t *testing.T) {
 	addr := redistest.Shared(t)
 	h := newHolder(t, addr)
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(10)}, h.Groups(3), nil)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(10)}, h.Groups(3), nil)
 	var running, peak atomic.Int32
 	var mu sync.Mutex
 	tokens := map[int64]bool{}

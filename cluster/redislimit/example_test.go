@@ -39,7 +39,7 @@ func Example() {
 		return ok, nil
 	}
 
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(4))
 	var hs []*executor.Handle[bool]
 	for range 2 {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})

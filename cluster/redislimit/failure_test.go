@@ -51,7 +51,7 @@ func TestKilledHolderSlotsReturn(t *testing.T) {
 	k.expect(t, "READY", 30*time.Second)
 
 	h := newHolder(t, addr)
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(n)}, h.Groups(n), nil)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(n)}, h.Groups(n), nil)
 	started, _ := blockers(t, ex, n)
 	select {
 	case tok := <-started:

@@ -88,7 +88,7 @@ func demand(h *redislimit.Holder, addr, prefix, arg string) int {
 		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1, Protocol: 2})
 	defer pc.Close()
 	// The local limits are above the cluster ones: only those bind.
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(4*spec.depth), policy.WithMaxInFlightPerGroup(policy.Unlimited),
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(4*spec.depth), policy.WithDefaultMaxInFlight(policy.Unlimited),
 		policy.WithGlobalMaxInFlight(len(spec.tenants)*spec.depth*2), policy.WithQueueTimeout(time.Hour))
 	opts := []executor.Option{executor.WithGroupLimiter(h.GroupsFunc(func(g string) int { return spec.tenants[g] }))}
 	if spec.global > 0 {
@@ -275,8 +275,8 @@ func TestBatchesDoNotStall(t *testing.T) {
 	var exs []*executor.Executor
 	for range holders {
 		h := newHolder(t, addr, redislimit.WithLeaseTTL(30*time.Second), redislimit.WithRenewInterval(10*time.Second))
-		exs = append(exs, newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(256), policy.WithMaxConcurrencyPerGroup(16),
-			policy.WithMaxInFlightPerGroup(policy.Unlimited)}, h.Groups(4), h.Global(64)))
+		exs = append(exs, newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(16),
+			policy.WithDefaultMaxInFlight(policy.Unlimited)}, h.Groups(4), h.Global(64)))
 	}
 	var mu sync.Mutex
 	var longest time.Duration

@@ -24,7 +24,7 @@ func TestTasksHoldDistinctSlots(t *testing.T) {
 	var hs []*executor.Handle[int]
 	for range 2 {
 		h := newHolder(t, addr)
-		ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(limit)}, h.Groups(limit), nil)
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(limit)}, h.Groups(limit), nil)
 		for i := range 40 {
 			w := 1 + i%2
 			hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Weight: w, Fn: func(ctx context.Context) (int, error) {

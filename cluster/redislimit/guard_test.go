@@ -63,7 +63,7 @@ func fenced(h *redislimit.Holder, addr, prefix string, n int) int {
 	pc := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 10 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1, Protocol: 2})
 	defer pc.Close()
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(n))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(n))
 	ex, err := executor.New(p, executor.WithGroupLimiter(h.Groups(n)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -143,7 +143,7 @@ func TestPausedHolderIsFenced(t *testing.T) {
 	c := newClient(t, addr)
 	pc := newClient(t, addr)
 	h := newHolder(t, addr, redislimit.WithPrefix(prefix))
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(n)}, h.Groups(n), nil)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(n)}, h.Groups(n), nil)
 	stop := make(chan struct{})
 	wrote := make(chan struct{}, n)
 	var hs []*executor.Handle[int]

@@ -177,7 +177,7 @@ func (l *Limiter) keyLocked(key string) *keyState {
 // leased block, without I/O. Without enough at hand it asks the refiller
 // for a block and returns (nil, nil); the executor is notified when the
 // block comes. While Redis is unreachable it applies the failure policy.
-func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
+func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) {
 	h := l.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -239,7 +239,7 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.Permit, error) {
 	return nil, nil
 }
 
-// Bind implements executor.Permit: the task's context carries the permit
+// Bind implements executor.LimiterPermit: the task's context carries the permit
 // (for FencingToken, Fencing, Valid and ValidUntil), and the lease's loss
 // cancels it.
 func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
@@ -256,7 +256,7 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 	return context.WithValue(ctx, boundKey{}, &bound{p, outer})
 }
 
-// Release implements executor.Permit. Under contention the permits above
+// Release implements executor.LimiterPermit. Under contention the permits above
 // the cap, and those no task takes, go back to Redis.
 func (p *permit) Release() {
 	h := p.h

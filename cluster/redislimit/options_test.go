@@ -84,7 +84,7 @@ func TestInvalidLimitFailsExecutorNew(t *testing.T) {
 func TestPerGroupLimitsAndTooHeavy(t *testing.T) {
 	addr := startRedis(t)
 	h := newHolder(t, addr)
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(10)}, h.GroupsFunc(func(g string) int {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(10)}, h.GroupsFunc(func(g string) int {
 		if g == "off" {
 			return 0
 		}

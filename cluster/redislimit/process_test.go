@@ -142,7 +142,7 @@ func runLoad(c *redis.Client, h *redislimit.Holder, prefix string, d time.Durati
 	pc := redis.NewClient(&redis.Options{Addr: c.Options().Addr, DialTimeout: 10 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1, Protocol: 2})
 	defer pc.Close()
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(procPerGroup), policy.WithQueueTimeout(2*time.Second))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(procPerGroup), policy.WithQueueTimeout(2*time.Second))
 	ex, err := executor.New(p, executor.WithGroupLimiter(h.Groups(procPerGroup)))
 	if err != nil {
 		return 0, err
@@ -210,7 +210,7 @@ func runLoad(c *redis.Client, h *redislimit.Holder, prefix string, d time.Durati
 // prints each one's fencing token, then READY, then LOST lines as their
 // contexts end, and exits when all have.
 func hold(h *redislimit.Holder, n int) int {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(n))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(n))
 	ex, err := executor.New(p, executor.WithGroupLimiter(h.Groups(n)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

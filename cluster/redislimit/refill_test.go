@@ -29,7 +29,7 @@ func (n notifier) notify(key string) {
 // acquire asks l for w permits of key until it grants them, waiting for a
 // notify between asks; it fails the test if they are not granted within
 // limit.
-func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int, limit time.Duration) executor.Permit {
+func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int, limit time.Duration) executor.LimiterPermit {
 	t.Helper()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
@@ -84,7 +84,7 @@ func TestMixedWeightsTwoHoldersAllComplete(t *testing.T) {
 	var exs []*executor.Executor
 	for range 2 {
 		h := newHolder(t, addr)
-		exs = append(exs, newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(4)}, h.Groups(4), nil))
+		exs = append(exs, newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(4), nil))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
@@ -205,7 +205,7 @@ func TestOneFailedRefillIsNotAnOutage(t *testing.T) {
 		}
 		return nil
 	})
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, h.Groups(2), h.Global(2))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, h.Groups(2), h.Global(2))
 	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 	// A leases the whole limit in one lease, and its tasks use all of it.
 	acquire(t, la, na, "g", 4, 5*time.Second).Release()
 	granted := time.Now()
-	var pa []executor.Permit
+	var pa []executor.LimiterPermit
 	for range 4 {
 		pa = append(pa, acquire(t, la, na, "g", 1, 5*time.Second))
 	}
@@ -317,7 +317,7 @@ func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 func TestBrieflyPausedRedisIsNotAnOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	h := newHolder(t, srv.Addr(), redislimit.WithFailurePolicy(redislimit.FailClosed))
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2)}, h.Groups(2), h.Global(2))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, h.Groups(2), h.Global(2))
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}

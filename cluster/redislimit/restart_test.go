@@ -45,7 +45,7 @@ func testRestart(t *testing.T, pol redislimit.FailurePolicy) {
 	}))
 	// The local limit is above the cluster limit, so that the overLimit
 	// check below can fail: only the cluster permits hold it.
-	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(2 * limit), policy.WithQueueTimeout(2 * time.Second)},
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2 * limit), policy.WithQueueTimeout(2 * time.Second)},
 		h.Groups(limit), nil)
 
 	var running, overLimit atomic.Int32

@@ -39,7 +39,7 @@ func TestThreeExecutorsShareTheLimit(t *testing.T) {
 		holders = append(holders, h)
 		// No queue timeout: a group left waiting with no notify coming
 		// would hang the run, not just have its tasks rejected.
-		exs = append(exs, newExec(t, []policy.Option{policy.WithMaxConcurrencyPerGroup(perGroup)},
+		exs = append(exs, newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(perGroup)},
 			h.Groups(perGroup), h.Global(global)))
 	}
 	var running [groups]atomic.Int32

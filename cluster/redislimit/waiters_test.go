@@ -39,7 +39,7 @@ func TestRefusalsDoNotAnswerEachOther(t *testing.T) {
 	lA, lB, lC := hA.Groups(5), hB.Groups(5), hC.Groups(5)
 	nA, nB, nC := attach(t, lA), attach(t, lB), attach(t, lC)
 
-	var held []executor.Permit
+	var held []executor.LimiterPermit
 	for range 3 {
 		held = append(held, acquire(t, lC, nC, "g", 1, 5*time.Second))
 	}
@@ -82,7 +82,7 @@ func TestLimitersOfOneHolderShare(t *testing.T) {
 	h := newHolder(t, addr)
 	l1, l2 := h.Groups(2), h.Groups(2)
 	n1, n2 := attach(t, l1), attach(t, l2)
-	busy := []executor.Permit{acquire(t, l1, n1, "g", 1, 5*time.Second), acquire(t, l1, n1, "g", 1, 5*time.Second)}
+	busy := []executor.LimiterPermit{acquire(t, l1, n1, "g", 1, 5*time.Second), acquire(t, l1, n1, "g", 1, 5*time.Second)}
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -237,7 +237,7 @@ func TestLostLeaseIsGivenBack(t *testing.T) {
 	if err := l.Attach(kn.notify); err != nil {
 		t.Fatal(err)
 	}
-	var p executor.Permit
+	var p executor.LimiterPermit
 	eventually(t, "a permit", 5*time.Second, func() bool {
 		var err error
 		p, err = l.TryAcquire("g", 1)

@@ -22,8 +22,8 @@ import (
 func main() {
 	p, err := policy.New(
 		policy.WithGlobalMaxInFlight(16),
-		policy.WithMaxConcurrencyPerGroup(4),
-		policy.WithMaxInFlightPerGroup(32),
+		policy.WithDefaultMaxConcurrency(4),
+		policy.WithDefaultMaxInFlight(32),
 	)
 	if err != nil {
 		fail(err)

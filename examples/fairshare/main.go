@@ -33,9 +33,9 @@ func main() {
 
 func run() error {
 	pol, err := policy.New(
-		policy.WithGlobalMaxInFlight(4),      // the service runs at most 4 tasks
-		policy.WithMaxConcurrencyPerGroup(4), // a tenant may use all 4
-		policy.WithMaxInFlightPerGroup(policy.Unlimited),
+		policy.WithGlobalMaxInFlight(4),     // the service runs at most 4 tasks
+		policy.WithDefaultMaxConcurrency(4), // a tenant may use all 4
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
 		policy.WithGroupShare("gold", 3), // "free" keeps the default share, 1
 	)
 	if err != nil {

@@ -48,9 +48,9 @@ func main() {
 
 func run(out io.Writer) error {
 	pol, err := policy.New(
-		policy.WithGlobalMaxInFlight(4),      // the service runs 4 requests at once, all tenants together
-		policy.WithMaxConcurrencyPerGroup(2), // a tenant runs at most 2
-		policy.WithMaxInFlightPerGroup(4),    // and holds at most 4 admitted (2 waiting)
+		policy.WithGlobalMaxInFlight(4),     // the service runs 4 requests at once, all tenants together
+		policy.WithDefaultMaxConcurrency(2), // a tenant runs at most 2
+		policy.WithDefaultMaxInFlight(4),    // and holds at most 4 admitted (2 waiting)
 		policy.WithQueueTimeout(2*time.Second),
 	)
 	if err != nil {

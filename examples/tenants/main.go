@@ -77,8 +77,8 @@ func main() {
 func run() error {
 	pol, err := policy.New(
 		policy.WithGlobalMaxInFlight(8),              // the whole service runs at most 8 tasks
-		policy.WithMaxConcurrencyPerGroup(2),         // a tenant runs at most 2
-		policy.WithMaxInFlightPerGroup(20),           // and holds at most 20 admitted (its bulkhead)
+		policy.WithDefaultMaxConcurrency(2),          // a tenant runs at most 2
+		policy.WithDefaultMaxInFlight(20),            // and holds at most 20 admitted (its bulkhead)
 		policy.WithQueueTimeout(40*time.Millisecond), // a task that cannot start by then never will
 		policy.WithRejectionPolicy(policy.Abort),
 	)

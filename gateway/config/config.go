@@ -110,9 +110,9 @@ type Bearer struct {
 // Limits map onto package policy: a nil field takes policy's default.
 type Limits struct {
 	GlobalMaxInFlight      *int           `yaml:"global_max_in_flight"`      // policy.WithGlobalMaxInFlight
-	MaxInFlightPerGroup    *int           `yaml:"max_in_flight_per_group"`   // policy.WithMaxInFlightPerGroup
-	MaxConcurrencyPerGroup *int           `yaml:"max_concurrency_per_group"` // policy.WithMaxConcurrencyPerGroup
-	QueueThresholdPerGroup *int           `yaml:"queue_threshold_per_group"` // policy.WithQueueThresholdPerGroup; 0: nothing waits
+	MaxInFlightPerGroup    *int           `yaml:"max_in_flight_per_group"`   // policy.WithDefaultMaxInFlight
+	MaxConcurrencyPerGroup *int           `yaml:"max_concurrency_per_group"` // policy.WithDefaultMaxConcurrency
+	QueueThresholdPerGroup *int           `yaml:"queue_threshold_per_group"` // policy.WithDefaultQueueThreshold; 0: nothing waits
 	GlobalQueueThreshold   *int           `yaml:"global_queue_threshold"`    // policy.WithGlobalQueueThreshold; 0: nothing waits
 	QueueTimeout           *time.Duration `yaml:"queue_timeout"`             // policy.WithQueueTimeout; 0: none
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/groupexec/groupexec/gateway/config"
 )
 
-// issueExample is the configuration given in the issue, verbatim.
-const issueExample = `listen: 127.0.0.1:8080          # proxy port
+// seedExample is the gateway's reference configuration: the keys a first
+// configuration sets, in flow and block style, with comments.
+const seedExample = `listen: 127.0.0.1:8080          # proxy port
 admin: 127.0.0.1:9090           # /metrics, /healthz, /readyz
 backends: [http://127.0.0.1:8081]
 tenant: {header: X-Tenant, default: anonymous, max_groups: 10000}
@@ -28,8 +29,8 @@ body: {max_bytes: 1048576, max_decoded_bytes: 8388608, max_ratio: 10}
 drain_timeout: 5s
 `
 
-func TestParseIssueExample(t *testing.T) {
-	c, err := config.Parse([]byte(issueExample))
+func TestParseSeedExample(t *testing.T) {
+	c, err := config.Parse([]byte(seedExample))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // complete (defaults set, values in range).
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
-		issueExample,
+		seedExample,
 		"backends: [http://127.0.0.1:1]\n",
 		"backends: [http://a:1]\nlimits: {queue_timeout: 2x}\n",
 		"backends: [http://a:1]\ntenants: {vip: {share: 0}}\n",

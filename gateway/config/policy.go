@@ -17,9 +17,9 @@ func (c *Config) Policy(extra ...policy.Option) (*policy.Policy, error) {
 	}
 	l := c.Limits
 	add(l.GlobalMaxInFlight, policy.WithGlobalMaxInFlight)
-	add(l.MaxInFlightPerGroup, policy.WithMaxInFlightPerGroup)
-	add(l.MaxConcurrencyPerGroup, policy.WithMaxConcurrencyPerGroup)
-	add(l.QueueThresholdPerGroup, policy.WithQueueThresholdPerGroup)
+	add(l.MaxInFlightPerGroup, policy.WithDefaultMaxInFlight)
+	add(l.MaxConcurrencyPerGroup, policy.WithDefaultMaxConcurrency)
+	add(l.QueueThresholdPerGroup, policy.WithDefaultQueueThreshold)
 	add(l.GlobalQueueThreshold, policy.WithGlobalQueueThreshold)
 	if l.QueueTimeout != nil {
 		opts = append(opts, policy.WithQueueTimeout(*l.QueueTimeout))

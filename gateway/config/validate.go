@@ -76,9 +76,9 @@ func (c *Config) validate(present func(string) bool) []problem {
 	// and their wording stay policy's.
 	l := c.Limits
 	checkOpt(ck, "limits.global_max_in_flight", l.GlobalMaxInFlight, policy.WithGlobalMaxInFlight)
-	checkOpt(ck, "limits.max_in_flight_per_group", l.MaxInFlightPerGroup, policy.WithMaxInFlightPerGroup)
-	checkOpt(ck, "limits.max_concurrency_per_group", l.MaxConcurrencyPerGroup, policy.WithMaxConcurrencyPerGroup)
-	checkOpt(ck, "limits.queue_threshold_per_group", l.QueueThresholdPerGroup, policy.WithQueueThresholdPerGroup)
+	checkOpt(ck, "limits.max_in_flight_per_group", l.MaxInFlightPerGroup, policy.WithDefaultMaxInFlight)
+	checkOpt(ck, "limits.max_concurrency_per_group", l.MaxConcurrencyPerGroup, policy.WithDefaultMaxConcurrency)
+	checkOpt(ck, "limits.queue_threshold_per_group", l.QueueThresholdPerGroup, policy.WithDefaultQueueThreshold)
 	checkOpt(ck, "limits.global_queue_threshold", l.GlobalQueueThreshold, policy.WithGlobalQueueThreshold)
 	checkOpt(ck, "limits.queue_timeout", l.QueueTimeout, policy.WithQueueTimeout)
 	checkRate(ck, "rate_limit", c.RateLimit)

@@ -16,7 +16,7 @@ const module = "github.com/groupexec/groupexec/"
 // Core are the packages that must import only the standard library and
 // this module, so that net/http's test helpers, gRPC and OpenTelemetry stay
 // in the adapters.
-var Core = []string{module + "executor", module + "policy", module + "bulkhead", module + "breaker", module + "internal/..."}
+var Core = []string{module + "executor", module + "policy", module + "outcome", module + "bulkhead", module + "breaker", module + "clock", module + "internal/..."}
 
 // CheckCoreDeps fails t for every package outside the standard library and
 // this module that a core package depends on.

@@ -24,8 +24,8 @@ func TestCollectorEqualsStats(t *testing.T) {
 	}
 	defer c.Unregister()
 	started := make(chan string, 100)
-	p, _ := policy.New(policy.WithGlobalMaxInFlight(10), policy.WithMaxConcurrencyPerGroup(1),
-		policy.WithMaxInFlightPerGroup(4), policy.WithRejectionPolicy(policy.Abort))
+	p, _ := policy.New(policy.WithGlobalMaxInFlight(10), policy.WithDefaultMaxConcurrency(1),
+		policy.WithDefaultMaxInFlight(4), policy.WithRejectionPolicy(policy.Abort))
 	// The clock never moves, so every task runs for 0s: the run histogram
 	// still counts each task that ran.
 	ex, err := executor.New(p, executor.WithListener(tee{c, started}), executor.WithClock(clock.NewFake(time.Unix(0, 0))),

@@ -34,7 +34,7 @@ func setup(t *testing.T, o prom.Options, opts ...policy.Option) (*executor.Execu
 }
 
 func TestCountsAndLevels(t *testing.T) {
-	ex, c, reg := setup(t, prom.Options{}, policy.WithMaxConcurrencyPerGroup(1), policy.WithMaxInFlightPerGroup(2))
+	ex, c, reg := setup(t, prom.Options{}, policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(2))
 	ctx := context.Background()
 	release := make(chan struct{})
 	started := make(chan struct{})

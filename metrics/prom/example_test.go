@@ -13,7 +13,7 @@ import (
 )
 
 func ExampleNew() {
-	p, _ := policy.New(policy.WithMaxConcurrencyPerGroup(2))
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(2))
 	c := prom.New(prom.Options{})
 	ex, _ := executor.New(p, executor.WithListener(c))
 	defer ex.Close()

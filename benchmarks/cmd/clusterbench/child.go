@@ -179,8 +179,8 @@ func newRig(cfg childConfig) (*rig, error) {
 		r.keys = append(r.keys, fmt.Sprint("g", i))
 	}
 	r.fn = func(context.Context) (struct{}, error) { r.ran.Add(1); return struct{}{}, nil }
-	p, err := policy.New(policy.WithGlobalMaxInFlight(global), policy.WithMaxConcurrencyPerGroup(perGroup),
-		policy.WithMaxInFlightPerGroup(policy.Unlimited))
+	p, err := policy.New(policy.WithGlobalMaxInFlight(global), policy.WithDefaultMaxConcurrency(perGroup),
+		policy.WithDefaultMaxInFlight(policy.Unlimited))
 	if err != nil {
 		return nil, err
 	}
