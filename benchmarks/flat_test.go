@@ -42,9 +42,9 @@ var flatPeers = []peerCase{
 }
 
 // floorBurn is the loop count of mutex-floor-burn's work under the lock,
-// per submit and per finish: on this machine ~80 ns per task on one core,
-// somewhat less than ours holds its lock per task (~125 ns net of the
-// measuring; benchmarks/README.md, "Against a floor").
+// per submit and per finish: ~80 ns per task on one core of the 2-core
+// machine, the order of what an executor with one lock spends under it per
+// task.
 const floorBurn = 150
 
 func BenchmarkFlat(b *testing.B) {

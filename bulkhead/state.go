@@ -69,7 +69,7 @@ package bulkhead
 // line in its cache, as the holder of a contended mutex does while a waiter
 // spins. A release never spins outside the mutex, so it needs none.
 // Measured on 2 cores:
-// benchmarks/README.md, section Bulkhead.
+// benchmarks/README.md, section "Breaker and bulkhead".
 //
 // The count of permits in use lives in the state word; the locked side's
 // groupsem.Sem (the accounting the executor shares) holds the limit and the
