@@ -208,29 +208,7 @@ func BenchmarkOverload(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer release()
-			var starts atomic.Int64
-			var failed atomic.Pointer[error]
-			b.SetParallelism(serverCallersPerP)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				i := int(starts.Add(1)*7919) % overloadTenants
-				for pb.Next() {
-					if err := try(ctx, keys[i]); err != nil {
-						e := err // a copy escapes, not the loop's variable
-						failed.CompareAndSwap(nil, &e)
-						return
-					}
-					if i++; i == overloadTenants {
-						i = 0
-					}
-				}
-			})
-			b.StopTimer()
-			if e := failed.Load(); e != nil {
-				b.Fatal(*e)
-			}
+			runCallers(b, keys, try)
 		})
 	}
 }

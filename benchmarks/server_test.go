@@ -121,29 +121,36 @@ func BenchmarkServer(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer release()
-			var starts atomic.Int64
-			var failed atomic.Pointer[error]
-			b.SetParallelism(serverCallersPerP)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				i := int(starts.Add(1)*7919) % serverTenants
-				for pb.Next() {
-					if err := call(ctx, keys[i]); err != nil {
-						e := err // a copy escapes, not the loop's variable
-						failed.CompareAndSwap(nil, &e)
-						return
-					}
-					if i++; i == serverTenants {
-						i = 0
-					}
-				}
-			})
-			b.StopTimer()
-			if e := failed.Load(); e != nil {
-				b.Fatal(*e)
-			}
+			runCallers(b, keys, call)
 		})
+	}
+}
+
+// runCallers runs the server's callers, serverCallersPerP per P, each
+// calling call for one key after another from its own starting point, and
+// fails b with the first error a call returns.
+func runCallers(b *testing.B, keys []string, call func(ctx context.Context, key string) error) {
+	var starts atomic.Int64
+	var failed atomic.Pointer[error]
+	b.SetParallelism(serverCallersPerP)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		i := int(starts.Add(1)*7919) % len(keys)
+		for pb.Next() {
+			if err := call(ctx, keys[i]); err != nil {
+				e := err // a copy escapes, not the loop's variable
+				failed.CompareAndSwap(nil, &e)
+				return
+			}
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+	})
+	b.StopTimer()
+	if e := failed.Load(); e != nil {
+		b.Fatal(*e)
 	}
 }
