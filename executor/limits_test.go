@@ -416,6 +416,73 @@ func TestSetGroupLimitsOutlivesGroupState(t *testing.T) {
 	}
 }
 
+// TestResetGroupLimitsKeepsHeavierWaitingTask: a task admitted while a
+// raised concurrency limit let it in, and heavier than the policy's, keeps
+// waiting after ResetGroupLimits (it is neither dropped nor refused), holds
+// its group's queue without delaying other groups, and starts when the
+// limit is raised again; a cancel ends its wait.
+func TestResetGroupLimitsKeepsHeavierWaitingTask(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+	if err := ex.SetGroupLimits("g", limits(1024, 4, policy.Unlimited, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c := newCrew()
+	blocker := c.submit(t, ex, "g", "blocker", 2)
+	c.waitStarted(t, 1)
+	heavy := c.submit(t, ex, "g", "heavy", 3) // 2+3 > 4: waits
+	checkGroupUse(t, ex, "g", 2, 1, 5)
+
+	if err := ex.ResetGroupLimits("g"); err != nil {
+		t.Fatal(err)
+	}
+	if s := groupStats(t, ex, "g"); s.MaxConcurrency != 1 {
+		t.Fatalf("after reset: concurrency limit %d, want the policy's 1", s.MaxConcurrency)
+	}
+	c.finish(t, blocker)
+	checkGroupUse(t, ex, "g", 0, 1, 3) // heavy (3 > 1) keeps waiting
+	behind := c.submit(t, ex, "g", "behind", 1)
+	checkGroupUse(t, ex, "g", 0, 2, 4) // FIFO: queued behind heavy
+	other := c.submit(t, ex, "other", "other", 1)
+	if s := c.waitStarted(t, 1); s[0] != "other" {
+		t.Fatalf("started %v, want other", s)
+	}
+	c.finish(t, other)
+	if isDone(heavy) || isDone(behind) {
+		t.Fatal("a waiting task of g completed")
+	}
+
+	if err := ex.SetGroupLimits("g", limits(1024, 3, policy.Unlimited, 1)); err != nil {
+		t.Fatal(err)
+	}
+	checkGroupUse(t, ex, "g", 3, 1, 4) // heavy started before the call returned
+	if s := c.waitStarted(t, 1); s[0] != "heavy" {
+		t.Fatalf("started %v, want heavy", s)
+	}
+	c.finish(t, heavy)
+	c.waitStarted(t, 1)
+	c.finish(t, behind)
+
+	// The same wait, ended by a cancel.
+	if err := ex.SetGroupLimits("g", limits(1024, 4, policy.Unlimited, 1)); err != nil {
+		t.Fatal(err)
+	}
+	blocker = c.submit(t, ex, "g", "blocker2", 2)
+	c.waitStarted(t, 1)
+	heavy = c.submit(t, ex, "g", "heavy2", 3)
+	if err := ex.ResetGroupLimits("g"); err != nil {
+		t.Fatal(err)
+	}
+	c.finish(t, blocker)
+	checkGroupUse(t, ex, "g", 0, 1, 3)
+	if !heavy.Cancel() {
+		t.Fatal("Cancel of a waiting task reported false")
+	}
+	if r := wait(t, heavy); r.Status != executor.Cancelled {
+		t.Fatalf("cancelled heavy task: %+v", r)
+	}
+	checkGroupUse(t, ex, "g", 0, 0, 0)
+}
+
 func TestSetLimitsInvalid(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(2)})
 	c := newCrew()
