@@ -80,8 +80,8 @@ func (ex *Executor) admitLocked(g *group, w int, a *admission) {
 }
 
 // admitRoomLocked decides, with b, the admission of a task that fits g's
-// in-flight limit (admitRoom): it starts if it fits the rest, or is queued
-// if the queue thresholds have room.
+// in-flight limit (admitRoom): it starts if it fits the rest, is queued
+// if the queue thresholds have room, or is refused (admitRefuse).
 func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 	l := &g.limits
 	clusterWait := false
@@ -100,7 +100,7 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 		case clusterRefused:
 			ex.global.give(w)
 			b.gave = true
-			a.r = *cr
+			a.v, a.r = admitRefuse, *cr
 			return
 		case clusterWaitGroup:
 			clusterWait = true // it waits like any other task
@@ -109,11 +109,11 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 		b.gave = true
 	}
 	if n := g.waiting.Len(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, b) {
-		a.r = refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
+		a.v, a.r = admitRefuse, refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
 		return
 	}
 	if t := ex.queueLimit; !ex.takeQueueRoom(t) {
-		a.r = refusal{limit: LimitGlobalQueue, used: int(ex.waiting.Load()), max: t}
+		a.v, a.r = admitRefuse, refusal{limit: LimitGlobalQueue, used: int(ex.waiting.Load()), max: t}
 		return
 	}
 	if g.waiting.Len() == 0 {

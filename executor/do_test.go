@@ -485,26 +485,33 @@ func TestDoHotGroupNeverDelaysACold(t *testing.T) {
 }
 
 // TestDoRefusalAllocations: Do and Go refuse a full group without
-// allocating once the group has refused the same way before, and an
-// admitted Do allocates only its task.
+// allocating once the group has refused the same way before, whichever
+// limit refuses (the group's in-flight limit, before its queue is looked
+// at, or its queue threshold), and an admitted Do allocates only its task.
 func TestDoRefusalAllocations(t *testing.T) {
-	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
-	g := newGate()
-	defer g.open()
-	submit(t, ex, executor.Task[string]{Group: "full", Fn: g.fn("blocker")})
-	g.waitStarted(t, 1)
 	fn := func(context.Context) error { return nil }
-	for name, call := range map[string]func() error{
-		"Do": func() error { return ex.Do(bg, "full", fn) },
-		"Go": func() error { return ex.Go(bg, "full", fn) },
+	var ex *executor.Executor
+	for limit, opt := range map[string]policy.Option{
+		"in-flight":       policy.WithDefaultMaxInFlight(1),
+		"queue threshold": policy.WithDefaultQueueThreshold(0),
 	} {
-		call()
-		if n := testing.AllocsPerRun(100, func() {
-			if err := call(); !errors.Is(err, executor.ErrRejected) {
-				t.Fatalf("%s: %v", name, err)
+		ex = newExec(t, []policy.Option{opt, policy.WithDefaultMaxConcurrency(1)})
+		g := newGate()
+		defer g.open()
+		submit(t, ex, executor.Task[string]{Group: "full", Fn: g.fn("blocker")})
+		g.waitStarted(t, 1)
+		for name, call := range map[string]func() error{
+			"Do": func() error { return ex.Do(bg, "full", fn) },
+			"Go": func() error { return ex.Go(bg, "full", fn) },
+		} {
+			call()
+			if n := testing.AllocsPerRun(100, func() {
+				if err := call(); !errors.Is(err, executor.ErrRejected) {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}); n > 0 {
+				t.Errorf("%s refused at the %s with %v allocations, want 0", name, limit, n)
 			}
-		}); n > 0 {
-			t.Errorf("%s refused with %v allocations, want 0", name, n)
 		}
 	}
 	ex.Do(bg, "free", fn)

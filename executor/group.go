@@ -35,6 +35,10 @@ type group struct {
 	pending int // admissions under way with mu released (a breaker ticket): not idle
 	counts  TaskCounts
 	refused *RejectedError // the last refusal of a task without an ID (endRefusal)
+	// refusedTask is the completed handle of the last refused Submit of
+	// a task without an ID, for the next one refused the same way
+	// (refuseShared).
+	refusedTask atomic.Pointer[job]
 	// refusing is set while the group's last admission was a refusal, and
 	// read without the lock: a caller allocates its task before locking
 	// unless the group is likely to refuse it (submit.go).

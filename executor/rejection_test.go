@@ -181,3 +181,84 @@ func TestRunInCallerFromAnotherGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedRefusalSharesHandle: tasks without an ID that their group
+// refuses the same way get one completed handle, so that a refused Submit
+// allocates nothing, and each refusal is still counted and reported. A task
+// with an ID, a different refusal, another value type, or a refusal that a
+// rejection handler decides gets a handle of its own.
+func TestRepeatedRefusalSharesHandle(t *testing.T) {
+	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard} {
+		t.Run(rp.String(), func(t *testing.T) {
+			var rejected atomic.Int64
+			ex, _ := full(t, rp, executor.WithListener(executor.ListenerFuncs{Rejected: func(e executor.Event) {
+				if e.Group != "g" || e.Status != executor.Rejected || !errors.Is(e.Err, executor.ErrRejected) {
+					t.Errorf("OnRejected %+v", e)
+				}
+				rejected.Add(1)
+			}}))
+			ran := false
+			task := executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran = true; return 1, nil }}
+			refuse := func(task executor.Task[int]) *executor.Handle[int] {
+				t.Helper()
+				h, err := executor.Submit(ex, bg, task)
+				if wantErr := rp == policy.Abort; (err != nil) != wantErr || err != nil && !errors.Is(err, executor.ErrRejected) {
+					t.Fatalf("Submit: %v", err)
+				}
+				return h
+			}
+			first := refuse(task)
+			if second := refuse(task); second != first {
+				t.Fatal("a second refusal the same way got a new handle")
+			}
+			if n := testing.AllocsPerRun(100, func() { executor.Submit(ex, bg, task) }); n != 0 {
+				t.Errorf("a repeated refusal allocated %v times, want 0", n)
+			}
+			if first.Cancel() {
+				t.Error("Cancel of a refused task reported true")
+			}
+			select {
+			case <-first.Done():
+			default:
+				t.Fatal("a refused handle is not done")
+			}
+			r := wait(t, first)
+			if r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrRejected) || r.Group != "g" || r.ID != "" || r.Value != 0 || ran {
+				t.Fatalf("result %+v ran=%v", r, ran)
+			}
+			if s := groupStats(t, ex, "g"); s.Rejected != 103 || rejected.Load() != 103 {
+				t.Fatalf("rejected counted %d, reported %d, want 103 each", s.Rejected, rejected.Load())
+			}
+
+			withID := task
+			withID.ID = "x"
+			if h := refuse(withID); h == first || h.ID() != "x" {
+				t.Fatalf("a task with an ID got handle %p (shared %p), ID %q", h, first, h.ID())
+			}
+			heavier := task
+			heavier.Weight = 2 // over the concurrency limit: refused whatever the policy
+			if h, _ := executor.Submit(ex, bg, heavier); h == first {
+				t.Fatal("a refusal of another weight got the shared handle")
+			} else if rh := wait(t, h); !errors.Is(rh.Err, executor.ErrTooHeavy) {
+				t.Fatalf("heavier refusal: %+v", rh)
+			}
+			if h := refuse(task); h == first {
+				t.Fatal("after another refusal, the old handle was shared")
+			}
+			// Another value type in the same group.
+			hs, _ := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) { return "", nil }})
+			if r := wait(t, hs); r.Status != executor.Rejected {
+				t.Fatalf("string task: %+v", r)
+			}
+		})
+	}
+	t.Run("handler", func(t *testing.T) {
+		ex, _ := full(t, policy.Abort, executor.WithRejectionHandler(func(r *executor.Rejection) error { return r.Err }))
+		task := executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}
+		a, _ := executor.Submit(ex, bg, task)
+		b, _ := executor.Submit(ex, bg, task)
+		if a == b {
+			t.Fatal("refusals a rejection handler decided share a handle")
+		}
+	})
+}

@@ -36,6 +36,12 @@ import (
 // Cancelling ctx later cancels the task, as Handle.Cancel does.
 //
 // A refused task costs one allocation, its handle, which holds the error.
+// A task without an ID that its group refuses the same way as the group's
+// last refused Submit (the same limit, use, weight and error) costs none:
+// it gets that refusal's handle, complete and unchangeable, which holds
+// nothing of the task but its group, weight and outcome; such handles are
+// the one case where two Submit calls return the same pointer. A refusal
+// that a rejection handler or CallerRuns decides always gets its own.
 func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], error) {
 	w := max(t.Weight, 1)
 	if err := validate(ctx, t.Group, t.Weight, t.Fn == nil); err != nil {
@@ -86,12 +92,7 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		return h, nil
 	}
 	if t.ID == "" {
-		// The refusal's error is the group's shared one (endRefusal): the
-		// handle is the only allocation.
-		if h == nil {
-			h = newHandle(t, ctx, w)
-		}
-		return h, ex.refuseAdmission(&a, b, &h.job, t.Group, nil)
+		return refuseShared(ex, &a, b, t, ctx, w, h)
 	}
 	rh := newRefusedHandle(t, ctx, w)
 	a.r.fill(&rh.rej, t.Group, t.ID, w)
@@ -259,20 +260,66 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 	}
 }
 
-// refuseAdmission ends the admission that refused j (rej its error, or
-// nil for the group's shared one: j has no ID), applying the rejection
-// policy or handler unless the refusal is forced, and returns Submit's
-// error.
-func (ex *Executor) refuseAdmission(a *admission, b *batch, j *job, key string, rej *RejectedError) error {
-	decided, shared := ex.endRefusal(a, b, key, j.weight, rej == nil)
-	if rej == nil {
-		rej = shared
+// refuseShared refuses t, a task without an ID, whose refusal's error is
+// its group's shared one (endRefusal); h is its handle if allocated.
+//
+// A completed handle holds nothing of its task but its group, weight and
+// outcome. So when the refusal is decided here (no rejection handler or
+// CallerRuns may run the task) and it is the same as the group's last
+// refusal of a task without an ID, the task gets that refusal's handle,
+// and a group that keeps refusing the same way costs no allocation per
+// Submit, as it costs none per Go or Do. Under overload this is most of
+// Submit's cost: a refused Submit that allocates its 144-byte handle is
+// about 4x one that does not, most of it the collector's assist work.
+func refuseShared[T any](ex *Executor, a *admission, b *batch, t Task[T], ctx context.Context, w int, h *Handle[T]) (*Handle[T], error) {
+	g := a.g
+	decided, rej := ex.endRefusal(a, b, t.Group, w, true)
+	if decided && g != nil {
+		if j := g.refusedTask.Load(); j != nil {
+			if last, ok := j.body.(*Handle[T]); ok && last.err == error(rej) {
+				if ex.listener != nil {
+					ex.notify(onRejected, Event{Group: t.Group, Weight: w, Status: Rejected, Err: rej})
+				}
+				return last, ex.refusalError(a, rej)
+			}
+		}
 	}
+	if h == nil {
+		h = newHandle(t, ctx, w)
+	}
+	err := ex.finishRefusal(a, &h.job, t.Group, decided, rej)
+	if decided && g != nil {
+		// Shared from now on, it keeps neither the caller's context nor
+		// what Fn holds.
+		h.fn, h.parent = nil, context.Background()
+		g.refusedTask.Store(&h.job)
+	}
+	return h, err
+}
+
+// refuseAdmission ends the admission that refused j (rej its error),
+// applying the rejection policy or handler unless the refusal is forced,
+// and returns Submit's error.
+func (ex *Executor) refuseAdmission(a *admission, b *batch, j *job, key string, rej *RejectedError) error {
+	decided, _ := ex.endRefusal(a, b, key, j.weight, false)
+	return ex.finishRefusal(a, j, key, decided, rej)
+}
+
+// finishRefusal completes j, refused with rej, once its admission's locked
+// section has ended (endRefusal decided whether a handler or CallerRuns
+// decides), and returns Submit's error.
+func (ex *Executor) finishRefusal(a *admission, j *job, key string, decided bool, rej *RejectedError) error {
 	j.g = a.refusedGroup(ex, key)
 	if !decided {
 		return ex.decideRefusal(j, rej)
 	}
 	ex.completeRefused(j, Rejected, rej)
+	return ex.refusalError(a, rej)
+}
+
+// refusalError is Submit's error for a decided refusal: rej under Abort or
+// when the refusal is forced, nil otherwise (the handle says it).
+func (ex *Executor) refusalError(a *admission, rej *RejectedError) error {
 	if a.r.forced || ex.pol.RejectionPolicy() == policy.Abort {
 		return rej
 	}
