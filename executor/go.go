@@ -108,7 +108,14 @@ func (ex *Executor) spareOrNewLocked(g *group, ctx context.Context, fn func(cont
 }
 
 func newGoTask(ctx context.Context, fn func(context.Context) error) *goTask {
-	t := &goTask{fn: fn}
+	var t *goTask
+	if ctx == background {
+		t, _ = goTaskPool.Get().(*goTask)
+	}
+	if t == nil {
+		t = new(goTask)
+	}
+	t.fn = fn
 	t.kind, t.parent, t.body, t.weight = kindGo, ctx, t, 1
 	return t
 }

@@ -601,3 +601,44 @@ func TestGoReusesTasks(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestGoFanOutReusesTasks: Go tasks queued beyond what their group keeps
+// for reuse are pooled once they complete, so a fan-out larger than the
+// group's concurrency limit, repeated, allocates next to nothing, and
+// every pooled task runs its new function, once. (The race detector
+// makes the pool drop some of what it is given: allocations are checked
+// without it.)
+func TestGoFanOutReusesTasks(t *testing.T) {
+	const fanOut = 200
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2), policy.WithDefaultMaxInFlight(policy.Unlimited)})
+	ran := make([]atomic.Int32, fanOut)
+	var wg sync.WaitGroup
+	calls := make([]func(context.Context) error, fanOut)
+	for i := range calls {
+		calls[i] = func(context.Context) error { ran[i].Add(1); wg.Done(); return nil }
+	}
+	round := func() {
+		g := newGate()
+		submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("holder")}) // the fan-out queues behind it
+		g.waitStarted(t, 1)
+		wg.Add(fanOut)
+		for _, call := range calls {
+			if err := ex.Go(bg, "g", call); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.open()
+		wg.Wait()
+	}
+	round()
+	rounds := 1
+	if n := testing.AllocsPerRun(20, round); !raceEnabled && n > fanOut/10 {
+		t.Errorf("a fan-out of %d Go tasks allocated %v times, want at most %d", fanOut, n, fanOut/10)
+	}
+	rounds += 21
+	for i := range ran {
+		if got := ran[i].Load(); got != int32(rounds) {
+			t.Fatalf("function %d ran %d times in %d rounds", i, got, rounds)
+		}
+	}
+}

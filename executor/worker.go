@@ -197,6 +197,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	j.state = stateDone
 	// A Do call has nothing to complete: its caller has the outcome.
 	inline := ex.listener == nil || j.kind == kindDo
+	var spare *goTask // to pool once nothing refers to j
 	switch {
 	case !inline:
 		ex.unsettleLocked(g, j)
@@ -205,7 +206,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		// reuse if it can be (recycle.go).
 		j.complete(st, err, queued, ran)
 		if j.reusable() {
-			g.keepLocked(j.body.(*goTask))
+			spare = g.keepLocked(j.body.(*goTask))
 		}
 	case j.kind != kindDo:
 		b.fin = finished{j: j, st: st, err: err, queued: queued, ran: ran} // completed by unlock
@@ -217,6 +218,9 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	}
 	b.take = worker && next == nil
 	ex.unlock(g, &b)
+	if spare != nil {
+		putSpare(spare)
+	}
 	if b.taken != nil {
 		next = b.taken
 	}
