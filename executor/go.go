@@ -81,6 +81,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	}
 	decided, rej := ex.endRefusal(&a, b, group, 1, true)
 	if decided {
+		if t != nil {
+			putSpare(t) // allocated or pooled before the lock, and never shared
+		}
 		if ex.listener != nil {
 			ex.notify(onRejected, Event{Group: group, Weight: 1, Status: Rejected, Err: rej})
 		}

@@ -44,6 +44,7 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 		g.timer = nil
 	}
 	g.dropSparesLocked()
+	g.refusedTask.Store(nil) // an idle group keeps no handle for refusals
 	switch {
 	case g.dead:
 	case g.evict:

@@ -3,9 +3,11 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -261,4 +263,39 @@ func TestRepeatedRefusalSharesHandle(t *testing.T) {
 			t.Fatal("refusals a rejection handler decided share a handle")
 		}
 	})
+}
+
+// TestSharedRefusalHandleKeepsNoTask: the handle later refusals share is the
+// first one's, which keeps neither its caller's context nor its Fn (what
+// they hold is collected), so that a group refusing under overload does
+// not keep one request's state alive for as long as it refuses.
+func TestSharedRefusalHandleKeepsNoTask(t *testing.T) {
+	ex, _ := full(t, policy.Abort)
+	type held struct{ b [1 << 10]byte }
+	type key struct{}
+	inCtx, inFn := new(held), new(held)
+	wCtx, wFn := weak.Make(inCtx), weak.Make(inFn)
+	func() {
+		ctx := context.WithValue(bg, key{}, inCtx)
+		fnHeld := inFn // captured: the closure holds it
+		task := executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return int(fnHeld.b[0]), nil }}
+		first, _ := executor.Submit(ex, ctx, task)
+		if again, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: task.Fn}); again != first {
+			t.Fatal("the second refusal got a handle of its own")
+		}
+	}()
+	inCtx, inFn = nil, nil
+	runtime.GC()
+	runtime.GC()
+	if wCtx.Value() != nil {
+		t.Error("the shared handle keeps its first caller's context")
+	}
+	if wFn.Value() != nil {
+		t.Error("the shared handle keeps its first task's Fn")
+	}
+	// The handle is still the group's: a third refusal gets it.
+	h, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }})
+	if r := wait(t, h); r.Status != executor.Rejected || r.Group != "g" {
+		t.Fatalf("result %+v", r)
+	}
 }
