@@ -8,7 +8,10 @@
 #
 # CPUS is the -cpu list (GOMAXPROCS values), COUNT the -count (runs of each
 # benchmark, for medians), BENCHTIME the -benchtime of the workloads timed
-# per op. The isolation workload runs whole experiments, ISOLATION_RUNS of
+# per op. ROUNDS runs the whole workload that many times, one after the
+# other, into one file: on a shared, noisy machine ROUNDS=5 COUNT=1
+# interleaves the contenders, so that a slow minute does not fall on one of
+# them only. The isolation workload runs whole experiments, ISOLATION_RUNS of
 # them; waiting memory is measured at GOMAXPROCS 2 only (it is bytes).
 # The cluster (cluster_contention_test.go, needs redis-server), adapters
 # and gateway workloads have commands of their own (README.md).
@@ -17,6 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 
 CPUS=${CPUS:-1,2}
 COUNT=${COUNT:-5}
+ROUNDS=${ROUNDS:-1}
 BENCHTIME=${BENCHTIME:-300ms}
 ISOLATION_RUNS=${ISOLATION_RUNS:-20x}
 OUT=${OUT:-results}
@@ -58,8 +62,10 @@ for w in "${workloads[@]}"; do
 	esac
 	echo "== $w: $BIN ${args[*]}" >&2
 	{
-		echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -m), $(nproc) CPUs: ${BIN##*/} ${args[*]}"
-		"$BIN" "${args[@]}"
+		echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -m), $(nproc) CPUs: ${BIN##*/} ${args[*]}$([[ $ROUNDS == 1 ]] || echo ", $ROUNDS rounds")"
+		for ((r = 0; r < ROUNDS; r++)); do
+			"$BIN" "${args[@]}"
+		done
 	} >"$OUT/$w.txt"
 done
 
