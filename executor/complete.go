@@ -48,7 +48,7 @@ func (ex *Executor) completeRefused(j *job, st Status, err error) {
 // runInCaller runs j in the calling goroutine, outside every limit, and
 // completes it.
 func (ex *Executor) runInCaller(j *job) {
-	j.detached = true
+	j.flags |= flagDetached
 	start := ex.since()
 	queued := start - j.submitted
 	st, err := Failed, error(ErrGoexit)

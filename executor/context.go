@@ -120,7 +120,7 @@ type stopCause struct{ err error }
 // the group has stopped. x is j's extra, locked. A job that ended, or runs
 // detached, is not listed.
 func (j *job) watchGroupLocked(x *jobExtra) error {
-	if j.detached || x.ended || x.watched {
+	if j.detached() || x.ended || x.watched {
 		return nil
 	}
 	g := j.g
@@ -172,7 +172,7 @@ func (g *group) stopRuns(cause error) []*job {
 // stopped returns the cause of g's stop if it reaches j, a job whose run
 // context is itself and has handed out no channel, or nil.
 func (j *job) stopped() error {
-	if j.detached {
+	if j.detached() {
 		return nil
 	}
 	if s := j.g.stop.Load(); s != nil {

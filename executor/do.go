@@ -218,7 +218,7 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 	if ex.listener != nil {
 		ex.notify(onRejected, Event{Group: rej.Group, Weight: d.weight, Status: Rejected, Err: rej})
 	}
-	d.detached = true
+	d.flags |= flagDetached
 	start := ex.since()
 	st := Failed
 	err = errNotReturned

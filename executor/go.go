@@ -39,13 +39,14 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		ex.notify(onSubmitted, Event{Group: group, Weight: 1})
 	}
 	if err := ctx.Err(); err != nil {
-		ex.refuseCancelled(&newGoTask(ctx, fn).job, group, context.Cause(ctx))
+		ex.refuseCancelled(&newGoTask(ctx, fn, false).job, group, context.Cause(ctx))
 		return err
 	}
 	g, r := ex.findGroup(group)
+	bg := ctx == background // compared once: an interface comparison is a call
 	var t *goTask
-	if likelyAdmitted(g) && (ctx != background || g.spares.n.Load() == 0) {
-		t = newGoTask(ctx, fn)
+	if likelyAdmitted(g) && (!bg || g.spares.n.Load() == 0) {
+		t = newGoTask(ctx, fn, bg)
 	}
 	var a admission
 	var b *batch // only for a task that fits its group's bulkhead
@@ -57,7 +58,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	switch a.v {
 	case admitStart:
 		if t == nil {
-			t = ex.spareOrNewLocked(a.g, ctx, fn)
+			t = ex.spareOrNewLocked(a.g, ctx, fn, bg)
 		}
 		if ex.timed(&t.job) {
 			t.submitted = ex.since()
@@ -67,7 +68,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		return nil
 	case admitQueue:
 		if t == nil {
-			t = ex.spareOrNewLocked(a.g, ctx, fn)
+			t = ex.spareOrNewLocked(a.g, ctx, fn, bg)
 		}
 		if ex.timed(&t.job) && ex.timeout == 0 {
 			t.submitted = ex.since() // with a timeout, queueNewLocked reads it
@@ -93,26 +94,28 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		return nil
 	}
 	if t == nil {
-		t = newGoTask(ctx, fn)
+		t = newGoTask(ctx, fn, bg)
 	}
 	t.g = a.refusedGroup(ex, group)
 	return ex.decideRefusal(&t.job, rej)
 }
 
 // spareOrNewLocked returns a task of g kept for reuse (ctx is
-// context.Background), or a new one.
-func (ex *Executor) spareOrNewLocked(g *group, ctx context.Context, fn func(context.Context) error) *goTask {
-	if ctx == background {
+// context.Background: bg), or a new one.
+func (ex *Executor) spareOrNewLocked(g *group, ctx context.Context, fn func(context.Context) error, bg bool) *goTask {
+	if bg {
 		if t := g.takeSpareLocked(fn); t != nil {
 			return t
 		}
 	}
-	return newGoTask(ctx, fn)
+	return newGoTask(ctx, fn, bg)
 }
 
-func newGoTask(ctx context.Context, fn func(context.Context) error) *goTask {
+// newGoTask returns a task to run fn with ctx, which is
+// context.Background if bg.
+func newGoTask(ctx context.Context, fn func(context.Context) error, bg bool) *goTask {
 	var t *goTask
-	if ctx == background {
+	if bg {
 		t, _ = goTaskPool.Get().(*goTask)
 	}
 	if t == nil {
@@ -120,6 +123,9 @@ func newGoTask(ctx context.Context, fn func(context.Context) error) *goTask {
 	}
 	t.fn = fn
 	t.kind, t.parent, t.body, t.weight = kindGo, ctx, t, 1
+	if bg {
+		t.flags = flagBackground
+	}
 	return t
 }
 

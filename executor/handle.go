@@ -70,12 +70,28 @@ type job struct {
 
 	x atomic.Pointer[jobExtra] // made on first use (extra)
 
-	state    jobState // group
-	kind     jobKind  // read-only
-	detached bool     // read-only once run: run by CallerRuns, outside the executor; no group stop reaches it
-	status   Status   // outcome, written once before done is set
-	done     completion
+	state  jobState // group
+	kind   jobKind  // read-only
+	flags  jobFlags // read-only once run
+	status Status   // outcome, written once before done is set
+	done   completion
 }
+
+// jobFlags are a job's facts that its other fields do not say, in one
+// byte, so that a job with them stays within its size.
+type jobFlags uint8
+
+const (
+	// flagDetached: run by CallerRuns, outside the executor; no group stop
+	// reaches it.
+	flagDetached jobFlags = 1 << iota
+	// flagBackground: a Go task with context.Background, reused once it
+	// completes (recycle.go). Go compares the context once and keeps the
+	// answer: comparing an interface value is a call.
+	flagBackground
+)
+
+func (j *job) detached() bool { return j.flags&flagDetached != 0 }
 
 // Handle is a submitted task: wait for it, cancel it, or watch it complete.
 // A Handle is never nil and completes exactly once. It is safe for

@@ -98,7 +98,7 @@ func TestPublishBetweenDoneSteps(t *testing.T) {
 // A Go task has no handle, so publish marks it completed in one step; it
 // must still complete once only, and count a second try.
 func TestGoTaskPublishesOnce(t *testing.T) {
-	task := newGoTask(context.Background(), nil)
+	task := newGoTask(context.Background(), nil, true)
 	ch, ok := task.publish(Success, nil, 0, 0)
 	if !ok || ch != nil {
 		t.Fatalf("first publish: ok %v, chan %v; want true, nil", ok, ch)

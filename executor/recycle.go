@@ -38,7 +38,7 @@ var background = context.Background()
 // leaves a task that took anything extra (a cluster permit, a breaker
 // ticket).
 func (j *job) reusable() bool {
-	return j.kind == kindGo && !j.detached && j.parent == background
+	return j.flags == flagBackground // and not detached
 }
 
 // spares are a group's Go tasks kept for reuse, guarded by its mutex; n
@@ -90,7 +90,7 @@ func (g *group) keepLocked(t *goTask) *goTask {
 	if len(s.tasks) >= min(g.limits.MaxConcurrency, maxSpares) {
 		return t
 	}
-	*t = goTask{job: job{g: g, weight: 1, parent: background, kind: kindGo}}
+	*t = goTask{job: job{g: g, weight: 1, parent: background, kind: kindGo, flags: flagBackground}}
 	t.body = t
 	s.tasks = append(s.tasks, t)
 	s.n.Store(int32(len(s.tasks)))
