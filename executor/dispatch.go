@@ -287,12 +287,16 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	if h != nil && !g.inReady && !g.clusterWait && ex.cluster == nil && ex.stateNow() != closed &&
 		g.running <= g.limits.MaxConcurrency-h.weight && ex.global.waiters.Load() == 0 &&
 		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) {
-		switch {
-		case h.weight == w:
-		case h.weight < w:
-			ex.global.give(w - h.weight)
-			b.gave = true
-		case !ex.global.take(h.weight - w):
+		// The head starts if the permits in use after its start fit the
+		// limit, which SetGlobalMaxInFlight may have lowered under them.
+		switch used, limit := ex.global.used.Load(), ex.global.limit.Load(); {
+		case h.weight <= w && used-int64(w-h.weight) <= limit:
+			if h.weight < w {
+				ex.global.give(w - h.weight)
+				b.gave = true
+			}
+		case h.weight > w && ex.global.take(h.weight-w):
+		default:
 			h = nil
 		}
 		if h != nil {

@@ -150,6 +150,42 @@ func TestSetGlobalMaxInFlightLowerDrains(t *testing.T) {
 	}
 }
 
+// TestSetGlobalMaxInFlightLowerDrainsFullGroup: a group running at its own
+// concurrency limit, with a backlog, has its finished tasks' permits passed
+// to its next ones while no group waits for global room; a lowered global
+// limit must stop that until the permits in use are under it.
+func TestSetGlobalMaxInFlightLowerDrainsFullGroup(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4)})
+	c := newCrew()
+	var running, waiting []*executor.Handle[string]
+	for i := range 4 {
+		running = append(running, c.submit(t, ex, "g", fmt.Sprint("r", i), 1))
+	}
+	c.waitStarted(t, 4)
+	for i := range 2 {
+		waiting = append(waiting, c.submit(t, ex, "g", fmt.Sprint("w", i), 1))
+	}
+	if err := ex.SetGlobalMaxInFlight(2); err != nil {
+		t.Fatal(err)
+	}
+	c.finish(t, running[0])
+	checkUse(t, ex, 3, 2) // over the limit: no start
+	c.finish(t, running[1])
+	checkUse(t, ex, 2, 2) // at the limit: no start
+	c.finish(t, running[2])
+	checkUse(t, ex, 2, 1) // under: starts resume
+	if s := c.waitStarted(t, 1); s[0] != "w0" {
+		t.Fatalf("started %v, want the oldest waiting task w0", s)
+	}
+	c.finish(t, running[3])
+	checkUse(t, ex, 2, 0)
+	c.waitStarted(t, 1)
+	for _, h := range waiting {
+		c.finish(t, h)
+	}
+	checkUse(t, ex, 0, 0)
+}
+
 // TestSetGlobalMaxInFlightBelowWaitingWeight: a waiting task heavier than a
 // lowered global limit is kept, does not block the other groups, and starts
 // when the limit is raised again.
