@@ -85,7 +85,7 @@ func (ex *Executor) admitLocked(g *group, w int, a *admission) {
 func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 	l := &g.limits
 	clusterWait := false
-	if g.waiting.Len() == 0 && g.running <= l.MaxConcurrency-w && ex.global.fitsAlone(w) {
+	if g.queued() == 0 && g.running <= l.MaxConcurrency-w && ex.global.fitsAlone(w) {
 		if ex.cluster == nil {
 			g.inFlight += w
 			a.v = admitStart
@@ -108,7 +108,7 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 		ex.global.give(w)
 		b.gave = true
 	}
-	if n := g.waiting.Len(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, b) {
+	if n := g.queued(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, b) {
 		a.v, a.r = admitRefuse, refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
 		return
 	}
@@ -116,7 +116,7 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 		a.v, a.r = admitRefuse, refusal{limit: LimitGlobalQueue, used: int(ex.waiting.Load()), max: t}
 		return
 	}
-	if g.waiting.Len() == 0 {
+	if g.queued() == 0 {
 		g.clusterWait = clusterWait
 	}
 	a.v = admitQueue
@@ -143,6 +143,9 @@ func (ex *Executor) takeQueueRoom(t int) bool {
 // holding its place in g's in-flight limit. now is the current time since
 // the epoch, or 0 if no queue timeout is set.
 func (ex *Executor) enqueueLocked(g *group, j *job, now time.Duration) {
+	if g.light.n > 0 {
+		g.flushLightLocked() // FIFO: the light tasks come before j
+	}
 	g.inFlight += j.weight
 	j.state = stateWaiting
 	if ex.timeout > 0 {
@@ -151,7 +154,7 @@ func (ex *Executor) enqueueLocked(g *group, j *job, now time.Duration) {
 		j.submitted = now
 	}
 	g.waiting.PushBack(j)
-	if g.waiting.Len() == 1 {
+	if g.queued() == 1 {
 		g.backlogWin = ex.disp.fair.win.Load()
 		ex.armLocked(g, now)
 	}
@@ -169,6 +172,7 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest || g.overLimitLocked() {
 		return false
 	}
+	g.flushLightLocked() // the walk below is over jobs
 	used, full := g.waiting.Len(), g.limits.QueueThreshold
 	free := g.limits.MaxInFlight - g.inFlight
 	waiting := g.waiting.Len()
@@ -196,5 +200,5 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 // overLimitLocked reports whether g holds more than a lowered limit allows:
 // then it displaces nothing under DiscardOldest.
 func (g *group) overLimitLocked() bool {
-	return g.inFlight > g.limits.MaxInFlight || g.waiting.Len() > g.limits.QueueThreshold
+	return g.inFlight > g.limits.MaxInFlight || g.queued() > g.limits.QueueThreshold
 }

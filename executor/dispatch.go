@@ -90,9 +90,14 @@ type dispatcher struct {
 // it fits g's concurrency limit and could ever fit the global limit, and no
 // cluster limiter holds it (g.mu held).
 func (ex *Executor) wantsGlobalLocked(g *group) bool {
-	h := g.waiting.front
-	return h != nil && !g.clusterWait && !g.dead && g.running <= g.limits.MaxConcurrency-h.weight &&
-		h.weight <= ex.global.max() && ex.stateNow() != closed
+	w := 1 // a light task's (light.go)
+	if h := g.waiting.front; h != nil {
+		w = h.weight
+	} else if g.light.n == 0 {
+		return false
+	}
+	return !g.clusterWait && !g.dead && g.running <= g.limits.MaxConcurrency-w &&
+		w <= ex.global.max() && ex.stateNow() != closed
 }
 
 // resync puts g where its state says in the ready list, then dispatches.
@@ -157,7 +162,7 @@ func (ex *Executor) placeLocked(g *group) {
 // was empty at some point since the dispatcher last looked, which a start
 // made without the dispatcher (startFreedLocked) may have done.
 func (ex *Executor) dropCreditLocked(g *group) {
-	if g.waiting.Len() > 0 && g.emptied == g.creditAt {
+	if g.queued() > 0 && g.emptied == g.creditAt {
 		return
 	}
 	g.creditAt = g.emptied
@@ -199,7 +204,7 @@ func (ex *Executor) dispatchLocked(b *batch) {
 			g.mu.Unlock()
 			continue
 		}
-		j := g.waiting.front
+		j := g.headLocked()
 		if ex.timeout > 0 {
 			if now == 0 {
 				now = ex.since()
@@ -284,22 +289,29 @@ func (ex *Executor) dispatchLocked(b *batch) {
 // dispatch first.
 func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	h := g.waiting.front
-	if h != nil && !g.inReady && !g.clusterWait && ex.cluster == nil && ex.stateNow() != closed &&
-		g.running <= g.limits.MaxConcurrency-h.weight && ex.global.waiters.Load() == 0 &&
+	hw := 1 // a light head's weight (light.go)
+	if h != nil {
+		hw = h.weight
+	}
+	// With a queue timeout no task is light: h is not nil if it is read.
+	if g.queued() > 0 && !g.inReady && !g.clusterWait && ex.cluster == nil && ex.stateNow() != closed &&
+		g.running <= g.limits.MaxConcurrency-hw && ex.global.waiters.Load() == 0 &&
 		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) {
 		// The head starts if the permits in use after its start fit the
 		// limit, which SetGlobalMaxInFlight may have lowered under them.
+		fits := true
 		switch used, limit := ex.global.used.Load(), ex.global.limit.Load(); {
-		case h.weight <= w && used-int64(w-h.weight) <= limit:
-			if h.weight < w {
-				ex.global.give(w - h.weight)
+		case hw <= w && used-int64(w-hw) <= limit:
+			if hw < w {
+				ex.global.give(w - hw)
 				b.gave = true
 			}
-		case h.weight > w && ex.global.take(h.weight-w):
+		case hw > w && ex.global.take(hw-w):
 		default:
-			h = nil
+			fits = false
 		}
-		if h != nil {
+		if fits {
+			h = g.headLocked()
 			ex.startLocked(g, h, [2]LimiterPermit{}, nil)
 			return h
 		}
@@ -336,10 +348,15 @@ func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch)
 // dequeueLocked takes j out of g's queue.
 func (ex *Executor) dequeueLocked(g *group, j *job) {
 	g.waiting.Remove(j)
+	ex.dequeuedLocked(g)
+}
+
+// dequeuedLocked counts a task out of g's queue.
+func (ex *Executor) dequeuedLocked(g *group) {
 	if ex.queueLimit != policy.Unlimited {
 		ex.waiting.Add(-1)
 	}
-	if g.waiting.Len() == 0 {
+	if g.queued() == 0 {
 		g.emptied++
 		g.clusterWait = false // the next head asks the limiter afresh
 	}

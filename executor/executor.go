@@ -47,6 +47,7 @@ type Executor struct {
 	maxIdle  int
 	breaker  *breaker.Settings // per-group breakers, when set
 	cluster  *clusterLimits    // cluster limiters (cluster.go), nil when none
+	light    bool              // Go may queue light tasks (light.go)
 
 	state atomic.Uint32 // execState
 
@@ -104,6 +105,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
+	ex.light = ex.lightAllowed()
 	ex.epoch = ex.clk.Now()
 	ex.realClk = ex.clk == clock.Real
 	return ex, nil

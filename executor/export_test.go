@@ -11,6 +11,21 @@ import (
 // executor only counts.
 func init() { trackRunning = true }
 
+// HandOffs returns the number of light tasks started by a handoff.
+func HandOffs() int64 { return handOffs.Load() }
+
+// LightQueued returns the number of light tasks waiting in group, and
+// whether the executor queues light tasks at all.
+func (ex *Executor) LightQueued(group string) (int, bool) {
+	g := ex.groups.load(group)
+	if g == nil {
+		return 0, ex.light
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.light.n, ex.light
+}
+
 // DoubleCompletions exposes the count of attempts to complete a handle twice.
 func DoubleCompletions() int64 { return doubleCompletions.Load() }
 
@@ -95,6 +110,15 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 			}
 			w += j.weight
 		}
+		if g.light.n > 0 && !ex.light {
+			return "light tasks in an executor that allows none: " + k, false
+		}
+		for i := range g.light.n {
+			if g.light.fns[(g.light.head+i)&(len(g.light.fns)-1)] == nil {
+				return "a light task without a function: " + k, false
+			}
+		}
+		w += g.light.n // weight 1 each
 		for j := range g.runningSet {
 			if j.state != stateRunning {
 				return "a task counted running is not running", false
@@ -116,13 +140,13 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 		if g.inReady {
 			ready++
 		}
-		if g.waiting.Len() == 0 && g.clusterWait {
+		if g.queued() == 0 && g.clusterWait {
 			return "group with nothing waiting waits for a cluster notify: " + k, false
 		}
 		if g.deficit < 0 && -g.deficit >= max(g.limits.MaxConcurrency, 1) {
 			return "group debt larger than a task: " + k, false
 		}
-		waiting += g.waiting.Len()
+		waiting += g.queued()
 		running += r + g.transit
 	}
 	if n := int(ex.waiting.Load()); n != waiting && ex.queueLimit != policy.Unlimited {

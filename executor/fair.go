@@ -95,7 +95,7 @@ func (ex *Executor) endWindowLocked() {
 		nd = nd.Next()
 		g.mu.Lock()
 		switch {
-		case g.waiting.Len() == 0 || g.dead:
+		case g.queued() == 0 || g.dead:
 			d.known.Remove(&g.knownNode)
 		case g.backlogWin < win: // waiting throughout the window
 			x := 0.0

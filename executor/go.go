@@ -44,8 +44,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	}
 	g, r := ex.findGroup(group)
 	bg := ctx == background // compared once: an interface comparison is a call
+	light := bg && ex.light // queued, it is fn alone (light.go)
 	var t *goTask
-	if likelyAdmitted(g) && (!bg || g.spares.n.Load() == 0) {
+	if likelyAdmitted(g) && !light && (!bg || g.spares.n.Load() == 0) {
 		t = newGoTask(ctx, fn, bg)
 	}
 	var a admission
@@ -67,6 +68,11 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		ex.unlock(a.g, b)
 		return nil
 	case admitQueue:
+		if light {
+			ex.queueLightLocked(a.g, fn)
+			ex.unlock(a.g, b)
+			return nil
+		}
 		if t == nil {
 			t = ex.spareOrNewLocked(a.g, ctx, fn, bg)
 		}

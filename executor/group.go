@@ -43,7 +43,8 @@ type group struct {
 	// read without the lock: a caller allocates its task before locking
 	// unless the group is likely to refuse it (submit.go).
 	refusing atomic.Bool
-	waiting  jobList // FIFO
+	waiting  jobList    // FIFO
+	light    lightQueue // light tasks, behind waiting (light.go)
 	spares   spares  // Go tasks kept for reuse (recycle.go)
 	// transit is global permits g's finished tasks hold until resync gives
 	// them back through the dispatcher (startFreedLocked).
@@ -110,7 +111,10 @@ func newGroup(ex *Executor, key string, l policy.GroupLimits) *group {
 	return g
 }
 
-func (g *group) tasks() int { return g.waiting.Len() + g.runningTasks }
+// queued returns the number of g's waiting tasks.
+func (g *group) queued() int { return g.waiting.Len() + g.light.n }
+
+func (g *group) tasks() int { return g.queued() + g.runningTasks }
 
 // idle reports whether g has no task, none still completing, no admission
 // under way, and no permits in transit.

@@ -60,7 +60,7 @@ func (ex *Executor) SetGlobalMaxInFlight(n int) error {
 	}
 	ex.groups.each(func(g *group) bool {
 		g.mu.Lock()
-		if g.waiting.Len() > 0 {
+		if g.queued() > 0 {
 			ex.placeLocked(g)
 		}
 		g.mu.Unlock()

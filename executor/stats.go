@@ -100,7 +100,7 @@ func (ex *Executor) Stats() Stats {
 				s.Groups++
 				s.Running += g.running
 				s.RunningTasks += g.runningTasks
-				s.Waiting += g.waiting.Len()
+				s.Waiting += g.queued()
 				if g.idle() {
 					s.IdleGroups++
 				}
@@ -141,7 +141,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		Group:          g.key,
 		Running:        g.running,
 		RunningTasks:   g.runningTasks,
-		Waiting:        g.waiting.Len(),
+		Waiting:        g.queued(),
 		InFlight:       g.inFlight,
 		MaxInFlight:    g.limits.MaxInFlight,
 		MaxConcurrency: g.limits.MaxConcurrency,

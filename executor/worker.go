@@ -202,16 +202,25 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	case !inline:
 		ex.unsettleLocked(g, j)
 	case j.kind == kindGo:
-		// Nothing waits on a Go task: it completes now, and is kept for
-		// reuse if it can be (recycle.go).
+		// Nothing waits on a Go task: it completes now, and is reused if
+		// it can be: for the light task at its group's head (light.go), or
+		// for a later Go call (recycle.go).
 		j.complete(st, err, queued, ran)
-		if j.reusable() {
-			spare = g.keepLocked(j.body.(*goTask))
+		if !j.reusable() {
+			break
+		}
+		if t := j.body.(*goTask); ex.handsOffLocked(g, t) {
+			ex.handOffLocked(g, t)
+			next = j
+		} else {
+			spare = g.keepLocked(t)
 		}
 	case j.kind != kindDo:
 		b.fin = finished{j: j, st: st, err: err, queued: queued, ran: ran} // completed by unlock
 	}
-	next = ex.startFreedLocked(g, j.weight, &b)
+	if next == nil {
+		next = ex.startFreedLocked(g, j.weight, &b)
+	}
 	if next != nil && (!worker || next.kind == kindDo) {
 		ex.launchLocked(next, &b)
 		next = nil
