@@ -78,8 +78,11 @@ func (q *lightQueue) pop() goFn {
 func (ex *Executor) queueLightLocked(g *group, fn goFn) {
 	g.inFlight++
 	g.light.push(fn)
-	if g.queued() == 1 {
-		g.backlogWin = ex.disp.fair.win.Load()
+	if g.light.n == 1 {
+		ex.groups.hint.Store(g) // its backlog begins (groupIndex.hint)
+		if g.queued() == 1 {
+			g.backlogWin = ex.disp.fair.win.Load()
+		}
 	}
 }
 
