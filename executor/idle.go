@@ -43,7 +43,7 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 		g.timer.Stop()
 		g.timer = nil
 	}
-	g.dropSparesLocked()
+	g.trimSparesLocked()
 	g.refusedTask.Store(nil) // an idle group keeps no handle for refusals
 	switch {
 	case g.dead:

@@ -19,10 +19,15 @@ import (
 // every Go call with context.Background draws from (goTaskPool).
 //
 // A group keeps at most its concurrency limit's worth (and never more
-// than maxSpares) while it is busy, and drops them when it goes idle, so
-// spares cost memory only where tasks run. On one core, the batch
-// workloads with Go took 0.78-0.89x the time per task with reuse (grouped,
-// the submitters' shape, flat; minimum of five alternating runs).
+// than maxSpares) while it is busy, and one when it goes idle, so that an
+// idle group costs at most a task (idle reclamation bounds the idle
+// groups). A group whose tasks come one at a time, as a round-robin
+// submitter's do, goes idle between them: dropping every spare then cost
+// an allocation per task (the grouped batch with Go, 12 to 8 bytes a task
+// at GOMAXPROCS 2; the time within the noise). On one core, the batch
+// workloads with Go took 0.78-0.89x the time per task with reuse
+// (grouped, the submitters' shape, flat; minimum of five alternating
+// runs).
 
 // maxSpares bounds the tasks a group keeps for reuse.
 const maxSpares = 64
@@ -103,12 +108,13 @@ func putSpare(t *goTask) {
 	goTaskPool.Put(t)
 }
 
-// dropSparesLocked lets the collector have g's spares: g is idle.
-func (g *group) dropSparesLocked() {
-	if s := &g.spares; len(s.tasks) > 0 {
-		clear(s.tasks)
-		s.tasks = s.tasks[:0]
-		s.n.Store(0)
+// trimSparesLocked lets the collector have all of g's spares but one: g
+// is idle.
+func (g *group) trimSparesLocked() {
+	if s := &g.spares; len(s.tasks) > 1 {
+		clear(s.tasks[1:])
+		s.tasks = s.tasks[:1]
+		s.n.Store(1)
 	}
 }
 
