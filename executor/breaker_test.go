@@ -206,3 +206,42 @@ func TestOnStateChangeMayWaitForExecutorWork(t *testing.T) {
 		t.Fatalf("task submitted from OnStateChange: status %v (0: it never ran)", st)
 	}
 }
+
+// TestBackToBackWaitIsNeverNegative: a worker starts the task that follows
+// its finished one at once at that task's end, without reading the clock
+// again, unless the next task was submitted after that end: here, from the
+// breaker's OnStateChange, which runs on the worker between the two. Its
+// wait must be zero, not negative.
+func TestBackToBackWaitIsNeverNegative(t *testing.T) {
+	clk := fakeClock()
+	var ex *executor.Executor
+	next := make(chan *executor.Handle[int], 1)
+	ex = newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithClock(clk),
+		executor.WithGroupBreaker(breaker.Settings{
+			Clock: clk, Timeout: time.Minute,
+			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+			OnStateChange: func(_ string, from, to breaker.State) {
+				if from != breaker.StateHalfOpen || to != breaker.StateClosed {
+					return
+				}
+				clk.Advance(time.Second) // after the probe's end, before its finish
+				h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: succeeding})
+				if err != nil {
+					t.Error(err)
+				}
+				next <- h
+			},
+		}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing})) // open
+	clk.Advance(time.Minute)                                            // half-open
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding})); r.Status != executor.Success {
+		t.Fatalf("probe: %+v", r)
+	}
+	h := <-next
+	if h == nil {
+		t.FailNow()
+	}
+	if r := wait(t, h); r.Status != executor.Success || r.Queued != 0 || r.Duration != 0 {
+		t.Fatalf("the task submitted at the probe's finish: %+v, want Success, queued 0, duration 0", r)
+	}
+}

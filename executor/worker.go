@@ -80,6 +80,12 @@ func (ex *Executor) work(j *job) {
 		ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, false)
 	}()
 	var inbox worker
+	// end is when the previous task ended, if it was read: the start of a
+	// task that follows at once, submitted before it. One clock reading
+	// saved per task run back to back (~25 ns on the 2-core machine, ~8%
+	// of the flat batch with Submit); a task submitted after it reads the
+	// clock afresh, so that its wait is never negative.
+	end := time.Duration(-1)
 	for {
 		if j == nil {
 			if inbox == nil {
@@ -88,11 +94,16 @@ func (ex *Executor) work(j *job) {
 			if j = ex.park(inbox); j == nil {
 				return
 			}
+			end = -1
 		}
 		cur = j
 		timed := ex.timed(j)
 		if timed {
-			start = ex.since()
+			if end >= j.submitted {
+				start = end
+			} else {
+				start = ex.since()
+			}
 		}
 		queued = start - j.submitted
 		ctx, err := ex.begin(j, queued)
@@ -101,8 +112,10 @@ func (ex *Executor) work(j *job) {
 			st, err = callRecovered(j.body, ctx)
 		}
 		var ran time.Duration
+		end = -1
 		if timed {
-			ran = ex.since() - start
+			end = ex.since()
+			ran = end - start
 		}
 		j.endRun()
 		cur = nil
