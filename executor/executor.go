@@ -90,7 +90,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 		maxIdle:    DefaultMaxIdleGroups,
 	}
 	ex.global.limit.Store(int64(p.GlobalMaxInFlight()))
-	ex.parked = make(chan worker, maxParked())
+	ex.parked = make(chan worker, maxParked(p.GlobalMaxInFlight()))
 	ex.disp.fair.reset(0)
 	for _, o := range opts {
 		if o == nil {
