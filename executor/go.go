@@ -23,9 +23,12 @@ import (
 // timeout, a task that is admitted and runs never reads the clock (no
 // Result reports its wait or run time), and the caller never waits on a
 // channel. An admitted task allocates itself (and, when no worker is free
-// to take it, the start of a goroutine); a refused one allocates nothing
-// once its group has refused the same way before (its error is shared, and
-// must not be modified).
+// to take it, the start of a goroutine), unless ctx is context.Background:
+// then it reuses a task its group or another has finished, and, with no
+// listener, queue timeout, breaker or cluster limiter, it waits as its
+// function alone, a word in its group's queue. A refused task allocates
+// nothing once its group has refused the same way before (its error is
+// shared, and must not be modified).
 func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Context) error) error {
 	if ctx == nil || group == "" || fn == nil { // what validate can refuse of a Go call, tested inline
 		t := &goTask{fn: fn}
