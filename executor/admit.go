@@ -172,28 +172,35 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest || g.overLimitLocked() {
 		return false
 	}
-	g.flushLightLocked() // the walk below is over jobs
-	used, full := g.waiting.Len(), g.limits.QueueThreshold
+	used, full := g.queued(), g.limits.QueueThreshold
 	free := g.limits.MaxInFlight - g.inFlight
-	waiting := g.waiting.Len()
+	waiting := used
 	globalWaiting := int(ex.waiting.Load())
 	globalMax := ex.queueLimit
-	k := 0
-	for n := g.waiting.Front(); w > free || waiting >= full || globalWaiting >= globalMax; n = n.next {
-		if n == nil {
+	jobs, light := 0, 0 // the oldest: the jobs, then the light tasks behind them
+	n := g.waiting.Front()
+	for w > free || waiting >= full || globalWaiting >= globalMax {
+		switch {
+		case n != nil:
+			free += n.weight
+			n = n.next
+			jobs++
+		case light < g.light.n:
+			free++
+			light++
+		default:
 			return false
 		}
-		free += n.weight
 		waiting--
 		globalWaiting--
-		k++
 	}
-	for range k {
+	for range jobs {
 		old := g.waiting.Front()
 		ex.removeWaitingLocked(g, old, Rejected)
 		b.displaced.add(displacement{old, &RejectedError{Group: g.key, ID: old.taskID(),
 			Limit: LimitGroupQueue, Weight: old.weight, Used: used, Max: full, Err: ErrDisplaced}})
 	}
+	ex.dropLightLocked(g, light, Rejected)
 	return true
 }
 

@@ -294,8 +294,7 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 		hw = h.weight
 	}
 	// With a queue timeout no task is light: h is not nil if it is read.
-	if g.queued() > 0 && !g.inReady && !g.clusterWait && ex.cluster == nil && ex.stateNow() != closed &&
-		g.running <= g.limits.MaxConcurrency-hw && ex.global.waiters.Load() == 0 &&
+	if g.queued() > 0 && ex.startsOnFreedLocked(g, hw) &&
 		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) {
 		// The head starts if the permits in use after its start fit the
 		// limit, which SetGlobalMaxInFlight may have lowered under them.
@@ -323,6 +322,16 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	ex.global.give(w)
 	b.gave = true
 	return nil
+}
+
+// startsOnFreedLocked reports whether g's head, of weight hw, may start on
+// the permits g's finishing task has just released, as far as anything but
+// the global count and the queue timeout says: no group waits for global
+// room (nor g itself), no cluster limiter has a say, and the head fits g's
+// concurrency limit (the finished task's permits are back).
+func (ex *Executor) startsOnFreedLocked(g *group, hw int) bool {
+	return !g.inReady && !g.clusterWait && ex.cluster == nil && ex.stateNow() != closed &&
+		g.running <= g.limits.MaxConcurrency-hw && ex.global.waiters.Load() == 0
 }
 
 // startLocked marks waiting j started, its global permits taken: it leaves

@@ -25,8 +25,10 @@ import (
 //
 // Order within the group stays FIFO: light tasks always come after the jobs
 // queued before them. A job queued behind light tasks makes them jobs first
-// (flushLightLocked), as does every walk of the queue: DiscardOldest's
-// displacement, and the cancelling of a group's waiting tasks. A light task
+// (flushLightLocked): a cost in proportion to the light tasks queued since
+// the last such job, each made a job once at most. A light task removed
+// without running (DiscardOldest's displacement, the cancelling of a
+// group's waiting tasks) is only counted: nothing waits on it. A light task
 // is counted, and limited, as any waiting task.
 //
 // What it buys, on the batch workloads with Go (a backlog in each group):
@@ -78,11 +80,25 @@ func (q *lightQueue) pop() goFn {
 func (ex *Executor) queueLightLocked(g *group, fn goFn) {
 	g.inFlight++
 	g.light.push(fn)
-	if g.light.n == 1 {
-		ex.groups.hint.Store(g) // its backlog begins (groupIndex.hint)
-		if g.queued() == 1 {
-			g.backlogWin = ex.disp.fair.win.Load()
-		}
+	if g.light.n == hintDepth && ex.groups.hint.Load() != g {
+		ex.groups.hint.Store(g) // a backlog (groupIndex.hint)
+	}
+	if g.queued() == 1 {
+		g.backlogWin = ex.disp.fair.win.Load()
+	}
+}
+
+// dropLightLocked removes g's first k light tasks, never to run, and counts
+// them as st.
+func (ex *Executor) dropLightLocked(g *group, k int, st Status) {
+	for range k {
+		g.light.pop()
+		ex.dequeuedLocked(g)
+		g.inFlight--
+		g.counts.add(st)
+	}
+	if k > 0 {
+		g.resync = true // its head may have changed
 	}
 }
 
@@ -122,8 +138,7 @@ func (g *group) unlightLocked() {
 // start that task on them.
 func (ex *Executor) handsOffLocked(g *group, t *goTask) bool {
 	return g.waiting.front == nil && g.light.n > 0 && t.x.Load() == nil &&
-		!g.inReady && ex.global.waiters.Load() == 0 && ex.stateNow() != closed &&
-		g.running < g.limits.MaxConcurrency && ex.global.used.Load() <= ex.global.limit.Load()
+		ex.startsOnFreedLocked(g, 1) && ex.global.used.Load() <= ex.global.limit.Load()
 }
 
 // handOffLocked starts the light task at g's head as t, completed and

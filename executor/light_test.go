@@ -179,8 +179,9 @@ func TestGoLightTasksOnlyWhenNothingElseIsNeeded(t *testing.T) {
 	}
 }
 
-// TestGoLightTasksDisplaced: under DiscardOldest, a full queue of light
-// tasks gives up its oldest to a new task; they never run and count as
+// TestGoLightTasksDisplaced: under DiscardOldest, a full queue gives up its
+// oldest tasks to a new one, jobs first, then the light tasks behind them,
+// which stay light until then; the displaced never run and count as
 // rejected.
 func TestGoLightTasksDisplaced(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(policy.Unlimited),
@@ -189,22 +190,29 @@ func TestGoLightTasksDisplaced(t *testing.T) {
 	defer g.open()
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("holder")})
 	g.waitStarted(t, 1)
+	oldest := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("oldest")})
 	var o order
 	for i := range 5 {
 		if err := ex.Go(bg, "g", o.fn(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if r := wait(t, oldest); r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrDisplaced) {
+		t.Fatalf("the oldest waiting task: %+v, want displaced", r)
+	}
+	if n, _ := ex.LightQueued("g"); n != 3 {
+		t.Fatalf("%d light tasks queued, want the 3 newest", n)
+	}
 	checkGroupUse(t, ex, "g", 1, 3, 4)
-	o.wg.Add(-2) // the two displaced never run
+	o.wg.Add(-2) // the two oldest light tasks never run
 	g.open()
 	o.wg.Wait()
 	waitFor(t, func() bool { return groupStats(t, ex, "g").InFlight == 0 })
 	if !slices.Equal(o.ran, []int{2, 3, 4}) {
 		t.Fatalf("ran %v, want [2 3 4]", o.ran)
 	}
-	if s := groupStats(t, ex, "g"); s.Rejected != 2 || s.Succeeded != 4 {
-		t.Errorf("counts %+v, want 2 rejected, 4 succeeded", s.TaskCounts)
+	if s := groupStats(t, ex, "g"); s.Rejected != 3 || s.Succeeded != 4 {
+		t.Errorf("counts %+v, want 3 rejected, 4 succeeded", s.TaskCounts)
 	}
 }
 
@@ -234,6 +242,9 @@ func TestGoLightTasksCancelledByClose(t *testing.T) {
 		t.Fatalf("%d light tasks queued, want 10", n)
 	}
 	ex.Close()
+	if n, _ := ex.LightQueued("g"); n != 0 {
+		t.Fatalf("%d light tasks queued after Close", n)
+	}
 	if len(ran) != 0 {
 		t.Fatalf("%d light tasks ran after Close", len(ran))
 	}
@@ -242,5 +253,66 @@ func TestGoLightTasksCancelledByClose(t *testing.T) {
 	}
 	if err := ex.Go(bg, "g", func(context.Context) error { return nil }); !errors.Is(err, executor.ErrShutdown) {
 		t.Errorf("Go after Close: %v", err)
+	}
+}
+
+// TestGoHandOffDrainsLoweredLimits: a finishing Go task hands its permits
+// to the light task at its group's head only where the general path would
+// start it: after a limit is lowered below what runs, nothing starts until
+// the permits in use are under it.
+func TestGoHandOffDrainsLoweredLimits(t *testing.T) {
+	for _, lower := range []string{"global", "group"} {
+		t.Run(lower, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4),
+				policy.WithDefaultMaxInFlight(policy.Unlimited)})
+			// Every task blocks until released, or until Close cancels it.
+			block := func(ctx context.Context, ch chan struct{}) {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+				}
+			}
+			var release [4]chan struct{}
+			for i := range release {
+				release[i] = make(chan struct{})
+				if err := ex.Go(bg, "g", func(ctx context.Context) error { block(ctx, release[i]); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, func() bool { return groupStats(t, ex, "g").Running == 4 })
+			hold := make(chan struct{})
+			var o order
+			for i := range 4 {
+				fn := o.fn(i)
+				if err := ex.Go(bg, "g", func(ctx context.Context) error { fn(ctx); block(ctx, hold); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if lower == "global" {
+				err = ex.SetGlobalMaxInFlight(2)
+			} else {
+				err = ex.SetGroupLimits("g", limits(policy.Unlimited, 2, policy.Unlimited, 1))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			finish := func(i int, running, waiting int) {
+				t.Helper()
+				close(release[i])
+				waitFor(t, func() bool { return groupStats(t, ex, "g").Succeeded >= uint64(i+1) })
+				checkGroupUse(t, ex, "g", running, waiting, running+waiting)
+			}
+			finish(0, 3, 4) // over the limit: no start
+			finish(1, 2, 4) // at the limit: no start
+			finish(2, 2, 3) // under once released: the head starts
+			finish(3, 2, 2)
+			close(hold)
+			o.wg.Wait()
+			waitFor(t, func() bool { return groupStats(t, ex, "g").InFlight == 0 })
+			if !slices.IsSorted(o.ran) || len(o.ran) != 4 {
+				t.Fatalf("ran %v, want 0 to 3 in order", o.ran)
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func (ex *Executor) cancelGroup(g *group, reason error) {
 	var removed []*job
 	var b batch
 	g.mu.Lock()
-	g.flushLightLocked()
+	ex.dropLightLocked(g, g.light.n, Cancelled)
 	for j := g.waiting.front; j != nil; j = g.waiting.front {
 		ex.removeWaitingLocked(g, j, Cancelled)
 		removed = append(removed, j)
