@@ -75,6 +75,7 @@ type Executor struct {
 	// tasks started for a worker not yet given one; Close waits for it.
 	workers sync.WaitGroup
 	parked  chan worker // idle workers (worker.go)
+	runq    runQueue    // started tasks handed to spinning workers (runq.go)
 }
 
 // New returns an Executor enforcing p.

@@ -12,9 +12,11 @@ import (
 // started one (startFreedLocked), or a task that the finish's dispatch
 // started for another group (takeStarted): a backlog keeps its workers busy
 // without a goroutine start or a wake-up per task. A worker with nothing to
-// run parks, up to maxParked of them, until a start hands it a task
-// (launch), and exits otherwise; parked workers exit at Close. A Do call
-// needs no worker: it runs in its caller's goroutine (do.go).
+// run spins for a few microseconds, taking a task that another goroutine
+// starts meanwhile (runq.go), then parks, up to maxParked of them, until a
+// start hands it a task (launch), and exits otherwise; parked workers exit
+// at Close. A Do call needs no worker: it runs in its caller's goroutine
+// (do.go).
 //
 // Parking is what a started task costs when no worker is at hand: a new
 // goroutine starts with a small stack that the executor's own calls grow,
@@ -46,12 +48,20 @@ func (ex *Executor) launchLocked(j *job, b *batch) {
 	b.start.add(j)
 }
 
-// launch gives started j a worker, parked or new, or wakes its Do call.
+// launch gives started j a worker, spinning, parked or new, or wakes its
+// Do call.
 func (ex *Executor) launch(j *job) {
 	if j.kind == kindDo {
 		close(j.body.doneChan())
 		return
 	}
+	if !ex.runq.offer(j) {
+		ex.launchNow(j)
+	}
+}
+
+// launchNow gives started j a worker, parked or new.
+func (ex *Executor) launchNow(j *job) {
 	select {
 	case w := <-ex.parked:
 		w <- j            // never blocks: the worker parked with an empty inbox
@@ -125,7 +135,11 @@ func (ex *Executor) work(j *job) {
 		}
 		j.endRun()
 		cur = nil
-		j = ex.finish(j, st, err, queued, ran, true)
+		if j = ex.finish(j, st, err, queued, ran, true); j == nil {
+			if j = ex.runq.spin(); j != nil {
+				ex.workers.Done() // counted for a new worker by launchLocked
+			}
+		}
 	}
 }
 
