@@ -20,11 +20,23 @@ import (
 // or another P, woken by the kernel, steals it. On two cores a run of the
 // grouped batches could spend most of its time there, the second P idle.
 //
+// Workers spin only where Ps are few (maxSpinProcs): each look yields its
+// P, which keeps a P with nothing else to run from going idle, so that a
+// goroutine readied elsewhere is stolen at once; with many Ps the yields
+// of many spinning workers contend on the scheduler's global run queue.
+//
 // What it buys, at GOMAXPROCS 2 on the 2-core machine (three interleaved
 // rounds): the grouped batch with Go 353 to 226 ns a task, with Submit
 // 440 to 399; with ~200 ns of work 428 to 271 and 472 to 366; the
 // submitters' shape 385 to 255; the server's Submit+Wait 800 to 727. The
 // flat batches, whose one group keeps its workers busy, did not change.
+// At GOMAXPROCS 2 on the 16-core machine (five interleaved rounds): the
+// grouped batch with Go 909 to 674, with work 964 to 710, submitters 1008
+// to 763. At 8 and 16 it took the server's Submit+Wait from 915 to 1362
+// and 1056 to 1346 ns, and at 4 (four rounds) the grouped batches with Go
+// from 921 to 1152 and 1026 to 1130, Submit+Wait from 1222 to 1324: hence
+// the bound. Capping the spinning workers instead (1, 2 or 4 at a time)
+// lost the gain at 2.
 //
 // No task is left behind. A task is queued only while the queue holds
 // fewer than the spinning workers (offer, under mu), and a spinning worker
@@ -37,6 +49,8 @@ import (
 // counts, so none can wait for a task left to it.
 type runQueue struct {
 	_ [64]byte // its own cache lines: written by every worker that spins
+	// on is set, once, where workers spin (maxSpinProcs).
+	on bool
 	// spinning counts the workers that will look at the queue before they
 	// park; n mirrors the queue's length, read without mu.
 	spinning atomic.Int64
@@ -47,6 +61,9 @@ type runQueue struct {
 	head, tail *job
 	_          [64]byte
 }
+
+// maxSpinProcs is the most Ps at which idle workers spin.
+const maxSpinProcs = 2
 
 // spins bounds the looks a worker with nothing to run takes at the run
 // queue before it parks: with a yield between looks, a few microseconds.
@@ -107,6 +124,9 @@ func (q *runQueue) removeLocked(j *job) bool {
 // with nothing to run, and returns a task from it, or nil: then the worker
 // parks.
 func (q *runQueue) spin() *job {
+	if !q.on {
+		return nil
+	}
 	q.spinning.Add(1)
 	for range spins {
 		if q.n.Load() > 0 {

@@ -1,9 +1,12 @@
 package executor
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/groupexec/groupexec/policy"
 )
 
 // TestRunQueueOffersOnlyToSpinners: a task is left on the queue only for
@@ -35,7 +38,7 @@ func TestRunQueueOffersOnlyToSpinners(t *testing.T) {
 // exactly once, and none is left on the queue.
 func TestRunQueueLosesNoTask(t *testing.T) {
 	const offerers, workers, perOfferer = 4, 4, 5000
-	var q runQueue
+	q := runQueue{on: true}
 	var kept, taken [offerers * perOfferer]atomic.Int32
 	index := make(map[*job]int, offerers*perOfferer)
 	jobs := make([]*job, offerers*perOfferer)
@@ -87,4 +90,28 @@ func TestRunQueueLosesNoTask(t *testing.T) {
 		t.Fatalf("%d tasks left on the queue, %d workers spinning", n, q.spinning.Load())
 	}
 	t.Logf("%d of %d tasks handed to spinning workers", handed, len(jobs))
+}
+
+// TestWorkersSpinOnlyWhereProcsAreFew: the run queue is on where
+// GOMAXPROCS is at most maxSpinProcs, off above.
+func TestWorkersSpinOnlyWhereProcsAreFew(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, procs := range []int{1, maxSpinProcs, maxSpinProcs + 1, 16} {
+		prev := runtime.GOMAXPROCS(procs)
+		ex, err := New(p)
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := procs <= maxSpinProcs; ex.runq.on != want {
+			t.Errorf("GOMAXPROCS %d: workers spin %v, want %v", procs, ex.runq.on, want)
+		}
+		if j := ex.runq.spin(); j != nil || ex.runq.spinning.Load() != 0 {
+			t.Errorf("GOMAXPROCS %d: a spin with nothing queued took %p and left the count at %d", procs, j, ex.runq.spinning.Load())
+		}
+		ex.Close()
+	}
 }
