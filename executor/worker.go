@@ -12,10 +12,10 @@ import (
 // started one (startFreedLocked), or a task that the finish's dispatch
 // started for another group (takeStarted): a backlog keeps its workers busy
 // without a goroutine start or a wake-up per task. A worker with nothing to
-// run spins for a few microseconds, taking a task that another goroutine
-// starts meanwhile (runq.go), then parks, up to maxParked of them, until a
-// start hands it a task (launch), and exits otherwise; parked workers exit
-// at Close. A Do call needs no worker: it runs in its caller's goroutine
+// run parks, up to maxParked of them, until a start hands it a task
+// (launch), and exits otherwise; parked workers exit at Close. At
+// GOMAXPROCS 2 or less it first spins a few microseconds, taking a task
+// that another goroutine starts meanwhile (runq.go). A Do call needs no worker: it runs in its caller's goroutine
 // (do.go).
 //
 // Parking is what a started task costs when no worker is at hand: a new
