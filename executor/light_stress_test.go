@@ -59,61 +59,40 @@ func testLightTasksStress(t *testing.T, rp policy.RejectionPolicy, global int) {
 	}
 
 	var (
-		mu         sync.Mutex
-		globalUse  int
-		groupUse   [groups]int
-		globalCeil = global
-		groupCeil  [groups]int
-		broken     violations
-		changes    atomic.Int64
-		ran        atomic.Int64
-		closed     atomic.Bool
-		fifoLast   [submitters]atomic.Int64 // g0, at concurrency 1: each submitter's last task run
+		use      = newCeilings(ex, global, groupConc, groups)
+		broken   violations
+		changes  atomic.Int64
+		ran      atomic.Int64
+		closed   atomic.Bool
+		fifoLast [submitters]atomic.Int64 // g0, at concurrency 1: each submitter's last task run
 	)
 	violate := broken.add
-	for i := range groupCeil {
-		groupCeil[i] = groupConc
-	}
 	// g0 keeps concurrency 1 for the FIFO check.
-	if err := ex.SetGroupLimits("g0", limits(16, 1, 12, 1)); err != nil {
+	g0 := limits(16, 1, 12, 1)
+	if err := use.setGroup(0, &g0); err != nil {
 		t.Fatal(err)
 	}
-	groupCeil[0] = 1
 
 	chaos := newBackground()
 	r := rand.New(rand.NewPCG(seed, 0))
 	chaos.loop(func() {
 		time.Sleep(time.Duration(r.IntN(200)) * time.Microsecond)
 		gi := 1 + r.IntN(groups-1)
-		grp := fmt.Sprint("g", gi)
-		mu.Lock()
+		var err error
 		switch k := r.IntN(12); {
 		case k < 3:
-			n := 1 + r.IntN(global+2)
-			if err := ex.SetGlobalMaxInFlight(n); err != nil {
-				violate(err.Error())
-			}
-			globalCeil = max(n, ex.Stats().Running)
+			err = use.setGlobal(1 + r.IntN(global+2))
 		case k < 8:
 			l := limits(2+r.IntN(30), 1+r.IntN(3), r.IntN(24), 1+r.IntN(3))
-			if err := ex.SetGroupLimits(grp, l); err != nil {
-				violate(err.Error())
-			}
-			s, _ := ex.GroupStats(grp)
-			groupCeil[gi] = max(l.MaxConcurrency, s.Running)
+			err = use.setGroup(gi, &l)
 		case k < 10:
-			if err := ex.ResetGroupLimits(grp); err != nil {
-				violate(err.Error())
-			}
-			s, _ := ex.GroupStats(grp)
-			groupCeil[gi] = max(groupConc, s.Running)
+			err = use.setGroup(gi, nil)
 		default:
-			ex.EvictGroup(grp)
-			// An evicted group comes back with the override (if any) or
-			// the policy's limits: both already are what groupCeil says,
-			// up to what runs.
+			use.evict(gi)
 		}
-		mu.Unlock()
+		if err != nil {
+			violate(err.Error())
+		}
 		changes.Add(1)
 	})
 	chaos.checkInvariants(ex, violate)
@@ -144,22 +123,8 @@ func testLightTasksStress(t *testing.T, rp policy.RejectionPolicy, global int) {
 						}
 						fifoLast[w].Store(seq)
 					}
-					mu.Lock()
-					globalUse += weight
-					groupUse[gi] += weight
-					if globalUse > globalCeil {
-						violate(fmt.Sprintf("global use %d > %d", globalUse, globalCeil))
-					}
-					if groupUse[gi] > groupCeil[gi] {
-						violate(fmt.Sprintf("group g%d use %d > %d", gi, groupUse[gi], groupCeil[gi]))
-					}
-					mu.Unlock()
-					defer func() {
-						mu.Lock()
-						globalUse -= weight
-						groupUse[gi] -= weight
-						mu.Unlock()
-					}()
+					use.enter(gi, weight, violate)
+					defer use.leave(gi, weight)
 					for range i % 8 {
 						runtime.Gosched()
 					}
@@ -213,20 +178,10 @@ func testLightTasksStress(t *testing.T, rp policy.RejectionPolicy, global int) {
 	wg.Wait()
 	chaos.halt()
 
-	mu.Lock()
-	if err := ex.SetGlobalMaxInFlight(global); err != nil {
+	// Limits that every task fits; g0 keeps its own, for the FIFO check.
+	if err := use.fitAll(1, groups); err != nil {
 		t.Fatal(err)
 	}
-	globalCeil = max(global, ex.Stats().Running)
-	for gi := 1; gi < groups; gi++ {
-		grp := fmt.Sprint("g", gi)
-		if err := ex.SetGroupLimits(grp, limits(policy.Unlimited, groupConc, policy.Unlimited, 1)); err != nil {
-			t.Fatal(err)
-		}
-		s, _ := ex.GroupStats(grp)
-		groupCeil[gi] = max(groupConc, s.Running)
-	}
-	mu.Unlock()
 	sctx, scancel := context.WithTimeout(bg, 60*time.Second)
 	if err := ex.Shutdown(sctx); err != nil {
 		s := ex.Stats()

@@ -43,19 +43,12 @@ func TestLimitChangesStress(t *testing.T) {
 	}, executor.WithMaxIdleGroups(2))
 
 	var (
-		mu           sync.Mutex
-		globalUse    int // permits the test's tasks hold, all groups
-		groupUse     [groups]int
-		globalCeil   = global
-		groupCeil    [groups]int
+		use          = newCeilings(ex, global, groupConc, groups)
 		violations   atomic.Int64
 		firstViolate atomic.Value
 		changes      atomic.Int64
 		atCeiling    atomic.Int64 // starts that took use to a ceiling lowered by a change
 	)
-	for i := range groupCeil {
-		groupCeil[i] = groupConc
-	}
 	violate := func(msg string) {
 		violations.Add(1)
 		firstViolate.CompareAndSwap(nil, msg)
@@ -65,30 +58,19 @@ func TestLimitChangesStress(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 0))
 	chaos.loop(func() { // limit changes, up and down
 		gi := r.IntN(groups)
-		grp := fmt.Sprint("g", gi)
-		mu.Lock()
+		var err error
 		switch k := r.IntN(10); {
 		case k < 3:
-			n := 1 + r.IntN(global+2)
-			if err := ex.SetGlobalMaxInFlight(n); err != nil {
-				violate(err.Error())
-			}
-			globalCeil = max(n, ex.Stats().Running)
+			err = use.setGlobal(1 + r.IntN(global+2))
 		case k < 9:
 			l := limits(2+r.IntN(30), 1+r.IntN(3), r.IntN(24), 1+r.IntN(3))
-			if err := ex.SetGroupLimits(grp, l); err != nil {
-				violate(err.Error())
-			}
-			s, _ := ex.GroupStats(grp) // no state: nothing running
-			groupCeil[gi] = max(l.MaxConcurrency, s.Running)
+			err = use.setGroup(gi, &l)
 		default:
-			if err := ex.ResetGroupLimits(grp); err != nil {
-				violate(err.Error())
-			}
-			s, _ := ex.GroupStats(grp)
-			groupCeil[gi] = max(groupConc, s.Running)
+			err = use.setGroup(gi, nil)
 		}
-		mu.Unlock()
+		if err != nil {
+			violate(err.Error())
+		}
 		changes.Add(1)
 	})
 	chaos.checkInvariants(ex, violate)
@@ -113,25 +95,10 @@ func TestLimitChangesStress(t *testing.T) {
 					if runs.Add(1) > 1 {
 						violate("a task ran twice")
 					}
-					mu.Lock()
-					globalUse += weight
-					groupUse[gi] += weight
-					if globalUse == globalCeil && globalCeil < global || groupUse[gi] == groupCeil[gi] && groupCeil[gi] < groupConc {
+					if use.enter(gi, weight, violate) {
 						atCeiling.Add(1)
 					}
-					if globalUse > globalCeil {
-						violate(fmt.Sprintf("global use %d > %d", globalUse, globalCeil))
-					}
-					if groupUse[gi] > groupCeil[gi] {
-						violate(fmt.Sprintf("group g%d use %d > %d", gi, groupUse[gi], groupCeil[gi]))
-					}
-					mu.Unlock()
-					defer func() {
-						mu.Lock()
-						globalUse -= weight
-						groupUse[gi] -= weight
-						mu.Unlock()
-					}()
+					defer use.leave(gi, weight)
 					if blocks {
 						<-ctx.Done()
 						return 0, ctx.Err()
@@ -160,20 +127,9 @@ func TestLimitChangesStress(t *testing.T) {
 	chaos.halt()
 
 	// Limits that every task fits: heads stranded by a lowered limit start.
-	mu.Lock()
-	if err := ex.SetGlobalMaxInFlight(global); err != nil {
+	if err := use.fitAll(0, groups); err != nil {
 		t.Fatal(err)
 	}
-	globalCeil = max(global, ex.Stats().Running)
-	for gi := range groups {
-		grp := fmt.Sprint("g", gi)
-		if err := ex.SetGroupLimits(grp, limits(policy.Unlimited, groupConc, policy.Unlimited, 1)); err != nil {
-			t.Fatal(err)
-		}
-		s, _ := ex.GroupStats(grp)
-		groupCeil[gi] = max(groupConc, s.Running)
-	}
-	mu.Unlock()
 
 	var counts [5]int
 	reasons := map[string]int{}
@@ -217,4 +173,114 @@ func TestLimitChangesStress(t *testing.T) {
 	if changes.Load() < 100 || counts[executor.Success] == 0 || counts[executor.Cancelled] == 0 || counts[executor.Rejected] == 0 {
 		t.Errorf("the run did not exercise changes and every outcome: %d changes, %v", changes.Load(), counts)
 	}
+}
+
+// ceilings is a stress test's own count of the permits its tasks hold,
+// against the most that the limits allow while a changer moves them: after
+// a change to L, use stays at most max(L, use right after the change),
+// since nothing starts while use is at or over L. Each change holds mu
+// across the change and the reading of the executor's use that follows it,
+// so that a task counts itself against the ceiling of the last change.
+// Groups are named "g0", "g1", and so on.
+type ceilings struct {
+	ex     *executor.Executor
+	global int // the policy's global limit
+	conc   int // the policy's group concurrency
+
+	mu         sync.Mutex
+	globalUse  int
+	groupUse   []int
+	globalCeil int
+	groupCeil  []int
+}
+
+func newCeilings(ex *executor.Executor, global, conc, groups int) *ceilings {
+	c := &ceilings{ex: ex, global: global, conc: conc, globalCeil: global,
+		groupUse: make([]int, groups), groupCeil: make([]int, groups)}
+	for i := range c.groupCeil {
+		c.groupCeil[i] = conc
+	}
+	return c
+}
+
+// setGlobal sets the global limit to n.
+func (c *ceilings) setGlobal(n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ex.SetGlobalMaxInFlight(n); err != nil {
+		return err
+	}
+	c.globalCeil = max(n, c.ex.Stats().Running)
+	return nil
+}
+
+// setGroup sets group gi's limits to *l, or resets them to the policy's if
+// l is nil.
+func (c *ceilings) setGroup(gi int, l *policy.GroupLimits) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grp := fmt.Sprint("g", gi)
+	conc, err := c.conc, error(nil)
+	if l == nil {
+		err = c.ex.ResetGroupLimits(grp)
+	} else {
+		conc, err = l.MaxConcurrency, c.ex.SetGroupLimits(grp, *l)
+	}
+	if err != nil {
+		return err
+	}
+	s, _ := c.ex.GroupStats(grp) // no state: nothing running
+	c.groupCeil[gi] = max(conc, s.Running)
+	return nil
+}
+
+// evict evicts group gi. It comes back with its override, if it has one,
+// or the policy's limits: its ceiling already allows either, up to what
+// runs.
+func (c *ceilings) evict(gi int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ex.EvictGroup(fmt.Sprint("g", gi))
+}
+
+// fitAll sets limits that every task fits, the policy's global limit and,
+// for groups from to groups-1, no bounds but the policy's concurrency, so
+// that heads stranded by a lowered limit start.
+func (c *ceilings) fitAll(from, groups int) error {
+	if err := c.setGlobal(c.global); err != nil {
+		return err
+	}
+	for gi := from; gi < groups; gi++ {
+		l := limits(policy.Unlimited, c.conc, policy.Unlimited, 1)
+		if err := c.setGroup(gi, &l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enter counts the weight permits of group gi that a starting task holds,
+// tells violate of every ceiling they exceed, and reports whether use
+// reached a ceiling lowered below the policy's limit.
+func (c *ceilings) enter(gi, weight int, violate func(string)) (lowered bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.globalUse += weight
+	c.groupUse[gi] += weight
+	if c.globalUse > c.globalCeil {
+		violate(fmt.Sprintf("global use %d > %d", c.globalUse, c.globalCeil))
+	}
+	if c.groupUse[gi] > c.groupCeil[gi] {
+		violate(fmt.Sprintf("group g%d use %d > %d", gi, c.groupUse[gi], c.groupCeil[gi]))
+	}
+	return c.globalUse == c.globalCeil && c.globalCeil < c.global ||
+		c.groupUse[gi] == c.groupCeil[gi] && c.groupCeil[gi] < c.conc
+}
+
+// leave gives back what enter counted.
+func (c *ceilings) leave(gi, weight int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.globalUse -= weight
+	c.groupUse[gi] -= weight
 }
