@@ -72,12 +72,18 @@ const spins = 16
 // offer queues j, started for a worker, for a spinning worker to take, and
 // reports whether it did.
 func (q *runQueue) offer(j *job) bool {
+	return q.push(j) && q.left(j)
+}
+
+// push queues j if the queue holds fewer tasks than workers spin, and
+// reports whether it did.
+func (q *runQueue) push(j *job) bool {
 	if q.spinning.Load() <= q.n.Load() {
 		return false
 	}
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.spinning.Load() <= q.n.Load() {
-		q.mu.Unlock()
 		return false
 	}
 	if q.tail == nil {
@@ -87,12 +93,16 @@ func (q *runQueue) offer(j *job) bool {
 	}
 	q.tail = j
 	q.n.Add(1)
-	q.mu.Unlock()
+	return true
+}
+
+// left reports whether j, just pushed, is left to a spinning worker: true
+// if a worker spins now (it will look at the queue again), or if one has
+// taken j already; otherwise it takes j back, for a worker of its own.
+func (q *runQueue) left(j *job) bool {
 	if q.spinning.Load() > 0 {
-		return true // a worker counted now will look at the queue again
+		return true
 	}
-	// No worker spins any more: j goes to a worker of its own, unless one
-	// has taken it already.
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return !q.removeLocked(j)

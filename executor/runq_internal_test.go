@@ -33,6 +33,32 @@ func TestRunQueueOffersOnlyToSpinners(t *testing.T) {
 	}
 }
 
+// TestRunQueueTakesBackWhatNoWorkerWillSee: a task queued for a worker that
+// then stops spinning without a last look is taken back by its offer, and
+// one that a worker took is not.
+func TestRunQueueTakesBackWhatNoWorkerWillSee(t *testing.T) {
+	var q runQueue
+	a, b := new(job), new(job)
+	q.spinning.Add(1)
+	if !q.push(a) {
+		t.Fatal("not queued for a spinning worker")
+	}
+	q.spinning.Add(-1) // the worker stops between the push and the check
+	if q.left(a) || q.n.Load() != 0 || q.head != nil {
+		t.Fatalf("a task no worker will see was left on the queue (%d queued)", q.n.Load())
+	}
+	q.spinning.Add(1)
+	if !q.push(b) {
+		t.Fatal("not queued for a spinning worker")
+	}
+	if got := q.done(); got != b {
+		t.Fatalf("the worker took %p, want %p", got, b)
+	}
+	if !q.left(b) {
+		t.Fatal("a task a worker took was reported taken back")
+	}
+}
+
 // TestRunQueueLosesNoTask: offering goroutines and spinning workers at
 // once: every task is either kept by its offerer or taken by one worker,
 // exactly once, and none is left on the queue.
