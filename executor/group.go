@@ -140,38 +140,6 @@ func (g *group) trackLocked(j *job, running bool) {
 	g.runningSet[j] = struct{}{}
 }
 
-// groupIndex maps group keys to their state. Lookups take no lock (a
-// sync.Map read), so that groups never contend on the index.
-type groupIndex struct {
-	m sync.Map     // string -> *group
-	n atomic.Int64 // groups in m
-	// hint is the group whose backlog of light tasks last grew to
-	// hintDepth (queueLightLocked), which findGroup tries before m: a
-	// sync.Map lookup hashes the key as an interface, ~17 ns of the ~90 a
-	// task of the flat batch cost at GOMAXPROCS 1. It is written once per
-	// backlog, not per call, and lives on a cache line of its own, so
-	// that callers on many cores read it without contending.
-	_    [64]byte
-	hint atomic.Pointer[group]
-	_    [56]byte
-}
-
-// hintDepth is the backlog of light tasks that makes a group the index's
-// hint: a fan-out, not a task or two queued behind a busy group.
-const hintDepth = 32
-
-func (x *groupIndex) load(key string) *group {
-	if v, ok := x.m.Load(key); ok {
-		return v.(*group)
-	}
-	return nil
-}
-
-// each calls f for every group in the index, in no particular order.
-func (x *groupIndex) each(f func(*group) bool) {
-	x.m.Range(func(_, v any) bool { return f(v.(*group)) })
-}
-
 // findGroup returns the group named key, making its state if the executor
 // keeps none. It returns nil and the refusal if the state cannot be made:
 // the executor is shut down, or a resolver gave an invalid limit.
@@ -225,11 +193,7 @@ func (ex *Executor) makeGroup(key string) (*group, *refusal) {
 	if o, ok := ex.overrides[key]; ok {
 		l = o
 	}
-	g := newGroup(ex, key, l)
-	if v, loaded := ex.groups.m.LoadOrStore(key, g); loaded {
-		return v.(*group), nil
-	}
-	ex.groups.n.Add(1)
+	g, _ := ex.groups.loadOrStore(newGroup(ex, key, l))
 	return g, nil
 }
 
@@ -242,9 +206,8 @@ func (ex *Executor) dropLocked(g *group) {
 	}
 	ex.totals.fold(g, func() {
 		g.dead = true
-		ex.groups.m.CompareAndDelete(g.key, g)
+		ex.groups.remove(g)
 		ex.groups.hint.CompareAndSwap(g, nil)
-		ex.groups.n.Add(-1)
 	})
 	if g.timer != nil {
 		g.timer.Stop()

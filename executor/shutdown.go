@@ -63,12 +63,7 @@ func (ex *Executor) lockMarkedGroup(key string) *group {
 		g := ex.groups.load(key)
 		if g == nil {
 			ex.overMu.RLock()
-			g = newGroup(ex, key, ex.overrides[key])
-			if v, loaded := ex.groups.m.LoadOrStore(key, g); loaded {
-				g = v.(*group)
-			} else {
-				ex.groups.n.Add(1)
-			}
+			g, _ = ex.groups.loadOrStore(newGroup(ex, key, ex.overrides[key]))
 			ex.overMu.RUnlock()
 		}
 		g.mu.Lock()
