@@ -55,6 +55,11 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	var a admission
 	var b *batch // only for a task that fits its group's bulkhead
 	if ex.admit(g, r, group, 1, &a); a.v == admitRoom {
+		if light && ex.queuesBehindLocked(a.g) {
+			ex.queueLightLocked(a.g, fn)
+			a.g.mu.Unlock()
+			return nil
+		}
 		b = new(batch)
 		ex.admitRoomLocked(a.g, 1, &a, b)
 		a.noteRefusing()

@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/groupexec/groupexec/policy"
 )
 
 // Light tasks.
@@ -88,6 +90,18 @@ func (ex *Executor) queueLightLocked(g *group, fn goFn) {
 	}
 }
 
+// queuesBehindLocked reports whether a task of weight 1 that fits g's
+// in-flight limit joins g's queue, behind a backlog, with room in both
+// queue thresholds, so that nothing else is to decide: it neither starts
+// nor displaces, and queued at the back it changes neither g's head nor
+// g's place among the groups waiting for global room. Go then queues a
+// light task with no batch to act on after unlocking: on the flat batch
+// with Go at GOMAXPROCS 1, 78 to 66 ns a task.
+func (ex *Executor) queuesBehindLocked(g *group) bool {
+	n := g.queued()
+	return n > 0 && n < g.limits.QueueThreshold && ex.queueLimit == policy.Unlimited
+}
+
 // dropLightLocked removes g's first k light tasks, never to run, and counts
 // them as st.
 func (ex *Executor) dropLightLocked(g *group, k int, st Status) {
@@ -144,14 +158,22 @@ func (ex *Executor) handsOffLocked(g *group, t *goTask) bool {
 // handOffLocked starts the light task at g's head as t, completed and
 // reused: t's running permits pass to it as they are.
 func (ex *Executor) handOffLocked(g *group, t *goTask) {
-	fn := g.light.pop()
-	*t = goTask{job: job{g: g, weight: 1, parent: background, kind: kindGo, flags: flagBackground}, fn: fn}
-	t.body = t
+	t.renew(g.light.pop())
 	ex.dequeuedLocked(g)
 	ex.runLocked(g, &t.job)
 	if trackRunning {
 		handOffs.Add(1)
 	}
+}
+
+// quietLocked reports whether ending a locked section of g that leaves a
+// task running (so g is neither idle nor drained) needs nothing but the
+// unlock: no resync, no permits in transit, and g's place among the groups
+// waiting for global room as its state says. A finish that hands off then
+// declares no batch: on the flat batch with Go at GOMAXPROCS 1, 66 to 55
+// ns a task.
+func (ex *Executor) quietLocked(g *group) bool {
+	return !g.resync && g.transit == 0 && ex.wantsGlobalLocked(g) == g.inReady
 }
 
 // handOffs counts the handoffs made while trackRunning is set (tests).

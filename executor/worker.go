@@ -204,7 +204,6 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, worker bool) (next *job) {
 	j.settle(st) // the breaker may call OnStateChange: no lock held
 	g := j.g
-	var b batch
 	if !g.mu.TryLock() {
 		// Finishing workers that find their group locked queue on the
 		// gate, so that at most one of them at a time waits on the
@@ -231,6 +230,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	// A Do call has nothing to complete: its caller has the outcome.
 	inline := ex.listener == nil || j.kind == kindDo
 	var spare *goTask // to pool once nothing refers to j
+	handle := false   // j completes at the end of the section (b.fin)
 	switch {
 	case !inline:
 		ex.unsettleLocked(g, j)
@@ -244,11 +244,21 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		}
 		if t := j.body.(*goTask); ex.handsOffLocked(g, t) {
 			ex.handOffLocked(g, t)
+			if worker && ex.quietLocked(g) {
+				// Nothing for unlock to act on: the worker runs j
+				// again, with no listener to tell (inline).
+				g.mu.Unlock()
+				return j
+			}
 			next = j
 		} else {
 			spare = g.keepLocked(t)
 		}
 	case j.kind != kindDo:
+		handle = true
+	}
+	var b batch // declared here: a finish that hands off has no use for it
+	if handle {
 		b.fin = finished{j: j, st: st, err: err, queued: queued, ran: ran} // completed by unlock
 	}
 	if next == nil {
