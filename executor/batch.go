@@ -15,7 +15,8 @@ type batch struct {
 	displaced few[displacement]
 	victims   few[*group] // groups trimmed off the idle list, to reclaim (idle.go)
 	// take: the section's goroutine is a worker that will run, as its
-	// next task, one that the dispatch starts for a new worker (taken).
+	// next task, the first that the section starts on a worker (taken,
+	// launchLocked).
 	take  bool
 	taken *job
 	// fin is a finished task to complete at the end of the locked section,
@@ -88,9 +89,6 @@ func (ex *Executor) unlock(g *group, b *batch) {
 		ex.dispatch(b)
 	default:
 		g.mu.Unlock()
-	}
-	if b.take {
-		b.taken = ex.takeStarted(b)
 	}
 	ex.afterUnlock(b)
 }

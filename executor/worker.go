@@ -10,7 +10,7 @@ import (
 // Workers. A started task of Submit or Go runs on a worker goroutine. A
 // worker whose task finishes runs its group's next task, if the finish
 // started one (startFreedLocked), or a task that the finish's dispatch
-// started for another group (takeStarted): a backlog keeps its workers busy
+// started for another group (launchLocked): a backlog keeps its workers busy
 // without a goroutine start or a wake-up per task. A worker with nothing to
 // run parks, up to maxParked of them, until a start hands it a task
 // (launch), and exits otherwise; parked workers exit at Close. At
@@ -37,12 +37,19 @@ func maxParked(global int) int { return max(64, 4*runtime.GOMAXPROCS(0), min(glo
 // worker is a parked goroutine's inbox; nil tells it to exit.
 type worker chan *job
 
-// launchLocked counts a worker for started j, which needs a goroutine or a
-// wake-up after the unlock, and puts it in b. The count is taken under the
-// group's mutex, so that Close, which locks every group before it waits
-// for the workers, never waits on a count that may still rise.
+// launchLocked gives started j to the section's worker, if b takes a task
+// for it (b.take) and has none yet: a finish that dispatches another
+// group's task runs it next, without a goroutine start or a wake-up.
+// Otherwise it counts a worker for j, which needs a goroutine or a wake-up
+// after the unlock, and puts it in b. The count is taken under the group's
+// mutex, so that Close, which locks every group before it waits for the
+// workers, never waits on a count that may still rise.
 func (ex *Executor) launchLocked(j *job, b *batch) {
 	if j.kind != kindDo {
+		if b.take && b.taken == nil {
+			b.taken = j
+			return
+		}
 		ex.workers.Add(1)
 	}
 	b.start.add(j)
@@ -286,20 +293,6 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		ex.settled(g)
 	}
 	return next
-}
-
-// takeStarted takes from b, for the calling worker to run next, a task
-// that b's dispatch started for a new worker: a finish that dispatches
-// another group's task hands it on without a goroutine start.
-func (ex *Executor) takeStarted(b *batch) *job {
-	for i := range b.start.n {
-		if j := b.start.at(i); j.kind != kindDo {
-			b.start.removeAt(i)
-			ex.workers.Done() // counted for a new worker by launchLocked
-			return j
-		}
-	}
-	return nil
 }
 
 // spawnHook starts a worker for j through the WithSpawn function. That
