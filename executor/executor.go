@@ -93,7 +93,7 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	}
 	ex.global.limit.Store(int64(p.GlobalMaxInFlight()))
 	ex.parked = make(chan worker, maxParked(p.GlobalMaxInFlight()))
-	ex.runq.on = runtime.GOMAXPROCS(0) <= maxSpinProcs
+	ex.runq.few = runtime.GOMAXPROCS(0) <= maxSpinProcs
 	ex.disp.fair.reset(0)
 	for _, o := range opts {
 		if o == nil {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -60,11 +61,18 @@ func TestRunQueueTakesBackWhatNoWorkerWillSee(t *testing.T) {
 }
 
 // TestRunQueueLosesNoTask: offering goroutines and spinning workers at
-// once: every task is either kept by its offerer or taken by one worker,
-// exactly once, and none is left on the queue.
+// once, where every idle worker spins and where one at a time does: every
+// task is either kept by its offerer or taken by one worker, exactly once,
+// and none is left on the queue.
 func TestRunQueueLosesNoTask(t *testing.T) {
+	for _, few := range []bool{true, false} {
+		t.Run(fmt.Sprintf("few=%v", few), func(t *testing.T) { testRunQueueLosesNoTask(t, few) })
+	}
+}
+
+func testRunQueueLosesNoTask(t *testing.T, few bool) {
 	const offerers, workers, perOfferer = 4, 4, 5000
-	q := runQueue{on: true}
+	q := runQueue{few: few}
 	var kept, taken [offerers * perOfferer]atomic.Int32
 	index := make(map[*job]int, offerers*perOfferer)
 	jobs := make([]*job, offerers*perOfferer)
@@ -80,7 +88,7 @@ func TestRunQueueLosesNoTask(t *testing.T) {
 				// Mostly the shortest spin, whose last look races the
 				// offers most often.
 				var j *job
-				if i%8 == 0 {
+				if !few || i%8 == 0 {
 					j = q.spin()
 				} else {
 					q.spinning.Add(1)
@@ -118,9 +126,10 @@ func TestRunQueueLosesNoTask(t *testing.T) {
 	t.Logf("%d of %d tasks handed to spinning workers", handed, len(jobs))
 }
 
-// TestWorkersSpinOnlyWhereProcsAreFew: the run queue is on where
-// GOMAXPROCS is at most maxSpinProcs, off above.
-func TestWorkersSpinOnlyWhereProcsAreFew(t *testing.T) {
+// TestWorkersSpinOneAtATimeWhereProcsAreMany: every idle worker spins
+// where GOMAXPROCS is at most maxSpinProcs; above, one at a time: a second
+// worker with nothing to run parks at once while one spins.
+func TestWorkersSpinOneAtATimeWhereProcsAreMany(t *testing.T) {
 	p, err := policy.New()
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +141,25 @@ func TestWorkersSpinOnlyWhereProcsAreFew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := procs <= maxSpinProcs; ex.runq.on != want {
-			t.Errorf("GOMAXPROCS %d: workers spin %v, want %v", procs, ex.runq.on, want)
+		q := &ex.runq
+		if want := procs <= maxSpinProcs; q.few != want {
+			t.Errorf("GOMAXPROCS %d: every idle worker spins %v, want %v", procs, q.few, want)
 		}
-		if j := ex.runq.spin(); j != nil || ex.runq.spinning.Load() != 0 {
-			t.Errorf("GOMAXPROCS %d: a spin with nothing queued took %p and left the count at %d", procs, j, ex.runq.spinning.Load())
+		if j := q.spin(); j != nil || q.spinning.Load() != 0 {
+			t.Errorf("GOMAXPROCS %d: a spin with nothing queued took %p and left the count at %d", procs, j, q.spinning.Load())
+		}
+		if !q.few {
+			q.spinning.Store(1) // a worker spins
+			a := new(job)
+			if !q.offer(a) {
+				t.Errorf("GOMAXPROCS %d: not offered to the spinning worker", procs)
+			}
+			if j := q.spin(); j != nil || q.spinning.Load() != 1 {
+				t.Errorf("GOMAXPROCS %d: a second spinner took %p, count %d: want none, and no count", procs, j, q.spinning.Load())
+			}
+			if j := q.done(); j != a {
+				t.Errorf("GOMAXPROCS %d: the spinning worker took %p, want %p", procs, j, a)
+			}
 		}
 		ex.Close()
 	}
