@@ -13,10 +13,11 @@ import (
 // started for another group (launchLocked): a backlog keeps its workers busy
 // without a goroutine start or a wake-up per task. A worker with nothing to
 // run parks, up to maxParked of them, until a start hands it a task
-// (launch), and exits otherwise; parked workers exit at Close. At
-// GOMAXPROCS 2 or less it first spins a few microseconds, taking a task
-// that another goroutine starts meanwhile (runq.go). A Do call needs no worker: it runs in its caller's goroutine
-// (do.go).
+// (launch), and exits otherwise; parked workers exit at Close. Before it
+// parks it spins a few microseconds, taking a task that another goroutine
+// starts meanwhile: at GOMAXPROCS 2 or less every such worker, yielding;
+// above, one at a time (runq.go). A Do call needs no worker: it runs in
+// its caller's goroutine (do.go).
 //
 // Parking is what a started task costs when no worker is at hand: a new
 // goroutine starts with a small stack that the executor's own calls grow,
