@@ -131,22 +131,6 @@ func (l *few[T]) add(v T) {
 	l.n++
 }
 
-// removeAt removes the i'th element, keeping the others' order.
-func (l *few[T]) removeAt(i int) {
-	if i == 0 {
-		if len(l.more) > 0 {
-			l.one = l.more[0]
-			l.more = l.more[1:]
-		} else {
-			var zero T
-			l.one = zero
-		}
-	} else {
-		l.more = append(l.more[:i-1], l.more[i:]...)
-	}
-	l.n--
-}
-
 func (l *few[T]) at(i int) T {
 	if i == 0 {
 		return l.one
