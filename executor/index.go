@@ -55,8 +55,9 @@ type indexTable struct {
 	used  int                     // slots not nil: groups and tombstones (under the index's mutex)
 }
 
-// tombstone fills a dropped group's slot: its key, empty, matches no
-// group's (validate refuses an empty key).
+// tombstone fills a dropped group's slot. No lookup returns it, not even
+// one for its key, empty: GroupStats, EvictGroup and ShutdownGroup take
+// any key.
 var tombstone = &group{}
 
 // indexSeed hashes keys for every executor's index.
@@ -76,7 +77,7 @@ func (x *groupIndex) load(key string) *group {
 		if g == nil {
 			return nil
 		}
-		if g.key == key {
+		if g.key == key && g != tombstone {
 			return g
 		}
 	}

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -181,5 +182,32 @@ func TestIndexReadersDuringWrites(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestIndexNeverFindsATombstone: a lookup of the empty key, which no
+// admission makes but GroupStats, EvictGroup and ShutdownGroup may, does
+// not return the tombstone of a group dropped at the start of its probe
+// chain.
+func TestIndexNeverFindsATombstone(t *testing.T) {
+	var x groupIndex
+	x.loadOrStore(&group{key: "first"}) // a table of minIndexSlots
+	mask := uint64(minIndexSlots - 1)
+	at := maphash.String(indexSeed, "") & mask
+	for i := 0; ; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if maphash.String(indexSeed, k)&mask != at {
+			continue
+		}
+		g, _ := x.loadOrStore(&group{key: k})
+		x.remove(g)
+		break
+	}
+	if g := x.load(""); g != nil {
+		t.Fatalf("load(\"\") = %p (the tombstone: %v), want nil", g, g == tombstone)
+	}
+	g, loaded := x.loadOrStore(&group{key: ""})
+	if loaded || g == tombstone || x.load("") != g {
+		t.Fatalf("loadOrStore of the empty key: %p, loaded %v; load finds %p", g, loaded, x.load(""))
 	}
 }
