@@ -91,15 +91,17 @@ func (q *runQueue) offer(j *job) bool {
 	return q.push(j) && q.left(j)
 }
 
-// push queues j if the queue holds fewer tasks than workers spin, and
-// reports whether it did.
+// push queues j if a worker spins that will take it, and reports whether
+// it did: where Ps are few, while the queue holds fewer tasks than workers
+// spin (each takes one); where they are many, while the one spinner spins
+// (it takes them all).
 func (q *runQueue) push(j *job) bool {
-	if q.spinning.Load() <= q.n.Load() {
+	if !q.room() {
 		return false
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.spinning.Load() <= q.n.Load() {
+	if !q.room() {
 		return false
 	}
 	if q.tail == nil {
@@ -110,6 +112,14 @@ func (q *runQueue) push(j *job) bool {
 	q.tail = j
 	q.n.Add(1)
 	return true
+}
+
+// room reports whether a spinning worker will take one more task.
+func (q *runQueue) room() bool {
+	if q.few {
+		return q.spinning.Load() > q.n.Load()
+	}
+	return q.spinning.Load() > 0
 }
 
 // left reports whether j, just pushed, is left to a spinning worker: true
@@ -156,12 +166,7 @@ func (q *runQueue) spin() *job {
 		if !q.spinning.CompareAndSwap(0, 1) {
 			return nil
 		}
-		for range busySpins {
-			if q.n.Load() > 0 {
-				break
-			}
-		}
-		return q.done()
+		return q.spinCounted()
 	}
 	q.spinning.Add(1)
 	for range spins {
@@ -173,8 +178,22 @@ func (q *runQueue) spin() *job {
 	return q.done()
 }
 
-// done ends the calling worker's spin, and returns a queued task for it to
-// run, or nil.
+// spinCounted is the one spin where Ps are many, by a worker counted in
+// spinning already: by spin, or by the worker that woke it to spin
+// (Executor.wakeSpinner).
+func (q *runQueue) spinCounted() *job {
+	for range busySpins {
+		if q.n.Load() > 0 {
+			break
+		}
+	}
+	return q.done()
+}
+
+// done ends the calling worker's spin, and returns what it takes from the
+// queue, or nil: where Ps are few, one task; where they are many, every
+// task queued, linked through next, since starts queue them for the one
+// spinner only (the worker runs the first and launches the rest).
 func (q *runQueue) done() *job {
 	q.spinning.Add(-1)
 	if q.n.Load() == 0 {
@@ -183,13 +202,18 @@ func (q *runQueue) done() *job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	j := q.head
-	if j != nil {
+	switch {
+	case j == nil:
+	case q.few:
 		q.head = j.next
 		if q.head == nil {
 			q.tail = nil
 		}
 		j.next = nil
 		q.n.Add(-1)
+	default:
+		q.head, q.tail = nil, nil
+		q.n.Store(0)
 	}
 	return j
 }

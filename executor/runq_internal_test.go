@@ -10,11 +10,11 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// TestRunQueueOffersOnlyToSpinners: a task is left on the queue only for
-// a worker that spins, one per spinning worker, and the worker's last look
-// takes it.
+// TestRunQueueOffersOnlyToSpinners: where Ps are few, a task is left on
+// the queue only for a worker that spins, one per spinning worker, and the
+// worker's last look takes it.
 func TestRunQueueOffersOnlyToSpinners(t *testing.T) {
-	var q runQueue
+	q := runQueue{few: true}
 	a, b := new(job), new(job)
 	if q.offer(a) {
 		t.Fatal("offered with no worker spinning")
@@ -31,6 +31,30 @@ func TestRunQueueOffersOnlyToSpinners(t *testing.T) {
 	}
 	if got := q.done(); got != nil || q.n.Load() != 0 || q.spinning.Load() != -1 {
 		t.Fatalf("took %p; queue %d, spinning %d", got, q.n.Load(), q.spinning.Load())
+	}
+}
+
+// TestRunQueueOffersAllToTheOneSpinner: where Ps are many, every task
+// started while the one worker spins is queued for it, and its last look
+// takes them all, in order.
+func TestRunQueueOffersAllToTheOneSpinner(t *testing.T) {
+	var q runQueue
+	a, b, c := new(job), new(job), new(job)
+	if q.offer(a) {
+		t.Fatal("offered with no worker spinning")
+	}
+	q.spinning.Add(1)
+	for _, j := range []*job{a, b, c} {
+		if !q.offer(j) {
+			t.Fatalf("task %p not offered to the spinning worker", j)
+		}
+	}
+	got := q.done()
+	if got != a || a.next != b || b.next != c || c.next != nil {
+		t.Fatalf("the spinner took %p (then %p, %p), want %p, %p, %p", got, a.next, b.next, a, b, c)
+	}
+	if q.n.Load() != 0 || q.head != nil || q.tail != nil || q.spinning.Load() != 0 {
+		t.Fatalf("after the spin: %d queued, spinning %d", q.n.Load(), q.spinning.Load())
 	}
 }
 
@@ -82,7 +106,18 @@ func testRunQueueLosesNoTask(t *testing.T, few bool) {
 	}
 	var stop atomic.Bool
 	var ws, os sync.WaitGroup
-	for range workers {
+	take := func(j *job) int {
+		n := 0
+		for j != nil {
+			next := j.next
+			j.next = nil
+			taken[index[j]].Add(1)
+			n++
+			j = next
+		}
+		return n
+	}
+	for w := range workers {
 		ws.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				// Mostly the shortest spin, whose last look races the
@@ -94,8 +129,20 @@ func testRunQueueLosesNoTask(t *testing.T, few bool) {
 					q.spinning.Add(1)
 					j = q.done()
 				}
-				if j != nil {
-					taken[index[j]].Add(1)
+				if take(j) == 0 || few {
+					continue
+				}
+				// Where Ps are many, a worker that took tasks counts a
+				// spinner for a parked worker it wakes (Executor.
+				// wakeSpinner): here, half the workers find one parked
+				// and it spins; the others find none and take back the
+				// count, with what was queued for it meanwhile.
+				if q.spinning.CompareAndSwap(0, 1) {
+					if w%2 == 0 {
+						take(q.spinCounted())
+					} else {
+						take(q.done())
+					}
 				}
 			}
 		})
@@ -163,4 +210,86 @@ func TestWorkersSpinOneAtATimeWhereProcsAreMany(t *testing.T) {
 		}
 		ex.Close()
 	}
+}
+
+// TestWakeSpinner: where Ps are many, a worker that took a task wakes a
+// parked worker to spin if none spins, counting it before it wakes, so
+// that starts queue for it; with a spinner, or none parked, it wakes none.
+func TestWakeSpinner(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
+	ex, err := New(p)
+	runtime.GOMAXPROCS(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	q := &ex.runq
+	ex.wakeSpinner() // none parked
+	if n := q.spinning.Load(); n != 0 {
+		t.Fatalf("with no worker parked, %d counted spinning", n)
+	}
+	inbox := make(worker, 1)
+	ex.parked <- inbox
+	ex.wakeSpinner()
+	if got := <-inbox; got != spinOrder || q.spinning.Load() != 1 {
+		t.Fatalf("the parked worker got %p with %d counted spinning, want the spin order and 1", got, q.spinning.Load())
+	}
+	a, b := new(job), new(job)
+	if !q.offer(a) || !q.offer(b) {
+		t.Fatal("starts not queued for the worker woken to spin")
+	}
+	ex.parked <- inbox
+	ex.wakeSpinner() // one spins already
+	if len(ex.parked) != 1 || q.spinning.Load() != 1 {
+		t.Fatalf("with one spinning, %d parked left and %d counted spinning, want 1 and 1", len(ex.parked), q.spinning.Load())
+	}
+	<-ex.parked
+	if got := q.spinCounted(); got != a || a.next != b || q.spinning.Load() != 0 {
+		t.Fatalf("the woken worker took %p, then %p; %d spinning", got, a.next, q.spinning.Load())
+	}
+}
+
+// TestWakeSpinnerLeavesNoTask: a worker that counts a spinner and then
+// finds none parked takes back the count with the tasks that starts queued
+// for it meanwhile, and launches them: every task offered is either kept
+// by its offerer or launched, once.
+func TestWakeSpinnerLeavesNoTask(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var launched atomic.Int64
+	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
+	// No worker ever runs or parks: a launch is a call of spawn.
+	ex, err := New(p, WithSpawn(func(func()) { launched.Add(1) }))
+	runtime.GOMAXPROCS(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	const tasks = 20000
+	var kept int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			ex.wakeSpinner()
+		}
+	})
+	for range tasks {
+		if !ex.runq.offer(new(job)) {
+			kept++
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	q := &ex.runq
+	if kept+launched.Load() != tasks || q.n.Load() != 0 || q.head != nil || q.spinning.Load() != 0 {
+		t.Fatalf("of %d tasks: %d kept, %d launched; %d left queued, %d spinning", tasks, kept, launched.Load(), q.n.Load(), q.spinning.Load())
+	}
+	t.Logf("%d of %d tasks queued for a spinner and launched", launched.Load(), tasks)
 }
