@@ -30,6 +30,13 @@ type order struct {
 	wg  sync.WaitGroup
 }
 
+// count reports how many of the functions have run.
+func (o *order) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.ran)
+}
+
 func (o *order) fn(i int) func(context.Context) error {
 	o.wg.Add(1)
 	return func(context.Context) error {
@@ -280,13 +287,21 @@ func TestGoHandOffDrainsLoweredLimits(t *testing.T) {
 				}
 			}
 			waitFor(t, func() bool { return groupStats(t, ex, "g").Running == 4 })
-			hold := make(chan struct{})
+			// Two of them run at once under the lowered limit: each is
+			// held until the next has started, so that the order in which
+			// they run is the order in which they start.
+			var hold [4]chan struct{}
 			var o order
 			for i := range 4 {
+				hold[i] = make(chan struct{})
 				fn := o.fn(i)
-				if err := ex.Go(bg, "g", func(ctx context.Context) error { fn(ctx); block(ctx, hold); return nil }); err != nil {
+				if err := ex.Go(bg, "g", func(ctx context.Context) error { fn(ctx); block(ctx, hold[i]); return nil }); err != nil {
 					t.Fatal(err)
 				}
+			}
+			ran := func(n int) {
+				t.Helper()
+				waitFor(t, func() bool { return o.count() == n })
 			}
 			var err error
 			if lower == "global" {
@@ -306,8 +321,15 @@ func TestGoHandOffDrainsLoweredLimits(t *testing.T) {
 			finish(0, 3, 4) // over the limit: no start
 			finish(1, 2, 4) // at the limit: no start
 			finish(2, 2, 3) // under once released: the head starts
+			ran(1)
 			finish(3, 2, 2)
-			close(hold)
+			ran(2)
+			for i := range hold {
+				close(hold[i])
+				if i+3 <= len(hold) {
+					ran(i + 3)
+				}
+			}
 			o.wg.Wait()
 			waitFor(t, func() bool { return groupStats(t, ex, "g").InFlight == 0 })
 			if !slices.IsSorted(o.ran) || len(o.ran) != 4 {

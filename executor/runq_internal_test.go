@@ -175,7 +175,8 @@ func testRunQueueLosesNoTask(t *testing.T, few bool) {
 
 // TestWorkersSpinOneAtATimeWhereProcsAreMany: every idle worker spins
 // where GOMAXPROCS is at most maxSpinProcs; above, one at a time: a second
-// worker with nothing to run parks at once while one spins.
+// worker with nothing to run takes what is queued for the spinner, without
+// spinning, and parks.
 func TestWorkersSpinOneAtATimeWhereProcsAreMany(t *testing.T) {
 	p, err := policy.New()
 	if err != nil {
@@ -201,11 +202,19 @@ func TestWorkersSpinOneAtATimeWhereProcsAreMany(t *testing.T) {
 			if !q.offer(a) {
 				t.Errorf("GOMAXPROCS %d: not offered to the spinning worker", procs)
 			}
-			if j := q.spin(); j != nil || q.spinning.Load() != 1 {
-				t.Errorf("GOMAXPROCS %d: a second spinner took %p, count %d: want none, and no count", procs, j, q.spinning.Load())
+			b := new(job)
+			if !q.offer(b) {
+				t.Errorf("GOMAXPROCS %d: not offered to the spinning worker", procs)
 			}
-			if j := q.done(); j != a {
-				t.Errorf("GOMAXPROCS %d: the spinning worker took %p, want %p", procs, j, a)
+			// A second worker does not spin; it takes what is queued.
+			if j := q.spin(); j != a || a.next != b || q.spinning.Load() != 1 {
+				t.Errorf("GOMAXPROCS %d: a second worker took %p then %p, count %d: want %p then %p, and no count", procs, j, a.next, q.spinning.Load(), a, b)
+			}
+			if j := q.spin(); j != nil || q.spinning.Load() != 1 {
+				t.Errorf("GOMAXPROCS %d: a third worker took %p from an empty queue, count %d", procs, j, q.spinning.Load())
+			}
+			if j := q.done(); j != nil {
+				t.Errorf("GOMAXPROCS %d: the spinning worker took %p, want nothing", procs, j)
 			}
 		}
 		ex.Close()

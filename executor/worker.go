@@ -16,7 +16,8 @@ import (
 // (launch), and exits otherwise; parked workers exit at Close. Before it
 // parks it spins a few microseconds, taking a task that another goroutine
 // starts meanwhile: at GOMAXPROCS 2 or less every such worker, yielding;
-// above, one at a time (runq.go). A Do call needs no worker: it runs in
+// above, one at a time, and a worker that takes a task from the spinner's
+// queue wakes a parked one to spin next (runq.go, wakeSpinner). A Do call needs no worker: it runs in
 // its caller's goroutine (do.go).
 //
 // Parking is what a started task costs when no worker is at hand: a new
