@@ -223,12 +223,7 @@ func (q *runQueue) done() *job {
 	if j == nil || !q.few {
 		return q.takeAllLocked()
 	}
-	q.head = j.next
-	if q.head == nil {
-		q.tail = nil
-	}
-	j.next = nil
-	q.n.Add(-1)
+	q.removeLocked(j) // the head: found at the first step
 	return j
 }
 
