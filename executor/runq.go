@@ -64,17 +64,22 @@ import (
 // starts waited on a woken spinner that every P was too busy to run.
 // Counting the woken worker only once it runs lost the gain (1.05x to
 // 1.18x).
-
+//
 // No task is left behind. A task is queued only while a spinning worker
 // will take it (offer, under mu: where Ps are few, while the queue holds
 // fewer than the spinning workers), and a spinning worker stops counting
-// itself and then looks at the queue once more (done). An
-// offer that finds no worker spinning right after queuing its task takes
-// the task back, unless a worker took it; otherwise a worker counted when
+// itself and then looks at the queue once more (done). An offer that
+// finds no worker spinning right after queuing its task takes the task
+// back, unless a worker took it; otherwise a worker counted when
 // it looked had not yet made its last look, and will see the task (the
 // counts are sequentially consistent). A worker spins only once its task
 // is complete and its finish has returned: no user code runs while it
 // counts, so none can wait for a task left to it.
+//
+// Where Ps are many, the last look takes every queued task, a worker
+// that does not spin may take them sooner (steal), and a count taken for
+// a worker to be woken is given up, when none is parked, with a last look
+// of its own.
 type runQueue struct {
 	_ [64]byte // its own cache lines: written by every worker that spins
 	// few is set, once, where Ps are few (maxSpinProcs): every worker
