@@ -17,8 +17,8 @@ import (
 // parks it spins a few microseconds, taking a task that another goroutine
 // starts meanwhile: at GOMAXPROCS 2 or less every such worker, yielding;
 // above, one at a time, and a worker that takes a task from the spinner's
-// queue wakes a parked one to spin next (runq.go, wakeSpinner). A Do call needs no worker: it runs in
-// its caller's goroutine (do.go).
+// queue wakes a parked one to spin next (runq.go, wakeSpinner). A Do call
+// needs no worker: it runs in its caller's goroutine (do.go).
 //
 // Parking is what a started task costs when no worker is at hand: a new
 // goroutine starts with a small stack that the executor's own calls grow,
@@ -155,10 +155,10 @@ func (ex *Executor) work(j *job) {
 	}
 }
 
-// taken returns the first of the tasks that a spinning worker took from
+// taken returns the first of the tasks that the calling worker took from
 // the run queue (linked through next), or nil: it launches the others,
-// and, where Ps are many, wakes a parked worker to spin in the caller's
-// place.
+// and, where Ps are many, wakes a parked worker to spin in place of the
+// spinner whose tasks it took (itself, or one that has not run yet).
 func (ex *Executor) taken(j *job) *job {
 	if j == nil {
 		return nil
