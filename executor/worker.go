@@ -157,8 +157,8 @@ func (ex *Executor) work(j *job) {
 
 // taken returns the first of the tasks that the calling worker took from
 // the run queue (linked through next), or nil: it launches the others,
-// and, where Ps are many, wakes a parked worker to spin in place of the
-// spinner whose tasks it took (itself, or one that has not run yet).
+// and, where Ps are many, wakes a parked worker to spin if none does
+// (wakeSpinner): the caller was the spinner, or took tasks queued for one.
 func (ex *Executor) taken(j *job) *job {
 	if j == nil {
 		return nil
