@@ -79,7 +79,10 @@ import (
 // Where Ps are many, the last look takes every queued task, a worker
 // that does not spin may take them sooner (steal), and a count taken for
 // a worker to be woken is given up, when none is parked, with a last look
-// of its own.
+// of its own. The count of a woken worker is held before it runs: it runs
+// no user code before its last look either, and the tasks queued for it
+// wait until it has a P, unless a worker that finishes meanwhile steals
+// them.
 type runQueue struct {
 	_ [64]byte // its own cache lines: written by every worker that spins
 	// few is set, once, where Ps are few (maxSpinProcs): every worker

@@ -1,11 +1,13 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/policy"
 )
@@ -301,4 +303,112 @@ func TestWakeSpinnerLeavesNoTask(t *testing.T) {
 		t.Fatalf("of %d tasks: %d kept, %d launched; %d left queued, %d spinning", tasks, kept, launched.Load(), q.n.Load(), q.spinning.Load())
 	}
 	t.Logf("%d of %d tasks queued for a spinner and launched", launched.Load(), tasks)
+}
+
+// TestRunQueueLockstep races one offer against one last look per round,
+// released together, and checks each round at once: the offer kept its
+// task or the look took it, never both, and nothing is left queued. The
+// look is a spinner's (its count lowered, then the queue read), or, where
+// Ps are many, a wake-up that finds no worker parked and gives up the
+// count it took. A task left behind fails the round it was left in.
+func TestRunQueueLockstep(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var launched atomic.Int64
+	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
+	// No worker ever runs or parks: a launch is a call of spawn.
+	ex, err := New(p, WithSpawn(func(func()) { launched.Add(1) }))
+	runtime.GOMAXPROCS(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	q := &ex.runq
+	looks := map[string]func() int64{
+		"spinner": func() int64 {
+			n := int64(0)
+			for j := q.done(); j != nil; j = j.next {
+				n++
+			}
+			return n
+		},
+		"wake-up": func() int64 {
+			before := launched.Load()
+			ex.wakeSpinner()
+			return launched.Load() - before
+		},
+	}
+	for name, look := range looks {
+		kept, taken := 0, 0
+		for round := range 20000 {
+			if name == "spinner" {
+				q.spinning.Store(1) // counted when it began to spin
+			}
+			var ready atomic.Int32
+			start := func() {
+				ready.Add(1)
+				for ready.Load() < 2 {
+					runtime.Gosched()
+				}
+			}
+			var offered bool
+			var took int64
+			var wg sync.WaitGroup
+			wg.Go(func() { start(); offered = q.offer(new(job)) })
+			wg.Go(func() { start(); took = look() })
+			wg.Wait()
+			if n := q.n.Load(); n != 0 || q.head != nil || q.spinning.Load() != 0 || (offered) != (took == 1) || took > 1 {
+				t.Fatalf("%s, round %d: offer left its task %v, the look took %d; %d queued, %d spinning", name, round, offered, took, n, q.spinning.Load())
+			}
+			if offered {
+				taken++
+			} else {
+				kept++
+			}
+		}
+		t.Logf("%s: %d tasks taken by the look, %d kept by their offer", name, taken, kept)
+	}
+}
+
+// TestWorkerWokenToSpin: a parked worker woken to spin takes the starts
+// queued for it, runs them, and gives up its count.
+func TestWorkerWokenToSpin(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
+	ex, err := New(p)
+	runtime.GOMAXPROCS(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not in a minute: %s", what)
+			}
+		}
+	}
+	ran := make(chan int, 8)
+	for range 50 {
+		if err := ex.Go(context.Background(), "g", func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		eventually("a worker parks", func() bool { return len(ex.parked) > 0 && ex.runq.spinning.Load() == 0 })
+		ex.wakeSpinner() // the woken worker may spin and park again before the Go calls
+		for i := range cap(ran) {
+			if err := ex.Go(context.Background(), "g", func(context.Context) error { ran <- i; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range cap(ran) {
+			<-ran
+		}
+		eventually("the woken worker gives up its count", func() bool { return ex.runq.spinning.Load() == 0 })
+	}
 }
