@@ -227,17 +227,7 @@ func TestWorkersSpinOneAtATimeWhereProcsAreMany(t *testing.T) {
 // parked worker to spin if none spins, counting it before it wakes, so
 // that starts queue for it; with a spinner, or none parked, it wakes none.
 func TestWakeSpinner(t *testing.T) {
-	p, err := policy.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
-	ex, err := New(p)
-	runtime.GOMAXPROCS(prev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := newWhereProcsAreMany(t)
 	q := &ex.runq
 	ex.wakeSpinner() // none parked
 	if n := q.spinning.Load(); n != 0 {
@@ -269,19 +259,9 @@ func TestWakeSpinner(t *testing.T) {
 // for it meanwhile, and launches them: every task offered is either kept
 // by its offerer or launched, once.
 func TestWakeSpinnerLeavesNoTask(t *testing.T) {
-	p, err := policy.New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var launched atomic.Int64
-	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
 	// No worker ever runs or parks: a launch is a call of spawn.
-	ex, err := New(p, WithSpawn(func(func()) { launched.Add(1) }))
-	runtime.GOMAXPROCS(prev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := newWhereProcsAreMany(t, WithSpawn(func(func()) { launched.Add(1) }))
 	const tasks = 20000
 	var kept int64
 	var stop atomic.Bool
@@ -312,19 +292,9 @@ func TestWakeSpinnerLeavesNoTask(t *testing.T) {
 // Ps are many, a wake-up that finds no worker parked and gives up the
 // count it took. A task left behind fails the round it was left in.
 func TestRunQueueLockstep(t *testing.T) {
-	p, err := policy.New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var launched atomic.Int64
-	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
 	// No worker ever runs or parks: a launch is a call of spawn.
-	ex, err := New(p, WithSpawn(func(func()) { launched.Add(1) }))
-	runtime.GOMAXPROCS(prev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := newWhereProcsAreMany(t, WithSpawn(func(func()) { launched.Add(1) }))
 	q := &ex.runq
 	looks := map[string]func() int64{
 		"spinner": func() int64 {
@@ -375,17 +345,7 @@ func TestRunQueueLockstep(t *testing.T) {
 // TestWorkerWokenToSpin: a parked worker woken to spin takes the starts
 // queued for it, runs them, and gives up its count.
 func TestWorkerWokenToSpin(t *testing.T) {
-	p, err := policy.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
-	ex, err := New(p)
-	runtime.GOMAXPROCS(prev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := newWhereProcsAreMany(t)
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
@@ -411,4 +371,22 @@ func TestWorkerWokenToSpin(t *testing.T) {
 		}
 		eventually("the woken worker gives up its count", func() bool { return ex.runq.spinning.Load() == 0 })
 	}
+}
+
+// newWhereProcsAreMany returns an executor made while GOMAXPROCS is above
+// maxSpinProcs, closed when the test ends: one worker at a time spins.
+func newWhereProcsAreMany(t *testing.T, opts ...Option) *Executor {
+	t.Helper()
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := runtime.GOMAXPROCS(maxSpinProcs + 2)
+	ex, err := New(p, opts...)
+	runtime.GOMAXPROCS(prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
 }
