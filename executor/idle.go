@@ -44,7 +44,15 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 		g.timer = nil
 	}
 	g.trimSparesLocked()
-	g.refusedTask.Store(nil) // an idle group keeps no handle for refusals
+	// An idle group keeps no handle for refusals. Most groups have none:
+	// the store, an exchange on amd64 on a line that Go, Do and Submit read
+	// without the lock (refusing), is made only to drop one. Made always,
+	// it was 7-8% of the samples of the grouped batch with Go at
+	// GOMAXPROCS 2 (2-core machine), and the batch took 0.98x the time
+	// without it, with ~200 ns of work 0.90x.
+	if g.refusedTask.Load() != nil {
+		g.refusedTask.Store(nil)
+	}
 	switch {
 	case g.dead:
 	case g.evict:
