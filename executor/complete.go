@@ -87,7 +87,7 @@ func callRecovered(b body, ctx context.Context) (st Status, err error) {
 // it did either (cancelContext says for a running j).
 func (ex *Executor) cancel(j *job, cause error) bool {
 	g := j.g
-	g.mu.Lock()
+	ex.lockDrained(g) // a task in g's lane is waiting too
 	switch j.state {
 	case stateWaiting:
 		ex.removeWaitingLocked(g, j, Cancelled)
@@ -96,9 +96,9 @@ func (ex *Executor) cancel(j *job, cause error) bool {
 		ex.completeRemoved(j, Cancelled, cause)
 		return true
 	case stateRunning:
-		g.mu.Unlock()
+		ex.unlockDrained(g)
 		return j.cancelContext(cause)
 	}
-	g.mu.Unlock()
+	ex.unlockDrained(g)
 	return false
 }

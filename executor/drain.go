@@ -13,7 +13,9 @@ package executor
 // unsettled tasks is not idle, so it is never reclaimed before they
 // complete.
 
-func (g *group) drained() bool { return g.tasks() == 0 && g.unsettled.Load() == 0 }
+func (g *group) drained() bool {
+	return g.tasks() == 0 && g.unsettled.Load() == 0 && !g.lane.open.Load()
+}
 
 // unsettleLocked counts j, whose admission has ended, as unsettled until it
 // has completed (settled).

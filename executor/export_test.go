@@ -14,6 +14,9 @@ func init() { trackRunning = true }
 // HandOffs returns the number of light tasks started by a handoff.
 func HandOffs() int64 { return handOffs.Load() }
 
+// LanePushes returns the Submit tasks appended to a group's lane so far.
+func LanePushes() int64 { return lanePushes.Load() }
+
 // LightQueued returns the number of light tasks waiting in group, and
 // whether the executor queues light tasks at all.
 func (ex *Executor) LightQueued(group string) (int, bool) {
@@ -143,6 +146,9 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 		if g.queued() == 0 && g.clusterWait {
 			return "group with nothing waiting waits for a cluster notify: " + k, false
 		}
+		if msg := checkLane(g); msg != "" {
+			return msg + ": " + k, false
+		}
 		if g.deficit < 0 && -g.deficit >= max(g.limits.MaxConcurrency, 1) {
 			return "group debt larger than a task: " + k, false
 		}
@@ -172,4 +178,28 @@ func WatchesParent[T any](h *Handle[T]) bool {
 	defer g.mu.Unlock()
 	x := h.x.Load()
 	return x != nil && x.stopAfter != nil
+}
+
+// checkLane checks g's lane (g.mu held): a closed lane holds no task, an
+// open one belongs to a group that may take tasks without its lock, and a
+// task in it has not been admitted yet and names g.
+func checkLane(g *group) string {
+	l := &g.lane
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.open.Load() {
+		if len(l.tasks) > 0 {
+			return "a closed lane holds tasks"
+		}
+		return ""
+	}
+	if g.dead || g.shutdown || g.limits.MaxInFlight != policy.Unlimited || g.limits.QueueThreshold != policy.Unlimited {
+		return "a lane is open where its group's state decides for new tasks"
+	}
+	for _, j := range l.tasks {
+		if j.state != stateNew || j.g != g || j.weight != 1 || j.kind != kindHandle {
+			return "a lane holds a task that is not a new Submit task of weight 1 of its group"
+		}
+	}
+	return ""
 }

@@ -87,6 +87,8 @@ type group struct {
 	runningSet map[*job]struct{} // the running tasks, kept only for tests (trackRunning)
 
 	gate sync.Mutex // finishing workers wait here for mu, one at a time (finish)
+
+	lane lane // Submit's tasks joining a backlog without mu (lane.go)
 }
 
 // trackRunning, set by the package's tests, keeps each group's running
@@ -119,7 +121,7 @@ func (g *group) tasks() int { return g.queued() + g.runningTasks }
 // idle reports whether g has no task, none still completing, no admission
 // under way, and no permits in transit.
 func (g *group) idle() bool {
-	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0
+	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0 && !g.lane.open.Load()
 }
 
 // reclaimable reports whether idle reclamation may drop g: not while its
@@ -161,7 +163,7 @@ func (ex *Executor) findGroup(key string) (*group, *refusal) {
 // if the state cannot be made.
 func (ex *Executor) lockFound(g *group, r *refusal, key string) (*group, *refusal) {
 	for g != nil {
-		g.mu.Lock()
+		ex.lockDrained(g) // FIFO: the lane's tasks come before the one admitted
 		if !g.dead {
 			return g, nil
 		}

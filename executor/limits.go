@@ -186,6 +186,7 @@ func (ex *Executor) setLimits(g *group, l policy.GroupLimits) {
 	d.mu.Lock()
 	g.mu.Lock()
 	if !g.dead {
+		ex.closeLaneLocked(g) // it reopens if the new limits let it
 		if l.Share != g.limits.Share {
 			// A turn under way goes on with at most one new share of credit.
 			g.deficit = min(g.deficit, l.Share)

@@ -40,8 +40,9 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	g := ex.lockMarkedGroup(key)
 	g.shutdown = true
 	g.evict = false // a later shutdown wins over a pending eviction
+	ex.closeLaneLocked(g)
 	drained := ex.waitDrainLocked(g)
-	g.mu.Unlock()
+	ex.unlockDrained(g)
 	if drained == nil {
 		return nil
 	}
@@ -83,10 +84,11 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 	var waits []chan struct{}
 	ex.groups.each(func(g *group) bool {
 		g.mu.Lock()
+		ex.closeLaneLocked(g) // after the state change: no task joins a lane now
 		if c := ex.waitDrainLocked(g); c != nil {
 			waits = append(waits, c)
 		}
-		g.mu.Unlock()
+		ex.unlockDrained(g)
 		return true
 	})
 	for _, c := range waits {
@@ -130,6 +132,7 @@ func (ex *Executor) cancelGroup(g *group, reason error) {
 	var removed []*job
 	var b batch
 	g.mu.Lock()
+	ex.closeLaneLocked(g)
 	ex.dropLightLocked(g, g.light.n, Cancelled)
 	for j := g.waiting.front; j != nil; j = g.waiting.front {
 		ex.removeWaitingLocked(g, j, Cancelled)

@@ -100,7 +100,9 @@ func (ex *Executor) Stats() Stats {
 				s.Groups++
 				s.Running += g.running
 				s.RunningTasks += g.runningTasks
-				s.Waiting += g.queued()
+				lane := g.laneLen()
+				s.Waiting += g.queued() + lane
+				s.TaskCounts.Submitted += uint64(lane)
 				if g.idle() {
 					s.IdleGroups++
 				}
@@ -136,20 +138,23 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 	if g.br != nil {
 		br = g.br.State()
 	}
+	lane := g.laneLen() // waiting, and submitted (lane.go)
+	counts := g.counts
+	counts.Submitted += uint64(lane)
 	return GroupStats{
 		Breaker:        br,
 		Group:          g.key,
 		Running:        g.running,
 		RunningTasks:   g.runningTasks,
-		Waiting:        g.queued(),
-		InFlight:       g.inFlight,
+		Waiting:        g.queued() + lane,
+		InFlight:       g.inFlight + lane,
 		MaxInFlight:    g.limits.MaxInFlight,
 		MaxConcurrency: g.limits.MaxConcurrency,
 		QueueThreshold: g.limits.QueueThreshold,
 		Share:          g.limits.Share,
 		Shutdown:       g.shutdown,
 		ServedPermits:  g.served,
-		TaskCounts:     g.counts,
+		TaskCounts:     counts,
 	}, true
 }
 

@@ -58,7 +58,13 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 	}
 	g, r := ex.findGroup(t.Group)
 	var h *Handle[T]
-	if likelyAdmitted(g) {
+	if g != nil && w == 1 && g.lane.open.Load() && ctx.Done() == nil {
+		h = newHandle(t, ctx, w)
+		if ex.pushLane(g, &h.job) {
+			return h, nil // joins g's backlog (lane.go)
+		}
+	}
+	if h == nil && likelyAdmitted(g) {
 		h = newHandle(t, ctx, w)
 	}
 	var a admission
@@ -248,6 +254,7 @@ func (ex *Executor) queueNewLocked(a *admission, j *job) {
 		now = ex.since()
 	}
 	ex.enqueueLocked(a.g, j, now)
+	ex.openLaneLocked(a.g)
 }
 
 func (ex *Executor) attachLocked(a *admission, j *job) {
@@ -394,9 +401,9 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 		switch {
 		case b != nil:
 			ex.unlock(g, b)
-		case g.idle():
+		case g.idle() || g.resync:
 			var b batch
-			ex.unlock(g, &b) // a group made for this task, idle
+			ex.unlock(g, &b) // a group made for this task, idle, or a drained lane's new head (lane.go)
 		default:
 			g.mu.Unlock() // a refusal changed nothing but the counts
 		}

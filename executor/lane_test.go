@@ -1,0 +1,622 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A group whose queue grows long takes Submit's tasks through its lane,
+// without its lock (lane.go). These tests hold a group's one running task so
+// that everything submitted after it waits, with the lane open, and check
+// that the lane changes nothing a caller can see.
+
+// laneExec returns an executor whose groups may open their lane: no
+// in-flight limit, no queue threshold, a concurrency limit of one.
+func laneExec(t *testing.T, eopts ...executor.Option) *executor.Executor {
+	return newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(4),
+		policy.WithDefaultMaxConcurrency(1),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	}, eopts...)
+}
+
+// runOrder records the order in which tasks run.
+type runOrder struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+func (o *runOrder) fn(name string) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		o.mu.Lock()
+		o.ran = append(o.ran, name)
+		o.mu.Unlock()
+		return name, nil
+	}
+}
+
+func (o *runOrder) names() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.ran)
+}
+
+// holdGroup starts a task in group that runs until the returned func is
+// called, and waits for its start.
+func holdGroup(t *testing.T, ex *executor.Executor, group string) (release func(), h *executor.Handle[string]) {
+	t.Helper()
+	g := newGate()
+	h = submit(t, ex, executor.Task[string]{Group: group, ID: "hold", Fn: g.fn("hold")})
+	g.waitStarted(t, 1)
+	return g.open, h
+}
+
+// TestLaneKeepsFIFO: tasks that join the lane run after those queued
+// before them and before those admitted after them, whichever way those
+// came in (Submit with a context that can be cancelled, Go, Do).
+func TestLaneKeepsFIFO(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	pushed := executor.LanePushes()
+	var o runOrder
+	var want []string
+	var hs []*executor.Handle[string]
+	add := func(name string) {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(name)}))
+		want = append(want, name)
+	}
+	for i := range 100 {
+		add(fmt.Sprint("s", i))
+	}
+	if n := executor.LanePushes() - pushed; n != 100-64 {
+		t.Fatalf("%d of 100 tasks joined the lane, want %d: it opens at a backlog of 64", n, 100-64)
+	}
+	// A task the lane does not take comes after the lane's tasks.
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: o.fn("cancellable")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, want = append(hs, h), append(want, "cancellable")
+	add("s100")
+	if err := ex.Go(bg, "g", func(ctx context.Context) error { _, err := o.fn("go")(ctx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "go")
+	add("s101")
+	doErr := make(chan error, 1)
+	go func() {
+		doErr <- ex.Do(bg, "g", func(ctx context.Context) error { _, err := o.fn("do")(ctx); return err })
+	}()
+	for groupStats(t, ex, "g").Waiting < len(want)+1 { // the Do call has joined the queue
+		runtime.Gosched()
+	}
+	want = append(want, "do")
+	add("s102")
+	release()
+	wait(t, hold)
+	for _, h := range hs {
+		if r := wait(t, h); r.Status != executor.Success {
+			t.Fatalf("%s: %v %v", h.ID(), r.Status, r.Err)
+		}
+	}
+	if err := <-doErr; err != nil {
+		t.Fatal(err)
+	}
+	drain(t, ex)
+	if got := o.names(); !slices.Equal(got, want) {
+		t.Errorf("ran in order\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestLaneCounts: a task in the lane is waiting, in flight and submitted in
+// the stats.
+func TestLaneCounts(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	pushed := executor.LanePushes()
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 80 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if executor.LanePushes() == pushed {
+		t.Fatal("no task joined the lane")
+	}
+	s := groupStats(t, ex, "g")
+	if s.Waiting != 80 || s.InFlight != 81 || s.Submitted != 81 || s.RunningTasks != 1 {
+		t.Errorf("group stats: waiting %d, in flight %d, submitted %d, running %d; want 80, 81, 81, 1",
+			s.Waiting, s.InFlight, s.Submitted, s.RunningTasks)
+	}
+	if all := ex.Stats(); all.Waiting != 80 || all.Submitted != 81 {
+		t.Errorf("executor stats: waiting %d, submitted %d; want 80, 81", all.Waiting, all.Submitted)
+	}
+	release()
+	wait(t, hold)
+	for _, h := range hs {
+		wait(t, h)
+	}
+	drain(t, ex)
+	if s := ex.Stats(); s.Waiting != 0 || s.Submitted != 81 || s.Succeeded != 81 {
+		t.Errorf("drained: waiting %d, submitted %d, succeeded %d; want 0, 81, 81", s.Waiting, s.Submitted, s.Succeeded)
+	}
+}
+
+// TestLaneCancel: a task cancelled while in the lane leaves the queue and
+// never runs; the others run in order.
+func TestLaneCancel(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	pushed := executor.LanePushes()
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 100 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if executor.LanePushes()-pushed != 100-64 {
+		t.Fatal("the last tasks did not join the lane")
+	}
+	if !hs[90].Cancel() {
+		t.Fatal("Cancel of a task in the lane reported false")
+	}
+	if r := wait(t, hs[90]); r.Status != executor.Cancelled {
+		t.Fatalf("cancelled task: %v", r.Status)
+	}
+	release()
+	wait(t, hold)
+	var want []string
+	for i, h := range hs {
+		if i != 90 {
+			wait(t, h)
+			want = append(want, fmt.Sprint(i))
+		}
+	}
+	drain(t, ex)
+	if got := o.names(); !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+}
+
+// TestLaneLeavesNoTask: a group whose waiting tasks are all cancelled
+// while none of its tasks runs (they wait for global room) has no finish
+// to come: a task submitted after that still runs.
+func TestLaneLeavesNoTask(t *testing.T) {
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(1),
+		policy.WithDefaultMaxConcurrency(1),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	})
+	release, hold := holdGroup(t, ex, "other") // the one global permit
+	pushed := executor.LanePushes()
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 100 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if executor.LanePushes() == pushed {
+		t.Fatal("no task joined the lane")
+	}
+	for _, h := range hs {
+		if !h.Cancel() {
+			t.Fatal("Cancel of a waiting task reported false")
+		}
+	}
+	late := submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn("late")})
+	release()
+	wait(t, hold)
+	if r := wait(t, late); r.Status != executor.Success {
+		t.Fatalf("the task submitted after the cancels: %v", r.Status)
+	}
+	if got := o.names(); !slices.Equal(got, []string{"late"}) {
+		t.Errorf("ran %v, want only the late task", got)
+	}
+}
+
+// TestLaneClose: Close completes the lane's tasks Cancelled, and none runs.
+func TestLaneClose(t *testing.T) {
+	ex := laneExec(t)
+	release, _ := holdGroup(t, ex, "g")
+	defer release()
+	pushed := executor.LanePushes()
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 100 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if executor.LanePushes() == pushed {
+		t.Fatal("no task joined the lane")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ex.Close() }()
+	for _, h := range hs {
+		if r := wait(t, h); r.Status != executor.Cancelled {
+			t.Fatalf("task %s after Close: %v, want Cancelled", h.ID(), r.Status)
+		}
+	}
+	release()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if got := o.names(); len(got) != 0 {
+		t.Errorf("tasks ran after Close: %v", got)
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn("late")}); !errors.Is(err, executor.ErrShutdown) {
+		t.Errorf("Submit after Close: %v, want ErrShutdown", err)
+	}
+}
+
+// TestLaneShutdown: Shutdown runs the lane's tasks, and no task joins the
+// lane once it has begun.
+func TestLaneShutdown(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 100 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	done := make(chan error, 1)
+	go func() { done <- ex.Shutdown(bg) }()
+	// Submit until refused: the ones accepted before Shutdown began run too.
+	for i := 100; ; i++ {
+		h, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))})
+		if errors.Is(err, executor.ErrShutdown) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+		runtime.Gosched()
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wait(t, hold)
+	var want []string
+	for i, h := range hs {
+		if r := wait(t, h); r.Status != executor.Success {
+			t.Fatalf("task %d: %v", i, r.Status)
+		}
+		want = append(want, fmt.Sprint(i))
+	}
+	if got := o.names(); !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+}
+
+// TestLaneShutdownGroup: ShutdownGroup runs the lane's tasks, and refuses
+// later ones.
+func TestLaneShutdownGroup(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	pushed := executor.LanePushes()
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 100 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if executor.LanePushes() == pushed {
+		t.Fatal("no task joined the lane")
+	}
+	done := make(chan error, 1)
+	go func() { done <- ex.ShutdownGroup(bg, "g") }()
+	for !groupStats(t, ex, "g").Shutdown {
+		runtime.Gosched()
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn("late")}); !errors.Is(err, executor.ErrGroupShutdown) {
+		t.Errorf("Submit after ShutdownGroup: %v, want ErrGroupShutdown", err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wait(t, hold)
+	for _, h := range hs {
+		if r := wait(t, h); r.Status != executor.Success {
+			t.Fatalf("task %s: %v", h.ID(), r.Status)
+		}
+	}
+	if got := len(o.names()); got != 100 {
+		t.Errorf("%d tasks ran, want 100", got)
+	}
+}
+
+// TestLaneClosesWhenLimitsChange: a group given a queue threshold moves
+// its lane's tasks into its queue, and the threshold then holds for new
+// tasks.
+func TestLaneClosesWhenLimitsChange(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	pushed := executor.LanePushes()
+	var o runOrder
+	var hs []*executor.Handle[string]
+	for i := range 100 {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if executor.LanePushes() == pushed {
+		t.Fatal("no task joined the lane")
+	}
+	l := policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: 1, QueueThreshold: 100, Share: 1}
+	if err := ex.SetGroupLimits("g", l); err != nil {
+		t.Fatal(err)
+	}
+	pushed = executor.LanePushes()
+	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn("over")}); !errors.Is(err, executor.ErrRejected) {
+		t.Errorf("Submit over the new queue threshold: %v, want a refusal", err)
+	}
+	if executor.LanePushes() != pushed {
+		t.Error("a task joined the lane of a group with a queue threshold")
+	}
+	release()
+	wait(t, hold)
+	for _, h := range hs {
+		wait(t, h)
+	}
+	if got := len(o.names()); got != 100 {
+		t.Errorf("%d tasks ran, want 100", got)
+	}
+}
+
+// TestLaneOnlyWhereNothingElseDecides: no task joins a lane where
+// something may refuse it or remove it from the queue, nor a task that
+// weighs more than one permit or whose context can be cancelled.
+func TestLaneOnlyWhereNothingElseDecides(t *testing.T) {
+	limits := []policy.Option{
+		policy.WithGlobalMaxInFlight(4),
+		policy.WithDefaultMaxConcurrency(2),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	}
+	cases := []struct {
+		name   string
+		popts  []policy.Option
+		eopts  []executor.Option
+		weight int
+		ctx    func() context.Context
+	}{
+		{name: "in-flight limit", popts: []policy.Option{policy.WithDefaultMaxInFlight(1000)}},
+		{name: "queue threshold", popts: []policy.Option{policy.WithDefaultQueueThreshold(1000)}},
+		{name: "global queue threshold", popts: []policy.Option{policy.WithGlobalQueueThreshold(1000)}},
+		{name: "queue timeout", popts: []policy.Option{policy.WithQueueTimeout(time.Hour)}},
+		{name: "listener", eopts: []executor.Option{executor.WithListener(executor.ListenerFuncs{})}},
+		{name: "weight 2", weight: 2},
+		{name: "context with Done", ctx: func() context.Context {
+			ctx, cancel := context.WithCancel(bg)
+			t.Cleanup(cancel)
+			return ctx
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := newExec(t, append(slices.Clone(limits), c.popts...), c.eopts...)
+			g := newGate()
+			var hs []*executor.Handle[string]
+			for i := range 2 { // the group's concurrency, held
+				hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Weight: 1, Fn: g.fn(fmt.Sprint("hold", i))}))
+			}
+			g.waitStarted(t, 2)
+			ctx := bg
+			if c.ctx != nil {
+				ctx = c.ctx()
+			}
+			pushed := executor.LanePushes()
+			var o runOrder
+			for i := range 200 {
+				h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Weight: c.weight, Fn: o.fn(fmt.Sprint(i))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs = append(hs, h)
+			}
+			if n := executor.LanePushes() - pushed; n != 0 {
+				t.Errorf("%d tasks joined a lane", n)
+			}
+			g.open()
+			for _, h := range hs {
+				wait(t, h)
+			}
+			if got := len(o.names()); got != 200 {
+				t.Errorf("%d tasks ran, want 200", got)
+			}
+		})
+	}
+}
+
+// TestLaneStress submits batches from many goroutines into a few groups
+// whose lanes open and close, at GOMAXPROCS 1, 2 and 8, while tasks are
+// cancelled, Go and Do calls join the same groups, and background loops
+// change limits (a queue threshold closes a lane) and evict groups. It
+// checks, inside the tasks, the limits and that no task runs twice; at the
+// end, that every task ran exactly once unless cancelled, in each
+// submitter's order within a group; and the books throughout.
+func TestLaneStress(t *testing.T) {
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			testLaneStress(t)
+		})
+	}
+}
+
+func testLaneStress(t *testing.T) {
+	const (
+		submitters = 8
+		perTask    = 1500
+		groups     = 3
+		maxGlobal  = 4
+		maxConc    = 1 // so that the run order is the start order, checked
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(maxGlobal),
+		policy.WithDefaultMaxConcurrency(maxConc),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	}, executor.WithMaxIdleGroups(1))
+	var (
+		globalRunning atomic.Int64
+		groupRunning  [groups]atomic.Int64
+		broken        violations
+	)
+	violate := broken.add
+	chaos := newBackground()
+	rnd := sharedRand(seed)
+	chaos.checkInvariants(ex, violate)
+	chaos.loop(sometimes(rnd, 500, func() { ex.EvictGroup(fmt.Sprint("g", rnd(groups))) }))
+	chaos.loop(sometimes(rnd, 2000, func() {
+		// A queue threshold closes the group's lane; Unlimited lets it
+		// open again. The concurrency limit stays maxConc.
+		l := policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: maxConc, QueueThreshold: policy.Unlimited, Share: 1}
+		if rnd(4) == 0 {
+			l.QueueThreshold = 1_000_000
+		}
+		if err := ex.SetGroupLimits(fmt.Sprint("g", rnd(groups)), l); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate("SetGroupLimits: " + err.Error())
+		}
+	}))
+	pushed := executor.LanePushes()
+	// Each group's one running place is held until the submitters have
+	// made their first tasks, so that every group has a backlog and its
+	// lane opens.
+	phase := make(chan struct{})
+	var submitted atomic.Int64
+	var blockers []*executor.Handle[int]
+	for gi := range groups {
+		blockers = append(blockers, submit(t, ex, executor.Task[int]{Group: fmt.Sprint("g", gi), Fn: func(context.Context) (int, error) {
+			<-phase
+			return 0, nil
+		}}))
+	}
+
+	type task struct {
+		h         *executor.Handle[int]
+		runs      *atomic.Int32
+		group, at int // at: the submitter's sequence number in its group
+		cancelled bool
+	}
+	// ran[s][g] lists, in run order, the sequence numbers of submitter s's
+	// tasks in group g.
+	var ranMu sync.Mutex
+	ran := make([][groups][]int, submitters)
+	tasks := make([][]task, submitters)
+	var wg sync.WaitGroup
+	for s := range submitters {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(s)+2))
+			var seq [groups]int
+			for range perTask {
+				gi := r.IntN(groups)
+				grp := fmt.Sprint("g", gi)
+				tk := task{runs: new(atomic.Int32), group: gi, at: seq[gi]}
+				seq[gi]++
+				running := stressRunning{&globalRunning, &groupRunning[gi], maxGlobal, maxConc, grp}
+				// Tasks that yield a few times, so that backlogs build up
+				// and lanes open.
+				body := stressBody(tk.runs, 1, running, violate, stressHolds, func() {
+					for range 4 {
+						runtime.Gosched()
+					}
+				}, tk.at)
+				fn := func(ctx context.Context) (int, error) {
+					v, err := body(ctx)
+					ranMu.Lock()
+					ran[s][gi] = append(ran[s][gi], tk.at)
+					ranMu.Unlock()
+					return v, err
+				}
+				switch r.IntN(20) {
+				case 0: // Go joins the same queue
+					if err := ex.Go(bg, grp, func(ctx context.Context) error { _, err := fn(ctx); return err }); err != nil {
+						violate("Go: " + err.Error())
+					}
+				case 1: // so does Do, from a goroutine of its own, so at a later place
+					wg.Go(func() {
+						if err := ex.Do(bg, grp, func(ctx context.Context) error { _, err := body(ctx); return err }); err != nil {
+							violate("Do: " + err.Error())
+						}
+					})
+				default:
+					h, err := executor.Submit(ex, bg, executor.Task[int]{Group: grp, Fn: fn})
+					if err != nil {
+						violate("Submit: " + err.Error())
+						continue
+					}
+					tk.h = h
+					if r.IntN(10) == 0 && len(tasks[s]) > 0 {
+						// Cancel an earlier task: it may wait in the lane,
+						// in the queue, or run already.
+						prev := &tasks[s][r.IntN(len(tasks[s]))]
+						if prev.h != nil && prev.h.Cancel() {
+							prev.cancelled = true
+						}
+					}
+				}
+				tasks[s] = append(tasks[s], tk)
+				if submitted.Add(1) == submitters*perTask/4 {
+					close(phase)
+				}
+				if r.IntN(8) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	drain(t, ex)
+	chaos.halt()
+	broken.check(t)
+
+	n := executor.LanePushes() - pushed
+	t.Logf("%d tasks joined a lane", n)
+	if n == 0 {
+		t.Error("no task joined a lane: the test did not exercise them")
+	}
+	for _, h := range blockers {
+		if r, _ := h.Result(); r.Status != executor.Success {
+			t.Errorf("a group's first task: %v", r.Status)
+		}
+	}
+	for s, ts := range tasks {
+		for _, tk := range ts {
+			runs := tk.runs.Load()
+			if tk.h == nil { // Go or Do: ran once, or the check above failed
+				if runs != 1 {
+					t.Errorf("a Go or Do task ran %d times", runs)
+				}
+				continue
+			}
+			r, ok := tk.h.Result()
+			if !ok {
+				t.Fatal("a handle is not complete after the executor drained")
+			}
+			checkRuns(t, fmt.Sprint(s, "/", tk.at), r, runs)
+			if r.Status == executor.Cancelled && !tk.cancelled {
+				t.Errorf("task %d/%d cancelled, but Cancel did not report it", s, tk.at)
+			}
+		}
+		// FIFO: a submitter's Submit and Go tasks of one group run in its
+		// order, one at a time.
+		for gi := range groups {
+			seq := ran[s][gi]
+			for i := 1; i < len(seq); i++ {
+				if seq[i] < seq[i-1] {
+					t.Errorf("submitter %d, group g%d: task %d ran after %d", s, gi, seq[i], seq[i-1])
+					break
+				}
+			}
+		}
+	}
+}
