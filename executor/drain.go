@@ -14,7 +14,7 @@ package executor
 // complete.
 
 func (g *group) drained() bool {
-	return g.tasks() == 0 && g.unsettled.Load() == 0 && !g.lane.open.Load()
+	return g.tasks() == 0 && g.unsettled.Load() == 0 && !g.laneOpen.Load()
 }
 
 // unsettleLocked counts j, whose admission has ended, as unsettled until it

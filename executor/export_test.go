@@ -187,7 +187,7 @@ func checkLane(g *group) string {
 	l := &g.lane
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.open.Load() {
+	if !g.laneOpen.Load() {
 		if len(l.tasks) > 0 {
 			return "a closed lane holds tasks"
 		}

@@ -43,6 +43,10 @@ type group struct {
 	// read without the lock: a caller allocates its task before locking
 	// unless the group is likely to refuse it (submit.go).
 	refusing atomic.Bool
+	// laneOpen says whether Submit may append to the group's lane (lane.go):
+	// written under the lane's mutex, read without it first, and by every
+	// admission, here where the admission reads already.
+	laneOpen atomic.Bool
 	waiting  jobList    // FIFO
 	light    lightQueue // light tasks, behind waiting (light.go)
 	spares   spares     // Go tasks kept for reuse (recycle.go)
@@ -121,7 +125,7 @@ func (g *group) tasks() int { return g.queued() + g.runningTasks }
 // idle reports whether g has no task, none still completing, no admission
 // under way, and no permits in transit.
 func (g *group) idle() bool {
-	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0 && !g.lane.open.Load()
+	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0 && !g.laneOpen.Load()
 }
 
 // reclaimable reports whether idle reclamation may drop g: not while its
@@ -163,7 +167,10 @@ func (ex *Executor) findGroup(key string) (*group, *refusal) {
 // if the state cannot be made.
 func (ex *Executor) lockFound(g *group, r *refusal, key string) (*group, *refusal) {
 	for g != nil {
-		ex.lockDrained(g) // FIFO: the lane's tasks come before the one admitted
+		g.mu.Lock()
+		if g.laneOpen.Load() {
+			ex.drainLaneLocked(g, false, false) // FIFO: the lane's tasks come before the one admitted
+		}
 		if !g.dead {
 			return g, nil
 		}

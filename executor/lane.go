@@ -49,10 +49,7 @@ import (
 // reach the depth at GOMAXPROCS 1, and the submitters' shape: 0.96x-1.05x,
 // within the noise.
 type lane struct {
-	mu sync.Mutex
-	// open says whether Submit may append; written under mu, read
-	// without it first.
-	open  atomic.Bool
+	mu    sync.Mutex
 	tasks []*job // appended, in submission order (mu)
 	// spare is the array of the tasks last drained, for the next ones
 	// (the group's mutex).
@@ -79,11 +76,11 @@ func (ex *Executor) laneFitsLocked(g *group) bool {
 // openLaneLocked opens g's lane if g has a backlog and nothing else to
 // decide for the tasks that join it (g.mu held).
 func (ex *Executor) openLaneLocked(g *group) {
-	if g.waiting.Len() < laneOpenDepth || g.lane.open.Load() || !ex.laneFitsLocked(g) {
+	if g.waiting.Len() < laneOpenDepth || g.laneOpen.Load() || !ex.laneFitsLocked(g) {
 		return
 	}
 	g.lane.mu.Lock()
-	g.lane.open.Store(true)
+	g.laneOpen.Store(true)
 	g.lane.mu.Unlock()
 }
 
@@ -96,7 +93,7 @@ func (ex *Executor) pushLane(g *group, j *job) bool {
 	j.submitted = ex.since()
 	l := &g.lane
 	l.mu.Lock()
-	ok := l.open.Load() && ex.stateNow() == open
+	ok := g.laneOpen.Load() && ex.stateNow() == open
 	if ok {
 		l.tasks = append(l.tasks, j)
 	}
@@ -121,7 +118,7 @@ func (ex *Executor) drainLaneLocked(g *group, close, closeIfEmpty bool) {
 	ts := l.tasks
 	l.tasks, l.spare = l.spare[:0], nil
 	if close || (closeIfEmpty && len(ts) == 0) {
-		l.open.Store(false)
+		g.laneOpen.Store(false)
 	}
 	l.mu.Unlock()
 	if len(ts) > 0 && g.queued() == 0 {
@@ -138,7 +135,7 @@ func (ex *Executor) drainLaneLocked(g *group, close, closeIfEmpty bool) {
 // lockDrained locks g and moves its lane's tasks, if any, into its queue.
 func (ex *Executor) lockDrained(g *group) {
 	g.mu.Lock()
-	if g.lane.open.Load() {
+	if g.laneOpen.Load() {
 		ex.drainLaneLocked(g, false, false)
 	}
 }
@@ -158,14 +155,14 @@ func (ex *Executor) unlockDrained(g *group) {
 // closeLaneLocked drains g's lane and closes it (g.mu held): g's limits
 // change, or g or the executor shuts down.
 func (ex *Executor) closeLaneLocked(g *group) {
-	if g.lane.open.Load() {
+	if g.laneOpen.Load() {
 		ex.drainLaneLocked(g, true, false)
 	}
 }
 
 // laneLen returns the number of tasks in g's lane.
 func (g *group) laneLen() int {
-	if !g.lane.open.Load() {
+	if !g.laneOpen.Load() {
 		return 0
 	}
 	g.lane.mu.Lock()

@@ -58,7 +58,7 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 	}
 	g, r := ex.findGroup(t.Group)
 	var h *Handle[T]
-	if g != nil && w == 1 && g.lane.open.Load() && ctx.Done() == nil {
+	if g != nil && w == 1 && g.laneOpen.Load() && ctx.Done() == nil {
 		h = newHandle(t, ctx, w)
 		if ex.pushLane(g, &h.job) {
 			return h, nil // joins g's backlog (lane.go)
