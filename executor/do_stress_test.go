@@ -23,12 +23,7 @@ import (
 // runs and none runs twice, every Do returns fn's outcome or a refusal, and
 // once drained nothing is held and every call is counted once.
 func TestDoSubmitGoStress(t *testing.T) {
-	for _, procs := range []int{1, 2, 8} {
-		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			testDoSubmitGoStress(t)
-		})
-	}
+	atProcs(t, testDoSubmitGoStress)
 }
 
 func testDoSubmitGoStress(t *testing.T) {

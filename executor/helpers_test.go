@@ -126,6 +126,17 @@ func isDone[T any](h *executor.Handle[T]) bool {
 	}
 }
 
+// atProcs runs test as subtests at GOMAXPROCS 1, 2 and 8: more
+// goroutines than cores is still a real interleaving on a small machine.
+func atProcs(t *testing.T, test func(t *testing.T)) {
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			test(t)
+		})
+	}
+}
+
 // background runs loops beside a stress test until halted: each calls its
 // step over and over, yielding between calls.
 type background struct {

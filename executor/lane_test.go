@@ -62,25 +62,37 @@ func holdGroup(t *testing.T, ex *executor.Executor, group string) (release func(
 	return g.open, h
 }
 
+// backlog submits n tasks named "0" to "n-1" to group, which must be
+// held, and checks that the ones past the lane's opening depth of 64
+// joined the lane.
+func backlog(t *testing.T, ex *executor.Executor, group string, o *runOrder, n int) []*executor.Handle[string] {
+	t.Helper()
+	pushed := executor.LanePushes()
+	var hs []*executor.Handle[string]
+	for i := range n {
+		hs = append(hs, submit(t, ex, executor.Task[string]{Group: group, Fn: o.fn(fmt.Sprint(i))}))
+	}
+	if got := executor.LanePushes() - pushed; got != int64(n-64) {
+		t.Fatalf("%d of %d tasks joined the lane, want %d: it opens at a backlog of 64", got, n, n-64)
+	}
+	return hs
+}
+
 // TestLaneKeepsFIFO: tasks that join the lane run after those queued
 // before them and before those admitted after them, whichever way those
 // came in (Submit with a context that can be cancelled, Go, Do).
 func TestLaneKeepsFIFO(t *testing.T) {
 	ex := laneExec(t)
 	release, hold := holdGroup(t, ex, "g")
-	pushed := executor.LanePushes()
 	var o runOrder
+	hs := backlog(t, ex, "g", &o, 100)
 	var want []string
-	var hs []*executor.Handle[string]
+	for i := range 100 {
+		want = append(want, fmt.Sprint(i))
+	}
 	add := func(name string) {
 		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(name)}))
 		want = append(want, name)
-	}
-	for i := range 100 {
-		add(fmt.Sprint("s", i))
-	}
-	if n := executor.LanePushes() - pushed; n != 100-64 {
-		t.Fatalf("%d of 100 tasks joined the lane, want %d: it opens at a backlog of 64", n, 100-64)
 	}
 	// A task the lane does not take comes after the lane's tasks.
 	ctx, cancel := context.WithCancel(bg)
@@ -90,12 +102,12 @@ func TestLaneKeepsFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs, want = append(hs, h), append(want, "cancellable")
-	add("s100")
+	add("100")
 	if err := ex.Go(bg, "g", func(ctx context.Context) error { _, err := o.fn("go")(ctx); return err }); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "go")
-	add("s101")
+	add("101")
 	doErr := make(chan error, 1)
 	go func() {
 		doErr <- ex.Do(bg, "g", func(ctx context.Context) error { _, err := o.fn("do")(ctx); return err })
@@ -104,7 +116,7 @@ func TestLaneKeepsFIFO(t *testing.T) {
 		runtime.Gosched()
 	}
 	want = append(want, "do")
-	add("s102")
+	add("102")
 	release()
 	wait(t, hold)
 	for _, h := range hs {
@@ -126,15 +138,8 @@ func TestLaneKeepsFIFO(t *testing.T) {
 func TestLaneCounts(t *testing.T) {
 	ex := laneExec(t)
 	release, hold := holdGroup(t, ex, "g")
-	pushed := executor.LanePushes()
 	var o runOrder
-	var hs []*executor.Handle[string]
-	for i := range 80 {
-		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
-	}
-	if executor.LanePushes() == pushed {
-		t.Fatal("no task joined the lane")
-	}
+	hs := backlog(t, ex, "g", &o, 80)
 	s := groupStats(t, ex, "g")
 	if s.Waiting != 80 || s.InFlight != 81 || s.Submitted != 81 || s.RunningTasks != 1 {
 		t.Errorf("group stats: waiting %d, in flight %d, submitted %d, running %d; want 80, 81, 81, 1",
@@ -159,15 +164,8 @@ func TestLaneCounts(t *testing.T) {
 func TestLaneCancel(t *testing.T) {
 	ex := laneExec(t)
 	release, hold := holdGroup(t, ex, "g")
-	pushed := executor.LanePushes()
 	var o runOrder
-	var hs []*executor.Handle[string]
-	for i := range 100 {
-		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
-	}
-	if executor.LanePushes()-pushed != 100-64 {
-		t.Fatal("the last tasks did not join the lane")
-	}
+	hs := backlog(t, ex, "g", &o, 100)
 	if !hs[90].Cancel() {
 		t.Fatal("Cancel of a task in the lane reported false")
 	}
@@ -199,15 +197,8 @@ func TestLaneLeavesNoTask(t *testing.T) {
 		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
 	release, hold := holdGroup(t, ex, "other") // the one global permit
-	pushed := executor.LanePushes()
 	var o runOrder
-	var hs []*executor.Handle[string]
-	for i := range 100 {
-		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
-	}
-	if executor.LanePushes() == pushed {
-		t.Fatal("no task joined the lane")
-	}
+	hs := backlog(t, ex, "g", &o, 100)
 	for _, h := range hs {
 		if !h.Cancel() {
 			t.Fatal("Cancel of a waiting task reported false")
@@ -229,15 +220,8 @@ func TestLaneClose(t *testing.T) {
 	ex := laneExec(t)
 	release, _ := holdGroup(t, ex, "g")
 	defer release()
-	pushed := executor.LanePushes()
 	var o runOrder
-	var hs []*executor.Handle[string]
-	for i := range 100 {
-		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
-	}
-	if executor.LanePushes() == pushed {
-		t.Fatal("no task joined the lane")
-	}
+	hs := backlog(t, ex, "g", &o, 100)
 	closed := make(chan error, 1)
 	go func() { closed <- ex.Close() }()
 	for _, h := range hs {
@@ -303,15 +287,8 @@ func TestLaneShutdown(t *testing.T) {
 func TestLaneShutdownGroup(t *testing.T) {
 	ex := laneExec(t)
 	release, hold := holdGroup(t, ex, "g")
-	pushed := executor.LanePushes()
 	var o runOrder
-	var hs []*executor.Handle[string]
-	for i := range 100 {
-		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
-	}
-	if executor.LanePushes() == pushed {
-		t.Fatal("no task joined the lane")
-	}
+	hs := backlog(t, ex, "g", &o, 100)
 	done := make(chan error, 1)
 	go func() { done <- ex.ShutdownGroup(bg, "g") }()
 	for !groupStats(t, ex, "g").Shutdown {
@@ -341,20 +318,13 @@ func TestLaneShutdownGroup(t *testing.T) {
 func TestLaneClosesWhenLimitsChange(t *testing.T) {
 	ex := laneExec(t)
 	release, hold := holdGroup(t, ex, "g")
-	pushed := executor.LanePushes()
 	var o runOrder
-	var hs []*executor.Handle[string]
-	for i := range 100 {
-		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))}))
-	}
-	if executor.LanePushes() == pushed {
-		t.Fatal("no task joined the lane")
-	}
+	hs := backlog(t, ex, "g", &o, 100)
 	l := policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: 1, QueueThreshold: 100, Share: 1}
 	if err := ex.SetGroupLimits("g", l); err != nil {
 		t.Fatal(err)
 	}
-	pushed = executor.LanePushes()
+	pushed := executor.LanePushes()
 	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn("over")}); !errors.Is(err, executor.ErrRejected) {
 		t.Errorf("Submit over the new queue threshold: %v, want a refusal", err)
 	}
@@ -443,12 +413,7 @@ func TestLaneOnlyWhereNothingElseDecides(t *testing.T) {
 // end, that every task ran exactly once unless cancelled, in each
 // submitter's order within a group; and the books throughout.
 func TestLaneStress(t *testing.T) {
-	for _, procs := range []int{1, 2, 8} {
-		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			testLaneStress(t)
-		})
-	}
+	atProcs(t, testLaneStress)
 }
 
 func testLaneStress(t *testing.T) {
