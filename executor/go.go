@@ -48,6 +48,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	g, r := ex.findGroup(group)
 	bg := ctx == background // compared once: an interface comparison is a call
 	light := bg && ex.light // queued, it is fn alone (light.go)
+	if light && g != nil && g.laneOpen.Load() && ex.pushLaneLight(g, fn) {
+		return nil // joins g's backlog (lane.go)
+	}
 	var t *goTask
 	if likelyAdmitted(g) && !light && (!bg || g.spares.n.Load() == 0) {
 		t = newGoTask(ctx, fn, bg)
@@ -57,6 +60,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	if ex.admit(g, r, group, 1, &a); a.v == admitRoom {
 		if light && ex.queuesBehindLocked(a.g) {
 			ex.queueLightLocked(a.g, fn)
+			ex.openLaneLocked(a.g)
 			a.g.mu.Unlock()
 			return nil
 		}
@@ -78,6 +82,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	case admitQueue:
 		if light {
 			ex.queueLightLocked(a.g, fn)
+			ex.openLaneLocked(a.g)
 			ex.unlock(a.g, b)
 			return nil
 		}

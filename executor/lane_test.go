@@ -16,8 +16,8 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// A group whose queue grows long takes Submit's tasks through its lane,
-// without its lock (lane.go). These tests hold a group's one running task so
+// A group whose queue grows long takes Submit's tasks, and Go's light
+// ones, through its lane, without its lock (lane.go). These tests hold a group's one running task so
 // that everything submitted after it waits, with the lane open, and check
 // that the lane changes nothing a caller can see.
 
@@ -130,6 +130,70 @@ func TestLaneKeepsFIFO(t *testing.T) {
 	drain(t, ex)
 	if got := o.names(); !slices.Equal(got, want) {
 		t.Errorf("ran in order\n%v\nwant\n%v", got, want)
+	}
+}
+
+// goBacklog calls Go n times for group, which must be held, with tasks
+// named "0" to "n-1", and checks that the ones past the lane's opening
+// depth joined the lane.
+func goBacklog(t *testing.T, ex *executor.Executor, group string, o *runOrder, n int) {
+	t.Helper()
+	pushed := executor.LanePushes()
+	for i := range n {
+		fn := o.fn(fmt.Sprint(i))
+		if err := ex.Go(bg, group, func(ctx context.Context) error { _, err := fn(ctx); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := executor.LanePushes() - pushed; got != int64(n-64) {
+		t.Fatalf("%d of %d Go tasks joined the lane, want %d", got, n, n-64)
+	}
+}
+
+// TestLaneTakesGo: light Go tasks join a backlogged group's lane too, and
+// run in order; counted as waiting and submitted meanwhile.
+func TestLaneTakesGo(t *testing.T) {
+	ex := laneExec(t)
+	release, hold := holdGroup(t, ex, "g")
+	var o runOrder
+	goBacklog(t, ex, "g", &o, 200)
+	if s := groupStats(t, ex, "g"); s.Waiting != 200 || s.InFlight != 201 || s.Submitted != 201 {
+		t.Errorf("group stats: waiting %d, in flight %d, submitted %d; want 200, 201, 201", s.Waiting, s.InFlight, s.Submitted)
+	}
+	release()
+	wait(t, hold)
+	drain(t, ex)
+	var want []string
+	for i := range 200 {
+		want = append(want, fmt.Sprint(i))
+	}
+	if got := o.names(); !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+}
+
+// TestLaneGoClose: Close cancels the Go tasks in a lane, and none runs.
+func TestLaneGoClose(t *testing.T) {
+	ex := laneExec(t)
+	release, _ := holdGroup(t, ex, "g")
+	var o runOrder
+	goBacklog(t, ex, "g", &o, 100)
+	closed := make(chan error, 1)
+	go func() { closed <- ex.Close() }()
+	for deadline := time.Now().Add(10 * time.Second); ex.Stats().Cancelled < 100; runtime.Gosched() { // a hang guard
+		if time.Now().After(deadline) {
+			t.Fatalf("Close cancelled %d of the 100 waiting Go tasks", ex.Stats().Cancelled)
+		}
+	}
+	release()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if got := o.names(); len(got) != 0 {
+		t.Errorf("Go tasks ran after Close: %v", got)
+	}
+	if s := ex.Stats(); s.Cancelled != 100 || s.Waiting != 0 {
+		t.Errorf("after Close: cancelled %d, waiting %d; want 100, 0", s.Cancelled, s.Waiting)
 	}
 }
 

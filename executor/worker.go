@@ -284,7 +284,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		g.mu.Lock()
 		g.gate.Unlock()
 	}
-	if g.laneOpen.Load() && g.waiting.Len() <= laneDrainDepth {
+	if g.laneOpen.Load() && g.queued() <= laneDrainDepth {
 		ex.drainLaneLocked(g, false, true)
 	}
 	g.running -= j.weight
