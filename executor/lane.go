@@ -25,13 +25,14 @@ import (
 // Submit appends such a task to it under the lane's own mutex, which only
 // the submitters and, once per many tasks, a drain take. So does Go for a
 // light task (a Go task with context.Background, queued as its function
-// alone: light.go), whose backlog grows the same way from a Go fan-out. A drain moves the lane's
-// tasks to the back of the group's queue, in order, under the group's
-// mutex: every admission does it first (lockFound), so that the queue
-// stays FIFO whatever way a task comes in, as do a cancel, a shutdown and a
-// change of the group's limits; and a finishing task does it once its
-// group's queue is down to laneDrainDepth, closing the lane if it was
-// empty. A task in the lane is counted by Stats as waiting and submitted.
+// alone: light.go), whose backlog grows the same way from a Go fan-out.
+// A drain moves the lane's tasks to the back of the group's queue, in
+// order, under the group's mutex: every admission does it first
+// (lockFound), so that the queue stays FIFO whatever way a task comes in,
+// as do a cancel, a shutdown and a change of the group's limits; and a
+// finishing task does it once its group's queue is down to laneDrainDepth,
+// closing the lane if it was empty. A task in the lane is counted by Stats
+// as waiting and submitted.
 //
 // Nothing is left in a lane: the lane opens only while the group has a
 // backlog, whose tasks each start and finish, and a finish with a short
