@@ -41,12 +41,6 @@ type displacement struct {
 // it handles g going idle, completes the task the section finished (b.fin),
 // and wakes drain waiters if g has drained.
 func (ex *Executor) endLocked(g *group, b *batch) {
-	if g.tasks() == 0 && g.laneOpen.Load() {
-		// No finish of g's is to come and drain its lane (the section
-		// removed its tasks): the lane closes, or its tasks, appended
-		// meanwhile, join the queue (lane.go).
-		ex.drainLaneLocked(g, false, true)
-	}
 	if g.idle() {
 		ex.idleLocked(g, b)
 	}

@@ -368,6 +368,12 @@ func (ex *Executor) dequeuedLocked(g *group) {
 	if g.queued() == 0 {
 		g.emptied++
 		g.clusterWait = false // the next head asks the limiter afresh
+		if g.laneOpen.Load() {
+			// The backlog is gone, however it went (started by a finish or
+			// by the dispatcher, cancelled): the lane closes, or the tasks
+			// appended meanwhile become the queue (lane.go).
+			ex.drainLaneLocked(g, false, true)
+		}
 	}
 }
 

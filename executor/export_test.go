@@ -196,6 +196,9 @@ func checkLane(g *group) string {
 	if g.dead || g.shutdown || g.limits.MaxInFlight != policy.Unlimited || g.limits.QueueThreshold != policy.Unlimited {
 		return "a lane is open where its group's state decides for new tasks"
 	}
+	if g.queued() == 0 {
+		return "a lane is open where its group has no backlog"
+	}
 	for _, t := range l.tasks {
 		if j := t.j; j != nil && (t.fn != nil || j.state != stateNew || j.g != g || j.weight != 1 || j.kind != kindHandle) {
 			return "a lane holds a task that is not a new Submit task of weight 1 of its group"

@@ -34,13 +34,16 @@ import (
 // closing the lane if it was empty. A task in the lane is counted by Stats
 // as waiting and submitted.
 //
-// Nothing is left in a lane: the lane opens only while the group has a
-// backlog, whose tasks each start and finish, and a finish with a short
-// queue drains it; a section that leaves the group with no task at all
-// (its tasks cancelled) drains it too, closing it if it is empty
-// (endLocked). The lane closes only under its mutex, so that an append
-// either lands before the close, whose drain takes it, or finds the lane
-// closed and takes the group's lock instead. A group with an open lane is
+// A lane is open only while its group has a backlog: it opens at a queue
+// of laneOpenDepth, and whatever takes the last task out of the queue (a
+// start by a finish or by the dispatcher, a cancel) drains the lane, and
+// closes it if it is empty (dequeuedLocked). So a task appended to a lane
+// would have queued behind others anyway: it never waits in a lane while
+// its group has room to start it. And nothing is left in a lane: the
+// tasks of a backlog each leave the queue, and the last to leave drains
+// it. The lane closes only under its mutex, so that an append either
+// lands before the close, whose drain takes it, or finds the lane closed
+// and takes the group's lock instead. A group with an open lane is
 // neither idle nor drained.
 //
 // What it buys, on the 2-core machine: on the flat batch with Submit, at

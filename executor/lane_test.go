@@ -279,6 +279,82 @@ func TestLaneLeavesNoTask(t *testing.T) {
 	}
 }
 
+// TestLaneClosesWithItsBacklog: once a group's backlog has left its queue,
+// however it left, a task submitted to it starts at once if there is room:
+// it does not wait in the lane for a finish of the group's (which, if the
+// running tasks waited for it, would never come).
+func TestLaneClosesWithItsBacklog(t *testing.T) {
+	started := func(t *testing.T, ex *executor.Executor) {
+		t.Helper()
+		g := newGate()
+		defer g.open()
+		pushed := executor.LanePushes()
+		submit(t, ex, executor.Task[string]{Group: "g", ID: "x", Fn: g.fn("x")})
+		if executor.LanePushes() != pushed {
+			t.Error("the task joined a lane although its group's queue was empty")
+		}
+		g.waitStarted(t, 1) // a hang guard: it starts at once, or never
+	}
+	unlimited := []policy.Option{
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+		policy.WithDefaultMaxConcurrency(policy.Unlimited),
+	}
+	t.Run("dispatched after a global limit change", func(t *testing.T) {
+		ex := newExec(t, append([]policy.Option{policy.WithGlobalMaxInFlight(1)}, unlimited...))
+		g := newGate()
+		defer g.open()
+		pushed := executor.LanePushes()
+		for i := range 70 { // one runs, 64 wait for global room, 5 join the lane
+			submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn(fmt.Sprint(i))})
+		}
+		if n := executor.LanePushes() - pushed; n != 5 {
+			t.Fatalf("%d tasks joined the lane, want 5", n)
+		}
+		if err := ex.SetGlobalMaxInFlight(policy.Unlimited); err != nil {
+			t.Fatal(err)
+		}
+		g.waitStarted(t, 70) // the dispatcher started the backlog, the lane's too
+		started(t, ex)
+	})
+	t.Run("dispatched as another group finishes", func(t *testing.T) {
+		ex := newExec(t, append([]policy.Option{policy.WithGlobalMaxInFlight(100)}, unlimited...))
+		other, g := newGate(), newGate()
+		defer g.open()
+		for i := range 100 {
+			submit(t, ex, executor.Task[string]{Group: "other", Fn: other.fn(fmt.Sprint(i))})
+		}
+		other.waitStarted(t, 100)
+		pushed := executor.LanePushes()
+		for i := range 70 { // all wait for global room; 6 join the lane
+			submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn(fmt.Sprint(i))})
+		}
+		if n := executor.LanePushes() - pushed; n != 6 {
+			t.Fatalf("%d tasks joined the lane, want 6", n)
+		}
+		other.open()
+		g.waitStarted(t, 70)
+		started(t, ex)
+	})
+	t.Run("cancelled while a task runs", func(t *testing.T) {
+		ex := laneExec(t)
+		release, hold := holdGroup(t, ex, "g")
+		var o runOrder
+		for _, h := range backlog(t, ex, "g", &o, 100) {
+			h.Cancel()
+		}
+		pushed := executor.LanePushes()
+		x := submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn("x")})
+		if executor.LanePushes() != pushed {
+			t.Error("the task joined a lane although its group's queue was empty")
+		}
+		release()
+		wait(t, hold)
+		if r := wait(t, x); r.Status != executor.Success {
+			t.Fatalf("x: %v", r.Status)
+		}
+	})
+}
+
 // TestLaneClose: Close completes the lane's tasks Cancelled, and none runs.
 func TestLaneClose(t *testing.T) {
 	ex := laneExec(t)
