@@ -13,9 +13,7 @@ package executor
 // unsettled tasks is not idle, so it is never reclaimed before they
 // complete.
 
-func (g *group) drained() bool {
-	return g.tasks() == 0 && g.unsettled.Load() == 0 && !g.laneOpen.Load()
-}
+func (g *group) drained() bool { return g.tasks() == 0 && g.unsettled.Load() == 0 }
 
 // unsettleLocked counts j, whose admission has ended, as unsettled until it
 // has completed (settled).

@@ -125,7 +125,7 @@ func (g *group) tasks() int { return g.queued() + g.runningTasks }
 // idle reports whether g has no task, none still completing, no admission
 // under way, and no permits in transit.
 func (g *group) idle() bool {
-	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0 && !g.laneOpen.Load()
+	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0
 }
 
 // reclaimable reports whether idle reclamation may drop g: not while its
