@@ -46,6 +46,24 @@ func (o *runOrder) fn(name string) func(context.Context) (string, error) {
 	}
 }
 
+// numbered returns the names "0" to "n-1", as backlog and goBacklog name
+// their tasks.
+func numbered(n int) []string {
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprint(i))
+	}
+	return names
+}
+
+// expect fails t unless the tasks ran in the order of want.
+func (o *runOrder) expect(t *testing.T, want []string) {
+	t.Helper()
+	if got := o.names(); !slices.Equal(got, want) {
+		t.Errorf("ran in order\n%v\nwant\n%v", got, want)
+	}
+}
+
 func (o *runOrder) names() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -86,10 +104,7 @@ func TestLaneKeepsFIFO(t *testing.T) {
 	release, hold := holdGroup(t, ex, "g")
 	var o runOrder
 	hs := backlog(t, ex, "g", &o, 100)
-	var want []string
-	for i := range 100 {
-		want = append(want, fmt.Sprint(i))
-	}
+	want := numbered(100)
 	add := func(name string) {
 		hs = append(hs, submit(t, ex, executor.Task[string]{Group: "g", Fn: o.fn(name)}))
 		want = append(want, name)
@@ -128,9 +143,7 @@ func TestLaneKeepsFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, ex)
-	if got := o.names(); !slices.Equal(got, want) {
-		t.Errorf("ran in order\n%v\nwant\n%v", got, want)
-	}
+	o.expect(t, want)
 }
 
 // goBacklog calls Go n times for group, which must be held, with tasks
@@ -163,13 +176,7 @@ func TestLaneTakesGo(t *testing.T) {
 	release()
 	wait(t, hold)
 	drain(t, ex)
-	var want []string
-	for i := range 200 {
-		want = append(want, fmt.Sprint(i))
-	}
-	if got := o.names(); !slices.Equal(got, want) {
-		t.Errorf("ran %v, want %v", got, want)
-	}
+	o.expect(t, numbered(200))
 }
 
 // TestLaneGoClose: Close cancels the Go tasks in a lane, and none runs.
@@ -238,17 +245,13 @@ func TestLaneCancel(t *testing.T) {
 	}
 	release()
 	wait(t, hold)
-	var want []string
 	for i, h := range hs {
 		if i != 90 {
 			wait(t, h)
-			want = append(want, fmt.Sprint(i))
 		}
 	}
 	drain(t, ex)
-	if got := o.names(); !slices.Equal(got, want) {
-		t.Errorf("ran %v, want %v", got, want)
-	}
+	o.expect(t, slices.Delete(numbered(100), 90, 91))
 }
 
 // TestLaneLeavesNoTask: a group whose waiting tasks are all cancelled
@@ -410,16 +413,12 @@ func TestLaneShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, hold)
-	var want []string
 	for i, h := range hs {
 		if r := wait(t, h); r.Status != executor.Success {
 			t.Fatalf("task %d: %v", i, r.Status)
 		}
-		want = append(want, fmt.Sprint(i))
 	}
-	if got := o.names(); !slices.Equal(got, want) {
-		t.Errorf("ran %v, want %v", got, want)
-	}
+	o.expect(t, numbered(len(hs)))
 }
 
 // TestLaneShutdownGroup: ShutdownGroup runs the lane's tasks, and refuses
