@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -32,9 +33,11 @@ import (
 // the task Failed.
 //
 // An admitted call costs one small allocation (its task, which is also fn's
-// context). A refused one allocates nothing once its group has refused the
-// same way before: the error is the group's last one, shared, and must not
-// be modified.
+// context), unless ctx is context.Background: then, as for Go, the task is
+// reused once Do returns, and fn's context is its group's, which only the
+// group's stop cancels and which carries no values. A refused call
+// allocates nothing once its group has refused the same way before: the
+// error is the group's last one, shared, and must not be modified.
 func (ex *Executor) Do(ctx context.Context, group string, fn func(context.Context) error) error {
 	return ex.DoWeighted(ctx, group, 1, fn)
 }
@@ -66,9 +69,10 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		now = ex.since() // the events report the wait; nothing else reads it
 	}
 	g, r := ex.findGroup(group)
+	bg := ctx == background // compared once: an interface comparison is a call
 	var d *doTask
 	if likelyAdmitted(g) {
-		d = newDoTask(ctx, fn, w)
+		d = newDoTask(ctx, fn, w, bg)
 	}
 	var a admission
 	var b *batch // only for a task that fits its group's bulkhead
@@ -80,7 +84,7 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 	switch a.v {
 	case admitStart:
 		if d == nil {
-			d = newDoTask(ctx, fn, w)
+			d = newDoTask(ctx, fn, w, bg)
 		}
 		d.submitted = now
 		ex.startNewLocked(&a, &d.job, b)
@@ -88,7 +92,7 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		return ex.runDo(d)
 	case admitQueue:
 		if d == nil {
-			d = newDoTask(ctx, fn, w)
+			d = newDoTask(ctx, fn, w, bg)
 		}
 		d.submitted = now
 		d.wake = make(chan struct{})
@@ -104,7 +108,7 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		return rej
 	}
 	if d == nil {
-		d = newDoTask(ctx, fn, w)
+		d = newDoTask(ctx, fn, w, bg)
 	}
 	d.g = a.refusedGroup(ex, group)
 	if ex.handler == nil {
@@ -122,7 +126,10 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 	return err
 }
 
-// doTask is a Do call's task. It is also fn's context (runCtx).
+// doTask is a Do call's task. It is also fn's context (runCtx), unless
+// the call's context is context.Background: then the task is reusable (its
+// run context is its group's, groupCtx) and goes back to doTaskPool when
+// its call ends.
 type doTask struct {
 	job
 	fn func(context.Context) error
@@ -133,11 +140,29 @@ type doTask struct {
 	err  error
 }
 
-func newDoTask(ctx context.Context, fn func(context.Context) error, w int) *doTask {
-	d := &doTask{fn: fn}
+func newDoTask(ctx context.Context, fn func(context.Context) error, w int, bg bool) *doTask {
+	var d *doTask
+	if bg {
+		d, _ = doTaskPool.Get().(*doTask)
+	}
+	if d == nil {
+		d = new(doTask)
+	}
+	d.fn = fn
 	d.kind, d.parent, d.body, d.weight = kindDo, ctx, d, w
+	if bg {
+		d.flags = flagBackground
+	}
 	return d
 }
+
+// doTaskPool holds the Do tasks of calls with context.Background that
+// have ended. In the server workload (2-core machine, five alternating
+// runs) Do took 341 ns a request instead of 409 at GOMAXPROCS 1, and 183
+// instead of 240 at 2: the allocation and the collector's work for it
+// were 18% of a profile at 1 and 17% at 2. A pool, not its group's spares
+// as for Go: a Do task is put back by its caller, after its group's lock.
+var doTaskPool sync.Pool
 
 func (d *doTask) taskID() string                    { return "" }
 func (d *doTask) record(err error, _ time.Duration) { d.err = err }
@@ -209,6 +234,12 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 	returned = true
 	d.endRun()
 	ex.finish(&d.job, classify(err), err, queued, ex.ranSince(start), false)
+	if d.reusable() && d.x.Load() == nil {
+		// Finished, d is in no list and no set: nothing refers to it but
+		// this call (a task that took anything extra is left alone).
+		*d = doTask{}
+		doTaskPool.Put(d)
+	}
 	return err
 }
 

@@ -85,6 +85,9 @@ func testDoSubmitGoStress(t *testing.T) {
 					// permits, and the Do calls behind it, to the end.
 					cancelLate = true
 				}
+				if !cancelLate && r.IntN(3) == 0 {
+					ctx = bg // Do and Go then reuse their tasks (recycle.go, do.go)
+				}
 				groupMax := int64(maxConc)
 				if gi >= groups/2 {
 					groupMax = 2

@@ -417,6 +417,47 @@ func TestDoContext(t *testing.T) {
 	<-closed
 }
 
+// TestDoBackgroundContextOutlivesItsTask: a Do call with
+// context.Background reuses its task once it returns, so fn's context is
+// its group's, not the task: kept after the call, it still answers for
+// its own group while the task runs calls of another.
+func TestDoBackgroundContextOutlivesItsTask(t *testing.T) {
+	ex := newExec(t, nil)
+	kept := map[string]context.Context{}
+	for _, g := range []string{"a", "b", "a", "b"} {
+		if err := ex.Do(bg, g, func(ctx context.Context) error { kept[g] = ctx; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A's stop: a shutdown whose context ends while a's task runs.
+	running := make(chan struct{})
+	blocked := doIn(ex, bg, "a", func(ctx context.Context) error {
+		close(running)
+		<-ctx.Done()
+		return nil
+	})
+	<-running
+	ended, cancel := context.WithCancel(bg)
+	cancel()
+	if err := ex.ShutdownGroup(ended, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ShutdownGroup = %v, want its context's error", err)
+	}
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if err := kept["a"].Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("a's context after a's shutdown: %v, want cancelled", err)
+	}
+	if err := kept["b"].Err(); err != nil {
+		t.Errorf("b's context after a's shutdown: %v, want nil", err)
+	}
+	select {
+	case <-kept["a"].Done():
+	default:
+		t.Error("a's context: Done not closed")
+	}
+}
+
 // TestDoShutdownWaits: Shutdown returns only once a running Do's fn has.
 func TestDoShutdownWaits(t *testing.T) {
 	ex := newExec(t, nil)
@@ -487,7 +528,8 @@ func TestDoHotGroupNeverDelaysACold(t *testing.T) {
 // TestDoRefusalAllocations: Do and Go refuse a full group without
 // allocating once the group has refused the same way before, whichever
 // limit refuses (the group's in-flight limit, before its queue is looked
-// at, or its queue threshold), and an admitted Do allocates only its task.
+// at, or its queue threshold), and an admitted Do allocates only its task,
+// and nothing with context.Background (its task is reused).
 func TestDoRefusalAllocations(t *testing.T) {
 	fn := func(context.Context) error { return nil }
 	var ex *executor.Executor
@@ -514,8 +556,14 @@ func TestDoRefusalAllocations(t *testing.T) {
 			}
 		}
 	}
-	ex.Do(bg, "free", fn)
-	if n := testing.AllocsPerRun(100, func() { ex.Do(bg, "free", fn) }); n > 1 {
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	ex.Do(ctx, "free", fn)
+	if n := testing.AllocsPerRun(100, func() { ex.Do(ctx, "free", fn) }); n != 1 {
 		t.Errorf("an admitted Do allocated %v times, want 1", n)
+	}
+	// The race detector's sync.Pool drops some of what it is given.
+	if n := testing.AllocsPerRun(100, func() { ex.Do(bg, "free", fn) }); n > 0 && !raceEnabled {
+		t.Errorf("an admitted Do with context.Background allocated %v times, want 0", n)
 	}
 }

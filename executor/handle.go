@@ -85,9 +85,9 @@ const (
 	// flagDetached: run by CallerRuns, outside the executor; no group stop
 	// reaches it.
 	flagDetached jobFlags = 1 << iota
-	// flagBackground: a Go task with context.Background, reused once it
-	// completes (recycle.go). Go compares the context once and keeps the
-	// answer: comparing an interface value is a call.
+	// flagBackground: a Go or Do task with context.Background, reused once
+	// it completes (recycle.go, do.go). The context is compared once and
+	// the answer kept: comparing an interface value is a call.
 	flagBackground
 )
 

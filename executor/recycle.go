@@ -37,11 +37,11 @@ const maxSpares = 64
 // serve, or be cancelled, which needs a watcher.
 var background = context.Background()
 
-// reusable reports whether j is a Go task reused once it completes: its
-// context is context.Background and it runs under the executor's limits
-// (not by CallerRuns, whose task belongs to its caller). keepLocked also
-// leaves a task that took anything extra (a cluster permit, a breaker
-// ticket).
+// reusable reports whether j is a Go or Do task reused once it completes:
+// its context is context.Background and it runs under the executor's
+// limits (not by CallerRuns, whose task belongs to its caller). keepLocked
+// and runDo also leave a task that took anything extra (a cluster permit,
+// a breaker ticket).
 func (j *job) reusable() bool {
 	return j.flags == flagBackground // and not detached
 }
@@ -131,12 +131,12 @@ func (g *group) trimSparesLocked() {
 	}
 }
 
-// groupCtx is a group seen as the run context of its reusable Go tasks,
-// which are reused once they complete, so that no context may be the task
-// itself. Such a task has no handle to cancel it and a parent that never
-// ends: only its group's stop cancels it, so one context per group serves
-// all of them, and a fn that keeps its context after returning keeps its
-// group's, not a task since reused. Asking it for Done makes one channel
+// groupCtx is a group seen as the run context of its reusable tasks (Go's
+// and Do's), which are reused once they complete, so that no context may be
+// the task itself. Such a task has no handle to cancel it and a parent that
+// never ends: only its group's stop cancels it, so one context per group
+// serves all of them, and a fn that keeps its context after returning keeps
+// its group's, not a task since reused. Asking it for Done makes one channel
 // per group, not one per task. It carries no value and no deadline, as
 // context.Background.
 type groupCtx group
