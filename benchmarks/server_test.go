@@ -45,6 +45,20 @@ var serverPeers = []serverPeer{
 			return ex.Do(ctx, tenant, do)
 		}, func() { ex.Close() }, nil
 	}},
+	{"do-ctx", func(fn func()) (func(context.Context, string) error, func(), error) {
+		// Do with a context that can be cancelled, as a handler's request
+		// context is: its task is allocated (context.Background's is
+		// reused).
+		ex, err := serverExecutor()
+		if err != nil {
+			return nil, nil, err
+		}
+		reqCtx, cancel := context.WithCancel(context.Background())
+		do := func(context.Context) error { fn(); return nil }
+		return func(_ context.Context, tenant string) error {
+			return ex.Do(reqCtx, tenant, do)
+		}, func() { cancel(); ex.Close() }, nil
+	}},
 	{"submit-wait", func(fn func()) (func(context.Context, string) error, func(), error) {
 		ex, err := serverExecutor()
 		if err != nil {
