@@ -185,25 +185,35 @@ func (ex *Executor) lockFound(g *group, r *refusal, key string) (*group, *refusa
 func (ex *Executor) makeGroup(key string) (*group, *refusal) {
 	// Limits set by SetGroupLimits win over the policy's, whose resolvers
 	// are then not called.
-	ex.overMu.RLock()
-	l, set := ex.overrides[key]
-	ex.overMu.RUnlock()
-	if !set {
-		var err error
-		if l, err = ex.pol.Group(key); err != nil { // resolvers are user code: no lock held
-			return nil, &refusal{limit: LimitResolver, err: err, forced: true}
+	for {
+		ex.overMu.RLock()
+		l, set := ex.overrides[key]
+		ex.overMu.RUnlock()
+		if !set {
+			var err error
+			if l, err = ex.pol.Group(key); err != nil { // resolvers are user code: no lock held
+				return nil, &refusal{limit: LimitResolver, err: err, forced: true}
+			}
 		}
+		// The index is written under the read lock, so that SetGroupLimits
+		// and ResetGroupLimits, which take the write lock to change an
+		// override and find the group, either find this group or are seen
+		// here.
+		ex.overMu.RLock()
+		o, ok := ex.overrides[key]
+		if set && !ok {
+			// ResetGroupLimits dropped the override read above, and found
+			// no group: the policy's limits apply, resolved afresh.
+			ex.overMu.RUnlock()
+			continue
+		}
+		if ok {
+			l = o
+		}
+		g, _ := ex.groups.loadOrStore(newGroup(ex, key, l))
+		ex.overMu.RUnlock()
+		return g, nil
 	}
-	// The index is written under the read lock, so that SetGroupLimits,
-	// which takes the write lock to change an override and find the group,
-	// either finds this group or is seen here.
-	ex.overMu.RLock()
-	defer ex.overMu.RUnlock()
-	if o, ok := ex.overrides[key]; ok {
-		l = o
-	}
-	g, _ := ex.groups.loadOrStore(newGroup(ex, key, l))
-	return g, nil
 }
 
 // dropLocked removes g from the index: its state is gone, and whoever

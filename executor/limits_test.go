@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -665,4 +666,45 @@ func TestSetGroupLimitsOnShutDownGroup(t *testing.T) {
 			t.Errorf("%s: %+v", h.ID(), r)
 		}
 	}
+}
+
+// TestResetGroupLimitsRacesGroupCreation: a group whose state is made
+// while ResetGroupLimits runs has the policy's limits once the reset has
+// returned, not those of the override it dropped: made before the reset,
+// the reset finds it; made after, it asks the policy.
+func TestResetGroupLimitsRacesGroupCreation(t *testing.T) {
+	atProcs(t, func(t *testing.T) {
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)})
+		over := limits(policy.Unlimited, 3, policy.Unlimited, 1)
+		nop := func(context.Context) error { return nil }
+		for round := range 2000 {
+			key := fmt.Sprint("k", round)
+			if err := ex.SetGroupLimits(key, over); err != nil {
+				t.Fatal(err)
+			}
+			// Goroutines making the group race the reset.
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					<-start
+					ex.Go(bg, key, nop)
+				})
+			}
+			close(start)
+			for range round % 4 {
+				runtime.Gosched()
+			}
+			if err := ex.ResetGroupLimits(key); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			// No override is in force: whenever k's state was made, before
+			// the reset or after, it has the policy's limits.
+			if s, ok := ex.GroupStats(key); ok && s.MaxConcurrency != 2 {
+				t.Fatalf("round %d: after ResetGroupLimits(%q) returned, the group has MaxConcurrency %d, want the policy's 2", round, key, s.MaxConcurrency)
+			}
+			ex.EvictGroup(key)
+		}
+	})
 }
