@@ -208,3 +208,54 @@ func TestResolversMayUseTheExecutor(t *testing.T) {
 		t.Errorf("%d resolver calls, limits %+v", calls, s)
 	}
 }
+
+// TestIdleGroupsBoundAfterEvictions: the executor keeps at most
+// WithMaxIdleGroups idle groups after evictions have taken it under half
+// that many groups and new groups come and go: the idle list, in use
+// before, is forgotten, and listed afresh once needed.
+func TestIdleGroupsBoundAfterEvictions(t *testing.T) {
+	const maxIdle = 4
+	ex := newExec(t, nil, executor.WithMaxIdleGroups(maxIdle))
+	use := func(key string) {
+		t.Helper()
+		wait(t, submit(t, ex, executor.Task[int]{Group: key, Fn: func(context.Context) (int, error) { return 0, nil }}))
+	}
+	check := func(when string) {
+		t.Helper()
+		if s := ex.Stats(); s.IdleGroups > maxIdle || s.Groups > maxIdle {
+			t.Fatalf("%s: %d groups kept, %d idle; want at most %d", when, s.Groups, s.IdleGroups, maxIdle)
+		}
+	}
+	// Five groups: the list comes into use, and one is reclaimed.
+	first := []string{"a", "b", "c", "d", "e"}
+	for _, k := range first {
+		use(k)
+	}
+	check("after the first five groups")
+	// Evict all but one: the executor keeps 1 group, under half of maxIdle.
+	kept := 0
+	for _, k := range first {
+		if _, ok := ex.GroupStats(k); !ok {
+			continue
+		}
+		if kept == 0 {
+			kept++
+			continue
+		}
+		ex.EvictGroup(k)
+	}
+	if s := ex.Stats(); s.Groups != 1 {
+		t.Fatalf("after evictions: %d groups, want 1", s.Groups)
+	}
+	// A group going idle now, at 2 groups, needs no list.
+	use("x")
+	// Groups coming and going: the executor must still keep at most
+	// maxIdle idle groups.
+	for i := range 20 {
+		use(fmt.Sprint("y", i))
+		check(fmt.Sprint("after y", i))
+	}
+	if _, ok := ex.GroupStats("x"); ok {
+		t.Errorf("group x, idle since before 20 others went idle, is still kept")
+	}
+}

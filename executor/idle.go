@@ -66,11 +66,12 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 }
 
 // listingIdle reports whether groups going idle must be listed: the
-// executor keeps more groups than maxIdle, or the list is in use and it
-// keeps more than half of maxIdle.
+// executor keeps more groups than maxIdle, or the list is in use. A list
+// in use is forgotten by the first group going idle once the executor
+// keeps half of maxIdle groups or fewer (trimIdle): until then, every
+// group going idle is listed, so that the list stays complete.
 func (ex *Executor) listingIdle() bool {
-	n := ex.groups.n.Load()
-	return n > int64(ex.maxIdle) || (n > int64(ex.maxIdle/2) && ex.idle.complete.Load())
+	return ex.groups.n.Load() > int64(ex.maxIdle) || ex.idle.complete.Load()
 }
 
 // listIdleLocked lists g as the most recently idle group, and reclaims the
