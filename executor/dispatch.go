@@ -365,16 +365,24 @@ func (ex *Executor) dequeuedLocked(g *group) {
 	if ex.queueLimit != policy.Unlimited {
 		ex.waiting.Add(-1)
 	}
-	if g.queued() == 0 {
-		g.emptied++
-		g.clusterWait = false // the next head asks the limiter afresh
-		if g.laneOpen.Load() {
-			// The backlog is gone, however it went (started by a finish or
-			// by the dispatcher, cancelled): the lane closes, or the tasks
-			// appended meanwhile become the queue (lane.go).
-			ex.drainLaneLocked(g, false, true)
+	if g.queued() != 0 {
+		return
+	}
+	if g.laneOpen.Load() {
+		// The queue is gone, however it went (started by a finish or by
+		// the dispatcher, cancelled): the lane closes, or the tasks
+		// appended meanwhile become the queue (lane.go). Then the
+		// backlog goes on: those tasks waited behind it, so g keeps its
+		// credit, its turn and its fairness window.
+		win := g.backlogWin
+		ex.drainLaneLocked(g, false, true)
+		if g.queued() > 0 {
+			g.backlogWin = win
+			return
 		}
 	}
+	g.emptied++
+	g.clusterWait = false // the next head asks the limiter afresh
 }
 
 // runLocked takes j's running permits in g (the global ones are taken) and

@@ -724,3 +724,59 @@ func testLaneStress(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneDrainKeepsTurnOrder: two groups of equal share, each with a
+// backlog of 64 queued tasks and 6 more in its lane, wait for global room,
+// which frees one permit at a time: deficit round robin alternates them.
+// When the dispatcher starts the last task of a group's queue, the lane's
+// tasks become its queue: its backlog goes on, and so does its turn order
+// (were it counted as a new backlog, the group, still at the front of the
+// ready list, would begin a new turn at once and start twice in a row).
+func TestLaneDrainKeepsTurnOrder(t *testing.T) {
+	const (
+		global = 200
+		perGrp = 70 // 64 queued, 6 in the lane
+	)
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(global),
+		policy.WithDefaultMaxConcurrency(policy.Unlimited),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	})
+	hold := newGate()
+	var holders []*gate
+	defer func() {
+		for _, g := range holders {
+			g.open()
+		}
+		hold.open()
+	}()
+	for i := range global {
+		g := newGate()
+		holders = append(holders, g)
+		submit(t, ex, executor.Task[string]{Group: "h", Fn: g.fn(fmt.Sprint("h", i))})
+	}
+	for _, g := range holders {
+		g.waitStarted(t, 1)
+	}
+	pushed := executor.LanePushes()
+	for range perGrp {
+		submit(t, ex, executor.Task[string]{Group: "A", Fn: hold.fn("A")})
+		submit(t, ex, executor.Task[string]{Group: "B", Fn: hold.fn("B")})
+	}
+	if sa, sb := groupStats(t, ex, "A"), groupStats(t, ex, "B"); sa.Waiting != perGrp || sb.Waiting != perGrp {
+		t.Fatalf("waiting: A %d, B %d; want %d each", sa.Waiting, sb.Waiting, perGrp)
+	}
+	if n := executor.LanePushes() - pushed; n != 2*(perGrp-64) {
+		t.Fatalf("%d tasks joined a lane, want %d", n, 2*(perGrp-64))
+	}
+	var order []string
+	for i := range 2 * perGrp {
+		holders[i].open()
+		order = append(order, hold.waitStarted(t, 1)...)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] == order[i-1] {
+			t.Errorf("starts %d and %d are both group %s's (share 1 each, both waiting): %v", i-1, i, order[i], order[max(0, i-4):min(len(order), i+4)])
+		}
+	}
+}
