@@ -780,3 +780,285 @@ func TestLaneDrainKeepsTurnOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneChurnStress: lanes open and close while the global limit and
+// the groups' concurrency limits change (the groups' in-flight limit and
+// queue threshold unlimited most of the time, so that lanes reopen),
+// groups are evicted, light Go tasks panic and tasks are cancelled. g0
+// keeps concurrency 1, for a FIFO check. At the end every handle has
+// completed, every task ran at most once (once unless cancelled), the
+// counts add up and nothing waits.
+func TestLaneChurnStress(t *testing.T) {
+	atProcs(t, testLaneChurnStress)
+}
+
+func testLaneChurnStress(t *testing.T) {
+	const (
+		submitters = 6
+		perSub     = 1500
+		groups     = 4
+		global     = 6
+		conc       = 3
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(global),
+		policy.WithDefaultMaxConcurrency(conc),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	}, executor.WithMaxIdleGroups(1))
+	use := newCeilings(ex, global, conc, groups)
+	g0 := limits(policy.Unlimited, 1, policy.Unlimited, 1)
+	if err := use.setGroup(0, &g0); err != nil {
+		t.Fatal(err)
+	}
+	var broken violations
+	violate := broken.add
+	chaos := newBackground()
+	rnd := sharedRand(seed)
+	chaos.checkInvariants(ex, violate)
+	chaos.loop(sometimes(rnd, 300, func() {
+		if err := use.setGlobal(2 + rnd(global)); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate(err.Error())
+		}
+	}))
+	chaos.loop(sometimes(rnd, 300, func() {
+		gi := 1 + rnd(groups-1)
+		l := limits(policy.Unlimited, 2+rnd(conc), policy.Unlimited, 1+rnd(3))
+		if rnd(6) == 0 {
+			l.QueueThreshold = 100000
+		}
+		if err := use.setGroup(gi, &l); err != nil && !errors.Is(err, executor.ErrShutdown) {
+			violate(err.Error())
+		}
+	}))
+	chaos.loop(sometimes(rnd, 500, func() { use.evict(rnd(groups)) }))
+	chaos.loop(sometimes(rnd, 200, func() {
+		s := ex.Stats()
+		if s.Waiting < 0 || s.Running < 0 {
+			violate(fmt.Sprintf("stats %+v", s))
+		}
+	}))
+
+	var (
+		ran, panicked atomic.Int64
+		fifoLast      [submitters]atomic.Int64
+	)
+	type task struct {
+		h    *executor.Handle[int]
+		runs *atomic.Int32
+	}
+	tasks := make([][]task, submitters)
+	var goRuns [submitters][]*atomic.Int32
+	var wg sync.WaitGroup
+	pushed := executor.LanePushes()
+	for s := range submitters {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(s)+7))
+			for i := range perSub {
+				gi := r.IntN(groups)
+				if r.IntN(3) == 0 {
+					gi = 0
+				}
+				grp := fmt.Sprint("g", gi)
+				runs := new(atomic.Int32)
+				seq := int64(i + 1)
+				weight := 1
+				body := func(ctx context.Context) error {
+					if runs.Add(1) > 1 {
+						violate("a task ran twice")
+					}
+					ran.Add(1)
+					if gi == 0 {
+						if last := fifoLast[s].Load(); last >= seq {
+							violate(fmt.Sprintf("g0 FIFO: submitter %d task %d after %d", s, seq, last))
+						}
+						fifoLast[s].Store(seq)
+					}
+					use.enter(gi, weight, violate)
+					defer use.leave(gi, weight)
+					for range i % 5 {
+						runtime.Gosched()
+					}
+					return nil
+				}
+				switch k := r.IntN(20); {
+				case k < 8:
+					if err := ex.Go(bg, grp, body); err != nil {
+						violate("Go: " + err.Error())
+					}
+					goRuns[s] = append(goRuns[s], runs)
+				case k < 9: // a light task that panics
+					if err := ex.Go(bg, grp, func(ctx context.Context) error {
+						body(ctx)
+						panicked.Add(1)
+						panic("light panic")
+					}); err != nil {
+						violate("Go: " + err.Error())
+					}
+					goRuns[s] = append(goRuns[s], runs)
+				case k < 17:
+					h, err := executor.Submit(ex, bg, executor.Task[int]{Group: grp, Fn: func(ctx context.Context) (int, error) { return 0, body(ctx) }})
+					if err != nil {
+						violate("Submit: " + err.Error())
+						continue
+					}
+					tasks[s] = append(tasks[s], task{h, runs})
+					if r.IntN(12) == 0 && len(tasks[s]) > 0 {
+						tasks[s][r.IntN(len(tasks[s]))].h.Cancel()
+					}
+				case k < 18:
+					if gi != 0 {
+						weight = 2
+					}
+					h, err := executor.Submit(ex, bg, executor.Task[int]{Group: grp, Weight: weight, Fn: func(ctx context.Context) (int, error) { return 0, body(ctx) }})
+					if err != nil {
+						violate("Submit w: " + err.Error())
+						continue
+					}
+					tasks[s] = append(tasks[s], task{h, runs})
+				default:
+					ctx, cancel := context.WithCancel(bg)
+					h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: grp, Fn: func(ctx context.Context) (int, error) { return 0, body(ctx) }})
+					if err != nil {
+						violate("Submit ctx: " + err.Error())
+						cancel()
+						continue
+					}
+					tasks[s] = append(tasks[s], task{h, runs})
+					if r.IntN(3) == 0 {
+						cancel()
+					} else {
+						defer cancel()
+					}
+				}
+				if r.IntN(16) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	chaos.halt()
+	if err := use.fitAll(1, groups); err != nil {
+		t.Fatal(err)
+	}
+	// Without Shutdown first: every handle must complete on its own.
+	deadline := time.Now().Add(30 * time.Second)
+	for s := range tasks {
+		for _, tk := range tasks[s] {
+			select {
+			case <-tk.h.Done():
+			case <-time.After(time.Until(deadline)):
+				gs, _ := ex.GroupStats(tk.h.Group())
+				t.Fatalf("a handle of %s did not complete; group %+v; stats %+v; invariants %q", tk.h.Group(), gs, ex.Stats(), ex.CheckInvariants())
+			}
+		}
+	}
+	for time.Now().Before(deadline) {
+		if s := ex.Stats(); s.Waiting == 0 && s.RunningTasks == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s := ex.Stats()
+	if s.Waiting != 0 || s.RunningTasks != 0 || s.Running != 0 {
+		t.Fatalf("not quiescent: %+v; invariants %q", s, ex.CheckInvariants())
+	}
+	broken.check(t)
+	if got := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; got != s.Submitted {
+		t.Errorf("outcomes %d, submitted %d (%+v)", got, s.Submitted, s.TaskCounts)
+	}
+	if s.Started != s.Succeeded+s.Failed {
+		t.Errorf("started %d, succeeded+failed %d (%+v)", s.Started, s.Succeeded+s.Failed, s.TaskCounts)
+	}
+	if uint64(ran.Load()) != s.Started {
+		t.Errorf("ran %d, started %d", ran.Load(), s.Started)
+	}
+	if uint64(panicked.Load()) != s.Failed {
+		t.Errorf("panicked %d, failed %d", panicked.Load(), s.Failed)
+	}
+	for s := range tasks {
+		for _, tk := range tasks[s] {
+			r, _ := tk.h.Result()
+			checkRuns(t, "x", r, tk.runs.Load())
+		}
+		for _, runs := range goRuns[s] {
+			if runs.Load() != 1 {
+				t.Errorf("a Go task ran %d times", runs.Load())
+			}
+		}
+	}
+	t.Logf("%d lane pushes, ran %d; %+v", executor.LanePushes()-pushed, ran.Load(), s.TaskCounts)
+	drain(t, ex)
+}
+
+// TestLaneShutdownGroupWhileAppending: submitters keep a group's lane open
+// (Submit with context.Background, light Go) while ShutdownGroup runs;
+// once it returns, the group holds nothing, every accepted task ran
+// exactly once, and later ones are refused.
+func TestLaneShutdownGroupWhileAppending(t *testing.T) {
+	atProcs(t, func(t *testing.T) {
+		for round := range 20 {
+			ex := newExec(t, []policy.Option{
+				policy.WithGlobalMaxInFlight(3),
+				policy.WithDefaultMaxConcurrency(2),
+				policy.WithDefaultMaxInFlight(policy.Unlimited),
+			})
+			var accepted, ran atomic.Int64
+			var after atomic.Bool
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for s := range 4 {
+				wg.Go(func() {
+					for i := 0; i < 3000; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						fn := func(context.Context) error {
+							ran.Add(1)
+							runtime.Gosched()
+							return nil
+						}
+						var err error
+						if (i+s)%2 == 0 {
+							err = ex.Go(bg, "s", fn)
+						} else {
+							_, err = executor.Submit(ex, bg, executor.Task[int]{Group: "s", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+						}
+						if err == nil {
+							accepted.Add(1)
+							if after.Load() {
+								t.Errorf("a task accepted after ShutdownGroup returned")
+							}
+						} else if !errors.Is(err, executor.ErrGroupShutdown) {
+							t.Errorf("submit: %v", err)
+						}
+					}
+				})
+			}
+			for gs, _ := ex.GroupStats("s"); gs.Waiting < 100 && accepted.Load() < 4*3000-200; gs, _ = ex.GroupStats("s") {
+				runtime.Gosched()
+			}
+			time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
+			if err := ex.ShutdownGroup(bg, "s"); err != nil {
+				t.Fatal(err)
+			}
+			s := groupStats(t, ex, "s")
+			after.Store(true)
+			if s.Waiting != 0 || s.RunningTasks != 0 || s.InFlight != 0 {
+				t.Errorf("after ShutdownGroup: %+v", s)
+			}
+			close(stop)
+			wg.Wait()
+			if a, r := accepted.Load(), ran.Load(); a != r {
+				t.Errorf("accepted %d, ran %d", a, r)
+			}
+			if t.Failed() {
+				return
+			}
+		}
+	})
+}
