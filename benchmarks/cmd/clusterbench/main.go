@@ -278,6 +278,10 @@ func runVariant(ctx context.Context, p params, v variant, cfg childConfig, rc *r
 				err = fmt.Errorf("child %d: %v%s", i, werr, k.stderr.suffix())
 			}
 		}
+		if e, ok := err.(*exitedEarly); ok {
+			// Waited for, the child has all its stderr in the buffer.
+			err = fmt.Errorf("%v%s", e, e.k.stderr.suffix())
+		}
 	}()
 	for range v.procs {
 		cmd := exec.CommandContext(ctx, p.exe)
@@ -308,7 +312,7 @@ func runVariant(ctx context.Context, p params, v variant, cfg childConfig, rc *r
 		select {
 		case l, ok := <-k.lines:
 			if !ok {
-				return "", fmt.Errorf("child %d exited before %s%s", i, strings.TrimSpace(prefix), k.stderr.suffix())
+				return "", &exitedEarly{i, strings.TrimSpace(prefix), k}
 			}
 			rest, found := strings.CutPrefix(l, prefix)
 			if !found {
@@ -406,6 +410,18 @@ func redisInfo(ctx context.Context, rc *redis.Client, section, field string) (st
 	}
 	return "", fmt.Errorf("INFO %s has no %s", section, field)
 }
+
+// exitedEarly is a child that exited before it printed what its parent
+// expected. Its stderr is added to the error once the child has been
+// waited for: until then, exec may still be copying it, and the reason the
+// child gave could be missing.
+type exitedEarly struct {
+	i    int
+	want string
+	k    *child
+}
+
+func (e *exitedEarly) Error() string { return fmt.Sprintf("child %d exited before %s", e.i, e.want) }
 
 // stderrBuf keeps the first few KiB a child writes to stderr, for errors.
 type stderrBuf struct {
