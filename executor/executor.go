@@ -72,8 +72,8 @@ type Executor struct {
 	overMu    sync.RWMutex
 	overrides map[string]policy.GroupLimits
 
-	// workers counts the worker goroutines, running or parked, and the
-	// tasks started for a worker not yet given one; Close waits for it.
+	// workers counts the worker goroutines, running or parked; Close
+	// waits for it once every task has finished.
 	workers sync.WaitGroup
 	parked  chan worker // idle workers (worker.go)
 	runq    runQueue    // started tasks handed to spinning workers (runq.go)

@@ -262,6 +262,7 @@ func TestWakeSpinnerLeavesNoTask(t *testing.T) {
 	var launched atomic.Int64
 	// No worker ever runs or parks: a launch is a call of spawn.
 	ex := newWhereProcsAreMany(t, WithSpawn(func(func()) { launched.Add(1) }))
+	defer func() { ex.workers.Add(-int(launched.Load())) }() // the workers counted for them never ran
 	const tasks = 20000
 	var kept int64
 	var stop atomic.Bool
@@ -295,6 +296,7 @@ func TestRunQueueLockstep(t *testing.T) {
 	var launched atomic.Int64
 	// No worker ever runs or parks: a launch is a call of spawn.
 	ex := newWhereProcsAreMany(t, WithSpawn(func(func()) { launched.Add(1) }))
+	defer func() { ex.workers.Add(-int(launched.Load())) }() // the workers counted for them never ran
 	q := &ex.runq
 	looks := map[string]func() int64{
 		"spinner": func() int64 {

@@ -110,8 +110,12 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 func (ex *Executor) Close() error {
 	ex.state.Store(uint32(closed))
 	ex.cancelAll(ErrShutdown)
-	ex.releaseParked()                       // and waits for every worker
-	return ex.Shutdown(context.Background()) // the Do calls still running, and late completions
+	// Every task finishes first, so that no worker is started after the
+	// wait for the workers begins (launchNow counts a worker when it
+	// starts one, for a task that has started).
+	err := ex.Shutdown(context.Background())
+	ex.releaseParked() // and waits for every worker
+	return err
 }
 
 // cancelAll cancels every group's tasks.

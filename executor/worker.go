@@ -42,17 +42,12 @@ type worker chan *job
 // launchLocked gives started j to the section's worker, if b takes a task
 // for it (b.take) and has none yet: a finish that dispatches another
 // group's task runs it next, without a goroutine start or a wake-up.
-// Otherwise it counts a worker for j, which needs a goroutine or a wake-up
-// after the unlock, and puts it in b. The count is taken under the group's
-// mutex, so that Close, which locks every group before it waits for the
-// workers, never waits on a count that may still rise.
+// Otherwise it puts j in b, for a worker (or its Do call's wake-up) after
+// the unlock.
 func (ex *Executor) launchLocked(j *job, b *batch) {
-	if j.kind != kindDo {
-		if b.take && b.taken == nil {
-			b.taken = j
-			return
-		}
-		ex.workers.Add(1)
+	if j.kind != kindDo && b.take && b.taken == nil {
+		b.taken = j
+		return
 	}
 	b.start.add(j)
 }
@@ -73,11 +68,13 @@ func (ex *Executor) launch(j *job) {
 func (ex *Executor) launchNow(j *job) {
 	select {
 	case w := <-ex.parked:
-		w <- j            // never blocks: the worker parked with an empty inbox
-		ex.workers.Done() // the parked worker was counted already
+		w <- j // never blocks: the worker parked with an empty inbox
 		return
 	default:
 	}
+	// Counted before it starts, and so before j runs: Close waits for every
+	// task to finish before it waits for the workers (releaseParked).
+	ex.workers.Add(1)
 	if ex.spawn == nil {
 		go ex.work(j)
 	} else {
@@ -163,7 +160,6 @@ func (ex *Executor) taken(j *job) *job {
 	if j == nil {
 		return nil
 	}
-	ex.workers.Done() // counted for a new worker by launchLocked
 	if !ex.runq.few {
 		ex.wakeSpinner()
 	}
