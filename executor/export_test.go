@@ -209,3 +209,6 @@ func checkLane(g *group) string {
 	}
 	return ""
 }
+
+// Parked returns the number of parked workers.
+func (ex *Executor) Parked() int { return len(ex.parked) }

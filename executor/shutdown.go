@@ -110,11 +110,20 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 func (ex *Executor) Close() error {
 	ex.state.Store(uint32(closed))
 	ex.cancelAll(ErrShutdown)
-	// Every task finishes first, so that no worker is started after the
-	// wait for the workers begins (launchNow counts a worker when it
-	// starts one, for a task that has started).
+	// Parked workers exit while the tasks finish: a parked worker holds
+	// what its spawn function gave it (a pool's slot), which a task started
+	// meanwhile may be waiting for.
+	drained, released := make(chan struct{}), make(chan struct{})
+	go func() { ex.releaseParked(drained); close(released) }()
 	err := ex.Shutdown(context.Background())
-	ex.releaseParked() // and waits for every worker
+	close(drained)
+	<-released
+	// Every task has finished, so no worker starts once the wait for the
+	// workers begins: launchNow counts a worker as it starts one, for a
+	// task that has started.
+	exited := make(chan struct{})
+	go func() { ex.workers.Wait(); close(exited) }()
+	ex.releaseParked(exited)
 	return err
 }
 

@@ -222,11 +222,9 @@ func (ex *Executor) park(inbox worker) *job {
 	}
 }
 
-// releaseParked tells parked workers to exit until every worker has: a
-// worker that parks after Close's state change is told too.
-func (ex *Executor) releaseParked() {
-	done := make(chan struct{})
-	go func() { ex.workers.Wait(); close(done) }()
+// releaseParked tells parked workers to exit, those parked now and those
+// that park later, until done is closed.
+func (ex *Executor) releaseParked(done <-chan struct{}) {
 	for {
 		select {
 		case w := <-ex.parked:
