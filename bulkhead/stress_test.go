@@ -87,7 +87,11 @@ func stress(t *testing.T, observed, fake bool) {
 					return
 				default:
 					clk.Advance(time.Millisecond)
-					runtime.Gosched()
+					// A sleep, not a yield: a goroutine woken by its timer
+					// runs next on its P, where a yielding one waits behind
+					// every runnable goroutine, and at GOMAXPROCS 1 the
+					// waiters were served before 5 ms had passed.
+					time.Sleep(20 * time.Microsecond)
 				}
 			}
 		})
