@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
@@ -48,7 +49,8 @@ import (
 // handles them inside its transport). Holding the slot while the caller reads
 // takes one goroutine per admitted request, which waits in Do until the body
 // is closed; a panic in base is recovered there and raised again in
-// RoundTrip's caller.
+// RoundTrip's caller, and a runtime.Goexit in base ends the caller's
+// goroutine as well, the slot freed first.
 //
 // Transport panics if ex is nil or an option is invalid.
 func Transport(ex *executor.Executor, base http.RoundTripper, opts ...Option) http.RoundTripper {
@@ -117,6 +119,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if x.panicked {
 		panic(x.panicValue)
 	}
+	if x.goexited {
+		runtime.Goexit() // as base did: the slot is free
+	}
 	return x.resp, x.err
 }
 
@@ -141,6 +146,7 @@ type exchange struct {
 	err        error
 	panicked   bool
 	panicValue any
+	goexited   bool // base called runtime.Goexit
 	handedOver bool // fn closed ready
 
 	ready  chan struct{} // the outcome is set
@@ -151,11 +157,22 @@ type exchange struct {
 
 func (x *exchange) run(group string, weight int) {
 	defer close(x.done)
-	ran := false
+	ran, returned := false, false
+	defer func() {
+		if !returned {
+			// base called runtime.Goexit, which ends this goroutine: Do
+			// has freed the slot, and RoundTrip's caller is told.
+			x.goexited = true
+			if !x.handedOver {
+				close(x.ready)
+			}
+		}
+	}()
 	err := x.t.ex.DoWeighted(x.req.Context(), group, weight, func(ctx context.Context) error {
 		ran = true
 		return x.send(ctx)
 	})
+	returned = true
 	if !ran {
 		closeBody(x.req)
 		x.err = err
