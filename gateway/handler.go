@@ -157,6 +157,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.resp.finish()
 	case errors.Is(err, errProxyPanic):
 		g.refuse(w, x, http.StatusBadGateway, "backend_error", "the gateway failed to proxy the request", 0)
+	case x.answered:
+		// The request ran, and proxyError recorded that its client went
+		// away meanwhile (and counted it): nothing to answer.
 	default:
 		g.notRun(w, x, st, ctx, err)
 	}
@@ -181,7 +184,7 @@ func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (er
 			if v != http.ErrAbortHandler {
 				g.log.Error("proxy panicked", "tenant", x.group, "panic", v, "stack", string(debug.Stack()))
 			}
-			if x.resp.committed {
+			if x.resp.committed || x.resp.hijacked {
 				// Part of the answer is out: only cutting the connection
 				// tells the client it is incomplete.
 				g.log.Debug("response cut short", "tenant", x.group)

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -26,6 +28,7 @@ type response struct {
 	status    int
 	limit     int
 	committed bool  // the status and headers have been sent to the client
+	hijacked  bool  // the proxy took the client's connection over (a protocol upgrade)
 	err       error // the client's write error, once streaming
 	write     time.Duration
 }
@@ -43,6 +46,8 @@ func (x *response) reset(w http.ResponseWriter, limit int, write time.Duration) 
 // (the proxy writes both through Header).
 func (x *response) Header() http.Header {
 	switch {
+	case x.hijacked:
+		return x.hdr // the proxy writes the upgrade's answer itself
 	case x.committed:
 		return x.w.Header()
 	case x.status == 0:
@@ -117,9 +122,22 @@ func (x *response) Flush() {
 	}
 }
 
-// Unwrap gives http.ResponseController (the proxy's hijack of an upgraded
-// connection) the client's writer.
+// Unwrap gives http.ResponseController (deadlines, and what else the
+// client's writer offers) the client's writer.
 func (x *response) Unwrap() http.ResponseWriter { return x.w }
+
+// Hijack hands the client's connection to the proxy for a protocol upgrade
+// (the backend answered 101): the proxy writes the answer on the connection
+// itself, so it is recorded here as answered with 101, and nothing is kept
+// or sent through the server's writer after it.
+func (x *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(x.w).Hijack()
+	if err == nil {
+		x.hijacked = true
+		x.status = http.StatusSwitchingProtocols
+	}
+	return c, brw, err
+}
 
 // commit sends the status, the headers and the body kept so far to the
 // client, and makes every later write go straight to it. The client has
@@ -144,7 +162,7 @@ func (x *response) commit() {
 // finish sends a kept answer to the client, trailers last, and releases
 // the memory it was kept in.
 func (x *response) finish() {
-	if !x.committed && x.status != 0 {
+	if !x.committed && !x.hijacked && x.status != 0 {
 		trailer := x.trailer
 		x.trailer = nil
 		x.commit()

@@ -130,7 +130,18 @@ func (g *Gateway) drain(proxy, admin *http.Server) {
 	// every connection has finished its response and closed. Waiting for
 	// the handlers alone is not enough: the server flushes a response after
 	// its handler returns, and closing the connection in between loses it.
-	if err := proxy.Shutdown(dctx); err != nil {
+	err := proxy.Shutdown(dctx)
+	if err == nil {
+		// Shutdown does not wait for hijacked connections (protocol
+		// upgrades): their requests are still in flight, and have what is
+		// left of drain_timeout too.
+		select {
+		case <-idle:
+		case <-dctx.Done():
+			err = dctx.Err()
+		}
+	}
+	if err != nil {
 		g.abort(ErrAborted)
 		g.log.Warn("drain deadline passed: cancelling the requests still running")
 		// Cancelled requests answer 503 promptly (the transport honours the

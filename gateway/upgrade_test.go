@@ -1,0 +1,115 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// upgrader is a backend that switches every request to the "test" protocol
+// and then echoes what it reads until the connection closes. It returns its
+// URL and a function that closes the connections it holds, which runs at the
+// end of the test too.
+func upgrader(t *testing.T) (url string, closeAll func()) {
+	var mu sync.Mutex
+	var held []net.Conn
+	closeAll = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}
+	t.Cleanup(closeAll)
+	return backend(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		held = append(held, conn)
+		mu.Unlock()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		brw.Flush()
+		go func() {
+			defer conn.Close()
+			io.Copy(conn, brw)
+		}()
+	}).URL, closeAll
+}
+
+// upgrade opens a connection to the gateway and switches it to the "test"
+// protocol for tenant; the connection is closed at the end of the test.
+func upgrade(t *testing.T, url, tenant string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c := dialRaw(t, url)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: "+tenant+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to the upgrade: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answered %d", resp.StatusCode)
+	}
+	io.WriteString(c, "ping\n")
+	if line, err := br.ReadString('\n'); line != "ping\n" {
+		t.Fatalf("echo through the upgraded connection: %q, %v", line, err)
+	}
+	return c, br
+}
+
+// An upgraded connection is an in-flight request like any other for the
+// drain: it has drain_timeout to finish, then it is cancelled, and Serve
+// returns; the request's own deadline (timeouts.upstream, an hour here)
+// does not hold the drain up.
+func TestDrainCancelsUpgradedConnections(t *testing.T) {
+	url, closeBackend := upgrader(t)
+	gw := start(t, url, minimal+"timeouts: {upstream: 1h}\ndrain_timeout: 50ms\n")
+	c, br := upgrade(t, gw.url, "a")
+	stopped := make(chan error, 1)
+	go func() { stopped <- gw.stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound / 2):
+		// Ending the upgraded connection at both ends lets the drain end
+		// within stop's own bound, so that the test does.
+		c.Close()
+		closeBackend()
+		<-stopped
+		t.Fatalf("Serve did not return within %v of the drain starting, with drain_timeout 50ms: the upgraded connection held it up", bound/2)
+	}
+	if _, err := br.ReadByte(); err == nil {
+		t.Error("the upgraded connection is still open after the drain")
+	}
+}
+
+// An upgraded connection that ends normally is counted as answered with
+// 101, not as a request whose client went away while it waited in the
+// queue.
+func TestUpgradeCountedAsAnswered(t *testing.T) {
+	url, _ := upgrader(t)
+	gw := start(t, url, minimal)
+	c, _ := upgrade(t, gw.url, "a")
+	c.Close()
+	eventually(t, "the upgraded request to leave the gateway", func() bool {
+		return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
+	})
+	if got := metric(t, gw.gw.Metrics(), "queue_dropped_total", "queue", "tenant"); got != 0 {
+		t.Errorf("queue_dropped_total = %v after an upgraded connection that ran and ended, want 0", got)
+	}
+	if got := metric(t, gw.gw.Metrics(), "tasks_canceled_total", "kind", "queued"); got != 0 {
+		t.Errorf("tasks_canceled_total{kind=queued} = %v, want 0", got)
+	}
+	if got := metric(t, gw.gw.Metrics(), requestsTotal, "code", "499"); got != 0 {
+		t.Errorf("%s{code=499} = %v, want 0 (the upgrade was answered 101)", requestsTotal, got)
+	}
+}
