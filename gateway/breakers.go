@@ -115,3 +115,56 @@ func (b *backendBreaker) openFor() time.Duration {
 	}
 	return max(0, time.Duration(until-b.clk.Now().UnixNano()))
 }
+
+// tenantOpens records when each tenant's breaker (breaker.per: tenant, the
+// executor's group breakers) last opened, so that a refusal's Retry-After
+// is the time left until it lets a probe through, as for backend breakers.
+type tenantOpens struct {
+	timeout time.Duration // the breakers' open time (a restart-only setting)
+
+	mu sync.Mutex
+	at map[string]time.Time // by group, while its breaker is open
+}
+
+// pruneAt is the size past which changed drops the entries whose open time
+// has passed: a group reclaimed while its breaker was open leaves its entry
+// behind, and random keys must not grow the map.
+const pruneAt = 1024
+
+// changed follows a group breaker's state change at now.
+func (t *tenantOpens) changed(group string, to breaker.State, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if to != breaker.StateOpen {
+		delete(t.at, group)
+		return
+	}
+	if t.at == nil {
+		t.at = make(map[string]time.Time)
+	}
+	if len(t.at) >= pruneAt {
+		for k, at := range t.at {
+			if now.Sub(at) >= t.timeout {
+				delete(t.at, k)
+			}
+		}
+	}
+	t.at[group] = now
+}
+
+// retryAfter is the Retry-After of a request of group refused with err by
+// its breaker at now: the open time left, or a second when the breaker is
+// half-open with its probes out (their answer comes within a request's
+// time) or its open time has passed.
+func (t *tenantOpens) retryAfter(group string, err error, now time.Time) time.Duration {
+	if errors.Is(err, breaker.ErrTooManyRequests) {
+		return time.Second
+	}
+	t.mu.Lock()
+	at, ok := t.at[group]
+	t.mu.Unlock()
+	if !ok {
+		return t.timeout
+	}
+	return max(t.timeout-now.Sub(at), time.Second)
+}

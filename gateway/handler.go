@@ -210,7 +210,8 @@ func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx cont
 	var re *executor.RejectedError
 	switch {
 	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
-		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "the tenant's circuit breaker is open", st.cfg.Breaker.Timeout)
+		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "the tenant's circuit breaker is open",
+			g.tenantOpens.retryAfter(x.group, err, g.clk.Now()))
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
 		errors.Is(context.Cause(ctx), ErrAborted):
 		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
