@@ -108,11 +108,15 @@ func (ex *Executor) admitRoomLocked(g *group, w int, a *admission, b *batch) {
 		ex.global.give(w)
 		b.gave = true
 	}
-	if n := g.queued(); n >= l.QueueThreshold && !ex.displaceLocked(g, w, b) {
-		a.v, a.r = admitRefuse, refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
-		return
+	displaced := false // the displacement kept the task's place in the global queue threshold
+	if n := g.queued(); n >= l.QueueThreshold {
+		if !ex.displaceLocked(g, w, b) {
+			a.v, a.r = admitRefuse, refusal{limit: LimitGroupQueue, used: n, max: l.QueueThreshold}
+			return
+		}
+		displaced = true
 	}
-	if t := ex.queueLimit; !ex.takeQueueRoom(t) {
+	if t := ex.queueLimit; !displaced && !ex.takeQueueRoom(t) {
 		a.v, a.r = admitRefuse, refusal{limit: LimitGlobalQueue, used: int(ex.waiting.Load()), max: t}
 		return
 	}
@@ -166,7 +170,8 @@ func (ex *Executor) enqueueLocked(g *group, j *job, now time.Duration) {
 // and the global queue threshold, which it had passed), and puts them in b to
 // complete Rejected with ErrDisplaced. It removes nothing and reports false
 // if the policy is another, a rejection handler is set, or removing every
-// waiting task would not make room. Only a full group queue displaces: every
+// waiting task would not make room. On success the new task has its place in
+// the global queue threshold. Only a full group queue displaces: every
 // other refusal under DiscardOldest behaves as under Discard.
 func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 	if ex.handler != nil || ex.pol.RejectionPolicy() != policy.DiscardOldest || g.overLimitLocked() {
@@ -193,6 +198,13 @@ func (ex *Executor) displaceLocked(g *group, w int, b *batch) bool {
 		}
 		waiting--
 		globalWaiting--
+	}
+	if globalMax != policy.Unlimited {
+		// The first task displaced (there is one) passes its place in the
+		// global queue threshold to the new task instead of giving it up,
+		// which another group's admission could take meanwhile, leaving the
+		// new task refused after its group made room for it.
+		g.keepQueueRoom = true
 	}
 	for range jobs {
 		old := g.waiting.Front()

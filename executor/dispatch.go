@@ -371,7 +371,11 @@ func (ex *Executor) dequeueLocked(g *group, j *job) {
 // dequeuedLocked counts a task out of g's queue.
 func (ex *Executor) dequeuedLocked(g *group) {
 	if ex.queueLimit != policy.Unlimited {
-		ex.waiting.Add(-1)
+		if g.keepQueueRoom {
+			g.keepQueueRoom = false // the place passes to the task that displaced it (displaceLocked)
+		} else {
+			ex.waiting.Add(-1)
+		}
 	}
 	if g.queued() != 0 {
 		return

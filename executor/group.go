@@ -33,8 +33,11 @@ type group struct {
 	// either one is enough to read it (dispatch.go).
 	inReady bool
 	pending int // admissions under way with mu released (a breaker ticket): not idle
-	counts  TaskCounts
-	refused *RejectedError // the last refusal of a task without an ID (endRefusal)
+	// keepQueueRoom: the next task out of the queue passes its place in the
+	// global queue threshold to the task that displaced it (displaceLocked).
+	keepQueueRoom bool
+	counts        TaskCounts
+	refused       *RejectedError // the last refusal of a task without an ID (endRefusal)
 	// refusedTask is the completed handle of the last refused Submit of
 	// a task without an ID, for the next one refused the same way
 	// (refuseShared); dropped when the group goes idle.
