@@ -99,7 +99,11 @@ func (ex *Executor) work(j *job) {
 			return
 		}
 		// Its next task, if the finish starts one, gets a worker of its own.
-		ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, false)
+		defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, false)
+		// Its run context is released as after a Fn that returns (its
+		// watcher on Submit's context, its place in the group's watched
+		// set); the deferred finish runs even if this panics.
+		cur.endRun()
 	}()
 	var inbox worker
 	// end is when the previous task ended, if it was read: the start of a
