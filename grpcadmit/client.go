@@ -39,11 +39,14 @@ func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryCli
 		c := clientCalls.Get().(*clientCall)
 		c.a, c.method, c.req, c.reply, c.cc, c.invoker, c.opts = a, method, req, reply, cc, invoker, callOpts
 		err = a.ex.DoWeighted(ctx, group, weight, c.fn)
-		cerr, ran := c.err, c.ran
+		cerr, ran, returned := c.err, c.ran, c.returned
 		*c = clientCall{fn: c.fn} // drop the call before the next one reuses c
 		clientCalls.Put(c)
 		if !ran {
 			return refusal(err, a.retryAfter)
+		}
+		if !returned {
+			notReturned(err)
 		}
 		return cerr
 	}
@@ -53,16 +56,17 @@ func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryCli
 // unaryCall is: Do has returned, and fn will not run again, by the time one
 // is put back; one whose invoker panicked is not put back.
 type clientCall struct {
-	a       *admitter
-	method  string
-	req     any
-	reply   any
-	cc      *grpc.ClientConn
-	invoker grpc.UnaryInvoker
-	opts    []grpc.CallOption
-	err     error
-	ran     bool
-	fn      func(context.Context) error // run, bound to this call
+	a        *admitter
+	method   string
+	req      any
+	reply    any
+	cc       *grpc.ClientConn
+	invoker  grpc.UnaryInvoker
+	opts     []grpc.CallOption
+	err      error
+	ran      bool
+	returned bool                        // the invoker returned: it did not panic
+	fn       func(context.Context) error // run, bound to this call
 }
 
 var clientCalls = sync.Pool{New: func() any {
@@ -74,5 +78,6 @@ var clientCalls = sync.Pool{New: func() any {
 func (c *clientCall) run(ctx context.Context) error {
 	c.ran = true
 	c.err = c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
+	c.returned = true
 	return c.a.outcome(c.err)
 }

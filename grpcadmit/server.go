@@ -2,6 +2,7 @@ package grpcadmit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -119,11 +120,14 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 		c := unaryCalls.Get().(*unaryCall)
 		c.a, c.handler, c.req = a, handler, req
 		err = a.ex.DoWeighted(ctx, group, weight, c.fn)
-		resp, herr, ran := c.resp, c.err, c.ran
+		resp, herr, ran, returned := c.resp, c.err, c.ran, c.returned
 		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
 		unaryCalls.Put(c)
 		if !ran {
 			return nil, refusal(err, a.retryAfter)
+		}
+		if !returned {
+			notReturned(err)
 		}
 		return resp, herr
 	}
@@ -134,13 +138,14 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 // returned, and fn will not run again, by the time one is put back. One whose
 // handler panicked is not put back.
 type unaryCall struct {
-	a       *admitter
-	handler grpc.UnaryHandler
-	req     any
-	resp    any
-	err     error
-	ran     bool
-	fn      func(context.Context) error // run, bound to this call
+	a        *admitter
+	handler  grpc.UnaryHandler
+	req      any
+	resp     any
+	err      error
+	ran      bool
+	returned bool                        // the handler returned: it did not panic
+	fn       func(context.Context) error // run, bound to this call
 }
 
 var unaryCalls = sync.Pool{New: func() any {
@@ -152,6 +157,7 @@ var unaryCalls = sync.Pool{New: func() any {
 func (c *unaryCall) run(ctx context.Context) error {
 	c.ran = true
 	c.resp, c.err = c.handler(ctx, c.req)
+	c.returned = true
 	return c.a.outcome(c.err)
 }
 
@@ -171,7 +177,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		if err != nil {
 			return err
 		}
-		ran := false
+		ran, returned := false, false
 		var herr error
 		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
@@ -179,10 +185,14 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 				ss = &stream{ServerStream: ss, ctx: ctx}
 			}
 			herr = handler(srv, ss)
+			returned = true
 			return a.outcome(herr)
 		})
 		if !ran {
 			return refusal(err, a.retryAfter)
+		}
+		if !returned {
+			notReturned(err)
 		}
 		return herr
 	}
@@ -195,3 +205,18 @@ type stream struct {
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
+
+// notReturned goes on with the panic of a handler that Do ran but that did
+// not return, when Do recovered it (a rejection handler's RunInCaller
+// recovers it into a *executor.PanicError): as without the interceptor, the
+// panic goes on up the stack, and the call is never answered as a success.
+func notReturned(err error) {
+	var pe *executor.PanicError
+	if errors.As(err, &pe) {
+		panic(pe.Value)
+	}
+	if err == nil {
+		err = errors.New("grpcadmit: the handler did not return")
+	}
+	panic(err)
+}
