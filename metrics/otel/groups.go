@@ -56,6 +56,11 @@ func newGroups(labelled func(string) bool, max int) *groups {
 // of returns group's series, admitting it to series of its own if there is
 // room.
 func (gs *groups) of(group string) *series {
+	if group == OtherGroup {
+		// Its series is the remainder's: one of its own would be
+		// observed twice, the remainder overwriting it.
+		return gs.other
+	}
 	gs.mu.RLock()
 	s, ok := gs.known[group]
 	full := gs.labelled == nil && len(gs.known) >= gs.max

@@ -100,6 +100,11 @@ func (c *Collector) Observe(ex *executor.Executor) {
 // label returns group's label value, admitting it to its own series if there
 // is room.
 func (c *Collector) label(group string) string {
+	if group == OtherGroup {
+		// Its series is the remainder's: one of its own would be
+		// collected twice.
+		return OtherGroup
+	}
 	if c.labelled != nil {
 		if c.labelled(group) {
 			c.remember(group)
