@@ -97,11 +97,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 // ID returns the holder's id in Redis.
 func (h *Holder) ID() string { return h.id }
 
-// Close stops the holder's goroutines and gives every lease back to Redis
-// (best effort, one round trip bounded by the op timeout). Tasks still
-// running on its permits have their context cancelled with a
-// *LeaseLostError wrapping ErrClosed; later TryAcquires refuse with
-// ErrClosed. Close the executors first. It is idempotent.
+// Close stops the holder's goroutines, gives every lease back to Redis and
+// ends its waiting records (best effort, one round trip bounded by the op
+// timeout). Tasks still running on its permits have their context
+// cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
+// refuse with ErrClosed. Close the executors first. It is idempotent.
 func (h *Holder) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -116,8 +116,16 @@ func (h *Holder) Close() error {
 	h.mu.Lock()
 	var lost []lostLease
 	var rel []*lease
+	var unwaits []*keyState
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
+			if ks.recorded || ks.unwait {
+				// Redis counts this holder as waiting: a closed holder
+				// waits for nothing, and its record would keep the
+				// others' caps split with it until it expires.
+				ks.recorded, ks.unwait = false, false
+				unwaits = append(unwaits, ks)
+			}
 			for len(ks.leases) > 0 {
 				le := ks.leases[0]
 				rel = append(rel, le)
@@ -127,12 +135,15 @@ func (h *Holder) Close() error {
 	}
 	h.mu.Unlock()
 	h.cancelAll(lost)
-	if len(rel) == 0 {
+	if len(rel) == 0 && len(unwaits) == 0 {
 		return nil
 	}
 	var calls []*scriptCall
 	for _, le := range rel {
 		calls = append(calls, h.releaseCall(shrink{le, nil, 0}))
+	}
+	for _, ks := range unwaits {
+		calls = append(calls, h.unwaitCall(ks))
 	}
 	_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
 	return err

@@ -98,6 +98,13 @@ func (h *Holder) releaseCall(s shrink) *scriptCall {
 		args: []any{s.le.id, slotList(s.keep), s.le.ks.l.id, h.channel(), h.cfg.ttl.Milliseconds()}}
 }
 
+// unwaitCall ends ks's waiting record of this holder: no task of it waits
+// for ks's key any more.
+func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
+	k := ks.keys
+	return &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7]}, args: []any{ks.l.id, h.channel()}}
+}
+
 // failed reports whether err, from a call to Redis, means that Redis could
 // not be reached or did not answer in time; an error Redis replied with (a
 // script's) does not.

@@ -200,8 +200,7 @@ func (h *Holder) serve(q []*keyState) {
 		}
 	}
 	for _, ks := range unwaits {
-		k := ks.keys
-		calls = append(calls, &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7]}, args: []any{ks.l.id, h.channel()}})
+		calls = append(calls, h.unwaitCall(ks))
 	}
 	for _, r := range reqs {
 		ks := r.ks
