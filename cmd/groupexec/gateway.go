@@ -34,6 +34,9 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("%w: %v", errUsage, err) // fs has printed the defaults
 	}
+	if *duration < 0 {
+		return fmt.Errorf("%w: --duration %v: must be >= 0 (0: until interrupted)", errUsage, *duration)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
