@@ -99,7 +99,12 @@ type groups struct {
 	fixed atomic.Pointer[map[string]bool]
 	max   int
 
-	mu   sync.Mutex
+	mu sync.Mutex
+	// cur is the state reload last gave: a tenant becoming live is given
+	// its defaults, not those of the state its request read on arrival,
+	// which a reload may have replaced since (and, having found the tenant
+	// not live, left it out).
+	cur  *state
 	live map[string]*liveTenant // by unconfigured tenant
 }
 
@@ -109,20 +114,25 @@ type liveTenant struct {
 }
 
 func newGroups(st *state, ex *executor.Executor) *groups {
-	g := &groups{ex: ex, max: st.cfg.Tenant.MaxGroups, live: make(map[string]*liveTenant)}
+	g := &groups{ex: ex, max: st.cfg.Tenant.MaxGroups, cur: st, live: make(map[string]*liveTenant)}
 	g.fixed.Store(&st.fixed)
 	return g
 }
 
 // acquire returns the group a request of tenant runs in under st, and
 // whether it was counted: the caller must pass both to release when the
-// request is done.
+// request is done. A tenant becoming live gets the limits of the state in
+// force now, which a reload may have made newer than st.
 func (g *groups) acquire(st *state, tenant string) (string, bool) {
 	if st.fixed[tenant] {
 		return tenant, false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	cur := g.cur
+	if cur.fixed[tenant] {
+		return tenant, false // configured by a reload since st was read
+	}
 	lt := g.live[tenant]
 	if lt == nil {
 		if len(g.live) >= g.max {
@@ -130,8 +140,8 @@ func (g *groups) acquire(st *state, tenant string) (string, bool) {
 		}
 		lt = &liveTenant{}
 		g.live[tenant] = lt
-		if st.changed {
-			lt.set = g.ex.SetGroupLimits(tenant, st.defaults) == nil
+		if cur.changed {
+			lt.set = g.ex.SetGroupLimits(tenant, cur.defaults) == nil
 		}
 	}
 	lt.n++
@@ -160,6 +170,7 @@ func (g *groups) reload(st *state) {
 	g.fixed.Store(&st.fixed)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.cur = st
 	for tenant, lt := range g.live {
 		switch {
 		case st.fixed[tenant]:
