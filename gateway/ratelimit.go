@@ -16,10 +16,18 @@ import (
 // made on first use and kept in a bounded LRU. A tenant whose bucket was
 // dropped from the LRU starts again full, which is what it would have been
 // after idling that long; random keys can only cost the LRU's bound.
+//
+// A reload makes a new rateLimits from the old one: a bucket whose settings
+// did not change is carried over with its state, a changed one starts full.
 type rateLimits struct {
-	def   *config.RateLimit
-	fixed map[string]*rate.Limiter // configured tenants; nil entry: no limit
+	def     *config.RateLimit
+	fixed   map[string]*rate.Limiter     // configured tenants; nil entry: no limit
+	fixedBy map[string]*config.RateLimit // the settings each of fixed was made from
+	lru     *rateLRU                     // unconfigured tenants' buckets, under def
+}
 
+// rateLRU holds the unconfigured tenants' buckets, most recently used first.
+type rateLRU struct {
 	mu   sync.Mutex
 	max  int
 	lru  list.List // of *bucket, most recently used first
@@ -34,16 +42,40 @@ type bucket struct {
 // minRateLRU is the least number of unconfigured tenants' buckets kept.
 const minRateLRU = 1024
 
-func newRateLimits(cfg *config.Config) *rateLimits {
+// newRateLimits makes cfg's buckets, taking over prev's (nil: none) where
+// their settings are the same.
+func newRateLimits(cfg *config.Config, prev *rateLimits) *rateLimits {
 	rl := &rateLimits{def: cfg.RateLimit, fixed: make(map[string]*rate.Limiter),
-		max: max(cfg.Tenant.MaxGroups, minRateLRU), byID: make(map[string]*list.Element)}
+		fixedBy: make(map[string]*config.RateLimit)}
+	add := func(name string, r *config.RateLimit) {
+		if prev != nil {
+			if old, ok := prev.fixedBy[name]; ok && sameRate(old, r) {
+				rl.fixed[name], rl.fixedBy[name] = prev.fixed[name], old
+				return
+			}
+		}
+		rl.fixed[name], rl.fixedBy[name] = newLimiter(r), r
+	}
 	for name, t := range cfg.Tenants {
-		rl.fixed[name] = newLimiter(cmpRate(t.RateLimit, cfg.RateLimit))
+		add(name, cmpRate(t.RateLimit, cfg.RateLimit))
 	}
 	if _, ok := rl.fixed[cfg.Tenant.Default]; !ok {
-		rl.fixed[cfg.Tenant.Default] = newLimiter(cfg.RateLimit)
+		add(cfg.Tenant.Default, cfg.RateLimit)
+	}
+	if prev != nil && sameRate(prev.def, cfg.RateLimit) {
+		rl.lru = prev.lru
+	} else {
+		rl.lru = &rateLRU{max: max(cfg.Tenant.MaxGroups, minRateLRU), byID: make(map[string]*list.Element)}
 	}
 	return rl
+}
+
+// sameRate reports whether a and b make the same bucket.
+func sameRate(a, b *config.RateLimit) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func cmpRate(a, b *config.RateLimit) *config.RateLimit {
@@ -68,7 +100,7 @@ func (rl *rateLimits) allow(tenant string, now time.Time) (time.Duration, bool) 
 		if rl.def == nil {
 			return 0, true
 		}
-		lim = rl.unconfigured(tenant)
+		lim = rl.lru.get(tenant, rl.def)
 	}
 	if lim == nil || lim.AllowN(now, 1) {
 		return 0, true
@@ -84,18 +116,19 @@ func (rl *rateLimits) allow(tenant string, now time.Time) (time.Duration, bool) 
 	return d, false
 }
 
-func (rl *rateLimits) unconfigured(tenant string) *rate.Limiter {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	if e, ok := rl.byID[tenant]; ok {
-		rl.lru.MoveToFront(e)
+// get returns tenant's bucket, made with def if it has none.
+func (l *rateLRU) get(tenant string, def *config.RateLimit) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.byID[tenant]; ok {
+		l.lru.MoveToFront(e)
 		return e.Value.(*bucket).lim
 	}
-	if rl.lru.Len() >= rl.max {
-		old := rl.lru.Remove(rl.lru.Back()).(*bucket)
-		delete(rl.byID, old.tenant)
+	if l.lru.Len() >= l.max {
+		old := l.lru.Remove(l.lru.Back()).(*bucket)
+		delete(l.byID, old.tenant)
 	}
-	b := &bucket{tenant: tenant, lim: newLimiter(rl.def)}
-	rl.byID[tenant] = rl.lru.PushFront(b)
+	b := &bucket{tenant: tenant, lim: newLimiter(def)}
+	l.byID[tenant] = l.lru.PushFront(b)
 	return b.lim
 }

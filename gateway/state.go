@@ -3,7 +3,6 @@ package gateway
 import (
 	"fmt"
 	"net/url"
-	"reflect"
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/gateway/config"
@@ -55,36 +54,34 @@ func (g *Gateway) build(cfg *config.Config, prev *state, start *policy.Policy) (
 		st.backends = append(st.backends, u)
 	}
 
-	if prev != nil && reflect.DeepEqual(rateSettings(prev.cfg), rateSettings(cfg)) && prev.cfg.Tenant.Default == cfg.Tenant.Default {
-		st.rates = prev.rates
-	} else {
-		st.rates = newRateLimits(cfg)
+	var prevRates *rateLimits
+	if prev != nil {
+		prevRates = prev.rates
 	}
+	st.rates = newRateLimits(cfg, prevRates)
 
 	if cfg.Breaker.On() && cfg.Breaker.Per == config.PerBackend {
-		if prev != nil && prev.breakers != nil && config.SameBreakers(prev.cfg.Breaker, cfg.Breaker) &&
-			reflect.DeepEqual(prev.cfg.Backends, cfg.Backends) {
-			st.breakers = prev.breakers
-		} else {
-			for _, b := range cfg.Backends {
-				bb, err := newBackendBreaker(b, cfg.Breaker, g.clk, func(name string, from, to breaker.State) {
-					g.log.Warn("backend breaker", "backend", name, "from", from.String(), "to", to.String())
-				})
-				if err != nil {
-					return nil, err
-				}
-				st.breakers = append(st.breakers, bb)
+		// A backend kept, under the same breaker settings, keeps its
+		// breaker: adding or removing another does not close it.
+		kept := make(map[string][]*backendBreaker)
+		if prev != nil && config.SameBreakers(prev.cfg.Breaker, cfg.Breaker) {
+			for _, bb := range prev.breakers {
+				kept[bb.name] = append(kept[bb.name], bb)
 			}
+		}
+		for _, b := range cfg.Backends {
+			if old := kept[b]; len(old) > 0 {
+				st.breakers, kept[b] = append(st.breakers, old[0]), old[1:]
+				continue
+			}
+			bb, err := newBackendBreaker(b, cfg.Breaker, g.clk, func(name string, from, to breaker.State) {
+				g.log.Warn("backend breaker", "backend", name, "from", from.String(), "to", to.String())
+			})
+			if err != nil {
+				return nil, err
+			}
+			st.breakers = append(st.breakers, bb)
 		}
 	}
 	return st, nil
-}
-
-// rateSettings is the part of cfg the rate buckets are made from.
-func rateSettings(cfg *config.Config) map[string]*config.RateLimit {
-	m := map[string]*config.RateLimit{"": cfg.RateLimit}
-	for name, t := range cfg.Tenants {
-		m[name] = t.RateLimit
-	}
-	return m
 }

@@ -1,0 +1,66 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/gateway"
+)
+
+// A reload that changes no rate limit keeps every bucket as it is: a
+// tenant that spent its burst is still refused after a reload that only
+// adds another tenant's concurrency limit.
+func TestReloadKeepsUnchangedRateBuckets(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	const base = "backends: [%s]\nrate_limit: {rps: 1, burst: 1}\n"
+	path, write := configFile(t, be.URL, base)
+	gw := start(t, be.URL, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\n"+base,
+		gateway.WithConfigFile(path), gateway.WithClock(clk))
+	c := client(t)
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 429 {
+		t.Fatalf("past the burst: %d", resp.StatusCode)
+	}
+	write(base + "tenants: {b: {max_concurrency: 2}}\n") // no rate setting changes
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 429 {
+		t.Errorf("tenant a after a reload that left its rate alone: %d, want 429 (its bucket kept, still empty)", resp.StatusCode)
+	}
+}
+
+// A reload that adds a backend keeps the breakers of the backends it had:
+// an open one stays open, and the backend stays out of the rotation.
+func TestReloadKeepsUnchangedBackendBreakers(t *testing.T) {
+	bad := backend(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) })
+	good := backend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	const brk = "breaker: {consecutive_failures: 1, timeout: 1h}\n"
+	path, write := configFile(t, bad.URL, "backends: [%s]\n"+brk)
+	gw := start(t, bad.URL, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nbackends: [%s]\n"+brk, gateway.WithConfigFile(path))
+	c := client(t)
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 500 {
+		t.Fatalf("backend's 500: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 503 {
+		t.Fatalf("with the only backend's breaker open: %d", resp.StatusCode)
+	}
+	write("backends: [%s, " + good.URL + "]\n" + brk)
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, gw.gw.Metrics(), "breaker_state", "backend", bad.URL); got != 1 {
+		t.Errorf("the failing backend's breaker after a reload that added another backend: state %v, want 1 (open)", got)
+	}
+	for i := range 4 {
+		if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
+			t.Errorf("request %d after the reload: %d, want 200 from the new backend alone", i, resp.StatusCode)
+		}
+	}
+}
