@@ -75,8 +75,9 @@ func (h *health) open() []string {
 
 func (h *health) degraded() bool { return h.ready(context.Background()) != "" }
 
-// backendUp dials the backends, at most once per probeTTL, and reports
-// whether any accepted. Concurrent callers share one probe.
+// backendUp dials the backends, all at once and at most once per
+// probeTTL, and reports whether any accepted. Concurrent callers share one
+// probe.
 func (h *health) backendUp(ctx context.Context) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -86,10 +87,22 @@ func (h *health) backendUp(ctx context.Context) bool {
 	h.up = false
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	var d net.Dialer
-	for _, b := range h.state().backends {
-		if c, err := d.DialContext(ctx, "tcp", addr(b)); err == nil {
-			c.Close()
+	// The backends are dialled at once: one whose dial hangs (a host down
+	// behind a firewall) must not spend the others' time.
+	backends := h.state().backends
+	accepted := make(chan bool, len(backends))
+	for _, b := range backends {
+		go func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", addr(b))
+			if err == nil {
+				c.Close()
+			}
+			accepted <- err == nil
+		}()
+	}
+	for range backends {
+		if <-accepted {
 			h.up = true
 			break
 		}
