@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -53,6 +56,9 @@ func Parse(data []byte) (*Config, error) {
 			return nil, syntaxError(err)
 		}
 	}
+	// The decoder cuts a number with a fraction to an integer where it
+	// takes one (a share of 2.7 would be 2): refuse it instead.
+	fractions(&root, reflect.TypeOf(c), "", 0, &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, &Error{Line: extra.Line, Reason: "more than one YAML document"}
@@ -259,4 +265,75 @@ func yamlKind(tag string) string {
 	default:
 		return tag
 	}
+}
+
+// fractions walks the node n, decoded into a value of type t at the dotted
+// path (its key on line), and reports every number with a fraction given
+// where t takes an integer: the decoder would cut it to the integer below.
+// Floats with an integral value (2.0, 1e3) are the integers they are.
+func fractions(n *yaml.Node, t reflect.Type, path string, line int, errs *[]*Error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			fractions(c, t, path, line, errs)
+		}
+	case yaml.SequenceNode:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for _, c := range n.Content {
+				fractions(c, t.Elem(), path, c.Line, errs)
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			switch t.Kind() {
+			case reflect.Map:
+				fractions(v, t.Elem(), p, k.Line, errs)
+			case reflect.Struct:
+				if f, ok := yamlField(t, k.Value); ok {
+					fractions(v, f.Type, p, k.Line, errs)
+				}
+			}
+		}
+	case yaml.ScalarNode:
+		if !isInteger(t) || n.ShortTag() != "!!float" {
+			return
+		}
+		var f float64
+		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && f != math.Trunc(f) {
+			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", n.Value)})
+		}
+	}
+}
+
+// yamlField returns the field of struct type t that the YAML key name sets.
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.IsExported() && tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// isInteger reports whether t holds an integer given as a number (a
+// duration is given as text, which the decoder checks itself).
+func isInteger(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return t != reflect.TypeOf(time.Duration(0))
+	}
+	return false
 }

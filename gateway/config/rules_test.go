@@ -169,3 +169,36 @@ func TestTLSKeys(t *testing.T) {
 		t.Error("TLS without a tls section")
 	}
 }
+
+// A number with a fraction is not an integer: a key that takes an integer
+// refuses it, naming the key and the value, rather than cutting it to the
+// integer below (a share of 2.7 is not 2, a limit of 0.5 is not 0). A
+// float's integral value (2.0, 1e3) is still the integer it is, and rps
+// takes any rate.
+func TestFractionIsNotAnInteger(t *testing.T) {
+	for _, tc := range []struct{ yaml, key, value string }{
+		{"limits: {max_in_flight_per_group: 1.5}", "limits.max_in_flight_per_group", "1.5"},
+		{"limits: {queue_threshold_per_group: 0.5}", "limits.queue_threshold_per_group", "0.5"},
+		{"max_conns: 100.5", "max_conns", "100.5"},
+		{"body: {max_bytes: 1024.5}", "body.max_bytes", "1024.5"},
+		{"tenant: {max_groups: 10.1}", "tenant.max_groups", "10.1"},
+		{"tenants: {vip: {share: 2.7}}", "tenants.vip.share", "2.7"},
+		{"tenants:\n  vip:\n    max_concurrency: 0.5", "tenants.vip.max_concurrency", "0.5"},
+		{"rate_limit: {rps: 1, burst: 2.5}", "rate_limit.burst", "2.5"},
+		{"breaker: {max_requests: 1.9}", "breaker.max_requests", "1.9"},
+		{"response: {buffer_bytes: 64.5}", "response.buffer_bytes", "64.5"},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.key+": ") || !strings.Contains(err.Error(), tc.value) ||
+			!strings.Contains(err.Error(), "integer") || strings.Count(err.Error(), tc.key+":") != 1 {
+			t.Errorf("%s: %v; want one error naming %s, %s and an integer", tc.yaml, err, tc.key, tc.value)
+		}
+	}
+	c, err := config.Parse([]byte("backends: [http://a:1]\nlimits: {max_in_flight_per_group: 2.0}\nbody: {max_bytes: 1e3}\nrate_limit: {rps: 0.5}\n"))
+	if err != nil {
+		t.Fatalf("integral floats and a fractional rate: %v", err)
+	}
+	if *c.Limits.MaxInFlightPerGroup != 2 || c.Body.MaxBytes != 1000 || c.RateLimit.RPS != 0.5 {
+		t.Errorf("got %d, %d, %v; want 2, 1000, 0.5", *c.Limits.MaxInFlightPerGroup, c.Body.MaxBytes, c.RateLimit.RPS)
+	}
+}
