@@ -65,3 +65,22 @@ func TestContentCodingsAreCapped(t *testing.T) {
 		t.Error("rejected_total{reason=unsupported-encoding} != 2")
 	}
 }
+
+// A max_ratio so large that it times the bytes received overflows int64
+// bounds nothing more than max_decoded_bytes does: a coded body within
+// max_decoded_bytes passes, rather than being refused as a bomb because
+// the product went negative.
+func TestHugeMaxRatioPassesCodedBodies(t *testing.T) {
+	gw := start(t, echo(t), minimal+"body: {max_bytes: 100000, max_decoded_bytes: 50000, max_ratio: 9223372036854775807}\n")
+	small := make([]byte, 800)
+	rand.Read(small)
+	resp, body := do(t, client(t), http.MethodPost, gw.url, "a", bytes.NewReader(gz(t, small)), "Content-Encoding", "gzip")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Got") != "800," {
+		t.Fatalf("status %d, X-Got %q, body %q; want 200 and 800 bytes", resp.StatusCode, resp.Header.Get("X-Got"), body)
+	}
+	bomb := make([]byte, 60000) // over max_decoded_bytes
+	resp, body = do(t, client(t), http.MethodPost, gw.url, "a", bytes.NewReader(gz(t, bomb)), "Content-Encoding", "gzip")
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body over max_decoded_bytes: status %d (%q), want 413", resp.StatusCode, body)
+	}
+}

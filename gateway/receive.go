@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -210,10 +211,20 @@ func (c *capReader) Read(p []byte) (int, error) {
 	switch {
 	case c.decoded > c.lim.MaxDecodedBytes:
 		return n, errDecodedSize
-	case c.decoded > c.lim.MaxRatio*max(c.src.n, 1):
+	case c.decoded > ratioCap(c.lim.MaxRatio, c.src.n):
 		return n, errDecodedRatio
 	}
 	return n, err
+}
+
+// ratioCap is ratio times the received bytes (at least 1), or the largest
+// int64 where the product would overflow: a ratio that large caps nothing.
+func ratioCap(ratio, received int64) int64 {
+	received = max(received, 1)
+	if ratio > math.MaxInt64/received {
+		return math.MaxInt64
+	}
+	return ratio * received
 }
 
 // onlyWriter hides the spool's other methods from io.CopyBuffer, which
