@@ -21,7 +21,7 @@ type Config struct {
 	// new connections wait in the listen backlog. Default DefaultMaxConns.
 	MaxConns int `yaml:"max_conns"`
 	// MaxHeaderBytes caps the request line and headers (net/http answers 431
-	// beyond it). Default DefaultMaxHeaderBytes.
+	// beyond it); at most MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
 	MaxHeaderBytes int                     `yaml:"max_header_bytes"`
 	Tenant         Tenant                  `yaml:"tenant"`
 	Limits         Limits                  `yaml:"limits"`

@@ -2,6 +2,11 @@ package config
 
 import "time"
 
+// MaxHeaderBytesLimit is the largest max_header_bytes accepted. net/http
+// adds its read slack to the cap, so a value near the largest int would
+// overflow there and refuse every request.
+const MaxHeaderBytesLimit = 1 << 30
+
 // setDefaults gives every key the file omits its default. present reports
 // whether the file has the key at a dotted path.
 func (c *Config) setDefaults(present func(string) bool) {

@@ -202,3 +202,18 @@ func TestFractionIsNotAnInteger(t *testing.T) {
 		t.Errorf("got %d, %d, %v; want 2, 1000, 0.5", *c.Limits.MaxInFlightPerGroup, c.Body.MaxBytes, c.RateLimit.RPS)
 	}
 }
+
+// net/http adds its slack to max_header_bytes: a value near the largest
+// int overflows there, and every request is answered 431. Such a value is
+// refused, naming the key and the value; the largest accepted one serves.
+func TestMaxHeaderBytesBounded(t *testing.T) {
+	for _, v := range []string{"9223372036854775807", "9223372036854771712", "1073741825"} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\nmax_header_bytes: " + v + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "line 2: max_header_bytes: ") || !strings.Contains(err.Error(), v) {
+			t.Errorf("max_header_bytes %s: %v; want an error naming the key and value", v, err)
+		}
+	}
+	if _, err := config.Parse([]byte("backends: [http://a:1]\nmax_header_bytes: 1073741824\n")); err != nil {
+		t.Errorf("max_header_bytes 1 GiB: %v", err)
+	}
+}

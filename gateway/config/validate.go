@@ -70,6 +70,9 @@ func (c *Config) validate(present func(string) bool) []problem {
 	c.checkTLS(ck)
 	positive(ck, "max_conns", c.MaxConns)
 	positive(ck, "max_header_bytes", c.MaxHeaderBytes)
+	if c.MaxHeaderBytes > MaxHeaderBytesLimit {
+		ck.bad("max_header_bytes", "%d is too large: at most %d (1 GiB)", c.MaxHeaderBytes, MaxHeaderBytesLimit)
+	}
 	c.checkTenant(ck)
 
 	// Limits are checked by policy itself, one option at a time, so the rules
