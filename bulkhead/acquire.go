@@ -36,11 +36,17 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // ErrDraining while a lowered limit drains, ErrAtCapacity when n exceeds the
 // limit (it could never be issued), or ctx's error when ctx ends first: a
 // request whose context has ended when its turn comes never gets a permit,
-// which goes to the next in line. A request that fails holds nothing.
+// which goes to the next in line. A request that fails holds nothing. With
+// a queue, ctx is waited on and must not be nil (a *ConfigError).
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	wait := b.maxDepth > 0
-	if wait && ctx.Err() != nil {
-		return b.acquire(ctx, n, wait) // fails with ctx's error
+	if wait {
+		if ctx == nil {
+			return Permit{}, &ConfigError{"Acquire ctx", nil, "must not be nil"}
+		}
+		if ctx.Err() != nil {
+			return b.acquire(ctx, n, wait) // fails with ctx's error
+		}
 	}
 	return b.try(ctx, n, wait)
 }

@@ -1,7 +1,9 @@
 package bulkhead_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,53 @@ func TestIssuedAtFakeClockIsExact(t *testing.T) {
 	p := acquire(t, b, 1)
 	if !p.IssuedAt().Equal(clk.now) {
 		t.Fatalf("IssuedAt %v, want %v", p.IssuedAt(), clk.now)
+	}
+}
+
+// A nil context is an invalid argument wherever a context is waited on or
+// handed to fn: Submit refuses it before taking a permit (so none is lost
+// to a panic after the grant), Acquire with a queue refuses it rather than
+// panic, and Wait refuses it rather than panic. The bulkhead's state is
+// unchanged.
+func TestNilContextIsInvalid(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		var opts []bulkhead.Option
+		if queued {
+			opts = append(opts, bulkhead.WithQueue(1, time.Second))
+		}
+		b := newBH(t, 2, opts...)
+		before := stateOf(b)
+		call := func(name string, f func() error) {
+			t.Helper()
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						err = fmt.Errorf("panic: %v", r)
+					}
+				}()
+				err = f()
+			}()
+			var ce *bulkhead.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "ctx") {
+				t.Errorf("queue %v: %s: %v; want a *ConfigError naming ctx", queued, name, err)
+			}
+			if got := stateOf(b); got != before {
+				t.Errorf("queue %v: %s changed the state from %+v to %+v", queued, name, before, got)
+			}
+		}
+		call("Submit", func() error {
+			_, err := bulkhead.Submit(b, nil, func(context.Context) (int, error) { return 1, nil })
+			return err
+		})
+		if queued {
+			call("Acquire", func() error { _, err := b.Acquire(nil, 1); return err })
+		}
+		h, err := bulkhead.Submit(b, bg, func(context.Context) (int, error) { return 1, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-h.Done()
+		call("Wait", func() error { _, err := h.Wait(nil); return err })
 	}
 }

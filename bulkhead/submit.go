@@ -59,10 +59,13 @@ var ErrCancelled = errors.New("bulkhead: handle cancelled")
 // Cancel releases the permit at once and cancels fn's context: the bulkhead
 // follows the caller's interest. A function that ignores its context keeps
 // running after that, no longer counted: bound such functions some other
-// way.
+// way. A nil fn or ctx is a *ConfigError, and takes no permit.
 func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) (*Handle[T], error) {
 	if fn == nil {
 		return nil, &ConfigError{"Submit fn", nil, "must not be nil"}
+	}
+	if ctx == nil {
+		return nil, &ConfigError{"Submit ctx", nil, "must not be nil"}
 	}
 	p, err := b.Acquire(ctx, 1)
 	if err != nil {
@@ -137,8 +140,11 @@ func (h *Handle[T]) Cancel() bool {
 func (h *Handle[T]) Done() <-chan struct{} { return h.done }
 
 // Wait waits for the result; if ctx ends first it returns ctx's error (the
-// operation goes on).
+// operation goes on). A nil ctx is a *ConfigError.
 func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
+	if ctx == nil {
+		return Result[T]{}, &ConfigError{"Wait ctx", nil, "must not be nil"}
+	}
 	select {
 	case <-h.done:
 		return h.res, nil
