@@ -1,6 +1,8 @@
 package prom
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -31,8 +33,8 @@ type Options struct {
 	// MaxGroups bounds the groups with series of their own when Labelled is
 	// nil. 0 means DefaultMaxGroups.
 	MaxGroups int
-	// Buckets are the histograms' bucket bounds, in seconds; nil means
-	// prometheus.DefBuckets.
+	// Buckets are the histograms' bucket bounds, in seconds, in strictly
+	// increasing order; nil means prometheus.DefBuckets.
 	Buckets []float64
 }
 
@@ -57,8 +59,14 @@ var _ executor.Listener = (*Collector)(nil)
 var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a Collector. Pass it to executor.WithListener, then call
-// Observe with the executor, then register it.
+// Observe with the executor, then register it. It panics, naming the
+// option and its values, if Options.Buckets are not in strictly increasing
+// order or hold a NaN, as prometheus.NewHistogram does: the histograms
+// would otherwise fail at their first observation, in the listener.
 func New(o Options) *Collector {
+	if err := checkBuckets(o.Buckets); err != nil {
+		panic(err)
+	}
 	c := &Collector{labelled: o.Labelled, groups: make(map[string]struct{}), maxGroups: o.MaxGroups}
 	if c.maxGroups <= 0 {
 		c.maxGroups = DefaultMaxGroups
@@ -87,6 +95,17 @@ func New(o Options) *Collector {
 	c.groupRunning = desc(metricnames.GroupRunning, "group")
 	c.groupWaiting = desc(metricnames.GroupWaiting, "group")
 	return c
+}
+
+// checkBuckets reports buckets that prometheus would refuse when the first
+// series of a histogram is made, or that would misplace every observation.
+func checkBuckets(b []float64) error {
+	for i, v := range b {
+		if math.IsNaN(v) || i > 0 && v <= b[i-1] {
+			return fmt.Errorf("prom: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", b)
+		}
+	}
+	return nil
 }
 
 // Observe sets the executor whose Stats are read at scrape time. Until it is
