@@ -3,6 +3,7 @@ package httpadmit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -281,5 +282,29 @@ func TestHandlerCloseCancelsRunningRequests(t *testing.T) {
 	ex.Close()
 	if code := <-done; code != http.StatusServiceUnavailable {
 		t.Errorf("status %d: next did not see its context end", code)
+	}
+}
+
+// Retry-After is WithRetryAfter's delay in whole seconds, rounded up, for
+// every delay the option accepts: the largest one too, whose rounding must
+// not overflow into a negative header.
+func TestRetryAfterRoundsUpWithoutOverflow(t *testing.T) {
+	ex := newExec(t, nil)
+	if err := ex.ShutdownGroup(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t)
+	g.release()
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Nanosecond, "1"}, {time.Second, "1"}, {1500 * time.Millisecond, "2"},
+		{time.Duration(math.MaxInt64), "9223372037"},
+	} {
+		srv := serve(t, httpadmit.Handler(ex, g, httpadmit.WithRetryAfter(tc.d)))
+		if code, ra, _ := mustGet(t, srv.URL, "a"); code != http.StatusServiceUnavailable || ra != tc.want {
+			t.Errorf("WithRetryAfter(%v): %d Retry-After %q, want 503 and %s", tc.d, code, ra, tc.want)
+		}
 	}
 }

@@ -36,7 +36,11 @@ func statusOf(r adapt.Reason) int {
 
 // retryAfter formats d as Retry-After's whole seconds, rounded up.
 func retryAfter(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+	s := d / time.Second
+	if d%time.Second > 0 {
+		s++ // rounded up without adding to d, which could overflow
+	}
+	return strconv.FormatInt(int64(s), 10)
 }
 
 // writeRefusal is the default refusal writer: RefusalStatus's code, a
