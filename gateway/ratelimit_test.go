@@ -82,3 +82,20 @@ func TestRetryAfterFromQueue(t *testing.T) {
 		<-h
 	}
 }
+
+// A rate so low that its next token is further out than a Duration holds
+// gives a Retry-After that far out, never one rounded past the largest
+// Duration into "1".
+func TestRetryAfterOfATinyRate(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	gw := start(t, be.URL, minimal+"rate_limit: {rps: 1e-11}\n", gateway.WithClock(clk))
+	c := client(t)
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
+		t.Fatalf("the burst's request: %d", resp.StatusCode)
+	}
+	resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil)
+	if ra := resp.Header.Get("Retry-After"); resp.StatusCode != 429 || ra != "9223372037" {
+		t.Fatalf("past the burst: %d Retry-After %q, want 429 and 9223372037 (the largest Duration, rounded up)", resp.StatusCode, ra)
+	}
+}

@@ -23,8 +23,19 @@ func (g *Gateway) refuse(w http.ResponseWriter, x *exchange, code int, errCode, 
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(max(1, (retryAfter+time.Second-1)/time.Second))))
+		h.Set("Retry-After", strconv.FormatInt(int64(wholeSeconds(retryAfter)), 10))
 	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(refusal{Error: errCode, Reason: reason, Tenant: x.group})
+}
+
+// wholeSeconds is d in whole seconds, rounded up, at least 1: rounded
+// without adding to d, which the largest Duration (a rate limiter's
+// "never") would overflow.
+func wholeSeconds(d time.Duration) time.Duration {
+	s := d / time.Second
+	if d%time.Second > 0 {
+		s++
+	}
+	return max(s, 1)
 }
