@@ -40,6 +40,14 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["duration"] && !*demoMode:
+		return fmt.Errorf("%w: --duration %v: only --demo runs for a duration", errUsage, *duration)
+	case *check && *demoMode:
+		return fmt.Errorf("%w: --check checks a --config file; --demo has none", errUsage)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	switch {

@@ -50,3 +50,23 @@ func TestDemoFlag(t *testing.T) {
 		t.Errorf("demo did not start:\n%s", out.String())
 	}
 }
+
+// A flag that does nothing in the mode chosen is a usage error naming it,
+// not silently ignored: --duration bounds only the demo (a gateway given it
+// would run until a signal), and --check only checks a --config file.
+func TestFlagsOutsideTheirMode(t *testing.T) {
+	example := "../../gateway/config/example.yaml"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gateway", "--config", example, "--check", "--duration", "5s"}, "--duration"},
+		{[]string{"gateway", "--config", example, "--check", "--duration", "0s"}, "--duration"},
+		{[]string{"gateway", "--demo", "--check", "--duration", "1ms"}, "--check"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and an error naming %s", tc.args, code, out.String(), errb.String(), tc.want)
+		}
+	}
+}
