@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/groupexec/groupexec/policy"
@@ -95,6 +96,9 @@ func (c *Config) validate(present func(string) bool) []problem {
 		if !ValidTenant(name) {
 			ck.bad(k, "%q is not a valid tenant key (%s)", name, tenantRule)
 			continue
+		}
+		if lower := strings.ToLower(name); c.Tenant.From == FromHost && lower != name {
+			ck.bad(k, "%q can never match: with tenant.from host the key is the Host lower-cased; write %q", name, lower)
 		}
 		group := func(f func(string, int) policy.Option) func(int) policy.Option {
 			return func(n int) policy.Option { return f(name, n) }
