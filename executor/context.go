@@ -83,6 +83,15 @@ func (j *job) endRunWith(x *jobExtra) {
 		x.stopParent()
 		x.stopParent = nil
 	}
+	if x.cancelCh != nil && x.cancelled == nil {
+		// Nothing closes the channel once the parent is no longer
+		// watched: it is cancelled now, as a standard run context is
+		// (cancel below), so that a goroutine that outlives the run and
+		// waits on it does not wait for ever while Err reports the
+		// parent's end.
+		x.cancelled = context.Canceled
+		close(x.cancelCh)
+	}
 	if x.watched {
 		x.watched = false
 		j.g.unwatch(j)
@@ -197,7 +206,10 @@ func (j *job) cancelContext(cause error) bool {
 	if x.cancelCh != nil {
 		close(x.cancelCh)
 	}
-	live := !x.ended
+	// A stop of its group has cancelled the context already: a context
+	// without a channel reads the stop in Err, and one with a channel or
+	// a cancel was cancelled by the stop, or is about to be (stopRuns).
+	live := !x.ended && j.stopped() == nil
 	x.mu.Unlock()
 	if cancel != nil {
 		cancel(cause)
@@ -207,8 +219,9 @@ func (j *job) cancelContext(cause error) bool {
 
 // runCtx is a job seen as the context of its Fn. It delegates values and
 // the deadline to Submit's (or Do's) context, and is done when that context
-// is, when the task is cancelled, or when its group stops. Nothing is made
-// until Fn asks for Done: Err reads the three without a channel.
+// is, when the task is cancelled, or when its group stops; a Done channel,
+// once the run has ended, is closed as a standard run context's is. Nothing
+// is made until Fn asks for Done: Err reads the three without a channel.
 type runCtx job
 
 func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -220,10 +233,14 @@ func (c *runCtx) Done() <-chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.cancelCh == nil {
+		if x.cancelled == nil && x.ended {
+			// Asked for after the run ended (by a goroutine that outlived
+			// it): done, as a standard run context is once its run ends.
+			x.cancelled = context.Canceled
+		}
 		if x.cancelled == nil {
 			// Until now Err read the group's stop: a channel made now
 			// must be closed if the group has stopped, or hear of its stop.
-			// (A job that ended is not listed, but still sees the stop.)
 			err := j.parent.Err()
 			if err == nil {
 				err = j.stopped()

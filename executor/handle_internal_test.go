@@ -117,14 +117,14 @@ func TestGoTaskPublishesOnce(t *testing.T) {
 // may still see its context: once endRun has marked the run ended, a
 // cancel changes nothing Fn can observe.
 func TestCancelContextReports(t *testing.T) {
-	var live job
+	live := job{g: &group{}}
 	if !live.cancelContext(context.Canceled) {
 		t.Error("the first cancel of a live run reported false")
 	}
 	if live.cancelContext(context.Canceled) {
 		t.Error("a second cancel reported true")
 	}
-	var ended job
+	ended := job{g: &group{}}
 	ended.extra().ended = true
 	if ended.cancelContext(context.Canceled) {
 		t.Error("a cancel after the run ended reported true")

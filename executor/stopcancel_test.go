@@ -1,0 +1,51 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A running task whose context a group stop has cancelled (ShutdownGroup
+// out of time) was already cancelled: a later Cancel reports false, whether
+// Fn watched its context through Done or polled Err.
+func TestCancelAfterGroupStopReportsFalse(t *testing.T) {
+	for _, useDone := range []bool{true, false} {
+		name := "polls Err"
+		if useDone {
+			name = "waits on Done"
+		}
+		t.Run(name, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+			started, seen, read, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+			h := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+				if useDone {
+					_ = ctx.Done()
+				}
+				close(started)
+				<-seen
+				err := ctx.Err()
+				close(read)
+				<-release
+				return 0, err
+			}})
+			<-started
+			ended, cancel := context.WithCancel(bg)
+			cancel()
+			if err := ex.ShutdownGroup(ended, "g"); err == nil {
+				t.Fatal("ShutdownGroup with an ended context returned nil")
+			}
+			close(seen)
+			<-read
+			if h.Cancel() {
+				t.Error("Cancel after the group's stop cancelled the task reported true")
+			}
+			close(release)
+			if r := wait(t, h); r.Status != executor.Cancelled {
+				t.Errorf("result %+v, want Cancelled (the stop reached Fn)", r)
+			}
+		})
+	}
+}
