@@ -215,21 +215,23 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 		start = ex.since()
 		queued = start - d.submitted
 	}
-	ctx, err := ex.begin(&d.job, queued)
-	if err != nil { // a cluster permit's Bind panicked: fn does not run
-		d.endRun()
-		ex.finish(&d.job, Failed, err, queued, 0, false)
-		return err
-	}
 	returned := false
 	defer func() {
 		if !returned {
-			// fn panicked or called runtime.Goexit: its permits come back,
-			// and the panic goes on up the stack, unrecovered.
+			// fn panicked or called runtime.Goexit, or its run context or
+			// the listener exited the goroutine before it ran: its permits
+			// come back, and the panic goes on up the stack, unrecovered.
 			d.endRun()
 			ex.finish(&d.job, Failed, errNotReturned, queued, ex.ranSince(start), false)
 		}
 	}()
+	ctx, err := ex.begin(&d.job, queued)
+	if err != nil { // a cluster permit's Bind panicked: fn does not run
+		returned = true
+		d.endRun()
+		ex.finish(&d.job, Failed, err, queued, 0, false)
+		return err
+	}
 	err = d.fn(ctx)
 	returned = true
 	d.endRun()
