@@ -346,9 +346,27 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		next = b.taken
 	}
 	if ex.listener != nil {
+		// A listener call that exits the goroutine (runtime.Goexit) ends
+		// the caller, a worker or a Do call, and leaves nothing undone: j
+		// completes, and the task started for the worker to run next gets
+		// a worker of its own.
+		exited := true
+		defer func() {
+			if !exited {
+				return
+			}
+			if !inline {
+				j.complete(st, err, queued, ran)
+				ex.settled(g)
+			}
+			if next != nil {
+				ex.launchNow(next)
+			}
+		}()
 		e := ex.event(j)
 		e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
 		ex.notify(onCompleted, e)
+		exited = false
 	}
 	if !inline {
 		j.complete(st, err, queued, ran)

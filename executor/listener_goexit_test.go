@@ -1,0 +1,51 @@
+package executor_test
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A listener call that exits its goroutine ends the worker that made it,
+// as a Fn's runtime.Goexit does, and takes nothing else down: the task's
+// handle still completes, the next task of its group, which its finish
+// started for that worker, still runs, and Shutdown still returns.
+func TestListenerGoexitOnCompletedStillCompletes(t *testing.T) {
+	var exits atomic.Int32
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
+	ex, err := executor.New(p, executor.WithListener(executor.ListenerFuncs{Completed: func(executor.Event) {
+		if exits.Add(1) == 1 {
+			runtime.Goexit()
+		}
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	first, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 2, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	if _, err := first.Wait(ctx); err != nil {
+		t.Fatalf("the handle did not complete after its listener call exited the worker: %v", err)
+	}
+	if r, err := next.Wait(ctx); err != nil || r.Status != executor.Success {
+		t.Fatalf("the next task, started by the finish whose listener call exited: %+v, %v", r, err)
+	}
+	if err := ex.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	ex.Close()
+}
