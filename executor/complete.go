@@ -11,6 +11,12 @@ import "context"
 // tells the listener first, and settles j for the drain after.
 func (ex *Executor) completeRemoved(j *job, st Status, err error) {
 	queued := ex.since() - j.submitted
+	// Deferred, so that j completes, and its drain counts it, even if the
+	// listener exits the goroutine (runtime.Goexit, which notify cannot
+	// recover): the goroutine is the caller of Cancel, a displacing
+	// Submit's or the queue timeout's, and j's handle is another's.
+	defer ex.settled(j.g)
+	defer j.complete(st, err, queued, 0)
 	if ex.listener != nil {
 		e := ex.event(j)
 		e.Status, e.Err, e.Queued = st, err, queued
@@ -20,8 +26,6 @@ func (ex *Executor) completeRemoved(j *job, st Status, err error) {
 			ex.notify(onCompleted, e)
 		}
 	}
-	j.complete(st, err, queued, 0)
-	ex.settled(j.g)
 }
 
 func (ex *Executor) completeExpired(j *job) {

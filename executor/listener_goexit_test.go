@@ -49,3 +49,46 @@ func TestListenerGoexitOnCompletedStillCompletes(t *testing.T) {
 	}
 	ex.Close()
 }
+
+// A listener call that exits the goroutine of a Cancel caller still lets
+// the cancelled task complete: its handle, which others may wait on,
+// completes, and Shutdown returns.
+func TestListenerGoexitOnCancelStillCompletes(t *testing.T) {
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
+	ex, err := executor.New(p, executor.WithListener(executor.ListenerFuncs{Completed: func(e executor.Event) {
+		if e.Status == executor.Cancelled {
+			runtime.Goexit()
+		}
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	running, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 2, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		waiting.Cancel()
+	}()
+	<-exited
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	if r, err := waiting.Wait(ctx); err != nil || r.Status != executor.Cancelled {
+		t.Fatalf("the cancelled task, whose listener call exited the Cancel caller: %+v, %v", r, err)
+	}
+	close(release)
+	if _, err := running.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	ex.Close()
+}
