@@ -48,7 +48,10 @@ func TestHandlerQueueTimeoutIs429(t *testing.T) {
 	next(t, ev.submitted)
 	second := serveAsync(h, tenantRequest(context.Background(), "a"))
 	next(t, ev.submitted)
-	for clk.Pending() == 0 { // the queue timeout's timer is set when the request is queued
+	for deadline := time.Now().Add(10 * time.Second); clk.Pending() == 0; { // the queue timeout's timer is set when the request is queued
+		if time.Now().After(deadline) {
+			t.Fatal("no queue-timeout timer set 10s after the second request was submitted") // a hang guard
+		}
 		time.Sleep(time.Millisecond)
 	}
 	clk.Advance(time.Second)
