@@ -134,7 +134,10 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 		if g.inFlight != w+r {
 			return fmt.Sprintf("group in-flight permits (%d) do not match admitted tasks (%d waiting, %d running): %s", g.inFlight, w, r, k), false
 		}
-		if want := ex.wantsGlobalLocked(g); want != g.inReady && !g.resync {
+		// Once closed, no group wants global room: Close's cancel, which
+		// follows, takes each group's waiting tasks out and its place in
+		// the ready list with them.
+		if want := ex.wantsGlobalLocked(g); want != g.inReady && !g.resync && ex.stateNow() != closed {
 			return fmt.Sprintf("ready list membership wrong for group %s (in %v, wants %v)", k, g.inReady, want), false
 		}
 		if g.inReady != g.readyNode.InList() {
@@ -212,3 +215,7 @@ func checkLane(g *group) string {
 
 // Parked returns the number of parked workers.
 func (ex *Executor) Parked() int { return len(ex.parked) }
+
+// GlobalQueued returns the tasks counted against the global queue
+// threshold, and the threshold.
+func (ex *Executor) GlobalQueued() (n, limit int) { return int(ex.waiting.Load()), ex.queueLimit }
