@@ -129,10 +129,15 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 		ep := cb.cur.Load()
 		switch ep.state {
 		case StateClosed:
-			if !ep.fast && !cb.clock.Now().Before(ep.expiry) && ep.claim.CompareAndSwap(false, true) {
-				// This caller won the clearing. Others keep counting in
-				// ep until the swap; those counts are dropped with it.
-				cb.cur.CompareAndSwap(ep, cb.newEpoch(StateClosed))
+			if !ep.fast && !cb.clock.Now().Before(ep.expiry) {
+				// The period has ended: this request belongs to the next
+				// one. Every caller that sees the end tries to start it
+				// and exactly one swap wins; none counts in ep meanwhile,
+				// where its failure could trip the breaker on the ended
+				// period's counts, and none waits for another.
+				if cb.cur.Load() == ep {
+					cb.cur.CompareAndSwap(ep, cb.newEpoch(StateClosed))
+				}
 				continue
 			}
 			if cs := ep.cells.Load(); cs != nil {

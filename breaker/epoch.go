@@ -49,9 +49,8 @@ type epoch struct {
 type epochHead struct {
 	cb     *CircuitBreaker
 	state  State
-	fast   bool        // closed without interval clearing: admit's short path
-	claim  atomic.Bool // closed: set by the one caller that clears the counts at expiry
-	expiry time.Time   // open: when half-open may begin; closed: when the counts clear (zero: never)
+	fast   bool      // closed without interval clearing: admit's short path
+	expiry time.Time // open: when half-open may begin; closed: when the counts clear (zero: never)
 	cells  atomic.Pointer[cells]
 	// done is what Allow returns for this closed epoch: shared by all its
 	// requests, so that Allow allocates nothing.
