@@ -97,6 +97,7 @@ type keyState struct {
 	granted  time.Time // when the last block was leased
 	used     time.Time // when a task last took or released a permit here
 	demand   int       // the heaviest task refused since the last refill; 0: none
+	asked    int       // the heaviest task refused since the last request to Redis was sent; 0: none
 	since    time.Time // when demand was last asked for
 	queued   bool      // in Holder.queue
 	retry    bool      // serve again at retryAt (a failed call; or at once)
@@ -234,7 +235,7 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 		// ask again.
 		return nil, nil
 	}
-	ks.demand, ks.since = max(ks.demand, n), now
+	ks.demand, ks.asked, ks.since = max(ks.demand, n), max(ks.asked, n), now
 	h.enqueueLocked(ks)
 	return nil, nil
 }

@@ -240,6 +240,15 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 	if need == 0 || h.closed {
 		return nil
 	}
+	if ks.asked > 0 {
+		// The tasks that asked since the last request are those that
+		// wait now: a heavier one that asked before may be gone (its
+		// task was cancelled, or timed out in its queue), and its weight
+		// must not keep the others waiting. One that still waits and
+		// has not asked again keeps demand as it is.
+		need = ks.asked
+		ks.demand = need
+	}
 	if ks.pickLocked(need, now) != nil || h.down {
 		// Permits at hand serve it now (a give-back brought this holder
 		// down to its cap, or a task finished): no call to Redis. Or the
@@ -259,6 +268,7 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 		return nil
 	}
 	ks.waiting = false
+	ks.asked = 0
 	h.leaseSeq++
 	return &refillReq{ks: ks, need: need, want: min(max(ks.block, need), ks.limit), // Redis lowers it to the cap
 		id: ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10)}
@@ -278,7 +288,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		}
 		// The executor asks again and now meets the failure policy; the
 		// demand is set again if it still waits.
-		ks.demand = 0
+		ks.demand, ks.asked = 0, 0
 		a.notify = append(a.notify, ks)
 		return
 	}
@@ -348,7 +358,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		ks.block = min(ks.block*2, h.cfg.maxBlock) // refills in quick succession: lease more at once
 	}
 	ks.granted = sent
-	ks.demand, ks.recorded = 0, false
+	ks.demand, ks.asked, ks.recorded = 0, 0, false
 	a.notify = append(a.notify, ks)
 }
 
@@ -358,7 +368,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 // would be refused for a share no one wants) for up to two renew
 // intervals.
 func (h *Holder) dropDemandLocked(ks *keyState) {
-	ks.demand = 0
+	ks.demand, ks.asked = 0, 0
 	if ks.recorded {
 		ks.recorded, ks.unwait = false, true
 		h.enqueueLocked(ks)

@@ -201,7 +201,8 @@ end
 // clock) as long as fewer than a million are issued per second on average.
 //
 // A refused holder, for lack of room or for its share, is recorded as
-// waiting for wait_ms (with the weight it waits for): a holder that still
+// waiting for wait_ms (with the weight it waits for now, need: a heavier
+// task it asked for before may be gone): a holder that still
 // waits asks again at least once per renew interval, and one that no
 // longer does drops out soon after. The refusal is
 // published on the contention channel (ARGV[7]) as
@@ -241,7 +242,7 @@ end
 if #slots == 0 then
   redis.call('ZADD', KEYS[6], now + tonumber(ARGV[8]), me)
   redis.call('HSETNX', KEYS[7], me, now)
-  redis.call('HSET', KEYS[8], me, math.max(tonumber(redis.call('HGET', KEYS[8], me) or '0'), need))
+  redis.call('HSET', KEYS[8], me, need)
   for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
   local all = deprived
   if medeprived and free < need then all = all + 1 end

@@ -1,0 +1,58 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A task of weight 4 waits for a group limit of 4 while a task of weight 1
+// runs here, so Redis refuses it; then it is cancelled. A task of weight 1
+// that comes next fits the 3 free permits at once: the cancelled task's
+// weight must not be what the holder keeps asking Redis for. The lease TTL
+// is long, so that nothing but the new task's own request can serve it
+// within the hang guard.
+func TestCancelledHeavyTaskDoesNotHoldUpALightOne(t *testing.T) {
+	addr := redistest.Shared(t)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(8)}, h.Groups(4), nil)
+
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+
+	hctx, cancel := context.WithCancel(bg)
+	heavy, err := executor.Submit(ex, hctx, executor.Task[int]{Group: "g", Weight: 4,
+		Fn: func(context.Context) (int, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the weight-4 refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
+	cancel()
+	if r, _ := heavy.Wait(ctxTimeout(t, 10*time.Second)); r.Status != executor.Cancelled {
+		t.Fatalf("weight-4 task: %v %v, want Cancelled", r.Status, r.Err)
+	}
+
+	light, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g",
+		Fn: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := light.Wait(ctxTimeout(t, 5*time.Second)); err != nil || r.Status != executor.Success {
+		t.Fatalf("weight-1 task with 3 of 4 permits free: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
+	}
+}
