@@ -106,12 +106,31 @@ func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
 }
 
 // failed reports whether err, from a call to Redis, means that Redis could
-// not be reached or did not answer in time; an error Redis replied with (a
-// script's) does not.
+// not be reached, did not answer in time, or answered that it cannot serve
+// the call now (unavailableReplies: a replica after a failover, a server
+// loading its data, out of memory, busy with a script); any other error
+// Redis replied with (a script's) does not.
 func failed(err error) bool {
 	var re redis.Error
-	return err != nil && !errors.As(err, &re)
+	if err == nil {
+		return false
+	}
+	if !errors.As(err, &re) {
+		return true
+	}
+	for _, p := range unavailableReplies {
+		if redis.HasErrorPrefix(re, p+" ") {
+			return true
+		}
+	}
+	return false
 }
+
+// unavailableReplies are the error replies of a Redis that cannot lease
+// now, whatever is asked of it: each call fails the same way until it
+// changes (a failover, a load, memory freed), so they count as an outage.
+var unavailableReplies = []string{"READONLY", "LOADING", "MASTERDOWN", "BUSY", "OOM", "MISCONF",
+	"CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS"}
 
 // resultLocked records how a call to Redis went, and returns the event to
 // emit if that changed the mode (failLocked, upLocked).
