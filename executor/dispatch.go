@@ -419,6 +419,11 @@ func (ex *Executor) removeWaitingLocked(g *group, j *job, st Status) {
 		x.stopAfter()
 		x.stopAfter = nil
 	}
+	if g.waiting.front == j {
+		// The group waited for its cluster limiter on j's behalf (j's
+		// weight): the next head asks the limiter afresh, for its own.
+		g.clusterWait = false
+	}
 	ex.dequeueLocked(g, j)
 	g.inFlight -= j.weight
 	g.counts.add(st)

@@ -56,3 +56,45 @@ func TestCancelledHeavyTaskDoesNotHoldUpALightOne(t *testing.T) {
 		t.Fatalf("weight-1 task with 3 of 4 permits free: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
 	}
 }
+
+// As above, with the light task queued behind the heavy one before the
+// heavy one is cancelled: the group waited for the limiter on the heavy
+// task's behalf, and its new head must ask for itself.
+func TestLightTaskBehindACancelledHeavyOneStarts(t *testing.T) {
+	addr := redistest.Shared(t)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(8)}, h.Groups(4), nil)
+
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+
+	hctx, cancel := context.WithCancel(bg)
+	heavy, err := executor.Submit(ex, hctx, executor.Task[int]{Group: "g", Weight: 4,
+		Fn: func(context.Context) (int, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the weight-4 refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
+	light, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g",
+		Fn: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if r, _ := heavy.Wait(ctxTimeout(t, 10*time.Second)); r.Status != executor.Cancelled {
+		t.Fatalf("weight-4 task: %v %v, want Cancelled", r.Status, r.Err)
+	}
+	if r, err := light.Wait(ctxTimeout(t, 5*time.Second)); err != nil || r.Status != executor.Success {
+		t.Fatalf("weight-1 task with 3 of 4 permits free: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
+	}
+}
