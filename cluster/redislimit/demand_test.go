@@ -98,3 +98,22 @@ func TestLightTaskBehindACancelledHeavyOneStarts(t *testing.T) {
 		t.Fatalf("weight-1 task with 3 of 4 permits free: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
 	}
 }
+
+// One holder alone holds one of a group limit of 2, free: a task of weight
+// 2 is refused a block (Redis has one slot free), and the holder's own
+// free permit is what is missing. It must give it back and lease the two,
+// not wait for a renewal round to return it (the renew interval is long
+// here: the hang guard is far shorter).
+func TestOwnFreePermitMakesRoomForAHeavyTask(t *testing.T) {
+	addr := redistest.Shared(t)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
+	l := h.Groups(2)
+	n := make(notifier, 1)
+	if err := l.Attach(n.notify); err != nil {
+		t.Fatal(err)
+	}
+	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
+	p1.Release()
+	p := acquire(t, l, n, "g", 2, 5*time.Second)
+	p.Release()
+}
