@@ -34,8 +34,9 @@ const (
 //
 // No goroutine waits for a group mutex while it holds another (idle
 // reclamation may TryLock one: idle.go). Lock order: the dispatcher's,
-// then a group's, then the idle list's; a group's mutex is never held
-// while taking the dispatcher's.
+// then a group's, then the idle list's or overMu (read by a limit change:
+// setLimits); a group's mutex is never held while taking the
+// dispatcher's.
 type Executor struct {
 	pol      *policy.Policy
 	clk      clock.Clock

@@ -219,3 +219,12 @@ func (ex *Executor) Parked() int { return len(ex.parked) }
 // GlobalQueued returns the tasks counted against the global queue
 // threshold, and the threshold.
 func (ex *Executor) GlobalQueued() (n, limit int) { return int(ex.waiting.Load()), ex.queueLimit }
+
+// SetHookMarked sets the function lockMarkedGroup (ShutdownGroup) calls
+// between finding or making its group and locking it; nil removes it.
+func SetHookMarked(f func()) { testHookMarked = f }
+
+// SetHookOverridden sets the function SetGroupLimits and ResetGroupLimits
+// call between changing a group's override and applying it; nil removes
+// it.
+func SetHookOverridden(f func()) { testHookOverridden = f }

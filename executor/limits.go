@@ -122,8 +122,11 @@ func (ex *Executor) SetGroupLimits(group string, l policy.GroupLimits) error {
 	ex.overrides[group] = l
 	g := ex.groups.load(group) // a group made later reads the override
 	ex.overMu.Unlock()
+	if testHookOverridden != nil {
+		testHookOverridden()
+	}
 	if g != nil {
-		ex.setLimits(g, l)
+		ex.setLimits(g, l, false)
 	}
 	return nil
 }
@@ -165,11 +168,18 @@ func (ex *Executor) ResetGroupLimits(group string) error {
 	delete(ex.overrides, group)
 	g := ex.groups.load(group)
 	ex.overMu.Unlock()
+	if testHookOverridden != nil {
+		testHookOverridden()
+	}
 	if g != nil {
-		ex.setLimits(g, l)
+		ex.setLimits(g, l, true)
 	}
 	return nil
 }
+
+// testHookOverridden, when set by a test, runs in SetGroupLimits and
+// ResetGroupLimits between changing the override and applying it.
+var testHookOverridden func()
 
 func validGroupKey(group string) error {
 	if group == "" {
@@ -179,13 +189,28 @@ func validGroupKey(group string) error {
 }
 
 // setLimits applies l to g's state and starts what now fits. It takes the
-// dispatcher's mutex, which guards g's deficit.
-func (ex *Executor) setLimits(g *group, l policy.GroupLimits) {
+// dispatcher's mutex, which guards g's deficit. l is SetGroupLimits' new
+// override, or, with reset, the policy's limits ResetGroupLimits resolved.
+//
+// Concurrent changes for one key take effect in the order their overrides
+// were written, whatever the order in which they reach g: the override in
+// force is read again under g's mutex (the lock order: a group's, then
+// overMu, which is never held while waiting for a group's or the
+// dispatcher's), and applied if there is one. With none, a reset applies
+// l, and a SetGroupLimits whose override a reset has dropped since applies
+// nothing: the reset applies the policy's limits.
+func (ex *Executor) setLimits(g *group, l policy.GroupLimits, reset bool) {
 	var b batch
 	d := &ex.disp
 	d.mu.Lock()
 	g.mu.Lock()
-	if !g.dead {
+	ex.overMu.RLock()
+	o, set := ex.overrides[g.key]
+	ex.overMu.RUnlock()
+	if set {
+		l = o
+	}
+	if !g.dead && (set || reset) {
 		ex.closeLaneLocked(g) // it reopens if the new limits let it
 		if l.Share != g.limits.Share {
 			// A turn under way goes on with at most one new share of credit.

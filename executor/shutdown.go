@@ -63,9 +63,17 @@ func (ex *Executor) lockMarkedGroup(key string) *group {
 	for {
 		g := ex.groups.load(key)
 		if g == nil {
+			// Marked shut down before it is put in the index: an
+			// admission that finds it before it is locked here is refused
+			// as shut down, not measured against a marker's limits.
 			ex.overMu.RLock()
-			g, _ = ex.groups.loadOrStore(newGroup(ex, key, ex.overrides[key]))
+			m := newGroup(ex, key, ex.overrides[key])
+			m.shutdown = true
+			g, _ = ex.groups.loadOrStore(m)
 			ex.overMu.RUnlock()
+		}
+		if testHookMarked != nil {
+			testHookMarked()
 		}
 		g.mu.Lock()
 		if !g.dead {
@@ -74,6 +82,10 @@ func (ex *Executor) lockMarkedGroup(key string) *group {
 		g.mu.Unlock()
 	}
 }
+
+// testHookMarked, when set by a test, runs in lockMarkedGroup between
+// finding or making the group and locking it.
+var testHookMarked func()
 
 // Shutdown stops the executor from taking new tasks (they are refused with
 // ErrShutdown) and waits for waiting and running tasks to finish. If ctx ends

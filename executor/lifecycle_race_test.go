@@ -1,0 +1,129 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// pauseOnce returns a hook that blocks its first caller until release is
+// called, and reports through reached when it has been entered; later
+// callers go through.
+func pauseOnce() (hook func(), reached <-chan struct{}, release func()) {
+	var once sync.Once
+	in, out := make(chan struct{}), make(chan struct{})
+	var rel sync.Once
+	return func() {
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				close(in)
+				<-out
+			}
+		}, in, func() {
+			rel.Do(func() { close(out) })
+		}
+}
+
+// A ShutdownGroup on a key with no state makes the group's state to mark
+// it shut down. A task submitted for the key meanwhile is either admitted
+// (it came first) or refused as shut down: never refused as too heavy for
+// the limits of a group it never had.
+func TestShutdownGroupOfNewGroupRacingSubmit(t *testing.T) {
+	for _, call := range []string{"Submit", "Do", "Go"} {
+		t.Run(call, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4), policy.WithDefaultMaxInFlight(8)})
+			hook, reached, release := pauseOnce()
+			executor.SetHookMarked(hook)
+			done := make(chan error, 1)
+			go func() { done <- ex.ShutdownGroup(bg, "fresh") }()
+			t.Cleanup(func() {
+				release()
+				<-done
+				executor.SetHookMarked(nil)
+			})
+			<-reached // the state is made, not yet marked shut down
+			fn := func(context.Context) error { return nil }
+			var err error
+			switch call {
+			case "Submit":
+				var h *executor.Handle[int]
+				h, err = executor.Submit(ex, bg, executor.Task[int]{Group: "fresh", Fn: func(context.Context) (int, error) { return 1, nil }})
+				if err == nil {
+					h.Wait(bg)
+				}
+			case "Do":
+				err = ex.Do(bg, "fresh", fn)
+			case "Go":
+				err = ex.Go(bg, "fresh", fn)
+			}
+			if err != nil && !errors.Is(err, executor.ErrGroupShutdown) {
+				t.Fatalf("%s for a group being shut down: %v, want nil or ErrGroupShutdown", call, err)
+			}
+		})
+	}
+}
+
+// Limits given by SetGroupLimits outlive the group's state: evicting an
+// idle group and using it again must find the limits it had. Concurrent
+// SetGroupLimits and ResetGroupLimits calls for one key leave it with the
+// limits of the one whose change was made last, in force as well as kept.
+func TestConcurrentGroupLimitChangesAgreeWithKeptLimits(t *testing.T) {
+	a, b := limits(8, 2, 8, 1), limits(8, 3, 8, 1)
+	for _, first := range []string{"SetGroupLimits", "ResetGroupLimits"} {
+		t.Run(first, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4), policy.WithDefaultMaxInFlight(8), policy.WithDefaultQueueThreshold(8)})
+			use := func() {
+				if err := ex.Do(bg, "k", func(context.Context) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ex.SetGroupLimits("k", a); err != nil {
+				t.Fatal(err)
+			}
+			use() // the group has state
+			hook, reached, release := pauseOnce()
+			executor.SetHookOverridden(hook)
+			var firstErr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if first == "SetGroupLimits" {
+					firstErr = ex.SetGroupLimits("k", a)
+				} else {
+					firstErr = ex.ResetGroupLimits("k")
+				}
+			}()
+			t.Cleanup(func() {
+				release()
+				<-done
+				executor.SetHookOverridden(nil)
+			})
+			<-reached // the first call's change is made, not yet applied
+			if err := ex.SetGroupLimits("k", b); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			if <-done; firstErr != nil {
+				t.Fatal(firstErr)
+			}
+			s, ok := ex.GroupStats("k")
+			if !ok {
+				t.Fatal("no state for k")
+			}
+			if !ex.EvictGroup("k") {
+				t.Fatal("k, idle, was not evicted at once")
+			}
+			use()
+			s2, _ := ex.GroupStats("k")
+			if s.MaxConcurrency != s2.MaxConcurrency {
+				t.Fatalf("k ran at concurrency %d, and at %d once evicted and used again (%s, then SetGroupLimits with %d)",
+					s.MaxConcurrency, s2.MaxConcurrency, first, b.MaxConcurrency)
+			}
+		})
+	}
+}
