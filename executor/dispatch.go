@@ -147,8 +147,9 @@ func (ex *Executor) placeLocked(g *group) {
 		}
 		g.inReady = true
 		ex.global.waiters.Add(1)
-		if !g.knownNode.InList() {
+		if !g.known {
 			d.known.PushBack(&g.knownNode)
+			g.known = true
 		}
 	case !want && g.inReady:
 		d.ready.Remove(&g.readyNode)

@@ -143,6 +143,9 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 		if g.inReady != g.readyNode.InList() {
 			return "ready flag and list disagree: " + k, false
 		}
+		if g.known != g.knownNode.InList() {
+			return "known flag and list disagree: " + k, false
+		}
 		if g.inReady {
 			ready++
 		}
@@ -228,3 +231,21 @@ func SetHookMarked(f func()) { testHookMarked = f }
 // call between changing a group's override and applying it; nil removes
 // it.
 func SetHookOverridden(f func()) { testHookOverridden = f }
+
+// KnownGroups returns the groups in the dispatcher's known list (fair.go),
+// and how many of them have been dropped.
+func (ex *Executor) KnownGroups() (n, dropped int) {
+	d := &ex.disp
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for nd := d.known.Front(); nd != nil; nd = nd.Next() {
+		g := nd.Value
+		g.mu.Lock()
+		if g.dead {
+			dropped++
+		}
+		g.mu.Unlock()
+		n++
+	}
+	return n, dropped
+}

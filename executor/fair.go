@@ -97,6 +97,7 @@ func (ex *Executor) endWindowLocked() {
 		switch {
 		case g.queued() == 0 || g.dead:
 			d.known.Remove(&g.knownNode)
+			g.known = false
 		case g.backlogWin < win: // waiting throughout the window
 			x := 0.0
 			if g.winID == win {
@@ -117,6 +118,20 @@ func (ex *Executor) endWindowLocked() {
 		f.last = Fairness{Index: idx, Groups: n, Starts: f.length}
 	}
 	f.reset(d.known.Len())
+}
+
+// forget takes g, dropped, out of the dispatcher's known list, if it is
+// there (no lock held).
+func (ex *Executor) forget(g *group) {
+	d := &ex.disp
+	d.mu.Lock()
+	g.mu.Lock()
+	if g.known {
+		d.known.Remove(&g.knownNode)
+		g.known = false
+	}
+	g.mu.Unlock()
+	d.mu.Unlock()
 }
 
 // fairness returns the last completed window.

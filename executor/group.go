@@ -32,6 +32,10 @@ type group struct {
 	// inReady is written with both mu and the dispatcher's mutex held, so
 	// either one is enough to read it (dispatch.go).
 	inReady bool
+	// known says whether g is in the dispatcher's known list (fair.go),
+	// written like inReady: a group dropped while in it is taken out once
+	// its mutex is released (forget).
+	known   bool
 	pending int // admissions under way with mu released (a breaker ticket): not idle
 	// keepQueueRoom: the next task out of the queue passes its place in the
 	// global queue threshold to the task that displaced it (displaceLocked).
@@ -221,7 +225,10 @@ func (ex *Executor) makeGroup(key string) (*group, *refusal) {
 
 // dropLocked removes g from the index: its state is gone, and whoever
 // finds it afterwards looks the key up again. Its counts move to the
-// executor's totals.
+// executor's totals. If g is in the dispatcher's known list, the caller
+// takes it out once g.mu is released (forget), so that the list keeps no
+// dropped group until its fairness window ends, which, while the global
+// room stays taken, may be never.
 func (ex *Executor) dropLocked(g *group) {
 	if g.dead {
 		return

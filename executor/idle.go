@@ -55,11 +55,12 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 	}
 	switch {
 	case g.dead:
-	case g.evict:
+	case g.evict, ex.maxIdle == 0 && g.reclaimable():
 		ex.dropLocked(g)
+		if g.known {
+			b.victims.add(g) // reclaim finds it dropped, and forgets it
+		}
 	case !g.reclaimable():
-	case ex.maxIdle == 0:
-		ex.dropLocked(g)
 	case ex.listingIdle():
 		ex.listIdleLocked(g, b)
 	}
@@ -89,6 +90,9 @@ func (ex *Executor) listIdleLocked(g *group, b *batch) {
 			continue
 		}
 		ex.reclaimLocked(v)
+		if v.dead && v.known {
+			b.victims.add(v) // reclaim forgets it
+		}
 		v.mu.Unlock()
 	}
 }
@@ -127,11 +131,16 @@ func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
 }
 
 // reclaim drops v, trimmed off the idle list, if it is still idle and
-// reclaimable and was not listed again since.
+// reclaimable and was not listed again since. A dropped v leaves the
+// dispatcher's known list.
 func (ex *Executor) reclaim(v *group) {
 	v.mu.Lock()
 	ex.reclaimLocked(v)
+	known := v.dead && v.known
 	v.mu.Unlock()
+	if known {
+		ex.forget(v)
+	}
 }
 
 func (ex *Executor) reclaimLocked(v *group) {

@@ -3,8 +3,10 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -124,6 +126,50 @@ func TestConcurrentGroupLimitChangesAgreeWithKeptLimits(t *testing.T) {
 				t.Fatalf("k ran at concurrency %d, and at %d once evicted and used again (%s, then SetGroupLimits with %d)",
 					s.MaxConcurrency, s2.MaxConcurrency, first, b.MaxConcurrency)
 			}
+		})
+	}
+}
+
+// A group that waited for global room is known to the dispatcher for its
+// fairness window. Once dropped (idle with WithMaxIdleGroups, evicted) it
+// must not be kept there: while the global room stays taken, groups that
+// come, wait, give up and are dropped would otherwise pile up, their state
+// kept past WithMaxIdleGroups, until a window of dispatched starts ends.
+func TestDroppedGroupsLeaveTheDispatcher(t *testing.T) {
+	for _, maxIdle := range []int{0, 1, 4} {
+		t.Run(fmt.Sprint("maxIdle=", maxIdle), func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(4)},
+				executor.WithMaxIdleGroups(maxIdle))
+			c := newCrew()
+			hold := c.submit(t, ex, "hold", "hold", 1)
+			c.waitStarted(t, 1)
+			const n = 20
+			for i := range n {
+				ctx, cancel := context.WithCancel(bg)
+				h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: fmt.Sprint("k", i), Fn: func(context.Context) (int, error) { return 0, nil }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				if r := wait(t, h); r.Status != executor.Cancelled {
+					t.Fatalf("k%d: %+v, want Cancelled", i, r)
+				}
+			}
+			for i := range n {
+				ex.EvictGroup(fmt.Sprint("k", i)) // dropped now, or once its last task has settled
+			}
+			// A group is dropped once its cancelled task has completed,
+			// which its Wait may see first: wait for the drops to be done.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // a hang guard, not a timing assertion
+				known, dropped := ex.KnownGroups()
+				if dropped == 0 && ex.Stats().Groups == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the dispatcher keeps %d dropped groups (of %d known); %d groups kept", dropped, known, ex.Stats().Groups)
+				}
+			}
+			c.finish(t, hold)
 		})
 	}
 }

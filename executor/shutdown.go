@@ -18,15 +18,21 @@ func (ex *Executor) EvictGroup(group string) bool {
 		return false
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.dead {
+		g.mu.Unlock()
 		return false
 	}
 	if g.idle() {
 		ex.dropLocked(g)
+		known := g.known
+		g.mu.Unlock()
+		if known {
+			ex.forget(g)
+		}
 		return true
 	}
 	g.evict = true
+	g.mu.Unlock()
 	return false
 }
 
