@@ -165,18 +165,19 @@ func TestNilContextIsInvalid(t *testing.T) {
 				t.Errorf("queue %v: %s changed the state from %+v to %+v", queued, name, before, got)
 			}
 		}
+		var none context.Context // nil: the input under test
 		call("Submit", func() error {
-			_, err := bulkhead.Submit(b, nil, func(context.Context) (int, error) { return 1, nil })
+			_, err := bulkhead.Submit(b, none, func(context.Context) (int, error) { return 1, nil })
 			return err
 		})
 		if queued {
-			call("Acquire", func() error { _, err := b.Acquire(nil, 1); return err })
+			call("Acquire", func() error { _, err := b.Acquire(none, 1); return err })
 		}
 		h, err := bulkhead.Submit(b, bg, func(context.Context) (int, error) { return 1, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
 		<-h.Done()
-		call("Wait", func() error { _, err := h.Wait(nil); return err })
+		call("Wait", func() error { _, err := h.Wait(none); return err })
 	}
 }

@@ -82,21 +82,21 @@ func (m *bhModel) dispatch(now time.Time, out []*bhWaiter) (bool, []*bhWaiter) {
 
 // admit decides a new request of weight n: granted, refused (err), or
 // queued (both false and nil).
-func (m *bhModel) admit(now time.Time, n int, wait bool) (granted bool, err error, decided []*bhWaiter) {
+func (m *bhModel) admit(now time.Time, n int, wait bool) (granted bool, decided []*bhWaiter, err error) {
 	blocked, decided := m.dispatch(now, nil)
 	if !blocked && m.fits(n) {
 		m.used += n
-		return true, nil, decided
+		return true, decided, nil
 	}
 	switch {
 	case m.draining:
-		return false, bulkhead.ErrDraining, decided
+		return false, decided, bulkhead.ErrDraining
 	case !wait || n > m.limit:
-		return false, bulkhead.ErrAtCapacity, decided
+		return false, decided, bulkhead.ErrAtCapacity
 	case len(m.queue) >= m.depth:
-		return false, bulkhead.ErrQueueSaturated, decided
+		return false, decided, bulkhead.ErrQueueSaturated
 	}
-	return false, nil, decided
+	return false, decided, nil
 }
 
 func (m *bhModel) release(n int) {
@@ -247,7 +247,7 @@ func runBulkheadModel(t *testing.T, cfg bhConfig, r *rand.Rand, steps int) {
 		case op < 5: // TryAcquire
 			n := 1 + r.IntN(m.limit+1)
 			p, err := b.TryAcquire(ctx, n)
-			ok, want, decided := m.admit(now, n, false)
+			ok, decided, want := m.admit(now, n, false)
 			trace = append(trace, fmt.Sprintf("try(%d)", n))
 			settle(decided)
 			if ok {
@@ -262,7 +262,7 @@ func runBulkheadModel(t *testing.T, cfg bhConfig, r *rand.Rand, steps int) {
 			n := 1 + r.IntN(m.limit+1)
 			wctx, cancel := context.WithCancel(ctx)
 			call := acquireAsync(wctx, b, n)
-			ok, want, decided := m.admit(now, n, cfg.queue)
+			ok, decided, want := m.admit(now, n, cfg.queue)
 			trace = append(trace, fmt.Sprintf("acquire(%d)", n))
 			if ok || want != nil {
 				p, err := call.wait(t)

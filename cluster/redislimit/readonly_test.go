@@ -33,7 +33,7 @@ func TestReadOnlyRedisIsAnOutage(t *testing.T) {
 	}
 	// A replica of a primary it cannot reach: it keeps its data and
 	// refuses every write.
-	if err := newClient(t, addr).SlaveOf(bg, "127.0.0.1", "1").Err(); err != nil {
+	if err := newClient(t, addr).ReplicaOf(bg, "127.0.0.1", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	r, err := run("b")
