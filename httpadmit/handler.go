@@ -2,6 +2,7 @@ package httpadmit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -72,13 +73,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := calls.Get().(*call)
 	c.h, c.w, c.r = h, w, r
 	err = h.ex.DoWeighted(r.Context(), group, weight, c.fn)
+	ran, returned := c.ran, c.returned
 	*c = call{fn: c.fn} // drop the request before the next one reuses c
 	calls.Put(c)
-	if err != nil {
-		if _, served := err.(*StatusError); !served {
-			h.refuse(w, r, err)
-		}
+	switch {
+	case !ran:
+		h.refuse(w, r, err)
+	case !returned:
+		notReturned(err)
 	}
+}
+
+// notReturned goes on with the panic of a next that Do ran but that did not
+// return, when Do recovered it (a rejection handler's RunInCaller recovers
+// it into a *executor.PanicError): as without Handler, the panic goes on to
+// the server with its own value, and no refusal is written after what next
+// wrote.
+func notReturned(err error) {
+	var pe *executor.PanicError
+	if errors.As(err, &pe) {
+		panic(pe.Value)
+	}
+	if err == nil {
+		err = errors.New("httpadmit: the handler did not return")
+	}
+	panic(err)
 }
 
 // A call is one request's fn for Do. Calls are pooled with fn bound once, so
@@ -86,10 +105,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // not run again, by the time a call is put back. A call whose next panicked is
 // not put back.
 type call struct {
-	h  *handler
-	w  http.ResponseWriter
-	r  *http.Request
-	fn func(context.Context) error // serve, bound to this call
+	h        *handler
+	w        http.ResponseWriter
+	r        *http.Request
+	ran      bool                        // next was called
+	returned bool                        // next returned: it did not panic
+	fn       func(context.Context) error // serve, bound to this call
 }
 
 var calls = sync.Pool{New: func() any {
@@ -105,12 +126,15 @@ func (c *call) serve(ctx context.Context) error {
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
+	c.ran = true
 	if h.failure == nil {
 		h.next.ServeHTTP(w, r)
+		c.returned = true
 		return nil
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r)
+	c.returned = true
 	return failed(h.failure, sw.code())
 }
 

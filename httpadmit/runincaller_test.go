@@ -1,0 +1,61 @@
+package httpadmit_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// fillSlot occupies group's only slot until the returned func is called.
+func fillSlot(t *testing.T, ex *executor.Executor, group string) (free func()) {
+	t.Helper()
+	in, out := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ex.Do(context.Background(), group, func(context.Context) error {
+			close(in)
+			<-out
+			return nil
+		})
+	}()
+	<-in
+	return func() { close(out); <-done }
+}
+
+func runInCallerExec(t *testing.T) *executor.Executor {
+	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			r.RunInCaller()
+			return nil
+		}))
+}
+
+// A handler run in the caller by a rejection handler that panics with
+// http.ErrAbortHandler goes on to the server with the same value, and
+// nothing is written after what the handler wrote.
+func TestHandlerPanicRunInCallerGoesOn(t *testing.T) {
+	ex := runInCallerExec(t)
+	defer fillSlot(t, ex, "a")()
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		panic(http.ErrAbortHandler)
+	}), httpadmit.WithTenantFunc(func(*http.Request) (string, error) { return "a", nil }))
+	rec := httptest.NewRecorder()
+	panicked := func() (v any) {
+		defer func() { v = recover() }()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		return nil
+	}()
+	if panicked != http.ErrAbortHandler {
+		t.Errorf("ServeHTTP's panic = %v, want http.ErrAbortHandler", panicked)
+	}
+	if rec.Code != http.StatusAccepted || rec.Body.Len() != 0 {
+		t.Errorf("response: %d %q, want 202 and no body as the handler wrote", rec.Code, rec.Body.String())
+	}
+}
