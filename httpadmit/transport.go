@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -41,7 +42,8 @@ import (
 //     releases it before RoundTrip returns;
 //   - 101 Switching Protocols: the body is the upgraded connection, still an
 //     io.ReadWriteCloser, and the slot is held until it is closed, for the
-//     connection's life, like a stream's;
+//     connection's life, like a stream's: the end of the request's context
+//     does not free it, since the connection outlives it in net/http;
 //   - an error from base releases it before RoundTrip returns, and counts as
 //     a failure for the group's breaker unless it is a cancellation.
 //
@@ -149,6 +151,10 @@ type exchange struct {
 	goexited   bool // base called runtime.Goexit
 	handedOver bool // fn closed ready
 
+	// detach stops the request's context from ending the admission's
+	// (admission); nil when that context can never end.
+	detach func() bool
+
 	ready  chan struct{} // the outcome is set
 	closed chan struct{} // the body was closed
 	done   chan struct{} // Do has returned: the slot is free
@@ -168,7 +174,11 @@ func (x *exchange) run(group string, weight int) {
 			}
 		}
 	}()
-	err := x.t.ex.DoWeighted(x.req.Context(), group, weight, func(ctx context.Context) error {
+	ctx := x.admission()
+	if x.detach != nil {
+		defer x.detach() // the request is done with: nothing to watch
+	}
+	err := x.t.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
 		ran = true
 		return x.send(ctx)
 	})
@@ -180,6 +190,40 @@ func (x *exchange) run(group string, weight int) {
 	if !x.handedOver {
 		close(x.ready)
 	}
+}
+
+// admission returns the context the request is admitted with: one that
+// ends with the request's, until detach is called. Once a 101 response is
+// in, its connection no longer depends on the request's context (net/http
+// stops watching it), and neither does the slot that the connection holds.
+func (x *exchange) admission() context.Context {
+	parent := x.req.Context()
+	if parent.Done() == nil {
+		return parent // it never ends: nothing to detach from
+	}
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	x.detach = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	return &admissionCtx{Context: inner, parent: parent}
+}
+
+// admissionCtx is the request's context until detached: its values and its
+// deadline, and its error once it has ended it.
+type admissionCtx struct {
+	context.Context // ended by the request's context until detached
+	parent          context.Context
+}
+
+func (c *admissionCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Err is the request context's error, as the context that ended this one.
+func (c *admissionCtx) Err() error {
+	if c.Context.Err() == nil {
+		return nil
+	}
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
 }
 
 // errPanicked is fn's outcome when base panicked: a failure for the breaker,
@@ -214,6 +258,12 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		return outcome
 	}
 	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		// The connection outlives the request's context, as in net/http:
+		// from now on only its Close, or the executor's stop, frees the
+		// slot.
+		if x.detach != nil {
+			x.detach()
+		}
 		resp.Body = &upgradedBody{rw, x}
 	} else {
 		resp.Body = &body{resp.Body, x}
