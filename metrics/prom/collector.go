@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -122,6 +123,11 @@ func (c *Collector) label(group string) string {
 	if group == OtherGroup {
 		// Its series is the remainder's: one of its own would be
 		// collected twice.
+		return OtherGroup
+	}
+	if !utf8.ValidString(group) {
+		// No label value may hold it: a series of its own would fail
+		// every scrape, and the listener's counting for it.
 		return OtherGroup
 	}
 	if c.labelled != nil {

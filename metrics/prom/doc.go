@@ -18,7 +18,8 @@
 // distinct label value is a time series kept for the life of the process. So
 // only the groups Options.Labelled accepts get series of their own (by
 // default the first Options.MaxGroups groups seen); all others are summed
-// under the group label OtherGroup.
+// under the group label OtherGroup, as are the groups whose key is not valid
+// UTF-8, which no label value may hold.
 //
 // Metrics (names as listed; Options.Namespace prefixes them):
 //
