@@ -181,7 +181,7 @@ func (c *Collector) OnStarted(e executor.Event) {
 func (c *Collector) OnCompleted(e executor.Event) {
 	g := c.label(e.Group)
 	c.completed.WithLabelValues(g, strings.ToLower(e.Status.String())).Inc()
-	if e.Duration > 0 {
+	if e.Duration > 0 || e.Status != executor.Cancelled { // a task cancelled while it waited never ran
 		c.run.WithLabelValues(g).Observe(e.Duration.Seconds())
 	}
 }
