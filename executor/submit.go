@@ -347,6 +347,10 @@ func (a *admission) refusedGroup(ex *Executor, key string) *group {
 // becomes of j, refused for lack of room (rej), and returns the caller's
 // error. The outcome is counted once decided.
 func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
+	// Refused, j was never queued, so nothing read the clock at its
+	// submission: a run by its caller is timed from now, not from the
+	// executor's start.
+	j.submitted = ex.since()
 	if ex.handler != nil {
 		r := &Rejection{Group: rej.Group, ID: j.taskID(), Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
 		err := ex.callHandler(r)
