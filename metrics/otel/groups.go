@@ -2,6 +2,7 @@ package otel
 
 import (
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -59,6 +60,11 @@ func (gs *groups) of(group string) *series {
 	if group == OtherGroup {
 		// Its series is the remainder's: one of its own would be
 		// observed twice, the remainder overwriting it.
+		return gs.other
+	}
+	if !utf8.ValidString(group) {
+		// An exporter cannot send it (OTLP's strings are UTF-8): it would
+		// fail every export that holds its series.
 		return gs.other
 	}
 	gs.mu.RLock()
