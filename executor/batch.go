@@ -106,12 +106,15 @@ func (ex *Executor) afterUnlock(b *batch) {
 	for i := range b.start.n {
 		ex.launch(b.start.at(i))
 	}
-	for i := range b.expired.n {
-		ex.completeExpired(b.expired.at(i))
-	}
-	for i := range b.displaced.n {
-		d := b.displaced.at(i)
-		ex.completeRemoved(d.j, Rejected, d.rej)
+	if n := b.expired.n + b.displaced.n; n > 0 {
+		completeEach(n, func(i int) {
+			if i < b.expired.n {
+				ex.completeExpired(b.expired.at(i))
+				return
+			}
+			d := b.displaced.at(i - b.expired.n)
+			ex.completeRemoved(d.j, Rejected, d.rej)
+		})
 	}
 }
 

@@ -28,6 +28,24 @@ func (ex *Executor) completeRemoved(j *job, st Status, err error) {
 	}
 }
 
+// completeEach calls complete for 0 to n-1, each completing a removed
+// task (completeRemoved). A listener call that exits the goroutine
+// (runtime.Goexit) ends it only after the tasks after the one it was told
+// of are completed too: completeRemoved completes that one, and the rest
+// may be other callers' handles, which a drain waits for.
+func completeEach(n int, complete func(i int)) { completeFrom(0, n, complete) }
+
+func completeFrom(i, n int, complete func(i int)) {
+	defer func() {
+		if i < n { // complete(i) exited the goroutine
+			completeFrom(i+1, n, complete)
+		}
+	}()
+	for ; i < n; i++ {
+		complete(i)
+	}
+}
+
 func (ex *Executor) completeExpired(j *job) {
 	ex.completeRemoved(j, Rejected, &RejectedError{Group: j.g.key, ID: j.taskID(), Limit: LimitQueueTimeout,
 		Weight: j.weight, Err: ErrQueueTimeout})

@@ -92,3 +92,51 @@ func TestListenerGoexitOnCancelStillCompletes(t *testing.T) {
 	}
 	ex.Close()
 }
+
+// A listener call that exits the goroutine of a ShutdownGroup whose
+// context has ended lets every task that the group's cancellation removed
+// complete, not only the first one told to the listener.
+func TestListenerGoexitOnGroupCancelCompletesEveryRemovedTask(t *testing.T) {
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
+	ex, err := executor.New(p, executor.WithListener(executor.ListenerFuncs{Completed: func(e executor.Event) {
+		if e.Status == executor.Cancelled {
+			runtime.Goexit()
+		}
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	running, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting []*executor.Handle[int]
+	for range 3 {
+		h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 2, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, h)
+	}
+	ended, stop := context.WithCancel(bg)
+	stop()
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		ex.ShutdownGroup(ended, "g")
+	}()
+	<-exited
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	for i, h := range waiting {
+		if r, err := h.Wait(ctx); err != nil || r.Status != executor.Cancelled {
+			t.Fatalf("waiting task %d, removed by the group's cancellation: %+v, %v", i, r, err)
+		}
+	}
+	close(release)
+	if _, err := running.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ex.Close()
+}

@@ -178,7 +178,5 @@ func (ex *Executor) cancelGroup(g *group, reason error) {
 	for _, j := range running {
 		j.cancelContext(cause)
 	}
-	for _, j := range removed {
-		ex.completeRemoved(j, Cancelled, cause)
-	}
+	completeEach(len(removed), func(i int) { ex.completeRemoved(removed[i], Cancelled, cause) })
 }
