@@ -169,13 +169,13 @@ func (x *exchange) run(group string, weight int) {
 	defer close(x.done)
 	ran, returned := false, false
 	defer func() {
-		if !returned {
+		if !returned && !x.handedOver {
 			// base called runtime.Goexit, which ends this goroutine: Do
-			// has freed the slot, and RoundTrip's caller is told.
+			// has freed the slot, and RoundTrip's caller is told. (Once
+			// the response is handed over, RoundTrip has returned, and an
+			// exit later is none of its caller's.)
 			x.goexited = true
-			if !x.handedOver {
-				close(x.ready)
-			}
+			close(x.ready)
 		}
 	}()
 	ctx := x.admission()
