@@ -95,3 +95,28 @@ func TestMaxConnsReclaimsIdle(t *testing.T) {
 		t.Errorf("gateway_connections = %v, over max_conns", got)
 	}
 }
+
+// At max_conns, an idle keep-alive connection stays open while no new
+// connection needs its place.
+func TestMaxConnsKeepsIdleWithoutNewcomer(t *testing.T) {
+	gw := start(t, echo(t), minimal+"max_conns: 1\n")
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	br := bufio.NewReader(c)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readResponse(t, br); resp.StatusCode != 200 {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	eventually(t, "the connection idle or reclaimed", func() bool {
+		return gateway.IdleConns(gw.gw) == 1 || metric(t, gw.gw.Metrics(), "gateway_connections_reclaimed_total") > 0
+	})
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("second request on the idle connection: %v", err)
+	}
+	resp.Body.Close()
+	if got := metric(t, gw.gw.Metrics(), "gateway_connections_reclaimed_total"); got != 0 {
+		t.Errorf("gateway_connections_reclaimed_total = %v with no new connection", got)
+	}
+}

@@ -10,8 +10,9 @@ import (
 )
 
 // listener caps the client connections open at once (max_conns). At the
-// cap it closes the connection idle the longest, as nginx reuses keep-alive
-// connections when out of them; with none idle it stops accepting, so that
+// cap it closes the connection idle the longest once a new connection
+// comes, as nginx reuses keep-alive connections when out of them; with none
+// idle it stops accepting, so that
 // new connections wait in the kernel's backlog rather than cost the
 // gateway anything.
 type listener struct {
@@ -34,10 +35,17 @@ func newListener(l net.Listener, max int, reclaimed func()) *listener {
 }
 
 func (l *listener) Accept() (net.Conn, error) {
+	// nc is a connection taken from the kernel at the cap, while an idle
+	// one could make room for it: an idle connection is closed only for a
+	// newcomer, never ahead of one.
+	var nc net.Conn
 	for {
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
+			if nc != nil {
+				nc.Close()
+			}
 			return nil, net.ErrClosed
 		}
 		if l.open < l.max {
@@ -45,12 +53,21 @@ func (l *listener) Accept() (net.Conn, error) {
 			l.mu.Unlock()
 			break
 		}
-		if e := l.idle.Front(); e != nil {
+		if e := l.idle.Front(); e != nil && nc != nil {
 			c := l.idle.Remove(e).(*conn)
 			c.elem = nil
 			l.mu.Unlock()
 			l.reclaimed()
 			c.Close() // makes room; the loop takes it
+			continue
+		}
+		if l.idle.Len() > 0 {
+			l.mu.Unlock()
+			c, err := l.Listener.Accept()
+			if err != nil {
+				return nil, err
+			}
+			nc = c
 			continue
 		}
 		l.waiting++
@@ -63,12 +80,15 @@ func (l *listener) Accept() (net.Conn, error) {
 		l.waiting--
 		l.mu.Unlock()
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		l.release()
-		return nil, err
+	if nc == nil {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			l.release()
+			return nil, err
+		}
+		nc = c
 	}
-	return &conn{Conn: c, l: l}, nil
+	return &conn{Conn: nc, l: l}, nil
 }
 
 func (l *listener) Close() error {
