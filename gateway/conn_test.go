@@ -120,3 +120,21 @@ func TestMaxConnsKeepsIdleWithoutNewcomer(t *testing.T) {
 		t.Errorf("gateway_connections_reclaimed_total = %v with no new connection", got)
 	}
 }
+
+// A request refused with its body unread has its connection shut down for
+// writing after the answer, as net/http does on a bare TCP connection: the
+// client reads the answer and then the end of the stream, not a reset.
+func TestRefusedBodyConnectionEndsCleanly(t *testing.T) {
+	gw := start(t, echo(t), minimal+"body: {max_bytes: 1000}\n")
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+	go c.Write(make([]byte, 64<<10)) // more than the gateway reads; fails once it closes
+	br := bufio.NewReader(c)
+	if resp := readResponse(t, br); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("%d, want 413", resp.StatusCode)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the answer: %v, want EOF", err)
+	}
+}

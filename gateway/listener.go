@@ -185,6 +185,18 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite shuts down the writing side of the connection under it.
+// net/http calls it when it closes a connection whose request it left
+// partly unread (a refused body, headers over the cap): the client then
+// sees the answer end before the close resets the connection. Without it,
+// a wrapped connection would go straight to the reset.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
