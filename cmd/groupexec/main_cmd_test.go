@@ -70,3 +70,23 @@ func TestFlagsOutsideTheirMode(t *testing.T) {
 		}
 	}
 }
+
+// --check refuses an address the gateway could never listen on, as running
+// the same file would: a port outside 0 to 65535 is a problem of the file.
+func TestCheckRefusesUnlistenableAddress(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ key, yaml string }{
+		{"listen", "listen: 127.0.0.1:99999\nadmin: 127.0.0.1:0\n"},
+		{"listen", "listen: 127.0.0.1:-1\nadmin: 127.0.0.1:0\n"},
+		{"admin", "listen: 127.0.0.1:0\nadmin: 127.0.0.1:65536\n"},
+	} {
+		path := filepath.Join(dir, "c.yaml")
+		os.WriteFile(path, []byte("backends: [http://127.0.0.1:1]\n"+tc.yaml), 0o600)
+		for _, args := range [][]string{{"gateway", "--config", path, "--check"}, {"gateway", "--config", path}} {
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), tc.key) {
+				t.Errorf("%q %v: exit %d, stdout %q, stderr %q; want 1 and an error naming %s", tc.yaml, args, code, out.String(), errb.String(), tc.key)
+			}
+		}
+	}
+}

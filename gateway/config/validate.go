@@ -51,8 +51,15 @@ func nonNegative[T int | int64 | time.Duration](ck *checker, key string, v T) {
 func (c *Config) validate(present func(string) bool) []problem {
 	ck := &checker{present: present}
 	for _, a := range []struct{ key, addr string }{{"listen", c.Listen}, {"admin", c.Admin}} {
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+		_, port, err := net.SplitHostPort(a.addr)
+		if err != nil {
 			ck.bad(a.key, "%q is not host:port", a.addr)
+			continue
+		}
+		// The port listening would use: a number from 0 to 65535 or a
+		// service name, looked up as net.Listen looks it up.
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			ck.bad(a.key, "%q: port %q is not a port number (0 to 65535) or a known service", a.addr, port)
 		}
 	}
 	if c.Listen == c.Admin {
