@@ -49,7 +49,7 @@ func main() {
 			return "ok", nil
 		}
 	}
-	round := func(label string) {
+	round := func(label string) map[string]map[string]int {
 		tally := map[string]map[string]int{}
 		var hs []*executor.Handle[string]
 		for i := range 20 {
@@ -75,19 +75,39 @@ func main() {
 			s, _ := ex.GroupStats(tenant)
 			fmt.Printf("  %-8s breaker %-9s %v\n", tenant, s.Breaker, tally[tenant])
 		}
+		// The healthy tenants are served in full whatever acme's backend does.
+		for _, tenant := range []string{"globex", "initech"} {
+			if n := tally[tenant]["Success"]; n != 20 {
+				fail(fmt.Errorf("%s: %d of 20 tasks succeeded, want all: %v", tenant, n, tally[tenant]))
+			}
+		}
+		return tally
+	}
+	breakerOf := func(tenant string) breaker.State {
+		s, _ := ex.GroupStats(tenant)
+		return s.Breaker
 	}
 
 	round("1. all backends healthy")
 	acmeDown.Store(true)
 	round("2. acme's backend fails: all 20 were admitted before the 5th failure opened the breaker")
-	round("3. acme's breaker is open: its tasks are refused at once, the others unaffected")
+	if st := breakerOf("acme"); st != breaker.StateOpen {
+		fail(fmt.Errorf("acme's breaker is %v after its backend failed, want open", st))
+	}
+	acme := round("3. acme's breaker is open: its tasks are refused at once, the others unaffected")["acme"]
+	// All 20 are refused unless the open timeout passed mid-round (a very
+	// slow machine): then one probe reaches the failing backend.
+	if acme["Success"] > 0 || acme["Refused by breaker"] < 19 {
+		fail(fmt.Errorf("acme's tasks with its breaker open: %v, want them refused by the breaker", acme))
+	}
 	acmeDown.Store(false)
 	time.Sleep(350 * time.Millisecond)
-	round("4. acme healed, timeout passed: one probe is let through and closes the breaker;\n   the tasks submitted while it was half-open were refused")
-
-	s, _ := ex.GroupStats("acme")
-	if s.Breaker != breaker.StateClosed {
-		fail(fmt.Errorf("acme's breaker is %v at the end, want closed", s.Breaker))
+	acme = round("4. acme healed, timeout passed: one probe is let through and closes the breaker;\n   the tasks submitted while it was half-open were refused")["acme"]
+	if acme["Success"] == 0 {
+		fail(fmt.Errorf("acme's tasks after it healed: %v, want the probe to succeed", acme))
+	}
+	if st := breakerOf("acme"); st != breaker.StateClosed {
+		fail(fmt.Errorf("acme's breaker is %v at the end, want closed", st))
 	}
 }
 
