@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -242,4 +243,29 @@ func (ex *Executor) dropLocked(g *group) {
 		g.timer.Stop()
 		g.timer = nil
 	}
+	g.endKeptContexts()
+}
+
+// droppedStop is the stop of a dropped group (endKeptContexts): shared,
+// so that dropping a group allocates nothing.
+var droppedStop = &stopCause{context.Canceled}
+
+// endKeptContexts ends the contexts of g's tasks that outlived their runs,
+// g being dropped: no task of g runs or will, but a fn of a Go or Do call
+// with context.Background may have kept its group's context (groupCtx),
+// which only g's stop ends, and no stop reaches a dropped group (a group
+// made again for its key is another). Without it such a context would end
+// at Close if its group were kept, and never if idle reclamation or an
+// eviction dropped it.
+func (g *group) endKeptContexts() {
+	if !g.stop.CompareAndSwap(nil, droppedStop) {
+		return
+	}
+	// A Done that read no stop made its channel before this lock, or
+	// makes it before it is released.
+	g.runMu.Lock()
+	if g.stopCh != nil {
+		close(g.stopCh)
+	}
+	g.runMu.Unlock()
 }
