@@ -55,9 +55,9 @@ func keptDoContext(t *testing.T, ex *executor.Executor, group string) context.Co
 }
 
 // A context kept by a fn of a Go or Do call with context.Background, its
-// group's, ends when the executor closes whether or not its group's state
-// was dropped meanwhile: what the caller sees does not depend on idle
-// reclamation or eviction.
+// group's, has ended once the executor is closed, whether or not its
+// group's state was dropped meanwhile: a kept group ends it at Close, a
+// dropped one when it is dropped, since no stop reaches it after.
 func TestKeptGroupContextEndsAtCloseAfterEviction(t *testing.T) {
 	for _, tc := range []struct {
 		name string
