@@ -242,7 +242,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		// to a request whose context has ended goes to the next in line.
 		select {
 		case <-done:
-			b.giveBack(w.permit)
+			b.giveBack(w.permit, ctx.Err())
 			return Permit{}, ctx.Err()
 		default:
 			return w.permit, nil
@@ -273,13 +273,22 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	b.giveBack(w.permit)
+	b.giveBack(w.permit, ctx.Err())
 	return Permit{}, ctx.Err()
 }
 
-// giveBack releases a permit issued to a waiter that has given up; the
-// release serves the next in line.
-func (b *Bulkhead) giveBack(p Permit) {
+// giveBack releases a permit issued to a waiter that has given up with err,
+// its context's error; the release serves the next in line. The request
+// failed, so the log records its rejection, as for a waiter whose context
+// ended before its turn.
+func (b *Bulkhead) giveBack(p Permit, err error) {
+	if b.observed {
+		es := new(events)
+		b.lock()
+		b.event(es, EventRequestRejected, b.stamp(), 0, err.Error())
+		b.unlock()
+		b.deliver(es)
+	}
 	if err := b.Release(p); err != nil {
 		panic("bulkhead: a permit issued to a waiter was not outstanding: " + err.Error())
 	}

@@ -123,8 +123,10 @@ func (b *Bulkhead) SetLimit(n int) error {
 		switch {
 		case started:
 			b.record(es, Event{Code: EventDrainActive, Time: now, Detail: "started"})
-		case b.sem.Draining():
+		case b.sem.Draining() && n < old:
 			b.record(es, Event{Code: EventDrainActive, Time: now, Detail: "lowered again"})
+		case b.sem.Draining():
+			b.record(es, Event{Code: EventDrainActive, Time: now, Detail: "raised"})
 		case ended:
 			b.record(es, Event{Code: EventDrainComplete, Time: now})
 		}

@@ -10,7 +10,7 @@ const (
 	EventRequestQueued   = "RB_REQUEST_QUEUED"   // an acquire began to wait in the queue
 	EventRequestRejected = "RB_REQUEST_REJECTED" // an acquire failed; Detail is the error's code, or the context's error for a waiter whose context ended
 	EventCapChanged      = "RB_CAP_CHANGED"      // SetLimit changed the limit
-	EventDrainActive     = "RB_DRAIN_ACTIVE"     // a drain began or goes on: Detail "started", "lowered again" or "refused an acquire"
+	EventDrainActive     = "RB_DRAIN_ACTIVE"     // a drain began or goes on: Detail "started", "lowered again", "raised" (not enough to end it) or "refused an acquire"
 	EventDrainComplete   = "RB_DRAIN_COMPLETE"   // in-flight dropped below the lowered limit
 	EventLatencyReport   = "RB_LATENCY_REPORT"   // a latency sample was recorded
 )

@@ -88,8 +88,8 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	start := h.b.clk.Now()
 	returned := false
 	defer func() {
-		h.b.RecordLatency(h.b.clk.Now().Sub(start))
 		if !returned {
+			h.b.RecordLatency(h.b.clk.Now().Sub(start))
 			var res Result[T]
 			res.Status = Failed
 			if v := recover(); v != nil {
@@ -103,6 +103,9 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	}()
 	v, err := fn(ctx)
 	returned = true
+	// Before the handle completes, so that a caller that has seen the
+	// result finds its latency in P99 and WithinTarget.
+	h.b.RecordLatency(h.b.clk.Now().Sub(start))
 	res := Result[T]{Status: outcome.Classify(err), Value: v, Err: err}
 	if res.Status != Success {
 		res.Value = *new(T)
@@ -140,10 +143,17 @@ func (h *Handle[T]) Cancel() bool {
 func (h *Handle[T]) Done() <-chan struct{} { return h.done }
 
 // Wait waits for the result; if ctx ends first it returns ctx's error (the
-// operation goes on). A nil ctx is a *ConfigError.
+// operation goes on). A handle that has completed returns its result, even
+// with a ctx that has ended. A nil ctx is a *ConfigError.
 func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
 	if ctx == nil {
 		return Result[T]{}, &ConfigError{"Wait ctx", nil, "must not be nil"}
+	}
+	// When both channels are ready select picks either: look at done first.
+	select {
+	case <-h.done:
+		return h.res, nil
+	default:
 	}
 	select {
 	case <-h.done:
