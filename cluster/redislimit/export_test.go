@@ -54,3 +54,8 @@ func HoldLock(h *Holder) (unlock func()) {
 	h.mu.Lock()
 	return h.mu.Unlock
 }
+
+// RenewNow runs one renewal round now, on the caller's goroutine (tests
+// give the holder a renew interval longer than they run, so that only
+// these rounds happen).
+func RenewNow(h *Holder) { h.renewOnce() }

@@ -76,8 +76,8 @@ func (h *Holder) renewOnce() {
 	calls := make([]*scriptCall, len(rs))
 	if err == nil {
 		for i, r := range rs {
-			args := make([]any, 0, 3+2*len(r.leases))
-			args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit)
+			args := make([]any, 0, 4+2*len(r.leases))
+			args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit, h.channel())
 			for j, le := range r.leases {
 				args = append(args, le.id, r.slots[j])
 			}

@@ -276,18 +276,25 @@ return out
 // renewScript extends each live lease named in ARGV by the TTL, lowers it
 // to the slots given with it (a give-back that failed, or whose reply was
 // lost, is made good; never raised), and drops each lease that has expired.
-// KEYS: l n s b w g q. ARGV: ttl_ms holder_id limit, then id slots pairs.
+// When it freed permits while holders wait, it publishes "f|leases_key" on
+// the contention channel as releaseScript does: a give-back sent in the
+// same round trip finds them already freed (the renewal may run first, or
+// the release be sent again with its script after NOSCRIPT), and the
+// holders waiting for them must hear of it now, not at their next round.
+// KEYS: l n s b w g q. ARGV: ttl_ms holder_id limit channel, then id slots
+// pairs.
 // Returns {other_waiters, cap (-1: nobody else waits), deprived, alive_1,
 // alive_2, ...} (1 alive, 0 lost).
 var renewScript = redis.NewScript(sharesLua + `
 local now = clock()
 local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
-local alive = {}
-for i = 4, #ARGV, 2 do
+local alive, freed = {}, 0
+for i = 5, #ARGV, 2 do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
     redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
-    keep_only(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
+    local _, f = keep_only(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
+    freed = freed + f
     alive[#alive + 1] = 1
   else
     drop_slots(KEYS[3], KEYS[4], ARGV[i])
@@ -296,6 +303,9 @@ for i = 4, #ARGV, 2 do
   end
 end
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
+if freed > 0 and redis.call('ZCOUNT', KEYS[5], now, '+inf') > 0 then
+  redis.call('PUBLISH', ARGV[4], 'f|' .. KEYS[1])
+end
 local _, _, others, caps, deprived = shares(KEYS[2], KEYS[5], KEYS[6], KEYS[7], limit, me, now, false, 0)
 local cap = -1
 if others > 0 then cap = caps[me] or 0 end
