@@ -219,6 +219,12 @@ func (cb *CircuitBreaker) failure(ep *epoch) {
 	if cb.cur.Load() != ep {
 		return // a late outcome: its epoch is over
 	}
+	if !ep.fast && ep.state == StateClosed && !cb.clock.Now().Before(ep.expiry) {
+		// The period has ended, though no request has started the next
+		// one yet (which clears the counts): its counts have stopped
+		// counting, so they cannot trip the breaker.
+		return
+	}
 	if ep.state == StateHalfOpen || cb.readyToTrip(ep.counts()) {
 		cb.transition(ep, StateOpen)
 	}

@@ -114,7 +114,8 @@ func (m *model) finish(tk modelTicket, r result, now time.Time) {
 		c.TotalFailures++
 		c.ConsecutiveFailures++
 		c.ConsecutiveSuccesses = 0
-		if m.state == breaker.StateHalfOpen || m.s.ReadyToTrip(*c) {
+		ended := m.state == breaker.StateClosed && m.s.Interval > 0 && !now.Before(m.expiry)
+		if m.state == breaker.StateHalfOpen || !ended && m.s.ReadyToTrip(*c) {
 			m.to(breaker.StateOpen, now)
 		}
 	case resIgnore:

@@ -29,10 +29,11 @@ type Settings struct {
 	MaxRequests uint32
 	// Interval is how often a closed breaker clears its counts, so that old
 	// failures stop counting. The period starts when the breaker closes (or
-	// is created); the first request at or after its end clears the counts and
-	// starts the next one. 0 means never: counts are cleared only when the
-	// breaker changes state. With Interval > 0 every closed-state request
-	// reads the clock. Negative is invalid.
+	// is created); the first request at or after its end clears the counts
+	// and starts the next one; a failure reported after the end and before
+	// that request cannot trip the breaker. 0 means never: counts are
+	// cleared only when the breaker changes state. With Interval > 0 every
+	// closed-state request reads the clock. Negative is invalid.
 	Interval time.Duration
 	// Timeout is how long the breaker stays open: the first request at or
 	// after Timeout since it opened moves it to half-open. 0 means
