@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"container/list"
+	"math"
 	"sync"
 	"time"
 
@@ -105,15 +106,23 @@ func (rl *rateLimits) allow(tenant string, now time.Time) (time.Duration, bool) 
 	if lim == nil || lim.AllowN(now, 1) {
 		return 0, true
 	}
-	// The wait is the delay of a reservation, which is then given back:
-	// the request is refused, not queued.
-	r := lim.ReserveN(now, 1)
-	d := r.DelayFrom(now)
-	if d == 0 {
-		return 0, true // refilled in between
+	// The wait is the delay a reservation would have, read from the
+	// bucket's tokens rather than by reserving and cancelling: a
+	// reservation cancelled after a later one was made gives back none of
+	// its token, so concurrent refusals would drain the bucket.
+	return delayOf(lim, now), false
+}
+
+// delayOf is how long from now until lim has a token: the delay of a
+// reservation of one, the largest Duration when that is further out.
+func delayOf(lim *rate.Limiter, now time.Time) time.Duration {
+	secs := (1 - lim.TokensAt(now)) / float64(lim.Limit())
+	if ns := secs * float64(time.Second); ns >= math.MaxInt64 {
+		return math.MaxInt64
+	} else if ns > 0 {
+		return max(time.Duration(ns), 1)
 	}
-	r.CancelAt(now)
-	return d, false
+	return 1 // a token came in between: come back at once
 }
 
 // get returns tenant's bucket, made with def if it has none.

@@ -61,6 +61,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			if !ok {
 				return "", nil
 			}
+			if !strings.HasSuffix(t.PathPrefix, "/") {
+				// The prefix names whole segments: "/t" is followed by
+				// "/", else the path only starts with the same letters.
+				if rest, ok = strings.CutPrefix(rest, "/"); !ok {
+					return "", nil
+				}
+			}
 			key, _, _ = strings.Cut(rest, "/")
 		default:
 			key = strings.TrimSpace(r.Header.Get(t.Header))

@@ -186,3 +186,21 @@ func TestTenantCardinalityBounded(t *testing.T) {
 	}
 	t.Logf("heap before %d KiB, after %d KiB; max live tenants %d; executor groups %d", before>>10, after>>10, maxLive, s.Groups)
 }
+
+// A path_prefix without a trailing slash still names whole segments: the
+// tenant is the segment after it, and a path that merely starts with the
+// same letters carries none.
+func TestExtractTenantPrefixWithoutSlash(t *testing.T) {
+	cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t"}
+	for _, tc := range []struct{ url, want string }{
+		{"http://h/t/acme/orders/1", "acme"},
+		{"http://h/t/acme", "acme"},
+		{"http://h/t", ""},
+		{"http://h/tacme/orders", ""},
+	} {
+		r := httptest.NewRequest(http.MethodGet, tc.url, nil)
+		if got, err := gateway.ExtractTenant(&cfg, r); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.url, got, err, tc.want)
+		}
+	}
+}
