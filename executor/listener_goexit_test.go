@@ -54,20 +54,7 @@ func TestListenerGoexitOnCompletedStillCompletes(t *testing.T) {
 // the cancelled task complete: its handle, which others may wait on,
 // completes, and Shutdown returns.
 func TestListenerGoexitOnCancelStillCompletes(t *testing.T) {
-	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
-	ex, err := executor.New(p, executor.WithListener(executor.ListenerFuncs{Completed: func(e executor.Event) {
-		if e.Status == executor.Cancelled {
-			runtime.Goexit()
-		}
-	}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	running, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, running, release := cancelExitsExecutor(t)
 	waiting, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 2, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -97,20 +84,7 @@ func TestListenerGoexitOnCancelStillCompletes(t *testing.T) {
 // context has ended lets every task that the group's cancellation removed
 // complete, not only the first one told to the listener.
 func TestListenerGoexitOnGroupCancelCompletesEveryRemovedTask(t *testing.T) {
-	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
-	ex, err := executor.New(p, executor.WithListener(executor.ListenerFuncs{Completed: func(e executor.Event) {
-		if e.Status == executor.Cancelled {
-			runtime.Goexit()
-		}
-	}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	running, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, running, release := cancelExitsExecutor(t)
 	var waiting []*executor.Handle[int]
 	for range 3 {
 		h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 2, nil }})
@@ -139,4 +113,27 @@ func TestListenerGoexitOnGroupCancelCompletesEveryRemovedTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex.Close()
+}
+
+// cancelExitsExecutor returns an executor of concurrency 1 per group whose
+// listener exits the goroutine it is told of a Cancelled task on, and a
+// task of group "g" that runs until release is closed.
+func cancelExitsExecutor(t *testing.T) (ex *executor.Executor, running *executor.Handle[int], release chan struct{}) {
+	t.Helper()
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
+	var err error
+	ex, err = executor.New(p, executor.WithListener(executor.ListenerFuncs{Completed: func(e executor.Event) {
+		if e.Status == executor.Cancelled {
+			runtime.Goexit()
+		}
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = make(chan struct{})
+	running, err = executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex, running, release
 }

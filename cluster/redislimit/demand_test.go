@@ -18,30 +18,7 @@ import (
 // is long, so that nothing but the new task's own request can serve it
 // within the hang guard.
 func TestCancelledHeavyTaskDoesNotHoldUpALightOne(t *testing.T) {
-	addr := redistest.Shared(t)
-	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
-	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(8)}, h.Groups(4), nil)
-
-	release := make(chan struct{})
-	defer close(release)
-	started := make(chan struct{})
-	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
-		close(started)
-		<-release
-		return 0, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
-
-	hctx, cancel := context.WithCancel(bg)
-	heavy, err := executor.Submit(ex, hctx, executor.Task[int]{Group: "g", Weight: 4,
-		Fn: func(context.Context) (int, error) { return 0, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the weight-4 refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
+	h, ex, heavy, cancel := refusedHeavyTask(t)
 	cancel()
 	if r, _ := heavy.Wait(ctxTimeout(t, 10*time.Second)); r.Status != executor.Cancelled {
 		t.Fatalf("weight-4 task: %v %v, want Cancelled", r.Status, r.Err)
@@ -61,30 +38,7 @@ func TestCancelledHeavyTaskDoesNotHoldUpALightOne(t *testing.T) {
 // heavy one is cancelled: the group waited for the limiter on the heavy
 // task's behalf, and its new head must ask for itself.
 func TestLightTaskBehindACancelledHeavyOneStarts(t *testing.T) {
-	addr := redistest.Shared(t)
-	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
-	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(8)}, h.Groups(4), nil)
-
-	release := make(chan struct{})
-	defer close(release)
-	started := make(chan struct{})
-	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
-		close(started)
-		<-release
-		return 0, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
-
-	hctx, cancel := context.WithCancel(bg)
-	heavy, err := executor.Submit(ex, hctx, executor.Task[int]{Group: "g", Weight: 4,
-		Fn: func(context.Context) (int, error) { return 0, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the weight-4 refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
+	h, ex, heavy, cancel := refusedHeavyTask(t)
 	light, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g",
 		Fn: func(context.Context) (int, error) { return 1, nil }})
 	if err != nil {
@@ -116,4 +70,36 @@ func TestOwnFreePermitMakesRoomForAHeavyTask(t *testing.T) {
 	p1.Release()
 	p := acquire(t, l, n, "g", 2, 5*time.Second)
 	p.Release()
+}
+
+// refusedHeavyTask returns a holder with a long lease TTL, an executor
+// whose group limit of 4 it enforces with one task of group "g" running
+// until the test ends, and a task of weight 4 for "g" that Redis has
+// refused, with the cancel of its context.
+func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *executor.Handle[int], context.CancelFunc) {
+	t.Helper()
+	addr := redistest.Shared(t)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(8)}, h.Groups(4), nil)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	started := make(chan struct{})
+	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	hctx, cancel := context.WithCancel(bg)
+	t.Cleanup(cancel)
+	heavy, err := executor.Submit(ex, hctx, executor.Task[int]{Group: "g", Weight: 4,
+		Fn: func(context.Context) (int, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the weight-4 refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
+	return h, ex, heavy, cancel
 }
