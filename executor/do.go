@@ -32,10 +32,11 @@ import (
 // Do's caller's stack, as if Do were not there; the listener and Stats see
 // the task Failed.
 //
-// An admitted call costs one small allocation (its task, which is also fn's
-// context), unless ctx is context.Background: then, as for Go, the task is
-// reused once Do returns, and fn's context is its group's, which only the
-// group's stop cancels and which carries no values. A refused call
+// An admitted call costs one small allocation, fn's context (32 B), unless
+// ctx is context.Background: then, as for Go, fn's context is its group's,
+// which only the group's stop cancels and which carries no values. fn's
+// context kept past the call is cancelled when the call ends, as one that
+// fn derived with a deferred cancel would be. A refused call
 // allocates nothing once its group has refused the same way before: the
 // error is the group's last one, shared, and must not be modified.
 func (ex *Executor) Do(ctx context.Context, group string, fn func(context.Context) error) error {
@@ -126,10 +127,11 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 	return err
 }
 
-// doTask is a Do call's task. It is also fn's context (runCtx), unless
-// the call's context is context.Background: then the task is reusable (its
-// run context is its group's, groupCtx) and goes back to doTaskPool when
-// its call ends.
+// doTask is a Do call's task. It goes back to doTaskPool when its call
+// ends, unless something may still refer to it: fn's context, when that
+// is the task itself (runCtx: for a call run outside the limits), or what
+// only some tasks take (jobExtra). fn's context is its group's (groupCtx)
+// when the call's context is context.Background, else a doCtx.
 type doTask struct {
 	job
 	fn func(context.Context) error
@@ -141,10 +143,7 @@ type doTask struct {
 }
 
 func newDoTask(ctx context.Context, fn func(context.Context) error, w int, bg bool) *doTask {
-	var d *doTask
-	if bg {
-		d, _ = doTaskPool.Get().(*doTask)
-	}
+	d, _ := doTaskPool.Get().(*doTask)
 	if d == nil {
 		d = new(doTask)
 	}
@@ -156,8 +155,7 @@ func newDoTask(ctx context.Context, fn func(context.Context) error, w int, bg bo
 	return d
 }
 
-// doTaskPool holds the Do tasks of calls with context.Background that
-// have ended. In the server workload (2-core machine, six alternating
+// doTaskPool holds the tasks of Do calls that have ended. In the server workload (2-core machine, six alternating
 // runs) Do took 336 ns a request instead of 398 at GOMAXPROCS 1, and
 // 1.19x x/sync's time instead of 1.50x at 2: the allocation and the
 // collector's work for it were 18% of a profile at 1 and 17% at 2. A pool, not its group's spares
@@ -216,11 +214,15 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 		queued = start - d.submitted
 	}
 	returned := false
+	var c *doCtx // fn's context, if the task is not
 	defer func() {
 		if !returned {
 			// fn panicked or called runtime.Goexit, or its run context or
 			// the listener exited the goroutine before it ran: its permits
 			// come back, and the panic goes on up the stack, unrecovered.
+			if c != nil {
+				c.end()
+			}
 			d.endRun()
 			ex.finish(&d.job, Failed, errNotReturned, queued, ex.ranSince(start), false)
 		}
@@ -232,13 +234,16 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 		ex.finish(&d.job, Failed, err, queued, 0, false)
 		return err
 	}
+	c, _ = ctx.(*doCtx)
 	err = d.fn(ctx)
 	returned = true
+	// Reused, if nothing but this call can refer to it once finished: its
+	// run context was its group's, or a doCtx that lets it go. A task that
+	// took anything extra (x) is left alone.
+	reuse := d.reusable() || c != nil && c.end()
 	d.endRun()
 	ex.finish(&d.job, classify(err), err, queued, ex.ranSince(start), false)
-	if d.reusable() && d.x.Load() == nil {
-		// Finished, d is in no list and no set: nothing refers to it but
-		// this call (a task that took anything extra is left alone).
+	if reuse && d.x.Load() == nil {
 		*d = doTask{}
 		doTaskPool.Put(d)
 	}
