@@ -27,11 +27,13 @@ func classifyErr(err error) Status { return outcome.Classify(err) }
 // cluster permit's Bind that panicked (Fn does not run).
 //
 // Usually the job itself serves as the context, through runCtx, so a task
-// costs no context allocation: for a Do call always, and for a task whose
-// Submit context can never be cancelled (its Done is nil, as for
-// context.Background). Otherwise, and whenever a cluster permit is bound
-// (it cancels with a cause of its own), the job derives a standard
-// cancelable context, which keeps the parent's cancellation and cause.
+// costs no context allocation: for a task whose Submit context can never
+// be cancelled (its Done is nil, as for context.Background), and for a Do
+// call run outside the limits. A Do call's otherwise gets a doCtx, small,
+// so that its task can be reused. Otherwise, and whenever a cluster permit
+// is bound (it cancels with a cause of its own), the job derives a
+// standard cancelable context, which keeps the parent's cancellation and
+// cause.
 func (j *job) runContext() (context.Context, error) {
 	x := j.x.Load()
 	if x == nil && j.reusable() {
