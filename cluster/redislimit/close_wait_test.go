@@ -1,8 +1,11 @@
 package redislimit_test
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
 )
 
 // A holder closed while Redis records it as waiting for a key no longer
@@ -30,5 +33,87 @@ func TestCloseEndsTheWaitingRecord(t *testing.T) {
 	}
 	if s, err := rdb.ZScore(bg, w, bid).Result(); err == nil {
 		t.Fatalf("after B's Close, Redis still records B as waiting for g (expiry %v)", s)
+	}
+}
+
+// A lease whose local validity ended before Close is given back by its
+// timer's goroutine: Close waits for that give-back, so that nothing of a
+// closed holder talks to Redis once Close has returned.
+func TestCloseWaitsForAnExpiredLeaseGiveBack(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	l := h.Groups(1)
+	p := acquire(t, l, attach(t, l), "g", 1, 5*time.Second)
+	defer p.Release()
+	redislimit.SetRenewHook(h, func() error { return errors.New("renewals cut (test)") })
+	parked, gate := make(chan struct{}, 1), make(chan struct{})
+	redislimit.SetReleaseHook(h, func() error {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	<-parked // the lease ran out here, and its give-back waits
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	select {
+	case err := <-closed:
+		close(gate)
+		t.Fatalf("Close returned (%v) before the expired lease's give-back was sent", err)
+	case <-time.After(testRenew):
+		// Close, with nothing else to do, would have returned by now:
+		// it waits for the give-back.
+	}
+	close(gate)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
+		t.Fatalf("HLEN %s = %d, %v after Close; want the expired lease given back", nKey, n, err)
+	}
+}
+
+// A lease whose local validity ends while Close waits for the holder's
+// goroutines (here a renewal round held before it calls Redis) is lost by
+// its timer, not by Close: Close must still give it back with the others,
+// not leave it in Redis for the rest of its TTL.
+func TestLeaseExpiringDuringCloseIsGivenBack(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(2*time.Second), redislimit.WithRenewInterval(500*time.Millisecond))
+	l := h.Groups(1)
+	p := acquire(t, l, attach(t, l), "g", 1, 5*time.Second)
+	defer p.Release()
+	ctx := p.Bind(bg, func(error) {})
+	parked, gate := make(chan struct{}, 1), make(chan struct{})
+	redislimit.SetRenewHook(h, func() error {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return errors.New("renewal held (test)") // the held round renews nothing
+	})
+	<-parked
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	eventually(t, "Close has begun", 5*time.Second, func() bool {
+		_, err := l.TryAcquire("g", 1)
+		return errors.Is(err, redislimit.ErrClosed)
+	})
+	if !redislimit.Valid(ctx) {
+		close(gate)
+		t.Fatal("the lease ran out before Close began: the test tested nothing")
+	}
+	eventually(t, "the lease is lost", 10*time.Second, func() bool { return h.Stats().LeasesLost == 1 })
+	close(gate)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
+		t.Fatalf("HLEN %s = %d, %v after Close; want the lease that ran out during Close given back", nKey, n, err)
 	}
 }

@@ -34,9 +34,13 @@ type Holder struct {
 	nonce    string // this process's, in lease ids (New)
 	leases   int    // live leases, all keys
 
+	// expired are the leases lost by their timer once Close began: Close
+	// gives them back.
+	expired []*lease
+
 	work chan struct{} // wakes the refiller
 	stop chan struct{}
-	wg   sync.WaitGroup
+	wg   sync.WaitGroup // the goroutines, and give-backs of expired leases (expire)
 
 	// renewHook, when set (tests), is called before each renewal round; an
 	// error fails the round as if Redis were unreachable.
@@ -115,7 +119,7 @@ func (h *Holder) Close() error {
 
 	h.mu.Lock()
 	var lost []lostLease
-	var rel []*lease
+	rel := h.expired
 	var unwaits []*keyState
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {

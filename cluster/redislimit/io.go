@@ -185,9 +185,19 @@ func (h *Holder) expire(le *lease) {
 	}
 	l := h.loseLocked(le, "not renewed within 80% of its TTL", nil)
 	closed := h.closed
+	if closed {
+		// Close gives it back with the others, in its own round trip.
+		h.expired = append(h.expired, le)
+	} else {
+		// Close waits for this give-back: nothing of the holder talks to
+		// Redis once Close has returned. Added under the lock before
+		// closed is set, so before Close's Wait.
+		h.wg.Add(1)
+	}
 	h.mu.Unlock()
 	h.cancelAll([]lostLease{l})
 	if !closed {
+		defer h.wg.Done()
 		// Redis may still hold it (a renewal's reply came too late, or
 		// only this process is cut off): give it back, best effort, so
 		// that it does not keep its permits from the others for the rest
