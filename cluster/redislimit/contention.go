@@ -68,11 +68,20 @@ func (h *Holder) hear(payload string) {
 	var who, leasesKey, deprived, caps string
 	switch kind {
 	case "w":
-		f := strings.SplitN(rest, "|", 4)
-		if len(f) != 4 {
+		// The leases key holds the executor's key, which may contain
+		// '|'; the other fields cannot (holder ids, numbers): so the
+		// holder is cut from the front, the counts and caps from the
+		// back.
+		var ok bool
+		if who, rest, ok = strings.Cut(rest, "|"); !ok {
 			return
 		}
-		who, leasesKey, deprived, caps = f[0], f[1], f[2], f[3]
+		i := strings.LastIndexByte(rest, '|')
+		j := strings.LastIndexByte(rest[:max(i, 0)], '|')
+		if j < 0 {
+			return
+		}
+		leasesKey, deprived, caps = rest[:j], rest[j+1:i], rest[i+1:]
 	case "f":
 		leasesKey = rest
 	default:

@@ -332,3 +332,24 @@ func TestIdlePermitsGoToAWaiter(t *testing.T) {
 		t.Fatalf("C's stats %+v: B was served by C's permits, not A's idle one", s)
 	}
 }
+
+// A group key may contain '|', the separator of contention notices: a
+// holder of such a key still hears that another holder waits for it, and
+// its share. Renewal rounds are minutes away, so only the notice can tell
+// it.
+func TestNoticeOfAKeyWithTheSeparator(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	la, lb := a.Groups(1), b.Groups(1)
+	na, _ := attach(t, la), attach(t, lb)
+	const key = "tenant|1|x"
+	p := acquire(t, la, na, key, 1, 5*time.Second)
+	defer p.Release()
+	if q, err := lb.TryAcquire(key, 1); q != nil || err != nil {
+		t.Fatalf("B's TryAcquire with the limit at A: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "A hears that B waits for "+key, 5*time.Second, func() bool {
+		others, c, _ := redislimit.Share(la, key)
+		return others == 1 && c == 0
+	})
+}
