@@ -288,7 +288,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		}
 		// The executor asks again and now meets the failure policy; the
 		// demand is set again if it still waits.
-		ks.demand, ks.asked = 0, 0
+		h.dropDemandLocked(ks)
 		a.notify = append(a.notify, ks)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/redis/go-redis/v9"
 )
 
 // attach attaches l to a fresh notifier.
@@ -351,5 +352,37 @@ func TestNoticeOfAKeyWithTheSeparator(t *testing.T) {
 	eventually(t, "A hears that B waits for "+key, 5*time.Second, func() bool {
 		others, c, _ := redislimit.Share(la, key)
 		return others == 1 && c == 0
+	})
+}
+
+// A holder refused a key is recorded in Redis as waiting for it. When the
+// refills it then asks for fail three times in a row (the replies are
+// lost), the holder goes down and drops the key's demand: its executor is
+// told, and meets the failure policy. Dropping the demand must end the
+// waiting record too, as every other drop does, or the record keeps the
+// other holders' caps split with one that waits for nothing until it
+// expires (two renew intervals: minutes here).
+func TestDemandDroppedOnGoingDownEndsTheWaitingRecord(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	la, lb := a.Groups(1), b.Groups(1)
+	_, nb := attach(t, la), attach(t, lb)
+	p := acquire(t, lb, nb, "g", 1, 5*time.Second)
+	defer p.Release()
+	if q, err := la.TryAcquire("g", 1); q != nil || err != nil {
+		t.Fatalf("A's TryAcquire with the limit at B: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "A refused", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
+	w, aid := "t:"+t.Name()+":{group:g}:w", a.ID()+"/1"
+	if _, err := rdb.ZScore(bg, w, aid).Result(); err != nil {
+		t.Fatalf("A refused but not recorded as waiting: %v", err)
+	}
+	redislimit.SetReplyHook(a, func() error { return errors.New("a lost reply (test)") })
+	redislimit.RenewNow(a) // A asks again, and its refills fail from now on
+	eventually(t, "A goes down", 5*time.Second, func() bool { return a.Stats().Outages == 1 })
+	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
+		_, err := rdb.ZScore(bg, w, aid).Result()
+		return errors.Is(err, redis.Nil)
 	})
 }
