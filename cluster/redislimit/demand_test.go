@@ -103,3 +103,40 @@ func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *ex
 	eventually(t, "the weight-4 refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
 	return h, ex, heavy, cancel
 }
+
+// A holder refused for its share gives back no free permit when that
+// would not bring it within its share. Limit 4: A holds one lease of 2, one
+// permit in use; B waits for 3, so A's cap is 2. A task of A's of weight
+// 2 is refused (2 held + 2 > 2), and giving back A's free permit would
+// leave 1 in use + 2 > 2: the give-back and the request after it would be
+// round trips for nothing, and the free permit lost to A's next task.
+func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	la, lb := a.Groups(4), b.Groups(4)
+	na, _ := make(notifier, 16), attach(t, lb)
+	if err := la.Attach(na.notify); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, la, na, "g", 2, 5*time.Second).Release() // one lease of 2
+	p := acquire(t, la, na, "g", 1, 5*time.Second)
+	defer p.Release()
+	if q, err := lb.TryAcquire("g", 3); q != nil || err != nil {
+		t.Fatalf("B's TryAcquire of 3 with 2 free: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "A hears that B waits", 5*time.Second, func() bool {
+		others, c, _ := redislimit.Share(la, "g")
+		return others == 1 && c == 2
+	})
+	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
+		t.Fatalf("A's TryAcquire of 2 with 1 free: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "A refused", 5*time.Second, func() bool { return a.Stats().RefillsDenied >= 1 })
+	// The refiller serves keys in passes, in order: once a refill for
+	// another key that is asked for now has been served, what the refusal
+	// led to has been done.
+	acquire(t, la, na, "other", 1, 5*time.Second).Release()
+	if s := a.Stats(); s.Returned != 0 || s.RefillsDenied != 1 {
+		t.Fatalf("A's stats %+v: want its free permit kept, and no second request", s)
+	}
+}

@@ -307,11 +307,12 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			ks.wantedLocked(now)
 			h.enqueueLocked(ks)
 			a.notify = append(a.notify, ks)
-		case free >= need || (free > 0 && int(res[2])+free >= need):
+		case (free >= need || (free > 0 && int(res[2])+free >= need)) && held-free+need <= ks.cap:
 			// Free permits here would cover it, but they are split over
 			// leases or due back; or, with those free in Redis, they
 			// would: give them back and lease anew (a block of at least
-			// need, within the cap).
+			// need, within the cap). Not when what tasks hold here and
+			// need are above the cap: Redis would refuse that too.
 			a.ret = append(a.ret, h.shrinkLocked(ks, free)...)
 			ks.retryLocked(0)
 		case held >= ks.limit:
