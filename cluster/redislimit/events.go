@@ -91,7 +91,9 @@ type Stats struct {
 	// Renewals counts renewal rounds that reached Redis.
 	Renewals uint64
 	// LeasesLost counts leases lost; TasksCancelled the running tasks
-	// whose context was cancelled for it.
+	// whose context was cancelled for it, each once (a task that loses
+	// both its global and its group lease is one task; EventLeaseLost
+	// counts it in each lease's event).
 	LeasesLost, TasksCancelled uint64
 	// Outages counts transitions to ModeDown.
 	Outages uint64

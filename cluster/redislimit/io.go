@@ -220,14 +220,18 @@ func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
 	h.st.leasesLost.Add(1)
 	err := &LeaseLostError{Key: ks.key, Token: le.token, Reason: reason, Err: cause}
 	var cancels []func()
+	var first uint64 // tasks not cancelled before by the loss of their other lease
 	for p := range le.permits {
 		p.lostErr = err
 		if c := p.cancel; c != nil {
 			cancels = append(cancels, func() { c(err) })
+			if p.peer == nil || p.peer.lostErr == nil {
+				first++
+			}
 		}
 	}
 	tasks := len(cancels)
-	h.st.tasksCancelled.Add(uint64(tasks))
+	h.st.tasksCancelled.Add(first)
 	clear(le.permits)
 	if notify := ks.l.notify; notify != nil && !h.closed {
 		// A task of the key waiting for a release here (the whole limit

@@ -232,3 +232,28 @@ func TestRenewalGiveBackWakesAWaiter(t *testing.T) {
 		}
 	}
 }
+
+// A task runs on a global and a group permit of one holder, bound as an
+// executor with both limiters binds them. When both leases are lost (here
+// by Close) its context is cancelled for each, but it is one task:
+// TasksCancelled counts the tasks, so two such tasks count two.
+func TestTasksCancelledCountsEachTaskOnce(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	glob, groups := h.Global(2), h.Groups(2)
+	ng, nr := attach(t, glob), attach(t, groups)
+	for _, group := range []string{"a", "b"} {
+		gp := acquire(t, glob, ng, "", 1, 5*time.Second)
+		defer gp.Release()
+		p := acquire(t, groups, nr, group, 1, 5*time.Second)
+		defer p.Release()
+		cancel := func(error) {}
+		p.Bind(gp.Bind(bg, cancel), cancel)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.Stats(); s.TasksCancelled != 2 {
+		t.Fatalf("stats after Close with two tasks running: %+v; want TasksCancelled 2", s)
+	}
+}

@@ -156,6 +156,7 @@ type permit struct {
 	key      string
 	cancel   context.CancelCauseFunc
 	lostErr  error
+	peer     *permit // the task's other permit from this holder, linked by Bind
 	released bool
 	done     atomic.Bool // released, for Valid
 }
@@ -244,16 +245,19 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 // (for FencingToken, Fencing, Valid and ValidUntil), and the lease's loss
 // cancels it.
 func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
+	outer, _ := ctx.Value(boundKey{}).(*bound)
 	p.h.mu.Lock()
 	lost := p.lostErr
 	if lost == nil && !p.released {
 		p.cancel = cancel
 	}
+	if outer != nil && outer.p.h == p.h {
+		p.peer, outer.p.peer = outer.p, p
+	}
 	p.h.mu.Unlock()
 	if lost != nil {
 		cancel(lost)
 	}
-	outer, _ := ctx.Value(boundKey{}).(*bound)
 	return context.WithValue(ctx, boundKey{}, &bound{p, outer})
 }
 
