@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,4 +257,75 @@ func TestTasksCancelledCountsEachTaskOnce(t *testing.T) {
 	if s := h.Stats(); s.TasksCancelled != 2 {
 		t.Fatalf("stats after Close with two tasks running: %+v; want TasksCancelled 2", s)
 	}
+}
+
+// A renewal sent while the lease was valid, whose reply is used only after
+// the lease's local validity has ended (the holder was held up: here its
+// lock is held, as in a process paused), must not bring the lease back:
+// Valid has said it was no longer valid, and its timer is due. The lease
+// is lost, its task cancelled and the lease given back, whether the reply
+// or the timer runs first (here the reply: it waits for the lock first).
+func TestRenewalUsedAfterTheLocalValidityDoesNotRevive(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, redislimit.WithRenewInterval(testTTL/3))
+	l := h.Groups(1)
+	p := acquire(t, l, attach(t, l), "g", 1, 5*time.Second)
+	defer p.Release()
+	causes := make(chan error, 1)
+	ctx := p.Bind(bg, func(err error) {
+		select {
+		case causes <- err:
+		default:
+		}
+	})
+	// The first round renews as usual; the second is held before it
+	// calls Redis, so that the renewal it sends is a renew interval later
+	// than the one the validity counts from, and would extend it.
+	var rounds atomic.Int32
+	parked, gate := make(chan struct{}), make(chan struct{})
+	redislimit.SetRenewHook(h, func() error {
+		if rounds.Add(1) == 2 {
+			parked <- struct{}{}
+			<-gate
+		}
+		return nil
+	})
+	<-parked
+	until, ok := redislimit.ValidUntil(ctx)
+	if !ok {
+		close(gate)
+		t.Fatal("no validity on a live lease")
+	}
+	c := newClient(t, addr)
+	lKey := "t:" + t.Name() + ":{group:g}:l"
+	expiry := func() float64 {
+		zs, err := c.ZRangeWithScores(bg, lKey, 0, -1).Result()
+		if err != nil || len(zs) != 1 {
+			t.Fatalf("ZRANGE %s: %v, %v; want the one lease", lKey, zs, err)
+		}
+		return zs[0].Score
+	}
+	before := expiry()
+	unlock := redislimit.HoldLock(h)
+	close(gate)
+	eventually(t, "the held round's renewal reaches Redis", 5*time.Second, func() bool { return expiry() > before })
+	time.Sleep(time.Until(until) + 10*time.Millisecond) // the local validity ends, the reply waiting for the lock
+	valid := redislimit.Valid(ctx)
+	unlock()
+	if valid {
+		t.Fatal("Valid past the lease's local validity")
+	}
+	select {
+	case err := <-causes:
+		if !errors.Is(err, redislimit.ErrLeaseLost) {
+			t.Fatalf("cause %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(5 * time.Second): // a hang guard: the timer alone would have run by now
+		t.Fatalf("the task was not cancelled: the late renewal revived the lease (valid now: %v)", redislimit.Valid(ctx))
+	}
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	eventually(t, "the lease is given back", 5*time.Second, func() bool {
+		n, err := c.HLen(bg, nKey).Result()
+		return err == nil && n == 0
+	})
 }

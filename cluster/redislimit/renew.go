@@ -102,6 +102,7 @@ func (h *Holder) renewOnce() {
 	ev := h.resultLocked(err)
 	if !failed(err) {
 		h.st.renewals.Add(1)
+		now = time.Now()
 		for i, r := range rs {
 			res, cerr := calls[i].cmd.Int64Slice()
 			if cerr != nil || len(res) != 3+len(r.leases) {
@@ -119,6 +120,13 @@ func (h *Holder) renewOnce() {
 					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)", nil))
 				case alive == 1 && le.lost:
 					stale = append(stale, shrink{le, nil, 0}) // lost here meanwhile: free it there
+				case alive == 1 && !now.Before(le.valid):
+					// Its local validity ended before this reply could be
+					// used (the holder was held up): Valid has said so,
+					// and its timer is due. Lost, as the timer makes it,
+					// whichever of the two runs first; and freed there.
+					lost = append(lost, h.loseLocked(le, "not renewed within 80% of its TTL", nil))
+					stale = append(stale, shrink{le, nil, 0})
 				case alive == 1:
 					le.setValid(sent.Add(h.localValidity()))
 					le.timer.Reset(time.Until(le.valid))
