@@ -32,7 +32,8 @@ func (ex *Executor) completeRemoved(j *job, st Status, err error) {
 // task (completeRemoved). A listener call that exits the goroutine
 // (runtime.Goexit) ends it only after the tasks after the one it was told
 // of are completed too: completeRemoved completes that one, and the rest
-// may be other callers' handles, which a drain waits for.
+// may be other callers' handles, which a drain waits for. cancelAll calls
+// it across groups for the same reason.
 func completeEach(n int, complete func(i int)) { completeFrom(0, n, complete) }
 
 func completeFrom(i, n int, complete func(i int)) {

@@ -115,6 +115,48 @@ func TestListenerGoexitOnGroupCancelCompletesEveryRemovedTask(t *testing.T) {
 	ex.Close()
 }
 
+// A listener call that exits the goroutine of Close, while it cancels
+// every group, still lets Close cancel the groups after the one told of:
+// their waiting tasks, which Close never starts, complete Cancelled.
+func TestListenerGoexitOnCloseCancelsEveryGroup(t *testing.T) {
+	ex, running, release := cancelExitsExecutor(t)
+	other, err := executor.Submit(ex, bg, executor.Task[int]{Group: "h", Fn: func(context.Context) (int, error) { <-release; return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two groups with waiting tasks: whichever Close cancels first, its
+	// first Cancelled task exits Close's goroutine, and the other group
+	// is the one after.
+	var waiting []*executor.Handle[int]
+	for _, key := range []string{"g", "h"} {
+		h, err := executor.Submit(ex, bg, executor.Task[int]{Group: key, Fn: func(context.Context) (int, error) { return 2, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, h)
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		ex.Close()
+	}()
+	<-exited
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	for i, h := range waiting {
+		if r, err := h.Wait(ctx); err != nil || r.Status != executor.Cancelled {
+			t.Fatalf("waiting task %d, whose group Close cancels: %+v, %v", i, r, err)
+		}
+	}
+	close(release)
+	for _, h := range []*executor.Handle[int]{running, other} {
+		if _, err := h.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex.Close()
+}
+
 // cancelExitsExecutor returns an executor of concurrency 1 per group whose
 // listener exits the goroutine it is told of a Cancelled task on, and a
 // task of group "g" that runs until release is closed.

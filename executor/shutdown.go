@@ -145,12 +145,17 @@ func (ex *Executor) Close() error {
 	return err
 }
 
-// cancelAll cancels every group's tasks.
+// cancelAll cancels every group's tasks. A listener call that exits the
+// goroutine (runtime.Goexit) while one group's removed tasks complete ends
+// it only after the later groups are cancelled too (completeEach): their
+// handles are other callers', and Close starts none of their waiting tasks.
 func (ex *Executor) cancelAll(reason error) {
+	var groups []*group
 	ex.groups.each(func(g *group) bool {
-		ex.cancelGroup(g, reason)
+		groups = append(groups, g)
 		return true
 	})
+	completeEach(len(groups), func(i int) { ex.cancelGroup(groups[i], reason) })
 }
 
 // cancelGroup cancels every task of g: the waiting ones are removed and
