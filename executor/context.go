@@ -127,8 +127,18 @@ func (j *job) endRunWith(x *jobExtra) {
 // by CallerRuns (detached) belongs to its caller: a stop does not reach it.
 
 // stopCause is why a group stopped: its tasks' contexts are cancelled with
-// err.
-type stopCause struct{ err error }
+// err. ctx is a standard context cancelled with err, through which a run
+// context that is not a standard one reports err to context.Cause (Value).
+type stopCause struct {
+	err error
+	ctx context.Context
+}
+
+func newStopCause(err error) *stopCause {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(err)
+	return &stopCause{err: err, ctx: ctx}
+}
 
 // watchGroupLocked lists running j, whose run context has something to
 // signal, in its group's watched set, or returns the group's stop cause if
@@ -174,7 +184,7 @@ func (g *group) unwatch(j *job) {
 func (g *group) stopRuns(cause error) []*job {
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
-	if g.stop.CompareAndSwap(nil, &stopCause{cause}) && g.stopCh != nil {
+	if g.stop.CompareAndSwap(nil, newStopCause(cause)) && g.stopCh != nil {
 		close(g.stopCh)
 	}
 	var js []*job
@@ -207,6 +217,11 @@ func (j *job) cancelContext(cause error) bool {
 		x.mu.Unlock()
 		return false
 	}
+	if stop := j.stopped(); stop != nil {
+		// The stop came first: its cause stays, as a standard context
+		// keeps its first cause (runCtx.Value reports it).
+		cause = stop
+	}
 	x.cancelled = cause
 	cancel := x.cancelRun
 	if x.cancelCh != nil {
@@ -231,7 +246,41 @@ func (j *job) cancelContext(cause error) bool {
 type runCtx job
 
 func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-func (c *runCtx) Value(key any) any           { return c.parent.Value(key) }
+
+// Value is the parent's, except once its group's stop has cancelled the
+// context: context.Cause finds a standard context's cause through Value,
+// with a key of its own, so it then asks the stop's cancelled context
+// first, which answers that key only. context.Cause then reports the
+// stop's cause, as for a context derived with context.WithCancelCause.
+func (c *runCtx) Value(key any) any {
+	j := (*job)(c)
+	if s := j.stopOf(); s != nil {
+		if v := s.ctx.Value(key); v != nil {
+			return v
+		}
+	}
+	return j.parent.Value(key)
+}
+
+// stopOf returns the stop of j's group if it is what cancelled the run
+// context, or nil. As in Err, the parent's end comes first; a cancel
+// through the handle before the stop keeps its own cause; a channel the
+// stop has not closed yet is not cancelled.
+func (j *job) stopOf() *stopCause {
+	s := j.g.stop.Load()
+	if s == nil || j.detached() || j.parent.Err() != nil {
+		return nil
+	}
+	if x := j.x.Load(); x != nil {
+		x.mu.Lock()
+		cancelled, hasCh := x.cancelled, x.cancelCh != nil
+		x.mu.Unlock()
+		if cancelled != s.err && (cancelled != nil || hasCh) {
+			return nil
+		}
+	}
+	return s
+}
 
 func (c *runCtx) Done() <-chan struct{} {
 	j := (*job)(c)

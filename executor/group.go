@@ -248,7 +248,7 @@ func (ex *Executor) dropLocked(g *group) {
 
 // droppedStop is the stop of a dropped group (endKeptContexts): shared,
 // so that dropping a group allocates nothing.
-var droppedStop = &stopCause{context.Canceled}
+var droppedStop = newStopCause(context.Canceled)
 
 // endKeptContexts ends the contexts of g's tasks that outlived their runs,
 // g being dropped: no task of g runs or will, but a fn of a Go or Do call

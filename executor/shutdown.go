@@ -40,8 +40,10 @@ func (ex *Executor) EvictGroup(group string) bool {
 // refused with ErrGroupShutdown) and waits for its waiting and running tasks
 // to finish. If ctx ends first, it cancels the group's remaining tasks
 // (waiting ones complete Cancelled, running ones have their context
-// cancelled) and returns ctx's error without waiting for them. The group
-// stays shut down until evicted.
+// cancelled) and returns ctx's error without waiting for them. Their cause
+// (a waiting task's Result.Err, context.Cause of a running one's context)
+// matches context.Canceled and ErrGroupShutdown. The group stays shut down
+// until evicted.
 func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	g := ex.lockMarkedGroup(key)
 	g.shutdown = true
@@ -95,8 +97,8 @@ var testHookMarked func()
 
 // Shutdown stops the executor from taking new tasks (they are refused with
 // ErrShutdown) and waits for waiting and running tasks to finish. If ctx ends
-// first, it cancels the remaining tasks and returns ctx's error without
-// waiting for them; Close waits.
+// first, it cancels the remaining tasks, as Close does, and returns ctx's
+// error without waiting for them; Close waits.
 func (ex *Executor) Shutdown(ctx context.Context) error {
 	ex.state.CompareAndSwap(uint32(open), uint32(shuttingDown))
 	var waits []chan struct{}
@@ -121,8 +123,10 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 }
 
 // Close cancels every task (waiting ones complete Cancelled, running ones
-// have their context cancelled), refuses new ones with ErrShutdown, and
-// waits until every task's goroutine has returned, and every Do call's fn.
+// have their context cancelled; the cause matches context.Canceled and
+// ErrShutdown, as for ShutdownGroup), refuses new ones with ErrShutdown,
+// and waits until every task's goroutine has returned, and every Do call's
+// fn.
 // Tasks run by CallerRuns belong to their callers and are not waited for.
 // Close is idempotent.
 func (ex *Executor) Close() error {

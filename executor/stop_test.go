@@ -69,12 +69,13 @@ func waitDone(ctx context.Context, abort <-chan struct{}) error {
 
 // stops are the ways a group's running tasks get their contexts cancelled.
 var stops = []struct {
-	name string
-	stop func(ex *executor.Executor) error
+	name   string
+	stop   func(ex *executor.Executor) error
+	reason error // what the cause of a cancelled task's context matches
 }{
-	{"ShutdownGroup past its deadline", func(ex *executor.Executor) error { return ex.ShutdownGroup(done(), "g") }},
-	{"Shutdown past its deadline", func(ex *executor.Executor) error { return ex.Shutdown(done()) }},
-	{"Close", func(ex *executor.Executor) error { return ex.Close() }},
+	{"ShutdownGroup past its deadline", func(ex *executor.Executor) error { return ex.ShutdownGroup(done(), "g") }, executor.ErrGroupShutdown},
+	{"Shutdown past its deadline", func(ex *executor.Executor) error { return ex.Shutdown(done()) }, executor.ErrShutdown},
+	{"Close", func(ex *executor.Executor) error { return ex.Close() }, executor.ErrShutdown},
 }
 
 func done() context.Context {
@@ -114,6 +115,65 @@ func TestStopCancelsRunningTasks(t *testing.T) {
 					case err := <-got:
 						if !errors.Is(err, context.Canceled) {
 							t.Fatalf("Fn saw %v, want context.Canceled", err)
+						}
+					case <-time.After(10 * time.Second): // a hang guard
+						t.Fatal("the stop did not reach the running task")
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestStopCause: a Fn whose context a stop of its group cancelled reads
+// the stop's reason with context.Cause, as it would from a context derived
+// with context.WithCancelCause and cancelled by the stop, however it
+// watches its context and whichever call started it: the context may be a
+// standard one, the task itself, or its group's.
+func TestStopCause(t *testing.T) {
+	starts := []struct {
+		name  string
+		start func(ex *executor.Executor, ctx context.Context, fn func(context.Context) error) error
+	}{
+		{"Submit", func(ex *executor.Executor, ctx context.Context, fn func(context.Context) error) error {
+			_, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+			return err
+		}},
+		{"Go", func(ex *executor.Executor, ctx context.Context, fn func(context.Context) error) error {
+			return ex.Go(ctx, "g", fn)
+		}},
+		{"Do", func(ex *executor.Executor, ctx context.Context, fn func(context.Context) error) error {
+			go ex.Do(ctx, "g", fn) // returns once fn has, which Close waits for
+			return nil
+		}},
+	}
+	for _, s := range stops {
+		for _, k := range watchKinds {
+			for _, st := range starts {
+				t.Run(fmt.Sprintf("%s/%s/%s", s.name, k.name, st.name), func(t *testing.T) {
+					ex := newExec(t, nil)
+					abort := make(chan struct{})
+					t.Cleanup(func() { close(abort) })
+					started := make(chan struct{}, 1)
+					got := make(chan error, 1)
+					fn := func(ctx context.Context) error {
+						started <- struct{}{}
+						if err := k.wait(ctx, abort); !errors.Is(err, context.Canceled) {
+							got <- fmt.Errorf("not cancelled: %w", err)
+							return err
+						}
+						got <- context.Cause(ctx)
+						return nil
+					}
+					if err := st.start(ex, k.ctx(), fn); err != nil {
+						t.Fatal(err)
+					}
+					<-started
+					go s.stop(ex)
+					select {
+					case cause := <-got:
+						if !errors.Is(cause, s.reason) || !errors.Is(cause, context.Canceled) {
+							t.Fatalf("context.Cause: %v, want an error matching %v and context.Canceled", cause, s.reason)
 						}
 					case <-time.After(10 * time.Second): // a hang guard
 						t.Fatal("the stop did not reach the running task")

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -45,6 +46,37 @@ func TestCancelAfterGroupStopReportsFalse(t *testing.T) {
 			close(release)
 			if r := wait(t, h); r.Status != executor.Cancelled {
 				t.Errorf("result %+v, want Cancelled (the stop reached Fn)", r)
+			}
+		})
+	}
+}
+
+// A Cancel after a group stop has cancelled a running task's context does
+// not change the context's cause: context.Cause still reports the stop's,
+// as a standard context keeps the cause of its first cancel.
+func TestCancelAfterGroupStopKeepsItsCause(t *testing.T) {
+	for _, useDone := range []bool{true, false} {
+		name := "polls Err"
+		if useDone {
+			name = "waits on Done"
+		}
+		t.Run(name, func(t *testing.T) {
+			ex := newExec(t, nil)
+			started, cancelled := make(chan struct{}), make(chan struct{})
+			h := submit(t, ex, executor.Task[error]{Group: "g", Fn: func(ctx context.Context) (error, error) {
+				if useDone {
+					_ = ctx.Done()
+				}
+				close(started)
+				<-cancelled
+				return context.Cause(ctx), nil
+			}})
+			<-started
+			ex.ShutdownGroup(done(), "g")
+			h.Cancel()
+			close(cancelled)
+			if r := wait(t, h); !errors.Is(r.Value, executor.ErrGroupShutdown) {
+				t.Errorf("context.Cause after the stop and a Cancel: %v, want the stop's cause", r.Value)
 			}
 		})
 	}
