@@ -87,42 +87,51 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	}
 	start := h.b.clk.Now()
 	returned := false
+	var res Result[T]
+	// In a deferred call of its own, so that the handle completes, and fn's
+	// context ends, even if a listener told of the latency exits the
+	// goroutine (runtime.Goexit, which notify cannot recover). If a Cancel
+	// completed the handle, it ends the context.
+	defer func() { h.complete(res, context.Canceled) }()
 	defer func() {
 		if !returned {
-			h.b.RecordLatency(h.b.clk.Now().Sub(start))
-			var res Result[T]
 			res.Status = Failed
 			if v := recover(); v != nil {
 				res.Err = &PanicError{Value: v, Stack: debug.Stack()}
 			} else {
 				res.Err = ErrGoexit
 			}
-			h.complete(res)
+			h.b.RecordLatency(h.b.clk.Now().Sub(start))
 		}
-		h.cancel(context.Canceled) // fn is done with its context
 	}()
 	v, err := fn(ctx)
 	returned = true
-	// Before the handle completes, so that a caller that has seen the
-	// result finds its latency in P99 and WithinTarget.
-	h.b.RecordLatency(h.b.clk.Now().Sub(start))
-	res := Result[T]{Status: outcome.Classify(err), Value: v, Err: err}
+	res = Result[T]{Status: outcome.Classify(err), Value: v, Err: err}
 	if res.Status != Success {
 		res.Value = *new(T)
 	}
-	h.complete(res)
+	// Before the handle completes, so that a caller that has seen the
+	// result finds its latency in P99 and WithinTarget.
+	h.b.RecordLatency(h.b.clk.Now().Sub(start))
 }
 
-// complete ends the handle once: it releases the permit, then publishes res.
-func (h *Handle[T]) complete(res Result[T]) bool {
+// complete ends the handle once: it releases the permit, then publishes
+// res and cancels fn's context with cause.
+func (h *Handle[T]) complete(res Result[T], cause error) bool {
 	if !h.state.CompareAndSwap(false, true) {
 		return false
 	}
+	// Deferred, so that the handle completes and fn's context ends even if
+	// a listener told of the release exits the goroutine (runtime.Goexit):
+	// the goroutine may be a Cancel caller's, and the handle another's.
+	defer h.cancel(cause)
+	defer func() {
+		h.res = res
+		close(h.done)
+	}()
 	// An error here means the caller released h.Permit() by hand: the
 	// permit is back either way.
 	_ = h.b.Release(h.permit)
-	h.res = res
-	close(h.done)
 	return true
 }
 
@@ -130,13 +139,7 @@ func (h *Handle[T]) complete(res Result[T]) bool {
 // released and its function's context cancelled (cause ErrCancelled). It
 // reports whether it did.
 func (h *Handle[T]) Cancel() bool {
-	var res Result[T]
-	res.Status, res.Err = Cancelled, context.Canceled
-	if !h.complete(res) {
-		return false
-	}
-	h.cancel(ErrCancelled)
-	return true
+	return h.complete(Result[T]{Status: Cancelled, Err: context.Canceled}, ErrCancelled)
 }
 
 // Done is closed when the operation has ended.
