@@ -154,8 +154,18 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 			}
 			cb.transition(ep, StateHalfOpen)
 		case StateHalfOpen:
+			if testHookHalfOpen != nil {
+				testHookHalfOpen()
+			}
 			n := cb.probes.Load()
 			if n >= cb.maxRequests {
+				// The slots are read after ep: if ep has ended since, the
+				// request is judged by the state now, not by slots that a
+				// request which took one as ep ended holds until it sees
+				// that (below).
+				if cb.cur.Load() != ep {
+					continue
+				}
 				return nil, 0, ErrTooManyRequests
 			}
 			if !cb.probes.CompareAndSwap(n, n+1) {
@@ -252,6 +262,10 @@ func (cb *CircuitBreaker) transition(from *epoch, to State) {
 		cb.notify(from.state, to)
 	}
 }
+
+// testHookHalfOpen, when set by a test, runs in admitSlow between reading a
+// half-open epoch and reading its probe slots.
+var testHookHalfOpen func()
 
 func (cb *CircuitBreaker) notify(from, to State) {
 	defer func() { _ = recover() }()

@@ -1,0 +1,44 @@
+package breaker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+)
+
+// A request that finds every probe slot of a half-open period taken is not
+// refused if the period has ended since it read the state: here the last
+// probe's success closes the breaker between the two reads, while a
+// request that took a slot as the period ended still holds it (it gives
+// it back once it sees the period over). The request is judged by the
+// current state, closed, and let through.
+func TestFullProbeSlotsOfEndedPeriodDoNotRefuse(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	cb, err := New(Settings{MaxRequests: 1, Timeout: time.Second, ReadyToTrip: func(Counts) bool { return true }, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trip, _ := cb.AllowTicket()
+	trip.Failure()
+	clk.Advance(time.Second)
+	probe, err := cb.AllowTicket()
+	if err != nil || !probe.Probe() {
+		t.Fatalf("the probe after the timeout: %v, probe %v", err, probe.Probe())
+	}
+	testHookHalfOpen = func() {
+		testHookHalfOpen = nil
+		probe.Success()  // closes the breaker
+		cb.probes.Add(1) // the slot of a request that has not yet seen the period end
+	}
+	defer func() { testHookHalfOpen = nil }()
+	tk, err := cb.AllowTicket()
+	cb.probes.Add(-1) // that request gives its slot back
+	if err != nil {
+		t.Fatalf("refused with %v though the breaker is %v", err, cb.State())
+	}
+	tk.Success()
+	if s, n := cb.State(), cb.probes.Load(); s != StateClosed || n != 0 {
+		t.Fatalf("state %v with %d probe slots taken, want closed with none", s, n)
+	}
+}
