@@ -3,6 +3,7 @@ package httpadmit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -23,8 +24,11 @@ import (
 // Close also cancels. A request whose context ends while it waits never
 // reaches next, and its place is freed at once. A panic in next releases the
 // request's slot and goes on to the server, so http.ErrAbortHandler and every
-// other panic keep net/http's behaviour. Without WithFailureStatus only a
-// panic counts as a failure for the group's circuit breaker.
+// other panic keep net/http's behaviour. A panic with http.ErrAbortHandler is
+// a deliberate abort, which net/http does not log as a fault: the request
+// counts as Cancelled, as outcome.Classify counts work given up on, and not
+// as a failure. Without WithFailureStatus only another panic counts as a
+// failure for the group's circuit breaker.
 //
 // Handler panics if ex or next is nil or an option is invalid.
 func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Handler {
@@ -73,12 +77,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := calls.Get().(*call)
 	c.h, c.w, c.r = h, w, r
 	err = h.ex.DoWeighted(r.Context(), group, weight, c.fn)
-	ran, returned := c.ran, c.returned
+	ran, returned, aborted := c.ran, c.returned, c.aborted
 	*c = call{fn: c.fn} // drop the request before the next one reuses c
 	calls.Put(c)
 	switch {
 	case !ran:
 		h.refuse(w, r, err)
+	case aborted:
+		panic(http.ErrAbortHandler) // recovered by serve, for the server to abort the response
 	case !returned:
 		notReturned(err)
 	}
@@ -110,6 +116,7 @@ type call struct {
 	r        *http.Request
 	ran      bool                        // next was called
 	returned bool                        // next returned: it did not panic
+	aborted  bool                        // next panicked with http.ErrAbortHandler (serve recovered it)
 	fn       func(context.Context) error // serve, bound to this call
 }
 
@@ -119,14 +126,15 @@ var calls = sync.Pool{New: func() any {
 	return c
 }}
 
-// serve runs next: it is Do's fn, so nothing it returns other than nil or a
-// *StatusError comes from it.
-func (c *call) serve(ctx context.Context) error {
+// serve runs next: it is Do's fn, so nothing it returns other than nil, a
+// *StatusError or errAborted comes from it.
+func (c *call) serve(ctx context.Context) (err error) {
 	h, w, r := c.h, c.w, c.r
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
 	c.ran = true
+	defer c.recoverAbort(&err)
 	if h.failure == nil {
 		h.next.ServeHTTP(w, r)
 		c.returned = true
@@ -136,6 +144,30 @@ func (c *call) serve(ctx context.Context) error {
 	h.next.ServeHTTP(sw, r)
 	c.returned = true
 	return failed(h.failure, sw.code())
+}
+
+// errAborted is serve's error for a next that panicked with
+// http.ErrAbortHandler. It matches context.Canceled, so that Do counts the
+// request Cancelled: the handler gave the response up on purpose (its
+// client went away, say), which is no failure of the group's dependency.
+var errAborted = fmt.Errorf("httpadmit: %w: %w", http.ErrAbortHandler, context.Canceled)
+
+// recoverAbort, deferred by serve, stops a panic of next with
+// http.ErrAbortHandler, which ServeHTTP raises again once Do has returned,
+// and makes serve return errAborted. Any other panic goes on with its value;
+// a runtime.Goexit goes on too (recover returns nil).
+func (c *call) recoverAbort(err *error) {
+	if c.returned {
+		return
+	}
+	switch v := recover(); v {
+	case nil:
+	case http.ErrAbortHandler:
+		c.aborted = true
+		*err = errAborted
+	default:
+		panic(v)
+	}
 }
 
 // failed returns a *StatusError when f says code is a failure.

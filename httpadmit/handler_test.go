@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -205,8 +206,14 @@ func TestHandlerClientGoneWhileQueued(t *testing.T) {
 
 // A panic in next goes on to net/http (which closes the connection, and
 // logs unless it is http.ErrAbortHandler); the request's slot is released.
+// A panic with http.ErrAbortHandler, a deliberate abort, counts as
+// Cancelled; any other as Failed.
 func TestHandlerPanicsKeepNetHTTPBehaviour(t *testing.T) {
-	for _, value := range []any{http.ErrAbortHandler, "boom"} {
+	for _, tc := range []struct {
+		value             any
+		failed, cancelled uint64
+	}{{http.ErrAbortHandler, 0, 1}, {"boom", 1, 0}} {
+		value := tc.value
 		t.Run(fmt30(value), func(t *testing.T) {
 			ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 			var recovered sync.Map
@@ -235,10 +242,35 @@ func TestHandlerPanicsKeepNetHTTPBehaviour(t *testing.T) {
 			if code, _, _ := mustGet(t, srv.URL, "a"); code != http.StatusOK {
 				t.Errorf("after the panic: %d, the slot was not released", code)
 			}
-			if s, _ := ex.GroupStats("a"); s.Failed != 1 || s.Succeeded != 1 {
-				t.Errorf("%d failed, %d succeeded; want 1 and 1", s.Failed, s.Succeeded)
+			if s, _ := ex.GroupStats("a"); s.Failed != tc.failed || s.Cancelled != tc.cancelled || s.Succeeded != 1 {
+				t.Errorf("%d failed, %d cancelled, %d succeeded; want %d, %d and 1", s.Failed, s.Cancelled, s.Succeeded, tc.failed, tc.cancelled)
 			}
 		})
+	}
+}
+
+// A request whose next aborts it with http.ErrAbortHandler is not a failure
+// of its tenant's dependency: it does not trip the group's circuit breaker,
+// with or without WithFailureStatus, while the abort still reaches the
+// server.
+func TestHandlerAbortIsNotABreakerFailure(t *testing.T) {
+	for _, opts := range [][]httpadmit.Option{nil, {httpadmit.WithFailureStatus(func(code int) bool { return code >= 500 })}} {
+		ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 }}))
+		h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			panic(http.ErrAbortHandler)
+		}), append(opts, httpadmit.WithTenantFunc(func(*http.Request) (string, error) { return "a", nil }))...)
+		panicked := func() (v any) {
+			defer func() { v = recover() }()
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+			return nil
+		}()
+		if panicked != http.ErrAbortHandler {
+			t.Errorf("ServeHTTP's panic = %v, want http.ErrAbortHandler", panicked)
+		}
+		if s, _ := ex.GroupStats("a"); s.Breaker != breaker.StateClosed || s.Failed != 0 || s.Cancelled != 1 {
+			t.Errorf("with %d options: breaker %v, %d failed, %d cancelled; want closed, 0 and 1", len(opts), s.Breaker, s.Failed, s.Cancelled)
+		}
 	}
 }
 
