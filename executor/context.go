@@ -406,13 +406,43 @@ func (c *doCtx) exit() {
 }
 
 // end marks the call ended, and reports whether its task may be reused:
-// no method has used it for Done, and none is using it now.
+// no method has used it for Done, and none is using it now. The task of a
+// call whose group has stopped is kept too, so that the context goes on
+// reporting the stop's cause (runCtx.Value); a stop is rare.
 func (c *doCtx) end() bool {
+	if c.j.g.stop.Load() != nil {
+		c.state.Or(ctxKept)
+	}
 	return c.state.Or(ctxEnded) == 0
 }
 
 func (c *doCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-func (c *doCtx) Value(key any) any           { return c.parent.Value(key) }
+
+// Value is the task's (runCtx.Value) while the call runs. Once it has
+// ended, context.Cause's lookup finds the end's cancelled context, as for
+// a context derived with a cancel deferred by the call, unless the
+// parent had ended first.
+func (c *doCtx) Value(key any) any {
+	if c.enter(false) {
+		v := (*runCtx)(c.j).Value(key)
+		c.exit()
+		return v
+	}
+	if c.parent.Err() == nil {
+		if v := endedCtx.Value(key); v != nil {
+			return v
+		}
+	}
+	return c.parent.Value(key)
+}
+
+// endedCtx is a context cancelled at once: it answers context.Cause's
+// lookup for a Do context whose call has ended (doCtx.Value).
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 func (c *doCtx) Done() <-chan struct{} {
 	if !c.enter(true) {

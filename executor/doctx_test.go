@@ -40,6 +40,9 @@ func TestDoContextKeptWithoutDoneEndsWithTheCall(t *testing.T) {
 	if err := kept.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Err after the call = %v, want context.Canceled", err)
 	}
+	if err := context.Cause(kept); !errors.Is(err, context.Canceled) {
+		t.Errorf("context.Cause after the call = %v, want context.Canceled", err)
+	}
 	select {
 	case <-kept.Done():
 	default:
