@@ -30,7 +30,8 @@
 //     draining; a backend whose breaker is open is skipped while others
 //     serve, and its open time backs off from breaker.timeout to
 //     breaker.max_timeout while its probes fail;
-//   - 401 for a refused bearer token;
+//   - 401 for a refused bearer token, or a token or client certificate
+//     that names no tenant (an empty claim or common name);
 //   - 502 when the backend fails, 504 when it misses the request's deadline;
 //   - 413 for a body over the cap (as received, or decoded), 415 for a
 //     Content-Encoding other than gzip, x-gzip, deflate and identity, 408

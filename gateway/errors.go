@@ -7,7 +7,8 @@ var (
 	// config.ValidTenant; it is answered 400.
 	ErrInvalidTenant = errors.New("gateway: invalid tenant key")
 	// ErrUnauthenticated marks a request whose credentials (the bearer
-	// token of tenant.from: bearer) were refused; it is answered 401.
+	// token of tenant.from: bearer, the client certificate of client_cert)
+	// were refused or name no tenant; it is answered 401.
 	ErrUnauthenticated = errors.New("gateway: unauthenticated")
 	// ErrAborted is the cause of the context of a request cancelled because
 	// it was still running when the drain deadline passed.

@@ -94,9 +94,12 @@ func verifyToken(b *config.Bearer, tok string, now time.Time) (string, error) {
 	if b.Audience != "" && !hasAudience(claims["aud"], b.Audience) {
 		return "", tokenError("wrong audience")
 	}
+	// An empty claim names no tenant, as a missing one does: the token is
+	// refused rather than served as the default tenant, which is for
+	// requests that carry no token at all.
 	tenant, ok := claims[b.Claim].(string)
-	if !ok {
-		return "", tokenError("no string claim " + quote(b.Claim))
+	if !ok || tenant == "" {
+		return "", tokenError("no tenant in claim " + quote(b.Claim))
 	}
 	return tenant, nil
 }

@@ -21,7 +21,8 @@ const OverflowGroup = "_overflow"
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
 // when r carries none (or names one from an address t does not trust), an
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant,
-// or one matching ErrUnauthenticated when its bearer token is refused.
+// or one matching ErrUnauthenticated when its bearer token or client
+// certificate is refused or names no tenant (an empty claim or common name).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
 	return extractTenant(t, r, time.Now())
 }
@@ -35,7 +36,12 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 			return "", tokenError("no verified client certificate")
 		}
-		key = r.TLS.VerifiedChains[0][0].Subject.CommonName
+		// A certificate without a common name names no tenant: it is
+		// refused as a missing certificate is, not served as the default
+		// tenant, a tenant the CA never vouched for.
+		if key = r.TLS.VerifiedChains[0][0].Subject.CommonName; key == "" {
+			return "", tokenError("the client certificate has no common name")
+		}
 	case config.FromBearer:
 		tok, ok := bearerToken(r)
 		if !ok {

@@ -142,11 +142,18 @@ func TestClientCertTenant(t *testing.T) {
 	if _, err := tlsClient().Get(url); err == nil {
 		t.Error("a client without a certificate got through")
 	}
+	// A certificate the CA signed without a common name names no tenant:
+	// it is refused as a missing identity is, not served as the default
+	// tenant.
+	resp, body = do(t, tlsClient(p.issue(t, "", x509.ExtKeyUsageClientAuth)), http.MethodGet, url, "spoofed", nil)
+	if code, _, _ := refusal(t, body); resp.StatusCode != 401 || code != "unauthenticated" {
+		t.Errorf("a certificate without a common name: %d %q, want 401 unauthenticated", resp.StatusCode, body)
+	}
 }
 
 // With tenant.from: bearer, the tenant is a claim of a verified token: a
-// forged, expired or algorithm-swapped token is refused with 401; no token
-// is the default tenant.
+// forged, expired or algorithm-swapped token is refused with 401, as is a
+// valid one whose claim is missing or empty; no token is the default tenant.
 func TestBearerTenant(t *testing.T) {
 	secret := []byte(strings.Repeat("s", 32))
 	file := filepath.Join(t.TempDir(), "secret")
@@ -190,6 +197,8 @@ func TestBearerTenant(t *testing.T) {
 		"alg HS384":      sign("HS384", secret, valid),
 		"wrong audience": sign("HS256", secret, map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix(), "aud": "other"}),
 		"no exp":         sign("HS256", secret, map[string]any{"tenant": "acme", "aud": "gw"}),
+		"no tenant":      sign("HS256", secret, map[string]any{"exp": now.Add(time.Minute).Unix(), "aud": "gw"}),
+		"empty tenant":   sign("HS256", secret, map[string]any{"tenant": "", "exp": now.Add(time.Minute).Unix(), "aud": "gw"}),
 		"garbage":        "a.b",
 	} {
 		resp, body := do(t, c, http.MethodGet, gw.url, "", nil, "Authorization", "Bearer "+tok)

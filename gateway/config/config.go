@@ -59,8 +59,8 @@ const (
 	FromHeader     = "header"      // the header named by Tenant.Header
 	FromHost       = "host"        // the Host, lower-cased, without the port (so tenants are configured lower-case)
 	FromPath       = "path"        // the path segment right after Tenant.PathPrefix
-	FromClientCert = "client_cert" // the verified client certificate's subject common name
-	FromBearer     = "bearer"      // a claim of the verified bearer token (Tenant.Bearer)
+	FromClientCert = "client_cert" // the verified client certificate's subject common name (none: 401)
+	FromBearer     = "bearer"      // a claim of the verified bearer token (Tenant.Bearer; missing or empty: 401)
 )
 
 // Tenant says how a request's tenant is found and how many tenants may be live.
@@ -77,7 +77,9 @@ type Tenant struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Bearer verifies the token of From bearer.
 	Bearer Bearer `yaml:"bearer"`
-	// Default is the group of requests that carry no tenant key.
+	// Default is the group of requests that carry no tenant key. A bearer
+	// token or client certificate that names none (an empty claim or common
+	// name) is refused, never given Default.
 	Default string `yaml:"default"`
 	// MaxGroups caps the unconfigured tenants with requests in flight at
 	// once, each in its own group; a request of any other tenant goes to the
