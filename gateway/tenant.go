@@ -63,7 +63,11 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			}
 			key = strings.ToLower(strings.Trim(key, "[]"))
 		case config.FromPath:
-			rest, ok := strings.CutPrefix(r.URL.Path, t.PathPrefix)
+			// The path as sent, as the backend gets it: decoded, "%2F"
+			// would split a segment in two and "%61" spell a key the
+			// backend never sees. A segment with an escape breaks
+			// config.ValidTenant, and a prefix matches only as written.
+			rest, ok := strings.CutPrefix(r.URL.EscapedPath(), t.PathPrefix)
 			if !ok {
 				return "", nil
 			}

@@ -40,6 +40,11 @@ func TestExtractTenant(t *testing.T) {
 		{path, "http://h/other/acme", "", "", false},
 		{path, "http://h/t/", "", "", false},
 		{path, "http://h/t/%2e%2e/", "", "..", true},
+		// The key is the segment as sent: an escaped slash cannot split it
+		// into another tenant, nor an escaped letter spell one.
+		{path, "http://h/t/acme%2Fevil/x", "", "", true},
+		{path, "http://h/t/%61cme/x", "", "", true},
+		{path, "http://h/%74/acme/x", "", "", false},
 	} {
 		r := httptest.NewRequest(http.MethodGet, tc.url, nil)
 		if tc.header != "" {

@@ -68,7 +68,9 @@ type Tenant struct {
 	From   string `yaml:"from"`   // one of the From* values; default FromHeader
 	Header string `yaml:"header"` // default DefaultTenantHeader; set on the proxied request to the tenant used
 	// PathPrefix is, for FromPath, what precedes the tenant segment;
-	// default "/".
+	// default "/". Both are read from the path as sent (escaped), so the
+	// prefix is written as it appears in a URL, and a segment with an
+	// escape ("%2F", "%61") is an invalid key.
 	PathPrefix string `yaml:"path_prefix"`
 	// TrustedProxies are the CIDRs whose connections may name their tenant
 	// with From header, host or path: a request from any other address is

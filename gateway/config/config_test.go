@@ -121,6 +121,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"admin on the proxy port", "backends: [http://a:1]\nlisten: 127.0.0.1:80\nadmin: 127.0.0.1:80\n",
 			[]string{"line 3", "admin", "differ"}},
 		{"bad from", "backends: [http://a:1]\ntenant:\n  from: cookie\n", []string{"line 3", "tenant.from", "cookie"}},
+		{"path prefix a URL escapes", "backends: [http://a:1]\ntenant:\n  path_prefix: /my tenants/\n",
+			[]string{"line 3", "tenant.path_prefix", `"/my%20tenants/"`}},
 		{"negative timeout", "backends: [http://a:1]\ntimeouts:\n  idle: -1s\n", []string{"line 3", "timeouts.idle", "negative"}},
 		{"negative body cap", "backends: [http://a:1]\nbody: {max_ratio: -2}\n", []string{"line 2", "body.max_ratio"}},
 		{"syntax error", "backends: [http://a:1\nlisten: x\n", []string{"line"}},

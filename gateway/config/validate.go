@@ -174,6 +174,10 @@ func (c *Config) checkTenant(ck *checker) {
 	t.Header = textproto.CanonicalMIMEHeaderKey(t.Header)
 	if len(t.PathPrefix) == 0 || t.PathPrefix[0] != '/' {
 		ck.bad("tenant.path_prefix", "%q must start with /", t.PathPrefix)
+	} else if esc := (&url.URL{Path: t.PathPrefix}).EscapedPath(); esc != t.PathPrefix {
+		// The prefix is matched against the path as sent, where such a
+		// character arrives escaped.
+		ck.bad("tenant.path_prefix", "%q can never match: a URL path carries it escaped (%q)", t.PathPrefix, esc)
 	}
 	t.trusted = t.trusted[:0]
 	for _, s := range t.TrustedProxies {
