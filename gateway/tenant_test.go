@@ -35,6 +35,10 @@ func TestExtractTenant(t *testing.T) {
 		{host, "http://[2001:DB8::1]:80/x", "", "2001:db8::1", false},
 		{host, "http://[::1]:80/x", "", "", true}, // must start with a letter or digit
 		{host, "http://h/x", "ignored", "h", false},
+		// A fully qualified name is the same host: its trailing dot, the
+		// root's empty label, is not part of the key.
+		{host, "http://acme.example.com./x", "", "acme.example.com", false},
+		{host, "http://Acme.Example.com.:8080/x", "", "acme.example.com", false},
 		{path, "http://h/t/acme/orders/1", "", "acme", false},
 		{path, "http://h/t/acme", "", "acme", false},
 		{path, "http://h/other/acme", "", "", false},

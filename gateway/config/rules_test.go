@@ -218,17 +218,22 @@ func TestMaxHeaderBytesBounded(t *testing.T) {
 	}
 }
 
-// With tenant.from host the key is the Host lower-cased, so a configured
-// tenant with an upper-case letter could never match a request: it is
-// refused, naming the tenant and the key to write. Other sources keep their
-// keys' case.
+// With tenant.from host the key is the Host lower-cased, without a trailing
+// dot, so a configured tenant with an upper-case letter or a trailing dot
+// could never match a request: it is refused, naming the tenant and the key
+// to write. Other sources keep their keys as they are.
 func TestHostTenantsAreLowerCase(t *testing.T) {
 	_, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {from: host}\ntenants:\n  API.example.com: {share: 2}\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.API.example.com") || !strings.Contains(err.Error(), `"api.example.com"`) {
 		t.Errorf("an upper-case host tenant: %v; want an error on line 4 naming it and its lower-case form", err)
 	}
+	_, err = config.Parse([]byte("backends: [http://a:1]\ntenant: {from: host}\ntenants:\n  api.example.com.: {share: 2}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.api.example.com.") || !strings.Contains(err.Error(), `write "api.example.com"`) {
+		t.Errorf("a host tenant with a trailing dot: %v; want an error on line 4 naming it and its form without the dot", err)
+	}
 	for _, yaml := range []string{
 		"tenant: {from: host}\ntenants: {api.example.com: {share: 2}}\n",
+		"tenant: {from: header}\ntenants: {acme.: {share: 2}}\n",
 		"tenant: {from: header}\ntenants: {Acme: {share: 2}}\n",
 	} {
 		if _, err := config.Parse([]byte("backends: [http://a:1]\n" + yaml)); err != nil {
