@@ -96,6 +96,30 @@ func TestMaxConnsReclaimsIdle(t *testing.T) {
 	}
 }
 
+// At max_conns, a connection that has sent nothing is idle as a keep-alive
+// one between requests is: a newcomer takes its place at once, instead of
+// waiting for timeouts.read_header to close it.
+func TestMaxConnsReclaimsSilentConnection(t *testing.T) {
+	gw := start(t, echo(t), minimal+"max_conns: 1\ntimeouts: {read_header: 1h}\n")
+	silent := dialRaw(t, gw.url)
+	silent.SetDeadline(time.Now().Add(bound))
+	eventually(t, "the silent connection accepted", func() bool {
+		return metric(t, gw.gw.Metrics(), "gateway_connections") == 1
+	})
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readResponse(t, bufio.NewReader(c)); resp.StatusCode != 200 {
+		t.Fatalf("the newcomer: %d", resp.StatusCode)
+	}
+	if _, err := silent.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the silent connection was not closed: %v", err)
+	}
+	if got := metric(t, gw.gw.Metrics(), "gateway_connections_reclaimed_total"); got != 1 {
+		t.Errorf("gateway_connections_reclaimed_total = %v, want 1", got)
+	}
+}
+
 // At max_conns, an idle keep-alive connection stays open while no new
 // connection needs its place.
 func TestMaxConnsKeepsIdleWithoutNewcomer(t *testing.T) {

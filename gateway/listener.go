@@ -10,8 +10,9 @@ import (
 )
 
 // listener caps the client connections open at once (max_conns). At the
-// cap it closes the connection idle the longest once a new connection
-// comes, as nginx reuses keep-alive connections when out of them; with none
+// cap it closes the connection idle the longest (between requests, or
+// before its first) once a new connection comes, as nginx reuses
+// keep-alive connections when out of them; with none
 // idle it stops accepting, so that
 // new connections wait in the kernel's backlog rather than cost the
 // gateway anything.
@@ -131,7 +132,11 @@ func (l *listener) setMax(n int) {
 }
 
 // connState follows the server's connections between requests: an idle one
-// may be closed to make room.
+// may be closed to make room. A new connection is idle until its first
+// request is in, as a keep-alive one is until its next: one that sends
+// nothing (or its headers a byte at a time) would otherwise hold its place
+// against newcomers until timeouts.read_header. nginx reuses such
+// connections alike, and net/http's Shutdown counts them idle too.
 func (l *listener) connState(nc net.Conn, st http.ConnState) {
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
@@ -143,7 +148,7 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 	l.mu.Lock()
 	wake := false
 	switch {
-	case st == http.StateIdle && c.elem == nil && !c.gone:
+	case (st == http.StateNew || st == http.StateIdle) && c.elem == nil && !c.gone:
 		c.elem = l.idle.PushBack(c)
 		wake = l.waiting > 0 // an Accept waiting for room can take this one's
 	case st != http.StateIdle && c.elem != nil:

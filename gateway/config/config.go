@@ -17,8 +17,9 @@ type Config struct {
 	Backends []string `yaml:"backends"` // absolute http(s) URLs; at least one
 	TLS      TLS      `yaml:"tls"`
 	// MaxConns caps the client connections open at once. At the cap the
-	// connection idle the longest is closed for a new one; with none idle,
-	// new connections wait in the listen backlog. Default DefaultMaxConns.
+	// connection idle the longest (between requests, or yet to send its
+	// first) is closed for a new one; with none idle, new connections wait
+	// in the listen backlog. Default DefaultMaxConns.
 	MaxConns int `yaml:"max_conns"`
 	// MaxHeaderBytes caps the request line and headers (net/http answers 431
 	// beyond it); at most MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
