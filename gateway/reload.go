@@ -3,9 +3,11 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/groupexec/groupexec/gateway/config"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // reloader serialises reloads and knows the file to read.
@@ -53,9 +55,11 @@ func (g *Gateway) ReloadFile() error {
 // the config they arrived with. A rate bucket or breaker whose settings are
 // unchanged keeps its state; a changed one starts afresh (full, closed).
 //
-// If cfg changes a key that needs a restart (config.Config.RestartOnly), or
-// cannot be built, Reload changes nothing and returns every such problem
-// (matching config.ErrInvalid, in line order).
+// If cfg changes a key that needs a restart (config.Config.RestartOnly),
+// Reload changes nothing and returns every such problem (matching
+// config.ErrInvalid, in line order). So it does if cfg cannot be built or
+// gives a group limits the executor would refuse: every limit is checked
+// before the first is set.
 func (g *Gateway) Reload(cfg *config.Config) (err error) {
 	g.reload.mu.Lock()
 	defer g.reload.mu.Unlock()
@@ -74,11 +78,18 @@ func (g *Gateway) Reload(cfg *config.Config) (err error) {
 	if err != nil {
 		return err
 	}
+	// Every group's limits are worked out and checked before any is set:
+	// setting them one by one, a refusal halfway would leave the executor
+	// with part of the new limits under the old config.
+	limits, err := g.groupLimits(st)
+	if err != nil {
+		return fmt.Errorf("gateway: reload: %w", err)
+	}
 	// The executor first, so that no request admitted under the new state
 	// runs under the old limits for long; a request that reads the new
 	// state before its group's limits are set runs under the old ones,
 	// which is what it would have got a moment earlier.
-	if err := g.applyLimits(st); err != nil {
+	if err := g.applyLimits(st, limits); err != nil {
 		return fmt.Errorf("gateway: reload: %w", err)
 	}
 	g.state.Store(st)
@@ -90,25 +101,55 @@ func (g *Gateway) Reload(cfg *config.Config) (err error) {
 	return nil
 }
 
-// applyLimits gives the executor st's limits: the global one, and every
-// named group's (configured tenants, the default and overflow groups).
-func (g *Gateway) applyLimits(st *state) error {
+// groupLimits returns the limits a reload to st gives each named group
+// (configured tenants, once or now, the default and overflow groups), each
+// checked as Executor.SetGroupLimits checks it. It changes nothing.
+func (g *Gateway) groupLimits(st *state) (map[string]policy.GroupLimits, error) {
+	names := maps.Clone(st.fixed)
+	maps.Copy(names, g.reload.limited)
+	limits := make(map[string]policy.GroupLimits, len(names))
+	var errs []error
+	for name := range names {
+		l, err := st.pol.Group(name)
+		switch {
+		case err != nil:
+		case name == "":
+			err = errEmptyGroup
+		default:
+			err = l.Validate()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("group %q: %w", name, err))
+			continue
+		}
+		limits[name] = l
+	}
+	return limits, errors.Join(errs...)
+}
+
+// errEmptyGroup is groupLimits' error for a config whose default tenant is
+// "" (one not made by config.Parse, which refuses it).
+var errEmptyGroup = errors.New("the group key must not be empty")
+
+// applyLimits gives the executor st's global limit and the group limits
+// groupLimits checked. Having been checked, they are refused only once the
+// executor is shut down (Close, at the end of a drain), when it admits
+// nothing more: a reload cut short then leaves no request to run under a
+// mix of old and new limits.
+func (g *Gateway) applyLimits(st *state, limits map[string]policy.GroupLimits) error {
 	if err := g.ex.SetGlobalMaxInFlight(st.pol.GlobalMaxInFlight()); err != nil {
 		return err
+	}
+	for name, l := range limits {
+		if err := g.ex.SetGroupLimits(name, l); err != nil {
+			return err
+		}
 	}
 	if g.reload.limited == nil {
 		g.reload.limited = make(map[string]bool)
 	}
-	for name := range st.fixed {
+	for name := range limits {
 		g.reload.limited[name] = true
 	}
-	var errs []error
-	for name := range g.reload.limited {
-		l, err := st.pol.Group(name)
-		if err == nil {
-			err = g.ex.SetGroupLimits(name, l)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/gateway"
+	"github.com/groupexec/groupexec/gateway/config"
 )
 
 // A reload that changes no rate limit keeps every bucket as it is: a
@@ -62,5 +63,32 @@ func TestReloadKeepsUnchangedBackendBreakers(t *testing.T) {
 		if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
 			t.Errorf("request %d after the reload: %d, want 200 from the new backend alone", i, resp.StatusCode)
 		}
+	}
+}
+
+// A reload is applied whole or not at all: a config the executor cannot
+// take for one group changes neither the global limit nor any other
+// group's, though they come before it, and the config in force stays.
+func TestReloadRefusedChangesNoLimit(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	gw := start(t, be.URL, minimal+"limits: {global_max_in_flight: 8}\ntenants: {a: {max_concurrency: 2}}\n")
+	do(t, client(t), http.MethodGet, gw.url, "a", nil) // the executor keeps the group from now on
+	before := gw.gw.Config()
+	cfg := *before
+	global, conc := 3, 5
+	cfg.Limits.GlobalMaxInFlight = &global
+	cfg.Tenants = map[string]config.TenantLimits{"a": {MaxConcurrency: &conc}}
+	cfg.Tenant.Default = "" // no group can be given limits under an empty key
+	if err := gw.gw.Reload(&cfg); err == nil {
+		t.Fatal("a config with an empty default tenant was applied")
+	}
+	if s := gw.gw.Executor().Stats(); s.GlobalMaxInFlight != 8 {
+		t.Errorf("global limit %d after a refused reload, want 8 as before", s.GlobalMaxInFlight)
+	}
+	if got := groupLimitOf(gw, "a"); got != 2 {
+		t.Errorf("tenant a's limit %d after a refused reload, want 2 as before", got)
+	}
+	if gw.gw.Config() != before {
+		t.Error("the refused config is in force")
 	}
 }
