@@ -153,11 +153,10 @@ func (g *Gateway) Executor() *executor.Executor { return g.ex }
 // ("" for the default group): the tenant itself, or OverflowGroup when
 // tenant.max_groups other tenants are live.
 func (g *Gateway) Group(tenant string) string {
-	st := g.state.Load()
 	if tenant == "" {
-		return st.cfg.Tenant.Default
+		return g.state.Load().cfg.Tenant.Default
 	}
-	grp, counted := g.groups.acquire(st, tenant)
+	grp, counted := g.groups.acquire(tenant)
 	g.groups.release(grp, counted)
 	return grp
 }

@@ -117,7 +117,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
 		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
-	group, counted := g.groups.acquire(st, tenant)
+	group, counted := g.groups.acquire(tenant)
 	x.group = group // metrics and answers name the group actually used
 	defer g.groups.release(group, counted)
 	if wait, ok := st.rates.allow(tenant, g.clk.Now()); !ok {

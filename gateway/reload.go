@@ -52,8 +52,11 @@ func (g *Gateway) ReloadFile() error {
 // (SetGlobalMaxInFlight, SetGroupLimits): raising one admits waiting
 // requests at once, lowering one lets running requests finish and admits
 // nothing new until under it. Requests already in the gateway finish under
-// the config they arrived with. A rate bucket or breaker whose settings are
-// unchanged keeps its state; a changed one starts afresh (full, closed).
+// the config they arrived with, but one that has not taken its tenant's
+// group yet takes it under cfg, whose limits the executor applies: a tenant
+// cfg removes is counted as an unconfigured one. A rate bucket or breaker
+// whose settings are unchanged keeps its state; a changed one starts afresh
+// (full, closed).
 //
 // If cfg changes a key that needs a restart (config.Config.RestartOnly),
 // Reload changes nothing and returns every such problem (matching

@@ -75,6 +75,50 @@ func TestReloadReachesTenantBecomingLiveDuringIt(t *testing.T) {
 	}
 }
 
+// A request that read the config before a reload removed its tenant takes
+// its group under the config in force, whose limits the executor applies:
+// with max_groups 0 it is an unconfigured tenant's request and waits for
+// the overflow group's one place, not run in a group of its own beside it.
+func TestReloadRemovedTenantCountsUnderNewConfig(t *testing.T) {
+	clk := &holdClock{Clock: clock.NewFake(time.Now()), held: make(chan struct{}), resume: make(chan struct{})}
+	g := newGate()
+	be := backend(t, g.ServeHTTP)
+	const base = "backends: [%s]\ntenant: {max_groups: 0}\n"
+	path, write := configFile(t, be.URL, base+"tenants: {a: {max_concurrency: 4}}\n")
+	gw := start(t, be.URL, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\n"+base+"tenants: {a: {max_concurrency: 4}}\n",
+		gateway.WithConfigFile(path), gateway.WithClock(clk))
+	c := client(t)
+	overflow := goDo(t, c, gw.url, "x") // takes the overflow group's one place
+	g.await(t, 1)
+
+	clk.armed.Store(true)
+	stale := goDo(t, c, gw.url, "a")
+	select {
+	case <-clk.held: // the request has read the config naming a, not yet taken its group
+	case <-time.After(bound):
+		t.Fatal("the request did not reach the clock")
+	}
+	write(base)
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	close(clk.resume)
+	eventually(t, "the request to wait or reach the backend", func() bool {
+		s, _ := gw.gw.Executor().GroupStats(gateway.OverflowGroup)
+		return s.Waiting == 1 || len(g.arrived) > 0
+	})
+	if len(g.arrived) > 0 {
+		s, _ := gw.gw.Executor().GroupStats("a")
+		t.Errorf("the request of the removed tenant ran beside the overflow group's (group a: %d running)", s.RunningTasks)
+	}
+	close(g.release)
+	for _, done := range []<-chan int{overflow, stale} {
+		if code := <-done; code != 200 {
+			t.Errorf("request: %d", code)
+		}
+	}
+}
+
 // configFile writes a config file the gateway can reload (%s is the
 // backend); write replaces its body.
 func configFile(t *testing.T, backend, body string) (path string, write func(string)) {

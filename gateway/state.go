@@ -10,7 +10,8 @@ import (
 )
 
 // state is what a reload replaces at once: the config and what is built
-// from it. A request reads it once, on arrival, and keeps that one.
+// from it. A request reads it once, on arrival, and keeps that one, but for
+// its group, which it takes under the state in force (groups.acquire).
 type state struct {
 	cfg      *config.Config
 	pol      *policy.Policy

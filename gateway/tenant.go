@@ -140,19 +140,23 @@ func newGroups(st *state, ex *executor.Executor) *groups {
 	return g
 }
 
-// acquire returns the group a request of tenant runs in under st, and
-// whether it was counted: the caller must pass both to release when the
-// request is done. A tenant becoming live gets the limits of the state in
-// force now, which a reload may have made newer than st.
-func (g *groups) acquire(st *state, tenant string) (string, bool) {
-	if st.fixed[tenant] {
+// acquire returns the group a request of tenant runs in, and whether it
+// was counted: the caller must pass both to release when the request is
+// done. The group is the state in force's, not that of the state the
+// request read on arrival, which a reload may have replaced since: the
+// executor already applies the new state's limits, so a tenant the reload
+// removed is counted (or sent to the overflow group) as any unconfigured
+// one, and one it added is its own group. A tenant becoming live gets the
+// state in force's limits too.
+func (g *groups) acquire(tenant string) (string, bool) {
+	if (*g.fixed.Load())[tenant] {
 		return tenant, false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cur := g.cur
 	if cur.fixed[tenant] {
-		return tenant, false // configured by a reload since st was read
+		return tenant, false // configured by a reload since the check above
 	}
 	lt := g.live[tenant]
 	if lt == nil {
@@ -188,9 +192,11 @@ func (g *groups) release(group string, counted bool) {
 // reload gives the live unconfigured tenants st's defaults, or drops the
 // ones they were given, and makes st's configured groups the labelled ones.
 func (g *groups) reload(st *state) {
-	g.fixed.Store(&st.fixed)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// Stored with cur, so that acquire, finding a tenant unconfigured in
+	// fixed, finds it so in cur unless a reload has configured it since.
+	g.fixed.Store(&st.fixed)
 	g.cur = st
 	for tenant, lt := range g.live {
 		switch {
