@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/groupexec/groupexec/gateway/config"
@@ -14,11 +13,6 @@ import (
 type reloader struct {
 	mu   sync.Mutex
 	path string // WithConfigFile's
-	// limited are the groups given limits by a reload (configured tenants,
-	// once or now, the default and overflow groups): each reload sets
-	// them all again, so that a tenant dropped from the config gets the
-	// unconfigured tenants' limits.
-	limited map[string]bool
 }
 
 // WithConfigFile names the file the gateway's config came from, for
@@ -104,15 +98,12 @@ func (g *Gateway) Reload(cfg *config.Config) (err error) {
 	return nil
 }
 
-// groupLimits returns the limits a reload to st gives each named group
-// (configured tenants, once or now, the default and overflow groups), each
-// checked as Executor.SetGroupLimits checks it. It changes nothing.
+// groupLimits returns the limits a reload to st gives each of st.limited,
+// each checked as Executor.SetGroupLimits checks it. It changes nothing.
 func (g *Gateway) groupLimits(st *state) (map[string]policy.GroupLimits, error) {
-	names := maps.Clone(st.fixed)
-	maps.Copy(names, g.reload.limited)
-	limits := make(map[string]policy.GroupLimits, len(names))
+	limits := make(map[string]policy.GroupLimits, len(st.limited))
 	var errs []error
-	for name := range names {
+	for name := range st.limited {
 		l, err := st.pol.Group(name)
 		switch {
 		case err != nil:
@@ -147,12 +138,6 @@ func (g *Gateway) applyLimits(st *state, limits map[string]policy.GroupLimits) e
 		if err := g.ex.SetGroupLimits(name, l); err != nil {
 			return err
 		}
-	}
-	if g.reload.limited == nil {
-		g.reload.limited = make(map[string]bool)
-	}
-	for name := range limits {
-		g.reload.limited[name] = true
 	}
 	return nil
 }

@@ -137,6 +137,38 @@ func TestReloadRefusesBadFile(t *testing.T) {
 	}
 }
 
+// A tenant a reload removes from the config is an unconfigured tenant from
+// then on: its group runs under the unconfigured tenants' limits, not those
+// the config it was configured in gave it, whether the reload changed the
+// defaults or not, and after its requests have come and gone.
+func TestReloadRemovedTenantGetsDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, limits string
+		want         int
+	}{
+		{"defaults kept", "", 1},
+		{"defaults changed", "limits: {max_concurrency_per_group: 2}\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := backend(t, func(http.ResponseWriter, *http.Request) {})
+			gw, write := reloadable(t, be.URL, "backends: [%s]\ntenants: {a: {max_concurrency: 4}}\n")
+			c := client(t)
+			do(t, c, http.MethodGet, gw.url, "a", nil) // the executor keeps the group from now on
+			write("backends: [%s]\n" + tc.limits)
+			if err := gw.gw.ReloadFile(); err != nil {
+				t.Fatal(err)
+			}
+			if got := groupLimitOf(gw, "a"); got != tc.want {
+				t.Errorf("after the reload: tenant a's limit %d, want %d", got, tc.want)
+			}
+			do(t, c, http.MethodGet, gw.url, "a", nil) // live, then not, as an unconfigured tenant
+			if got := groupLimitOf(gw, "a"); got != tc.want {
+				t.Errorf("after a request: tenant a's limit %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // groupLimitOf is the concurrency limit of a group the executor keeps, or 0.
 func groupLimitOf(gw *running, group string) int {
 	s, _ := gw.gw.Executor().GroupStats(group)

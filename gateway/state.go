@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 
 	"github.com/groupexec/groupexec/breaker"
@@ -19,8 +20,14 @@ type state struct {
 	// changed reports whether defaults differ from the executor's policy
 	// (the config the gateway started with): an unconfigured tenant is then
 	// given them as it becomes live, and they are dropped when it leaves.
-	changed  bool
-	fixed    map[string]bool // groups whose names the operator chose
+	changed bool
+	fixed   map[string]bool // groups whose names the operator chose
+	// limited are the groups every reload gives limits to: fixed, and the
+	// tenants configured in any config before, the one the gateway started
+	// with included. A tenant dropped from the config so gets the
+	// unconfigured tenants' limits, which the executor's policy (the
+	// starting config's) would not give it.
+	limited  map[string]bool
 	rates    *rateLimits
 	backends []*url.URL
 	breakers []*backendBreaker // one per backend, nil unless breaker.per is backend
@@ -33,6 +40,10 @@ func (g *Gateway) build(cfg *config.Config, prev *state, start *policy.Policy) (
 	st := &state{cfg: cfg, fixed: map[string]bool{cfg.Tenant.Default: true, OverflowGroup: true}}
 	for name := range cfg.Tenants {
 		st.fixed[name] = true
+	}
+	st.limited = maps.Clone(st.fixed)
+	if prev != nil {
+		maps.Copy(st.limited, prev.limited)
 	}
 	var err error
 	if st.pol, err = cfg.Policy(); err != nil {

@@ -114,7 +114,9 @@ func peer(r *http.Request) netip.Addr {
 // After a reload that changed the limits of unconfigured tenants, a tenant
 // is given them (Executor.SetGroupLimits) as it becomes live and has them
 // dropped (ResetGroupLimits) as it leaves, so that the executor keeps such
-// limits for live tenants only.
+// limits for live tenants only. A tenant configured once (state.limited) is
+// not: every reload gives it its limits, which dropping would turn back into
+// those of the config the gateway started with.
 type groups struct {
 	ex    *executor.Executor
 	fixed atomic.Pointer[map[string]bool]
@@ -165,7 +167,7 @@ func (g *groups) acquire(tenant string) (string, bool) {
 		}
 		lt = &liveTenant{}
 		g.live[tenant] = lt
-		if cur.changed {
+		if cur.changed && !cur.limited[tenant] {
 			lt.set = g.ex.SetGroupLimits(tenant, cur.defaults) == nil
 		}
 	}
@@ -200,8 +202,8 @@ func (g *groups) reload(st *state) {
 	g.cur = st
 	for tenant, lt := range g.live {
 		switch {
-		case st.fixed[tenant]:
-			lt.set = false // configured now: the reload sets its limits
+		case st.limited[tenant]:
+			lt.set = false // configured now or before: the reload sets its limits
 		case st.changed:
 			lt.set = g.ex.SetGroupLimits(tenant, st.defaults) == nil
 		case lt.set:
