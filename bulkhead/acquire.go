@@ -151,7 +151,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	if blocked := b.dispatchLocked(es); !blocked && b.sem.Fits(n) {
 		p := b.issueLocked(n, stamp, es)
 		b.unlock()
-		b.deliver(es)
+		b.deliverIssued(es, p)
 		return p, nil
 	}
 	rej := &RejectedError{
@@ -175,7 +175,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		b.event(es, EventAtCapacity, stamp, 0, "")
 		b.event(es, EventRequestQueued, stamp, 0, "")
 		b.unlock()
-		b.deliver(es)
+		b.deliverQueued(es, w)
 		return b.wait(ctx, w)
 	}
 	b.event(es, EventRequestRejected, stamp, 0, rej.Err.code)
@@ -282,6 +282,13 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 // failed, so the log records its rejection, as for a waiter whose context
 // ended before its turn.
 func (b *Bulkhead) giveBack(p Permit, err error) {
+	// Deferred, so that the permit comes back even if a listener told of
+	// the rejection exits the goroutine (runtime.Goexit).
+	defer func() {
+		if err := b.Release(p); err != nil {
+			panic("bulkhead: a permit issued to a waiter was not outstanding: " + err.Error())
+		}
+	}()
 	if b.observed {
 		es := new(events)
 		b.lock()
@@ -289,8 +296,60 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 		b.unlock()
 		b.deliver(es)
 	}
-	if err := b.Release(p); err != nil {
-		panic("bulkhead: a permit issued to a waiter was not outstanding: " + err.Error())
+}
+
+// deliverIssued delivers es, the events of issuing p, on the goroutine of
+// the acquire that p is for. A listener that exits that goroutine
+// (runtime.Goexit, which notify cannot recover) ends the acquire before p
+// reaches its caller: p is released, so that no one holds it for good.
+func (b *Bulkhead) deliverIssued(es *events, p Permit) {
+	delivered := false
+	defer func() {
+		if !delivered {
+			_ = b.Release(p)
+		}
+	}()
+	b.deliver(es)
+	delivered = true
+}
+
+// deliverQueued delivers es, the events of queueing w, on the goroutine of
+// the acquire that w is for. A listener that exits that goroutine
+// (runtime.Goexit) ends the acquire before it waits: w leaves the queue, or,
+// if it was granted meanwhile, its permit is released, so that no one
+// holds it for good.
+func (b *Bulkhead) deliverQueued(es *events, w *waiter) {
+	delivered := false
+	defer func() {
+		if !delivered {
+			b.abandon(w)
+		}
+	}()
+	b.deliver(es)
+	delivered = true
+}
+
+// abandon ends w for an acquire whose goroutine exited before it waited.
+func (b *Bulkhead) abandon(w *waiter) {
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.lock()
+	if w.node.InList() {
+		b.waiters.Remove(&w.node)
+		w.timer.Stop()
+		w.err = ErrGoexit
+		close(w.ready)
+		b.event(es, EventRequestRejected, b.stamp(), 0, ErrGoexit.code)
+		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
+		b.unlock()
+		b.deliver(es)
+		return
+	}
+	b.unlock()
+	if w.err == nil {
+		b.giveBack(w.permit, ErrGoexit)
 	}
 }
 
