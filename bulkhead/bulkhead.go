@@ -57,6 +57,9 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 	b := &Bulkhead{sem: groupsem.New(limit), clk: clock.Real, hot: newHotLine()}
 	b.hot.limit.Store(int64(limit))
 	for _, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{"New option", nil, "must not be nil"}
+		}
 		if err := o.apply(b); err != nil {
 			return nil, err
 		}

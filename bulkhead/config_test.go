@@ -28,10 +28,20 @@ func TestInvalidConfig(t *testing.T) {
 		{"event log", 1, []bulkhead.Option{bulkhead.WithEventLog(0)}, "WithEventLog"},
 		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
 		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
+		{"nil option", 1, []bulkhead.Option{bulkhead.WithQueue(1, time.Second), nil}, "New option"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := bulkhead.New(tc.limit, tc.opts...)
+			var b *bulkhead.Bulkhead
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						err = fmt.Errorf("panic: %v", r)
+					}
+				}()
+				b, err = bulkhead.New(tc.limit, tc.opts...)
+			}()
 			if b != nil {
 				t.Fatal("New returned a bulkhead with an error")
 			}
