@@ -28,6 +28,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"event log", 1, []bulkhead.Option{bulkhead.WithEventLog(0)}, "WithEventLog"},
 		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
 		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
+		{"nil listener func", 1, []bulkhead.Option{bulkhead.WithListener(bulkhead.ListenerFunc(nil))}, "WithListener"},
 		{"nil option", 1, []bulkhead.Option{bulkhead.WithQueue(1, time.Second), nil}, "New option"},
 	}
 	for _, tc := range tests {

@@ -89,7 +89,7 @@ func WithEventLog(n int) Option {
 // WithListener sets the Listener that observes every event.
 func WithListener(l Listener) Option {
 	return optionFunc(func(b *Bulkhead) error {
-		if l == nil {
+		if f, ok := l.(ListenerFunc); l == nil || ok && f == nil {
 			return &ConfigError{"WithListener", nil, "must not be nil"}
 		}
 		b.listener = l
