@@ -146,9 +146,12 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		es = new(events)
 	}
 	b.lock()
-	stamp := b.stamp() // under the lock, so that logged events are in time order
 	// Serve (or time out) the waiters first: they are ahead.
-	if blocked := b.dispatchLocked(es); !blocked && b.sem.Fits(n) {
+	blocked := b.dispatchLocked(es)
+	// Under the lock and after the waiters' events, so that logged events
+	// are in time order.
+	stamp := b.stamp()
+	if !blocked && b.sem.Fits(n) {
 		p := b.issueLocked(n, stamp, es)
 		b.unlock()
 		b.deliverIssued(es, p)
