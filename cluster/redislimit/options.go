@@ -197,16 +197,16 @@ func WithListener(f func(Event)) Option {
 }
 
 // WithHolderID names the holder in Redis (lease members start with it).
-// Default: random. It must not be empty, must not contain ':' or '|' (they
-// separate the parts of lease ids and contention notices), and must be
-// unique among live holders.
+// Default: random. It must not be empty, must not contain ':', '|', ',' or
+// '=' (they separate the parts of lease ids and contention notices, and the
+// holders and caps a notice lists), and must be unique among live holders.
 func WithHolderID(id string) Option {
 	return optionFunc(func(c *config) error {
 		if id == "" {
 			return &OptionError{"WithHolderID", `""`, "must not be empty"}
 		}
-		if strings.ContainsAny(id, ":|") {
-			return &OptionError{"WithHolderID", strconv.Quote(id), "must not contain ':' or '|'"}
+		if strings.ContainsAny(id, ":|,=") {
+			return &OptionError{"WithHolderID", strconv.Quote(id), "must not contain ':', '|', ',' or '='"}
 		}
 		c.holderID = id
 		return nil

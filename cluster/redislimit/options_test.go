@@ -31,6 +31,8 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 		{[]redislimit.Option{redislimit.WithHolderID("")}, `WithHolderID("")`},
 		{[]redislimit.Option{redislimit.WithHolderID("a:b")}, `WithHolderID("a:b")`},
 		{[]redislimit.Option{redislimit.WithHolderID("a|b")}, `WithHolderID("a|b")`},
+		{[]redislimit.Option{redislimit.WithHolderID("a,b")}, `WithHolderID("a,b")`},
+		{[]redislimit.Option{redislimit.WithHolderID("a=b")}, `WithHolderID("a=b")`},
 		{[]redislimit.Option{redislimit.WithListener(nil)}, "WithListener(nil)"},
 	} {
 		h, err := redislimit.New(c, tc.opts...)
