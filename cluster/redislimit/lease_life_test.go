@@ -329,3 +329,31 @@ func TestRenewalUsedAfterTheLocalValidityDoesNotRevive(t *testing.T) {
 		return err == nil && n == 0
 	})
 }
+
+// A task whose group lease is lost before the executor binds it is
+// cancelled by Bind; when its global lease is lost later, it is the same
+// task: TasksCancelled counts it once, not zero times.
+func TestTaskCancelledAtBindIsCountedOnce(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	glob, groups := h.Global(2), h.Groups(2)
+	gp := acquire(t, glob, attach(t, glob), "", 1, 5*time.Second)
+	defer gp.Release()
+	p := acquire(t, groups, attach(t, groups), "a", 1, 5*time.Second)
+	defer p.Release()
+	if err := newClient(t, addr).Del(bg, "t:"+t.Name()+":{group:a}:l").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redislimit.RenewNow(h) // finds the group lease gone: lost before its task is bound
+	var rec cancelRecorder
+	p.Bind(gp.Bind(bg, rec.cancel), rec.cancel)
+	if causes := rec.calls(); len(causes) != 1 || !errors.Is(causes[0], redislimit.ErrLeaseLost) {
+		t.Fatalf("cancel calls at Bind %v, want one with ErrLeaseLost", causes)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.Stats(); s.LeasesLost != 2 || s.TasksCancelled != 1 {
+		t.Fatalf("stats after both leases of the one task were lost: %+v; want LeasesLost 2, TasksCancelled 1", s)
+	}
+}

@@ -254,6 +254,11 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 	if outer != nil && outer.p.h == p.h {
 		p.peer, outer.p.peer = outer.p, p
 	}
+	if lost != nil && (p.peer == nil || p.peer.lostErr == nil) {
+		// Lost before its task was bound: cancelled here, not by
+		// loseLocked, so counted here (once, as there).
+		p.h.st.tasksCancelled.Add(1)
+	}
 	p.h.mu.Unlock()
 	if lost != nil {
 		cancel(lost)
