@@ -9,6 +9,7 @@ import (
 	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
+	"github.com/redis/go-redis/v9"
 )
 
 // A task of weight 4 waits for a group limit of 4 while a task of weight 1
@@ -139,4 +140,55 @@ func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 	if s := a.Stats(); s.Returned != 0 || s.RefillsDenied != 1 {
 		t.Fatalf("A's stats %+v: want its free permit kept, and no second request", s)
 	}
+}
+
+// A holder has the whole limit of 4 free in leases too small for a task of
+// weight 3, and another holder waits (its record put in Redis directly, so
+// that no notice makes this one give its idle permits back first): the
+// refill is refused for the share (cap 2). No task of the key runs here,
+// so no release will make the executor ask again: the holder must keep
+// waiting for the task, and serve it once the other no longer waits, not
+// drop its demand without a notify.
+func TestRefusalWithTheLimitHereAllFreeKeepsTheWaiter(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	l := h.Groups(4)
+	n := make(notifier, 16)
+	if err := l.Attach(n.notify); err != nil {
+		t.Fatal(err)
+	}
+	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
+	p2 := acquire(t, l, n, "g", 2, 5*time.Second)
+	p3 := acquire(t, l, n, "g", 1, 5*time.Second)
+	if s := h.Stats(); s.PermitsLeased != 4 || s.Leases < 2 {
+		t.Fatalf("setup: want the limit of 4 in several leases, have %+v", s)
+	}
+	p1.Release()
+	p2.Release()
+	p3.Release()
+	c := newClient(t, addr)
+	tm, err := c.Time(bg).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "t:" + t.Name() + ":{group:g}:"
+	if err := c.ZAdd(bg, base+"w", redis.Z{Score: float64(tm.UnixMilli() + 1500), Member: "other/1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(bg, base+"q", "other/1", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for len(n) > 0 {
+		<-n
+	}
+	if p, err := l.TryAcquire("g", 3); p != nil || err != nil {
+		t.Fatalf("TryAcquire of 3 in fragments: %v, %v; want to wait", p, err)
+	}
+	eventually(t, "the refill refused", 5*time.Second, func() bool { return h.Stats().RefillsDenied >= 1 })
+	select {
+	case <-n:
+	case <-time.After(5 * time.Second): // the other's record is gone after 1.5s
+		t.Fatalf("the waiting task was never told to ask again: %+v", h.Stats())
+	}
+	acquire(t, l, n, "g", 3, 5*time.Second).Release()
 }

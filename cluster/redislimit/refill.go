@@ -315,10 +315,11 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			// need are above the cap: Redis would refuse that too.
 			a.ret = append(a.ret, h.shrinkLocked(ks, free)...)
 			ks.retryLocked(0)
-		case held >= ks.limit:
+		case held >= ks.limit && free < need:
 			// The whole limit is here and tasks of this key run on it
 			// (free < need <= limit): the first to finish makes the
-			// executor ask again.
+			// executor ask again. (With free >= need, refused for the
+			// share, no task may run here to do that: it waits.)
 			h.dropDemandLocked(ks)
 		case now.Sub(ks.since) > h.cfg.ttl:
 			// Nobody asked for a while: let the executor ask again if it
