@@ -107,10 +107,11 @@ func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *ex
 
 // A holder refused for its share gives back no free permit when that
 // would not bring it within its share. Limit 4: A holds one lease of 2, one
-// permit in use; B waits for 3, so A's cap is 2. A task of A's of weight
-// 2 is refused (2 held + 2 > 2), and giving back A's free permit would
-// leave 1 in use + 2 > 2: the give-back and the request after it would be
-// round trips for nothing, and the free permit lost to A's next task.
+// permit in use; B waits for 3, so A's cap is 1 (B is given what it waits
+// for). A task of A's of weight 2 is refused (A then waits too, its cap 2:
+// 2 held + 2 > 2), and giving back A's free permit would leave 1 in use +
+// 2 > 2: the give-back and the request after it would be round trips for
+// nothing, and the free permit lost to A's next task.
 func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 	addr := startRedis(t)
 	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
@@ -127,7 +128,7 @@ func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 	}
 	eventually(t, "A hears that B waits", 5*time.Second, func() bool {
 		others, c, _ := redislimit.Share(la, "g")
-		return others == 1 && c == 2
+		return others == 1 && c == 1
 	})
 	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
 		t.Fatalf("A's TryAcquire of 2 with 1 free: %v, %v; want to wait", q, err)

@@ -28,12 +28,15 @@ import "github.com/redis/go-redis/v9"
 // the limit is split between the contenders: every holder that holds
 // permits of the key or waits for some. The split is max-min fair: a
 // contender that does not wait keeps what it holds if that is no more than
-// an even split of what the others leave; the rest is split evenly between
-// the others. What does not split evenly goes to the contenders that have
-// gone longest without being served (a grant, or a give-back, marks a
-// holder served; one above the even split counts as being served now), one
-// permit each; the first of them is given at least the weight it waits for,
-// so that a task heavier than an even share is not starved. So with limit 1
+// an even split of what the others leave, and what is left then still fits
+// the heaviest weight waited for; the rest is split evenly between the
+// others. What does not split evenly goes to the contenders that have gone
+// longest without being served (a grant, or a give-back, marks a holder
+// served; one above the even split counts as being served now), those that
+// wait first, one permit each; the first of them is given at least the
+// weight it waits for, so that a task heavier than an even share is not
+// starved (not even behind a holder that keeps its even split busy with
+// light tasks, and so never waits or gives back). So with limit 1
 // and two holders that both want it, the permit alternates. Each holder is
 // told its share (its cap) in every reply and in every contention notice,
 // and how many holders are deprived: waiting for room within their cap
@@ -137,9 +140,14 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
     if da ~= db then return da < db end
     return a < b
   end)
+  -- A holder that does not wait keeps what it holds only if what is left
+  -- still fits the heaviest weight waited for: else a task heavier than
+  -- an even split waits behind it for as long as it stays busy.
+  local heaviest = 0
+  for h in pairs(waiting) do heaviest = math.max(heaviest, wants[h] or 1) end
   local caps, pool, m, rest = {}, limit, #cs, {}
   for _, h in ipairs(cs) do
-    if #rest == 0 and not waiting[h] and hold[h] * m <= pool then
+    if #rest == 0 and not waiting[h] and hold[h] * m <= pool and pool - hold[h] >= heaviest then
       caps[h] = hold[h]
       pool, m = pool - hold[h], m - 1
     else
@@ -153,6 +161,8 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
   table.sort(rest, function(a, b)
     local ua, ub = (hold[a] or 0) > fl, (hold[b] or 0) > fl
     if ua ~= ub then return ub end
+    -- Then those that wait: one that does not wants nothing more.
+    if waiting[a] ~= waiting[b] then return waiting[a] == true end
     local sa, sb = served[a] or now, served[b] or now
     if sa ~= sb then return sa < sb end
     return a < b

@@ -386,3 +386,45 @@ func TestDemandDroppedOnGoingDownEndsTheWaitingRecord(t *testing.T) {
 		return errors.Is(err, redis.Nil)
 	})
 }
+
+// B holds 2 of a limit of 4, an even split, and keeps both busy with light
+// tasks (each release is taken again at once, here, without a call to
+// Redis): B never waits and never gives back on its own. A waits for 3. A's
+// task must not wait for as long as B stays busy: B's share must leave A
+// the weight it waits for, and B gives back what is above it.
+func TestHeavyWaiterIsNotStarvedByABusyEvenSplit(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr), newHolder(t, addr)
+	la, lb := a.Groups(4), b.Groups(4)
+	na, nb := attach(t, la), attach(t, lb)
+	ps := []executor.LimiterPermit{acquire(t, lb, nb, "g", 1, 5*time.Second), acquire(t, lb, nb, "g", 1, 5*time.Second)}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				for _, p := range ps {
+					p.Release()
+				}
+				return
+			case <-tick.C:
+			}
+			kept := ps[:0]
+			for _, p := range ps {
+				p.Release()
+				if q, err := lb.TryAcquire("g", 1); err == nil && q != nil {
+					kept = append(kept, q)
+				}
+			}
+			ps = kept
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	acquire(t, la, na, "g", 3, 5*time.Second).Release() // a hang guard: within a few renew intervals
+}
