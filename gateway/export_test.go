@@ -1,5 +1,7 @@
 package gateway
 
+import "net/http"
+
 // IdleConns returns the number of client connections idle between
 // requests, or 0 before Serve runs.
 func IdleConns(g *Gateway) int {
@@ -11,3 +13,21 @@ func IdleConns(g *Gateway) int {
 	defer l.mu.Unlock()
 	return l.idle.Len()
 }
+
+// OnBackendAnswer makes f run each time a backend's answer (its status and
+// headers) is in, before the proxy reads its body. It must be called before
+// g serves.
+func OnBackendAnswer(g *Gateway, f func()) {
+	base := g.proxy.Transport
+	g.proxy.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(r)
+		if err == nil {
+			f()
+		}
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -28,6 +28,9 @@ type exchange struct {
 	// failures only, never the client's faults or a drain.
 	verdict  error
 	answered bool
+	// aborted is set when the proxy gave up an answer part of which was
+	// out (forward): ServeHTTP cuts the connection once Do has returned.
+	aborted bool
 }
 
 var exchanges = sync.Pool{New: func() any {
@@ -166,6 +169,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(context.Cause(ctx), ErrAborted) {
 		g.m.aborted.WithLabelValues("request").Inc()
 	}
+	if x.aborted {
+		// Recovered by the server, which alone can cut the connection, so
+		// that the client sees the answer is incomplete.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // errProxyPanic is forward's error when the proxy panicked with anything but
@@ -174,22 +182,38 @@ var errProxyPanic = errors.New("gateway: the proxy panicked")
 
 // forward runs as the admitted request, in the handler's goroutine: it
 // proxies r and returns an error for the outcomes that count against a
-// breaker. The proxy's http.ErrAbortHandler (a response it could not
-// finish) is re-raised, through Do, to the server, which alone can cut the
-// connection so that the client sees the response is incomplete; when
-// nothing was sent yet, the client gets a 502 instead.
+// breaker. The proxy's http.ErrAbortHandler (an answer it could not
+// finish) counts as the backend's failure only when the backend broke it
+// off or missed the deadline, not when the client went away or did not
+// take it, as proxyError counts errors before the answer. When part of the
+// answer is out, ServeHTTP raises http.ErrAbortHandler again once Do has
+// returned; when nothing was sent yet, the client is answered as
+// proxyError answers (502, 504, ...).
 func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (err error) {
 	defer func() {
-		if v := recover(); v != nil {
-			if v != http.ErrAbortHandler {
-				g.log.Error("proxy panicked", "tenant", x.group, "panic", v, "stack", string(debug.Stack()))
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v != http.ErrAbortHandler {
+			g.log.Error("proxy panicked", "tenant", x.group, "panic", v, "stack", string(debug.Stack()))
+		}
+		switch {
+		case x.resp.committed || x.resp.hijacked:
+			// Part of the answer is out: only cutting the connection
+			// tells the client it is incomplete.
+			g.log.Debug("response cut short", "tenant", x.group)
+			x.aborted = true
+			err = errProxyPanic
+			if v == http.ErrAbortHandler {
+				err = g.brokenOff(ctx, x)
 			}
-			if x.resp.committed || x.resp.hijacked {
-				// Part of the answer is out: only cutting the connection
-				// tells the client it is incomplete.
-				g.log.Debug("response cut short", "tenant", x.group)
-				panic(http.ErrAbortHandler)
-			}
+		case v == http.ErrAbortHandler:
+			// The backend's answer broke off while it was kept.
+			x.resp.discard()
+			g.proxyError(&x.resp, r.WithContext(ctx), errBrokenOff)
+			err = x.verdict
+		default:
 			x.resp.discard()
 			err = errProxyPanic
 		}
@@ -202,6 +226,25 @@ func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (er
 		return errBackendStatus
 	}
 	return nil
+}
+
+// errBrokenOff is the error of an answer the proxy could not finish,
+// reading it from the backend or sending it to the client.
+var errBrokenOff = errors.New("gateway: the answer broke off")
+
+// brokenOff returns the verdict on x, whose answer broke off once part of
+// it was sent: a failure if the backend broke it off or missed the
+// deadline, context.Canceled if the client went away or did not take it
+// in time, or the drain aborted it.
+func (g *Gateway) brokenOff(ctx context.Context, x *exchange) error {
+	switch {
+	case errors.Is(context.Cause(ctx), ErrAborted):
+		return context.Canceled
+	case x.resp.err != nil, ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		g.m.canceled.WithLabelValues("request").Inc()
+		return context.Canceled
+	}
+	return errBrokenOff
 }
 
 // notRun answers a request that was never proxied: refused, timed out in

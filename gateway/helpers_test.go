@@ -36,6 +36,13 @@ type running struct {
 // stops it at the end of the test.
 func start(t testing.TB, backend, yaml string, opts ...gateway.Option) *running {
 	t.Helper()
+	return serve(t, build(t, backend, yaml, opts...))
+}
+
+// build parses yaml (with %s replaced by backend) and makes the gateway
+// that start would serve.
+func build(t testing.TB, backend, yaml string, opts ...gateway.Option) *gateway.Gateway {
+	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(yaml, backend)))
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +52,13 @@ func start(t testing.TB, backend, yaml string, opts ...gateway.Option) *running 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return gw
+}
+
+// serve starts gw, made by build, and stops it at the end of the test.
+func serve(t testing.TB, gw *gateway.Gateway) *running {
+	t.Helper()
+	cfg := gw.Config()
 	pl, al, err := gateway.Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
