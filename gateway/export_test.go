@@ -31,3 +31,7 @@ func OnBackendAnswer(g *Gateway, f func()) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// OnLimitsSet makes f run in each reload once it has given the executor
+// the new limits, before the reload returns.
+func OnLimitsSet(g *Gateway, f func()) { g.reload.limitsSet = f }

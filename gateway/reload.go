@@ -13,6 +13,9 @@ import (
 type reloader struct {
 	mu   sync.Mutex
 	path string // WithConfigFile's
+	// limitsSet, if not nil, is called by Reload once the executor has the
+	// new limits (tests).
+	limitsSet func()
 }
 
 // WithConfigFile names the file the gateway's config came from, for
@@ -82,15 +85,23 @@ func (g *Gateway) Reload(cfg *config.Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("gateway: reload: %w", err)
 	}
-	// The executor first, so that no request admitted under the new state
-	// runs under the old limits for long; a request that reads the new
-	// state before its group's limits are set runs under the old ones,
-	// which is what it would have got a moment earlier.
+	// The groups before the executor's limits: from here a tenant st
+	// configures is no longer one whose unconfigured limits its last
+	// request drops as it leaves (groups.release), which would drop the
+	// limits applyLimits gives it. Then the executor, before the state, so
+	// that no request admitted under the new state runs under the old
+	// limits for long; a request that reads the new state before its
+	// group's limits are set runs under the old ones, which is what it
+	// would have got a moment earlier.
+	g.groups.reload(st)
 	if err := g.applyLimits(st, limits); err != nil {
+		g.groups.reload(prev)
 		return fmt.Errorf("gateway: reload: %w", err)
 	}
+	if g.reload.limitsSet != nil {
+		g.reload.limitsSet()
+	}
 	g.state.Store(st)
-	g.groups.reload(st)
 	if l := g.clients.Load(); l != nil {
 		l.setMax(cfg.MaxConns)
 	}

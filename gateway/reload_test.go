@@ -247,3 +247,36 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d requests through 40 reloads and 4 refused ones", sent.Load())
 }
+
+// A tenant a reload configures keeps the limits the reload gave it when its
+// last request, begun while it was unconfigured, leaves during the reload:
+// dropping the unconfigured tenants' limits it had then must not drop the
+// ones the reload has just set.
+func TestReloadConfiguredTenantKeepsLimitsWhenItsLastRequestLeaves(t *testing.T) {
+	g := newGate()
+	be := backend(t, g.ServeHTTP)
+	gw, write := reloadable(t, be.URL, "backends: [%s]\n")
+	write("backends: [%s]\nlimits: {max_concurrency_per_group: 2}\n") // changed defaults: given to tenants as they become live
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	done := goDo(t, client(t), gw.url, "a")
+	g.await(t, 1)
+	if got := groupLimitOf(gw, "a"); got != 2 {
+		t.Fatalf("the live unconfigured tenant's limit %d, want the defaults' 2", got)
+	}
+	gateway.OnLimitsSet(gw.gw, func() {
+		close(g.release)
+		if code := <-done; code != 200 {
+			t.Errorf("request: %d", code)
+		}
+		eventually(t, "the tenant to leave", func() bool { return gw.gw.LiveTenants() == 0 })
+	})
+	write("backends: [%s]\nlimits: {max_concurrency_per_group: 2}\ntenants: {a: {max_concurrency: 7}}\n")
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupLimitOf(gw, "a"); got != 7 {
+		t.Errorf("the tenant the reload configured runs under %d, want 7", got)
+	}
+}
