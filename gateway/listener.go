@@ -21,7 +21,8 @@ type listener struct {
 
 	mu      sync.Mutex
 	max     int
-	open    int
+	open    int       // connections open, and the place kept for the one Accept waits for
+	pending int       // 1 while Accept waits for a connection in a place kept for it
 	idle    list.List // of *conn, idle the longest first
 	waiting int       // Accept calls waiting for room
 	free    chan struct{}
@@ -51,6 +52,9 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		if l.open < l.max {
 			l.open++
+			if nc == nil {
+				l.pending++
+			}
 			l.mu.Unlock()
 			break
 		}
@@ -83,6 +87,9 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 	if nc == nil {
 		c, err := l.Listener.Accept()
+		l.mu.Lock()
+		l.pending--
+		l.mu.Unlock()
 		if err != nil {
 			l.release()
 			return nil, err
@@ -116,7 +123,7 @@ func (l *listener) release() {
 func (l *listener) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.open
+	return l.open - l.pending
 }
 
 // setMax changes the cap; lowering it closes no connection, it only stops

@@ -94,3 +94,58 @@ func TestListenerWaitsAtTheCap(t *testing.T) {
 	second.Close()
 	l.Close()
 }
+
+// blockingListener's Accept says it has been called, then waits for a
+// connection to hand out.
+type blockingListener struct {
+	entered chan struct{}
+	conns   chan net.Conn
+	closed  chan struct{}
+}
+
+func (b *blockingListener) Accept() (net.Conn, error) {
+	b.entered <- struct{}{}
+	select {
+	case c := <-b.conns:
+		return c, nil
+	case <-b.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (b *blockingListener) Close() error   { close(b.closed); return nil }
+func (b *blockingListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// The connections counted (gateway_connections) are those open: not the
+// place Accept keeps for the connection it is waiting for.
+func TestListenerCountsOpenConnectionsOnly(t *testing.T) {
+	inner := &blockingListener{entered: make(chan struct{}), conns: make(chan net.Conn), closed: make(chan struct{})}
+	l := newListener(inner, 4, func() {})
+	accepted := make(chan net.Conn)
+	accept := func() {
+		go func() {
+			c, _ := l.Accept()
+			accepted <- c
+		}()
+		<-inner.entered
+	}
+	accept()
+	if n := l.count(); n != 0 {
+		t.Errorf("waiting for the first connection: %d counted, want 0", n)
+	}
+	c, peer := net.Pipe()
+	defer peer.Close()
+	inner.conns <- c
+	first := <-accepted
+	accept()
+	if n := l.count(); n != 1 {
+		t.Errorf("one connection open, waiting for the next: %d counted, want 1", n)
+	}
+	first.Close()
+	if n := l.count(); n != 0 {
+		t.Errorf("none open, waiting for the next: %d counted, want 0", n)
+	}
+	l.Close()
+	if c := <-accepted; c != nil {
+		t.Errorf("Accept after Close: %v", c)
+	}
+}
