@@ -170,6 +170,8 @@ func (c *Config) checkTenant(ck *checker) {
 	}
 	if !validHeaderName(t.Header) {
 		ck.bad("tenant.header", "%q is not a valid header name", t.Header)
+	} else if proxyHeaders[textproto.CanonicalMIMEHeaderKey(t.Header)] {
+		ck.bad("tenant.header", "%q is a header net/http or the proxy reads, sets or drops itself: it cannot carry the tenant to the backend", t.Header)
 	}
 	t.Header = textproto.CanonicalMIMEHeaderKey(t.Header)
 	if len(t.PathPrefix) == 0 || t.PathPrefix[0] != '/' {
@@ -192,6 +194,21 @@ func (c *Config) checkTenant(ck *checker) {
 		ck.bad("tenant.default", "%q is not a valid tenant key (%s)", t.Default, tenantRule)
 	}
 	nonNegative(ck, "tenant.max_groups", t.MaxGroups)
+}
+
+// proxyHeaders are the headers tenant.header cannot be: the server takes
+// Host out of the header and frames the message with Content-Length and
+// Transfer-Encoding, the proxy drops the hop-by-hop headers (RFC 9110
+// 7.6.1) and writes the X-Forwarded ones, and the gateway drops Expect and
+// Content-Encoding once it has the body. The tenant set in one of them
+// would not reach the backend, and with tenant.from header, Host would
+// never be read.
+var proxyHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true, "Te": true,
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Upgrade": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+	"Expect": true, "Content-Encoding": true,
 }
 
 func checkRate(ck *checker, key string, r *RateLimit) {
