@@ -335,9 +335,10 @@ func (c *runCtx) errOwn() error {
 	j := (*job)(c)
 	if x := j.x.Load(); x != nil {
 		x.mu.Lock()
-		cancelled, hasCh := x.cancelled, x.cancelCh != nil
+		cancelled, hasCh, ended := x.cancelled, x.cancelCh != nil, x.ended
 		x.mu.Unlock()
-		if cancelled != nil {
+		if cancelled != nil || ended {
+			// Ended: done, as Done's channel is (endRun, or Done itself).
 			return context.Canceled
 		}
 		if hasCh {
@@ -397,23 +398,27 @@ func (c *doCtx) enter(keep bool) bool {
 	}
 }
 
-// exit uncounts a method. The last one out after the end releases what a
-// Done asked for meanwhile, as the end itself does (endRun).
-func (c *doCtx) exit() {
-	if c.state.Add(-ctxUser) == ctxEnded|ctxKept {
-		c.j.endRun()
-	}
-}
+// exit uncounts a method.
+func (c *doCtx) exit() { c.state.Add(-ctxUser) }
 
 // end marks the call ended, and reports whether its task may be reused:
-// no method has used it for Done, and none is using it now. The task of a
-// call whose group has stopped is kept too, so that the context goes on
-// reporting the stop's cause (runCtx.Value); a stop is rare.
+// no method has used it for Done, and none is using it now. Otherwise it
+// makes the task's extra, for the endRun that follows to mark the run
+// ended: a method under way, that counted itself in before the end, may
+// reach the task only after the call has returned, and must then answer
+// as after the end (a Done that made its channel then would leave it open
+// once Do has returned). The task of a call whose group has stopped is
+// kept too, so that the context goes on reporting the stop's cause
+// (runCtx.Value); a stop is rare.
 func (c *doCtx) end() bool {
 	if c.j.g.stop.Load() != nil {
 		c.state.Or(ctxKept)
 	}
-	return c.state.Or(ctxEnded) == 0
+	if c.state.Or(ctxEnded) == 0 {
+		return true
+	}
+	c.j.extra()
+	return false
 }
 
 func (c *doCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
