@@ -369,15 +369,18 @@ func (c *runCtx) String() string { return "executor.taskContext(" + (*job)(c).ta
 type doCtx struct {
 	parent context.Context
 	j      *job
-	// state is ctxEnded and ctxKept, and ctxUser times the number of
-	// methods using j: none once the call has ended, unless j is kept.
+	// state is ctxEnded, ctxKept, the answer Err settled on after the
+	// end, and ctxUser times the number of methods using j: none once the
+	// call has ended, unless j is kept.
 	state atomic.Int32
 }
 
 const (
-	ctxEnded int32 = 1 << iota // the call has ended
-	ctxKept                    // j is not reused: methods may use it after the end
-	ctxUser                    // one method using j
+	ctxEnded       int32 = 1 << iota // the call has ended
+	ctxKept                          // j is not reused: methods may use it after the end
+	ctxErrCanceled                   // Err answers context.Canceled from now on (errEnded)
+	ctxErrParent                     // Err answers the parent's error from now on
+	ctxUser                          // one method using j
 )
 
 // enter counts a method that uses j, and reports whether it may: not once
@@ -459,14 +462,48 @@ func (c *doCtx) Done() <-chan struct{} {
 
 func (c *doCtx) Err() error {
 	if err := c.parent.Err(); err != nil {
+		if c.state.Load()&ctxEnded != 0 {
+			return c.errEnded()
+		}
 		return err
 	}
 	if !c.enter(false) {
-		return context.Canceled // ended
+		return c.errEnded() // no channel was handed out
 	}
 	err := (*runCtx)(c.j).errOwn()
-	c.exit()
+	if c.state.Add(-ctxUser)&ctxEnded != 0 && err != nil {
+		// Done's channel is closed (errOwn reads it, and the end, under
+		// the lock that closes it): the answer is the end's.
+		return c.errEnded()
+	}
 	return err
+}
+
+// errEnded is Err once the call has ended and fn's context is done: the
+// parent's error if it has one by the first time Err is asked, else
+// context.Canceled, as for a context that fn derived and cancelled on
+// return. The first answer stays, even if the parent ends later: after
+// Err returns an error, successive calls return the same one.
+func (c *doCtx) errEnded() error {
+	for {
+		s := c.state.Load()
+		switch {
+		case s&ctxErrCanceled != 0:
+			return context.Canceled
+		case s&ctxErrParent != 0:
+			return c.parent.Err()
+		}
+		err, n := c.parent.Err(), s|ctxErrCanceled
+		if err != nil {
+			n = s | ctxErrParent
+		}
+		if c.state.CompareAndSwap(s, n) {
+			if err == nil {
+				return context.Canceled
+			}
+			return err
+		}
+	}
 }
 
 func (c *doCtx) String() string { return "executor.taskContext()" }
