@@ -75,8 +75,12 @@ func (ex *Executor) runInCaller(j *job) {
 	start := ex.since()
 	queued := start - j.submitted
 	st, err := Failed, error(ErrGoexit)
+	var c *doCtx // a Do call's context
 	defer func() {
 		ran := ex.since() - start
+		if c != nil {
+			c.end() // the task is not reused: it only ends fn's context
+		}
 		j.endRun()
 		j.settle(st)
 		ex.countOutcome(j.g, st, true)
@@ -92,6 +96,7 @@ func (ex *Executor) runInCaller(j *job) {
 		st, err = Failed, berr
 		return
 	}
+	c, _ = ctx.(*doCtx)
 	st, err = callRecovered(j.body, ctx)
 }
 

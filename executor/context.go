@@ -26,12 +26,11 @@ func classifyErr(err error) Status { return outcome.Classify(err) }
 // runContext returns the context Fn runs with, or the *PanicError of a
 // cluster permit's Bind that panicked (Fn does not run).
 //
-// Usually the job itself serves as the context, through runCtx, so a task
-// costs no context allocation: for a task whose Submit context can never
-// be cancelled (its Done is nil, as for context.Background), and for a Do
-// call run outside the limits. A Do call's otherwise gets a doCtx, small,
-// so that its task can be reused. Otherwise, and whenever a cluster permit
-// is bound (it cancels with a cause of its own), the job derives a
+// A Do call's context is a doCtx, which serves as the job while the call
+// runs, and a task's whose Submit context can never be cancelled (its Done
+// is nil, as for context.Background) is the job itself, through runCtx, so
+// that it costs no context allocation. Otherwise, and whenever a cluster
+// permit is bound (it cancels with a cause of its own), the job derives a
 // standard cancelable context, which keeps the parent's cancellation and
 // cause.
 func (j *job) runContext() (context.Context, error) {
@@ -40,10 +39,10 @@ func (j *job) runContext() (context.Context, error) {
 		return (*groupCtx)(j.g), nil
 	}
 	bind := x != nil && x.bound
-	if !bind && j.kind == kindDo && !j.detached() {
+	if !bind && j.kind == kindDo {
 		return &doCtx{parent: j.parent, j: j}, nil
 	}
-	if !bind && (j.kind == kindDo || j.parent.Done() == nil) {
+	if !bind && j.parent.Done() == nil {
 		return (*runCtx)(j), nil
 	}
 	// WithCancelCause may call the parent's methods, user code that can
@@ -353,14 +352,15 @@ func (c *runCtx) errOwn() error {
 
 func (c *runCtx) String() string { return "executor.taskContext(" + (*job)(c).taskID() + ")" }
 
-// doCtx is the run context of a Do call whose context can be cancelled. It
-// is the call's task (runCtx) while the call runs, and answers alone, from
-// the call's context, once the call has ended, so that the task can go
-// back to doTaskPool even though fn may have kept its context: only this
-// small object (32 B) is allocated per call, not the task (128 B). In the
-// server workload with a cancellable context (2-core machine, six
-// alternating rounds) that took Do from 1.60x x/sync's time to 1.37x at
-// GOMAXPROCS 2, and from 1.45x to 1.36x at 1.
+// doCtx is the run context of a Do call, unless its context is
+// context.Background and it runs within the limits (then its group's), or
+// a cluster permit is bound. It is the call's task (runCtx) while the call
+// runs, and answers alone, from the call's context, once the call has
+// ended, so that the task can go back to doTaskPool even though fn may
+// have kept its context: only this small object (32 B) is allocated per
+// call, not the task (128 B). In the server workload with a cancellable
+// context (2-core machine, six alternating rounds) that took Do from 1.60x
+// x/sync's time to 1.37x at GOMAXPROCS 2, and from 1.45x to 1.36x at 1.
 //
 // A kept context's Done must return the channel it handed out while the
 // call ran, so a call whose fn asked for Done keeps its task (ctxKept) for

@@ -34,9 +34,11 @@ import (
 //
 // An admitted call costs one small allocation, fn's context (32 B), unless
 // ctx is context.Background: then, as for Go, fn's context is its group's,
-// which only the group's stop cancels and which carries no values. fn's
-// context kept past the call is cancelled when the call ends, as one that
-// fn derived with a deferred cancel would be. A refused call
+// which only the group's stop cancels and which carries no values.
+// Otherwise fn's context, kept past the call, is cancelled when the call
+// ends, as one that fn derived with a deferred cancel would be; so is that
+// of a call run in its caller (CallerRuns, RunInCaller), whatever ctx. A
+// refused call
 // allocates nothing once its group has refused the same way before: the
 // error is the group's last one, shared, and must not be modified.
 func (ex *Executor) Do(ctx context.Context, group string, fn func(context.Context) error) error {
@@ -260,7 +262,11 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 	start := ex.since()
 	st := Failed
 	err = errNotReturned
+	var c *doCtx // fn's context
 	defer func() {
+		if c != nil {
+			c.end() // the task is not reused: it only ends fn's context
+		}
 		d.endRun()
 		ex.countOutcome(d.g, st, true)
 		if ex.listener != nil {
@@ -271,6 +277,7 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 	if berr != nil {
 		return berr
 	}
+	c, _ = ctx.(*doCtx)
 	err = d.fn(ctx)
 	st = classify(err)
 	return err

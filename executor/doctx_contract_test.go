@@ -5,6 +5,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // expiringCtx is a call's context that the test ends with
@@ -63,6 +66,64 @@ func TestDoContextKeptErrStaysWhenTheParentEndsLater(t *testing.T) {
 		}
 		if err := derived.Err(); err != first {
 			t.Errorf("Done asked %v: a context derived after the call: Err = %v, want %v", askDone, err, first)
+		}
+	}
+}
+
+// A Do call refused for lack of room and run in its caller, by CallerRuns
+// or by a rejection handler's RunInCaller, has fn's context cancelled when
+// the call ends, as an admitted call has: a goroutine that fn started and
+// that waits on Done does not wait for the call's context to end, which
+// context.Background never does.
+func TestDoContextKeptEndsWithACallRunInTheCaller(t *testing.T) {
+	runInCaller := executor.WithRejectionHandler(func(r *executor.Rejection) error {
+		r.RunInCaller()
+		return nil
+	})
+	for _, via := range []string{"CallerRuns", "RunInCaller"} {
+		for _, cancellable := range []bool{true, false} {
+			popts := []policy.Option{policy.WithDefaultMaxInFlight(1)}
+			var eopts []executor.Option
+			if via == "CallerRuns" {
+				popts = append(popts, policy.WithRejectionPolicy(policy.CallerRuns))
+			} else {
+				eopts = append(eopts, runInCaller)
+			}
+			ex := newExec(t, popts, eopts...)
+			parent := bg
+			if cancellable {
+				var cancel context.CancelFunc
+				parent, cancel = context.WithCancel(bg)
+				defer cancel()
+			}
+			started, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				held <- ex.Do(parent, "g", func(context.Context) error {
+					close(started)
+					<-release
+					return nil
+				})
+			}()
+			<-started
+			var kept context.Context
+			if err := ex.Do(parent, "g", func(ctx context.Context) error {
+				kept = ctx
+				return ctx.Err()
+			}); err != nil {
+				t.Fatalf("%s: %v", via, err)
+			}
+			close(release)
+			if err := <-held; err != nil {
+				t.Fatalf("%s: the call that held the room: %v", via, err)
+			}
+			if err := kept.Err(); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s, cancellable context %v: Err after the call = %v, want context.Canceled", via, cancellable, err)
+			}
+			select {
+			case <-kept.Done():
+			default:
+				t.Errorf("%s, cancellable context %v: Done after the call is not closed", via, cancellable)
+			}
 		}
 	}
 }
