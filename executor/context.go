@@ -460,21 +460,34 @@ func (c *doCtx) Done() <-chan struct{} {
 	return (*runCtx)(c.j).Done()
 }
 
+// Err is the parent's error first, as for a derived context. If Done has
+// handed out a channel, the parent's end closes it only through a function
+// run once the parent has ended (context.AfterFunc), a moment later: Err
+// cancels it itself first, so that Err and Done agree, as a context derived
+// from the parent is cancelled with it.
 func (c *doCtx) Err() error {
-	if err := c.parent.Err(); err != nil {
-		if c.state.Load()&ctxEnded != 0 {
-			return c.errEnded()
+	perr := c.parent.Err()
+	var cause error
+	if perr != nil {
+		if c.state.Load()&(ctxEnded|ctxKept) == 0 {
+			return perr // no channel: Done, if asked now, reads the parent first too
 		}
-		return err
+		cause = context.Cause(c.parent) // user code (Value): before enter
 	}
 	if !c.enter(false) {
 		return c.errEnded() // no channel was handed out
+	}
+	if perr != nil {
+		c.j.cancelContext(cause)
 	}
 	err := (*runCtx)(c.j).errOwn()
 	if c.state.Add(-ctxUser)&ctxEnded != 0 && err != nil {
 		// Done's channel is closed (errOwn reads it, and the end, under
 		// the lock that closes it): the answer is the end's.
 		return c.errEnded()
+	}
+	if perr != nil {
+		return perr // and Done is closed
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -125,5 +126,66 @@ func TestDoContextKeptEndsWithACallRunInTheCaller(t *testing.T) {
 				t.Errorf("%s, cancellable context %v: Done after the call is not closed", via, cancellable)
 			}
 		}
+	}
+}
+
+// slowCauseCtx is an expiringCtx whose Value, the first time after slow is
+// set, waits for release: a context.Cause read of it waits there.
+type slowCauseCtx struct {
+	*expiringCtx
+	slow    atomic.Bool
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (c *slowCauseCtx) Value(key any) any {
+	if c.slow.CompareAndSwap(true, false) {
+		c.asked <- struct{}{}
+		<-c.release
+	}
+	return c.expiringCtx.Value(key)
+}
+
+// While the call runs, fn's context whose Done fn asked for reports the
+// call's context's end only with that channel closed, although the
+// function that the call's context runs once it has ended
+// (context.AfterFunc) to close it has not yet: Err and Done agree.
+func TestDoContextErrWaitsForDoneWhenTheParentEnds(t *testing.T) {
+	ex := newExec(t, nil)
+	parent := &slowCauseCtx{expiringCtx: newExpiringCtx(), asked: make(chan struct{}, 1), release: make(chan struct{})}
+	defer parent.expire()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(parent.release)
+		}
+	}
+	defer release()
+	if err := ex.Do(parent, "g", func(ctx context.Context) error {
+		done := ctx.Done()
+		parent.slow.Store(true)
+		parent.expire()
+		<-parent.asked // the function that closes done waits on the call's context
+		if err := ctx.Err(); err != nil && !isClosed(done) {
+			t.Errorf("Err = %v while Done is open", err)
+		}
+		release()
+		<-done
+		if err := ctx.Err(); err != context.DeadlineExceeded {
+			t.Errorf("Err once Done is closed = %v, want the call's context's", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
