@@ -252,32 +252,41 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		}
 	case <-done:
 	}
-	var es *events
-	if b.observed {
-		es = new(events)
+	err := ctx.Err()
+	if b.leave(w, err, err.Error()) {
+		return Permit{}, err
 	}
-	b.lock()
-	if w.node.InList() {
-		b.waiters.Remove(&w.node)
-		w.timer.Stop()
-		w.err = ctx.Err()
-		close(w.ready)
-		if es != nil {
-			b.event(es, EventRequestRejected, b.stamp(), 0, w.err.Error())
-		}
-		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
-		b.unlock()
-		b.deliver(es)
-		return Permit{}, w.err
-	}
-	b.unlock()
 	// Decided just as ctx ended. A permit issued to a request that has given
 	// up goes back, to the next in line, so that it is never lost.
 	if w.err != nil {
 		return Permit{}, w.err
 	}
-	b.giveBack(w.permit, ctx.Err())
-	return Permit{}, ctx.Err()
+	b.giveBack(w.permit, err)
+	return Permit{}, err
+}
+
+// leave takes w, whose request gives up with err (logged with code), out
+// of the queue, and reports whether it was still there: if not, it was
+// decided meanwhile, and w.err says how.
+func (b *Bulkhead) leave(w *waiter, err error, code string) bool {
+	var es *events
+	if b.observed {
+		es = new(events)
+	}
+	b.lock()
+	if !w.node.InList() {
+		b.unlock()
+		return false
+	}
+	b.waiters.Remove(&w.node)
+	w.timer.Stop()
+	w.err = err
+	close(w.ready)
+	b.event(es, EventRequestRejected, b.stamp(), 0, code)
+	b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
+	b.unlock()
+	b.deliver(es)
+	return true
 }
 
 // giveBack releases a permit issued to a waiter that has given up with err,
@@ -334,24 +343,7 @@ func (b *Bulkhead) deliverQueued(es *events, w *waiter) {
 
 // abandon ends w for an acquire whose goroutine exited before it waited.
 func (b *Bulkhead) abandon(w *waiter) {
-	var es *events
-	if b.observed {
-		es = new(events)
-	}
-	b.lock()
-	if w.node.InList() {
-		b.waiters.Remove(&w.node)
-		w.timer.Stop()
-		w.err = ErrGoexit
-		close(w.ready)
-		b.event(es, EventRequestRejected, b.stamp(), 0, ErrGoexit.code)
-		b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
-		b.unlock()
-		b.deliver(es)
-		return
-	}
-	b.unlock()
-	if w.err == nil {
+	if !b.leave(w, ErrGoexit, ErrGoexit.code) && w.err == nil {
 		b.giveBack(w.permit, ErrGoexit)
 	}
 }
