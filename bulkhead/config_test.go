@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ func TestInvalidConfig(t *testing.T) {
 		{"capability", 1, []bulkhead.Option{bulkhead.WithRequiredCapability("")}, "WithRequiredCapability name"},
 		{"target", 1, []bulkhead.Option{bulkhead.WithLatencyTarget(-time.Second)}, "WithLatencyTarget"},
 		{"window", 1, []bulkhead.Option{bulkhead.WithLatencyWindow(100)}, "WithLatencyWindow"},
+		{"window above max", 1, []bulkhead.Option{bulkhead.WithLatencyWindow(bulkhead.MaxLatencyWindow + 1)}, "WithLatencyWindow"},
+		{"huge window", 1, []bulkhead.Option{bulkhead.WithLatencyWindow(math.MaxInt)}, "WithLatencyWindow"},
 		{"event log", 1, []bulkhead.Option{bulkhead.WithEventLog(0)}, "WithEventLog"},
+		{"event log above max", 1, []bulkhead.Option{bulkhead.WithEventLog(bulkhead.MaxEventLog + 1)}, "WithEventLog"},
+		{"huge event log", 1, []bulkhead.Option{bulkhead.WithEventLog(math.MaxInt)}, "WithEventLog"},
 		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
 		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
 		{"nil listener func", 1, []bulkhead.Option{bulkhead.WithListener(bulkhead.ListenerFunc(nil))}, "WithListener"},
@@ -52,6 +57,17 @@ func TestInvalidConfig(t *testing.T) {
 				t.Fatalf("error %v does not name %q", err, tc.option)
 			}
 		})
+	}
+}
+
+func TestLargestWindowAndEventLogAccepted(t *testing.T) {
+	b := newBH(t, 1, bulkhead.WithLatencyWindow(bulkhead.MaxLatencyWindow), bulkhead.WithEventLog(bulkhead.MaxEventLog))
+	b.RecordLatency(time.Millisecond)
+	if p, ok := b.P99(); !ok || p != time.Millisecond {
+		t.Fatalf("P99 = %v, %v; want 1ms, true", p, ok)
+	}
+	if n := len(b.Events()); n != 1 {
+		t.Fatalf("%d events kept, want 1", n)
 	}
 }
 

@@ -10,6 +10,18 @@ import (
 // by default, and the least WithLatencyWindow accepts.
 const DefaultLatencyWindow = 1024
 
+// MaxLatencyWindow is the most samples WithLatencyWindow accepts (262,144:
+// 2 MiB). Every P99 call copies the whole window, under the lock that each
+// recorded latency takes, and sorts the copy; the bound keeps that copy
+// well under a millisecond and the sort to a few milliseconds.
+const MaxLatencyWindow = 1 << 18
+
+// MaxEventLog is the most events WithEventLog keeps (65,536: about 6 MiB).
+// Events copies the whole log under the bulkhead's lock, which queued
+// acquires and releases also take; the bound keeps that copy to about a
+// millisecond.
+const MaxEventLog = 1 << 16
+
 // An Option configures a Bulkhead. Invalid values make New fail with a
 // *ConfigError naming the option and value.
 type Option interface {
@@ -64,22 +76,23 @@ func WithLatencyTarget(d time.Duration) Option {
 }
 
 // WithLatencyWindow sets how many of the latest latency samples P99 reads;
-// n must be at least DefaultLatencyWindow.
+// n must be in [DefaultLatencyWindow, MaxLatencyWindow].
 func WithLatencyWindow(n int) Option {
 	return optionFunc(func(b *Bulkhead) error {
-		if n < DefaultLatencyWindow {
-			return &ConfigError{"WithLatencyWindow", n, "must be >= 1024"}
+		if n < DefaultLatencyWindow || n > MaxLatencyWindow {
+			return &ConfigError{"WithLatencyWindow", n, "must be in [DefaultLatencyWindow, MaxLatencyWindow]"}
 		}
 		b.latency.buf = make([]time.Duration, n)
 		return nil
 	})
 }
 
-// WithEventLog keeps the last n events for Events. Default: none kept.
+// WithEventLog keeps the last n events for Events; n must be in
+// [1, MaxEventLog]. Default: none kept.
 func WithEventLog(n int) Option {
 	return optionFunc(func(b *Bulkhead) error {
-		if n < 1 {
-			return &ConfigError{"WithEventLog", n, "must be >= 1"}
+		if n < 1 || n > MaxEventLog {
+			return &ConfigError{"WithEventLog", n, "must be in [1, MaxEventLog]"}
 		}
 		b.ring = &eventRing{buf: make([]Event, n)}
 		return nil
