@@ -106,8 +106,9 @@ func WithRetryAfter(d time.Duration) Option {
 
 // WithFailure sets which errors of a handler (or, client-side, of the call)
 // count as failures for the executor's Stats and the group's circuit
-// breaker; the others count as successes. Default ServerFailure. f must not
-// be nil.
+// breaker; the others count as successes, except an error that wraps
+// context.Canceled, which counts as Cancelled (work given up on, as
+// outcome.Classify says). Default ServerFailure. f must not be nil.
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -144,9 +145,15 @@ func WithWeightFunc(f func(ctx context.Context, method string) (int, error)) Opt
 
 // ServerFailure reports whether err's code says the server failed rather
 // than the caller: Unknown (a plain error), Internal, Unavailable or
-// DataLoss.
+// DataLoss. The code is the one gRPC sends for err: a plain error that wraps
+// context.DeadlineExceeded or context.Canceled (a handler's return nil,
+// ctx.Err()) is sent as DeadlineExceeded or Canceled, so it is no failure.
 func ServerFailure(err error) bool {
-	switch status.Code(err) {
+	st, ok := status.FromError(err)
+	if !ok {
+		st = status.FromContextError(err) // as the server converts it
+	}
+	switch st.Code() {
 	case codes.Unknown, codes.Internal, codes.Unavailable, codes.DataLoss:
 		return true
 	}

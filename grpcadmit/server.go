@@ -92,9 +92,10 @@ func streamMethod(info *grpc.StreamServerInfo) string {
 }
 
 // outcome is what fn returns to Do for a handler's error: the error when it
-// is a failure, else nil.
+// is a failure, or a cancellation (Do counts it Cancelled, no failure), else
+// nil.
 func (a *admitter) outcome(err error) error {
-	if err != nil && a.failure(err) {
+	if err != nil && (a.failure(err) || errors.Is(err, context.Canceled)) {
 		return err
 	}
 	return nil

@@ -1,0 +1,66 @@
+package grpcadmit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/grpcadmit"
+)
+
+// A handler that returns its context's error as it is (return nil,
+// ctx.Err()) is answered DeadlineExceeded or Canceled by gRPC, so
+// ServerFailure does not count it as a failure of the server.
+func TestServerFailureReadsContextErrorsAsGRPCSends(t *testing.T) {
+	for _, err := range []error{context.DeadlineExceeded, context.Canceled, fmt.Errorf("query: %w", context.DeadlineExceeded)} {
+		if grpcadmit.ServerFailure(err) {
+			t.Errorf("ServerFailure(%v) = true, want false", err)
+		}
+	}
+	for _, err := range []error{fmt.Errorf("plain"), status.Error(codes.Internal, "x")} {
+		if !grpcadmit.ServerFailure(err) {
+			t.Errorf("ServerFailure(%v) = false, want true", err)
+		}
+	}
+}
+
+// A caller's deadline that passes in the handler does not open the tenant's
+// breaker.
+func TestUnaryHandlerDeadlineIsNoFailure(t *testing.T) {
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	g := newGate()
+	g.release()
+	g.reply = func(context.Context, string) error { return context.DeadlineExceeded }
+	cc := dial(t, start(t, g, unary(ex)))
+	for range 2 {
+		if _, err := call(context.Background(), cc, "a", "x"); status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("call: %v, want DeadlineExceeded", err)
+		}
+	}
+	if s, _ := ex.GroupStats("a"); s.Failed != 0 || s.Breaker != breaker.StateClosed {
+		t.Errorf("%d failed, breaker %v; want 0 and closed", s.Failed, s.Breaker)
+	}
+}
+
+// A handler that returns context.Canceled (its caller went away) counts as
+// Cancelled, not as a success nor a failure.
+func TestUnaryHandlerCancelledCountsCancelled(t *testing.T) {
+	ex := newExec(t, nil)
+	g := newGate()
+	g.release()
+	g.reply = func(context.Context, string) error { return context.Canceled }
+	cc := dial(t, start(t, g, unary(ex)))
+	if _, err := call(context.Background(), cc, "a", "x"); status.Code(err) != codes.Canceled {
+		t.Fatalf("call: %v, want Canceled", err)
+	}
+	if s, _ := ex.GroupStats("a"); s.Failed != 0 || s.Cancelled != 1 {
+		t.Errorf("%d failed, %d cancelled; want 0 and 1", s.Failed, s.Cancelled)
+	}
+}
