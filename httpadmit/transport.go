@@ -52,7 +52,9 @@ import (
 // takes one goroutine per admitted request, which waits in Do until the body
 // is closed; a panic in base is recovered there and raised again in
 // RoundTrip's caller, and a runtime.Goexit in base ends the caller's
-// goroutine as well, the slot freed first.
+// goroutine as well, the slot freed first. A panic counts as a failure,
+// except one with http.ErrAbortHandler (an in-process base whose handler
+// gave the response up), which counts as Cancelled, as in Handler.
 //
 // Transport panics if ex is nil or an option is invalid.
 func Transport(ex *executor.Executor, base http.RoundTripper, opts ...Option) http.RoundTripper {
@@ -246,6 +248,9 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		if v := recover(); v != nil {
 			x.panicked, x.panicValue = true, v
 			err = errPanicked
+			if v == http.ErrAbortHandler {
+				err = errAborted // a deliberate abort, as in Handler: Cancelled
+			}
 		}
 	}()
 	resp, err := x.t.base.RoundTrip(req)
