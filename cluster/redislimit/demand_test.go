@@ -158,15 +158,7 @@ func TestRefusalWithTheLimitHereAllFreeKeepsTheWaiter(t *testing.T) {
 	if err := l.Attach(n.notify); err != nil {
 		t.Fatal(err)
 	}
-	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
-	p2 := acquire(t, l, n, "g", 2, 5*time.Second)
-	p3 := acquire(t, l, n, "g", 1, 5*time.Second)
-	if s := h.Stats(); s.PermitsLeased != 4 || s.Leases < 2 {
-		t.Fatalf("setup: want the limit of 4 in several leases, have %+v", s)
-	}
-	p1.Release()
-	p2.Release()
-	p3.Release()
+	leaseInFragments(t, h, l, n)
 	c := newClient(t, addr)
 	tm, err := c.Time(bg).Result()
 	if err != nil {

@@ -49,6 +49,22 @@ func acquire(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int,
 	}
 }
 
+// leaseInFragments leases key g's whole limit of 4 from l in several
+// leases (tasks of weight 1, 2 and 1), then releases it: the holder keeps
+// the 4 permits free, split over leases too small for a task of 3.
+func leaseInFragments(t *testing.T, h *redislimit.Holder, l *redislimit.Limiter, n notifier) {
+	t.Helper()
+	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
+	p2 := acquire(t, l, n, "g", 2, 5*time.Second)
+	p3 := acquire(t, l, n, "g", 1, 5*time.Second)
+	if s := h.Stats(); s.PermitsLeased != 4 || s.Leases < 2 {
+		t.Fatalf("setup: want the limit of 4 in several leases, have %+v", s)
+	}
+	p1.Release()
+	p2.Release()
+	p3.Release()
+}
+
 // TestFragmentedLeasesServeAHeavyTask: one holder owns the whole group limit
 // in three leases (1, 2, 1 permits), all free, and a task of weight 3 fits
 // none of them. Redis has nothing free, so a refill is refused; the holder
@@ -62,15 +78,7 @@ func TestFragmentedLeasesServeAHeavyTask(t *testing.T) {
 	if err := l.Attach(n.notify); err != nil {
 		t.Fatal(err)
 	}
-	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
-	p2 := acquire(t, l, n, "g", 2, 5*time.Second)
-	p3 := acquire(t, l, n, "g", 1, 5*time.Second)
-	if s := h.Stats(); s.PermitsLeased != 4 || s.Leases < 2 {
-		t.Fatalf("setup: want the limit of 4 in several leases, have %+v", s)
-	}
-	p1.Release()
-	p2.Release()
-	p3.Release()
+	leaseInFragments(t, h, l, n)
 	p := acquire(t, l, n, "g", 3, 3*testTTL)
 	p.Release()
 }
