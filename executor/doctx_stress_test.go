@@ -42,6 +42,18 @@ func doCallFor(i int) doCall {
 	}
 }
 
+// watchInBackground runs watchFnContext for call i in a goroutine that
+// wg counts, and sends its error to errs.
+func watchInBackground(ctx context.Context, wg *sync.WaitGroup, errs chan<- error, i int, c doCall, returned <-chan struct{}) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := watchFnContext(ctx, c, returned); err != nil {
+			errs <- fmt.Errorf("call %d %+v: %w", i, c, err)
+		}
+	}()
+}
+
 // watchFnContext checks fn's context from a goroutine that fn started,
 // until well after Do returned: Err is not nil once Do has returned, and
 // once not nil it stays the same error; Done is closed once Err is not
@@ -185,13 +197,7 @@ func TestDoContextKeptAcrossEndsAndReuses(t *testing.T) {
 				defer cancelParent()
 				returned := make(chan struct{}) // closed once Do returned
 				fn := func(ctx context.Context) error {
-					watchers.Add(1)
-					go func() {
-						defer watchers.Done()
-						if err := watchFnContext(ctx, c, returned); err != nil {
-							errs <- fmt.Errorf("call %d %+v: %w", i, c, err)
-						}
-					}()
+					watchInBackground(ctx, &watchers, errs, i, c, returned)
 					if c.askDone {
 						ctx.Done()
 					}
@@ -287,13 +293,7 @@ func TestDoContextKeptThroughAStop(t *testing.T) {
 					parent, cancel := context.WithCancel(bg)
 					defer cancel()
 					err := ex.Do(parent, "g", func(ctx context.Context) error {
-						watchers.Add(1)
-						go func() {
-							defer watchers.Done()
-							if err := watchFnContext(ctx, c, returned); err != nil {
-								errs <- fmt.Errorf("call %d %+v: %w", i, c, err)
-							}
-						}()
+						watchInBackground(ctx, &watchers, errs, i, c, returned)
 						if c.askDone {
 							ctx.Done()
 						}
