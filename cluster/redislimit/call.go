@@ -59,9 +59,10 @@ type scriptCall struct {
 // does not know (NOSCRIPT: the first call, or Redis restarted) are sent
 // again with their script, in a second round trip. It returns the
 // pipeline's error and counts its round trips; each call's reply is in its
-// cmd.
+// cmd. The error is the first that says Redis failed (failed), from either
+// round trip, else the first other one.
 func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
-	_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range calls {
 			c.cmd = c.s.EvalSha(ctx, p, c.keys, c.args...)
 		}
@@ -80,6 +81,17 @@ func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(
 	if len(again) == 0 {
 		return err
 	}
+	// The first round trip's error may be a NOSCRIPT, which the second
+	// makes good, while another of its calls got a reply that says Redis
+	// cannot serve (OOM, BUSY, READONLY...): that one must still count, or
+	// the failure policy and the outage accounting miss it.
+	var first error
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
+			first = e
+			break
+		}
+	}
 	_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range again {
 			c.cmd = c.s.Eval(ctx, p, c.keys, c.args...)
@@ -87,5 +99,8 @@ func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(
 		return nil
 	})
 	h.st.roundTrips.Add(1)
+	if first != nil && (err == nil || failed(first) && !failed(err)) {
+		return first
+	}
 	return err
 }

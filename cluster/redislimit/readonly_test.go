@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -42,5 +43,53 @@ func TestReadOnlyRedisIsAnOutage(t *testing.T) {
 	}
 	if s := h.Stats(); s.Mode != redislimit.ModeDown || s.Fallbacks == 0 {
 		t.Fatalf("stats %+v, want down with a fallback", s)
+	}
+}
+
+// A failure reply to one call of a round trip must count even when another
+// call of it had to be sent again with its script (NOSCRIPT, as after a
+// restart or a SCRIPT FLUSH) and that second pass succeeded. Here Redis is
+// out of memory (maxmemory reached): the renewal of a held lease, whose
+// script Redis knows, is refused with OOM, while the give-back sent with it
+// in the same round, by a script Redis has not seen yet, writes nothing
+// that needs memory and succeeds on its second pass. The round failed: it
+// must not count as a renewal, and it must count toward the failed calls in
+// a row that bring the holder down.
+func TestFailureReplyBesideNoscriptCounts(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(2)
+	n := attach(t, l)
+	p := acquire(t, l, n, "g", 1, 5*time.Second) // held: renewed every round
+	defer p.Release()
+	q := acquire(t, l, n, "h", 1, 5*time.Second)
+	redislimit.RenewNow(h) // Redis now knows the renewal script
+	q.Release()
+	redislimit.RenewNow(h) // h's permit is free for the whole next round: it goes back then
+	// Its lease gone from Redis, the give-back writes nothing that needs
+	// memory (it only removes what is left of the lease).
+	if err := rdb.Del(bg, "t:"+t.Name()+":{group:h}:s").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(bg, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.ConfigSet(bg, "maxmemory", "0")
+	before := h.Stats()
+	redislimit.RenewNow(h)
+	if s := h.Stats(); s.Returned != before.Returned+1 || s.Renewals != before.Renewals {
+		t.Fatalf("round with the renewal refused OOM: renewals %d -> %d, returned %d -> %d; want the give-back "+
+			"in the round and the round not counted as a renewal", before.Renewals, s.Renewals, before.Returned, s.Returned)
+	}
+	if n, err := rdb.HLen(bg, "t:"+t.Name()+":{group:h}:n").Result(); err != nil || n != 0 {
+		t.Fatalf("HLEN of h's leases = %d, %v; want the give-back done on its second pass", n, err)
+	}
+	// Two more failed rounds make three in a row: the holder is down.
+	redislimit.SetRenewHook(h, func() error { return errors.New("renewals cut (test)") })
+	redislimit.RenewNow(h)
+	redislimit.RenewNow(h)
+	if s := h.Stats(); s.Mode != redislimit.ModeDown {
+		t.Fatalf("after the OOM round and two failed rounds: mode %v, want down", s.Mode)
 	}
 }
