@@ -86,8 +86,8 @@
 // even split. A give-back while others wait is published too, and the
 // refused holders ask again then (at most once per poll interval), and at
 // every renewal round, rather than polling; a holder that no longer waits
-// ends its waiting record. A notice missed (a dropped subscription) costs
-// at most one renew interval.
+// ends its waiting record (again, if that call fails). A notice missed (a
+// dropped subscription) costs at most one renew interval.
 //
 // Steady load costs a few round trips per renewal round, not per task;
 // contention costs more, about one refusal and one give-back per key and

@@ -217,6 +217,14 @@ func (h *Holder) upLocked() *Event {
 		return nil
 	}
 	h.down, h.lastErr = false, nil
+	// Waiting records not ended in Redis while down are ended now.
+	for _, l := range h.scopes {
+		for _, ks := range l.keys {
+			if ks.unwait {
+				h.enqueueLocked(ks)
+			}
+		}
+	}
 	return &Event{Kind: EventRecovered, Time: time.Now(), Policy: h.cfg.policy}
 }
 

@@ -163,13 +163,22 @@ func (h *Holder) serve(q []*keyState) {
 			a.evs = append(a.evs, &Event{Kind: EventRejected, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
 			ks.refused = 0
 		}
-		if r := h.refillLocked(ks, now, &a); r != nil {
+		r := h.refillLocked(ks, now, &a)
+		if r != nil {
 			reqs = append(reqs, r)
 		}
-		if ks.unwait && ks.demand == 0 {
+		switch {
+		case !ks.unwait:
+		case r != nil:
+			// The refill records the holder as waiting again, or its
+			// grant ends the record.
+			ks.unwait = false
+		case ks.demand == 0:
+			ks.unwait = false
 			unwaits = append(unwaits, ks)
 		}
-		ks.unwait = false
+		// Else a task waits again (asked a moment ago): the refill that
+		// comes asks for it.
 		if ks.giveUp {
 			ks.giveUp = false
 			idle, at := ks.idleLocked(now)
@@ -199,8 +208,10 @@ func (h *Holder) serve(q []*keyState) {
 			calls = append(calls, h.releaseCall(s))
 		}
 	}
-	for _, ks := range unwaits {
-		calls = append(calls, h.unwaitCall(ks))
+	unwaitCalls := make([]*scriptCall, len(unwaits))
+	for i, ks := range unwaits {
+		unwaitCalls[i] = h.unwaitCall(ks)
+		calls = append(calls, unwaitCalls[i])
 	}
 	for _, r := range reqs {
 		ks := r.ks
@@ -222,10 +233,24 @@ func (h *Holder) serve(q []*keyState) {
 	}
 
 	h.mu.Lock()
+	unwaitErr := err
 	if err == nil {
 		err = relErr
 	}
 	a.evs = append(a.evs, h.resultLocked(err))
+	for i, ks := range unwaits {
+		// A record not ended keeps the others' caps split with this
+		// holder for up to two renew intervals: end it again, at the
+		// poll rate as a failed refill is asked again, or once Redis
+		// answers if the holder is now down. (A cmd is read only once
+		// its call has returned: failed is true for an abandoned one.)
+		if failed(unwaitErr) || failed(unwaitCalls[i].cmd.Err()) {
+			ks.unwait = true
+			if !h.down {
+				ks.retryLocked(h.cfg.poll)
+			}
+		}
+	}
 	for _, r := range reqs {
 		h.refilledLocked(r, sent, &a)
 	}
@@ -366,10 +391,10 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 }
 
 // dropDemandLocked forgets that a task of ks waits here. If Redis still
-// counts this holder as waiting for the key, the next pass tells it that it
-// no longer is: a stale record would keep the others' caps low (they
-// would be refused for a share no one wants) for up to two renew
-// intervals.
+// counts this holder as waiting for the key, the refiller tells it that it
+// no longer is (again, if that call fails): a stale record would keep the
+// others' caps low (they would be refused for a share no one wants) for up
+// to two renew intervals.
 func (h *Holder) dropDemandLocked(ks *keyState) {
 	ks.demand, ks.asked = 0, 0
 	if ks.recorded {

@@ -428,3 +428,54 @@ func TestHeavyWaiterIsNotStarvedByABusyEvenSplit(t *testing.T) {
 	}()
 	acquire(t, la, na, "g", 3, 5*time.Second).Release() // a hang guard: within a few renew intervals
 }
+
+// A holder whose task no longer waits ends its waiting record in Redis.
+// When that call fails (here Redis refuses writes for a while, as a primary
+// demoted by a failover does), the record must be ended again once Redis
+// serves, not left to keep the other holders' caps split with a holder that
+// waits for nothing until it expires (two renew intervals: minutes here).
+func TestFailedUnwaitIsSentAgain(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	la, lb := a.Groups(2), b.Groups(2)
+	na, nb := attach(t, la), attach(t, lb)
+	p := acquire(t, la, na, "g", 1, 5*time.Second)
+	q := acquire(t, lb, nb, "g", 1, 5*time.Second)
+	defer q.Release()
+	if r, err := la.TryAcquire("g", 1); r != nil || err != nil {
+		t.Fatalf("A's TryAcquire with the limit out: %v, %v; want to wait", r, err)
+	}
+	eventually(t, "A refused", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
+	w, aid := "t:"+t.Name()+":{group:g}:w", a.ID()+"/1"
+	if _, err := rdb.ZScore(bg, w, aid).Result(); err != nil {
+		t.Fatalf("A refused but not recorded as waiting: %v", err)
+	}
+	if err := rdb.ReplicaOf(bg, "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-na:
+	default:
+	}
+	// A's own permit now serves its waiting task: the next pass drops the
+	// demand, tells the executor, and tries to end the record, in vain.
+	p.Release()
+	redislimit.RenewNow(a)
+	select {
+	case <-na:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's executor not told that a permit is at hand")
+	}
+	if _, err := rdb.ZScore(bg, w, aid).Result(); err != nil {
+		t.Fatalf("A's record ended while Redis refused writes (%v): the test tested nothing", err)
+	}
+	if err := rdb.ReplicaOf(bg, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redislimit.RenewNow(a) // A is up again, if the failures brought it down
+	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
+		_, err := rdb.ZScore(bg, w, aid).Result()
+		return errors.Is(err, redis.Nil)
+	})
+}
