@@ -112,15 +112,15 @@
 // tasks end. This applies to tasks already queued as well as to new ones:
 // when the holder goes down, the executors of every key with a task waiting
 // for a refill are told at once (while down, no call to Redis is made for
-// them), dispatch again, and
-// each head that then asks is refused (FailClosed) or runs (FailOpen); with
-// the global limiter that is the head of every group's queue, then the
-// next ones, until the outage is over. Stats reports the mode (ModeUp, ModeDown),
-// the policy, and counts every fallback, refusal, outage and lost lease; a
-// listener (WithListener) receives EventUnavailable, EventRecovered,
-// EventFallback, EventRejected and EventLeaseLost. The renewal loop probes
-// Redis while it is down and the holder returns to leasing as soon as it
-// answers.
+// them: the holder's waiting records for those keys are ended once Redis
+// answers again), dispatch again, and each head that then asks is refused
+// (FailClosed) or runs (FailOpen); with the global limiter that is the head
+// of every group's queue, then the next ones, until the outage is over.
+// Stats reports the mode (ModeUp, ModeDown), the policy, and counts every
+// fallback, refusal, outage and lost lease; a listener (WithListener)
+// receives EventUnavailable, EventRecovered, EventFallback, EventRejected
+// and EventLeaseLost. The renewal loop probes Redis while it is down and
+// the holder returns to leasing as soon as it answers.
 //
 // A reply lost after Redis executed an acquire leaves a lease no one uses:
 // it expires after the TTL. Configure the go-redis client without retries

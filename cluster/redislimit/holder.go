@@ -217,7 +217,8 @@ func (h *Holder) upLocked() *Event {
 		return nil
 	}
 	h.down, h.lastErr = false, nil
-	// Waiting records not ended in Redis while down are ended now.
+	// Waiting records not ended in Redis while down (no call is made for
+	// them then, and one that failed waits for this) are ended now.
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
 			if ks.unwait {

@@ -173,12 +173,14 @@ func (h *Holder) serve(q []*keyState) {
 			// The refill records the holder as waiting again, or its
 			// grant ends the record.
 			ks.unwait = false
-		case ks.demand == 0:
+		case ks.demand == 0 && !h.down:
 			ks.unwait = false
 			unwaits = append(unwaits, ks)
 		}
-		// Else a task waits again (asked a moment ago): the refill that
-		// comes asks for it.
+		// Else the record is ended later: while the holder is down no call
+		// is made for the key (upLocked serves it again when Redis
+		// answers), and a task that waits again (asked a moment ago) is
+		// asked for by the refill that comes.
 		if ks.giveUp {
 			ks.giveUp = false
 			idle, at := ks.idleLocked(now)
@@ -392,9 +394,10 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 
 // dropDemandLocked forgets that a task of ks waits here. If Redis still
 // counts this holder as waiting for the key, the refiller tells it that it
-// no longer is (again, if that call fails): a stale record would keep the
-// others' caps low (they would be refused for a share no one wants) for up
-// to two renew intervals.
+// no longer is (once Redis answers, while the holder is down; again, if
+// that call fails): a stale record would keep the others' caps low (they
+// would be refused for a share no one wants) for up to two renew
+// intervals.
 func (h *Holder) dropDemandLocked(ks *keyState) {
 	ks.demand, ks.asked = 0, 0
 	if ks.recorded {

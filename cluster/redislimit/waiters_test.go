@@ -358,14 +358,28 @@ func TestNoticeOfAKeyWithTheSeparator(t *testing.T) {
 // A holder refused a key is recorded in Redis as waiting for it. When the
 // refills it then asks for fail three times in a row (the replies are
 // lost), the holder goes down and drops the key's demand: its executor is
-// told, and meets the failure policy. Dropping the demand must end the
-// waiting record too, as every other drop does, or the record keeps the
-// other holders' caps split with one that waits for nothing until it
-// expires (two renew intervals: minutes here).
-func TestDemandDroppedOnGoingDownEndsTheWaitingRecord(t *testing.T) {
+// told, and meets the failure policy. While down, no call to Redis is made
+// for the key; once Redis answers again (the renewal loop's probe), the
+// waiting record must be ended too, as every other drop of demand ends it,
+// or the record keeps the other holders' caps split with one that waits for
+// nothing until it expires (two renew intervals: minutes here).
+func TestDemandDroppedOnGoingDownEndsTheWaitingRecordOnceUp(t *testing.T) {
 	addr := startRedis(t)
 	rdb := newClient(t, addr)
-	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	var a *redislimit.Holder
+	tripsAtDown, rejected := make(chan uint64, 1), make(chan struct{}, 16)
+	a = newHolder(t, addr, append(manualRenewals(), redislimit.WithListener(func(e redislimit.Event) {
+		switch e.Kind {
+		case redislimit.EventUnavailable:
+			select {
+			case tripsAtDown <- a.Stats().RoundTrips:
+			default:
+			}
+		case redislimit.EventRejected:
+			rejected <- struct{}{}
+		}
+	}))...)
+	b := newHolder(t, addr, manualRenewals()...)
 	la, lb := a.Groups(1), b.Groups(1)
 	_, nb := attach(t, la), attach(t, lb)
 	p := acquire(t, lb, nb, "g", 1, 5*time.Second)
@@ -380,7 +394,33 @@ func TestDemandDroppedOnGoingDownEndsTheWaitingRecord(t *testing.T) {
 	}
 	redislimit.SetReplyHook(a, func() error { return errors.New("a lost reply (test)") })
 	redislimit.RenewNow(a) // A asks again, and its refills fail from now on
-	eventually(t, "A goes down", 5*time.Second, func() bool { return a.Stats().Outages == 1 })
+	var trips uint64
+	select {
+	case trips = <-tripsAtDown:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A not down after its refills failed")
+	}
+	// Each refusal while down is reported by a later pass of the refiller
+	// than the report before it: after two, the pass queued as A went down
+	// (where the record would be ended) is over.
+	for range 2 {
+		if q, err := la.TryAcquire("g", 1); q != nil || !errors.Is(err, redislimit.ErrUnavailable) {
+			t.Fatalf("A's TryAcquire while down: %v, %v; want ErrUnavailable (if up: a call made while down "+
+				"brought it up; stats %+v)", q, err, a.Stats())
+		}
+		select {
+		case <-rejected:
+		case <-time.After(5 * time.Second):
+			t.Fatal("A's refusal while down not reported")
+		}
+	}
+	if s := a.Stats(); s.RoundTrips != trips || s.Mode != redislimit.ModeDown {
+		t.Fatalf("%d calls to Redis while A was down, mode now %v; want none, and down", s.RoundTrips-trips, s.Mode)
+	}
+	if _, err := rdb.ZScore(bg, w, aid).Result(); err != nil {
+		t.Fatalf("A's waiting record ended while A was down (%v): a call was made", err)
+	}
+	redislimit.RenewNow(a) // the probe: Redis answers, A is up
 	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
 		_, err := rdb.ZScore(bg, w, aid).Result()
 		return errors.Is(err, redis.Nil)
