@@ -11,6 +11,7 @@ import (
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/gateway/config"
 )
 
 // exchange is one request on its way through the gateway. Exchanges are
@@ -103,7 +104,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if errors.Is(err, ErrUnauthenticated) {
 			g.m.rejected.WithLabelValues("unauthenticated").Inc()
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			// A challenge names the scheme the client should answer with:
+			// with client_cert that is the TLS handshake, which no HTTP
+			// scheme names, so the 401 carries none.
+			if cfg.Tenant.From == config.FromBearer {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			}
 			g.refuse(w, x, http.StatusUnauthorized, "unauthenticated", err.Error(), 0)
 			return
 		}

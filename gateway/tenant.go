@@ -34,13 +34,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 	case config.FromClientCert:
 		// The handshake required and verified the certificate.
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-			return "", tokenError("no verified client certificate")
+			return "", certError("none verified")
 		}
 		// A certificate without a common name names no tenant: it is
 		// refused as a missing certificate is, not served as the default
 		// tenant, a tenant the CA never vouched for.
 		if key = r.TLS.VerifiedChains[0][0].Subject.CommonName; key == "" {
-			return "", tokenError("the client certificate has no common name")
+			return "", certError("it has no common name")
 		}
 	case config.FromBearer:
 		tok, ok := bearerToken(r)
@@ -95,6 +95,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 	}
 	return key, nil
 }
+
+// certError says why a client certificate names no tenant; it matches
+// ErrUnauthenticated.
+type certError string
+
+func (e certError) Error() string        { return "gateway: client certificate: " + string(e) }
+func (e certError) Is(target error) bool { return target == ErrUnauthenticated }
 
 // peer returns the address of r's connection (the zero Addr if unknown,
 // which no prefix contains).

@@ -146,8 +146,13 @@ func TestClientCertTenant(t *testing.T) {
 	// it is refused as a missing identity is, not served as the default
 	// tenant.
 	resp, body = do(t, tlsClient(p.issue(t, "", x509.ExtKeyUsageClientAuth)), http.MethodGet, url, "spoofed", nil)
-	if code, _, _ := refusal(t, body); resp.StatusCode != 401 || code != "unauthenticated" {
+	if code, reason, _ := refusal(t, body); resp.StatusCode != 401 || code != "unauthenticated" || strings.Contains(reason, "bearer") {
 		t.Errorf("a certificate without a common name: %d %q, want 401 unauthenticated", resp.StatusCode, body)
+	}
+	// The credential is the certificate: a Bearer challenge would ask for
+	// a scheme the gateway does not take here.
+	if ch := resp.Header.Values("WWW-Authenticate"); len(ch) != 0 {
+		t.Errorf("a certificate without a common name: challenged with %q, want no challenge", ch)
 	}
 }
 
