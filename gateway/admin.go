@@ -77,7 +77,10 @@ func (h *health) degraded() bool { return h.ready(context.Background()) != "" }
 
 // backendUp dials the backends, all at once and at most once per
 // probeTTL, and reports whether any accepted. Concurrent callers share one
-// probe.
+// probe, which runs to its end (at most probeTimeout) even if its caller
+// goes away: its answer is kept for every caller until probeTTL has
+// passed, and a probe cut short by an impatient client would report the
+// backends unreachable to all of them.
 func (h *health) backendUp(ctx context.Context) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -85,7 +88,7 @@ func (h *health) backendUp(ctx context.Context) bool {
 		return h.up
 	}
 	h.up = false
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	// The backends are dialled at once: one whose dial hangs (a host down
 	// behind a firewall) must not spend the others' time.
