@@ -20,7 +20,8 @@ const OverflowGroup = "_overflow"
 
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
 // when r carries none (or names one from an address t does not trust), an
-// error matching ErrInvalidTenant when the key breaks config.ValidTenant,
+// error matching ErrInvalidTenant when the key breaks config.ValidTenant
+// (with tenant.from path, an empty segment followed by more path too),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
@@ -82,7 +83,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 					return "", nil
 				}
 			}
-			key, _, _ = strings.Cut(rest, "/")
+			var more bool
+			if key, _, more = strings.Cut(rest, "/"); key == "" && more {
+				// "/t//acme": the segment is there, but empty. Served
+				// as the default tenant, its path would reach a backend
+				// that may clean it into acme's.
+				return "", ErrInvalidTenant
+			}
 		default:
 			key = strings.TrimSpace(r.Header.Get(t.Header))
 		}

@@ -213,3 +213,33 @@ func TestExtractTenantPrefixWithoutSlash(t *testing.T) {
 		}
 	}
 }
+
+// An empty segment where the tenant's should be ("/t//acme") is a
+// malformed key, refused with ErrInvalidTenant (400): served as the default
+// tenant, it would send the backend a path that many routers clean into
+// acme's. A path with nothing after the prefix ("/t", "/t/") names no
+// tenant, as before.
+func TestExtractTenantEmptySegment(t *testing.T) {
+	for _, prefix := range []string{"/t", "/t/"} {
+		cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: prefix}
+		for _, tc := range []struct {
+			url     string
+			invalid bool
+		}{
+			{"http://h/t//acme", true},
+			{"http://h/t//acme/x", true},
+			{"http://h/t//", true},
+			{"http://h/t/", false},
+			{"http://h/t", false},
+		} {
+			r := httptest.NewRequest(http.MethodGet, tc.url, nil)
+			got, err := gateway.ExtractTenant(&cfg, r)
+			if tc.invalid && !errors.Is(err, gateway.ErrInvalidTenant) {
+				t.Errorf("prefix %q, %s: %q, %v; want ErrInvalidTenant", prefix, tc.url, got, err)
+			}
+			if !tc.invalid && (err != nil || got != "") {
+				t.Errorf("prefix %q, %s: %q, %v; want no tenant", prefix, tc.url, got, err)
+			}
+		}
+	}
+}

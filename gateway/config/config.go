@@ -71,7 +71,9 @@ type Tenant struct {
 	// PathPrefix is, for FromPath, what precedes the tenant segment;
 	// default "/". Both are read from the path as sent (escaped), so the
 	// prefix is written as it appears in a URL, and a segment with an
-	// escape ("%2F", "%61") is an invalid key.
+	// escape ("%2F", "%61") is an invalid key, as is an empty segment
+	// followed by more path ("/t//acme"); nothing after the prefix names
+	// no tenant.
 	PathPrefix string `yaml:"path_prefix"`
 	// TrustedProxies are the CIDRs whose connections may name their tenant
 	// with From header, host or path: a request from any other address is
