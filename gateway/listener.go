@@ -126,8 +126,11 @@ func (l *listener) count() int {
 	return l.open - l.pending
 }
 
-// setMax changes the cap; lowering it closes no connection, it only stops
-// accepting until enough have closed.
+// setMax changes the cap. Lowering it closes no connection by itself:
+// connections over the new cap are closed as at the cap, the next newcomer
+// closing idle ones, the longest idle first, until it has a place under
+// the cap. Busy connections are left to finish; with none idle, Accept
+// waits until enough have closed.
 func (l *listener) setMax(n int) {
 	l.mu.Lock()
 	l.max = n

@@ -3,6 +3,7 @@ package gateway
 import (
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -148,4 +149,48 @@ func TestListenerCountsOpenConnectionsOnly(t *testing.T) {
 	if c := <-accepted; c != nil {
 		t.Errorf("Accept after Close: %v", c)
 	}
+}
+
+// Lowering the cap closes no connection by itself. Connections over the
+// new cap are closed as at the cap: the next newcomer closes idle ones,
+// the longest idle first, until it has a place under the cap, and leaves
+// the rest (and every busy one) open.
+func TestListenerLoweredCap(t *testing.T) {
+	inner := &fakeListener{closed: make(chan struct{})}
+	var reclaimed int
+	l := newListener(inner, 5, func() { reclaimed++ })
+	var cs []*conn
+	for range 5 {
+		nc, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, nc.(*conn))
+	}
+	for _, c := range cs[:4] {
+		l.connState(c, http.StateIdle) // cs[4] stays busy
+	}
+	l.setMax(3)
+	if n := l.count(); n != 5 || reclaimed != 0 {
+		t.Fatalf("after lowering the cap: %d open, %d closed; want 5 open, none closed", n, reclaimed)
+	}
+	nc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 open under a cap of 3: a place for the newcomer takes 3 closed.
+	if reclaimed != 3 || l.count() != 3 {
+		t.Errorf("a newcomer after lowering the cap from 5 to 3: %d closed, %d open; want 3 closed, 3 open", reclaimed, l.count())
+	}
+	l.mu.Lock()
+	for i, c := range cs {
+		if want := i < 3; c.gone != want {
+			t.Errorf("connection %d (idle: %v): closed %v, want %v", i, i < 4, c.gone, want)
+		}
+	}
+	l.mu.Unlock()
+	nc.Close()
+	cs[3].Close()
+	cs[4].Close()
+	l.Close()
 }
