@@ -100,8 +100,9 @@ func TestReloadRefusesBadFile(t *testing.T) {
 	}{
 		{"invalid", "backends: [%s]\ntimeouts: {read: 0s}\ntenants: {a: {max_concurrency: 0}}\nlisen: x\n",
 			[]string{"line 4: timeouts.read", "line 5: tenants.a.max_concurrency", "line 6: lisen"}},
-		{"restart only", "backends: [%s]\nmax_header_bytes: 1000\nlimits: {queue_timeout: 1s}\n",
-			[]string{"line 4: max_header_bytes: cannot change without a restart", "line 5: limits.queue_timeout: cannot change"}},
+		{"restart only", "backends: [%s]\nmax_header_bytes: 1000\nlimits: {queue_timeout: 1s}\nhttp2_max_streams: 7\n",
+			[]string{"line 4: max_header_bytes: cannot change without a restart", "line 5: limits.queue_timeout: cannot change",
+				"line 6: http2_max_streams: cannot change"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			write(tc.body)

@@ -34,7 +34,11 @@ func (g *Gateway) ProxyServer() *http.Server {
 		WriteTimeout:      t.Write, // extended per request past the upstream deadline: see ServeHTTP
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          errLogger(g),
+		// Each stream is a request with buffers of its own: without a cap
+		// of the config's, net/http lets one connection carry 250 at once,
+		// and max_conns would bound connections but not memory.
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: cfg.HTTP2MaxStreams},
+		ErrorLog: errLogger(g),
 		// Every request's context derives from the abort context, so that
 		// the drain deadline cancels them all without a registration per
 		// request.

@@ -21,6 +21,12 @@ type Config struct {
 	// first) is closed for a new one; with none idle, new connections wait
 	// in the listen backlog. Default DefaultMaxConns.
 	MaxConns int `yaml:"max_conns"`
+	// HTTP2MaxStreams caps the requests one HTTP/2 connection (over TLS)
+	// carries at once, as its SETTINGS_MAX_CONCURRENT_STREAMS; an HTTP/1
+	// connection carries one. With max_conns it bounds the requests being
+	// received or answered, and so their buffers. Default
+	// DefaultHTTP2MaxStreams.
+	HTTP2MaxStreams int `yaml:"http2_max_streams"`
 	// MaxHeaderBytes caps the request line and headers (net/http answers 431
 	// beyond it); at most MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
 	MaxHeaderBytes int                     `yaml:"max_header_bytes"`
@@ -210,6 +216,7 @@ const (
 	DefaultListen            = "127.0.0.1:8080"
 	DefaultAdmin             = "127.0.0.1:9090"
 	DefaultMaxConns          = 10000
+	DefaultHTTP2MaxStreams   = 100 // RFC 9113 section 6.5.2's recommended floor
 	DefaultTenantHeader      = "X-Tenant"
 	DefaultTenant            = "anonymous"
 	DefaultMaxGroups         = 10000

@@ -25,6 +25,7 @@ func (c *Config) setDefaults(present func(string) bool) {
 	def("breaker.per", &c.Breaker.Per, PerBackend)
 	def("metrics.namespace", &c.Metrics.Namespace, DefaultNamespace)
 	setDefault(present, "max_conns", &c.MaxConns, DefaultMaxConns)
+	setDefault(present, "http2_max_streams", &c.HTTP2MaxStreams, DefaultHTTP2MaxStreams)
 	setDefault(present, "max_header_bytes", &c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setDefault(present, "tenant.max_groups", &c.Tenant.MaxGroups, DefaultMaxGroups)
 	setDefault(present, "drain_timeout", &c.DrainTimeout, DefaultDrainTimeout)

@@ -5,7 +5,8 @@ import "time"
 // RestartOnly returns, as *Error values naming each key and its line in c,
 // the keys whose change from old a running gateway cannot apply: the
 // addresses and TLS files it listens with, the server's own limits
-// (max_header_bytes, timeouts.read_header, timeouts.idle), the executor's
+// (max_header_bytes, http2_max_streams, timeouts.read_header,
+// timeouts.idle), the executor's
 // fixed settings (limits.queue_timeout, limits.global_queue_threshold,
 // tenant.max_groups, and the breakers when kept per tenant), breaker.per,
 // breaker.enabled and metrics.namespace. Every other key can change in
@@ -22,6 +23,7 @@ func (c *Config) RestartOnly(old *Config) []*Error {
 	check("admin", c.Admin == old.Admin)
 	check("tls", c.TLS == old.TLS)
 	check("max_header_bytes", c.MaxHeaderBytes == old.MaxHeaderBytes)
+	check("http2_max_streams", c.HTTP2MaxStreams == old.HTTP2MaxStreams)
 	check("tenant.max_groups", c.Tenant.MaxGroups == old.Tenant.MaxGroups)
 	check("limits.global_queue_threshold", equalPtr(c.Limits.GlobalQueueThreshold, old.Limits.GlobalQueueThreshold))
 	check("limits.queue_timeout", equalPtr(c.Limits.QueueTimeout, old.Limits.QueueTimeout))

@@ -21,7 +21,7 @@ import (
 // which is an error wherever 0 means nothing.
 func TestZeroRule(t *testing.T) {
 	for _, key := range []string{
-		"max_conns: 0", "max_header_bytes: 0", "drain_timeout: 0s",
+		"max_conns: 0", "http2_max_streams: 0", "max_header_bytes: 0", "drain_timeout: 0s",
 		"timeouts: {read_header: 0s}", "timeouts: {read: 0s}", "timeouts: {write: 0s}", "timeouts: {idle: 0s}",
 		"timeouts: {upstream: 0s}", "body: {max_bytes: 0}", "body: {max_decoded_bytes: 0}", "body: {max_ratio: 0}",
 		"breaker: {consecutive_failures: 0}", "breaker: {timeout: 0s}", "breaker: {max_timeout: 0s}",
@@ -49,7 +49,8 @@ drain_delay: 0s
 	}
 	d, _ := config.Parse([]byte("backends: [http://a:1]\n"))
 	if d.Body.BufferBytes != config.DefaultBodyBufferBytes || d.Tenant.MaxGroups != config.DefaultMaxGroups ||
-		d.Breaker.Timeout != config.DefaultBreakerTimeout || d.MaxConns != config.DefaultMaxConns {
+		d.Breaker.Timeout != config.DefaultBreakerTimeout || d.MaxConns != config.DefaultMaxConns ||
+		d.HTTP2MaxStreams != config.DefaultHTTP2MaxStreams {
 		t.Errorf("omitted keys without their defaults: %+v", d)
 	}
 }

@@ -77,6 +77,10 @@ func (c *Config) validate(present func(string) bool) []problem {
 	}
 	c.checkTLS(ck)
 	positive(ck, "max_conns", c.MaxConns)
+	positive(ck, "http2_max_streams", c.HTTP2MaxStreams)
+	if int64(c.HTTP2MaxStreams) > math.MaxUint32 {
+		ck.bad("http2_max_streams", "%d is too large: at most %d (HTTP/2's own limit)", c.HTTP2MaxStreams, uint32(math.MaxUint32))
+	}
 	positive(ck, "max_header_bytes", c.MaxHeaderBytes)
 	if c.MaxHeaderBytes > MaxHeaderBytesLimit {
 		ck.bad("max_header_bytes", "%d is too large: at most %d (1 GiB)", c.MaxHeaderBytes, MaxHeaderBytesLimit)
