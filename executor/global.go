@@ -33,7 +33,9 @@ type globalRoom struct {
 func (r *globalRoom) take(w int) bool {
 	for {
 		u := r.used.Load()
-		if u+int64(w) > r.limit.Load() {
+		// Compared as room left, not as the sum, which wraps around past
+		// math.MaxInt64 under a limit close to it.
+		if int64(w) > r.limit.Load()-u {
 			return false
 		}
 		if r.used.CompareAndSwap(u, u+int64(w)) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -196,6 +197,27 @@ func TestSetGlobalMaxInFlightLowerDrainsFullGroup(t *testing.T) {
 		c.finish(t, h)
 	}
 	checkUse(t, ex, 0, 0)
+}
+
+// TestGlobalLimitNearMaxInt: with a global limit close to math.MaxInt, a
+// task that does not fit the room left waits: the sum of the permits in
+// use and its weight, past math.MaxInt, does not wrap around.
+func TestGlobalLimitNearMaxInt(t *testing.T) {
+	ex := newExec(t, []policy.Option{
+		policy.WithGlobalMaxInFlight(math.MaxInt - 1),
+		policy.WithDefaultMaxConcurrency(policy.Unlimited),
+		policy.WithDefaultMaxInFlight(policy.Unlimited),
+	})
+	c := newCrew()
+	big := c.submit(t, ex, "a", "big", math.MaxInt-1)
+	c.waitStarted(t, 1)
+	small := c.submit(t, ex, "b", "small", 2)
+	if s := groupStats(t, ex, "b"); s.Running != 0 || s.Waiting != 1 {
+		t.Fatalf("b: %d permits running, %d tasks waiting; want 0 and 1 (the global limit is full)", s.Running, s.Waiting)
+	}
+	c.finish(t, big)
+	c.waitStarted(t, 1)
+	c.finish(t, small)
 }
 
 // TestSetGlobalMaxInFlightBelowWaitingWeight: a waiting task heavier than a
