@@ -46,8 +46,7 @@ func (ex *Executor) endLocked(g *group, b *batch) {
 	}
 	if f := &b.fin; f.j != nil && f.j.g == g && !f.deferred {
 		if b.victims.n == 0 {
-			f.j.complete(f.st, f.err, f.queued, f.ran)
-			f.j = nil
+			b.completeFinLocked(g)
 		} else {
 			f.deferred = true
 			// Completed after the groups trimmed off the idle list are
@@ -61,6 +60,15 @@ func (ex *Executor) endLocked(g *group, b *batch) {
 			close(c)
 		}
 		g.drainWaits = nil
+	}
+}
+
+// completeFinLocked completes the task that b's section finished in g
+// (b.fin), unless it has completed or is to complete after the unlock.
+func (b *batch) completeFinLocked(g *group) {
+	if f := &b.fin; f.j != nil && f.j.g == g && !f.deferred {
+		f.j.complete(f.st, f.err, f.queued, f.ran)
+		f.j = nil
 	}
 }
 

@@ -227,6 +227,11 @@ func (ex *Executor) GlobalQueued() (n, limit int) { return int(ex.waiting.Load()
 // between finding or making its group and locking it; nil removes it.
 func SetHookMarked(f func()) { testHookMarked = f }
 
+// SetHookDropped sets the function called with a group's key when its
+// state is dropped, once it has left the index, under its mutex; nil
+// removes it.
+func SetHookDropped(f func(key string)) { testHookDropped = f }
+
 // SetHookOverridden sets the function SetGroupLimits and ResetGroupLimits
 // call between changing a group's override and applying it; nil removes
 // it.

@@ -239,12 +239,19 @@ func (ex *Executor) dropLocked(g *group) {
 		ex.groups.remove(g)
 		ex.groups.hint.CompareAndSwap(g, nil)
 	})
+	if testHookDropped != nil {
+		testHookDropped(g.key)
+	}
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil
 	}
 	g.endKeptContexts()
 }
+
+// testHookDropped, when set by a test, runs in dropLocked once g has left
+// the index, g.mu held.
+var testHookDropped func(key string)
 
 // droppedStop is the stop of a dropped group (endKeptContexts): shared,
 // so that dropping a group allocates nothing.

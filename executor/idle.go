@@ -56,6 +56,11 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 	switch {
 	case g.dead:
 	case g.evict, ex.maxIdle == 0 && g.reclaimable():
+		// The task whose finish left g idle completes before g leaves the
+		// index: a Shutdown or ShutdownGroup that no longer finds g waits
+		// for nothing of it. A caller that sees it complete and looks g up
+		// waits for g's mutex, and finds g dropped.
+		b.completeFinLocked(g)
 		ex.dropLocked(g)
 		if g.known {
 			b.victims.add(g) // reclaim finds it dropped, and forgets it

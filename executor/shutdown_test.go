@@ -247,6 +247,53 @@ func TestShutdownReturnsAfterHandlesComplete(t *testing.T) {
 	}
 }
 
+// TestShutdownAfterDropFindsHandlesComplete: a group dropped as its last
+// task finishes (reclaimed while idle, or evicted) leaves the index only
+// once that task's handle has completed, so that a Shutdown or
+// ShutdownGroup that no longer finds the group returns with every handle of
+// its tasks complete.
+func TestShutdownAfterDropFindsHandlesComplete(t *testing.T) {
+	for _, evict := range []bool{false, true} {
+		t.Run(fmt.Sprint("evicted ", evict), func(t *testing.T) {
+			maxIdle := 0
+			if evict {
+				maxIdle = 8
+			}
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithMaxIdleGroups(maxIdle))
+			g := newGate()
+			h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
+			g.waitStarted(t, 1)
+			if evict && ex.EvictGroup("g") {
+				t.Fatal("a busy group was dropped at once")
+			}
+			dropped, resume := make(chan struct{}), make(chan struct{})
+			executor.SetHookDropped(func(key string) {
+				if key == "g" {
+					close(dropped)
+					<-resume
+				}
+			})
+			defer executor.SetHookDropped(nil)
+			g.open()
+			<-dropped
+			// g has left the index: ShutdownGroup finds no task of it.
+			err := ex.ShutdownGroup(bg, "g")
+			done := isDone(h)
+			close(resume)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !done {
+				t.Fatal("ShutdownGroup returned before the handle of the group's last task completed")
+			}
+			wait(t, h)
+			if err := ex.Shutdown(bg); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestShutdownGroupAfterPendingEvictionStaysShutDown: the later of
 // EvictGroup and ShutdownGroup wins.
 func TestShutdownGroupAfterPendingEvictionStaysShutDown(t *testing.T) {
