@@ -46,27 +46,18 @@ func TestCloseWaitsForAnExpiredLeaseGiveBack(t *testing.T) {
 	p := acquire(t, l, attach(t, l), "g", 1, 5*time.Second)
 	defer p.Release()
 	redislimit.SetRenewHook(h, func() error { return errors.New("renewals cut (test)") })
-	parked, gate := make(chan struct{}, 1), make(chan struct{})
-	redislimit.SetReleaseHook(h, func() error {
-		select {
-		case parked <- struct{}{}:
-		default:
-		}
-		<-gate
-		return nil
-	})
-	<-parked // the lease ran out here, and its give-back waits
+	resume := park(h, redislimit.SetReleaseHook) // the lease ran out here, and its give-back waits
 	closed := make(chan error, 1)
 	go func() { closed <- h.Close() }()
 	select {
 	case err := <-closed:
-		close(gate)
+		resume()
 		t.Fatalf("Close returned (%v) before the expired lease's give-back was sent", err)
 	case <-time.After(testRenew):
 		// Close, with nothing else to do, would have returned by now:
 		// it waits for the give-back.
 	}
-	close(gate)
+	resume()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}

@@ -89,8 +89,15 @@ func startRedis(t testing.TB) string { return redistest.Start(t).Addr() }
 // before it calls Redis, and what it returns lets that round, and the ones
 // after it, go on.
 func parkRenewals(h *redislimit.Holder) (resume func()) {
+	return park(h, redislimit.SetRenewHook)
+}
+
+// park sets h's hook with set to one that holds the calls it is run for:
+// it returns once one is parked, and what it returns lets that call, and
+// the ones after it, go on.
+func park(h *redislimit.Holder, set func(*redislimit.Holder, func() error)) (resume func()) {
 	parked, gate := make(chan struct{}, 1), make(chan struct{})
-	redislimit.SetRenewHook(h, func() error {
+	set(h, func() error {
 		select {
 		case parked <- struct{}{}:
 		default:
@@ -102,7 +109,7 @@ func parkRenewals(h *redislimit.Holder) (resume func()) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			redislimit.SetRenewHook(h, nil)
+			set(h, nil)
 			close(gate)
 		})
 	}
