@@ -115,6 +115,7 @@ func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *ex
 func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 	addr := startRedis(t)
 	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, a) // A hears that B waits only by its notice
 	la, lb := a.Groups(4), b.Groups(4)
 	na, _ := make(notifier, 16), attach(t, lb)
 	if err := la.Attach(na.notify); err != nil {

@@ -59,3 +59,6 @@ func HoldLock(h *Holder) (unlock func()) {
 // give the holder a renew interval longer than they run, so that only
 // these rounds happen).
 func RenewNow(h *Holder) { h.renewOnce() }
+
+// Channel returns the pub/sub channel h hears contention notices on.
+func Channel(h *Holder) string { return h.channel() }

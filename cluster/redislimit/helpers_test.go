@@ -45,6 +45,19 @@ func newHolder(t testing.TB, addr string, opts ...redislimit.Option) *redislimit
 	return h
 }
 
+// subscribed waits until n holders hear the notices on hs[0]'s channel
+// (each holder subscribes in a goroutine of its own, from New): a notice
+// published before a holder has subscribed never reaches it.
+func subscribed(t testing.TB, addr string, n int64, hs ...*redislimit.Holder) {
+	t.Helper()
+	c := newClient(t, addr)
+	ch := redislimit.Channel(hs[0])
+	eventually(t, "the holders subscribed to "+ch, 10*time.Second, func() bool {
+		m, err := c.PubSubNumSub(bg, ch).Result()
+		return err == nil && m[ch] >= n
+	})
+}
+
 // newExec builds an executor whose groups are limited by lim (and the
 // global limit by glob, if not nil), closed (before the holder) when the
 // test ends.

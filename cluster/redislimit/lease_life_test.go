@@ -184,6 +184,9 @@ func TestRenewalGiveBackWakesAWaiter(t *testing.T) {
 	// round, so that the round gives it back.
 	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Hour))...)
 	b := newHolder(t, addr, manualRenewals()...)
+	// A hears of B's refusal only by its notice: no renewal round runs
+	// until the test's own.
+	subscribed(t, addr, 2, a)
 	la, lb := a.Groups(2), b.Groups(2)
 	na, nb := make(notifier, 16), make(notifier, 16)
 	if err := la.Attach(na.notify); err != nil {

@@ -341,6 +341,7 @@ func TestIdlePermitsGoToAWaiter(t *testing.T) {
 func TestNoticeOfAKeyWithTheSeparator(t *testing.T) {
 	addr := startRedis(t)
 	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, a)
 	la, lb := a.Groups(1), b.Groups(1)
 	na, _ := attach(t, la), attach(t, lb)
 	const key = "tenant|1|x"
