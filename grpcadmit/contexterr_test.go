@@ -49,18 +49,21 @@ func TestUnaryHandlerDeadlineIsNoFailure(t *testing.T) {
 	}
 }
 
-// A handler that returns context.Canceled (its caller went away) counts as
+// A handler that returns context.Canceled (its caller went away), or a
+// status with code Canceled (the same, in gRPC's words), counts as
 // Cancelled, not as a success nor a failure.
 func TestUnaryHandlerCancelledCountsCancelled(t *testing.T) {
-	ex := newExec(t, nil)
-	g := newGate()
-	g.release()
-	g.reply = func(context.Context, string) error { return context.Canceled }
-	cc := dial(t, start(t, g, unary(ex)))
-	if _, err := call(context.Background(), cc, "a", "x"); status.Code(err) != codes.Canceled {
-		t.Fatalf("call: %v, want Canceled", err)
-	}
-	if s, _ := ex.GroupStats("a"); s.Failed != 0 || s.Cancelled != 1 {
-		t.Errorf("%d failed, %d cancelled; want 0 and 1", s.Failed, s.Cancelled)
+	for _, herr := range []error{context.Canceled, status.Error(codes.Canceled, "caller went away")} {
+		ex := newExec(t, nil)
+		g := newGate()
+		g.release()
+		g.reply = func(context.Context, string) error { return herr }
+		cc := dial(t, start(t, g, unary(ex)))
+		if _, err := call(context.Background(), cc, "a", "x"); status.Code(err) != codes.Canceled {
+			t.Fatalf("call: %v, want Canceled", err)
+		}
+		if s, _ := ex.GroupStats("a"); s.Failed != 0 || s.Succeeded != 0 || s.Cancelled != 1 {
+			t.Errorf("handler's %v: %d failed, %d succeeded, %d cancelled; want 0, 0 and 1", herr, s.Failed, s.Succeeded, s.Cancelled)
+		}
 	}
 }

@@ -107,8 +107,9 @@ func WithRetryAfter(d time.Duration) Option {
 // WithFailure sets which errors of a handler (or, client-side, of the call)
 // count as failures for the executor's Stats and the group's circuit
 // breaker; the others count as successes, except an error that wraps
-// context.Canceled, which counts as Cancelled (work given up on, as
-// outcome.Classify says). Default ServerFailure. f must not be nil.
+// context.Canceled or has the gRPC code Canceled, which counts as
+// Cancelled (work given up on, as outcome.Classify says). Default
+// ServerFailure. f must not be nil.
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -93,9 +95,17 @@ func streamMethod(info *grpc.StreamServerInfo) string {
 
 // outcome is what fn returns to Do for a handler's error: the error when it
 // is a failure, or a cancellation (Do counts it Cancelled, no failure), else
-// nil.
+// nil. A status with code Canceled is gRPC's word for a cancellation, which
+// Do knows only as context.Canceled.
 func (a *admitter) outcome(err error) error {
-	if err != nil && (a.failure(err) || errors.Is(err, context.Canceled)) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled):
+		return err
+	case status.Code(err) == codes.Canceled:
+		return context.Canceled
+	case a.failure(err):
 		return err
 	}
 	return nil
