@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -40,8 +41,8 @@ type Options struct {
 	// MaxGroups bounds the groups with series of their own when Labelled is
 	// nil. 0 means DefaultMaxGroups; negative is invalid.
 	MaxGroups int
-	// Buckets are the histograms' bucket bounds, in seconds; nil means
-	// DefaultBuckets.
+	// Buckets are the histograms' bucket bounds, in seconds, in strictly
+	// increasing order; nil or empty means DefaultBuckets.
 	Buckets []float64
 }
 
@@ -78,8 +79,11 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	if maxGroups == 0 {
 		maxGroups = DefaultMaxGroups
 	}
+	if !metricnames.ValidBuckets(o.Buckets) {
+		return nil, fmt.Errorf("otel: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", o.Buckets)
+	}
 	buckets := o.Buckets
-	if buckets == nil {
+	if len(buckets) == 0 {
 		buckets = DefaultBuckets
 	}
 	c := &Collector{groups: newGroups(o.Labelled, maxGroups)}

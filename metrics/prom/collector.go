@@ -2,7 +2,6 @@ package prom
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -35,7 +34,7 @@ type Options struct {
 	// nil. 0 means DefaultMaxGroups.
 	MaxGroups int
 	// Buckets are the histograms' bucket bounds, in seconds, in strictly
-	// increasing order; nil means prometheus.DefBuckets.
+	// increasing order; nil or empty means prometheus.DefBuckets.
 	Buckets []float64
 }
 
@@ -73,7 +72,7 @@ func New(o Options) *Collector {
 		c.maxGroups = DefaultMaxGroups
 	}
 	buckets := o.Buckets
-	if buckets == nil {
+	if len(buckets) == 0 {
 		buckets = prometheus.DefBuckets
 	}
 	ns := o.Namespace
@@ -101,10 +100,8 @@ func New(o Options) *Collector {
 // checkBuckets reports buckets that prometheus would refuse when the first
 // series of a histogram is made, or that would misplace every observation.
 func checkBuckets(b []float64) error {
-	for i, v := range b {
-		if math.IsNaN(v) || i > 0 && v <= b[i-1] {
-			return fmt.Errorf("prom: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", b)
-		}
+	if !metricnames.ValidBuckets(b) {
+		return fmt.Errorf("prom: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", b)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package metricnames
 
 import (
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/groupexec/groupexec/executor"
@@ -41,4 +42,18 @@ func LimitLabel(err error) string {
 		return strings.ReplaceAll(string(re.Limit), " ", "_")
 	}
 	return "other"
+}
+
+// ValidBuckets reports whether b are histogram bucket bounds both exporters
+// accept: numbers (no NaN) in strictly increasing order. Prometheus refuses
+// others when the first series of a histogram is made; an OpenTelemetry SDK
+// replaces them with its own defaults, or keeps a NaN that misplaces every
+// observation.
+func ValidBuckets(b []float64) bool {
+	for i, v := range b {
+		if math.IsNaN(v) || i > 0 && v <= b[i-1] {
+			return false
+		}
+	}
+	return true
 }

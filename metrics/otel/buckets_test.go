@@ -1,0 +1,61 @@
+package otel_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/groupexec/groupexec/executor"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
+)
+
+// Buckets out of increasing order (or NaN) are refused by New with an error
+// naming Options.Buckets and the values, as metrics/prom refuses them; an
+// SDK would otherwise use its own default buckets, in milliseconds, or keep
+// a NaN.
+func TestInvalidBucketsAreRefused(t *testing.T) {
+	for _, b := range [][]float64{{1, .5}, {1, 1}, {math.NaN()}, {.1, math.NaN(), 1}} {
+		mp, _ := newProvider()
+		c, err := gotel.New(mp, gotel.Options{Buckets: b})
+		if err == nil {
+			c.Unregister()
+			t.Errorf("Buckets %v accepted", b)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "Options.Buckets") || !strings.Contains(msg, fmt.Sprint(b)) {
+			t.Errorf("Buckets %v: %v; want an error naming Options.Buckets and the values", b, err)
+		}
+	}
+}
+
+// Empty buckets mean the default ones, as in metrics/prom (and
+// prometheus.NewHistogram), not the SDK's default ones, which are for
+// milliseconds.
+func TestEmptyBucketsMeanDefault(t *testing.T) {
+	for _, tc := range []struct {
+		b    []float64
+		want []float64
+	}{{nil, gotel.DefaultBuckets}, {[]float64{}, gotel.DefaultBuckets}, {[]float64{.5}, []float64{.5}},
+		{[]float64{.1, 1, math.Inf(1)}, []float64{.1, 1, math.Inf(1)}}} {
+		mp, reader := newProvider()
+		c, err := gotel.New(mp, gotel.Options{Buckets: tc.b})
+		if err != nil {
+			t.Errorf("Buckets %v: %v", tc.b, err)
+			continue
+		}
+		c.OnStarted(executor.Event{Group: "a"})
+		m, ok := collect(t, reader).find("group_queued_seconds")
+		if !ok {
+			t.Fatal("no group_queued_seconds")
+		}
+		pts := m.Data.(metricdata.Histogram[float64]).DataPoints
+		if len(pts) != 1 || !slices.Equal(pts[0].Bounds, tc.want) {
+			t.Errorf("Buckets %#v: points %+v, want bounds %v", tc.b, pts, tc.want)
+		}
+		c.Unregister()
+	}
+}
