@@ -3,7 +3,6 @@ package otel
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,22 +17,27 @@ import (
 //	bulkhead_in_flight_permits{bulkhead}        permits out
 //	bulkhead_limit_permits{bulkhead}            the limit in force
 //	bulkhead_queue_depth{bulkhead}              requests waiting
-//	bulkhead_acquired_total{bulkhead}           permits issued
+//	bulkhead_acquired_total{bulkhead}           acquires granted, whatever their weight
 //	bulkhead_queued_total{bulkhead}             acquires that had to wait
-//	bulkhead_rejected_total{bulkhead,code}      acquires refused, by error code (RB_ERR_AT_CAPACITY, ...)
+//	bulkhead_rejected_total{bulkhead,code}      acquires refused, by code
+//
+// The code of a refusal is the bulkhead's error code (RB_ERR_AT_CAPACITY,
+// RB_ERR_QUEUE_SATURATED, RB_ERR_QUEUE_TIMEOUT, RB_ERR_DRAINING,
+// RB_ERR_NO_REMOTECAP, RB_ERR_GOEXIT); "cancelled" or "deadline_exceeded"
+// for a waiter whose context ended; "other" for anything else, so that the
+// codes are a fixed set.
 //
 // It is a bulkhead.Listener, for the counters, and reads the bulkhead's
 // accessors for the gauges when the reader collects. It is safe for
 // concurrent use.
 type Bulkhead struct {
-	name     string
 	attrs    metric.MeasurementOption
 	b        atomic.Pointer[bulkhead.Bulkhead]
 	reg      metric.Registration
 	acquired metric.Int64Counter
 	queued   metric.Int64Counter
 	rejected metric.Int64Counter
-	byCode   sync.Map // code -> metric.MeasurementOption
+	byCode   map[string]metric.MeasurementOption // {bulkhead, code}, by code; read-only
 
 	inFlight, limit, depth metric.Int64ObservableGauge
 }
@@ -49,8 +53,13 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 	}
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: namespace}
-	b := &Bulkhead{name: name, attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("bulkhead", name)))}
-	b.acquired = in.counterUnit("bulkhead_acquired_total", "Permits issued.", "{permit}")
+	b := &Bulkhead{attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("bulkhead", name))),
+		byCode: make(map[string]metric.MeasurementOption)}
+	for _, code := range rejectionCodes {
+		b.byCode[code] = metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("bulkhead", name), attribute.String("code", code)))
+	}
+	b.acquired = in.counterUnit("bulkhead_acquired_total", "Acquires granted, whatever their weight.", "{request}")
 	b.queued = in.counterUnit("bulkhead_queued_total", "Acquires that had to wait in the queue.", "{request}")
 	b.rejected = in.counterUnit("bulkhead_rejected_total", "Acquires refused, by error code.", "{request}")
 	b.inFlight = in.gauge("bulkhead_in_flight_permits", "Permits out.", "{permit}")
@@ -82,17 +91,47 @@ func (b *Bulkhead) OnEvent(e bulkhead.Event) {
 	case bulkhead.EventRequestQueued:
 		b.queued.Add(ctx, 1, b.attrs)
 	case bulkhead.EventRequestRejected:
-		b.rejected.Add(ctx, 1, b.codeAttrs(e.Detail))
+		b.rejected.Add(ctx, 1, b.byCode[rejectionCode(e.Detail)])
 	}
 }
 
-func (b *Bulkhead) codeAttrs(code string) metric.MeasurementOption {
-	if o, ok := b.byCode.Load(code); ok {
-		return o.(metric.MeasurementOption)
+// The codes a refusal is counted under.
+const (
+	codeCancelled = "cancelled"
+	codeDeadline  = "deadline_exceeded"
+	codeOther     = "other"
+)
+
+// refusals are the bulkhead's errors an acquire can fail with.
+var refusals = []*bulkhead.Error{bulkhead.ErrAtCapacity, bulkhead.ErrQueueSaturated, bulkhead.ErrQueueTimeout,
+	bulkhead.ErrDraining, bulkhead.ErrCapabilityRequired, bulkhead.ErrGoexit}
+
+// rejectionCodes are every code a refusal can be counted under.
+var rejectionCodes = func() []string {
+	codes := []string{codeCancelled, codeDeadline, codeOther}
+	for _, e := range refusals {
+		codes = append(codes, e.Code())
 	}
-	o, _ := b.byCode.LoadOrStore(code, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String("bulkhead", b.name), attribute.String("code", code))))
-	return o.(metric.MeasurementOption)
+	return codes
+}()
+
+// rejectionCode maps the Detail of a rejection event to its code. Detail is
+// the error's code, but the error's text for a waiter whose context ended
+// (or that gave up a permit granted as it ended): the text of a context's
+// error is not a stable code, and a custom context's is unbounded.
+func rejectionCode(detail string) string {
+	switch detail {
+	case context.Canceled.Error():
+		return codeCancelled
+	case context.DeadlineExceeded.Error():
+		return codeDeadline
+	}
+	for _, e := range refusals {
+		if detail == e.Code() || detail == e.Error() {
+			return e.Code()
+		}
+	}
+	return codeOther
 }
 
 func (b *Bulkhead) observe(_ context.Context, o metric.Observer) error {

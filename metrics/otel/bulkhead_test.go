@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/bulkhead"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
@@ -90,5 +92,100 @@ func TestBreakersEqualTheirNumbers(t *testing.T) {
 	}
 	if _, err := gotel.ObserveBreakers(mp, "", nil); err == nil {
 		t.Error("a nil breaker was accepted")
+	}
+}
+
+// queuedSignal passes events on to a Bulkhead and tells when a request
+// begins to wait.
+type queuedSignal struct {
+	*gotel.Bulkhead
+	queued chan struct{}
+}
+
+func (q queuedSignal) OnEvent(e bulkhead.Event) {
+	q.Bulkhead.OnEvent(e)
+	if e.Code == bulkhead.EventRequestQueued {
+		q.queued <- struct{}{}
+	}
+}
+
+// A waiter whose context ends is counted under a stable code, never under
+// its error's text; so is a rejection whose detail no code names.
+func TestBulkheadRejectedCodesAreStable(t *testing.T) {
+	mp, reader := newProvider()
+	m, err := gotel.NewBulkhead(mp, "payments", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unregister()
+	l := queuedSignal{m, make(chan struct{}, 1)}
+	b, err := bulkhead.New(1, bulkhead.WithListener(l), bulkhead.WithQueue(1, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.TryAcquire(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(p)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := b.Acquire(ctx, 1); errc <- err }()
+	<-l.queued
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire: %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := b.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire: %v, want context.DeadlineExceeded", err)
+	}
+	<-l.queued
+	m.OnEvent(bulkhead.Event{Code: bulkhead.EventRequestRejected, Detail: "a custom context's error"})
+	m.OnEvent(bulkhead.Event{Code: bulkhead.EventRequestRejected, Detail: bulkhead.ErrGoexit.Error()})
+
+	r := collect(t, reader)
+	want := map[string]int64{"cancelled": 1, "deadline_exceeded": 1, "other": 1, bulkhead.ErrGoexit.Code(): 1}
+	rejected, _ := r.find("bulkhead_rejected_total")
+	for _, pt := range rejected.Data.(metricdata.Sum[int64]).DataPoints {
+		code, _ := pt.Attributes.Value("code")
+		if want[code.AsString()] != pt.Value {
+			t.Errorf("code %q counted %d", code.AsString(), pt.Value)
+		}
+		delete(want, code.AsString())
+	}
+	for code := range want {
+		t.Errorf("no rejection counted under %q", code)
+	}
+}
+
+// bulkhead_acquired_total counts acquires, whatever their weight, and its
+// unit says so, as the queued and rejected counters' do.
+func TestBulkheadAcquiredCountsRequests(t *testing.T) {
+	mp, reader := newProvider()
+	m, err := gotel.NewBulkhead(mp, "payments", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unregister()
+	b, err := bulkhead.New(5, bulkhead.WithListener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.TryAcquire(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(p)
+	r := collect(t, reader)
+	if got := r.value("bulkhead_acquired_total", map[string]string{"bulkhead": "payments"}); got != 1 {
+		t.Errorf("acquired %d after one acquire of 3 permits, want 1", got)
+	}
+	for _, name := range []string{"bulkhead_acquired_total", "bulkhead_queued_total", "bulkhead_rejected_total"} {
+		if m, ok := r.find(name); ok && m.Unit != "{request}" {
+			t.Errorf("%s: unit %q, want {request}", name, m.Unit)
+		}
 	}
 }
