@@ -31,7 +31,7 @@ type Options struct {
 	// Collector. nil means: the first MaxGroups distinct groups seen.
 	Labelled func(group string) bool
 	// MaxGroups bounds the groups with series of their own when Labelled is
-	// nil. 0 means DefaultMaxGroups.
+	// nil. 0 means DefaultMaxGroups; negative is invalid.
 	MaxGroups int
 	// Buckets are the histograms' bucket bounds, in seconds, in strictly
 	// increasing order; nil or empty means prometheus.DefBuckets.
@@ -62,13 +62,17 @@ var _ prometheus.Collector = (*Collector)(nil)
 // Observe with the executor, then register it. It panics, naming the
 // option and its values, if Options.Buckets are not in strictly increasing
 // order or hold a NaN, as prometheus.NewHistogram does: the histograms
-// would otherwise fail at their first observation, in the listener.
+// would otherwise fail at their first observation, in the listener. It
+// panics too if Options.MaxGroups is negative.
 func New(o Options) *Collector {
 	if err := checkBuckets(o.Buckets); err != nil {
 		panic(err)
 	}
+	if o.MaxGroups < 0 {
+		panic(fmt.Errorf("prom: New: Options.MaxGroups %d: must be >= 0", o.MaxGroups))
+	}
 	c := &Collector{labelled: o.Labelled, groups: make(map[string]struct{}), maxGroups: o.MaxGroups}
-	if c.maxGroups <= 0 {
+	if c.maxGroups == 0 {
 		c.maxGroups = DefaultMaxGroups
 	}
 	buckets := o.Buckets

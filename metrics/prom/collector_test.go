@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -121,4 +122,19 @@ func TestLimitLabel(t *testing.T) {
 	if got := prom.LimitLabel(errors.New("x")); got != "other" {
 		t.Error(got)
 	}
+}
+
+// A negative MaxGroups is refused by New, naming the option and its value,
+// as metrics/otel refuses it; 0 means DefaultMaxGroups.
+func TestNegativeMaxGroupsPanicsInNew(t *testing.T) {
+	func() {
+		defer func() {
+			r := recover()
+			if msg := fmt.Sprint(r); r == nil || !strings.Contains(msg, "Options.MaxGroups") || !strings.Contains(msg, "-1") {
+				t.Errorf("MaxGroups -1: New panicked with %v; want a panic naming Options.MaxGroups and the value", r)
+			}
+		}()
+		prom.New(prom.Options{MaxGroups: -1})
+	}()
+	prom.New(prom.Options{MaxGroups: 0})
 }
