@@ -43,8 +43,12 @@ type gauge struct {
 var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a Collector for src; namespace, when set, prefixes every
-// metric name. Register it with a prometheus.Registerer.
+// metric name. Register it with a prometheus.Registerer. It panics if src
+// is nil, which every scrape would otherwise fail on.
 func New(src Source, namespace string) *Collector {
+	if src == nil {
+		panic("clusterprom: New: nil Source")
+	}
 	name := func(n string) string { return prometheus.BuildFQName(namespace, "cluster", n) }
 	c := &Collector{src: src, up: prometheus.NewDesc(name("up"), clusternames.Up, []string{"policy"}, nil)}
 	for _, x := range clusternames.Counters {

@@ -1,6 +1,7 @@
 package clusterprom_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,15 @@ func (u upOnly) Collect(ch chan<- prometheus.Metric) {
 			ch <- m
 		}
 	}
+}
+
+// A nil Source is refused by New, as clusterotel.Observe refuses it, rather
+// than at the first scrape, where every scrape of the registry would fail.
+func TestNilSourcePanicsInNew(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil Source") {
+			t.Errorf("New(nil) panicked with %v; want a panic naming the nil Source", r)
+		}
+	}()
+	clusterprom.New(nil, "")
 }
