@@ -119,29 +119,42 @@ func TestCancelledAndTimedOutTasksDoNotCount(t *testing.T) {
 	}
 }
 
-func TestIdleReclamationKeepsOpenBreakers(t *testing.T) {
-	ex := newExec(t, nil, executor.WithMaxIdleGroups(0), executor.WithGroupBreaker(breaker.Settings{
+// TestIdleReclamationBoundsOpenBreakers: a group whose breaker is open is
+// idle, and reclaimed like any other idle group once WithMaxIdleGroups
+// groups went idle after it, so that tenants that trip their breaker and
+// go away do not pile up. One that keeps calling is kept: each refusal
+// makes it the most recently idle.
+func TestIdleReclamationBoundsOpenBreakers(t *testing.T) {
+	const maxIdle = 2
+	ex := newExec(t, nil, executor.WithMaxIdleGroups(maxIdle), executor.WithGroupBreaker(breaker.Settings{
 		Clock: fakeClock(), ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
 	}))
-	wait(t, submit(t, ex, executor.Task[int]{Group: "bad", Fn: failing}))
-	wait(t, submit(t, ex, executor.Task[int]{Group: "good", Fn: succeeding}))
-	for i := range 10 { // push every other group through the idle list
-		wait(t, submit(t, ex, executor.Task[int]{Group: fmt.Sprint("other-", i), Fn: succeeding}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "caller", Fn: failing}))
+	for i := range 20 { // tenants that trip their breaker and go away
+		bad := fmt.Sprint("gone-", i)
+		wait(t, submit(t, ex, executor.Task[int]{Group: bad, Fn: failing}))
+		if s := groupStats(t, ex, bad); s.Breaker != breaker.StateOpen {
+			t.Fatalf("%s: breaker %v, want open", bad, s.Breaker)
+		}
+		if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "caller", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
+			t.Fatalf("caller: err = %v, want its breaker still open", err)
+		}
+		if s := ex.Stats(); s.Groups > maxIdle || s.IdleGroups > maxIdle {
+			t.Fatalf("after %d tenants: %d groups kept (%d idle), want at most %d", i+1, s.Groups, s.IdleGroups, maxIdle)
+		}
 	}
-	if _, ok := ex.GroupStats("good"); ok {
-		t.Error("an idle group with a closed breaker was kept")
+	if _, ok := ex.GroupStats("gone-0"); ok {
+		t.Error("the open breaker idle the longest was kept")
 	}
-	if s, ok := ex.GroupStats("bad"); !ok || s.Breaker != breaker.StateOpen {
-		t.Fatalf("the open breaker was reclaimed: %+v %v", s, ok)
-	}
-	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "bad", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
-		t.Fatalf("err = %v", err)
+	// A reclaimed breaker is forgotten: the group is made again, closed.
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "gone-0", Fn: succeeding})); r.Status != executor.Success {
+		t.Fatalf("after reclamation: %+v", r)
 	}
 	// Explicit eviction drops the breaker with the group.
-	if !ex.EvictGroup("bad") {
+	if !ex.EvictGroup("caller") {
 		t.Fatal("idle group not evicted")
 	}
-	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "bad", Fn: succeeding})); r.Status != executor.Success {
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "caller", Fn: succeeding})); r.Status != executor.Success {
 		t.Fatalf("after eviction: %+v", r)
 	}
 }

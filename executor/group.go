@@ -136,12 +136,13 @@ func (g *group) idle() bool {
 	return g.tasks() == 0 && g.pending == 0 && g.transit == 0 && g.unsettled.Load() == 0
 }
 
-// reclaimable reports whether idle reclamation may drop g: not while its
-// breaker remembers failures that a fresh one would forget, nor while it is
-// shut down (kept until evicted).
-func (g *group) reclaimable() bool {
-	return !g.shutdown && (g.br == nil || g.br.State() == breaker.StateClosed)
-}
+// reclaimable reports whether idle reclamation may drop g: not while it is
+// shut down (kept until evicted). A breaker that is not closed does not
+// keep g: a failing tenant is idle by construction, and tenants that trip
+// their breakers and go away would pile up past maxIdle. A tenant that
+// keeps calling keeps its breaker, each refusal making g the most recently
+// idle group; one reclaimed comes back closed.
+func (g *group) reclaimable() bool { return !g.shutdown }
 
 func (g *group) trackLocked(j *job, running bool) {
 	if !running {

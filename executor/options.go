@@ -45,7 +45,8 @@ func WithClock(c clock.Clock) Option {
 // WithMaxIdleGroups bounds how many idle groups (no task waiting or running)
 // keep their state, limits and counters. Past n, the group idle the longest
 // is reclaimed; its limits are resolved afresh when it is next used (limits
-// given by SetGroupLimits are kept until ResetGroupLimits). n must be >= 0;
+// given by SetGroupLimits are kept until ResetGroupLimits), and its breaker
+// (WithGroupBreaker), open or not, is made afresh. n must be >= 0;
 // 0 reclaims a group as soon as it goes idle. Groups shut down with
 // ShutdownGroup are kept until evicted. Default: DefaultMaxIdleGroups.
 func WithMaxIdleGroups(n int) Option {
@@ -88,9 +89,16 @@ func WithSpawn(spawn func(f func())) Option {
 // so a failing tenant stops taking capacity. A finished task's outcome is
 // recorded in its group's breaker before its handle completes: Failed counts
 // as a failure, Success as a success; Cancelled and Rejected tasks count as
-// neither. The breaker is dropped with its group on EvictGroup; idle
-// reclamation keeps a group whose breaker is not closed (a failing tenant is
-// idle by construction). OnStateChange runs outside every executor lock.
+// neither. The breaker is dropped with its group, on EvictGroup or by idle
+// reclamation (WithMaxIdleGroups), whatever its state: a group made again
+// for its key has a closed breaker. A failing tenant is idle by
+// construction, so its group counts among the idle groups kept, and each
+// refusal makes it the most recently idle: it is reclaimed once
+// WithMaxIdleGroups other groups have gone idle since its tenant last
+// called. So memory stays bounded however many tenants trip their breakers
+// and go away, and a tenant that keeps calling keeps its breaker, unless
+// WithMaxIdleGroups is 0: then a breaker lasts only while its group has
+// tasks. OnStateChange runs outside every executor lock.
 //
 // Invalid settings make New return the breaker's error naming the field.
 func WithGroupBreaker(s breaker.Settings) Option {
