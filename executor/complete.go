@@ -68,9 +68,11 @@ func (ex *Executor) completeRefused(j *job, st Status, err error) {
 	j.complete(st, err, 0, 0)
 }
 
-// runInCaller runs j in the calling goroutine, outside every limit, and
-// completes it.
-func (ex *Executor) runInCaller(j *job) {
+// runInCaller runs j, refused with rej, in the calling goroutine, outside
+// every limit, and completes it. The listener hears of the refusal first,
+// as of every task run in its caller (CallerRuns or RunInCaller); a
+// listener call that exits the goroutine completes j Failed, unrun.
+func (ex *Executor) runInCaller(j *job, rej error) {
 	j.flags |= flagDetached
 	start := ex.since()
 	queued := start - j.submitted
@@ -91,6 +93,11 @@ func (ex *Executor) runInCaller(j *job) {
 		}
 		j.complete(st, err, queued, ran)
 	}()
+	if ex.listener != nil {
+		e := ex.event(j)
+		e.Status, e.Err = Rejected, rej
+		ex.notify(onRejected, e)
+	}
 	ctx, berr := ex.begin(j, queued)
 	if berr != nil {
 		st, err = Failed, berr

@@ -25,8 +25,9 @@ type Event struct {
 //
 // For each task: OnSubmitted once its input is valid, then either OnRejected
 // (refused, or timed out in the queue), or OnStarted followed by OnCompleted,
-// or OnCompleted alone (Cancelled while waiting). A task run by CallerRuns
-// sees OnRejected, then OnStarted and OnCompleted. Invalid input gets
+// or OnCompleted alone (Cancelled while waiting). A task run in its caller
+// (CallerRuns, or a rejection handler's Rejection.RunInCaller) sees
+// OnRejected, then OnStarted and OnCompleted. Invalid input gets
 // OnRejected only.
 type Listener interface {
 	OnSubmitted(Event)
@@ -79,7 +80,7 @@ const (
 // calls after the handler has returned, do nothing.
 func (r *Rejection) RunInCaller() {
 	if r.state.CompareAndSwap(rejectionOpen, rejectionRan) {
-		r.ex.runInCaller(r.j)
+		r.ex.runInCaller(r.j, r.Err)
 	}
 }
 

@@ -109,3 +109,61 @@ func TestPanickingListenerIsIgnored(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestListenerSequenceOfTasksRunInTheirCaller: a task refused for lack of
+// room and run in its caller sees OnRejected, then OnStarted and
+// OnCompleted, whether CallerRuns or a rejection handler's RunInCaller
+// runs it.
+func TestListenerSequenceOfTasksRunInTheirCaller(t *testing.T) {
+	runInCaller := executor.WithRejectionHandler(func(r *executor.Rejection) error { r.RunInCaller(); return nil })
+	for _, via := range []string{"CallerRuns", "RunInCaller"} {
+		for _, call := range []string{"Submit", "Go", "Do"} {
+			t.Run(via+"/"+call, func(t *testing.T) {
+				popts := []policy.Option{policy.WithDefaultMaxInFlight(1)}
+				rec := &recorder{}
+				eopts := []executor.Option{executor.WithListener(rec)}
+				if via == "CallerRuns" {
+					popts = append(popts, policy.WithRejectionPolicy(policy.CallerRuns))
+				} else {
+					eopts = append(eopts, runInCaller)
+				}
+				ex := newExec(t, popts, eopts...)
+				rec.ex = ex
+				g := newGate()
+				defer g.open()
+				blocker := submit(t, ex, executor.Task[string]{Group: "g", ID: "blocker", Fn: g.fn("blocker")})
+				g.waitStarted(t, 1)
+				ran := false
+				fn := func(context.Context) error { ran = true; return nil }
+				id := ""
+				switch call {
+				case "Submit":
+					id = "refused"
+					h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", ID: id,
+						Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+					if err != nil {
+						t.Fatal(err)
+					}
+					wait(t, h)
+				case "Go":
+					if err := ex.Go(bg, "g", fn); err != nil {
+						t.Fatal(err)
+					}
+				case "Do":
+					if err := ex.Do(bg, "g", fn); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !ran {
+					t.Fatal("the refused task did not run in its caller")
+				}
+				want := []string{"submitted", "rejected", "started", "completed/Success"}
+				if got := rec.of(id); !slices.Equal(got, want) {
+					t.Errorf("events %v, want %v", got, want)
+				}
+				g.open()
+				wait(t, blocker)
+			})
+		}
+	}
+}

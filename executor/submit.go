@@ -362,13 +362,7 @@ func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
 		}
 		return err
 	}
-	// CallerRuns
-	if ex.listener != nil {
-		e := ex.event(j)
-		e.Status, e.Err = Rejected, rej
-		ex.notify(onRejected, e)
-	}
-	ex.runInCaller(j)
+	ex.runInCaller(j, rej) // CallerRuns
 	return nil
 }
 
