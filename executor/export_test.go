@@ -254,3 +254,10 @@ func (ex *Executor) KnownGroups() (n, dropped int) {
 	}
 	return n, dropped
 }
+
+// KeepsRefusedHandle reports whether group keeps a refused Submit's handle
+// for its next refusal (refuseShared).
+func (ex *Executor) KeepsRefusedHandle(group string) bool {
+	g := ex.groups.load(group)
+	return g != nil && g.refusedTask.Load() != nil
+}

@@ -45,7 +45,9 @@ type group struct {
 	refused       *RejectedError // the last refusal of a task without an ID (endRefusal)
 	// refusedTask is the completed handle of the last refused Submit of
 	// a task without an ID, for the next one refused the same way
-	// (refuseShared); dropped when the group goes idle.
+	// (refuseShared), or refusalReserved while such a handle is being
+	// made; dropped when the group goes idle, and never kept by an idle
+	// group.
 	refusedTask atomic.Pointer[job]
 	// refusing is set while the group's last admission was a refusal, and
 	// read without the lock: a caller allocates its task before locking

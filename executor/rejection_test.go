@@ -299,3 +299,59 @@ func TestSharedRefusalHandleKeepsNoTask(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 }
+
+// TestIdleGroupKeepsNoRefusedHandle: a group keeps the handle of its last
+// refused Submit only while it is busy. Neither a group idle when it
+// refuses nor one that goes idle while the refused Submit is still under
+// way (here, its OnRejected) keeps it.
+func TestIdleGroupKeepsNoRefusedHandle(t *testing.T) {
+	t.Run("idle when refusing", func(t *testing.T) {
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+		heavy := executor.Task[int]{Group: "g", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }}
+		if _, err := executor.Submit(ex, bg, heavy); !errors.Is(err, executor.ErrTooHeavy) {
+			t.Fatalf("err = %v, want ErrTooHeavy", err)
+		}
+		if s := groupStats(t, ex, "g"); s.Running != 0 || s.InFlight != 0 {
+			t.Fatalf("not idle: %+v", s)
+		}
+		if ex.KeepsRefusedHandle("g") {
+			t.Error("an idle group keeps the handle of its refused Submit")
+		}
+	})
+	t.Run("idle before the refusal ends", func(t *testing.T) {
+		g := newGate()
+		defer g.open()
+		var blocker *executor.Handle[string]
+		var once sync.Once
+		ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)}, executor.WithListener(executor.ListenerFuncs{
+			Rejected: func(executor.Event) {
+				once.Do(func() { // the group's last task finishes: it goes idle
+					g.open()
+					wait(t, blocker)
+				})
+			},
+		}))
+		blocker = submit(t, ex, executor.Task[string]{Group: "g", ID: "blocker", Fn: g.fn("blocker")})
+		g.waitStarted(t, 1)
+		if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}); !errors.Is(err, executor.ErrRejected) {
+			t.Fatalf("err = %v, want a refusal", err)
+		}
+		if s := groupStats(t, ex, "g"); s.Running != 0 || s.InFlight != 0 {
+			t.Fatalf("not idle: %+v", s)
+		}
+		if ex.KeepsRefusedHandle("g") {
+			t.Error("a group gone idle keeps the handle of its refused Submit")
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		ex, _ := full(t, policy.Abort)
+		task := executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}
+		first, _ := executor.Submit(ex, bg, task)
+		if !ex.KeepsRefusedHandle("g") {
+			t.Fatal("a busy group keeps no refused handle")
+		}
+		if again, _ := executor.Submit(ex, bg, task); again != first {
+			t.Fatal("the second refusal got a handle of its own")
+		}
+	})
+}

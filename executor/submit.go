@@ -37,7 +37,8 @@ import (
 //
 // A refused task costs one allocation, its handle, which holds the error.
 // A task without an ID that its group refuses the same way as the group's
-// last refused Submit (the same limit, use, weight and error) costs none:
+// last refused Submit (the same limit, use, weight and error), the group
+// having had tasks all the while (an idle group keeps no handle), costs none:
 // it gets that refusal's handle, complete and unchangeable, which holds
 // nothing of the task but its group, weight and outcome; such handles are
 // the one case where two Submit calls return the same pointer. A refusal
@@ -185,6 +186,10 @@ type admission struct {
 	r      refusal
 	ps     [2]LimiterPermit
 	ticket breaker.Ticket
+	// share: a refusal may share its handle (refuseShared); endRefusal
+	// then reads the group's refusedTask into lastRefused under its lock.
+	share       bool
+	lastRefused *job
 }
 
 // admit locks key's group, g as findGroup found it (or r, its refusal),
@@ -281,9 +286,10 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 // cost is mostly the collector's assist work).
 func refuseShared[T any](ex *Executor, a *admission, b *batch, t Task[T], ctx context.Context, w int, h *Handle[T]) (*Handle[T], error) {
 	g := a.g
+	a.share = true
 	decided, rej := ex.endRefusal(a, b, t.Group, w, true)
 	if decided && g != nil {
-		if j := g.refusedTask.Load(); j != nil {
+		if j := a.lastRefused; j != nil {
 			if last, ok := j.body.(*Handle[T]); ok && last.err == error(rej) {
 				if ex.listener != nil {
 					ex.notify(onRejected, Event{Group: t.Group, Weight: w, Status: Rejected, Err: rej})
@@ -300,10 +306,17 @@ func refuseShared[T any](ex *Executor, a *admission, b *batch, t Task[T], ctx co
 		// Shared from now on, it keeps neither the caller's context nor
 		// what Fn holds.
 		h.fn, h.parent = nil, context.Background()
-		g.refusedTask.Store(&h.job)
+		// Kept only if g did not go idle since the refusal's unlock:
+		// idleLocked then cleared what endRefusal read (never nil).
+		g.refusedTask.CompareAndSwap(a.lastRefused, &h.job)
 	}
 	return h, err
 }
+
+// refusalReserved stands in a group's refusedTask for the handle that a
+// refusal of a busy group is about to make, so that the group going idle
+// meanwhile clears it (idleLocked), and the handle is not kept.
+var refusalReserved job
 
 // refuseAdmission ends the admission that refused j (rej its error),
 // applying the rejection policy or handler unless the refusal is forced,
@@ -395,6 +408,16 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 		}
 		if decided {
 			g.counts.add(Rejected)
+			if a.share {
+				// Read under the lock: from here on, only idleLocked and other
+				// refusals change it, and refuseShared keeps its handle only
+				// if it is unchanged (the group did not go idle). A group idle
+				// now keeps none: the unlock below clears it.
+				if a.lastRefused = g.refusedTask.Load(); a.lastRefused == nil {
+					a.lastRefused = &refusalReserved
+					g.refusedTask.Store(a.lastRefused)
+				}
+			}
 		}
 		switch {
 		case b != nil:
