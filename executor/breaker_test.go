@@ -129,13 +129,21 @@ func TestIdleReclamationBoundsOpenBreakers(t *testing.T) {
 	ex := newExec(t, nil, executor.WithMaxIdleGroups(maxIdle), executor.WithGroupBreaker(breaker.Settings{
 		Clock: fakeClock(), ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
 	}))
-	wait(t, submit(t, ex, executor.Task[int]{Group: "caller", Fn: failing}))
-	for i := range 20 { // tenants that trip their breaker and go away
-		bad := fmt.Sprint("gone-", i)
-		wait(t, submit(t, ex, executor.Task[int]{Group: bad, Fn: failing}))
-		if s := groupStats(t, ex, bad); s.Breaker != breaker.StateOpen {
-			t.Fatalf("%s: breaker %v, want open", bad, s.Breaker)
+	trip := func(group string) {
+		wait(t, submit(t, ex, executor.Task[int]{Group: group, Fn: failing}))
+		if s := groupStats(t, ex, group); s.Breaker != breaker.StateOpen {
+			t.Fatalf("%s: breaker %v, want open", group, s.Breaker)
 		}
+	}
+	// More tenants than maxIdle go first, so that groups going idle are
+	// listed from the caller's on: the list, when it comes into use, puts
+	// the groups kept before in no particular order.
+	for i := range maxIdle + 1 {
+		trip(fmt.Sprint("gone-", i))
+	}
+	trip("caller")
+	for i := maxIdle + 1; i < 20; i++ { // tenants that trip their breaker and go away
+		trip(fmt.Sprint("gone-", i))
 		if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "caller", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
 			t.Fatalf("caller: err = %v, want its breaker still open", err)
 		}
