@@ -103,7 +103,7 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		ex.unlock(a.g, b)
 		return ex.waitDo(ctx, d)
 	}
-	decided, rej := ex.endRefusal(&a, b, group, w, true)
+	decided, rej := ex.endRefusal(&a, b, group, w, true, nil)
 	if decided {
 		if ex.listener != nil {
 			ex.notify(onRejected, Event{Group: group, Weight: w, Status: Rejected, Err: rej})

@@ -99,7 +99,7 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		}
 		return nil
 	}
-	decided, rej := ex.endRefusal(&a, b, group, 1, true)
+	decided, rej := ex.endRefusal(&a, b, group, 1, true, nil)
 	if decided {
 		if t != nil {
 			putSpare(t) // allocated or pooled before the lock, and never shared

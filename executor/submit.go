@@ -186,10 +186,6 @@ type admission struct {
 	r      refusal
 	ps     [2]LimiterPermit
 	ticket breaker.Ticket
-	// share: a refusal may share its handle (refuseShared); endRefusal
-	// then reads the group's refusedTask into lastRefused under its lock.
-	share       bool
-	lastRefused *job
 }
 
 // admit locks key's group, g as findGroup found it (or r, its refusal),
@@ -286,10 +282,10 @@ func (ex *Executor) attachLocked(a *admission, j *job) {
 // cost is mostly the collector's assist work).
 func refuseShared[T any](ex *Executor, a *admission, b *batch, t Task[T], ctx context.Context, w int, h *Handle[T]) (*Handle[T], error) {
 	g := a.g
-	a.share = true
-	decided, rej := ex.endRefusal(a, b, t.Group, w, true)
+	var last *job // g's refusedTask, read under its lock
+	decided, rej := ex.endRefusal(a, b, t.Group, w, true, &last)
 	if decided && g != nil {
-		if j := a.lastRefused; j != nil {
+		if j := last; j != nil {
 			if last, ok := j.body.(*Handle[T]); ok && last.err == error(rej) {
 				if ex.listener != nil {
 					ex.notify(onRejected, Event{Group: t.Group, Weight: w, Status: Rejected, Err: rej})
@@ -308,7 +304,7 @@ func refuseShared[T any](ex *Executor, a *admission, b *batch, t Task[T], ctx co
 		h.fn, h.parent = nil, context.Background()
 		// Kept only if g did not go idle since the refusal's unlock:
 		// idleLocked then cleared what endRefusal read (never nil).
-		g.refusedTask.CompareAndSwap(a.lastRefused, &h.job)
+		g.refusedTask.CompareAndSwap(last, &h.job)
 	}
 	return h, err
 }
@@ -322,7 +318,7 @@ var refusalReserved job
 // applying the rejection policy or handler unless the refusal is forced,
 // and returns Submit's error.
 func (ex *Executor) refuseAdmission(a *admission, b *batch, j *job, key string, rej *RejectedError) error {
-	decided, _ := ex.endRefusal(a, b, key, j.weight, false)
+	decided, _ := ex.endRefusal(a, b, key, j.weight, false, nil)
 	return ex.finishRefusal(a, j, key, decided, rej)
 }
 
@@ -385,7 +381,9 @@ func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
 // it returns the refusal's error for a task of weight w without an ID (Go,
 // Do): the group's last such error if it is the same refusal, so that a
 // group that keeps refusing the same way costs no allocation per call.
-func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want bool) (decided bool, rej *RejectedError) {
+// With last (refuseShared), a refusal that is decided reads into it the
+// group's shared refusal handle, under the group's lock.
+func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want bool, last **job) (decided bool, rej *RejectedError) {
 	decided = a.r.forced || (ex.handler == nil && ex.pol.RejectionPolicy() != policy.CallerRuns)
 	if g := a.g; g == nil {
 		if want {
@@ -408,14 +406,14 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 		}
 		if decided {
 			g.counts.add(Rejected)
-			if a.share {
+			if last != nil {
 				// Read under the lock: from here on, only idleLocked and other
 				// refusals change it, and refuseShared keeps its handle only
 				// if it is unchanged (the group did not go idle). A group idle
 				// now keeps none: the unlock below clears it.
-				if a.lastRefused = g.refusedTask.Load(); a.lastRefused == nil {
-					a.lastRefused = &refusalReserved
-					g.refusedTask.Store(a.lastRefused)
+				if *last = g.refusedTask.Load(); *last == nil {
+					*last = &refusalReserved
+					g.refusedTask.Store(*last)
 				}
 			}
 		}
