@@ -93,3 +93,48 @@ func TestAnswerBrokenOffCountsOnlyBackendFaults(t *testing.T) {
 		})
 	}
 }
+
+// A backend's breaker counts an answer the backend broke off midway as a
+// failure, as a tenant's breaker does: its headers arriving is not enough
+// for a success. A client that goes away meanwhile counts for nothing.
+func TestBackendBreakerCountsAnswerBrokenOff(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool // the answer is streamed; else kept
+		cut    bool // the backend cuts its connection; else the client goes away
+		want   int  // the next request's status
+	}{
+		{"client gone while streamed", true, false, 200},
+		{"client gone while kept", false, false, 200},
+		{"backend cut while streamed", true, true, 503},
+		{"backend cut while kept", false, true, 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, sent := breaking(t, tc.stream, tc.cut)
+			g := build(t, url, minimal+"breaker: {consecutive_failures: 1, timeout: 1h}\n")
+			answered := make(chan struct{}, 2)
+			gateway.OnBackendAnswer(g, func() { answered <- struct{}{} })
+			gw := serve(t, g)
+			c := dialRaw(t, gw.url)
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+			if tc.stream {
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("streamed answer: %v %v", resp, err)
+				}
+			}
+			<-sent
+			<-answered
+			if !tc.cut {
+				c.Close()
+			}
+			eventually(t, "the request to leave the gateway", func() bool {
+				return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
+			})
+			resp, body := do(t, client(t), http.MethodGet, gw.url, "b", nil)
+			if resp.StatusCode != tc.want {
+				t.Errorf("the next request: %d %q, want %d", resp.StatusCode, body, tc.want)
+			}
+		})
+	}
+}

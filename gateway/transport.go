@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
@@ -79,6 +80,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case err == nil && resp.StatusCode >= 500:
 			ticket.Failure()
+		case err == nil && resp.Body != nil && resp.Body != http.NoBody &&
+			resp.StatusCode != http.StatusSwitchingProtocols && st.breakers != nil:
+			// The verdict waits for the body: a backend that sends its
+			// headers and then breaks its answer off has failed.
+			resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: ctx, ticket: ticket}
 		case err == nil:
 			ticket.Success()
 		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -94,6 +100,36 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, err
+}
+
+// judgedBody is an answer's body that finishes its backend's breaker ticket
+// once read: a success at its end, a failure if reading it fails (the
+// backend broke it off, or the deadline passed), nothing if the client went
+// away first or the body is closed before its end (the proxy could not send
+// it to the client).
+type judgedBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	ticket breaker.Ticket
+}
+
+func (b *judgedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == nil:
+	case err == io.EOF:
+		b.ticket.Success()
+	case b.ctx.Err() != nil && !errors.Is(b.ctx.Err(), context.DeadlineExceeded):
+		b.ticket.Ignore()
+	default:
+		b.ticket.Failure()
+	}
+	return n, err
+}
+
+func (b *judgedBody) Close() error {
+	b.ticket.Ignore() // a no-op once Read has finished it
+	return b.ReadCloser.Close()
 }
 
 // pick returns the first backend from at (in turn) whose breaker lets a
