@@ -23,6 +23,9 @@
 //     one of its limits, so it could never run;
 //   - codes.Unavailable, also with RetryInfo: the executor or the tenant's
 //     group is shut down, or the tenant's circuit breaker is open;
+//   - codes.Internal without RetryInfo: a limit resolver gave an invalid
+//     value (executor.LimitResolver) or the executor found the task invalid
+//     (executor.LimitInvalid), a misconfiguration a retry would meet again;
 //   - codes.InvalidArgument: the call names an invalid tenant
 //     (httpadmit.ValidTenant's rule), or its weight function failed or gave
 //     a negative weight;

@@ -141,6 +141,25 @@ func TestUnaryUnavailable(t *testing.T) {
 	}
 }
 
+// A call refused because a limit resolver gave an invalid value is the
+// server's misconfiguration: Internal, without RetryInfo, since a retry
+// meets the same limits.
+func TestUnaryInvalidLimitIsInternal(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyResolver(func(group string) (int, bool) {
+		return 0, group == "bad"
+	})})
+	g := newGate()
+	g.release()
+	cc := dial(t, start(t, g, unary(ex)))
+	_, err := call(context.Background(), cc, "bad", "x")
+	if status.Code(err) != codes.Internal || retryDelay(err) != -1 {
+		t.Errorf("got %v (retry %v), want Internal without RetryInfo", err, retryDelay(err))
+	}
+	if _, err := call(context.Background(), cc, "good", "x"); err != nil {
+		t.Errorf("other tenant: %v", err)
+	}
+}
+
 // Which handler errors count as failures.
 func TestUnaryFailures(t *testing.T) {
 	ex := newExec(t, nil)

@@ -23,6 +23,10 @@
 //     or its weight function failed or gave a negative weight;
 //   - 413 Content Too Large: the request's weight is above one of its limits,
 //     so it could never run;
+//   - 500 Internal Server Error without Retry-After: a limit resolver gave
+//     an invalid value (executor.LimitResolver) or the executor found the task
+//     invalid (executor.LimitInvalid), a misconfiguration a retry would meet
+//     again;
 //   - 503 without Retry-After: the request's context ended while it waited
 //     (its client went away, or a deadline set before Handler passed). It
 //     never reaches next, and its place in the queue is freed at once.

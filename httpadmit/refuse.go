@@ -10,7 +10,9 @@ import (
 
 // RefusalStatus returns the status code the default refusal writer answers
 // err with: 400 for ErrInvalidTenant and ErrInvalidWeight; 413 for a weight
-// above a limit (executor.ErrTooHeavy); 503 for an open or half-open group
+// above a limit (executor.ErrTooHeavy); 500 for a limit resolver's invalid
+// value (executor.LimitResolver) or an invalid task (executor.LimitInvalid),
+// the server's misconfiguration; 503 for an open or half-open group
 // breaker (breaker.ErrOpenState, breaker.ErrTooManyRequests), a shutdown
 // (executor.ErrShutdown, executor.ErrGroupShutdown) or a context that ended
 // while the request waited; 429 for every other executor.ErrRejected; 500

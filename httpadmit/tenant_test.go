@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/policy"
 )
 
 type tenantKey struct{}
@@ -167,9 +169,30 @@ func TestRefusalStatus(t *testing.T) {
 		context.Canceled:         http.StatusServiceUnavailable,
 		context.DeadlineExceeded: http.StatusServiceUnavailable,
 		errors.New("other"):      http.StatusInternalServerError,
+		&executor.RejectedError{Limit: executor.LimitResolver}:                              http.StatusInternalServerError,
+		&executor.RejectedError{Limit: executor.LimitInvalid, Err: executor.ErrInvalidTask}: http.StatusInternalServerError,
 	} {
 		if got := httpadmit.RefusalStatus(err); got != want {
 			t.Errorf("RefusalStatus(%v) = %d, want %d", err, got, want)
+		}
+	}
+}
+
+// A request refused because a limit resolver gave an invalid value is the
+// server's misconfiguration: 500, without Retry-After, since a retry meets
+// the same limits.
+func TestInvalidLimitIs500(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyResolver(func(group string) (int, bool) {
+		return 0, group == "bad"
+	})})
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for tenant, want := range map[string]int{"bad": http.StatusInternalServerError, "good": http.StatusOK} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("X-Tenant", tenant)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want || w.Header().Get("Retry-After") != "" {
+			t.Errorf("tenant %s: %d, Retry-After %q; want %d without", tenant, w.Code, w.Header().Get("Retry-After"), want)
 		}
 	}
 }

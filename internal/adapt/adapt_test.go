@@ -63,6 +63,8 @@ func TestClassify(t *testing.T) {
 		{&executor.RejectedError{Limit: executor.LimitBreaker, Err: breaker.ErrOpenState}, adapt.BreakerOpen, true},
 		{&executor.RejectedError{Limit: executor.LimitShutdown, Err: executor.ErrGroupShutdown}, adapt.Shutdown, true},
 		{&executor.RejectedError{Limit: executor.LimitGroupInFlight}, adapt.Rejected, true},
+		{&executor.RejectedError{Limit: executor.LimitResolver, Err: errors.New("0 from WithMaxConcurrencyResolver")}, adapt.Misconfigured, false},
+		{&executor.RejectedError{Limit: executor.LimitInvalid, Err: executor.ErrInvalidTask}, adapt.Misconfigured, false},
 		{context.Canceled, adapt.Canceled, false},
 		{context.DeadlineExceeded, adapt.DeadlineExceeded, false},
 		{errors.New("other"), adapt.Unknown, false},

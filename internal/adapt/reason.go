@@ -19,6 +19,7 @@ const (
 	InvalidTenant                  // ErrInvalidTenant
 	InvalidWeight                  // ErrInvalidWeight
 	TooHeavy                       // executor.ErrTooHeavy: the weight exceeds a limit, so it can never run
+	Misconfigured                  // executor.LimitResolver, LimitInvalid: the server's fault, which a retry meets again
 	BreakerOpen                    // breaker.ErrOpenState, breaker.ErrTooManyRequests
 	Shutdown                       // executor.ErrShutdown, executor.ErrGroupShutdown
 	Rejected                       // any other executor.ErrRejected: no room, a queue timeout, a cluster limiter
@@ -31,9 +32,9 @@ const (
 func (r Reason) Retry() bool { return r == BreakerOpen || r == Shutdown || r == Rejected }
 
 // Classify returns why err stopped a request, and a short message saying it
-// (err's own text for an invalid request, the limit's name for a
-// refusal). The messages of Canceled, DeadlineExceeded and Unknown are left
-// to the adapter, which knows what to call its request.
+// (err's own text for an invalid request, the limit's name for a refusal
+// and for a misconfiguration). The messages of Canceled, DeadlineExceeded
+// and Unknown are left to the adapter, which knows what to call its request.
 func Classify(err error) (Reason, string) {
 	var re *executor.RejectedError
 	switch {
@@ -43,6 +44,11 @@ func Classify(err error) (Reason, string) {
 		return InvalidWeight, err.Error()
 	case errors.Is(err, executor.ErrTooHeavy) && errors.As(err, &re):
 		return TooHeavy, fmt.Sprintf("the weight %d exceeds the %s limit (%d)", re.Weight, re.Limit, re.Max)
+	case errors.As(err, &re) && (re.Limit == executor.LimitResolver || re.Limit == executor.LimitInvalid):
+		// The value or the task is invalid only through the server's
+		// configuration or code, never through the request, which the
+		// adapters checked: its text is for the server's log.
+		return Misconfigured, "internal error (" + string(re.Limit) + ")"
 	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
 		return BreakerOpen, "the tenant's circuit breaker is open"
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown):
