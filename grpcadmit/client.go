@@ -15,7 +15,9 @@ import (
 // bulkhead and a slow one cannot take all of the outgoing capacity. With
 // WithTenantKey the group is the outgoing metadata's tenant, with
 // WithTenantFunc what it returns. The call holds its slot until the reply
-// (or error) is in.
+// (or error) is in. Its error counts as a failure for the group's breaker by
+// ClientFailure, unless WithFailure says otherwise: a call that runs out of
+// time is a failure of the dependency.
 //
 // A call the executor refuses is not sent: its error is a *RefusalError, with
 // the code a server interceptor would send (codes.ResourceExhausted for lack
@@ -24,6 +26,9 @@ import (
 // invalid.
 func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryClientInterceptor {
 	a := newAdmitter(ex, opts, outgoing)
+	if a.failure == nil {
+		a.failure = ClientFailure
+	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		group := cc.Target()
 		if a.tenant != nil {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
 	"github.com/groupexec/groupexec/policy"
@@ -87,5 +89,32 @@ func TestClientTenantKeyAndFailures(t *testing.T) {
 	}
 	if e := <-ev.completed; e.Group != grpcadmit.DefaultGroup || e.Status != executor.Success {
 		t.Errorf("%s %v", e.Group, e.Status)
+	}
+}
+
+// A call that runs out of time counts, for the client, as a failure of the
+// dependency, so that one that keeps timing out opens its breaker; a server
+// does not count its caller's deadline against itself
+// (TestUnaryHandlerDeadlineIsNoFailure).
+func TestClientDeadlineIsFailure(t *testing.T) {
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 },
+	}))
+	g := newGate()
+	g.release()
+	// What a call whose deadline passes gets, without waiting for one.
+	g.reply = func(context.Context, string) error { return status.Error(codes.DeadlineExceeded, "too slow") }
+	cc := dial(t, start(t, g), grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(ex)))
+	for range 2 {
+		if _, err := call(context.Background(), cc, "", "x"); status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("call: %v, want DeadlineExceeded", err)
+		}
+	}
+	if s, _ := ex.GroupStats(cc.Target()); s.Failed != 2 || s.Breaker != breaker.StateOpen {
+		t.Errorf("%d failed, breaker %v; want 2 and open", s.Failed, s.Breaker)
+	}
+	if !grpcadmit.ClientFailure(status.Error(codes.DeadlineExceeded, "x")) || !grpcadmit.ClientFailure(context.DeadlineExceeded) ||
+		grpcadmit.ClientFailure(status.Error(codes.NotFound, "x")) || grpcadmit.ServerFailure(status.Error(codes.DeadlineExceeded, "x")) {
+		t.Error("ClientFailure must add DeadlineExceeded to ServerFailure's codes, and only it")
 	}
 }

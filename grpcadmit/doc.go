@@ -44,9 +44,11 @@
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with
 // a code that says the server failed: Unknown, Internal, Unavailable and
-// DataLoss. A panic in a handler releases its slot and goes on unchanged, as
-// without the interceptor (gRPC does not recover it; a recovery interceptor
-// chained before this one does).
+// DataLoss (ServerFailure). The client interceptor also counts
+// DeadlineExceeded (ClientFailure): for a caller, a dependency that does not
+// answer in time has failed. A panic in a handler releases its slot and goes
+// on unchanged, as without the interceptor (gRPC does not recover it; a
+// recovery interceptor chained before this one does).
 //
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.

@@ -41,12 +41,12 @@ type config struct {
 	tenantKey    string                                    // set by WithTenantKey
 	defaultGroup string
 	retryAfter   time.Duration
-	failure      func(error) bool
+	failure      func(error) bool                                      // nil: the side's default, ServerFailure or ClientFailure
 	weight       func(ctx context.Context, method string) (int, error) // nil: every call weighs 1
 }
 
 func build(opts []Option) config {
-	c := config{defaultGroup: DefaultGroup, retryAfter: DefaultRetryAfter, failure: ServerFailure}
+	c := config{defaultGroup: DefaultGroup, retryAfter: DefaultRetryAfter}
 	adapt.Apply("grpcadmit", &c, opts, Option.apply)
 	return c
 }
@@ -109,7 +109,8 @@ func WithRetryAfter(d time.Duration) Option {
 // breaker; the others count as successes, except an error that wraps
 // context.Canceled or has the gRPC code Canceled, which counts as
 // Cancelled (work given up on, as outcome.Classify says). Default
-// ServerFailure. f must not be nil.
+// ServerFailure in the server interceptors, ClientFailure in the client
+// interceptor. f must not be nil.
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -159,4 +160,20 @@ func ServerFailure(err error) bool {
 		return true
 	}
 	return false
+}
+
+// ClientFailure reports whether a call's error says its dependency failed:
+// ServerFailure's codes and DeadlineExceeded. A server does not count its
+// caller's deadline against itself, since the caller chose it; for the
+// caller, a dependency that does not answer in time has failed, and one that
+// keeps timing out must open the breaker that sheds the calls to it.
+func ClientFailure(err error) bool {
+	if ServerFailure(err) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		st = status.FromContextError(err)
+	}
+	return st.Code() == codes.DeadlineExceeded
 }

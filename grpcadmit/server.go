@@ -42,10 +42,13 @@ func newAdmitter(ex *executor.Executor, opts []Option, read func(context.Context
 	return a
 }
 
-// newServerAdmitter is newAdmitter with the server's default tenant: the
-// x-tenant incoming metadata key.
+// newServerAdmitter is newAdmitter with the server's defaults: the x-tenant
+// incoming metadata key, and ServerFailure.
 func newServerAdmitter(ex *executor.Executor, opts []Option) *admitter {
 	a := newAdmitter(ex, opts, metadata.ValueFromIncomingContext)
+	if a.failure == nil {
+		a.failure = ServerFailure
+	}
 	if a.tenant == nil {
 		a.tenant = fromMetadata(DefaultTenantKey, metadata.ValueFromIncomingContext)
 	}
