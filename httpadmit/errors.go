@@ -1,6 +1,7 @@
 package httpadmit
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -16,7 +17,10 @@ var ErrInvalidWeight = adapt.ErrInvalidWeight
 
 // StatusError is the outcome, in the executor's Stats and listener events, of
 // a request whose response status WithFailureStatus's function reported as a
-// failure.
+// failure. When the status was written after the request's context was
+// cancelled (its client went away, or the executor stopped it), the request
+// counts as Cancelled instead, and its outcome matches context.Canceled and
+// carries the StatusError (errors.As).
 type StatusError struct {
 	Code int // the response's status code
 }
@@ -24,3 +28,15 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("httpadmit: response status %d counted as a failure", e.Code)
 }
+
+// cancelledStatusError is the outcome of a request whose failing status was
+// written after its context was cancelled: Cancelled, since the status
+// answered for work given up on.
+type cancelledStatusError struct{ status *StatusError }
+
+func (e *cancelledStatusError) Error() string {
+	return fmt.Sprintf("httpadmit: response status %d written after the request was cancelled", e.status.Code)
+}
+
+// Unwrap returns the status and context.Canceled.
+func (e *cancelledStatusError) Unwrap() []error { return []error{e.status, context.Canceled} }

@@ -127,7 +127,7 @@ var calls = sync.Pool{New: func() any {
 }}
 
 // serve runs next: it is Do's fn, so nothing it returns other than nil, a
-// *StatusError or errAborted comes from it.
+// *StatusError, a *cancelledStatusError or errAborted comes from it.
 func (c *call) serve(ctx context.Context) (err error) {
 	h, w, r := c.h, c.w, c.r
 	if ctx != r.Context() {
@@ -143,7 +143,14 @@ func (c *call) serve(ctx context.Context) (err error) {
 	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r)
 	c.returned = true
-	return failed(h.failure, sw.code())
+	err = failed(h.failure, sw.code())
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// next answered for work given up on (a ReverseProxy's 502 for the
+		// upstream call cancelled when its client went away, or the
+		// executor's stop): that says nothing of the group's dependency.
+		err = &cancelledStatusError{err.(*StatusError)}
+	}
+	return err
 }
 
 // errAborted is serve's error for a next that panicked with

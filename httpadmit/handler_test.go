@@ -340,3 +340,67 @@ func TestRetryAfterRoundsUpWithoutOverflow(t *testing.T) {
 		}
 	}
 }
+
+// endingCtx is a context that ends with err when end is called, as a
+// request's does when its client goes away (context.Canceled) or its
+// deadline passes (context.DeadlineExceeded), without waiting for a clock.
+type endingCtx struct {
+	context.Context
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+func newEndingCtx(err error) *endingCtx {
+	return &endingCtx{Context: context.Background(), done: make(chan struct{}), err: err}
+}
+
+func (c *endingCtx) end()                  { c.once.Do(func() { close(c.done) }) }
+func (c *endingCtx) Done() <-chan struct{} { return c.done }
+
+func (c *endingCtx) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// With WithFailureStatus, a failing status written after the request's
+// context was cancelled (its client went away, and next answered for the
+// work it gave up, as a ReverseProxy's 502) counts as Cancelled, not against
+// the group's breaker; its outcome still carries the status. A deadline that
+// passed is no cancellation: the work did not finish in its time.
+func TestHandlerStatusAfterCancelIsCancelled(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener(), executor.WithGroupBreaker(breaker.Settings{
+		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 }}))
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Context().Value(endKey{}).(func())()
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusBadGateway)
+	}), httpadmit.WithFailureStatus(func(code int) bool { return code >= 500 }))
+	serveEnding := func(err error) executor.Event {
+		ctx := newEndingCtx(err)
+		r := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.WithValue(ctx, endKey{}, ctx.end))
+		r.Header.Set("X-Tenant", "a")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		return next(t, ev.completed)
+	}
+	for range 2 {
+		e := serveEnding(context.Canceled)
+		var se *httpadmit.StatusError
+		if e.Status != executor.Cancelled || !errors.Is(e.Err, context.Canceled) || !errors.As(e.Err, &se) || se.Code != http.StatusBadGateway {
+			t.Errorf("client gone: %v %v, want Cancelled with the status", e.Status, e.Err)
+		}
+	}
+	if s, _ := ex.GroupStats("a"); s.Breaker != breaker.StateClosed || s.Failed != 0 || s.Cancelled != 2 {
+		t.Fatalf("breaker %v, %d failed, %d cancelled; want closed, 0 and 2", s.Breaker, s.Failed, s.Cancelled)
+	}
+	if e := serveEnding(context.DeadlineExceeded); e.Status != executor.Failed {
+		t.Errorf("deadline passed: %v %v, want Failed", e.Status, e.Err)
+	}
+}
+
+type endKey struct{}

@@ -156,7 +156,11 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // group's circuit breaker (executor.WithGroupBreaker), which opens after
 // enough of them. Without it only a panic (Handler) or a transport error
 // (Transport) counts as a failure. A typical f is
-// func(code int) bool { return code >= 500 }.
+// func(code int) bool { return code >= 500 }. In Handler, a failing status
+// written after the request's context was cancelled (its client went away,
+// or the executor stopped it) counts as Cancelled, not as a failure: it
+// answers for work given up on, as a ReverseProxy's 502 for an upstream call
+// cancelled with its client's request does.
 //
 // Handler then passes next a ResponseWriter that records the status. It
 // implements http.Flusher and Unwrap (so http.ResponseController reaches
