@@ -253,7 +253,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	case <-done:
 	}
 	err := ctx.Err()
-	if b.leave(w, err, err.Error()) {
+	if b.leave(w, err) {
 		return Permit{}, err
 	}
 	// Decided just as ctx ended. A permit issued to a request that has given
@@ -265,10 +265,10 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	return Permit{}, err
 }
 
-// leave takes w, whose request gives up with err (logged with code), out
-// of the queue, and reports whether it was still there: if not, it was
-// decided meanwhile, and w.err says how.
-func (b *Bulkhead) leave(w *waiter, err error, code string) bool {
+// leave takes w, whose request gives up with err, out of the queue, and
+// reports whether it was still there: if not, it was decided meanwhile,
+// and w.err says how.
+func (b *Bulkhead) leave(w *waiter, err error) bool {
 	var es *events
 	if b.observed {
 		es = new(events)
@@ -282,17 +282,17 @@ func (b *Bulkhead) leave(w *waiter, err error, code string) bool {
 	w.timer.Stop()
 	w.err = err
 	close(w.ready)
-	b.event(es, EventRequestRejected, b.stamp(), 0, code)
+	b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
 	b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
 	b.unlock()
 	b.deliver(es)
 	return true
 }
 
-// giveBack releases a permit issued to a waiter that has given up with err,
-// its context's error; the release serves the next in line. The request
-// failed, so the log records its rejection, as for a waiter whose context
-// ended before its turn.
+// giveBack releases a permit issued to a waiter that has given up with err
+// (its context's error, or ErrGoexit); the release serves the next in
+// line. The request failed, so the log records its rejection, as for a
+// waiter that gave up before its turn.
 func (b *Bulkhead) giveBack(p Permit, err error) {
 	// Deferred, so that the permit comes back even if a listener told of
 	// the rejection exits the goroutine (runtime.Goexit).
@@ -304,10 +304,20 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 	if b.observed {
 		es := new(events)
 		b.lock()
-		b.event(es, EventRequestRejected, b.stamp(), 0, err.Error())
+		b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
 		b.unlock()
 		b.deliver(es)
 	}
+}
+
+// detailOf is the detail of the rejection of a request that gave up with
+// err: its stable code for one of the bulkhead's errors (ErrGoexit), else
+// its text (a context's error).
+func detailOf(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.code
+	}
+	return err.Error()
 }
 
 // deliverIssued delivers es, the events of issuing p, on the goroutine of
@@ -343,7 +353,7 @@ func (b *Bulkhead) deliverQueued(es *events, w *waiter) {
 
 // abandon ends w for an acquire whose goroutine exited before it waited.
 func (b *Bulkhead) abandon(w *waiter) {
-	if !b.leave(w, ErrGoexit, ErrGoexit.code) && w.err == nil {
+	if !b.leave(w, ErrGoexit) && w.err == nil {
 		b.giveBack(w.permit, ErrGoexit)
 	}
 }

@@ -118,3 +118,33 @@ func TestListenerGoexitOnQueueKeepsNoPermit(t *testing.T) {
 		})
 	}
 }
+
+// A request granted its permit while a listener told of its queueing runs,
+// then ended by that listener (runtime.Goexit), gives the permit back; its
+// rejection is logged with ErrGoexit's stable code, as when it leaves the
+// queue ungranted, not with the error's text.
+func TestListenerGoexitAfterGrantLogsTheCode(t *testing.T) {
+	var held bulkhead.Permit
+	var b *bulkhead.Bulkhead
+	b = newBH(t, 1, bulkhead.WithQueue(2, time.Hour), bulkhead.WithEventLog(32),
+		bulkhead.WithListener(bulkhead.ListenerFunc(func(e bulkhead.Event) {
+			if e.Code == bulkhead.EventRequestQueued {
+				release(t, b, held) // grants the request being told of
+				runtime.Goexit()
+			}
+		})))
+	held = acquire(t, b, 1)
+	exitInside(func() { _, _ = b.Acquire(bg, 1) })
+	if n := b.InFlight(); n != 0 {
+		t.Fatalf("%d in flight after the granted request's goroutine exited", n)
+	}
+	var last bulkhead.Event
+	for _, e := range b.Events() {
+		if e.Code == bulkhead.EventRequestRejected {
+			last = e
+		}
+	}
+	if last.Detail != "RB_ERR_GOEXIT" {
+		t.Errorf("rejection logged with detail %q, want RB_ERR_GOEXIT", last.Detail)
+	}
+}
