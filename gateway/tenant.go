@@ -72,7 +72,16 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			// would split a segment in two and "%61" spell a key the
 			// backend never sees. A segment with an escape breaks
 			// config.ValidTenant, and a prefix matches only as written.
-			rest, ok := strings.CutPrefix(r.URL.EscapedPath(), t.PathPrefix)
+			p := r.URL.EscapedPath()
+			if hasDotSegment(p) {
+				// "/x/../t/acme" names no tenant as sent, but a backend
+				// that cleans it serves acme's path, under the default
+				// tenant's limits. Clients remove dot-segments before
+				// they send (RFC 3986, 5.2.4): one that does not is
+				// refused.
+				return "", ErrInvalidTenant
+			}
+			rest, ok := strings.CutPrefix(p, t.PathPrefix)
 			if !ok {
 				return "", nil
 			}
@@ -101,6 +110,21 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 		return "", ErrInvalidTenant
 	}
 	return key, nil
+}
+
+// hasDotSegment reports whether the escaped path p has a "." or ".."
+// segment, its dots escaped or not.
+func hasDotSegment(p string) bool {
+	for seg := range strings.SplitSeq(p, "/") {
+		if len(seg) == 0 || len(seg) > 6 {
+			continue // "%2e%2e" is the longest
+		}
+		switch strings.ReplaceAll(strings.ToLower(seg), "%2e", ".") {
+		case ".", "..":
+			return true
+		}
+	}
+	return false
 }
 
 // certError says why a client certificate names no tenant; it matches

@@ -243,3 +243,31 @@ func TestExtractTenantEmptySegment(t *testing.T) {
 		}
 	}
 }
+
+// A path with a dot-segment ("." or "..", escaped or not) is refused with
+// ErrInvalidTenant when the tenant comes from the path: "/x/../t/acme"
+// names no tenant as sent, but a backend that cleans it serves acme's
+// path, under the default tenant's limits. Well-behaved clients remove
+// dot-segments before they send (RFC 3986, 5.2.4).
+func TestExtractTenantDotSegments(t *testing.T) {
+	cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t"}
+	for _, url := range []string{
+		"http://h/x/../t/acme",
+		"http://h/x/%2e%2E/t/acme",
+		"http://h/t/acme/../../t/beta",
+		"http://h/./t/acme",
+		"http://h/t/acme/.",
+		"http://h/x/..",
+	} {
+		r := httptest.NewRequest(http.MethodGet, url, nil) // the path as sent
+		if got, err := gateway.ExtractTenant(&cfg, r); !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Errorf("%s: %q, %v; want ErrInvalidTenant", url, got, err)
+		}
+	}
+	for _, url := range []string{"http://h/t/acme/a..b", "http://h/t/acme/.well-known", "http://h/t/acme/x."} {
+		r := httptest.NewRequest(http.MethodGet, url, nil)
+		if got, err := gateway.ExtractTenant(&cfg, r); err != nil || got != "acme" {
+			t.Errorf("%s: %q, %v; want acme", url, got, err)
+		}
+	}
+}
