@@ -10,8 +10,8 @@
 // A task that cannot start at once waits in its group's FIFO queue holding
 // nothing but its place in its own group's bulkhead: a hot group with a deep
 // backlog never pins global capacity that another group could use. Waiting
-// costs no goroutine of the executor's; a waiting task is its handle, a few
-// hundred bytes.
+// costs no goroutine of the executor's; a waiting task is its handle, about
+// 150 bytes.
 //
 // Three ways in, one admission. Do admits work and runs it in the calling
 // goroutine, as a request handler wants:
