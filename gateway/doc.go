@@ -37,7 +37,8 @@
 //     Content-Encoding other than gzip, x-gzip, deflate and identity, 408
 //     for a body not received within timeouts.read, 400 for a body that did
 //     not arrive whole or does not decode, 431 for headers over the cap,
-//     400 for an invalid tenant key.
+//     400 for an invalid tenant key, 500 when the body cannot be stored in
+//     body.spool_dir.
 //
 // Every request has one deadline, timeouts.upstream from the moment its body
 // is in: time in the queue, every try and every backoff fit inside it.

@@ -14,7 +14,8 @@
 // default is exactly the kind of mistake an admission gateway must not make.
 // Every problem of a file is reported at once, in line order. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning
-// (each field's comment says which), an error everywhere else. Parse also
+// (each field's comment says which), an error everywhere else; a duration
+// is written with its unit (0s: a bare 0 is not a duration). Parse also
 // loads the files a config names (TLS certificates, the bearer token's key),
 // and Config.RestartOnly names the keys a running gateway cannot change.
 // example.yaml in this directory sets every key.
