@@ -2,7 +2,6 @@ package grpcadmit
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -55,11 +54,11 @@ func build(opts []Option) config {
 // of x-tenant: from the incoming metadata in the server interceptors, from the
 // outgoing metadata in the client interceptor. An absent key names no tenant
 // (the default group); a key sent more than once, or empty, makes the call
-// invalid. key must not be empty.
+// invalid. key must be a metadata key: letters, digits, '-', '_' and '.'.
 func WithTenantKey(key string) Option {
 	return optionFunc(func(c *config) error {
-		if key == "" {
-			return fmt.Errorf("WithTenantKey(%q): the key must not be empty", key)
+		if err := adapt.MetadataKey(key); err != nil {
+			return err
 		}
 		c.tenantKey, c.tenant = strings.ToLower(key), nil
 		return nil

@@ -382,6 +382,8 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		want string
 	}{
 		{grpcadmit.WithTenantKey(""), `WithTenantKey("")`},
+		{grpcadmit.WithTenantKey("x tenant"), `WithTenantKey("x tenant")`},
+		{grpcadmit.WithTenantKey("x-tenant:"), `WithTenantKey("x-tenant:")`},
 		{grpcadmit.WithTenantFunc(nil), "WithTenantFunc(nil)"},
 		{grpcadmit.WithDefaultGroup(""), `WithDefaultGroup("")`},
 		{grpcadmit.WithRetryAfter(-time.Second), "WithRetryAfter(-1s)"},

@@ -43,11 +43,11 @@ func build(opts []Option) config {
 // WithTenantHeader reads the tenant from the named header instead of
 // X-Tenant. An absent header names no tenant (the default group); a header
 // sent more than once, or empty, makes the request invalid (400). name must
-// not be empty.
+// be a valid header name (a token: no spaces, no colon).
 func WithTenantHeader(name string) Option {
 	return optionFunc(func(c *config) error {
-		if name == "" {
-			return fmt.Errorf("WithTenantHeader(%q): the header name must not be empty", name)
+		if err := adapt.HeaderName(name); err != nil {
+			return err
 		}
 		c.tenant = fromHeader(name)
 		return nil

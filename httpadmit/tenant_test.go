@@ -119,6 +119,8 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		want string
 	}{
 		{httpadmit.WithTenantHeader(""), `WithTenantHeader("")`},
+		{httpadmit.WithTenantHeader("X Tenant"), `WithTenantHeader("X Tenant")`},
+		{httpadmit.WithTenantHeader("X-Tenant:"), `WithTenantHeader("X-Tenant:")`},
 		{httpadmit.WithTenantPathSegment(-1), "WithTenantPathSegment(-1)"},
 		{httpadmit.WithTenantContextValue(nil), "WithTenantContextValue(nil)"},
 		{httpadmit.WithTenantContextValue([]int{1}), "WithTenantContextValue([]int)"},

@@ -8,6 +8,7 @@ package adapt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -130,6 +131,41 @@ func RetryAfter(d time.Duration) error {
 	}
 	return nil
 }
+
+// HeaderName checks WithTenantHeader's name: an HTTP field name, a token
+// (RFC 9110, section 5.1). net/http refuses a request carrying any other
+// name, so a handler would never see it and every request would name no
+// tenant.
+func HeaderName(name string) error {
+	if name == "" {
+		return fmt.Errorf("WithTenantHeader(%q): the header name must not be empty", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isDigit(c) && !isLetter(c) && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return fmt.Errorf("WithTenantHeader(%q): not a valid header name", name)
+		}
+	}
+	return nil
+}
+
+// MetadataKey checks WithTenantKey's key, which the interceptors lower-case:
+// a gRPC metadata key has only 0-9, a-z, '-', '_' and '.'. gRPC refuses to
+// send a call carrying any other key, so a server would never see it and
+// every call would name no tenant.
+func MetadataKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("WithTenantKey(%q): the key must not be empty", key)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; !isDigit(c) && !isLetter(c) && c != '-' && c != '_' && c != '.' {
+			return fmt.Errorf("WithTenantKey(%q): not a valid metadata key", key)
+		}
+	}
+	return nil
+}
+
+func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // NilFunc is the error of an option given a nil function.
 func NilFunc(option string) error {

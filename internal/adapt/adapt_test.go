@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/groupexec/groupexec/breaker"
@@ -76,5 +77,30 @@ func TestClassify(t *testing.T) {
 	}
 	if _, msg := adapt.Classify(heavy); msg != "the weight 5 exceeds the group concurrency limit (4)" {
 		t.Errorf("too heavy: %q", msg)
+	}
+}
+
+// A header name or metadata key that the protocol cannot carry is refused,
+// naming the option and the value; the valid ones pass.
+func TestHeaderNameAndMetadataKey(t *testing.T) {
+	for _, name := range []string{"X-Tenant", "x_org", "a.b", "!#$%&'*+-.^_`|~09AZaz"} {
+		if err := adapt.HeaderName(name); err != nil {
+			t.Errorf("HeaderName(%q): %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "X Tenant", "X-Tenant:", "x\t", "ä", "a\"b", "(x)"} {
+		if err := adapt.HeaderName(name); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("WithTenantHeader(%q)", name)) {
+			t.Errorf("HeaderName(%q) = %v, want an error naming the option and the value", name, err)
+		}
+	}
+	for _, key := range []string{"x-tenant", "X-Org", "a_b.c-9"} {
+		if err := adapt.MetadataKey(key); err != nil {
+			t.Errorf("MetadataKey(%q): %v", key, err)
+		}
+	}
+	for _, key := range []string{"", "x tenant", "x-tenant:", "x~t", "ä"} {
+		if err := adapt.MetadataKey(key); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("WithTenantKey(%q)", key)) {
+			t.Errorf("MetadataKey(%q) = %v, want an error naming the option and the value", key, err)
+		}
 	}
 }
