@@ -75,6 +75,51 @@ func TestResolverErrorRejectsTask(t *testing.T) {
 	}
 }
 
+// A resolver that panics panics the caller that needed the group, before
+// anything of the task is counted or held: the executor goes on serving
+// other groups, and the group is resolved again at its next task.
+func TestResolverPanicHoldsNothing(t *testing.T) {
+	var panics atomic.Bool
+	panics.Store(true)
+	ex := newExec(t, []policy.Option{policy.WithMaxConcurrencyResolver(func(g string) (int, bool) {
+		if g == "bad" && panics.Load() {
+			panic("resolver failed")
+		}
+		return 1, true
+	})})
+	fn := func(context.Context) error { return nil }
+	for name, call := range map[string]func() error{
+		"Go": func() error { return ex.Go(bg, "bad", fn) },
+		"Do": func() error { return ex.Do(bg, "bad", fn) },
+		"Submit": func() error {
+			_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "bad", Fn: func(context.Context) (int, error) { return 0, nil }})
+			return err
+		},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != "resolver failed" {
+					t.Errorf("%s: recovered %v, want the resolver's panic", name, r)
+				}
+			}()
+			call()
+		}()
+	}
+	if _, ok := ex.GroupStats("bad"); ok {
+		t.Error("state kept for a group whose resolver panicked")
+	}
+	if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 || s.Submitted != 0 || s.Groups != 0 {
+		t.Errorf("after the panics: %+v; want nothing counted or held", s)
+	}
+	if err := ex.Do(bg, "good", fn); err != nil {
+		t.Fatal(err)
+	}
+	panics.Store(false)
+	if err := ex.Do(bg, "bad", fn); err != nil {
+		t.Fatalf("once the resolver answers: %v", err)
+	}
+}
+
 func TestEvictIdleGroupResolvesLimitsAfresh(t *testing.T) {
 	var limit, calls atomic.Int64
 	limit.Store(1)
