@@ -308,6 +308,10 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		r.err = redis.Nil
 	}
 	if r.err != nil {
+		// The call may have run, and only its reply been lost: Redis may
+		// count this holder as waiting (refused), and a drop of the
+		// demand must end that record.
+		ks.recorded = true
 		if !h.down {
 			// One failure is not an outage: ask again at the poll rate.
 			ks.retryLocked(h.cfg.poll)

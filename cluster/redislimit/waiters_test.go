@@ -520,3 +520,47 @@ func TestFailedUnwaitIsSentAgain(t *testing.T) {
 		return errors.Is(err, redis.Nil)
 	})
 }
+
+// A's first refill of a key finds the limit at B: Redis records A as
+// waiting, and the reply is lost. Lost replies again until A is down, which
+// drops the demand. A never heard of its refusal, but Redis recorded it: once
+// Redis answers again the record must be ended, as when A had heard of it, or
+// it keeps B's cap split with a holder that waits for nothing until it
+// expires (two renew intervals: minutes here).
+func TestRecordOfARefusalWhoseReplyWasLostIsEnded(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	downs := make(chan struct{}, 1)
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithListener(func(e redislimit.Event) {
+		if e.Kind == redislimit.EventUnavailable {
+			downs <- struct{}{}
+		}
+	}))...)
+	b := newHolder(t, addr, manualRenewals()...)
+	la, lb := a.Groups(1), b.Groups(1)
+	_, nb := attach(t, la), attach(t, lb)
+	p := acquire(t, lb, nb, "g", 1, 5*time.Second)
+	defer p.Release()
+	redislimit.SetReplyHook(a, func() error { return errors.New("a lost reply (test)") })
+	if q, err := la.TryAcquire("g", 1); q != nil || err != nil {
+		t.Fatalf("A's TryAcquire with the limit at B: %v, %v; want to wait", q, err)
+	}
+	select {
+	case <-downs:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A not down after its refills failed")
+	}
+	w, aid := "t:"+t.Name()+":{group:g}:w", a.ID()+"/1"
+	if _, err := rdb.ZScore(bg, w, aid).Result(); err != nil {
+		t.Fatalf("A not recorded as waiting: %v", err)
+	}
+	redislimit.SetReplyHook(a, nil)
+	redislimit.RenewNow(a) // the probe: Redis answers, A is up
+	if s := a.Stats(); s.Mode != redislimit.ModeUp {
+		t.Fatalf("A's mode after the probe: %v; want up", s.Mode)
+	}
+	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
+		_, err := rdb.ZScore(bg, w, aid).Result()
+		return errors.Is(err, redis.Nil)
+	})
+}
