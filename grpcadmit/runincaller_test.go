@@ -8,25 +8,9 @@ import (
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
-
-// fillSlot occupies group's only slot until the returned func is called.
-func fillSlot(t *testing.T, ex *executor.Executor, group string) (free func()) {
-	t.Helper()
-	in, out := make(chan struct{}), make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = ex.Do(context.Background(), group, func(context.Context) error {
-			close(in)
-			<-out
-			return nil
-		})
-	}()
-	<-in
-	return func() { close(out); <-done }
-}
 
 func runInCallerExec(t *testing.T) *executor.Executor {
 	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
@@ -40,7 +24,7 @@ func runInCallerExec(t *testing.T) *executor.Executor {
 // handler must not be answered as a success.
 func TestUnaryPanicRunInCallerIsNotASuccess(t *testing.T) {
 	ex := runInCallerExec(t)
-	defer fillSlot(t, ex, "a")()
+	defer adaptertest.FillSlot(t, ex, "a")()
 	icp := grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
 	var resp any
 	var err error
@@ -58,7 +42,7 @@ func TestUnaryPanicRunInCallerIsNotASuccess(t *testing.T) {
 // Likewise for a stream handler: a nil error is an OK status.
 func TestStreamPanicRunInCallerIsNotASuccess(t *testing.T) {
 	ex := runInCallerExec(t)
-	defer fillSlot(t, ex, "a")()
+	defer adaptertest.FillSlot(t, ex, "a")()
 	icp := grpcadmit.StreamServerInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
 	var err error
 	panicked := func() (v any) {

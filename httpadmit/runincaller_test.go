@@ -1,32 +1,15 @@
 package httpadmit_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
-
-// fillSlot occupies group's only slot until the returned func is called.
-func fillSlot(t *testing.T, ex *executor.Executor, group string) (free func()) {
-	t.Helper()
-	in, out := make(chan struct{}), make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = ex.Do(context.Background(), group, func(context.Context) error {
-			close(in)
-			<-out
-			return nil
-		})
-	}()
-	<-in
-	return func() { close(out); <-done }
-}
 
 func runInCallerExec(t *testing.T) *executor.Executor {
 	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
@@ -41,7 +24,7 @@ func runInCallerExec(t *testing.T) *executor.Executor {
 // nothing is written after what the handler wrote.
 func TestHandlerPanicRunInCallerGoesOn(t *testing.T) {
 	ex := runInCallerExec(t)
-	defer fillSlot(t, ex, "a")()
+	defer adaptertest.FillSlot(t, ex, "a")()
 	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		panic(http.ErrAbortHandler)

@@ -1,14 +1,17 @@
 // Package adaptertest holds what the adapters' tests (httpadmit, grpcadmit,
 // metrics/otel) share: the check that the core packages import only the
-// standard library and this module, and a poll for states no event
-// announces.
+// standard library and this module, a poll for states no event announces,
+// and a group's only slot held.
 package adaptertest
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/groupexec/groupexec/executor"
 )
 
 const module = "github.com/groupexec/groupexec/"
@@ -46,4 +49,22 @@ func Eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// FillSlot occupies group's only slot with a Do call until the returned
+// func is called.
+func FillSlot(t *testing.T, ex *executor.Executor, group string) (free func()) {
+	t.Helper()
+	in, out := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ex.Do(context.Background(), group, func(context.Context) error {
+			close(in)
+			<-out
+			return nil
+		})
+	}()
+	<-in
+	return func() { close(out); <-done }
 }
