@@ -13,15 +13,15 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// queuedSum returns the sample count and sum of group_queued_seconds{group}.
-func queuedSum(t *testing.T, reg *prometheus.Registry, group string) (uint64, float64) {
+// histogram returns the sample count and sum of the histogram name{group}.
+func histogram(t *testing.T, reg *prometheus.Registry, name, group string) (uint64, float64) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "group_queued_seconds" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.Metric {
@@ -81,7 +81,7 @@ func TestQueuedTimeOfTasksRunByTheCaller(t *testing.T) {
 			if r, _ := h2.Result(); r.Queued != 0 {
 				t.Errorf("Submit's Result.Queued = %v, want 0", r.Queued)
 			}
-			if n, sum := queuedSum(t, reg, "a"); n != 4 || sum != 0 {
+			if n, sum := histogram(t, reg, "group_queued_seconds", "a"); n != 4 || sum != 0 {
 				t.Errorf("group_queued_seconds: %d samples, sum %vs; want 4, 0s", n, sum)
 			}
 		})

@@ -14,26 +14,6 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// runCount returns the sample count of group_run_seconds{group}.
-func runCount(t *testing.T, reg *prometheus.Registry, group string) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "group_run_seconds" {
-			continue
-		}
-		for _, m := range mf.Metric {
-			if label(m, "group") == group {
-				return m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return 0
-}
-
 // A task that ran is timed even when it took no time on the executor's
 // clock (a clock that does not move, or a coarse one), as in metrics/otel:
 // only a task cancelled before it started has no run time.
@@ -55,7 +35,8 @@ func TestRunHistogramCountsTasksThatRanForZero(t *testing.T) {
 	ex.Do(ctx, "a", func(context.Context) error { return nil })
 	ex.Do(ctx, "a", func(context.Context) error { return errors.New("boom") })
 	gs, _ := ex.GroupStats("a")
-	if got, want := runCount(t, reg, "a"), gs.Succeeded+gs.Failed; got != want || want != 2 {
+	got, _ := histogram(t, reg, "group_run_seconds", "a")
+	if want := gs.Succeeded + gs.Failed; got != want || want != 2 {
 		t.Errorf("run times %d, want %d (%+v)", got, want, gs.TaskCounts)
 	}
 }
