@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -259,20 +260,7 @@ func TestTransportContext(t *testing.T) {
 // it is closed.
 func TestTransportUpgrade(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
-	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
-		brw.Flush()
-		line, _ := brw.ReadString('\n')
-		brw.WriteString(strings.ToUpper(line))
-		brw.Flush()
-		brw.ReadString('\n') // until the client closes
-	}))
+	srv := echoUpgradeServer(t)
 	client := &http.Client{Transport: httpadmit.Transport(ex, srv.Client().Transport)}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	req.Header.Set("Connection", "Upgrade")
@@ -331,4 +319,27 @@ func TestTransportBreaker(t *testing.T) {
 	if s, _ := ex.GroupStats("dep.test:443"); s.Failed != 2 {
 		t.Errorf("%d failed", s.Failed)
 	}
+}
+
+// echoUpgradeServer answers every request 101, upgrading to a protocol
+// that echoes each line upper-cased, until the client closes.
+func echoUpgradeServer(t *testing.T) *httptest.Server {
+	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		brw.Flush()
+		for {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			brw.WriteString(strings.ToUpper(line))
+			brw.Flush()
+		}
+	}))
 }
