@@ -16,21 +16,8 @@ import (
 // histogram returns the sample count and sum of the histogram name{group}.
 func histogram(t *testing.T, reg *prometheus.Registry, name, group string) (uint64, float64) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.Metric {
-			if label(m, "group") == group {
-				return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-			}
-		}
-	}
-	return 0, 0
+	m := metricOf(t, reg, name, group)
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }
 
 // A task refused and run by its submitter (CallerRuns, or a rejection

@@ -20,6 +20,17 @@ func gauge(c prometheus.Collector, name, group string) prometheus.Collector {
 // counterFrom is gauge over a registry's collector set.
 func counterFrom(t *testing.T, reg *prometheus.Registry, name, group string) prometheus.Collector {
 	t.Helper()
+	m := metricOf(t, reg, name, group)
+	if m == nil {
+		t.Fatalf("no %s{group=%q}", name, group)
+	}
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"},
+		func() float64 { return m.GetCounter().GetValue() })
+}
+
+// metricOf gathers reg and returns the metric name{group}, or nil.
+func metricOf(t *testing.T, reg *prometheus.Registry, name, group string) *dto.Metric {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -30,12 +41,10 @@ func counterFrom(t *testing.T, reg *prometheus.Registry, name, group string) pro
 		}
 		for _, m := range mf.Metric {
 			if label(m, "group") == group {
-				return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"},
-					func() float64 { return m.GetCounter().GetValue() })
+				return m
 			}
 		}
 	}
-	t.Fatalf("no %s{group=%q}", name, group)
 	return nil
 }
 
