@@ -27,8 +27,14 @@ func (c *Fake) Now() time.Time {
 	return c.now
 }
 
-// AfterFunc schedules f to run when the fake time reaches Now()+d.
+// AfterFunc schedules f to run when the fake time reaches Now()+d; a d of
+// 0 or less runs it at once, in its own goroutine. It panics if f is nil:
+// the call would otherwise fail, unrecoverably, only when the timer fires,
+// in whatever goroutine moved the time.
 func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
+	if f == nil {
+		panic("clock: Fake.AfterFunc(" + d.String() + ", nil): the function must not be nil")
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
@@ -43,8 +49,15 @@ func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
 
 // Advance moves the time forward by d and starts every timer now due. It
 // returns the number of timers it started; their functions run concurrently
-// and may still be running when Advance returns.
+// and may still be running when Advance returns. d must be >= 0: time never
+// goes backwards (Real's monotonic reading does not, and the code under test
+// takes durations as differences of Now), so a negative d is a bug in the
+// test, and Advance panics naming it, with the time and timers unchanged.
+// 0 starts nothing new: every timer already due has been started.
 func (c *Fake) Advance(d time.Duration) int {
+	if d < 0 {
+		panic("clock: Fake.Advance(" + d.String() + "): the duration must be >= 0; time never goes backwards")
+	}
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	var due []*fakeTimer

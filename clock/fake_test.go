@@ -1,6 +1,7 @@
 package clock_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,49 @@ func TestRealClock(t *testing.T) {
 	<-done
 	if clock.Real.Now().IsZero() {
 		t.Fatal("zero time")
+	}
+}
+
+// Time never goes backwards: a negative Advance is a bug in the test that
+// calls it, so it panics naming the value, and moves nothing, rather than
+// leave timers due in the past and Now earlier than what callers have read.
+func TestFakeAdvanceNegativePanics(t *testing.T) {
+	start := time.Unix(0, 0)
+	c := clock.NewFake(start)
+	c.AfterFunc(time.Second, func() { t.Error("a timer fired on a negative Advance") })
+	func() {
+		defer func() {
+			v := recover()
+			msg, _ := v.(string)
+			if !strings.Contains(msg, "Fake.Advance(-1s)") {
+				t.Errorf("recovered %v, want a panic naming Fake.Advance(-1s)", v)
+			}
+		}()
+		c.Advance(-time.Second)
+	}()
+	if !c.Now().Equal(start) || c.Pending() != 1 {
+		t.Fatalf("after a refused Advance: now %v after start, %d pending", c.Now().Sub(start), c.Pending())
+	}
+	if n := c.Advance(0); n != 0 || !c.Now().Equal(start) {
+		t.Fatalf("Advance(0) started %d timers, moved to %v", n, c.Now().Sub(start))
+	}
+}
+
+// A nil function would fail only when its timer fires, in whatever goroutine
+// moved the time; AfterFunc refuses it where the mistake is.
+func TestFakeAfterFuncNilPanics(t *testing.T) {
+	c := clock.NewFake(time.Unix(0, 0))
+	for _, d := range []time.Duration{0, time.Second} {
+		func() {
+			defer func() {
+				if msg, _ := recover().(string); !strings.Contains(msg, "Fake.AfterFunc") {
+					t.Errorf("AfterFunc(%v, nil): recovered %q, want a panic naming Fake.AfterFunc", d, msg)
+				}
+			}()
+			c.AfterFunc(d, nil)
+		}()
+	}
+	if c.Pending() != 0 {
+		t.Fatalf("%d timers pending after refused AfterFuncs", c.Pending())
 	}
 }
