@@ -1,7 +1,9 @@
 package groupsem_test
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/groupexec/groupexec/internal/groupsem"
@@ -137,5 +139,55 @@ func TestFitsDefinition(t *testing.T) {
 		if got := s.Fits(c.n); got != c.want {
 			t.Errorf("Sem{limit %d, used %d}.Fits(%d) = %v, want %v", c.limit, c.used, c.n, got, c.want)
 		}
+	}
+}
+
+// A negative count is a bug in the owner, never a request: taking -1
+// permits would free one nobody released, giving back -1 would take one
+// nobody holds, and the limit would then be exceeded or never reached. Every
+// method that takes a count refuses a negative one with a panic naming the
+// call and value, and changes nothing.
+func TestNegativeCountsPanic(t *testing.T) {
+	for _, c := range []struct {
+		call string
+		f    func(s *groupsem.Sem)
+	}{
+		{"Fits(-1)", func(s *groupsem.Sem) { s.Fits(-1) }},
+		{"Fits(-1)", func(*groupsem.Sem) { groupsem.Fits(2, 1, -1) }},
+		{"Acquire(-1)", func(s *groupsem.Sem) { s.Acquire(-1) }},
+		{"TryAcquire(-1)", func(s *groupsem.Sem) { s.TryAcquire(-1) }},
+		{"Release(-1)", func(s *groupsem.Sem) { s.Release(-1) }},
+		{"Observe(-1)", func(s *groupsem.Sem) { s.Observe(-1) }},
+		{"SetLimit(-1)", func(s *groupsem.Sem) { s.SetLimit(-1) }},
+		{"New(-1)", func(s *groupsem.Sem) { *s = groupsem.New(-1) }},
+	} {
+		t.Run(c.call, func(t *testing.T) {
+			s := groupsem.New(2)
+			s.Acquire(1)
+			func() {
+				defer func() {
+					if msg := fmt.Sprint(recover()); !strings.Contains(msg, c.call) {
+						t.Errorf("recovered %q, want a panic naming %s", msg, c.call)
+					}
+				}()
+				c.f(&s)
+			}()
+			if s.Used() != 1 || s.Limit() != 2 || s.Draining() {
+				t.Errorf("after a refused %s: used %d, limit %d, draining %v", c.call, s.Used(), s.Limit(), s.Draining())
+			}
+		})
+	}
+}
+
+// Zero is a count like any other: nothing is taken or given back.
+func TestZeroCounts(t *testing.T) {
+	s := groupsem.New(1)
+	s.Acquire(1)
+	if !s.Fits(0) || !s.TryAcquire(0) || s.Release(0) || s.Used() != 1 {
+		t.Fatalf("zero counts on a full sem: used %d", s.Used())
+	}
+	s.Acquire(0)
+	if s.Used() != 1 {
+		t.Fatalf("Acquire(0) changed used to %d", s.Used())
 	}
 }
