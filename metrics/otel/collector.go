@@ -73,7 +73,7 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 		return nil, errors.New("otel: New: nil MeterProvider")
 	}
 	if o.MaxGroups < 0 {
-		return nil, errors.New("otel: Options.MaxGroups must be >= 0")
+		return nil, fmt.Errorf("otel: New: Options.MaxGroups %d: must be >= 0", o.MaxGroups)
 	}
 	maxGroups := o.MaxGroups
 	if maxGroups == 0 {

@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,8 +167,10 @@ func TestCollectorBoundsGroups(t *testing.T) {
 			t.Errorf("%s: %d, want %d", g, got, want)
 		}
 	}
-	if _, err := gotel.New(mp, gotel.Options{MaxGroups: -1}); err == nil {
-		t.Error("MaxGroups -1 accepted")
+	// Refused naming the option and its value, as metrics/prom refuses it.
+	if _, err := gotel.New(mp, gotel.Options{MaxGroups: -1}); err == nil ||
+		!strings.Contains(err.Error(), "Options.MaxGroups") || !strings.Contains(err.Error(), "-1") {
+		t.Errorf("MaxGroups -1: New returned %v; want an error naming Options.MaxGroups and the value", err)
 	}
 	if _, err := gotel.New(nil, gotel.Options{}); err == nil {
 		t.Error("nil provider accepted")
