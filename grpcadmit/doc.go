@@ -30,7 +30,9 @@
 //     (httpadmit.ValidTenant's rule), or its weight function failed or gave
 //     a negative weight;
 //   - codes.Canceled or codes.DeadlineExceeded: the call's context ended while
-//     it waited. It never reaches the handler and its place is freed at once.
+//     it waited. It never reaches the handler and its place is freed at once;
+//   - a rejection handler's own status (executor.WithRejectionHandler): its
+//     error, when it carries a gRPC status, is sent with that status.
 //
 // Every such error is a *RefusalError: status.Code reads its code, and
 // errors.Is matches the executor's error it carries (executor.ErrRejected,

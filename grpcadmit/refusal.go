@@ -14,8 +14,10 @@ import (
 // RefusalError is the error of a call an interceptor did not run. Its
 // GRPCStatus is what the caller sees (status.Code and status.FromError read
 // it); Unwrap gives the reason: an error matching executor.ErrRejected,
-// httpadmit.ErrInvalidTenant or httpadmit.ErrInvalidWeight, or the call
-// context's error.
+// httpadmit.ErrInvalidTenant or httpadmit.ErrInvalidWeight, the call
+// context's error, or a rejection handler's own error
+// (executor.WithRejectionHandler). A rejection handler's error that carries
+// a gRPC status is sent with that status, its code and details unchanged.
 type RefusalError struct {
 	Err    error
 	status *status.Status
@@ -38,6 +40,12 @@ func refusal(err error, retryAfter time.Duration) error {
 	case adapt.DeadlineExceeded:
 		msg = "the call's deadline passed while it waited"
 	case adapt.Unknown:
+		if st, ok := status.FromError(err); ok {
+			// A rejection handler's own answer (executor.WithRejectionHandler),
+			// with its code and details: Internal would tell the caller, and
+			// its ClientFailure, that the server failed.
+			return &RefusalError{Err: err, status: st}
+		}
 		msg = err.Error()
 	}
 	st := status.New(codeOf(r), msg)

@@ -2,9 +2,13 @@ package grpcadmit_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
@@ -53,5 +57,28 @@ func TestStreamPanicRunInCallerIsNotASuccess(t *testing.T) {
 	}()
 	if panicked == nil && err == nil {
 		t.Fatal("stream handler panicked; interceptor returned nil: an OK status")
+	}
+}
+
+// A rejection handler may answer a refusal with its own gRPC status (a quota
+// service's ResourceExhausted, say): Do returns that error, and the caller
+// must see its code and details, not Internal, which a client counts as the
+// server failing (ClientFailure) and which would open its breaker.
+func TestRejectionHandlerStatusReachesTheCaller(t *testing.T) {
+	want := status.New(codes.ResourceExhausted, "tenant quota exceeded")
+	want, _ = want.WithDetails(&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "a"}}})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(*executor.Rejection) error { return want.Err() }))
+	defer adaptertest.FillSlot(t, ex, "a")()
+	icp := grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+	_, err := icp(context.Background(), "req", &grpc.UnaryServerInfo{FullMethod: "/t.S/M"},
+		func(context.Context, any) (any, error) { t.Error("a refused call ran"); return nil, nil })
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted || st.Message() != want.Message() || len(st.Details()) != 1 {
+		t.Fatalf("got %v (details %v), want the rejection handler's status %v", st, st.Details(), want)
+	}
+	var re *grpcadmit.RefusalError
+	if !errors.As(err, &re) {
+		t.Errorf("%T is not a *RefusalError", err)
 	}
 }
