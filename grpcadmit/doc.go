@@ -32,7 +32,9 @@
 //   - codes.Canceled or codes.DeadlineExceeded: the call's context ended while
 //     it waited. It never reaches the handler and its place is freed at once;
 //   - a rejection handler's own status (executor.WithRejectionHandler): its
-//     error, when it carries a gRPC status, is sent with that status.
+//     error, when it carries a gRPC status, is sent with that status; any
+//     other error of its is sent as codes.Internal, "internal error", its
+//     text kept in the server (RefusalError.Err).
 //
 // Every such error is a *RefusalError: status.Code reads its code, and
 // errors.Is matches the executor's error it carries (executor.ErrRejected,

@@ -46,7 +46,9 @@ func refusal(err error, retryAfter time.Duration) error {
 			// its ClientFailure, that the server failed.
 			return &RefusalError{Err: err, status: st}
 		}
-		msg = err.Error()
+		// The server's own failure: its text (hosts, keys) stays here,
+		// in Err, for the server's logs; httpadmit answers the same.
+		msg = "internal error"
 	}
 	st := status.New(codeOf(r), msg)
 	if r.Retry() {

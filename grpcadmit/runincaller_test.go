@@ -82,3 +82,24 @@ func TestRejectionHandlerStatusReachesTheCaller(t *testing.T) {
 		t.Errorf("%T is not a *RefusalError", err)
 	}
 }
+
+// A rejection handler's error without a gRPC status is the server's own
+// (an internal lookup failing, say): the caller gets Internal with a fixed
+// message, as httpadmit answers "internal error", and the error's text,
+// which may name internal hosts or keys, stays in the server.
+func TestRejectionHandlerErrorTextStaysInTheServer(t *testing.T) {
+	secret := errors.New("quota db 10.0.0.7:5432: connection refused")
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(*executor.Rejection) error { return secret }))
+	defer adaptertest.FillSlot(t, ex, "a")()
+	icp := grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+	_, err := icp(context.Background(), "req", &grpc.UnaryServerInfo{FullMethod: "/t.S/M"},
+		func(context.Context, any) (any, error) { t.Error("a refused call ran"); return nil, nil })
+	st := status.Convert(err)
+	if st.Code() != codes.Internal || st.Message() != "internal error" {
+		t.Fatalf("got %v, want Internal with the message \"internal error\"", st)
+	}
+	if !errors.Is(err, secret) {
+		t.Errorf("%v does not unwrap to the rejection handler's error", err)
+	}
+}
