@@ -24,7 +24,7 @@ type Bulkhead struct {
 	refused atomic.Pointer[RejectedError] // the last lock-free refusal, shared while its numbers hold (refuseFull)
 
 	mu           sync.Mutex
-	sem          groupsem.Sem // the limit and drain state (the permit core shared with the executor); its count observes state's
+	sem          groupsem.Sem // the limit and drain state; its count observes state's
 	converted    permitTable  // permits out whose frontier was moved past them
 	waiters      queue.List[*waiter]
 	servedAt     int // the count at which the queue was last served (dispatchLocked), for CheckInvariants

@@ -11,14 +11,15 @@
 // Listener and the bounded log WithEventLog keeps. RecordLatency and P99
 // track a latency objective (WithLatencyTarget, WithinTarget).
 //
-// The permit accounting is the executor's (internal/groupsem): "fits",
-// "in flight" and "draining" mean the same in both. One difference in how:
-// so that an uncontended TryAcquire and Release take no lock (TryAcquire on
-// a bulkhead without a capability gate, Listener or event log, Release on one
-// without a Listener or event log: the others go through its mutex), the
-// bulkhead keeps its count of permits in flight in an atomic word of its own,
-// which its locked side's groupsem.Sem observes (state.go explains the fast
-// path and why it is exact).
+// The permit accounting (internal/groupsem) gives "fits", "in flight" and
+// "draining" the meaning they have for the executor's limits, which keep
+// their counts in the executor's own structures. So that an uncontended
+// TryAcquire and Release take no lock (TryAcquire on a bulkhead without a
+// capability gate, Listener or event log, Release on one without a Listener
+// or event log: the others go through its mutex), the bulkhead keeps its
+// count of permits in flight in an atomic word of its own, which its locked
+// side's groupsem.Sem observes (state.go explains the fast path and why it
+// is exact).
 //
 // # Codes
 //

@@ -72,7 +72,7 @@ package bulkhead
 // benchmarks/README.md, section "Breaker and bulkhead".
 //
 // The count of permits in use lives in the state word; the locked side's
-// groupsem.Sem (the accounting the executor shares) holds the limit and the
+// groupsem.Sem holds the limit and the
 // drain state, and observes the count from the word (Sem.Observe) under the
 // mutex before each decision.
 
