@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var resp *http.Response
 		resp, err = t.base.RoundTrip(out)
 		switch {
+		case err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !switchAsked(out, resp):
+			// The proxy would refuse this switch too, but without closing
+			// the connection the backend handed over with it: it would stay
+			// open, the backend's and the gateway's, until the gateway
+			// closes. The backend has spoken, wrongly: not retried.
+			resp.Body.Close()
+			ticket.Failure()
+			return nil, errUnaskedSwitch
 		case err == nil && resp.StatusCode >= 500:
 			ticket.Failure()
 		case err == nil && resp.Body != nil && resp.Body != http.NoBody &&
@@ -100,6 +109,49 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, err
+}
+
+// errUnaskedSwitch is the transport's error for a backend that answered
+// 101 Switching Protocols to a request that did not ask for that protocol.
+var errUnaskedSwitch = errors.New("gateway: the backend switched protocols unasked")
+
+// switchAsked reports whether resp, a 101, switches to the protocol req
+// asked for, as httputil.ReverseProxy accepts a switch: req is HTTP/1 with
+// "Connection: upgrade" and an Upgrade that resp names too (in ASCII, any
+// case), and the backend's connection came with resp to be taken over.
+func switchAsked(req *http.Request, resp *http.Response) bool {
+	asked, answered := upgradeType(req.Header), upgradeType(resp.Header)
+	if asked == "" || req.ProtoMajor != 1 || len(asked) != len(answered) {
+		return false
+	}
+	for i := range len(asked) {
+		a, b := asked[i], answered[i]
+		if a < 0x20 || a > 0x7e || b < 0x20 || b > 0x7e || lower(a) != lower(b) {
+			return false
+		}
+	}
+	_, writable := resp.Body.(io.Writer)
+	return writable
+}
+
+// upgradeType is the protocol h asks to switch to: its Upgrade, when its
+// Connection lists "upgrade"; else "".
+func upgradeType(h http.Header) string {
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return h.Get("Upgrade")
+			}
+		}
+	}
+	return ""
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // judgedBody is an answer's body that finishes its backend's breaker ticket

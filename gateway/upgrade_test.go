@@ -113,3 +113,79 @@ func TestUpgradeCountedAsAnswered(t *testing.T) {
 		t.Errorf("%s{code=499} = %v, want 0 (the upgrade was answered 101)", requestsTotal, got)
 	}
 }
+
+// switcher is a backend that answers every request 101 Switching Protocols
+// to protocol proto (no Upgrade header if proto is ""), whatever the
+// request asked for, and then waits for the gateway to close the
+// connection. Each close is reported on the channel it returns.
+func switcher(t *testing.T, proto string) (url string, closed <-chan struct{}) {
+	ch := make(chan struct{}, 16)
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return backend(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		held = append(held, conn)
+		mu.Unlock()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
+		if proto != "" {
+			brw.WriteString("Connection: Upgrade\r\nUpgrade: " + proto + "\r\n")
+		}
+		brw.WriteString("\r\n")
+		brw.Flush()
+		go func() {
+			io.Copy(io.Discard, brw) // until the gateway closes it
+			ch <- struct{}{}
+		}()
+	}).URL, ch
+}
+
+// A backend that switches protocols when the request asked for no switch,
+// or for another protocol, has failed: the client gets 502, and the
+// backend connection the switch handed to the gateway is closed at once,
+// not left open until the gateway closes.
+func TestUnaskedSwitchIsABackendError(t *testing.T) {
+	for _, tc := range []struct{ name, asked, answered string }{
+		{"plain request", "", "test"},
+		{"plain request, no Upgrade header", "", ""},
+		{"another protocol", "test", "other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, closed := switcher(t, tc.answered)
+			gw := start(t, url, minimal)
+			c := dialRaw(t, gw.url)
+			c.SetDeadline(time.Now().Add(bound))
+			req := "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n"
+			if tc.asked != "" {
+				req += "Connection: Upgrade\r\nUpgrade: " + tc.asked + "\r\n"
+			}
+			io.WriteString(c, req+"\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("answered %d, want 502", resp.StatusCode)
+			}
+			select {
+			case <-closed:
+			case <-time.After(bound):
+				t.Errorf("the backend connection is still open %v after the gateway answered", bound)
+			}
+			eventually(t, "the request to leave the gateway", func() bool {
+				return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
+			})
+		})
+	}
+}
