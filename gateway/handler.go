@@ -137,6 +137,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
 		be := err.(*bodyError)
+		if be == errBadBody && r.ProtoMajor > 1 && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), ErrAborted) {
+			// The body broke off because its HTTP/2 stream ended (the
+			// client reset it, or went away): no one to answer, and
+			// nothing the client got wrong. Over HTTP/1 the context ends
+			// too when the client half-closes after a short body, and
+			// that client reads its 400.
+			x.code = statusClientClosed
+			return
+		}
 		g.m.rejected.WithLabelValues(be.reason).Inc()
 		if be == errReadTimeout {
 			g.m.ioTimeouts.WithLabelValues("read").Inc()
