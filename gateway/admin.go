@@ -27,15 +27,27 @@ const probeTimeout = time.Second
 type health struct {
 	state    func() *state
 	inflight *tracker
-	unready  atomic.Bool // set at the start of a drain_delay
+	unready  atomic.Bool     // set at the start of a drain_delay
+	closed   context.Context // ends when the gateway closes: a probe then stops at once
 
 	mu      sync.Mutex
 	checked time.Time
 	up      bool
+	stopped bool // closed: no more probes
 }
 
-func newHealth(st func() *state, t *tracker) *health {
-	return &health{state: st, inflight: t}
+// close waits for a probe in progress, which the end of h.closed cuts
+// short, and makes later checks report the backends unreachable without
+// dialling them.
+func (h *health) close() {
+	h.mu.Lock()
+	h.stopped = true
+	h.up = false
+	h.mu.Unlock()
+}
+
+func newHealth(st func() *state, t *tracker, closed context.Context) *health {
+	return &health{state: st, inflight: t, closed: closed}
 }
 
 // addr is the host:port a backend URL is dialled at.
@@ -48,11 +60,11 @@ func addr(b *url.URL) string {
 }
 
 // ready returns "" when the gateway is ready, else why not.
-func (h *health) ready(ctx context.Context) string {
+func (h *health) ready() string {
 	if h.unready.Load() || h.inflight.draining() {
 		return "draining"
 	}
-	if !h.backendUp(ctx) {
+	if !h.backendUp() {
 		return "no backend reachable"
 	}
 	if bs := h.state().breakers; len(bs) > 0 && len(h.open()) == len(bs) {
@@ -73,22 +85,24 @@ func (h *health) open() []string {
 	return open
 }
 
-func (h *health) degraded() bool { return h.ready(context.Background()) != "" }
+func (h *health) degraded() bool { return h.ready() != "" }
 
 // backendUp dials the backends, all at once and at most once per
 // probeTTL, and reports whether any accepted. Concurrent callers share one
 // probe, which runs to its end (at most probeTimeout) even if its caller
 // goes away: its answer is kept for every caller until probeTTL has
 // passed, and a probe cut short by an impatient client would report the
-// backends unreachable to all of them.
-func (h *health) backendUp(ctx context.Context) bool {
+// backends unreachable to all of them. Only the gateway's Close cuts a
+// probe short, so that none outlives the gateway (or the admin server's
+// shutdown, which follows Close): every dial has ended when it returns.
+func (h *health) backendUp() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if time.Since(h.checked) < probeTTL {
+	if h.stopped || time.Since(h.checked) < probeTTL {
 		return h.up
 	}
 	h.up = false
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	ctx, cancel := context.WithTimeout(h.closed, probeTimeout)
 	defer cancel()
 	// The backends are dialled at once: one whose dial hangs (a host down
 	// behind a firewall) must not spend the others' time.
@@ -104,9 +118,15 @@ func (h *health) backendUp(ctx context.Context) bool {
 			accepted <- err == nil
 		}()
 	}
-	for range backends {
+	for n := range backends {
 		if <-accepted {
 			h.up = true
+			// The others' dials are no longer needed: they end at
+			// once, and are waited for.
+			cancel()
+			for range len(backends) - n - 1 {
+				<-accepted
+			}
 			break
 		}
 	}
@@ -136,7 +156,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 		io.WriteString(w, "reloaded\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		why := g.health.ready(r.Context())
+		why := g.health.ready()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if why != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -102,7 +102,9 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	g.groups.ex = g.ex
 	collector.Observe(g.ex)
-	g.health = newHealth(g.state.Load, &g.inflight)
+	g.abortCtx, g.abort = context.WithCancelCause(context.Background())
+	g.baseCtx = context.WithValue(g.abortCtx, servedKey{}, true)
+	g.health = newHealth(g.state.Load, &g.inflight, g.abortCtx)
 	g.m = newMetrics(cfg.Metrics.Namespace, collector, gauges{
 		degraded:  g.health.degraded,
 		inGateway: g.inflight.count,
@@ -114,8 +116,6 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		},
 		breakers: func() []*backendBreaker { return g.state.Load().breakers },
 	})
-	g.abortCtx, g.abort = context.WithCancelCause(context.Background())
-	g.baseCtx = context.WithValue(g.abortCtx, servedKey{}, true)
 
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	g.transport.Proxy = nil // the backends are named in the config, never reached through the environment's proxy
@@ -133,10 +133,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	return g, nil
 }
 
-// Close cancels every request, stops the executor and closes idle backend
-// connections. Serve calls it after draining.
+// Close cancels every request, ends a readiness probe in progress, stops
+// the executor and closes the backend connections. Serve calls it after
+// draining.
 func (g *Gateway) Close() error {
-	g.abort(ErrAborted)
+	g.abort(ErrAborted) // ends a readiness probe in progress: health.close waits for it
+	g.health.close()
 	err := g.ex.Close()
 	g.transport.CloseIdleConnections()
 	g.conns.closeAll()

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -57,4 +59,87 @@ func TestReadyWithFirstBackendBlackholed(t *testing.T) {
 	if code != 200 {
 		t.Errorf("/readyz with the second backend up: %d %q, want 200", code, body)
 	}
+}
+
+// gatewayGoroutines returns the stacks of the goroutines running code of
+// package gateway (not its tests).
+func gatewayGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var found []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "groupexec/gateway.") {
+			found = append(found, g)
+		}
+	}
+	return found
+}
+
+// A readiness probe running when the gateway stops (a backend whose dials
+// hang, so that the probe takes its whole second) ends before Serve
+// returns: nothing of the gateway's, goroutine or dial, is left running
+// after, and the client that asked is answered or its connection closed.
+func TestServeLeavesNoReadinessProbe(t *testing.T) {
+	gw := start(t, "http://"+blackhole(t), minimal)
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := client(t).Get(gw.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	probing(t)
+	if err := gw.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left := gatewayGoroutines(); len(left) > 0 {
+		t.Errorf("Serve returned with %d goroutines of the gateway running, the first:\n%s", len(left), left[0])
+	}
+	select {
+	case <-answered:
+	case <-time.After(bound):
+		t.Error("the /readyz client was neither answered nor cut off")
+	}
+}
+
+// probing waits until a readiness probe is running.
+func probing(t *testing.T) {
+	t.Helper()
+	eventually(t, "the probe to start", func() bool {
+		for _, g := range gatewayGoroutines() {
+			if strings.Contains(g, "(*health).backendUp") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Close ends a readiness probe in progress (here one reading
+// gateway_degraded, whose dial to a blackholed backend would take its
+// whole second): once Close has returned, no probe or dial of the
+// gateway's is left running.
+func TestCloseEndsAReadinessProbe(t *testing.T) {
+	gw := build(t, "http://"+blackhole(t), minimal)
+	gathered := make(chan struct{})
+	go func() {
+		defer close(gathered)
+		gw.Metrics().Gather()
+	}()
+	probing(t)
+	gw.Close()
+	for _, g := range gatewayGoroutines() {
+		if strings.Contains(g, "(*health).backendUp") {
+			t.Errorf("Close returned with a probe running:\n%s", g)
+		}
+	}
+	<-gathered
 }
