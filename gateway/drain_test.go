@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"errors"
+	"io"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -116,5 +119,28 @@ func TestDrainDelay(t *testing.T) {
 	}
 	if _, err := c.Get(gw.url); err == nil {
 		t.Error("the listener is still open after the drain")
+	}
+}
+
+// An admin client that holds a connection open without finishing its
+// request (its headers a byte at a time, or none) is cut off when Serve
+// returns: the admin server's 1s shutdown does not leave it open, with
+// the server's goroutine reading it, until admin's header timeout.
+func TestServeClosesAdminConnections(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal)
+	c := dialRaw(t, gw.admin)
+	io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n") // and never the blank line
+	// The server has the connection once it has read from it: a first
+	// complete request on another shows the admin server is serving.
+	if code, _ := get(t, client(t), gw.admin+"/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	if err := gw.stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the admin connection is still open after Serve returned (read: %v)", err)
 	}
 }

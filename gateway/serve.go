@@ -80,7 +80,9 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 // have drain_timeout to finish; those still running are cancelled (cause
 // ErrAborted, counted in tasks_aborted_total{kind="request"}) and their
 // connections closed; the executor and the admin server stop last, so the
-// final metrics can still be scraped during the drain.
+// final metrics can still be scraped during the drain. The admin server's
+// requests have 1s to finish; then its connections are closed, and Serve
+// returns once its handlers have.
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
 	cfg := g.state.Load().cfg
@@ -93,7 +95,21 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		proxy.TLSConfig = tc
 		proxyLn = tls.NewListener(proxyLn, tc)
 	}
-	admin := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLogger(g)}
+	var adminBusy tracker // the admin handlers running, waited for at the end
+	adminH := g.AdminHandler()
+	admin := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !adminBusy.enter() {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "shutting down", http.StatusServiceUnavailable)
+				return
+			}
+			defer adminBusy.leave()
+			adminH.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          errLogger(g),
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()
 	go func() { errc <- admin.Serve(adminLn) }()
@@ -105,7 +121,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	case failed = <-errc:
 		g.log.Error("server failed", "err", failed)
 	}
-	g.drain(proxy, admin)
+	g.drain(proxy, admin, &adminBusy)
 	for range 2 - boolInt(failed != nil) {
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) && failed == nil {
 			failed = err
@@ -114,7 +130,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	return failed
 }
 
-func (g *Gateway) drain(proxy, admin *http.Server) {
+func (g *Gateway) drain(proxy, admin *http.Server, adminBusy *tracker) {
 	start := time.Now()
 	cfg := g.state.Load().cfg
 	if d := cfg.DrainDelay; d > 0 {
@@ -159,7 +175,16 @@ func (g *Gateway) drain(proxy, admin *http.Server) {
 	g.Close()
 	actx, acancel := context.WithTimeout(context.Background(), adminDrainTimeout)
 	defer acancel()
-	admin.Shutdown(actx)
+	if admin.Shutdown(actx) != nil {
+		// Shutdown leaves what it did not see finish open: a client
+		// still sending its request (as late as the header timeout), or
+		// one not taking its answer (for ever). Nothing of the admin
+		// server outlives Serve: its connections are closed, and its
+		// handlers, whose writes then fail and whose readiness probe
+		// Close has ended, are waited for.
+		admin.Close()
+	}
+	<-adminBusy.close()
 	g.log.Info("drained", "took", time.Since(start).Round(time.Millisecond).String())
 }
 
