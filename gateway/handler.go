@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +127,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
 		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
+	if cs := r.Header["Connection"]; len(cs) > 0 {
+		// The proxy drops from the proxied request every header the
+		// client's Connection names: naming the tenant header there
+		// would keep the backend from being told the tenant.
+		if cs = withoutToken(cs, cfg.Tenant.Header); len(cs) > 0 {
+			r.Header["Connection"] = cs
+		} else {
+			delete(r.Header, "Connection")
+		}
+	}
 	group, counted := g.groups.acquire(tenant)
 	x.group = group // metrics and answers name the group actually used
 	defer g.groups.release(group, counted)
@@ -189,6 +200,42 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that the client sees the answer is incomplete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// withoutToken returns the Connection header values vs without the token
+// name (in any case), or vs itself when none names it.
+func withoutToken(vs []string, name string) []string {
+	var out []string
+	for i, v := range vs {
+		if !hasToken(v, name) && out == nil {
+			continue
+		}
+		if out == nil {
+			out = append(make([]string, 0, len(vs)), vs[:i]...)
+		}
+		var kept []string
+		for tok := range strings.SplitSeq(v, ",") {
+			if t := strings.TrimSpace(tok); t != "" && !strings.EqualFold(t, name) {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) > 0 {
+			out = append(out, strings.Join(kept, ", "))
+		}
+	}
+	if out == nil {
+		return vs
+	}
+	return out
+}
+
+func hasToken(v, name string) bool {
+	for tok := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(tok), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // errProxyPanic is forward's error when the proxy panicked with anything but

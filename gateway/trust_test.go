@@ -217,3 +217,17 @@ func TestBearerTenant(t *testing.T) {
 		t.Errorf("token after its exp: %d", code)
 	}
 }
+
+// A client cannot keep the backend from being told its tenant by naming
+// the tenant header in Connection, which makes it a hop-by-hop header the
+// proxy would drop from the proxied request.
+func TestTenantHeaderNotDroppedByConnection(t *testing.T) {
+	gw := start(t, tenantEcho(t), minimal+"tenant: {trusted_proxies: [10.0.0.0/8]}\n")
+	c := client(t)
+	for _, conn := range []string{"X-Tenant", "keep-alive, x-tenant", "x-tenant,close"} {
+		resp, body := do(t, c, http.MethodGet, gw.url, "acme", nil, "Connection", conn)
+		if resp.StatusCode != 200 || body != "anonymous" {
+			t.Errorf("Connection: %s: %d, the backend was told tenant %q, want the default tenant", conn, resp.StatusCode, body)
+		}
+	}
+}
