@@ -2,8 +2,10 @@ package gateway_test
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -160,5 +162,20 @@ func TestRefusedBodyConnectionEndsCleanly(t *testing.T) {
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("after the answer: %v, want EOF", err)
+	}
+}
+
+// The admin server closes a keep-alive connection idle for timeouts.idle,
+// as the proxy does: idle admin connections cannot pile up for ever.
+func TestAdminIdleConnectionsClosed(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal+"timeouts: {idle: 50ms}\n")
+	c := dialRaw(t, gw.admin)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	readResponse(t, br)
+	if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the idle admin connection is still open after %v (read: %v)", bound, err)
 	}
 }

@@ -108,7 +108,10 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 			adminH.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog:          errLogger(g),
+		// Without it a keep-alive connection would wait for its next
+		// request for ever (net/http falls back to ReadTimeout, none).
+		IdleTimeout: cfg.Timeouts.Idle,
+		ErrorLog:    errLogger(g),
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()
