@@ -61,9 +61,9 @@ func TestReadyWithFirstBackendBlackholed(t *testing.T) {
 	}
 }
 
-// gatewayGoroutines returns the stacks of the goroutines running code of
-// package gateway (not its tests).
-func gatewayGoroutines() []string {
+// goroutinesIn returns the stacks of the goroutines that have a frame whose
+// function's name contains one of fns.
+func goroutinesIn(fns ...string) []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -75,17 +75,27 @@ func gatewayGoroutines() []string {
 	}
 	var found []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "groupexec/gateway.") {
-			found = append(found, g)
+		for _, fn := range fns {
+			if strings.Contains(g, fn) {
+				found = append(found, g)
+				break
+			}
 		}
 	}
 	return found
 }
 
+// The readiness probe and the admin handlers, by their functions' names.
+const (
+	probeFn   = "gateway.(*health).backendUp"
+	healthFns = "gateway.(*health)."
+	adminFns  = "gateway.(*Gateway).AdminHandler."
+)
+
 // A readiness probe running when the gateway stops (a backend whose dials
 // hang, so that the probe takes its whole second) ends before Serve
-// returns: nothing of the gateway's, goroutine or dial, is left running
-// after, and the client that asked is answered or its connection closed.
+// returns: no probe, dial or admin handler is left running after, and the
+// client that asked is answered or its connection closed.
 func TestServeLeavesNoReadinessProbe(t *testing.T) {
 	gw := start(t, "http://"+blackhole(t), minimal)
 	answered := make(chan error, 1)
@@ -100,8 +110,8 @@ func TestServeLeavesNoReadinessProbe(t *testing.T) {
 	if err := gw.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if left := gatewayGoroutines(); len(left) > 0 {
-		t.Errorf("Serve returned with %d goroutines of the gateway running, the first:\n%s", len(left), left[0])
+	if left := goroutinesIn(healthFns, adminFns); len(left) > 0 {
+		t.Errorf("Serve returned with %d admin handlers or probes running, the first:\n%s", len(left), left[0])
 	}
 	select {
 	case <-answered:
@@ -113,14 +123,7 @@ func TestServeLeavesNoReadinessProbe(t *testing.T) {
 // probing waits until a readiness probe is running.
 func probing(t *testing.T) {
 	t.Helper()
-	eventually(t, "the probe to start", func() bool {
-		for _, g := range gatewayGoroutines() {
-			if strings.Contains(g, "(*health).backendUp") {
-				return true
-			}
-		}
-		return false
-	})
+	eventually(t, "the probe to start", func() bool { return len(goroutinesIn(probeFn)) > 0 })
 }
 
 // Close ends a readiness probe in progress (here one reading
@@ -136,10 +139,8 @@ func TestCloseEndsAReadinessProbe(t *testing.T) {
 	}()
 	probing(t)
 	gw.Close()
-	for _, g := range gatewayGoroutines() {
-		if strings.Contains(g, "(*health).backendUp") {
-			t.Errorf("Close returned with a probe running:\n%s", g)
-		}
+	for _, g := range goroutinesIn(probeFn) {
+		t.Errorf("Close returned with a probe running:\n%s", g)
 	}
 	<-gathered
 }
