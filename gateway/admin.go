@@ -108,28 +108,27 @@ func (h *health) backendUp() bool {
 	// behind a firewall) must not spend the others' time.
 	backends := h.state().backends
 	accepted := make(chan bool, len(backends))
+	var dials sync.WaitGroup
 	for _, b := range backends {
-		go func() {
+		dials.Go(func() {
 			var d net.Dialer
 			c, err := d.DialContext(ctx, "tcp", addr(b))
 			if err == nil {
 				c.Close()
 			}
 			accepted <- err == nil
-		}()
+		})
 	}
-	for n := range backends {
+	for range backends {
 		if <-accepted {
 			h.up = true
-			// The others' dials are no longer needed: they end at
-			// once, and are waited for.
-			cancel()
-			for range len(backends) - n - 1 {
-				<-accepted
-			}
 			break
 		}
 	}
+	// The dials still running are no longer needed: they end at once,
+	// and none outlives the probe.
+	cancel()
+	dials.Wait()
 	h.checked = time.Now()
 	return h.up
 }
