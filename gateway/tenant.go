@@ -21,7 +21,8 @@ const OverflowGroup = "_overflow"
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
 // when r carries none (or names one from an address t does not trust), an
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
-// (with tenant.from path, an empty segment followed by more path too),
+// (with tenant.from path, an empty segment followed by more path too, a
+// dot-segment, or empty segments that merged would name another tenant),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
@@ -81,23 +82,18 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// refused.
 				return "", ErrInvalidTenant
 			}
-			rest, ok := strings.CutPrefix(p, t.PathPrefix)
-			if !ok {
-				return "", nil
+			var err error
+			if key, err = pathKey(p, t.PathPrefix); err != nil {
+				return "", err
 			}
-			if !strings.HasSuffix(t.PathPrefix, "/") {
-				// The prefix names whole segments: "/t" is followed by
-				// "/", else the path only starts with the same letters.
-				if rest, ok = strings.CutPrefix(rest, "/"); !ok {
-					return "", nil
+			if strings.Contains(p, "//") {
+				// "//t/acme" names no tenant as sent, but a backend
+				// that merges slashes (nginx's merge_slashes, a router
+				// that cleans paths) serves acme's path: the key must
+				// be the one the merged path names.
+				if merged, err := pathKey(mergeSlashes(p), t.PathPrefix); err != nil || merged != key {
+					return "", ErrInvalidTenant
 				}
-			}
-			var more bool
-			if key, _, more = strings.Cut(rest, "/"); key == "" && more {
-				// "/t//acme": the segment is there, but empty. Served
-				// as the default tenant, its path would reach a backend
-				// that may clean it into acme's.
-				return "", ErrInvalidTenant
 			}
 		default:
 			key = strings.TrimSpace(r.Header.Get(t.Header))
@@ -110,6 +106,44 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 		return "", ErrInvalidTenant
 	}
 	return key, nil
+}
+
+// pathKey returns the segment of the escaped path p after prefix, "" when
+// p does not start with it, or ErrInvalidTenant when the segment is empty
+// and more path follows.
+func pathKey(p, prefix string) (string, error) {
+	rest, ok := strings.CutPrefix(p, prefix)
+	if !ok {
+		return "", nil
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		// The prefix names whole segments: "/t" is followed by "/",
+		// else the path only starts with the same letters.
+		if rest, ok = strings.CutPrefix(rest, "/"); !ok {
+			return "", nil
+		}
+	}
+	key, _, more := strings.Cut(rest, "/")
+	if key == "" && more {
+		// "/t//acme": the segment is there, but empty. Served as the
+		// default tenant, its path would reach a backend that may clean
+		// it into acme's.
+		return "", ErrInvalidTenant
+	}
+	return key, nil
+}
+
+// mergeSlashes returns p with every run of slashes made one.
+func mergeSlashes(p string) string {
+	var b strings.Builder
+	b.Grow(len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && i > 0 && p[i-1] == '/' {
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // hasDotSegment reports whether the escaped path p has a "." or ".."

@@ -244,6 +244,38 @@ func TestExtractTenantEmptySegment(t *testing.T) {
 	}
 }
 
+// A path whose empty segments come before the tenant's ("//t/acme") is
+// refused with ErrInvalidTenant (400) too: it names no tenant as sent, but
+// a backend that merges slashes (nginx's merge_slashes, a router that
+// cleans paths) serves acme's path, under the default tenant's limits.
+// Empty segments that merging would not move the tenant across are left
+// alone.
+func TestExtractTenantMergedSlashes(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, url string
+		want        string // "": no tenant; "!": ErrInvalidTenant
+	}{
+		{"/t", "http://h//t/acme", "!"},
+		{"/t", "http://h///t/acme/x", "!"},
+		{"/t/", "http://h//t/acme", "!"},
+		{"/api/t", "http://h/api//t/acme", "!"},
+		{"/api/t", "http://h//api/t/acme", "!"},
+		{"/t", "http://h/t/acme//x", "acme"},
+		{"/t", "http://h/x//y", ""},
+		{"/t", "http://h//x/t/acme", ""},
+	} {
+		cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: tc.prefix}
+		r := httptest.NewRequest(http.MethodGet, tc.url, nil)
+		got, err := gateway.ExtractTenant(&cfg, r)
+		switch {
+		case tc.want == "!" && !errors.Is(err, gateway.ErrInvalidTenant):
+			t.Errorf("prefix %q, %s: %q, %v; want ErrInvalidTenant", tc.prefix, tc.url, got, err)
+		case tc.want != "!" && (err != nil || got != tc.want):
+			t.Errorf("prefix %q, %s: %q, %v; want %q", tc.prefix, tc.url, got, err, tc.want)
+		}
+	}
+}
+
 // A path with a dot-segment ("." or "..", escaped or not) is refused with
 // ErrInvalidTenant when the tenant comes from the path: "/x/../t/acme"
 // names no tenant as sent, but a backend that cleans it serves acme's
