@@ -179,3 +179,21 @@ func TestAdminIdleConnectionsClosed(t *testing.T) {
 		t.Errorf("the idle admin connection is still open after %v (read: %v)", bound, err)
 	}
 }
+
+// An admin request whose body never comes (its length declared, nothing
+// sent) does not hold its connection for ever: net/http reads an unread
+// body before answering, and the admin server gives that read
+// timeouts.read_header and timeouts.read, as the proxy does, then answers
+// and closes the connection.
+func TestAdminRequestBodyTimesOut(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal+"timeouts: {read_header: 50ms, read: 50ms}\n")
+	c := dialRaw(t, gw.admin)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+	br := bufio.NewReader(c)
+	readResponse(t, br)
+	if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the admin connection is still open (read: %v)", err)
+	}
+}

@@ -107,11 +107,15 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 			defer adminBusy.leave()
 			adminH.ServeHTTP(w, r)
 		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		// Without it a keep-alive connection would wait for its next
-		// request for ever (net/http falls back to ReadTimeout, none).
-		IdleTimeout: cfg.Timeouts.Idle,
-		ErrorLog:    errLogger(g),
+		// The proxy's limits on reading a request: without a read
+		// timeout, a request declaring a body it never sends would hold
+		// its connection for ever (net/http reads an unread body before
+		// answering), and without an idle timeout a keep-alive connection
+		// would wait for its next request for ever.
+		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
+		ReadTimeout:       cfg.Timeouts.ReadHeader + cfg.Timeouts.Read,
+		IdleTimeout:       cfg.Timeouts.Idle,
+		ErrorLog:          errLogger(g),
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()
