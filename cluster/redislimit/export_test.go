@@ -62,3 +62,25 @@ func RenewNow(h *Holder) { h.renewOnce() }
 
 // Channel returns the pub/sub channel h hears contention notices on.
 func Channel(h *Holder) string { return h.channel() }
+
+// SetUnwaitHook makes every refiller pass that ends waiting records call f
+// on its call's goroutine, before it is sent; an error fails it as if
+// Redis were unreachable. f blocking past the op timeout makes the pass a
+// late one: the holder stops waiting for it, and it reaches Redis when f
+// returns.
+func SetUnwaitHook(h *Holder, f func() error) {
+	h.mu.Lock()
+	h.unwaitHook = f
+	h.mu.Unlock()
+}
+
+// SetRefillHook is SetUnwaitHook for the passes that ask for blocks.
+func SetRefillHook(h *Holder, f func() error) {
+	h.mu.Lock()
+	h.refillHook = f
+	h.mu.Unlock()
+}
+
+// Hear hands h a contention notice, as its subscriber does when the notice
+// arrives.
+func Hear(h *Holder, payload string) { h.hear(payload) }

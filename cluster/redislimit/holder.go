@@ -51,6 +51,13 @@ type Holder struct {
 	// releaseHook, when set (tests), is called before a give-back outside
 	// the renewal round; an error fails it as if Redis were unreachable.
 	releaseHook func() error
+	// unwaitHook and refillHook, when set (tests), are called on the
+	// call's own goroutine before the refiller sends a pass that ends
+	// waiting records (unwaitHook) or asks for blocks (refillHook); an
+	// error fails the pass as if Redis were unreachable. One that blocks
+	// holds the pass up on its way to Redis: past the op timeout, the
+	// holder stops waiting for it, and it reaches Redis late.
+	unwaitHook, refillHook func() error
 
 	st counters
 }

@@ -191,7 +191,7 @@ func (h *Holder) serve(q []*keyState) {
 			ks.giveUp, ks.giveAt = !at.IsZero(), at
 		}
 	}
-	relHook, replyHook := h.releaseHook, h.replyHook
+	relHook, replyHook, unwaitHook, refillHook := h.releaseHook, h.replyHook, h.unwaitHook, h.refillHook
 	h.mu.Unlock()
 	h.emit(a.evs...)
 	a.evs = nil
@@ -222,7 +222,22 @@ func (h *Holder) serve(q []*keyState) {
 		calls = append(calls, r.call)
 	}
 	sent := time.Now()
-	_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
+	_, err := call(h, func(ctx context.Context) (struct{}, error) {
+		for _, hk := range [...]struct {
+			f    func() error
+			used bool
+		}{{unwaitHook, len(unwaits) > 0}, {refillHook, len(reqs) > 0}} {
+			if hk.f != nil && hk.used {
+				if err := hk.f(); err != nil {
+					return struct{}{}, err
+				}
+				// Held up on its way: a call already on the wire reaches
+				// Redis whatever the op timeout.
+				ctx = context.WithoutCancel(ctx)
+			}
+		}
+		return struct{}{}, h.runScripts(ctx, calls, nil)
+	})
 	if replyHook != nil && len(reqs) > 0 {
 		if herr := replyHook(); herr != nil && err == nil {
 			err = herr
