@@ -10,14 +10,16 @@ import (
 // Contention. Every holder listens on one channel per prefix for two
 // notices:
 //
-//   - "w|holder|leases_key|deprived|holder=cap,...": a holder was refused
-//     a block of the key (acquireScript). Each holder of the key learns
-//     that someone waits, how many wait below their cap, and the most it
-//     may keep meanwhile (its cap); it gives back what it holds above the
-//     cap (once its quantum is over) and, while someone waits below its
-//     cap, what no task holds (limiter.go).
-//     Without it a holder would learn that others wait only at its next
-//     renewal round.
+//   - "w|holder|leases_key|version|deprived|holder=cap,...": a holder was
+//     refused a block of the key, or granted one while others wait
+//     (acquireScript). Each holder of the key learns that someone waits,
+//     how many wait below their cap, and the most it may keep meanwhile
+//     (its cap); it gives back what it holds above the cap (once its
+//     quantum is over) and, while someone waits below its cap, what no
+//     task holds (limiter.go). Without it a holder would learn that others
+//     wait only at its next renewal round. Nothing orders the notices with
+//     the replies to the holder's own calls: one older than what the
+//     holder last heard of the key (its version) is ignored (scripts.go).
 //   - "f|leases_key": a holder gave back permits of the key while others
 //     wait (releaseScript). Each holder Redis refused asks again now (at
 //     most once per poll interval), instead of polling.
@@ -66,22 +68,28 @@ func (h *Holder) subscriber() {
 func (h *Holder) hear(payload string) {
 	kind, rest, _ := strings.Cut(payload, "|")
 	var who, leasesKey, deprived, caps string
+	var ver int64
 	switch kind {
 	case "w":
 		// The leases key holds the executor's key, which may contain
 		// '|'; the other fields cannot (holder ids, numbers): so the
-		// holder is cut from the front, the counts and caps from the
-		// back.
+		// holder is cut from the front, the version, counts and caps
+		// from the back.
 		var ok bool
 		if who, rest, ok = strings.Cut(rest, "|"); !ok {
 			return
 		}
 		i := strings.LastIndexByte(rest, '|')
 		j := strings.LastIndexByte(rest[:max(i, 0)], '|')
-		if j < 0 {
+		k := strings.LastIndexByte(rest[:max(j, 0)], '|')
+		if k < 0 {
 			return
 		}
-		leasesKey, deprived, caps = rest[:j], rest[j+1:i], rest[i+1:]
+		v, err := strconv.ParseInt(rest[k+1:j], 10, 64)
+		if err != nil {
+			return
+		}
+		leasesKey, ver, deprived, caps = rest[:k], v, rest[j+1:i], rest[i+1:]
 	case "f":
 		leasesKey = rest
 	default:
@@ -102,9 +110,10 @@ func (h *Holder) hear(payload string) {
 			h.askAgainLocked(ks)
 			continue
 		}
-		if who == l.id || len(ks.leases) == 0 {
-			continue // its own refusal, or nothing to give back
+		if who == l.id || len(ks.leases) == 0 || ver <= ks.ver {
+			continue // its own refusal, nothing to give back, or older news
 		}
+		ks.ver = ver
 		ks.others = max(ks.others, 1)
 		if c, ok := capOf(caps, l.id); ok {
 			ks.cap = c

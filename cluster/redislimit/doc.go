@@ -87,7 +87,10 @@
 // refused holders ask again then (at most once per poll interval), and at
 // every renewal round, rather than polling; a holder that no longer waits
 // ends its waiting record (again, if that call fails). A notice missed (a
-// dropped subscription) costs at most one renew interval.
+// dropped subscription) costs at most one renew interval. Notices and
+// replies come by different connections, in no order: each tells the
+// shares as of a version of the key, and a holder ignores what is older
+// than what it last heard.
 //
 // Steady load costs a few round trips per renewal round, not per task;
 // contention costs more, about one refusal and one give-back per key and
@@ -123,9 +126,14 @@
 // the holder returns to leasing as soon as it answers.
 //
 // A reply lost after Redis executed an acquire leaves a lease no one uses:
-// it expires after the TTL. Configure the go-redis client without retries
-// (MaxRetries: -1) and with ContextTimeoutEnabled: true, so that a call the
-// op timeout ends also ends in the client and frees its connection.
+// it expires after the TTL. A call the op timeout abandoned may still reach
+// Redis later, after the holder's next ones: Redis numbers each holder's
+// acquires and ends of waiting records of a key, and one that comes after
+// a later one of the same holder does nothing (a late acquire leases
+// nothing and records no wait; a late end of a wait ends no newer one).
+// Configure the go-redis client without retries (MaxRetries: -1) and with
+// ContextTimeoutEnabled: true, so that a call the op timeout ends also ends
+// in the client and frees its connection.
 //
 // The exception to the limit: a Redis restart or failover that loses the
 // leases (no persistence, or a replica behind) lets holders lease the whole

@@ -99,10 +99,12 @@ func (h *Holder) releaseCall(s shrink) *scriptCall {
 }
 
 // unwaitCall ends ks's waiting record of this holder: no task of it waits
-// for ks's key any more.
+// for ks's key any more, as of its last refill request. Redis ends no
+// record of a later request (this call may reach it late).
 func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
 	k := ks.keys
-	return &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7]}, args: []any{ks.l.id, h.channel()}}
+	return &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7], k[8]},
+		args: []any{ks.l.id, h.channel(), h.nonce, ks.lastReq, h.cfg.ttl.Milliseconds()}}
 }
 
 // failed reports whether err, from a call to Redis, means that Redis could

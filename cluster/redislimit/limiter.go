@@ -89,8 +89,8 @@ func (l *Limiter) Attach(notify func(key string)) error {
 // keyState is a holder's state for one limit key. Guarded by Holder.mu.
 type keyState struct {
 	l        *Limiter
-	key      string    // the executor's key
-	keys     [8]string // the Redis keys: l n s b f w g q
+	key      string     // the executor's key
+	keys     [10]string // the Redis keys: l n s b f w g q r v
 	limit    int
 	leases   []*lease
 	block    int       // permits to lease next time
@@ -104,7 +104,9 @@ type keyState struct {
 	retryAt  time.Time // no call for this key before then
 	waiting  bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
 	recorded bool      // Redis counts this holder as waiting for the key
-	unwait   bool      // tell Redis it no longer is
+	unwait   bool      // tell Redis it no longer is; set until Redis has answered that it ended the record
+	lastReq  uint64    // the number of the last refill request sent for the key (Holder.leaseSeq): an unwait ends no record of a later one
+	ver      int64     // the version of what Redis last told of the share (others, cap, deprived): older news is ignored
 	minFree  int       // the fewest free permits since the last renewal round
 	others   int       // other holders waiting for this key, as Redis last said
 	deprived int       // how many of them wait for room below an even split
@@ -166,7 +168,7 @@ func (l *Limiter) keyLocked(key string) *keyState {
 	if ks == nil {
 		base := l.h.cfg.prefix + ":{" + l.scope + ":" + key + "}:"
 		ks = &keyState{l: l, key: key, limit: l.limit(key), block: 1}
-		for i, k := range [...]string{"l", "n", "s", "b", "f", "w", "g", "q"} {
+		for i, k := range [...]string{"l", "n", "s", "b", "f", "w", "g", "q", "r", "v"} {
 			ks.keys[i] = base + k
 		}
 		ks.cap = ks.limit

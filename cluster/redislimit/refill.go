@@ -117,6 +117,7 @@ type refillReq struct {
 	ks         *keyState
 	need, want int
 	id         string
+	seq        uint64 // the request's number (Holder.leaseSeq)
 	call       *scriptCall
 	res        []int64
 	err        error
@@ -174,7 +175,9 @@ func (h *Holder) serve(q []*keyState) {
 			// grant ends the record.
 			ks.unwait = false
 		case ks.demand == 0 && !h.down:
-			ks.unwait = false
+			// ks.unwait stays set until Redis has answered: a renewal
+			// round must not drop the key meanwhile, or the record's
+			// end, if this call fails, is never sent again.
 			unwaits = append(unwaits, ks)
 		}
 		// Else the record is ended later: while the holder is down no call
@@ -218,7 +221,8 @@ func (h *Holder) serve(q []*keyState) {
 	for _, r := range reqs {
 		ks := r.ks
 		r.call = &scriptCall{s: acquireScript, keys: ks.keys[:],
-			args: []any{ks.limit, r.want, r.need, h.cfg.ttl.Milliseconds(), r.id, ks.l.id, h.channel(), 2 * h.cfg.renew.Milliseconds()}}
+			args: []any{ks.limit, r.want, r.need, h.cfg.ttl.Milliseconds(), r.id, ks.l.id, h.channel(), 2 * h.cfg.renew.Milliseconds(),
+				h.nonce, r.seq}}
 		calls = append(calls, r.call)
 	}
 	sent := time.Now()
@@ -262,11 +266,12 @@ func (h *Holder) serve(q []*keyState) {
 		// answers if the holder is now down. (A cmd is read only once
 		// its call has returned: failed is true for an abandoned one.)
 		if failed(unwaitErr) || failed(unwaitCalls[i].cmd.Err()) {
-			ks.unwait = true
 			if !h.down {
 				ks.retryLocked(h.cfg.poll)
 			}
+			continue
 		}
+		ks.unwait = false
 	}
 	for _, r := range reqs {
 		h.refilledLocked(r, sent, &a)
@@ -312,14 +317,15 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 	ks.waiting = false
 	ks.asked = 0
 	h.leaseSeq++
+	ks.lastReq = h.leaseSeq
 	return &refillReq{ks: ks, need: need, want: min(max(ks.block, need), ks.limit), // Redis lowers it to the cap
-		id: ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10)}
+		id: ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10), seq: h.leaseSeq}
 }
 
 // refilledLocked uses Redis's reply to r, sent at sent.
 func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	ks, res, need := r.ks, r.res, r.need
-	if r.err == nil && (len(res) < 6 || (res[0] > 0 && len(res) != 6+int(res[0]))) {
+	if r.err == nil && (len(res) < 7 || (res[0] > 0 && len(res) != 7+int(res[0]))) {
 		r.err = redis.Nil
 	}
 	if r.err != nil {
@@ -338,7 +344,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		a.notify = append(a.notify, ks)
 		return
 	}
-	ks.setShareLocked(int(res[3]), int(res[4]), int(res[5]))
+	ks.setShareLocked(res[6], int(res[3]), int(res[4]), int(res[5]))
 	now := time.Now()
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
@@ -378,8 +384,8 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		return
 	}
 	h.st.refills.Add(1)
-	slots := make([]int, len(res)-6)
-	for i, s := range res[6:] {
+	slots := make([]int, len(res)-7)
+	for i, s := range res[7:] {
 		slots[i] = int(s)
 	}
 	le := &lease{ks: ks, id: r.id, token: res[1], slots: slots, free: append([]int(nil), slots...),

@@ -82,7 +82,7 @@ func (h *Holder) renewOnce() {
 				args = append(args, le.id, r.slots[j])
 			}
 			k := r.ks.keys
-			calls[i] = &scriptCall{s: renewScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6], k[7]}, args: args}
+			calls[i] = &scriptCall{s: renewScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6], k[7], k[9]}, args: args}
 		}
 		for _, s := range ret {
 			calls = append(calls, h.releaseCall(s))
@@ -105,17 +105,17 @@ func (h *Holder) renewOnce() {
 		now = time.Now()
 		for i, r := range rs {
 			res, cerr := calls[i].cmd.Int64Slice()
-			if cerr != nil || len(res) != 3+len(r.leases) {
+			if cerr != nil || len(res) != 4+len(r.leases) {
 				continue // the local deadline decides
 			}
-			r.ks.setShareLocked(int(res[0]), int(res[1]), int(res[2]))
+			r.ks.setShareLocked(res[3], int(res[0]), int(res[1]), int(res[2]))
 			if r.ks.others > 0 {
 				// What to give back may have changed with the caps.
 				r.ks.giveUp = true
 				h.enqueueLocked(r.ks)
 			}
 			for j, le := range r.leases {
-				switch alive := res[3+j]; {
+				switch alive := res[4+j]; {
 				case alive == 0 && !le.lost:
 					lost = append(lost, h.loseLocked(le, "gone from Redis (expired, or Redis lost its data)", nil))
 				case alive == 1 && le.lost:

@@ -13,10 +13,29 @@ import "github.com/redis/go-redis/v9"
 //	PREFIX:{SCOPE:KEY}:w  sorted set: holder id -> expiry, holders that wait
 //	PREFIX:{SCOPE:KEY}:g  hash: holder id -> when it was last served (ms)
 //	PREFIX:{SCOPE:KEY}:q  hash: holder id -> the permits it waits for
+//	PREFIX:{SCOPE:KEY}:r  hash: holder id -> its latest request run, "nonce seq ms"
+//	PREFIX:{SCOPE:KEY}:v  the version counter of what Redis tells of the shares
 //
 // A lease id starts with its holder's id and ':'. Every change is one
 // script, so it is atomic, and every script takes the time from Redis's
 // TIME: no client clock is ever compared with another.
+//
+// Versions. What a reply or a notice tells a holder of the shares (who
+// waits, its cap) is as of a version of the key, greater for everything
+// told later: replies and notices come by different connections and
+// nothing orders them, so a holder keeps what it heard with the greatest
+// version and ignores older news. Like a fencing token, the version is
+// max(counter+1, TIME in µs), so that it keeps rising across a restart of a
+// Redis without persistence.
+//
+// Requests. A holder's acquires and unwaits (below) of a key are numbered
+// in the order it sends them (its process's nonce and a sequence number),
+// and Redis keeps the latest one it has run per holder (r). A call the
+// holder gave up on (the op timeout) may still reach Redis after a later
+// one: an acquire older than the latest run does nothing (a later one
+// counts, or an unwait ended the wait it asked for), and an unwait older
+// than the latest run ends nothing (the record is a later acquire's, and
+// the holder waits again).
 //
 // Slots. A key of limit N has slots 0..N-1, and every leased permit is one
 // of them: a lease holds as many slots as permits, and a slot is in at most
@@ -54,6 +73,38 @@ local function clock()
 end
 
 local function owner(id) return string.match(id, '^([^:]*):') end
+
+-- version bumps the key's version counter (v) and returns it.
+local function version(v, nowus)
+  local x = math.max(tonumber(redis.call('GET', v) or '0') + 1, nowus)
+  redis.call('SET', v, string.format('%.0f', x), 'PX', 86400000)
+  return x
+end
+
+-- latest returns the sequence number of the latest request of holder me's
+-- process (nonce) that Redis has run for the key (r), or -1: none, or
+-- only requests of another process of the same holder id.
+local function latest(r, me, nonce)
+  local v = redis.call('HGET', r, me)
+  if v then
+    local n, s = string.match(v, '^(%S+) (%d+) ')
+    if n == nonce then return tonumber(s) end
+  end
+  return -1
+end
+
+-- ran records that Redis has run request seq of me's process, and forgets
+-- the requests run more than keep ms ago: one given up on reaches Redis
+-- long before.
+local function ran(r, me, nonce, seq, now, keep)
+  redis.call('HSET', r, me, nonce .. ' ' .. string.format('%.0f', seq) .. ' ' .. string.format('%.0f', now))
+  local all = redis.call('HGETALL', r)
+  for i = 1, #all, 2 do
+    local at = tonumber(string.match(all[i + 1], ' (%d+)$') or '0')
+    if at < now - keep then redis.call('HDEL', r, all[i]) end
+  end
+  redis.call('PEXPIRE', r, keep)
+end
 
 -- drop_slots frees the slots of lease id.
 local function drop_slots(s, b, id)
@@ -210,26 +261,34 @@ end
 // restart of a Redis without persistence (the counter restarts from the
 // clock) as long as fewer than a million are issued per second on average.
 //
+// A request older than the latest of the holder that Redis has run (see
+// Requests) does nothing: it returns a refusal of version 0, which no
+// holder uses, and is not recorded.
+//
 // A refused holder, for lack of room or for its share, is recorded as
 // waiting for wait_ms (with the weight it waits for now, need: a heavier
 // task it asked for before may be gone): a holder that still
 // waits asks again at least once per renew interval, and one that no
 // longer does drops out soon after. The refusal is
 // published on the contention channel (ARGV[7]) as
-// "w|holder_id|leases_key|deprived|holder=cap,...", so that the holders of
-// the key learn at once that someone waits, how many wait below their cap
-// (for room), and what each may keep. A grant ends the holder's wait and
+// "w|holder_id|leases_key|version|deprived|holder=cap,...", so that the
+// holders of the key learn at once that someone waits, how many wait below
+// their cap (for room), and what each may keep. A grant ends the holder's wait and
 // marks it served; while others wait, it is published the same way, since
 // it changes their caps.
 //
-// KEYS: l n s b f w g q. ARGV: limit want need ttl_ms lease_id holder_id
-// channel wait_ms. Returns {granted, token, free_after, other_waiters, cap,
-// deprived, slot...}; cap is the most the holder may keep (the limit when
-// nobody else waits), deprived how many others wait below their cap.
+// KEYS: l n s b f w g q r v. ARGV: limit want need ttl_ms lease_id
+// holder_id channel wait_ms nonce seq. Returns {granted, token, free_after,
+// other_waiters, cap, deprived, version, slot...}; cap is the most the
+// holder may keep (the limit when nobody else waits), deprived how many
+// others wait below their cap.
 var acquireScript = redis.NewScript(sharesLua + `
 local now, nowus = clock()
 local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local me = ARGV[6]
+local me, nonce, seq = ARGV[6], ARGV[9], tonumber(ARGV[10])
+if latest(KEYS[9], me, nonce) >= seq then return {0, 0, 0, 0, limit, 0, 0} end
+ran(KEYS[9], me, nonce, seq, now, ttl * 2)
+local ver = version(KEYS[10], nowus)
 reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
 local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
 local mine, free, cap = hold[me] or 0, limit - used, limit
@@ -256,8 +315,8 @@ if #slots == 0 then
   for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
   local all = deprived
   if medeprived and free < need then all = all + 1 end
-  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. all .. '|' .. capstr(caps))
-  return {0, 0, free, others, cap, deprived}
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. all .. '|' .. capstr(caps))
+  return {0, 0, free, others, cap, deprived, ver}
 end
 grant = #slots
 local tok = math.max(tonumber(redis.call('GET', KEYS[5]) or '0') + 1, nowus)
@@ -276,9 +335,9 @@ if others2 > 0 then
   cap2 = caps2[me]
   -- The grant moved this holder to the back of the line: the others' caps
   -- changed too.
-  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. deprived2 .. '|' .. capstr(caps2))
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. deprived2 .. '|' .. capstr(caps2))
 end
-local out = {grant, tok, free - grant, others2, cap2, deprived2}
+local out = {grant, tok, free - grant, others2, cap2, deprived2, ver}
 for _, x in ipairs(slots) do out[#out + 1] = x end
 return out
 `)
@@ -291,12 +350,13 @@ return out
 // same round trip finds them already freed (the renewal may run first, or
 // the release be sent again with its script after NOSCRIPT), and the
 // holders waiting for them must hear of it now, not at their next round.
-// KEYS: l n s b w g q. ARGV: ttl_ms holder_id limit channel, then id slots
-// pairs.
-// Returns {other_waiters, cap (-1: nobody else waits), deprived, alive_1,
-// alive_2, ...} (1 alive, 0 lost).
+// KEYS: l n s b w g q v. ARGV: ttl_ms holder_id limit channel, then id
+// slots pairs.
+// Returns {other_waiters, cap (-1: nobody else waits), deprived, version,
+// alive_1, alive_2, ...} (1 alive, 0 lost).
 var renewScript = redis.NewScript(sharesLua + `
-local now = clock()
+local now, nowus = clock()
+local ver = version(KEYS[8], nowus)
 local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
 local alive, freed = {}, 0
@@ -319,7 +379,7 @@ end
 local _, _, others, caps, deprived = shares(KEYS[2], KEYS[5], KEYS[6], KEYS[7], limit, me, now, false, 0)
 local cap = -1
 if others > 0 then cap = caps[me] or 0 end
-local out = {others, cap, deprived}
+local out = {others, cap, deprived, ver}
 for _, a in ipairs(alive) do out[#out + 1] = a end
 return out
 `)
@@ -350,10 +410,19 @@ return left
 `)
 
 // unwaitScript ends a holder's waiting record: no task of it waits for the
-// key any more. If others still wait, their caps may have risen: it
-// publishes "f|leases_key" so that they ask again. KEYS: l w q. ARGV:
-// holder_id channel. Returns 1 if the holder was recorded.
-var unwaitScript = redis.NewScript(`
+// key any more, as of its request seq (the number of its latest acquire of
+// the key). If a later acquire of the holder has run, the record is that
+// one's and the holder waits again: it ends nothing. Else it ends the
+// record, and counts as run (see Requests), so that an acquire it covers
+// that reaches Redis later does not record the holder again. If others
+// still wait, their caps may have risen: it publishes "f|leases_key" so
+// that they ask again. KEYS: l w q r. ARGV: holder_id channel nonce seq
+// ttl_ms. Returns 1 if the holder was recorded and the record ended.
+var unwaitScript = redis.NewScript(sharesLua + `
+local now = clock()
+local me, nonce, seq = ARGV[1], ARGV[3], tonumber(ARGV[4])
+if latest(KEYS[4], me, nonce) > seq then return 0 end
+ran(KEYS[4], me, nonce, seq, now, tonumber(ARGV[5]) * 2)
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
 if removed > 0 and redis.call('ZCARD', KEYS[2]) > 0 then

@@ -93,10 +93,16 @@ func (ks *keyState) pickLocked(n int, now time.Time) *lease {
 	return nil
 }
 
-// setShareLocked records what Redis said of the key: how many other holders
-// wait, the most this one may keep meanwhile (-1: no cap), and how many of
-// them wait below their cap.
-func (ks *keyState) setShareLocked(others, capacity, deprived int) {
+// setShareLocked records what Redis said of the key as of version ver: how
+// many other holders wait, the most this one may keep meanwhile (-1: no
+// cap), and how many of them wait below their cap. What is not newer than
+// what the holder heard last is ignored: replies and notices cross (a
+// notice published before a reply may be heard after it, and the reverse).
+func (ks *keyState) setShareLocked(ver int64, others, capacity, deprived int) {
+	if ver <= ks.ver {
+		return
+	}
+	ks.ver = ver
 	ks.others, ks.deprived = others, deprived
 	if others == 0 || capacity < 0 {
 		ks.cap = ks.limit
