@@ -34,6 +34,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
 		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
 		{"nil listener func", 1, []bulkhead.Option{bulkhead.WithListener(bulkhead.ListenerFunc(nil))}, "WithListener"},
+		{"nil listener pointer", 1, []bulkhead.Option{bulkhead.WithListener((*countingListener)(nil))}, "WithListener"},
+		{"nil listener of a func type", 1, []bulkhead.Option{bulkhead.WithListener(eventFunc(nil))}, "WithListener"},
 		{"nil option", 1, []bulkhead.Option{bulkhead.WithQueue(1, time.Second), nil}, "New option"},
 	}
 	for _, tc := range tests {
@@ -59,6 +61,16 @@ func TestInvalidConfig(t *testing.T) {
 		})
 	}
 }
+
+// countingListener and eventFunc are listeners of types other than
+// ListenerFunc, whose nil values a program may pass by mistake.
+type countingListener struct{ n int }
+
+func (l *countingListener) OnEvent(bulkhead.Event) { l.n++ }
+
+type eventFunc func(bulkhead.Event)
+
+func (f eventFunc) OnEvent(e bulkhead.Event) { f(e) }
 
 func TestLargestWindowAndEventLogAccepted(t *testing.T) {
 	b := newBH(t, 1, bulkhead.WithLatencyWindow(bulkhead.MaxLatencyWindow), bulkhead.WithEventLog(bulkhead.MaxEventLog))

@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -99,15 +100,33 @@ func WithEventLog(n int) Option {
 	})
 }
 
-// WithListener sets the Listener that observes every event.
+// WithListener sets the Listener that observes every event. l must not be
+// nil, nor a nil pointer or nil function in a Listener: either would fail on
+// every event, and the failure, recovered, would go unseen.
 func WithListener(l Listener) Option {
 	return optionFunc(func(b *Bulkhead) error {
-		if f, ok := l.(ListenerFunc); l == nil || ok && f == nil {
-			return &ConfigError{"WithListener", nil, "must not be nil"}
+		if isNilListener(l) {
+			return &ConfigError{"WithListener", l, "must not be nil"}
 		}
 		b.listener = l
 		return nil
 	})
+}
+
+// isNilListener reports whether l is nil or holds a nil pointer or function.
+// A nil map, slice or channel is left alone: its methods may work.
+func isNilListener(l Listener) bool {
+	if l == nil {
+		return true
+	}
+	if f, ok := l.(ListenerFunc); ok {
+		return f == nil // the common case, without reflection
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // WithClock sets the clock for queue waits, permit and event times and
