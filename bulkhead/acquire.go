@@ -292,7 +292,9 @@ func (b *Bulkhead) leave(w *waiter, err error) bool {
 // giveBack releases a permit issued to a waiter that has given up with err
 // (its context's error, or ErrGoexit); the release serves the next in
 // line. The request failed, so the log records its rejection, as for a
-// waiter that gave up before its turn.
+// waiter that gave up before its turn, but with the permit's ID: the
+// permit's acquire was recorded too, and observers that count requests
+// must tell this rejection from one of a request that never had a permit.
 func (b *Bulkhead) giveBack(p Permit, err error) {
 	// Deferred, so that the permit comes back even if a listener told of
 	// the rejection exits the goroutine (runtime.Goexit).
@@ -304,7 +306,7 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 	if b.observed {
 		es := new(events)
 		b.lock()
-		b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
+		b.event(es, EventRequestRejected, b.stamp(), p.id, detailOf(err))
 		b.unlock()
 		b.deliver(es)
 	}

@@ -64,6 +64,54 @@ func TestAcquireCancelledBeforeGrantFails(t *testing.T) {
 	}
 }
 
+// The rejection of a waiter that gives back the permit it was issued as its
+// context ended names that permit, so that an observer counting requests
+// can tell it from the rejection of a request that never had one (whose
+// PermitID is 0), and not count the request twice.
+func TestGivenBackPermitRejectionNamesThePermit(t *testing.T) {
+	g := newGate()
+	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour), bulkhead.WithListener(g), bulkhead.WithEventLog(64))
+	held := acquire(t, b, 1)
+	ctx, cancel := context.WithCancel(bg)
+	w1 := acquireAsync(ctx, b, 1)
+	<-g.queued
+	cancel()
+	release(t, b, held) // issues the permit to w1, whose context has ended
+	g.proceed <- struct{}{}
+	if _, err := w1.wait(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire: %v, want context.Canceled", err)
+	}
+	var issued uint64
+	var rejected []bulkhead.Event
+	for _, e := range b.Events() {
+		switch {
+		case e.Code == bulkhead.EventPermitAcquired && e.PermitID != held.ID():
+			issued = e.PermitID
+		case e.Code == bulkhead.EventRequestRejected:
+			rejected = append(rejected, e)
+		}
+	}
+	if issued == 0 || len(rejected) != 1 || rejected[0].PermitID != issued || rejected[0].Detail != context.Canceled.Error() {
+		t.Fatalf("permit %d issued to the waiter; rejections %+v, want one naming it", issued, rejected)
+	}
+
+	// A waiter that gives up before its turn had no permit.
+	held = acquire(t, b, 1)
+	defer release(t, b, held)
+	ctx, cancel = context.WithCancel(bg)
+	w2 := acquireAsync(ctx, b, 1)
+	<-g.queued
+	g.proceed <- struct{}{}
+	cancel()
+	if _, err := w2.wait(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire: %v, want context.Canceled", err)
+	}
+	es := b.Events()
+	if e := es[len(es)-1]; e.Code != bulkhead.EventRequestRejected || e.PermitID != 0 {
+		t.Fatalf("last event %+v, want a rejection with no permit", e)
+	}
+}
+
 // Submit admits through Acquire: a Submit whose context ends before a
 // permit is free never runs its function.
 func TestSubmitCancelledBeforeGrantNeverRuns(t *testing.T) {
