@@ -27,6 +27,12 @@ import (
 // for a waiter whose context ended; "other" for anything else, so that the
 // codes are a fixed set.
 //
+// Each request is counted once, under acquired or rejected. A waiter issued
+// a permit just as its context ended (or its goroutine exited) gives the
+// permit back and fails, but it is counted under acquired only: the permit
+// was issued, and counted, before the request gave up, and a counter cannot
+// take that back (its rejection event carries the permit's ID).
+//
 // It is a bulkhead.Listener, for the counters, and reads the bulkhead's
 // accessors for the gauges when the reader collects. It is safe for
 // concurrent use.
@@ -91,6 +97,11 @@ func (b *Bulkhead) OnEvent(e bulkhead.Event) {
 	case bulkhead.EventRequestQueued:
 		b.queued.Add(ctx, 1, b.attrs)
 	case bulkhead.EventRequestRejected:
+		if e.PermitID != 0 {
+			// A waiter gave back the permit it was issued as it gave up:
+			// its request is already counted under acquired.
+			return
+		}
 		b.rejected.Add(ctx, 1, b.byCode[rejectionCode(e.Detail)])
 	}
 }
@@ -116,9 +127,9 @@ var rejectionCodes = func() []string {
 }()
 
 // rejectionCode maps the Detail of a rejection event to its code. Detail is
-// the error's code, but the error's text for a waiter whose context ended
-// (or that gave up a permit granted as it ended): the text of a context's
-// error is not a stable code, and a custom context's is unbounded.
+// the error's code, but the error's text for a waiter whose context ended:
+// the text of a context's error is not a stable code, and a custom
+// context's is unbounded.
 func rejectionCode(detail string) string {
 	switch detail {
 	case context.Canceled.Error():

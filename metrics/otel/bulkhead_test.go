@@ -189,3 +189,66 @@ func TestBulkheadAcquiredCountsRequests(t *testing.T) {
 		}
 	}
 }
+
+// queueGate passes events on to a Bulkhead and holds a request that begins
+// to wait in its listener call, before it waits, until proceed.
+type queueGate struct {
+	*gotel.Bulkhead
+	queued, proceed chan struct{}
+}
+
+func (g queueGate) OnEvent(e bulkhead.Event) {
+	g.Bulkhead.OnEvent(e)
+	if e.Code == bulkhead.EventRequestQueued {
+		g.queued <- struct{}{}
+		<-g.proceed
+	}
+}
+
+// A waiter granted a permit as its context ended gives the permit back and
+// fails; its request is counted once, under acquired: the permit was
+// issued, and a counter cannot take back the acquire it counted then.
+func TestBulkheadGivenBackPermitCountedOnce(t *testing.T) {
+	mp, reader := newProvider()
+	m, err := gotel.NewBulkhead(mp, "payments", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unregister()
+	g := queueGate{m, make(chan struct{}), make(chan struct{})}
+	b, err := bulkhead.New(1, bulkhead.WithListener(g), bulkhead.WithQueue(1, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.TryAcquire(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := b.Acquire(ctx, 1); errc <- err }()
+	<-g.queued
+	cancel()
+	if err := b.Release(held); err != nil { // issues the permit to the waiter, whose context has ended
+		t.Fatal(err)
+	}
+	close(g.proceed)
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire: %v, want context.Canceled", err)
+	}
+	if n := b.InFlight(); n != 0 {
+		t.Fatalf("%d in flight after the permit was given back", n)
+	}
+
+	r := collect(t, reader)
+	acquired := r.value("bulkhead_acquired_total", map[string]string{"bulkhead": "payments"})
+	var rejected int64
+	if m, ok := r.find("bulkhead_rejected_total"); ok {
+		for _, pt := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			rejected += pt.Value
+		}
+	}
+	if acquired != 2 || rejected != 0 {
+		t.Errorf("two requests counted as %d acquired and %d rejected, want 2 and 0", acquired, rejected)
+	}
+}
