@@ -131,6 +131,12 @@ func (c *Collector) label(group string) string {
 		// every scrape, and the listener's counting for it.
 		return OtherGroup
 	}
+	if group == "" {
+		// Not a group: the executor refuses such a task as invalid. A
+		// place of its own would take one of MaxGroups from a real group,
+		// under a label that Prometheus reads as no label at all.
+		return OtherGroup
+	}
 	if c.labelled != nil {
 		if c.labelled(group) {
 			c.remember(group)
