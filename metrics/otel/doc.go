@@ -34,8 +34,9 @@
 // only the groups Options.Labelled accepts get series of their own (by
 // default the first Options.MaxGroups seen); the others are summed under
 // OtherGroup, as are the groups whose key is not valid UTF-8, which an
-// exporter cannot send. The levels and limits are exported for the
-// labelled groups only.
+// exporter cannot send, and the refusals of tasks with an empty group key
+// (invalid), which take no place of their own. The levels and limits are
+// exported for the labelled groups only.
 //
 // It lives in a package of its own so that the core packages never import
 // OpenTelemetry: only programs that use it compile it. The package is named

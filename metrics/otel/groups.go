@@ -67,6 +67,11 @@ func (gs *groups) of(group string) *series {
 		// fail every export that holds its series.
 		return gs.other
 	}
+	if group == "" {
+		// Not a group: the executor refuses such a task as invalid. A
+		// place of its own would take one of MaxGroups from a real group.
+		return gs.other
+	}
 	gs.mu.RLock()
 	s, ok := gs.known[group]
 	full := gs.labelled == nil && len(gs.known) >= gs.max

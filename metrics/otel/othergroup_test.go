@@ -1,6 +1,8 @@
 package otel_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -57,5 +59,41 @@ func TestGroupKeyNotUTF8IsCountedUnderOtherGroup(t *testing.T) {
 	}
 	if got, ok := r.int("group_running_tasks", group(bad)); ok {
 		t.Errorf("group_running_tasks{group=%q} = %d: a series of its own", bad, got)
+	}
+}
+
+// A task with an empty group key is refused as invalid before it has a
+// group: its refusal is counted under OtherGroup, and the empty key takes
+// none of the MaxGroups places, which go to real groups.
+func TestEmptyGroupKeyTakesNoLabelledPlace(t *testing.T) {
+	mp, reader := newProvider()
+	c, err := gotel.New(mp, gotel.Options{MaxGroups: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Unregister()
+	p, _ := policy.New()
+	ex, err := executor.New(p, executor.WithListener(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	c.Observe(ex)
+	ctx := context.Background()
+	if err := ex.Do(ctx, "", func(context.Context) error { return nil }); !errors.Is(err, executor.ErrInvalidTask) {
+		t.Fatalf("Do with an empty group: %v, want ErrInvalidTask", err)
+	}
+	if err := ex.Do(ctx, "a", func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	r := collect(t, reader)
+	if got := r.sum("group_completed_total", "a"); got != 1 {
+		t.Errorf(`group_completed_total{group="a"} = %d, want 1: the empty group key took its place`, got)
+	}
+	if got := r.sum("group_rejected_total", gotel.OtherGroup); got != 1 {
+		t.Errorf("group_rejected_total{group=%q} = %d, want the refusal of the empty group key", gotel.OtherGroup, got)
+	}
+	if got := r.sum("group_rejected_total", ""); got != 0 {
+		t.Errorf(`group_rejected_total{group=""} = %d, want none`, got)
 	}
 }
