@@ -1,6 +1,9 @@
 package bulkhead
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // CheckInvariants checks the bulkhead's books under its lock: every release
 // frontier is of its residue and not past the last ID issued (state.go), the
@@ -132,4 +135,11 @@ func (b *Bulkhead) StartIDsAfter(last uint64) {
 func HoldMutex(b *Bulkhead) (unlock func()) {
 	b.mu.Lock()
 	return b.mu.Unlock
+}
+
+// StampNow reads the clock that stamps permits, as an acquire would: the
+// coarse clock when there is one. The second result reports whether it is
+// coarse.
+func (b *Bulkhead) StampNow() (time.Time, bool) {
+	return b.at(b.stamp()), b.coarse != nil
 }
