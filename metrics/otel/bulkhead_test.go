@@ -109,6 +109,30 @@ func (q queuedSignal) OnEvent(e bulkhead.Event) {
 	}
 }
 
+// deadlineContext is a context whose deadline passes when the test says:
+// its Err is context.DeadlineExceeded once expire is called.
+type deadlineContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func newDeadlineContext() deadlineContext {
+	return deadlineContext{context.Background(), make(chan struct{})}
+}
+
+func (c deadlineContext) expire() { close(c.done) }
+
+func (c deadlineContext) Done() <-chan struct{} { return c.done }
+
+func (c deadlineContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // A waiter whose context ends is counted under a stable code, never under
 // its error's text; so is a rejection whose detail no code names.
 func TestBulkheadRejectedCodesAreStable(t *testing.T) {
@@ -137,12 +161,16 @@ func TestBulkheadRejectedCodesAreStable(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire: %v, want context.Canceled", err)
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), time.Millisecond)
-	defer cancel()
-	if _, err := b.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	// The deadline passes once the request waits: a real one could pass
+	// before Acquire is called on a slow machine, and the request would
+	// fail without ever queueing.
+	dctx := newDeadlineContext()
+	go func() { _, err := b.Acquire(dctx, 1); errc <- err }()
+	<-l.queued
+	dctx.expire()
+	if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire: %v, want context.DeadlineExceeded", err)
 	}
-	<-l.queued
 	m.OnEvent(bulkhead.Event{Code: bulkhead.EventRequestRejected, Detail: "a custom context's error"})
 	m.OnEvent(bulkhead.Event{Code: bulkhead.EventRequestRejected, Detail: bulkhead.ErrGoexit.Error()})
 
