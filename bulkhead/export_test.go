@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -142,4 +143,22 @@ func HoldMutex(b *Bulkhead) (unlock func()) {
 // coarse.
 func (b *Bulkhead) StampNow() (time.Time, bool) {
 	return b.at(b.stamp()), b.coarse != nil
+}
+
+// SubmitUnstarted is Submit without starting fn's goroutine: start starts
+// it and returns a channel closed when that goroutine has ended, so that a
+// test orders the start against Cancel.
+func SubmitUnstarted[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) (h *Handle[T], start func() <-chan struct{}, err error) {
+	h, runCtx, err := admit(b, ctx, fn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, func() <-chan struct{} {
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			h.run(runCtx, fn)
+		}()
+		return ended
+	}, nil
 }

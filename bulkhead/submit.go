@@ -67,15 +67,26 @@ func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T
 	if ctx == nil {
 		return nil, &ConfigError{"Submit ctx", nil, "must not be nil"}
 	}
-	p, err := b.Acquire(ctx, 1)
+	h, runCtx, err := admit(b, ctx, fn)
 	if err != nil {
 		return nil, err
+	}
+	go h.run(runCtx, fn)
+	return h, nil
+}
+
+// admit is Submit up to starting fn's goroutine: the permit and the handle,
+// and fn's context. Tests start the goroutine themselves, to order it
+// against Cancel.
+func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, error)) (*Handle[T], context.Context, error) {
+	p, err := b.Acquire(ctx, 1)
+	if err != nil {
+		return nil, nil, err
 	}
 	h := &Handle[T]{b: b, permit: p, done: make(chan struct{})}
 	var runCtx context.Context
 	runCtx, h.cancel = context.WithCancelCause(ctx)
-	go h.run(runCtx, fn)
-	return h, nil
+	return h, runCtx, nil
 }
 
 func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)) {
