@@ -68,7 +68,37 @@ func (s *server) stats() (arrivals []time.Time, most int) {
 // The generator sends at the configured rate, evenly, whatever the server's
 // service time: with a 20 ms handler and 5 ms between requests, it must keep
 // about 4 requests outstanding rather than wait for answers.
+//
+// The spacing is judged only on a run the generator kept to its schedule: a
+// process held up for a while (a loaded machine, a CPU quota) sends the
+// requests that fell due meanwhile at once, as it should, and reports them
+// late (Lag), and their arrivals bunch. Such a run is done again; a
+// generator that is late run after run fails.
 func TestOpenRate(t *testing.T) {
+	const attempts = 5
+	for i := 1; ; i++ {
+		lag := openRate(t)
+		if lag <= maxPacingLag || t.Failed() {
+			return
+		}
+		if i == attempts {
+			t.Fatalf("the generator sent up to %v late in each of %d runs", lag, attempts)
+		}
+		t.Logf("run %d: the generator sent up to %v late; running again", i, lag)
+	}
+}
+
+// maxPacingLag is the most a send of a run whose spacing is judged may lag:
+// it moves at most 10 requests across a quarter's end, within the slack of
+// a quarter of TestOpenRate's run (15 requests, 75 ms). A loaded machine
+// running -race delays sends by some tens of milliseconds now and then.
+const maxPacingLag = 50 * time.Millisecond
+
+// openRate runs TestOpenRate once and returns how late the generator sent at
+// worst. The spacing is checked only if that is at most maxPacingLag; the
+// rest always.
+func openRate(t *testing.T) (maxLag time.Duration) {
+	t.Helper()
 	s, c := newServer(t, 20*time.Millisecond, false)
 	const rate, d = 200, time.Second
 	res, err := Open(context.Background(), OpenConfig{Target: Target{URL: s.URL}, Client: c, Rate: rate, Duration: d})
@@ -82,6 +112,18 @@ func TestOpenRate(t *testing.T) {
 	arr, most := s.stats()
 	if len(arr) != rate {
 		t.Fatalf("server saw %d requests, want %d", len(arr), rate)
+	}
+	if most < 2 {
+		t.Errorf("server had at most %d requests at once: the generator waited for answers", most)
+	}
+	for _, r := range res.List {
+		if r.Latency < 20*time.Millisecond {
+			t.Fatalf("request %d latency %v, shorter than the handler's 20ms", r.Seq, r.Latency)
+		}
+		maxLag = max(maxLag, r.Lag)
+	}
+	if maxLag > maxPacingLag {
+		return maxLag
 	}
 	// Even spacing: each quarter second of the schedule gets a quarter of
 	// the requests (with slack for a busy CI machine).
@@ -99,14 +141,7 @@ func TestOpenRate(t *testing.T) {
 	if span := arr[len(arr)-1].Sub(arr[0]); span < 900*time.Millisecond || span > 1200*time.Millisecond {
 		t.Errorf("first to last arrival %v, want about %v", span, d-d/rate)
 	}
-	if most < 2 {
-		t.Errorf("server had at most %d requests at once: the generator waited for answers", most)
-	}
-	for _, r := range res.List {
-		if r.Latency < 20*time.Millisecond {
-			t.Fatalf("request %d latency %v, shorter than the handler's 20ms", r.Seq, r.Latency)
-		}
-	}
+	return maxLag
 }
 
 // Open loop: a slow server does not slow the sending. 50 requests at 50/s
