@@ -2,7 +2,6 @@ package bulkhead_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -72,20 +71,22 @@ func TestDrainActiveDetailOnRaise(t *testing.T) {
 
 // A queued request whose context ends as its permit is issued fails with
 // the context's error; the log records the rejection, and the permit comes
-// back.
+// back. The gate holds the request between its queueing and its wait, so
+// that the grant and the cancel both land before it looks, every time.
 func TestWaiterGivingUpOnGrantIsRejectedEvent(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the grant and the cancel land before the waiter runs
-	rec := &recorder{}
-	b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithEventLog(64), bulkhead.WithListener(rec))
+	g := newGate()
+	b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithEventLog(64), bulkhead.WithListener(g))
 	held := acquire(t, b, 1)
 	ctx, cancel := context.WithCancel(bg)
-	q := queueWith(t, ctx, b, 1)
-	release(t, b, held)
+	w := acquireAsync(ctx, b, 1)
+	<-g.queued
+	release(t, b, held) // issues the permit to the waiting request
 	cancel()
-	p, err := q[0].wait(t)
+	g.proceed <- struct{}{}
+	p, err := w.wait(t)
 	if err == nil {
 		release(t, b, p)
-		t.Skip("the waiter ran before its context ended")
+		t.Fatal("Acquire returned a permit although its context ended before it looked")
 	}
 	if err != context.Canceled {
 		t.Fatalf("Acquire: %v", err)
