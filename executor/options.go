@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
@@ -19,9 +20,22 @@ type optionFunc func(*Executor) error
 
 func (f optionFunc) apply(ex *Executor) error { return f(ex) }
 
-// WithListener sets the Listener that observes every task.
+// WithListener sets the Listener that observes every task; nil means none.
+// A Listener holding a nil pointer or function is refused: it would fail at
+// every event, and a listener's failures are recovered without a word.
 func WithListener(l Listener) Option {
-	return optionFunc(func(ex *Executor) error { ex.listener = l; return nil })
+	return optionFunc(func(ex *Executor) error {
+		if l != nil {
+			switch v := reflect.ValueOf(l); v.Kind() {
+			case reflect.Pointer, reflect.Func:
+				if v.IsNil() {
+					return fmt.Errorf("executor: WithListener((%T)(nil)): the listener must not be a nil pointer or function", l)
+				}
+			}
+		}
+		ex.listener = l
+		return nil
+	})
 }
 
 // WithRejectionHandler sets the handler called, instead of the policy's
