@@ -393,3 +393,54 @@ func TestClusterBindPanicOrGoexitReleases(t *testing.T) {
 		})
 	}
 }
+
+// limiterListErr is an error of a type that == cannot compare: a Limiter
+// may refuse with one.
+type limiterListErr struct{ reasons []string }
+
+func (e limiterListErr) Error() string { return fmt.Sprint("refused: ", e.reasons) }
+
+// A group refused again the same way reuses its last refusal's error, which
+// compares the limiter's errors: one whose type is not comparable must not
+// panic there, under the group's lock, and leave the group locked.
+func TestClusterRefusalWithUncomparableError(t *testing.T) {
+	lim := newMemLimiter()
+	lim.refuse = limiterListErr{reasons: []string{"quota"}}
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithGroupLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(context.Context) error { return nil }
+	calls := map[string]func() error{
+		"Go": func() error { return ex.Go(bg, "a", fn) },
+		"Do": func() error { return ex.Do(bg, "a", fn) },
+		"Submit": func() error {
+			_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
+			return err
+		},
+	}
+	for _, name := range []string{"Go", "Do", "Submit", "Go", "Do", "Submit"} {
+		var got error
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			got = calls[name]()
+			return nil
+		}()
+		if panicked != nil {
+			// The group's lock may be held: Close would wait for ever.
+			t.Fatalf("%s refused by the limiter panicked: %v", name, panicked)
+		}
+		var le limiterListErr
+		if !errors.Is(got, executor.ErrRejected) || !errors.As(got, &le) {
+			t.Fatalf("%s: %v, want a refusal carrying the limiter's error", name, got)
+		}
+	}
+	if s, ok := ex.GroupStats("a"); !ok || s.Rejected != 6 {
+		t.Fatalf("group a: %+v, want 6 rejected", s)
+	}
+	ex.Close()
+}

@@ -397,7 +397,7 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 	} else {
 		if want {
 			if e := g.refused; e != nil && e.Limit == a.r.limit && e.Used == a.r.used && e.Max == a.r.max &&
-				e.Weight == w && e.Err == a.r.err {
+				e.Weight == w && sameErr(e.Err, a.r.err) {
 				rej = e
 			} else {
 				rej = a.r.error(key, "", w)
@@ -431,6 +431,17 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 		a.ticket.Ignore() // outside the lock: the breaker may call OnStateChange (a zero Ticket ignores it)
 	}
 	return decided, rej
+}
+
+// sameErr reports whether a and b are the same error, as == does, but
+// false where == would panic: a cluster Limiter's refusal is user code,
+// and its error may be of a type that is not comparable (a struct holding
+// a slice, say). Compared under the group's lock, such an error would
+// leave the lock held. The recover costs no allocation, where asking
+// package reflect whether the values are comparable cost two a refusal.
+func sameErr(a, b error) (same bool) {
+	defer func() { _ = recover() }()
+	return a == b
 }
 
 // countOutcome counts an outcome decided after the admission's lock was
