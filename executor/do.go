@@ -255,14 +255,14 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 // doInCaller runs d, refused (rej) under CallerRuns, in the calling
 // goroutine outside every limit. A panic in fn goes on up the stack.
 func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
-	if ex.listener != nil {
-		ex.notify(onRejected, Event{Group: rej.Group, Weight: d.weight, Status: Rejected, Err: rej})
-	}
 	d.flags |= flagDetached
 	start := ex.since()
 	st := Failed
 	err = errNotReturned
 	var c *doCtx // fn's context
+	// Deferred before the listener hears of the refusal, as in runInCaller:
+	// a listener call that exits the goroutine leaves the outcome counted
+	// (Failed, unrun), else the call would be submitted and never end.
 	defer func() {
 		if c != nil {
 			c.end() // the task is not reused: it only ends fn's context
@@ -273,6 +273,9 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 			ex.notify(onCompleted, Event{Group: rej.Group, Weight: d.weight, Status: st, Err: err, Duration: ex.since() - start})
 		}
 	}()
+	if ex.listener != nil {
+		ex.notify(onRejected, Event{Group: rej.Group, Weight: d.weight, Status: Rejected, Err: rej})
+	}
 	ctx, berr := ex.begin(&d.job, 0)
 	if berr != nil {
 		return berr

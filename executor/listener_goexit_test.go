@@ -179,3 +179,40 @@ func cancelExitsExecutor(t *testing.T) (ex *executor.Executor, running *executor
 	}
 	return ex, running, release
 }
+
+// A Do call refused under CallerRuns whose listener's OnRejected exits the
+// goroutine has its outcome counted, as a Submit task's is: it was counted
+// submitted, and would otherwise never end in the counts.
+func TestListenerGoexitOnRejectedCountsCallerRuns(t *testing.T) {
+	for _, via := range []string{"Do", "Submit"} {
+		t.Run(via, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(0),
+				policy.WithRejectionPolicy(policy.CallerRuns)},
+				executor.WithListener(executor.ListenerFuncs{Rejected: func(executor.Event) { runtime.Goexit() }}))
+			release, started := make(chan struct{}), make(chan struct{})
+			held := make(chan error, 1)
+			go func() {
+				held <- ex.Do(bg, "a", func(context.Context) error { close(started); <-release; return nil })
+			}()
+			<-started
+			exited := make(chan struct{})
+			go func() {
+				defer close(exited)
+				if via == "Do" {
+					ex.Do(bg, "a", func(context.Context) error { return nil })
+					return
+				}
+				executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
+			}()
+			<-exited
+			close(release)
+			if err := <-held; err != nil {
+				t.Fatalf("the task holding the group: %v", err)
+			}
+			s := ex.Stats()
+			if sum := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; sum != s.Submitted || s.Failed != 1 || s.CallerRuns != 1 {
+				t.Fatalf("%+v: want every submitted task's outcome counted, the refused one Failed in its caller", s.TaskCounts)
+			}
+		})
+	}
+}
