@@ -86,12 +86,15 @@ func (ex *Executor) runInCaller(j *job, rej error) {
 		j.endRun()
 		j.settle(st)
 		ex.countOutcome(j.g, st, true)
+		// Deferred, so that j completes even if the listener exits the
+		// goroutine (runtime.Goexit): with RunInCaller it may be another
+		// than the submitter's, which holds j's handle.
+		defer j.complete(st, err, queued, ran)
 		if ex.listener != nil {
 			e := ex.event(j)
 			e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
 			ex.notify(onCompleted, e)
 		}
-		j.complete(st, err, queued, ran)
 	}()
 	if ex.listener != nil {
 		e := ex.event(j)

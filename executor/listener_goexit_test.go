@@ -216,3 +216,45 @@ func TestListenerGoexitOnRejectedCountsCallerRuns(t *testing.T) {
 		})
 	}
 }
+
+// A task run by RunInCaller on a goroutine of the rejection handler's,
+// whose listener call OnCompleted exits that goroutine, still completes
+// its handle, which Submit returned to its caller.
+func TestListenerGoexitOnCompletedOfRunInCallerCompletesHandle(t *testing.T) {
+	handler := func(r *executor.Rejection) error {
+		ran := make(chan struct{})
+		go func() { defer close(ran); r.RunInCaller() }()
+		<-ran
+		return nil
+	}
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(0)},
+		executor.WithRejectionHandler(handler),
+		executor.WithListener(executor.ListenerFuncs{Completed: func(e executor.Event) {
+			if e.ID == "refused" {
+				runtime.Goexit()
+			}
+		}}))
+	release, started := make(chan struct{}), make(chan struct{})
+	holder, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { close(started); <-release; return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", ID: "refused", Fn: func(context.Context) (int, error) { return 2, nil }})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	if _, err := holder.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the handle of the task run by RunInCaller never completed: %v", err)
+	}
+	if r.Status != executor.Success || r.Value != 2 {
+		t.Fatalf("%+v, want Success with 2", r)
+	}
+}
