@@ -38,8 +38,9 @@ type Limiter interface {
 	// permit, or (nil, nil) to make the task wait for notify(key), or
 	// (nil, err) to refuse the task: it completes Rejected with an error
 	// matching ErrRejected and err, whatever the rejection policy (a permit
-	// returned together with an error is released at once). The global
-	// limiter is called with key "".
+	// returned together with an error is released at once). A panic in
+	// TryAcquire is recovered and refuses the task the same way, err being
+	// a *PanicError. The global limiter is called with key "".
 	TryAcquire(key string, n int) (LimiterPermit, error)
 }
 
@@ -53,7 +54,8 @@ type LimiterPermit interface {
 	// running Fn, and its permits are released.
 	Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context
 	// Release gives the permit back. It is called once, under an
-	// executor lock, after Fn has returned: it must not block.
+	// executor lock, after Fn has returned: it must not block. A panic in
+	// it is recovered and ignored: the permit counts as given back.
 	Release()
 }
 
@@ -127,9 +129,9 @@ const (
 func (c *clusterLimits) acquire(key string, w int) (clusterOutcome, *refusal, [2]LimiterPermit) {
 	var ps [2]LimiterPermit
 	if c.global != nil {
-		p, err := c.global.TryAcquire("", w)
+		p, err := tryAcquire(c.global, "", w)
 		if err != nil && p != nil {
-			p.Release()
+			release(p)
 		}
 		switch {
 		case err != nil:
@@ -140,13 +142,13 @@ func (c *clusterLimits) acquire(key string, w int) (clusterOutcome, *refusal, [2
 		ps[0] = p
 	}
 	if c.group != nil {
-		p, err := c.group.TryAcquire(key, w)
+		p, err := tryAcquire(c.group, key, w)
 		if err != nil && p != nil {
-			p.Release()
+			release(p)
 			p = nil
 		}
 		if p == nil && ps[0] != nil {
-			ps[0].Release()
+			release(ps[0])
 			ps[0] = nil
 		}
 		switch {
@@ -171,12 +173,32 @@ func (ex *Executor) releaseClusterLocked(g *group, j *job) {
 	ps := x.cluster
 	x.cluster, x.bound = [2]LimiterPermit{}, false
 	if p := ps[1]; p != nil {
-		p.Release()
+		release(p)
 		g.clusterWait = false
 	}
 	if p := ps[0]; p != nil {
-		p.Release()
+		release(p)
 	}
+}
+
+// tryAcquire asks l for n permits for key. TryAcquire runs under a group's
+// mutex, and the dispatcher's: a panic in it is recovered, and refuses the
+// task with a *PanicError, instead of going on up with those locks held,
+// which would stop the group, or every group, for good.
+func tryAcquire(l Limiter, key string, n int) (p LimiterPermit, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, newPanicError(r)
+		}
+	}()
+	return l.TryAcquire(key, n)
+}
+
+// release gives p back. Release runs under a group's mutex: a panic in it
+// is recovered and ignored, the permit counting as given back.
+func release(p LimiterPermit) {
+	defer func() { _ = recover() }()
+	p.Release()
 }
 
 // bindCluster lets j's cluster permits see its run context. A panic in Bind

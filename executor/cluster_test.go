@@ -444,3 +444,112 @@ func TestClusterRefusalWithUncomparableError(t *testing.T) {
 	}
 	ex.Close()
 }
+
+// panickyLimiter is a memLimiter whose TryAcquire panics while acquire is
+// set, and whose permits' Release panics while release is set.
+type panickyLimiter struct {
+	*memLimiter
+	acquire, release atomic.Bool
+}
+
+func (l *panickyLimiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) {
+	if l.acquire.Load() {
+		panic("limiter bug")
+	}
+	p, err := l.memLimiter.TryAcquire(key, n)
+	if p == nil {
+		return nil, err
+	}
+	return panickyPermit{p, l}, err
+}
+
+type panickyPermit struct {
+	executor.LimiterPermit
+	l *panickyLimiter
+}
+
+func (p panickyPermit) Release() {
+	p.LimiterPermit.Release()
+	if p.l.release.Load() {
+		panic("limiter bug")
+	}
+}
+
+// TryAcquire and Release run under the executor's locks: a panic in them
+// must not go on up with the locks held. A panicking TryAcquire refuses the
+// task with a *PanicError, at admission and at dispatch; a panicking
+// Release counts as given back.
+func TestClusterLimiterPanicHoldsNoLock(t *testing.T) {
+	lim := &panickyLimiter{memLimiter: newMemLimiter()}
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithGroupLimiter(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(context.Context) (int, error) { return 1, nil }
+	// call makes one call that may panic, and fails the test, leaving the
+	// executor unclosed, if it does: a lock may be held.
+	call := func(what string, f func()) {
+		t.Helper()
+		if v := func() (v any) {
+			defer func() { v = recover() }()
+			f()
+			return nil
+		}(); v != nil {
+			t.Fatalf("%s panicked: %v", what, v)
+		}
+	}
+	refusedByPanic := func(what string, r executor.Result[int]) {
+		t.Helper()
+		var pe *executor.PanicError
+		if r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrRejected) || !errors.As(r.Err, &pe) || pe.Value != "limiter bug" {
+			t.Fatalf("%s: %v %v, want Rejected with the limiter's panic", what, r.Status, r.Err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+
+	// At admission.
+	lim.acquire.Store(true)
+	var h *executor.Handle[int]
+	call("Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
+	r, err := h.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedByPanic("at admission", r)
+
+	// At dispatch: the task waits for the limiter, whose notify finds it
+	// panicking.
+	lim.acquire.Store(false)
+	call("Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
+	if s, _ := ex.GroupStats("a"); s.Waiting != 1 {
+		t.Fatalf("waiting %d, want 1 (no permit)", s.Waiting)
+	}
+	lim.acquire.Store(true)
+	call("the limiter's notify", func() { lim.give("a", 1) })
+	if r, err = h.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refusedByPanic("at dispatch", r)
+
+	// At release.
+	lim.acquire.Store(false)
+	lim.release.Store(true)
+	for i := range 2 {
+		call("Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
+		if r, err := h.Wait(ctx); err != nil || r.Status != executor.Success {
+			t.Fatalf("task %d with a panicking Release: %+v %v", i, r, err)
+		}
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+	if err := ex.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ex.Close()
+}
