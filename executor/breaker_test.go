@@ -266,3 +266,51 @@ func TestBackToBackWaitIsNeverNegative(t *testing.T) {
 		t.Fatalf("the task submitted at the probe's finish: %+v, want Success, queued 0, duration 0", r)
 	}
 }
+
+// The breaker lets a panic in ReadyToTrip go on up the caller that records
+// the failure: here the executor, between a task's end and the release of
+// its permits. The task still releases them and completes: a Do call
+// returns fn's error, a Submit task completes Failed (on a worker, the
+// panic would crash the process), and the group goes on serving.
+func TestReadyToTripPanicReleasesPermits(t *testing.T) {
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithGroupBreaker(breaker.Settings{
+		ReadyToTrip: func(breaker.Counts) bool { panic("trip bug") }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	if v := func() (v any) {
+		defer func() { v = recover() }()
+		got = ex.Do(bg, "a", func(context.Context) error { return errBackend })
+		return nil
+	}(); v != nil {
+		// The permits may be held: Close would wait for ever.
+		t.Fatalf("Do panicked: %v", v)
+	}
+	if !errors.Is(got, errBackend) {
+		t.Fatalf("Do: %v, want fn's error", got)
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+	defer cancel()
+	h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "a", Fn: failing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.Wait(ctx); err != nil || r.Status != executor.Failed {
+		t.Fatalf("Submit: %+v %v, want Failed", r, err)
+	}
+	if err := ex.Do(ctx, "a", func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if s, _ := ex.GroupStats("a"); s.Running != 0 || s.Failed != 2 || s.Succeeded != 1 || s.Breaker != breaker.StateClosed {
+		t.Fatalf("group a: %+v", s)
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Fatal(msg)
+	}
+	ex.Close()
+}

@@ -220,6 +220,12 @@ func (j *job) settle(st Status) {
 }
 
 func (x *jobExtra) settle(st Status) {
+	// Recording a failure calls the breaker's ReadyToTrip, user code whose
+	// panic the breaker lets go on up. finish settles a task before it
+	// releases its permits: a panic there would keep them for good, and,
+	// on a worker, crash the process. It is recovered and ignored: the
+	// failure is counted, the breaker does not trip.
+	defer func() { _ = recover() }()
 	switch st {
 	case Success:
 		x.ticket.Success()

@@ -112,7 +112,10 @@ func WithSpawn(spawn func(f func())) Option {
 // called. So memory stays bounded however many tenants trip their breakers
 // and go away, and a tenant that keeps calling keeps its breaker, unless
 // WithMaxIdleGroups is 0: then a breaker lasts only while its group has
-// tasks. OnStateChange runs outside every executor lock.
+// tasks. OnStateChange runs outside every executor lock. A panic in
+// ReadyToTrip, called as a task's failure is recorded, is recovered and
+// ignored: the failure is counted, the breaker does not trip, and the task
+// completes Failed as it would have.
 //
 // Invalid settings make New return the breaker's error naming the field.
 func WithGroupBreaker(s breaker.Settings) Option {
