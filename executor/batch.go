@@ -76,11 +76,28 @@ func (b *batch) completeFinLocked(g *group) {
 // b: g's place among the groups waiting for global room, a dispatch of
 // the global room given back, then b's starts and completions.
 func (ex *Executor) unlock(g *group, b *batch) {
+	locked := false // the dispatcher's mutex, taken here
+	if f := &b.fin; g.transit > 0 && f.j != nil && f.j.g == g && !f.deferred {
+		// The finished task's global permits are in transit to the
+		// dispatcher: its handle completes once they are back, as for any
+		// task (doc.go). Given back now if the dispatcher's mutex is free,
+		// as resyncLocked does; else the handle completes after the
+		// resync, unsettled until then.
+		if locked = ex.disp.mu.TryLock(); locked {
+			ex.global.give(g.transit)
+			g.transit = 0
+		} else {
+			f.deferred = true
+			ex.unsettleLocked(g, f.j)
+		}
+	}
 	ex.endLocked(g, b)
 	if ex.wantsGlobalLocked(g) != g.inReady {
 		g.resync = true // read by CheckInvariants until resync runs
 	}
 	switch {
+	case locked:
+		ex.resyncLocked(g, b)
 	case g.resync || g.transit > 0:
 		if ex.disp.mu.TryLock() {
 			// The dispatcher's mutex is free: resync without letting go of
