@@ -88,7 +88,8 @@ func (r *Rejection) RunInCaller() {
 // (a full bulkhead or queue), instead of the policy's default. Its returned
 // error is what Submit returns. Unless it calls RunInCaller, the task's handle
 // completes Rejected with r.Err. It runs in Submit's goroutine, outside every
-// lock; a panicking handler counts as returning r.Err.
+// lock; a panicking handler counts as returning r.Err, and one that exits
+// the goroutine (runtime.Goexit) leaves the task Rejected too.
 //
 // It is not called for refusals that leave no choice (a task too heavy to
 // ever run, invalid input, a shutdown, an open group breaker, a resolver's

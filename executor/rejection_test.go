@@ -355,3 +355,43 @@ func TestIdleGroupKeepsNoRefusedHandle(t *testing.T) {
 		}
 	})
 }
+
+// A rejection handler that exits its goroutine (runtime.Goexit), which is
+// the refused caller's, leaves the task refused and counted, as a handler
+// that panics does: the task was counted submitted, and would otherwise
+// never end in the counts.
+func TestHandlerGoexitCountsRefusal(t *testing.T) {
+	for _, via := range []string{"Submit", "Do", "Go"} {
+		t.Run(via, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(0)},
+				executor.WithRejectionHandler(func(*executor.Rejection) error { runtime.Goexit(); return nil }))
+			release, started := make(chan struct{}), make(chan struct{})
+			held := make(chan error, 1)
+			go func() {
+				held <- ex.Do(bg, "a", func(context.Context) error { close(started); <-release; return nil })
+			}()
+			<-started
+			exited := make(chan struct{})
+			go func() {
+				defer close(exited)
+				switch via {
+				case "Submit":
+					executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
+				case "Do":
+					ex.Do(bg, "a", func(context.Context) error { return nil })
+				default:
+					ex.Go(bg, "a", func(context.Context) error { return nil })
+				}
+			}()
+			<-exited
+			close(release)
+			if err := <-held; err != nil {
+				t.Fatalf("the task holding the group: %v", err)
+			}
+			s := ex.Stats()
+			if sum := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; sum != s.Submitted || s.Rejected != 1 {
+				t.Fatalf("%+v: want every submitted task's outcome counted, the refused one Rejected", s.TaskCounts)
+			}
+		})
+	}
+}

@@ -362,14 +362,18 @@ func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
 	j.submitted = ex.since()
 	if ex.handler != nil {
 		r := &Rejection{Group: rej.Group, ID: j.taskID(), Weight: j.weight, Ctx: j.parent, Err: rej, ex: ex, j: j}
-		err := ex.callHandler(r)
-		// RunInCaller after the handler returned does nothing; if it won
-		// the race, the task runs (or ran) and completes itself.
-		if r.state.CompareAndSwap(rejectionOpen, rejectionClosed) {
-			ex.countOutcome(j.g, Rejected, false)
-			ex.completeRefused(j, Rejected, rej)
-		}
-		return err
+		// Deferred, so that a handler that exits the goroutine
+		// (runtime.Goexit) leaves the task refused, counted and complete,
+		// as one that returns or panics does. RunInCaller after the handler
+		// returned does nothing; if it won the race, the task runs (or ran)
+		// and completes itself.
+		defer func() {
+			if r.state.CompareAndSwap(rejectionOpen, rejectionClosed) {
+				ex.countOutcome(j.g, Rejected, false)
+				ex.completeRefused(j, Rejected, rej)
+			}
+		}()
+		return ex.callHandler(r)
 	}
 	ex.runInCaller(j, rej) // CallerRuns
 	return nil
