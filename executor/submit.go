@@ -441,9 +441,19 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 // false where == would panic: a cluster Limiter's refusal is user code,
 // and its error may be of a type that is not comparable (a struct holding
 // a slice, say). Compared under the group's lock, such an error would
-// leave the lock held. The recover costs no allocation, where asking
-// package reflect whether the values are comparable cost two a refusal.
-func sameErr(a, b error) (same bool) {
+// leave the lock held. A refusal for lack of room has no error (nil): that
+// comparison stays inline, without the deferred recover.
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return sameErrRecovered(a, b)
+}
+
+// sameErrRecovered is sameErr for two errors. The recover costs no
+// allocation, where asking package reflect whether the values are
+// comparable cost two a refusal.
+func sameErrRecovered(a, b error) (same bool) {
 	defer func() { _ = recover() }()
 	return a == b
 }
