@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/gateway"
 	"github.com/groupexec/groupexec/gateway/config"
@@ -128,10 +129,18 @@ func TestTenantCardinalityBounded(t *testing.T) {
 	}
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	const maxGroups = 8
-	gw := start(t, be.URL, minimal+fmt.Sprintf("tenant: {max_groups: %d}\nlimits: {max_in_flight_per_group: 1000}\n", maxGroups))
+	// What is measured is what 100,000 tenants leave behind, not how fast
+	// they are served: the run takes minutes on a loaded machine, and a
+	// stall of the machine past the usual bound, or past the gateway's
+	// default timeouts (5s, 10s), would fail every request in flight (one
+	// per worker) and add a series per failing code. The minute is a hang
+	// guard, not a pace.
+	const stall = time.Minute
+	gw := start(t, be.URL, minimal+fmt.Sprintf("tenant: {max_groups: %d}\nlimits: {max_in_flight_per_group: 1000}\n"+
+		"timeouts: {read_header: %[2]s, read: %[2]s, write: %[2]s, upstream: %[2]s}\n", maxGroups, stall))
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: bound}
+	c := &http.Client{Transport: tr, Timeout: stall}
 
 	heap := func() uint64 {
 		runtime.GC()
