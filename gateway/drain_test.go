@@ -128,7 +128,9 @@ func TestDrainDelay(t *testing.T) {
 // the server's goroutine reading it, until admin's header timeout.
 func TestServeClosesAdminConnections(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
-	gw := start(t, be.URL, minimal)
+	// The header timeout, which would close the connection by itself, is
+	// past any wait here.
+	gw := start(t, be.URL, minimal+"timeouts: {read_header: 1h}\n")
 	c := dialRaw(t, gw.admin)
 	io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n") // and never the blank line
 	// The server has the connection once it has read from it: a first
@@ -139,7 +141,10 @@ func TestServeClosesAdminConnections(t *testing.T) {
 	if err := gw.stop(); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	// The connection is closed by now, so the read returns at once; the
+	// deadline only bounds the wait if it is not. A short one would fire
+	// by itself if the test were descheduled before the read.
+	c.SetReadDeadline(time.Now().Add(bound))
 	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("the admin connection is still open after Serve returned (read: %v)", err)
 	}
