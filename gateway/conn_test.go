@@ -187,7 +187,11 @@ func TestAdminIdleConnectionsClosed(t *testing.T) {
 // and closes the connection.
 func TestAdminRequestBodyTimesOut(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
-	gw := start(t, be.URL, minimal+"timeouts: {read_header: 50ms, read: 50ms}\n")
+	// The header timeout runs from the server's first read, which may come
+	// before the test, descheduled between its dial and its write, has
+	// sent the headers: it is long enough for them to arrive. The wait for
+	// the body, the point here, ends at the two timeouts together.
+	gw := start(t, be.URL, minimal+"timeouts: {read_header: 2s, read: 50ms}\n")
 	c := dialRaw(t, gw.admin)
 	c.SetDeadline(time.Now().Add(bound))
 	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
