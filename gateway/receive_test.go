@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -79,7 +80,11 @@ func TestBrokenBody400(t *testing.T) {
 // A request that waits in its tenant's queue longer than timeouts.read is
 // served: its body was received on arrival, so the wait is not a slow client.
 func TestQueuedBodyDoesNotTimeOut(t *testing.T) {
-	g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 1}\ntimeouts: {read: 100ms}\n", "pass")
+	// The body must arrive within the read timeout, then the request
+	// waits past it: a second gives the first part a margin on a loaded
+	// machine, where 100ms did not.
+	const read = time.Second
+	g, gw := gated(t, minimal+fmt.Sprintf("limits: {max_concurrency_per_group: 1}\ntimeouts: {read: %s}\n", read), "pass")
 	c := client(t)
 	first := goDo(t, c, gw.url, "a")
 	g.await(t, 1)
@@ -104,8 +109,9 @@ func TestQueuedBodyDoesNotTimeOut(t *testing.T) {
 		return s.Waiting == 1
 	})
 	// Let the read timeout pass while it waits: time passing is the point
-	// of the test, not a way to synchronise.
-	time.Sleep(300 * time.Millisecond)
+	// of the test, not a way to synchronise. It runs from the request's
+	// arrival, before it queued.
+	time.Sleep(read + 100*time.Millisecond)
 	close(g.release)
 	if code := <-first; code != 200 {
 		t.Errorf("first request: %d", code)
