@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // blackhole returns the address of a loopback port that takes no more
@@ -36,16 +37,48 @@ func blackhole(t *testing.T) string {
 		t.Skip(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	// Fill the accept queue; then a dial must hang.
+	// Fill the accept queue, as the kernel counts it (a listening socket's
+	// TCP_INFO gives its length and its cap): a dial that times out says
+	// nothing by itself, since a stalled test's dial times out too.
+	queue := func() (n, most uint32) {
+		var info syscall.TCPInfo
+		size := uint32(syscall.SizeofTCPInfo)
+		_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, syscall.TCP_INFO,
+			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
+		if e != 0 {
+			t.Skip(e)
+		}
+		return info.Unacked, info.Sacked
+	}
 	for range 4 {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		n, most := queue()
+		if n > most {
+			break
+		}
+		c, err := net.DialTimeout("tcp", addr, bound)
 		if err != nil {
-			return addr
+			t.Skip(err)
 		}
 		t.Cleanup(func() { c.Close() })
+		// The connection joins the queue when its handshake ends there.
+		for deadline := time.Now().Add(bound); ; time.Sleep(time.Millisecond) {
+			if now, _ := queue(); now > n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a connection made did not join the accept queue")
+			}
+		}
 	}
-	t.Skip("the system accepts connections past a full accept queue")
-	return ""
+	if n, most := queue(); n <= most {
+		t.Skip("the accept queue does not fill")
+	}
+	// Then a dial must hang.
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Skip("the system accepts connections past a full accept queue")
+	}
+	return addr
 }
 
 // /readyz is ready while any backend accepts a TCP connection: a first
