@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,6 +66,27 @@ func wantShare(t *testing.T, l *redislimit.Limiter, key string, others, capacity
 	if o, c, _ := redislimit.Share(l, key); o != others || c != capacity {
 		t.Fatalf("%s: A's share of %q is %d others waiting, cap %d; want %d, cap %d", when, key, o, c, others, capacity)
 	}
+}
+
+// fullKey is the start of the tests below: holders A (made with aOpts)
+// and B share key "g" of limit 2, each holding one of its permits (B's
+// given back at the test's end).
+type fullKey struct {
+	a, b   *redislimit.Holder
+	la, lb *redislimit.Limiter
+	na, nb notifier
+	pa     executor.LimiterPermit
+}
+
+func newFullKey(t *testing.T, addr string, aOpts ...redislimit.Option) fullKey {
+	t.Helper()
+	k := fullKey{a: newHolder(t, addr, append(manualRenewals(), aOpts...)...), b: newHolder(t, addr, manualRenewals()...)}
+	k.la, k.lb = k.a.Groups(2), k.b.Groups(2)
+	k.na, k.nb = attach(t, k.la), attach(t, k.lb)
+	pb := acquire(t, k.lb, k.nb, "g", 1, 5*time.Second)
+	t.Cleanup(pb.Release)
+	k.pa = acquire(t, k.la, k.na, "g", 1, 5*time.Second)
+	return k
 }
 
 // A notice published before a reply that the holder has already used is
@@ -153,13 +175,8 @@ func TestReplyOlderThanANoticeIsIgnored(t *testing.T) {
 func TestLateUnwaitKeepsANewerWaitingRecord(t *testing.T) {
 	addr := startRedis(t)
 	rdb := newClient(t, addr)
-	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithOpTimeout(200*time.Millisecond))...)
-	b := newHolder(t, addr, manualRenewals()...)
-	la, lb := a.Groups(2), b.Groups(2)
-	na, nb := attach(t, la), attach(t, lb)
-	pb := acquire(t, lb, nb, "g", 1, 5*time.Second)
-	defer pb.Release()
-	pa := acquire(t, la, na, "g", 1, 5*time.Second)
+	k := newFullKey(t, addr, redislimit.WithOpTimeout(200*time.Millisecond))
+	a, la, na, pa := k.a, k.la, k.na, k.pa
 	w, aid := "t:"+t.Name()+":{group:g}:w", a.ID()+"/1"
 	recorded := func() bool { return rdb.ZScore(bg, w, aid).Err() == nil }
 	// waitsAgain has A's task wait for a second permit: A is refused and
@@ -216,13 +233,8 @@ func TestLateUnwaitKeepsANewerWaitingRecord(t *testing.T) {
 func TestLateRefillDoesNotReviveAWaitingRecord(t *testing.T) {
 	addr := startRedis(t)
 	rdb := newClient(t, addr)
-	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithOpTimeout(200*time.Millisecond))...)
-	b := newHolder(t, addr, manualRenewals()...)
-	la, lb := a.Groups(2), b.Groups(2)
-	na, nb := attach(t, la), attach(t, lb)
-	pb := acquire(t, lb, nb, "g", 1, 5*time.Second)
-	defer pb.Release()
-	pa := acquire(t, la, na, "g", 1, 5*time.Second)
+	k := newFullKey(t, addr, redislimit.WithOpTimeout(200*time.Millisecond))
+	a, la, na, pa := k.a, k.la, k.na, k.pa
 	resume := park(a, func(h *redislimit.Holder, f func() error) {
 		redislimit.SetRefillHook(h, f)
 		if f != nil {
@@ -257,12 +269,8 @@ func TestLateRefillDoesNotReviveAWaitingRecord(t *testing.T) {
 func TestRenewalRoundKeepsAKeyWhoseUnwaitIsInFlight(t *testing.T) {
 	addr := startRedis(t)
 	rdb := newClient(t, addr)
-	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
-	la, lb := a.Groups(2), b.Groups(2)
-	na, nb := attach(t, la), attach(t, lb)
-	pb := acquire(t, lb, nb, "g", 1, 5*time.Second)
-	defer pb.Release()
-	pa := acquire(t, la, na, "g", 1, 5*time.Second)
+	k := newFullKey(t, addr)
+	a, la, pa := k.a, k.la, k.pa
 	if q, err := la.TryAcquire("g", 1); q != nil || err != nil {
 		t.Fatalf("A's TryAcquire with the limit out: %v, %v; want to wait", q, err)
 	}
