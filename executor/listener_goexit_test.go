@@ -189,27 +189,7 @@ func TestListenerGoexitOnRejectedCountsCallerRuns(t *testing.T) {
 			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(0),
 				policy.WithRejectionPolicy(policy.CallerRuns)},
 				executor.WithListener(executor.ListenerFuncs{Rejected: func(executor.Event) { runtime.Goexit() }}))
-			release, started := make(chan struct{}), make(chan struct{})
-			held := make(chan error, 1)
-			go func() {
-				held <- ex.Do(bg, "a", func(context.Context) error { close(started); <-release; return nil })
-			}()
-			<-started
-			exited := make(chan struct{})
-			go func() {
-				defer close(exited)
-				if via == "Do" {
-					ex.Do(bg, "a", func(context.Context) error { return nil })
-					return
-				}
-				executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
-			}()
-			<-exited
-			close(release)
-			if err := <-held; err != nil {
-				t.Fatalf("the task holding the group: %v", err)
-			}
-			s := ex.Stats()
+			s := refuseOnItsOwnGoroutine(t, ex, via)
 			if sum := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; sum != s.Submitted || s.Failed != 1 || s.CallerRuns != 1 {
 				t.Fatalf("%+v: want every submitted task's outcome counted, the refused one Failed in its caller", s.TaskCounts)
 			}

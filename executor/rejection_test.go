@@ -365,33 +365,42 @@ func TestHandlerGoexitCountsRefusal(t *testing.T) {
 		t.Run(via, func(t *testing.T) {
 			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(0)},
 				executor.WithRejectionHandler(func(*executor.Rejection) error { runtime.Goexit(); return nil }))
-			release, started := make(chan struct{}), make(chan struct{})
-			held := make(chan error, 1)
-			go func() {
-				held <- ex.Do(bg, "a", func(context.Context) error { close(started); <-release; return nil })
-			}()
-			<-started
-			exited := make(chan struct{})
-			go func() {
-				defer close(exited)
-				switch via {
-				case "Submit":
-					executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
-				case "Do":
-					ex.Do(bg, "a", func(context.Context) error { return nil })
-				default:
-					ex.Go(bg, "a", func(context.Context) error { return nil })
-				}
-			}()
-			<-exited
-			close(release)
-			if err := <-held; err != nil {
-				t.Fatalf("the task holding the group: %v", err)
-			}
-			s := ex.Stats()
+			s := refuseOnItsOwnGoroutine(t, ex, via)
 			if sum := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; sum != s.Submitted || s.Rejected != 1 {
 				t.Fatalf("%+v: want every submitted task's outcome counted, the refused one Rejected", s.TaskCounts)
 			}
 		})
 	}
+}
+
+// refuseOnItsOwnGoroutine holds group a's one running place with a Do
+// call, makes a call for a by via ("Submit", "Do" or "Go") on a goroutine
+// of its own, which user code called for the refusal may exit, waits for
+// that goroutine to end, lets the holder finish, and returns the counts.
+func refuseOnItsOwnGoroutine(t *testing.T, ex *executor.Executor, via string) executor.Stats {
+	t.Helper()
+	release, started := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- ex.Do(bg, "a", func(context.Context) error { close(started); <-release; return nil })
+	}()
+	<-started
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		switch via {
+		case "Submit":
+			executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
+		case "Do":
+			ex.Do(bg, "a", func(context.Context) error { return nil })
+		default:
+			ex.Go(bg, "a", func(context.Context) error { return nil })
+		}
+	}()
+	<-exited
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatalf("the task holding the group: %v", err)
+	}
+	return ex.Stats()
 }
