@@ -140,11 +140,12 @@ func (c *call) serve(ctx context.Context) (err error) {
 		c.returned = true
 		return nil
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
 	h.next.ServeHTTP(sw, r)
 	c.returned = true
-	err = failed(h.failure, sw.code())
-	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+	code, late := sw.code()
+	err = failed(h.failure, code)
+	if err != nil && late {
 		// next answered for work given up on (a ReverseProxy's 502 for the
 		// upstream call cancelled when its client went away, or the
 		// executor's stop): that says nothing of the group's dependency.
@@ -185,42 +186,54 @@ func failed(f func(int) bool, code int) error {
 	return nil
 }
 
-// statusWriter records the status of the response next writes.
+// statusWriter records the status of the response next writes, and
+// whether its context was already cancelled when it was written: a status
+// written before the cancellation answered while the client was there, and
+// its client may have gone away because of it.
 type statusWriter struct {
 	http.ResponseWriter
+	ctx    context.Context // next's
 	status int
+	late   bool // the context was cancelled when status was written
 }
 
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 && code >= 200 { // 1xx are informational: the final status comes later
+// set records code as the response's status, if none is yet.
+func (s *statusWriter) set(code int) {
+	if s.status == 0 {
 		s.status = code
+		s.late = cancelled(s.ctx)
+	}
+}
+
+func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
+
+func (s *statusWriter) WriteHeader(code int) {
+	if code >= 200 { // 1xx are informational: the final status comes later
+		s.set(code)
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusWriter) Write(p []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
+	s.set(http.StatusOK)
 	return s.ResponseWriter.Write(p)
 }
 
 // Flush sends what is buffered, as the server's writer does.
 func (s *statusWriter) Flush() {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
+	s.set(http.StatusOK)
 	_ = http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// code is the response's status: 200 when next wrote nothing, as net/http
-// then sends.
-func (s *statusWriter) code() int {
+// code is the response's status, and whether it was written after the
+// context was cancelled: 200 when next wrote nothing, as net/http then
+// sends once next returns.
+func (s *statusWriter) code() (int, bool) {
 	if s.status == 0 {
-		return http.StatusOK
+		return http.StatusOK, cancelled(s.ctx)
 	}
-	return s.status
+	return s.status, s.late
 }

@@ -404,3 +404,27 @@ func TestHandlerStatusAfterCancelIsCancelled(t *testing.T) {
 }
 
 type endKey struct{}
+
+// A failing status written while the request's context was still live is
+// the server's failure, even if the context is cancelled before next
+// returns (its client read the 500 and went away while next cleaned up):
+// only a status written after the cancellation answers for work given up
+// on.
+func TestHandlerStatusBeforeCancelIsAFailure(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		r.Context().Value(endKey{}).(func())()
+		<-r.Context().Done()
+	}), httpadmit.WithFailureStatus(func(code int) bool { return code >= 500 }))
+	ctx := newEndingCtx(context.Canceled)
+	r := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.WithValue(ctx, endKey{}, ctx.end))
+	r.Header.Set("X-Tenant", "a")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	e := next(t, ev.completed)
+	var se *httpadmit.StatusError
+	if e.Status != executor.Failed || errors.Is(e.Err, context.Canceled) || !errors.As(e.Err, &se) || se.Code != http.StatusInternalServerError {
+		t.Errorf("500 written before the cancellation: %v %v, want Failed with the status", e.Status, e.Err)
+	}
+}
