@@ -45,7 +45,9 @@ import (
 //     connection's life, like a stream's: the end of the request's context
 //     does not free it, since the connection outlives it in net/http;
 //   - an error from base releases it before RoundTrip returns, and counts as
-//     a failure for the group's breaker unless it is a cancellation.
+//     a failure for the group's breaker unless it is a cancellation; so
+//     does a nil response with a nil error from a faulty base, which
+//     RoundTrip returns as an error.
 //
 // 1xx responses other than 101 never reach a RoundTripper's caller (net/http
 // handles them inside its transport). Holding the slot while the caller reads
@@ -236,6 +238,10 @@ func (c *admissionCtx) Err() error {
 // while the panic itself goes to RoundTrip's caller.
 var errPanicked = errors.New("httpadmit: the base RoundTripper panicked")
 
+// errNilResponse is RoundTrip's error when base returned neither a
+// response nor an error.
+var errNilResponse = errors.New("httpadmit: the base RoundTripper returned a nil *Response with a nil error")
+
 // send is Do's fn: it sends the request and, for a response with a body,
 // holds the slot until the body is closed or the context ends.
 func (x *exchange) send(ctx context.Context) (err error) {
@@ -254,6 +260,11 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		}
 	}()
 	resp, err := x.t.base.RoundTrip(req)
+	if err == nil && resp == nil {
+		// A faulty base: answered as net/http's Client answers it, rather
+		// than with a nil dereference below, raised in RoundTrip's caller.
+		err = errNilResponse
+	}
 	if err != nil {
 		x.err = err
 		return err

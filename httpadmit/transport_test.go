@@ -343,3 +343,29 @@ func echoUpgradeServer(t *testing.T) *httptest.Server {
 		}
 	}))
 }
+
+// A faulty base that returns neither a response nor an error gets the error
+// net/http's Client would give it, not a nil dereference raised as a panic in
+// RoundTrip's caller; the slot is freed and the request counts as failed.
+func TestTransportNilResponseIsAnError(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
+	base := roundTripper(func(*http.Request) (*http.Response, error) { return nil, nil })
+	client := &http.Client{Transport: httpadmit.Transport(ex, base,
+		httpadmit.WithFailureStatus(func(code int) bool { return code >= 500 }))}
+	var resp *http.Response
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Errorf("RoundTrip panicked: %v", v)
+			}
+		}()
+		resp, err = client.Get("http://svc.test/")
+	}()
+	if resp != nil || err == nil {
+		t.Errorf("nil response from base: %v, %v; want an error", resp, err)
+	}
+	if s, _ := ex.GroupStats("svc.test:80"); s.InFlight != 0 || s.Failed != 1 {
+		t.Errorf("%d in flight, %d failed; want 0 and 1", s.InFlight, s.Failed)
+	}
+}
