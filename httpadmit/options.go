@@ -55,7 +55,8 @@ func WithTenantHeader(name string) Option {
 }
 
 // WithTenantHost reads the tenant from the request's Host, lower-cased and
-// without its port: one group per virtual host.
+// without its port or a trailing dot (an IPv6 address in its canonical
+// form): one group per virtual host, however a client spells it.
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {
 		c.tenant = fromHost

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -41,8 +42,11 @@ func fromHeader(name string) tenantFunc {
 }
 
 // fromHost reads the tenant from the request's Host, lower-cased, without
-// its port or an IPv6 literal's brackets. A request without a Host (HTTP/1.0)
-// names no tenant.
+// its port, an IPv6 literal's brackets or a name's trailing dot, and an IPv6
+// address in its canonical form: each spelling of one virtual host is one
+// group, so that a client cannot spread a host's requests over several
+// groups, each with the host's limits, by respelling it. A request without
+// a Host (HTTP/1.0) names no tenant.
 func fromHost(r *http.Request) (string, error) {
 	host := r.Host
 	if host == "" {
@@ -51,7 +55,15 @@ func fromHost(r *http.Request) (string, error) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return adapt.Checked("host", strings.ToLower(strings.Trim(host, "[]")))
+	host = strings.Trim(host, "[]")
+	if strings.Contains(host, ":") { // only IPv6 is parsed: a failed parse allocates its error
+		if a, err := netip.ParseAddr(host); err == nil {
+			host = a.String()
+		}
+	} else if len(host) > 1 {
+		host = strings.TrimSuffix(host, ".") // "acme.example." is "acme.example"
+	}
+	return adapt.Checked("host", strings.ToLower(host))
 }
 
 // fromPathSegment reads the tenant from the i-th segment (0 is the first) of
