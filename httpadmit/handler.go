@@ -30,6 +30,15 @@ import (
 // as a failure. Without WithFailureStatus only another panic counts as a
 // failure for the group's circuit breaker.
 //
+// A request holds its slot until next returns. A next that hijacks the
+// connection (an upgrade to WebSocket, say) and serves it before returning
+// holds the slot for the connection's life, as a gRPC stream does: size the
+// limits of the groups that serve such connections for connections, not
+// requests. After a hijack net/http no longer watches the connection, so the
+// request's context does not end when the client goes away: next must see
+// that on the connection (a read error, a deadline), and watch the context
+// for the executor's Close, which waits for next to return.
+//
 // Handler panics if ex or next is nil or an option is invalid.
 func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Handler {
 	if ex == nil || next == nil {
