@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -313,4 +314,49 @@ func TestReadyToTripPanicReleasesPermits(t *testing.T) {
 		t.Fatal(msg)
 	}
 	ex.Close()
+}
+
+// OnStateChange is user code the breaker calls in the goroutine that made
+// the change; it recovers a panic there, but not a runtime.Goexit. At
+// admission the change is open to half-open, made by the caller of Submit,
+// Do or Go while its group is pinned, its lock released: a Goexit there
+// must leave the group unpinned and the task counted, so that the group
+// goes idle, is evicted at once, and its outcomes add up.
+func TestOnStateChangeGoexitAtAdmission(t *testing.T) {
+	for _, via := range []string{"Submit", "Do", "Go"} {
+		t.Run(via, func(t *testing.T) {
+			clk := fakeClock()
+			ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+				Clock: clk, Timeout: time.Minute,
+				ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+				OnStateChange: func(_ string, _, to breaker.State) {
+					if to == breaker.StateHalfOpen {
+						runtime.Goexit()
+					}
+				},
+			}))
+			wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing})) // open
+			clk.Advance(time.Minute)
+			exited := make(chan struct{})
+			go func() {
+				defer close(exited)
+				switch via {
+				case "Submit":
+					executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: succeeding})
+				case "Do":
+					ex.Do(bg, "g", func(context.Context) error { return nil })
+				default:
+					ex.Go(bg, "g", func(context.Context) error { return nil })
+				}
+			}()
+			<-exited
+			if !ex.EvictGroup("g") {
+				t.Fatalf("group g not evicted at once: %+v", groupStats(t, ex, "g"))
+			}
+			s := ex.Stats()
+			if sum := s.Succeeded + s.Failed + s.Cancelled + s.Rejected; sum != s.Submitted {
+				t.Fatalf("%+v: want every submitted task's outcome counted", s.TaskCounts)
+			}
+		})
+	}
 }

@@ -115,7 +115,10 @@ func WithSpawn(spawn func(f func())) Option {
 // tasks. OnStateChange runs outside every executor lock. A panic in
 // ReadyToTrip, called as a task's failure is recorded, is recovered and
 // ignored: the failure is counted, the breaker does not trip, and the task
-// completes Failed as it would have.
+// completes Failed as it would have. The breaker recovers a panic in
+// OnStateChange; one that exits the goroutine (runtime.Goexit) as a task
+// is admitted, a half-open breaker's first request, leaves that task
+// counted Rejected, its Submit, Do or Go call unreturned.
 //
 // Invalid settings make New return the breaker's error naming the field.
 func WithGroupBreaker(s breaker.Settings) Option {

@@ -206,14 +206,7 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 	a.g = g
 	g.counts.Submitted++
 	if g.br != nil && ex.stateNow() == open && !g.shutdown {
-		// The breaker may call OnStateChange, user code: it is asked with
-		// the lock released, and the group pinned (pending) so that it is
-		// neither reclaimed nor evicted meanwhile.
-		g.pending++
-		g.mu.Unlock()
-		t, err := g.br.AllowTicket()
-		g.mu.Lock()
-		g.pending--
+		t, err := ex.allow(g)
 		if err != nil {
 			a.v, a.r = admitRefuse, refusal{limit: LimitBreaker, err: err, forced: true}
 			return
@@ -222,6 +215,34 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 	}
 	ex.admitLocked(a.g, w, a)
 	a.noteRefusing()
+}
+
+// allow asks locked g's breaker to let a task through, and returns with g
+// locked again. The breaker may call OnStateChange, user code: it is asked
+// with the lock released, and g pinned (pending) so that it is neither
+// reclaimed nor evicted meanwhile. The breaker recovers a panic in
+// OnStateChange, not a runtime.Goexit: then (or if the breaker's Clock
+// panics) the deferred call unpins g and counts the task Rejected, so that
+// g can go idle and its outcomes add up, and the caller's goroutine goes
+// on exiting (or panicking) with no lock held.
+func (ex *Executor) allow(g *group) (t breaker.Ticket, err error) {
+	g.pending++
+	g.mu.Unlock()
+	asked := false
+	defer func() {
+		if !asked {
+			g.mu.Lock()
+			g.pending--
+			g.counts.add(Rejected)
+			var b batch
+			ex.unlock(g, &b)
+		}
+	}()
+	t, err = g.br.AllowTicket()
+	asked = true
+	g.mu.Lock()
+	g.pending--
+	return t, err
 }
 
 // noteRefusing records in a's group whether a refused (group.refusing).
