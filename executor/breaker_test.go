@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -358,5 +359,84 @@ func TestOnStateChangeGoexitAtAdmission(t *testing.T) {
 				t.Fatalf("%+v: want every submitted task's outcome counted", s.TaskCounts)
 			}
 		})
+	}
+}
+
+// At a task's finish, its failure is recorded in the breaker before its
+// permits are released; ReadyToTrip and OnStateChange (closed to open) run
+// there, in the goroutine that ran the task. One that exits the goroutine
+// must not keep the task's permits: with a concurrency limit of 1, the
+// group would serve nothing more, and Close would wait for ever.
+func TestBreakerGoexitAtFinishReleasesPermits(t *testing.T) {
+	for _, in := range []string{"ReadyToTrip", "OnStateChange"} {
+		for _, via := range []string{"Submit", "Do", "Go"} {
+			t.Run(in+"/"+via, func(t *testing.T) {
+				clk := fakeClock()
+				s := breaker.Settings{Clock: clk}
+				var armed atomic.Bool
+				armed.Store(true)
+				if in == "ReadyToTrip" {
+					s.ReadyToTrip = func(breaker.Counts) bool {
+						if armed.Swap(false) {
+							runtime.Goexit()
+						}
+						return false
+					}
+				} else {
+					s.ReadyToTrip = func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 }
+					s.OnStateChange = func(_ string, _, to breaker.State) {
+						if to == breaker.StateOpen && armed.Swap(false) {
+							runtime.Goexit()
+						}
+					}
+				}
+				p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ex, err := executor.New(p, executor.WithGroupBreaker(s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+				defer cancel()
+				var h *executor.Handle[int]
+				exited := make(chan struct{})
+				go func() {
+					defer close(exited)
+					switch via {
+					case "Submit":
+						h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: failing})
+					case "Do":
+						ex.Do(bg, "g", func(context.Context) error { return errBackend })
+					default:
+						ex.Go(bg, "g", func(context.Context) error { return errBackend })
+					}
+				}()
+				<-exited
+				if h != nil {
+					if r, err := h.Wait(ctx); err != nil || r.Status != executor.Failed {
+						t.Fatalf("the task: %+v %v, want Failed", r, err)
+					}
+				}
+				// The breaker opened: half-open, it lets the next call probe.
+				clk.Advance(breaker.DefaultTimeout)
+				// Admitted only once the failed task's permits are back.
+				if err := ex.Do(ctx, "g", func(context.Context) error { return nil }); err != nil {
+					t.Fatalf("the next call: %v (the failed task's permits kept)", err)
+				}
+				if err := ex.Shutdown(ctx); err != nil {
+					t.Fatalf("Shutdown: %v", err)
+				}
+				st := ex.Stats()
+				if st.Failed != 1 || st.Succeeded != 1 || st.Submitted != 2 {
+					t.Fatalf("%+v: want one failure, one success", st.TaskCounts)
+				}
+				if msg := ex.CheckInvariants(); msg != "" {
+					t.Fatal(msg)
+				}
+				ex.Close()
+			})
+		}
 	}
 }

@@ -118,7 +118,10 @@ func WithSpawn(spawn func(f func())) Option {
 // completes Failed as it would have. The breaker recovers a panic in
 // OnStateChange; one that exits the goroutine (runtime.Goexit) as a task
 // is admitted, a half-open breaker's first request, leaves that task
-// counted Rejected, its Submit, Do or Go call unreturned.
+// counted Rejected, its Submit, Do or Go call unreturned. A ReadyToTrip or
+// OnStateChange that exits the goroutine as a task's outcome is recorded
+// ends the goroutine that ran the task (a worker, or a Do call's caller);
+// the task still releases its permits and completes as it would have.
 //
 // Invalid settings make New return the breaker's error naming the field.
 func WithGroupBreaker(s breaker.Settings) Option {

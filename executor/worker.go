@@ -268,7 +268,9 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // first, outside the lock, and j completes after it, counted unsettled
 // until then (drain.go).
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, worker bool) (next *job) {
-	j.settle(st) // the breaker may call OnStateChange: no lock held
+	if x := j.x.Load(); x != nil {
+		ex.settleFinishing(x, j, st, err, queued, ran) // the breaker calls user code: no lock held
+	}
 	g := j.g
 	if !g.mu.TryLock() {
 		// Finishing workers that find their group locked queue on the
@@ -373,6 +375,25 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		ex.settled(g)
 	}
 	return next
+}
+
+// settleFinishing settles x, finishing j's, before finish releases j's
+// permits. Recording the outcome may call ReadyToTrip and OnStateChange,
+// user code in the goroutine that ran j; a runtime.Goexit there, which
+// cannot be stopped, would keep j's permits for good and leave j
+// incomplete. The deferred call finishes j on the way out, as for a Fn
+// that exits its goroutine; x's ticket is settled by then (a finished
+// Ticket is zero), and a task that the release starts gets a worker of
+// its own.
+func (ex *Executor) settleFinishing(x *jobExtra, j *job, st Status, err error, queued, ran time.Duration) {
+	settled := false
+	defer func() {
+		if !settled {
+			ex.finish(j, st, err, queued, ran, false)
+		}
+	}()
+	x.settle(st)
+	settled = true
 }
 
 // spawnHook starts a worker for j through the WithSpawn function. That
