@@ -79,7 +79,11 @@ func WithMaxIdleGroups(n int) Option {
 // spawn is called far less often than once per task. Default: go f().
 // If spawn panics, the executor recovers and starts f itself unless spawn
 // had started it, so no task is lost or run twice; a spawn that drops f
-// without panicking breaks this contract and strands the task.
+// without panicking breaks this contract and strands the task. So does,
+// in part, a spawn that exits its goroutine (runtime.Goexit): f is started
+// as after a panic, but the exit cannot be stopped, and the tasks that the
+// same call (a finish, a dispatch) was to start after f's may be stranded.
+// spawn must return.
 // benchmarks/ measures an ants pool here against the default.
 func WithSpawn(spawn func(f func())) Option {
 	return optionFunc(func(ex *Executor) error {

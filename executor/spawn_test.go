@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,5 +83,62 @@ func TestSpawnPanicLosesNothing(t *testing.T) {
 	defer scancel()
 	if err := ex.Shutdown(sctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// A WithSpawn function that exits its goroutine (runtime.Goexit), which is
+// the caller's of Submit here, before starting the worker, must not strand
+// the task: it holds its permits, and Close would wait for its worker for
+// ever. The executor starts the worker itself, as for a spawn that panics;
+// one that started it first has it run once.
+func TestSpawnGoexitLosesNothing(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		t.Run(fmt.Sprint("started=", started), func(t *testing.T) {
+			var calls atomic.Int32
+			spawn := func(f func()) {
+				if calls.Add(1) == 1 {
+					if started {
+						go f()
+					}
+					runtime.Goexit()
+				}
+				go f()
+			}
+			p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := executor.New(p, executor.WithSpawn(spawn))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs atomic.Int32
+			var h *executor.Handle[int]
+			exited := make(chan struct{})
+			go func() {
+				defer close(exited)
+				h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
+					runs.Add(1)
+					return 1, nil
+				}})
+			}()
+			<-exited
+			if h != nil {
+				t.Fatal("Submit returned: spawn did not exit the goroutine")
+			}
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
+			defer cancel()
+			// Admitted once the first task's permits are back.
+			if err := ex.Do(ctx, "g", func(context.Context) error { return nil }); err != nil {
+				t.Fatalf("the next call: %v (the first task never ran: runs %d)", err, runs.Load())
+			}
+			if n := runs.Load(); n != 1 {
+				t.Fatalf("the first task ran %d times", n)
+			}
+			if err := ex.Shutdown(ctx); err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			ex.Close()
+		})
 	}
 }

@@ -402,7 +402,9 @@ func (ex *Executor) settleFinishing(x *jobExtra, j *job, st Status, err error, q
 // still runs exactly once and its permits come back. The panic goes no
 // further: it would otherwise unwind through the caller (a Submit, or a
 // worker between releasing a task and completing it) and leave the rest of
-// the batch unstarted, holding permits.
+// the batch unstarted, holding permits. A function that exits the
+// goroutine (runtime.Goexit) gets j its worker the same way; the rest of
+// the batch, which the exit skips, WithSpawn's contract forbids.
 func (ex *Executor) spawnHook(j *job) {
 	var once atomic.Bool
 	f := func() {
@@ -410,10 +412,14 @@ func (ex *Executor) spawnHook(j *job) {
 			ex.work(j)
 		}
 	}
+	returned := false
 	defer func() {
-		if recover() != nil {
+		// A spawn that exits the goroutine (runtime.Goexit) is one that
+		// panics whose exit goes on: j still needs its worker.
+		if recover() != nil || !returned {
 			go f()
 		}
 	}()
 	ex.spawn(f)
+	returned = true
 }
