@@ -16,7 +16,12 @@ import (
 //
 // TryAcquire and Release are called under a group's mutex (and, for
 // TryAcquire, possibly the dispatcher's): they must answer from the
-// limiter's local state, never wait and never do I/O. A limiter that has
+// limiter's local state, never wait and never do I/O. They must also
+// return: a panic is recovered, but a runtime.Goexit cannot be, and would
+// end the goroutine (a submitter's, a worker's, a notifier's) with those
+// locks held and the admission or release half done, stopping the group,
+// or every group, for good. Undoing that under the locks would cost every
+// start a deferred call; a limiter has no reason to exit the goroutine. A limiter that has
 // no permit at hand asks for more in the background and calls the notify
 // function Attach gave it once it may have some: the executor then
 // dispatches that key again.
@@ -40,7 +45,8 @@ type Limiter interface {
 	// matching ErrRejected and err, whatever the rejection policy (a permit
 	// returned together with an error is released at once). A panic in
 	// TryAcquire is recovered and refuses the task the same way, err being
-	// a *PanicError. The global limiter is called with key "".
+	// a *PanicError; it must not call runtime.Goexit (it runs under the
+	// executor's locks). The global limiter is called with key "".
 	TryAcquire(key string, n int) (LimiterPermit, error)
 }
 
@@ -54,8 +60,9 @@ type LimiterPermit interface {
 	// running Fn, and its permits are released.
 	Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context
 	// Release gives the permit back. It is called once, under an
-	// executor lock, after Fn has returned: it must not block. A panic in
-	// it is recovered and ignored: the permit counts as given back.
+	// executor lock, after Fn has returned: it must not block, nor call
+	// runtime.Goexit. A panic in it is recovered and ignored: the permit
+	// counts as given back.
 	Release()
 }
 
