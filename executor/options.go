@@ -107,7 +107,8 @@ func WithSpawn(spawn func(f func())) Option {
 // so a failing tenant stops taking capacity. A finished task's outcome is
 // recorded in its group's breaker before its handle completes: Failed counts
 // as a failure, Success as a success; Cancelled and Rejected tasks count as
-// neither. The breaker is dropped with its group, on EvictGroup or by idle
+// neither. The task's status decides: s.IsSuccessful, which only the
+// breaker's Execute consults, is never called. The breaker is dropped with its group, on EvictGroup or by idle
 // reclamation (WithMaxIdleGroups), whatever its state: a group made again
 // for its key has a closed breaker. A failing tenant is idle by
 // construction, so its group counts among the idle groups kept, and each
