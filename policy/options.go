@@ -123,7 +123,7 @@ func WithGroupMaxConcurrency(group string, n int) Option {
 // the default; a per-group value wins over it. Returning a value below 1
 // makes the executor reject the group's task with an error naming the
 // resolver and value. A resolver that panics panics the caller that
-// needed the group (Submit, Go, Do, RefreshGroupLimits), before anything
+// needed the group (Submit, Go, Do, ResetGroupLimits), before anything
 // of the task is counted or held.
 func WithMaxConcurrencyResolver(f func(group string) (int, bool)) Option {
 	return resolver("WithMaxConcurrencyResolver", f, func(p *Policy) { p.maxConcurrencyResolver = f })
