@@ -150,10 +150,13 @@ func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 // refill is refused for the share (cap 2). No task of the key runs here,
 // so no release will make the executor ask again: the holder must keep
 // waiting for the task, and serve it once the other no longer waits, not
-// drop its demand without a notify.
+// drop its demand without a notify. The renewal rounds are the test's own:
+// a round while the permits sit free gives them back, and a machine held
+// up for a round before the refill would make the refusal one with nothing
+// here. The other's record lives until the test ends it.
 func TestRefusalWithTheLimitHereAllFreeKeepsTheWaiter(t *testing.T) {
 	addr := startRedis(t)
-	h := newHolder(t, addr)
+	h := newHolder(t, addr, manualRenewals()...)
 	l := h.Groups(4)
 	n := make(notifier, 16)
 	if err := l.Attach(n.notify); err != nil {
@@ -166,7 +169,7 @@ func TestRefusalWithTheLimitHereAllFreeKeepsTheWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "t:" + t.Name() + ":{group:g}:"
-	if err := c.ZAdd(bg, base+"w", redis.Z{Score: float64(tm.UnixMilli() + 1500), Member: "other/1"}).Err(); err != nil {
+	if err := c.ZAdd(bg, base+"w", redis.Z{Score: float64(tm.Add(time.Hour).UnixMilli()), Member: "other/1"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.HSet(bg, base+"q", "other/1", 1).Err(); err != nil {
@@ -179,9 +182,24 @@ func TestRefusalWithTheLimitHereAllFreeKeepsTheWaiter(t *testing.T) {
 		t.Fatalf("TryAcquire of 3 in fragments: %v, %v; want to wait", p, err)
 	}
 	eventually(t, "the refill refused", 5*time.Second, func() bool { return h.Stats().RefillsDenied >= 1 })
+	if s := h.Stats(); s.PermitsLeased != 4 || s.PermitsInUse != 0 {
+		t.Fatalf("refused with %+v; want the whole limit here, free", s)
+	}
+	if others, cp, _ := redislimit.Share(l, "g"); others != 1 || cp != 2 {
+		t.Fatalf("refused with %d others waiting and cap %d; want refused for the share: 1 other, cap 2", others, cp)
+	}
+	// The other no longer waits: its record expires, as Redis's clock
+	// judges it. The renewal loop runs a round within a renew interval.
+	if tm, err = c.Time(bg).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ZAdd(bg, base+"w", redis.Z{Score: float64(tm.UnixMilli() - 1), Member: "other/1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redislimit.RenewNow(h)
 	select {
 	case <-n:
-	case <-time.After(5 * time.Second): // the other's record is gone after 1.5s
+	case <-time.After(5 * time.Second):
 		t.Fatalf("the waiting task was never told to ask again: %+v", h.Stats())
 	}
 	acquire(t, l, n, "g", 3, 5*time.Second).Release()
