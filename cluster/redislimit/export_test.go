@@ -1,6 +1,9 @@
 package redislimit
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetRenewHook makes every renewal round call f first; an error fails the
 // round as if Redis were unreachable (a partition, for tests).
@@ -84,3 +87,11 @@ func SetRefillHook(h *Holder, f func() error) {
 // Hear hands h a contention notice, as its subscriber does when the notice
 // arrives.
 func Hear(h *Holder, payload string) { h.hear(payload) }
+
+// LastFailure returns when a call of h's to Redis last failed; zero if
+// none has.
+func LastFailure(h *Holder) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failedAt
+}
