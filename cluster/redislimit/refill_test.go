@@ -144,12 +144,23 @@ func TestMixedWeightsTwoHoldersAllComplete(t *testing.T) {
 // (80% of the TTL) runs from when the request was sent, so a reply that
 // takes a second leaves a second less of it. The holder here cannot renew,
 // so the task on the lease must be cancelled by 80% of the TTL after the
-// request, not 80% of the TTL after the slow reply.
+// request, not 80% of the TTL after the slow reply. The times are judged
+// against when the slow reply came, as measured, not against a margin for
+// a machine's stalls: the request went at least the delay before it.
 func TestFreshLeaseValidityCountsFromTheRequest(t *testing.T) {
 	addr := startRedis(t)
-	const ttl, delay = 2 * time.Second, time.Second
+	const ttl, delay = 3 * time.Second, 1200 * time.Millisecond
+	const validity = ttl * 4 / 5
 	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl))
-	redislimit.SetReplyHook(h, func() error { time.Sleep(delay); return nil })
+	var mu sync.Mutex
+	var replied time.Time // the latest slow reply, handed to the holder
+	redislimit.SetReplyHook(h, func() error {
+		time.Sleep(delay)
+		mu.Lock()
+		replied = time.Now()
+		mu.Unlock()
+		return nil
+	})
 	redislimit.SetRenewHook(h, func() error { return errors.New("partitioned (test)") })
 	l := h.Groups(1)
 	n := make(notifier, 1)
@@ -159,15 +170,30 @@ func TestFreshLeaseValidityCountsFromTheRequest(t *testing.T) {
 	asked := time.Now()
 	p := acquire(t, l, n, "g", 1, 10*time.Second)
 	lost := make(chan time.Time, 1)
-	p.Bind(bg, func(error) { lost <- time.Now() })
+	ctx := p.Bind(bg, func(error) { lost <- time.Now() })
 	defer p.Release()
+	until, valid := redislimit.ValidUntil(ctx) // false only if already over
+	mu.Lock()
+	rep := replied
+	mu.Unlock()
+	// Bug: the validity ends 80% of the TTL after the reply, or later.
+	if valid && until.After(rep.Add(validity-delay)) {
+		t.Fatalf("validity ends %v after the slow reply; counted from the request, at most %v", until.Sub(rep), validity-delay)
+	}
+	if valid && until.Sub(asked) < validity {
+		t.Fatalf("validity ends %v after the request, before its %v", until.Sub(asked), validity)
+	}
 	select {
 	case at := <-lost:
-		took := at.Sub(asked)
-		t.Logf("lease lost %v after the request (validity %v, reply delay %v)", took, ttl*4/5, delay)
-		// Bug: validity + delay = 2.6 s. The slack covers a loaded machine.
-		if bound := ttl*4/5 + delay/2; took > bound {
-			t.Fatalf("lease lost %v after the request, past its local validity %v (bound %v)", took, ttl*4/5, bound)
+		t.Logf("lease lost %v after the request, %v after the slow reply (validity %v, reply delay %v)", at.Sub(asked), at.Sub(rep), validity, delay)
+		if at.Sub(asked) < validity || valid && at.Before(until) {
+			t.Fatalf("lease lost %v after the request, before its local validity %v", at.Sub(asked), validity)
+		}
+		// Counted from the request, the loss comes a delay before this:
+		// only a stall that long between the end of the validity and the
+		// cancel would pass for the bug.
+		if at.Sub(rep) >= validity {
+			t.Fatalf("lease lost %v after the slow reply: its validity %v counted from the reply, not the request", at.Sub(rep), validity)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the lease was never declared lost")
