@@ -28,6 +28,7 @@ const (
 	childAddr   = "GROUPEXEC_REDISLIMIT_ADDR"
 	childPrefix = "GROUPEXEC_REDISLIMIT_PREFIX"
 	childArg    = "GROUPEXEC_REDISLIMIT_ARG"
+	childTTL    = "GROUPEXEC_REDISLIMIT_TTL" // the lease TTL, if not testTTL; the renew interval scales with it
 )
 
 type child struct {
@@ -94,8 +95,12 @@ func childMain(mode string) int {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
 		WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, Protocol: 2})
 	defer c.Close()
-	h, err := redislimit.New(c, redislimit.WithPrefix(prefix), redislimit.WithLeaseTTL(testTTL),
-		redislimit.WithRenewInterval(testRenew), redislimit.WithPollInterval(testPoll))
+	ttl, renew := testTTL, testRenew
+	if d, err := time.ParseDuration(os.Getenv(childTTL)); err == nil {
+		ttl, renew = d, d/(testTTL/testRenew)
+	}
+	h, err := redislimit.New(c, redislimit.WithPrefix(prefix), redislimit.WithLeaseTTL(ttl),
+		redislimit.WithRenewInterval(renew), redislimit.WithPollInterval(testPoll))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
