@@ -15,6 +15,20 @@ import (
 // URL and a function that closes the connections it holds, which runs at the
 // end of the test too.
 func upgrader(t *testing.T) (url string, closeAll func()) {
+	return hijacker(t, func(conn net.Conn, brw *bufio.ReadWriter) {
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		brw.Flush()
+		go func() {
+			defer conn.Close()
+			io.Copy(conn, brw)
+		}()
+	})
+}
+
+// hijacker is a backend that takes over every request's connection and
+// hands it to serve. It returns its URL and a function that closes the
+// connections it took, which runs at the end of the test too.
+func hijacker(t *testing.T, serve func(net.Conn, *bufio.ReadWriter)) (url string, closeAll func()) {
 	var mu sync.Mutex
 	var held []net.Conn
 	closeAll = func() {
@@ -33,12 +47,7 @@ func upgrader(t *testing.T) (url string, closeAll func()) {
 		mu.Lock()
 		held = append(held, conn)
 		mu.Unlock()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
-		brw.Flush()
-		go func() {
-			defer conn.Close()
-			io.Copy(conn, brw)
-		}()
+		serve(conn, brw)
 	}).URL, closeAll
 }
 
@@ -120,23 +129,7 @@ func TestUpgradeCountedAsAnswered(t *testing.T) {
 // connection. Each close is reported on the channel it returns.
 func switcher(t *testing.T, proto string) (url string, closed <-chan struct{}) {
 	ch := make(chan struct{}, 16)
-	var mu sync.Mutex
-	var held []net.Conn
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return backend(t, func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		held = append(held, conn)
-		mu.Unlock()
+	url, _ = hijacker(t, func(_ net.Conn, brw *bufio.ReadWriter) {
 		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 		if proto != "" {
 			brw.WriteString("Connection: Upgrade\r\nUpgrade: " + proto + "\r\n")
@@ -147,7 +140,8 @@ func switcher(t *testing.T, proto string) (url string, closed <-chan struct{}) {
 			io.Copy(io.Discard, brw) // until the gateway closes it
 			ch <- struct{}{}
 		}()
-	}).URL, ch
+	})
+	return url, ch
 }
 
 // A backend that switches protocols when the request asked for no switch,
