@@ -43,7 +43,9 @@ func build(opts []Option) config {
 // WithTenantHeader reads the tenant from the named header instead of
 // X-Tenant. An absent header names no tenant (the default group); a header
 // sent more than once, or empty, makes the request invalid (400). name must
-// be a valid header name (a token: no spaces, no colon).
+// be a valid header name (a token: no spaces, no colon), and not Host or
+// Transfer-Encoding, which net/http keeps out of Request.Header
+// (WithTenantHost reads the host).
 func WithTenantHeader(name string) Option {
 	return optionFunc(func(c *config) error {
 		if err := adapt.HeaderName(name); err != nil {

@@ -125,6 +125,8 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		{httpadmit.WithTenantHeader(""), `WithTenantHeader("")`},
 		{httpadmit.WithTenantHeader("X Tenant"), `WithTenantHeader("X Tenant")`},
 		{httpadmit.WithTenantHeader("X-Tenant:"), `WithTenantHeader("X-Tenant:")`},
+		{httpadmit.WithTenantHeader("host"), `WithTenantHeader("host")`},
+		{httpadmit.WithTenantHeader("Transfer-Encoding"), `WithTenantHeader("Transfer-Encoding")`},
 		{httpadmit.WithTenantPathSegment(-1), "WithTenantPathSegment(-1)"},
 		{httpadmit.WithTenantContextValue(nil), "WithTenantContextValue(nil)"},
 		{httpadmit.WithTenantContextValue([]int{1}), "WithTenantContextValue([]int)"},

@@ -133,9 +133,10 @@ func RetryAfter(d time.Duration) error {
 }
 
 // HeaderName checks WithTenantHeader's name: an HTTP field name, a token
-// (RFC 9110, section 5.1). net/http refuses a request carrying any other
-// name, so a handler would never see it and every request would name no
-// tenant.
+// (RFC 9110, section 5.1), other than Host and Transfer-Encoding. net/http
+// refuses a request carrying any other name, and keeps those two out of
+// Request.Header, so a handler would never see them and every request
+// would name no tenant.
 func HeaderName(name string) error {
 	if name == "" {
 		return fmt.Errorf("WithTenantHeader(%q): the header name must not be empty", name)
@@ -144,6 +145,12 @@ func HeaderName(name string) error {
 		if c := name[i]; !isDigit(c) && !isLetter(c) && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
 			return fmt.Errorf("WithTenantHeader(%q): not a valid header name", name)
 		}
+	}
+	if strings.EqualFold(name, "Host") || strings.EqualFold(name, "Transfer-Encoding") {
+		// net/http moves these out of Header (to Request.Host and
+		// TransferEncoding), on a server and in a client's transport: read
+		// from Header, every request would name no tenant.
+		return fmt.Errorf("WithTenantHeader(%q): net/http never leaves this header in Request.Header (WithTenantHost reads the host)", name)
 	}
 	return nil
 }
