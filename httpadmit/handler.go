@@ -217,7 +217,9 @@ func (s *statusWriter) set(code int) {
 func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
 
 func (s *statusWriter) WriteHeader(code int) {
-	if code >= 200 { // 1xx are informational: the final status comes later
+	// 1xx are informational, the final status comes later; but 101 is
+	// final: net/http sends it and hands the connection over.
+	if code >= 200 || code == http.StatusSwitchingProtocols {
 		s.set(code)
 	}
 	s.ResponseWriter.WriteHeader(code)

@@ -160,6 +160,26 @@ func TestHandlerCountsStatusOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// 101 Switching Protocols is a final status (net/http sends it and hands
+// the connection over), not an informational 1xx: WithFailureStatus's
+// function is told 101, as for any status next answers with, not the 200
+// of a handler that answered nothing. Informational ones (103) stay
+// uncounted.
+func TestHandlerFailureStatusSeesSwitchingProtocols(t *testing.T) {
+	ex := newExec(t, nil)
+	var got []int
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusSwitchingProtocols)
+	}), httpadmit.WithFailureStatus(func(c int) bool { got = append(got, c); return false }))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-Tenant", "a")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if len(got) != 1 || got[0] != http.StatusSwitchingProtocols {
+		t.Fatalf("the failure function was told %v, want [101]", got)
+	}
+}
+
 // A client that gives up while its request waits frees its place at once,
 // and its request never reaches next.
 func TestHandlerClientGoneWhileQueued(t *testing.T) {
