@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/groupexec/groupexec/breaker"
 )
 
 // doubleCompletions counts attempts to complete a handle twice. Every path
@@ -219,7 +221,14 @@ func (j *job) settle(st Status) {
 	}
 }
 
+// hasTicket reports whether x holds a breaker ticket not yet settled (a
+// settled Ticket is zero).
+func (x *jobExtra) hasTicket() bool { return x.ticket != breaker.Ticket{} }
+
 func (x *jobExtra) settle(st Status) {
+	if !x.hasTicket() {
+		return // settled already, or no breaker: nothing to recover from
+	}
 	// Recording a failure calls the breaker's ReadyToTrip, user code whose
 	// panic the breaker lets go on up. finish settles a task before it
 	// releases its permits: a panic there would keep them for good, and,

@@ -268,7 +268,7 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // first, outside the lock, and j completes after it, counted unsettled
 // until then (drain.go).
 func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, worker bool) (next *job) {
-	if x := j.x.Load(); x != nil {
+	if x := j.x.Load(); x != nil && x.hasTicket() {
 		ex.settleFinishing(x, j, st, err, queued, ran) // the breaker calls user code: no lock held
 	}
 	g := j.g
