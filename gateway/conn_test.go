@@ -170,13 +170,21 @@ func TestRefusedBodyConnectionEndsCleanly(t *testing.T) {
 func TestAdminIdleConnectionsClosed(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	gw := start(t, be.URL, minimal+"timeouts: {idle: 50ms}\n")
-	c := dialRaw(t, gw.admin)
+	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+}
+
+// wantAdminClosed sends request on a connection of its own to the admin
+// address, reads the answer, and fails the test unless the server then
+// closes the connection within bound.
+func wantAdminClosed(t *testing.T, admin, request string) {
+	t.Helper()
+	c := dialRaw(t, admin)
 	c.SetDeadline(time.Now().Add(bound))
-	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(c, request)
 	br := bufio.NewReader(c)
 	readResponse(t, br)
 	if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("the idle admin connection is still open after %v (read: %v)", bound, err)
+		t.Errorf("the admin connection is still open after %v (read: %v)", bound, err)
 	}
 }
 
@@ -192,12 +200,5 @@ func TestAdminRequestBodyTimesOut(t *testing.T) {
 	// sent the headers: it is long enough for them to arrive. The wait for
 	// the body, the point here, ends at the two timeouts together.
 	gw := start(t, be.URL, minimal+"timeouts: {read_header: 2s, read: 50ms}\n")
-	c := dialRaw(t, gw.admin)
-	c.SetDeadline(time.Now().Add(bound))
-	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
-	br := bufio.NewReader(c)
-	readResponse(t, br)
-	if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("the admin connection is still open (read: %v)", err)
-	}
+	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
 }
