@@ -71,13 +71,7 @@ func TestAcquireCancelledBeforeGrantFails(t *testing.T) {
 func TestGivenBackPermitRejectionNamesThePermit(t *testing.T) {
 	g := newGate()
 	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour), bulkhead.WithListener(g), bulkhead.WithEventLog(64))
-	held := acquire(t, b, 1)
-	ctx, cancel := context.WithCancel(bg)
-	w1 := acquireAsync(ctx, b, 1)
-	<-g.queued
-	cancel()
-	release(t, b, held) // issues the permit to w1, whose context has ended
-	g.proceed <- struct{}{}
+	w1, heldID := grantAsItGivesUp(t, b, g)
 	if _, err := w1.wait(t); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire: %v, want context.Canceled", err)
 	}
@@ -85,7 +79,7 @@ func TestGivenBackPermitRejectionNamesThePermit(t *testing.T) {
 	var rejected []bulkhead.Event
 	for _, e := range b.Events() {
 		switch {
-		case e.Code == bulkhead.EventPermitAcquired && e.PermitID != held.ID():
+		case e.Code == bulkhead.EventPermitAcquired && e.PermitID != heldID:
 			issued = e.PermitID
 		case e.Code == bulkhead.EventRequestRejected:
 			rejected = append(rejected, e)
@@ -96,9 +90,9 @@ func TestGivenBackPermitRejectionNamesThePermit(t *testing.T) {
 	}
 
 	// A waiter that gives up before its turn had no permit.
-	held = acquire(t, b, 1)
+	held := acquire(t, b, 1)
 	defer release(t, b, held)
-	ctx, cancel = context.WithCancel(bg)
+	ctx, cancel := context.WithCancel(bg)
 	w2 := acquireAsync(ctx, b, 1)
 	<-g.queued
 	g.proceed <- struct{}{}
@@ -152,4 +146,21 @@ func TestSubmitCancelledBeforeGrantNeverRuns(t *testing.T) {
 	if n := ran.Load(); n != 0 {
 		t.Fatalf("the function ran %d times", n)
 	}
+}
+
+// grantAsItGivesUp has a request for one permit wait in b, which must have
+// one permit and g for a listener, ends its context while g holds it at
+// its queuing, then issues it the permit: the request finds both its
+// context ended and a permit issued. It returns the request, let go, and
+// the ID of the permit that was held until then.
+func grantAsItGivesUp(t *testing.T, b *bulkhead.Bulkhead, g *gate) (w *pending, heldID uint64) {
+	t.Helper()
+	held := acquire(t, b, 1)
+	ctx, cancel := context.WithCancel(bg)
+	w = acquireAsync(ctx, b, 1)
+	<-g.queued
+	cancel()
+	release(t, b, held) // issues the permit to w, whose context has ended
+	g.proceed <- struct{}{}
+	return w, held.ID()
 }

@@ -70,13 +70,7 @@ func TestListenerGoexitOnGiveBackKeepsNoPermit(t *testing.T) {
 			runtime.Goexit()
 		}
 	})))
-	held := acquire(t, b, 1)
-	ctx, cancel := context.WithCancel(bg)
-	w := acquireAsync(ctx, b, 1)
-	<-g.queued
-	cancel()
-	release(t, b, held) // issues the permit to w, whose context has ended
-	g.proceed <- struct{}{}
+	w, _ := grantAsItGivesUp(t, b, g)
 	<-w.done
 	if n := b.InFlight(); n != 0 {
 		t.Fatalf("%d in flight after the request that gave up exited", n)
