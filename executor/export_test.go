@@ -261,3 +261,20 @@ func (ex *Executor) KeepsRefusedHandle(group string) bool {
 	g := ex.groups.load(group)
 	return g != nil && g.refusedTask.Load() != nil
 }
+
+// Drained returns a channel closed once group has no task admitted and
+// none unsettled (a nil one if it has none already): by then its going
+// idle has been handled, since endLocked wakes the drain waiters after
+// idleLocked.
+func (ex *Executor) Drained(group string) <-chan struct{} {
+	g := ex.groups.load(group)
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c := ex.waitDrainLocked(g); c != nil {
+		return c
+	}
+	return closedChan
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"weak"
 
 	"github.com/groupexec/groupexec/executor"
@@ -338,6 +339,14 @@ func TestIdleGroupKeepsNoRefusedHandle(t *testing.T) {
 		}
 		if s := groupStats(t, ex, "g"); s.Running != 0 || s.InFlight != 0 {
 			t.Fatalf("not idle: %+v", s)
+		}
+		// The blocker's handle completes before its group goes idle: with
+		// a listener, a task completes after its unlock, and the group
+		// goes idle once it has (drain.go).
+		select {
+		case <-ex.Drained("g"):
+		case <-time.After(10 * time.Second):
+			t.Fatal("the group did not drain within 10s")
 		}
 		if ex.KeepsRefusedHandle("g") {
 			t.Error("a group gone idle keeps the handle of its refused Submit")
