@@ -45,10 +45,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 )
 
-var (
-	errGbFailed   = errors.New("failed")
-	errGbExcluded = errors.New("excluded")
-)
+var errGbFailed = errors.New("failed")
 
 // gbStateChange is the last OnStateChange call.
 type gbStateChange struct {
@@ -101,7 +98,7 @@ func gbExclude(cb *breaker.CircuitBreaker) error {
 	if err != nil {
 		return err
 	}
-	tk.Ignore() // the request's error was errGbExcluded
+	tk.Ignore() // the request's error was one upstream's IsExcluded recognises
 	return nil
 }
 
