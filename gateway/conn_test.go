@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,4 +203,28 @@ func TestAdminRequestBodyTimesOut(t *testing.T) {
 	// the body, the point here, ends at the two timeouts together.
 	gw := start(t, be.URL, minimal+"timeouts: {read_header: 2s, read: 50ms}\n")
 	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+}
+
+// An admin client that sends requests and never reads the answers (a large
+// /metrics, pipelined) does not hold its connection for ever: an answer has
+// timeouts.write from the moment it starts to reach the client, as the
+// proxy's do, and then the admin server closes the connection. The client's
+// writes end with the close, or with bound if it never comes.
+func TestAdminUnreadAnswerTimesOut(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal+"timeouts: {write: 50ms}\n")
+	c := dialRaw(t, gw.admin)
+	// A small receive buffer, so that the answers fill it soon.
+	if err := c.(*net.TCPConn).SetReadBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(bound))
+	requests := strings.Repeat("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 64)
+	var err error
+	for err == nil {
+		_, err = io.WriteString(c, requests)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the admin connection of a client not reading is still open after %v", bound)
+	}
 }

@@ -99,6 +99,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	adminH := g.AdminHandler()
 	admin := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w = newAdminWriter(w, g.state.Load().cfg.Timeouts.Write)
 			if !adminBusy.enter() {
 				w.Header().Set("Connection", "close")
 				http.Error(w, "shutting down", http.StatusServiceUnavailable)
@@ -111,7 +112,11 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		// timeout, a request declaring a body it never sends would hold
 		// its connection for ever (net/http reads an unread body before
 		// answering), and without an idle timeout a keep-alive connection
-		// would wait for its next request for ever.
+		// would wait for its next request for ever. The proxy's limit on
+		// writing an answer is adminWriter's: not WriteTimeout, which
+		// runs from the end of the request's headers and so would count
+		// the handler's own work (a readiness probe's dials, a reload)
+		// against the client's time to take the answer.
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
 		ReadTimeout:       cfg.Timeouts.ReadHeader + cfg.Timeouts.Read,
 		IdleTimeout:       cfg.Timeouts.Idle,
@@ -194,6 +199,50 @@ func (g *Gateway) drain(proxy, admin *http.Server, adminBusy *tracker) {
 	<-adminBusy.close()
 	g.log.Info("drained", "took", time.Since(start).Round(time.Millisecond).String())
 }
+
+// adminWriter gives an admin answer timeouts.write to reach the client from
+// the moment it starts, as the proxy gives its answers: a client that does
+// not read (a large /metrics, requests pipelined and their answers left
+// unread) has its connection closed then, instead of holding it and its
+// goroutine for ever.
+type adminWriter struct {
+	http.ResponseWriter
+	write   time.Duration
+	started bool
+}
+
+// newAdminWriter wraps w for one admin request. The deadline the previous
+// answer on the connection had is cleared: the server's own WriteTimeout,
+// which would reset it per request, is not set.
+func newAdminWriter(w http.ResponseWriter, write time.Duration) *adminWriter {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	return &adminWriter{ResponseWriter: w, write: write}
+}
+
+func (w *adminWriter) start() {
+	if !w.started {
+		w.started = true
+		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.write))
+	}
+}
+
+func (w *adminWriter) WriteHeader(code int) {
+	w.start()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *adminWriter) Write(p []byte) (int, error) {
+	w.start()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *adminWriter) Flush() {
+	w.start()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the server's writer.
+func (w *adminWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func boolInt(b bool) int {
 	if b {

@@ -176,8 +176,8 @@ func (b Breaker) On() bool { return b.Enabled == nil || *b.Enabled }
 type Timeouts struct {
 	ReadHeader time.Duration `yaml:"read_header"` // the request line and headers; default 5s
 	Read       time.Duration `yaml:"read"`        // the body, from the end of the headers; default 5s
-	Write      time.Duration `yaml:"write"`       // sending the answer, once it starts; default 5s
-	Idle       time.Duration `yaml:"idle"`        // keep-alive; default 60s
+	Write      time.Duration `yaml:"write"`       // sending the answer, once it starts (admin too); default 5s
+	Idle       time.Duration `yaml:"idle"`        // keep-alive (admin too); default 60s
 	// Upstream is each request's deadline once its body is received:
 	// queueing, every try and every backoff fit inside it. Default 10s.
 	Upstream time.Duration `yaml:"upstream"`
