@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -238,5 +239,27 @@ func TestDefaultTenant(t *testing.T) {
 	do(t, client(t), http.MethodGet, gw.url, "", nil)
 	if got := metric(t, gw.gw.Metrics(), "gateway_requests_total", "tenant", "anon", "code", "200"); got != 1 {
 		t.Errorf("requests of the default tenant = %v", got)
+	}
+}
+
+// With tenant.from: path, a request whose path a backend may read as
+// another tenant's (a "..;" segment, a backslash) is refused 400
+// invalid_tenant, as "//t/acme" is, and never reaches the backend.
+func TestLenientPathRefused400(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) { t.Error("backend reached") })
+	gw := start(t, be.URL, minimal+"tenant: {from: path, path_prefix: /t}\n")
+	for _, target := range []string{"/t/acme/..;/..;/t/beta/x", `/x\..\t/acme/x`, `/t\acme/x`, "//t/acme/x"} {
+		c := dialRaw(t, gw.url)
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if code, _, _ := refusal(t, string(body)); resp.StatusCode != 400 || code != "invalid_tenant" {
+			t.Errorf("%s: %d %q, want 400 invalid_tenant", target, resp.StatusCode, body)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,9 @@ const OverflowGroup = "_overflow"
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
 // when r carries none (or names one from an address t does not trust), an
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
-// (with tenant.from path, an empty segment followed by more path too, a
-// dot-segment, or empty segments that merged would name another tenant),
+// (with tenant.from path, an empty segment followed by more path too, and
+// a path that a lenient backend would read with a dot-segment or as naming
+// another tenant: see lenientPath),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
@@ -72,26 +74,38 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			// The path as sent, as the backend gets it: decoded, "%2F"
 			// would split a segment in two and "%61" spell a key the
 			// backend never sees. A segment with an escape breaks
-			// config.ValidTenant, and a prefix matches only as written.
+			// config.ValidTenant, and a prefix matches only as written
+			// (a path that matches it once decoded is refused, below).
 			p := r.URL.EscapedPath()
-			if hasDotSegment(p) {
-				// "/x/../t/acme" names no tenant as sent, but a backend
-				// that cleans it serves acme's path, under the default
-				// tenant's limits. Clients remove dot-segments before
-				// they send (RFC 3986, 5.2.4): one that does not is
-				// refused.
-				return "", ErrInvalidTenant
-			}
 			var err error
 			if key, err = pathKey(p, t.PathPrefix); err != nil {
 				return "", err
 			}
-			if strings.Contains(p, "//") {
-				// "//t/acme" names no tenant as sent, but a backend
-				// that merges slashes (nginx's merge_slashes, a router
-				// that cleans paths) serves acme's path: the key must
-				// be the one the merged path names.
-				if merged, err := pathKey(mergeSlashes(p), t.PathPrefix); err != nil || merged != key {
+			// A backend may read the path otherwise than as sent: the
+			// key must be the one it names however it is read. A path
+			// with none of "%", ";", "\" and "//" reads the same every
+			// way, and costs nothing more.
+			lp := p
+			if strings.ContainsAny(p, "%;\\") || strings.Contains(p, "//") {
+				lp = lenientPath(p)
+			}
+			if hasDotSegment(lp) {
+				// "/x/../t/acme" names no tenant as sent, but a backend
+				// that cleans it serves acme's path, under the default
+				// tenant's limits; so do "/x/..;/t/acme" to one that
+				// drops path parameters (Tomcat) and "/x\..\t/acme"
+				// to one taking a backslash for a slash. Clients remove
+				// dot-segments before they send (RFC 3986, 5.2.4): one
+				// that does not is refused.
+				return "", ErrInvalidTenant
+			}
+			if lp != p {
+				// "//t/acme", "/t;v=1/acme", "/t\acme", "/%74/acme" name
+				// no tenant as sent, but a backend that merges slashes
+				// (nginx's merge_slashes, a router that cleans paths),
+				// drops path parameters, takes a backslash for a slash
+				// or decodes escapes before it routes serves acme's path.
+				if lk, err := pathKey(lp, t.PathPrefix); err != nil || lk != key {
 					return "", ErrInvalidTenant
 				}
 			}
@@ -133,17 +147,32 @@ func pathKey(p, prefix string) (string, error) {
 	return key, nil
 }
 
-// mergeSlashes returns p with every run of slashes made one.
-func mergeSlashes(p string) string {
-	var b strings.Builder
-	b.Grow(len(p))
-	for i := 0; i < len(p); i++ {
-		if p[i] == '/' && i > 0 && p[i-1] == '/' {
-			continue
-		}
-		b.WriteByte(p[i])
+// lenientPath returns the escaped path p as the most lenient backend reads
+// it: its escapes decoded ("%2F" a slash, "%2e" a dot), a backslash taken
+// for a slash, each segment's path parameters (from ';' on, as Tomcat and
+// other servlet containers drop them) removed, and every run of slashes
+// made one.
+func lenientPath(p string) string {
+	if d, err := url.PathUnescape(p); err == nil {
+		p = d
 	}
-	return b.String()
+	b := make([]byte, 0, len(p))
+	param := false // in a segment's parameters, dropped up to the next slash
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '/' || c == '\\':
+			param = false
+			if len(b) == 0 || b[len(b)-1] != '/' {
+				b = append(b, '/')
+			}
+		case param:
+		case c == ';':
+			param = true
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // hasDotSegment reports whether the escaped path p has a "." or ".."

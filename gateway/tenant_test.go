@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +51,11 @@ func TestExtractTenant(t *testing.T) {
 		// into another tenant, nor an escaped letter spell one.
 		{path, "http://h/t/acme%2Fevil/x", "", "", true},
 		{path, "http://h/t/%61cme/x", "", "", true},
-		{path, "http://h/%74/acme/x", "", "", false},
+		// A prefix matches only as written, but a path that matches it
+		// once decoded names a tenant to a backend that decodes before
+		// it routes (most do): it is refused.
+		{path, "http://h/%74/acme/x", "", "", true},
+		{path, "http://h/%78/acme/x", "", "", false}, // decoded, it still names no tenant
 	} {
 		r := httptest.NewRequest(http.MethodGet, tc.url, nil)
 		if tc.header != "" {
@@ -74,6 +80,7 @@ func FuzzExtractTenant(f *testing.F) {
 	for _, s := range []struct{ from, header, host, path string }{
 		{"header", "acme", "h", "/"}, {"host", "", "Acme.com:80", "/x"}, {"path", "", "h", "/t/acme/x"},
 		{"header", "a\x00b", "h", "/"}, {"host", "", "[::1]:1", "/"}, {"path", "", "h", "/t//x"},
+		{"path", "", "h", "/x/..;/t/acme"}, {"path", "", "h", "/t\\acme/x"}, {"path", "", "h", "/%74/acme"},
 	} {
 		f.Add(s.from, s.header, s.host, s.path)
 	}
@@ -311,4 +318,70 @@ func TestExtractTenantDotSegments(t *testing.T) {
 			t.Errorf("%s: %q, %v; want acme", url, got, err)
 		}
 	}
+}
+
+// A path a backend reads otherwise than as sent is refused with
+// ErrInvalidTenant when the tenant comes from the path and that reading has
+// a dot-segment or names another tenant: path parameters (";v", dropped by
+// Tomcat and other servlet containers, so that "..;" is ".."), backslashes
+// (taken for slashes by some servers), escapes (decoded before routing,
+// "%2F" a slash and "%5C" a backslash included). Paths whose every reading
+// names the same tenant, with no dot-segment, are served.
+func TestExtractTenantLenientBackends(t *testing.T) {
+	cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t"}
+	for _, target := range []string{
+		// Path parameters.
+		"/x/..;/t/acme",
+		"/t/acme/..;/..;/t/beta",
+		"/t/acme/..;sid=1/..;x=2/t/beta",
+		"/t/acme/.;/x",
+		"/x/%2e%2e;/t/acme",
+		"/x/..%3B/t/acme",
+		"/t;v=1/acme/x",
+		"/t/;/acme/x",
+		// Backslashes, as sent and escaped.
+		`/x\..\t/acme`,
+		`/t/acme\..\..\t\beta`,
+		`/t\acme/x`,
+		`/\t\acme`,
+		"/x%5C..%5Ct/acme",
+		"/t%5Cacme/x",
+		// Escaped slashes and letters.
+		"/x%2F..%2Ft/acme",
+		"/t%2Facme/x",
+		"/%74/acme/x",
+	} {
+		r := rawRequest(t, target)
+		if got, err := gateway.ExtractTenant(&cfg, r); !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Errorf("%s: %q, %v; want ErrInvalidTenant", target, got, err)
+		}
+	}
+	for _, tc := range []struct{ target, want string }{
+		{"/t/acme/x;v=1", "acme"},
+		{"/t/acme/a;b/c", "acme"},
+		{`/t/acme/a\b`, "acme"},
+		{"/t/acme/a%5Cb", "acme"},
+		{"/t/acme/a%2Fb", "acme"},
+		{"/t/acme/a%20b", "acme"},
+		{"/t/acme/..a;b", "acme"},
+		{"/x;v=1/y", ""},
+		{`/x\y`, ""},
+		{"/x/%74acme", ""},
+	} {
+		r := rawRequest(t, tc.target)
+		if got, err := gateway.ExtractTenant(&cfg, r); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.target, got, err, tc.want)
+		}
+	}
+}
+
+// rawRequest returns a request for target as a server reads it off the
+// wire, backslashes and all.
+func rawRequest(t *testing.T, target string) *http.Request {
+	t.Helper()
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("GET " + target + " HTTP/1.1\r\nHost: h\r\n\r\n")))
+	if err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+	return r
 }
