@@ -19,8 +19,9 @@
 //   - 503 Service Unavailable with Retry-After: the executor or the tenant's
 //     group is shut down, or the tenant's circuit breaker is open
 //     (executor.WithGroupBreaker);
-//   - 400 Bad Request: the request names an invalid tenant (see ValidTenant),
-//     or its weight function failed or gave a negative weight;
+//   - 400 Bad Request: the request names an invalid tenant (see ValidTenant
+//     and WithTenantPathSegment), or its weight function failed or gave a
+//     negative weight;
 //   - 413 Content Too Large: the request's weight is above one of its limits,
 //     so it could never run;
 //   - 500 Internal Server Error without Retry-After: a limit resolver gave

@@ -70,6 +70,13 @@ func WithTenantHost() Option {
 // path, 0 being the first: WithTenantPathSegment(1) reads "acme" from
 // "/t/acme/orders". A missing or empty segment names no tenant. i must be
 // >= 0.
+//
+// The path is split as sent and the segment decoded after the split, as
+// http.ServeMux matches its patterns ("/t/%61cme/x" is "acme"). A path with
+// an escaped slash ("%2F") in or before the tenant's segment is an invalid
+// tenant (400): the mux would route "/t/ac%2Fme/x" to "/t/{tenant}/x" as
+// tenant "ac/me", and a handler splitting the decoded path would see "ac",
+// so no key would be the tenant every reader sees.
 func WithTenantPathSegment(i int) Option {
 	return optionFunc(func(c *config) error {
 		if i < 0 {

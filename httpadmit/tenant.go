@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -67,12 +68,26 @@ func fromHost(r *http.Request) (string, error) {
 }
 
 // fromPathSegment reads the tenant from the i-th segment (0 is the first) of
-// the request's decoded URL path: segment 1 of "/t/acme/orders" is "acme". A
-// path with fewer segments, or an empty one there ("/t//orders"), names no
+// the request's URL path, decoded: segment 1 of "/t/acme/orders" is "acme".
+// A path with fewer segments, or an empty one there ("/t//orders"), names no
 // tenant.
+//
+// The segments are those of the path as sent, each decoded after the split,
+// as http.ServeMux matches its patterns: splitting the decoded path instead
+// would read "/t/ac%2Fme/x" as tenant "ac", while the mux routes it to
+// "/t/{tenant}/x" as tenant "ac/me". A path with an escaped slash in or
+// before the tenant's segment, which the two readings split otherwise (and
+// a handler reading r.URL.Path sees as other segments than the mux), is
+// invalid.
 func fromPathSegment(i int) tenantFunc {
 	return func(r *http.Request) (string, error) {
-		rest := strings.TrimPrefix(r.URL.Path, "/")
+		// Without RawPath, the path as sent is Path escaped, and holds no
+		// escaped slash: Path splits as it does.
+		p, raw := r.URL.Path, r.URL.RawPath != ""
+		if raw {
+			p = r.URL.EscapedPath()
+		}
+		rest := strings.TrimPrefix(p, "/")
 		for range i {
 			var ok bool
 			if _, rest, ok = strings.Cut(rest, "/"); !ok {
@@ -80,10 +95,37 @@ func fromPathSegment(i int) tenantFunc {
 			}
 		}
 		seg, _, _ := strings.Cut(rest, "/")
-		if seg == "" {
+		if !raw {
+			if seg == "" {
+				return "", nil
+			}
+			return adapt.Checked("path segment", seg)
+		}
+		if hasEscapedSlash(p[:len(p)-len(rest)+len(seg)]) {
+			return "", fmt.Errorf("%w: an escaped slash in or before path segment %d", ErrInvalidTenant, i)
+		}
+		key, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", fmt.Errorf("%w: path segment %d: %v", ErrInvalidTenant, i, err)
+		}
+		if key == "" {
 			return "", nil
 		}
-		return adapt.Checked("path segment", seg)
+		return adapt.Checked("path segment", key)
+	}
+}
+
+// hasEscapedSlash reports whether the escaped path p holds "%2F" (or "%2f").
+func hasEscapedSlash(p string) bool {
+	for {
+		i := strings.Index(p, "%2")
+		if i < 0 || i+2 >= len(p) {
+			return false
+		}
+		if p[i+2] == 'F' || p[i+2] == 'f' {
+			return true
+		}
+		p = p[i+2:]
 	}
 }
 

@@ -103,6 +103,59 @@ func TestTenantSources(t *testing.T) {
 	}
 }
 
+// The tenant WithTenantPathSegment admits a request under is the one an
+// http.ServeMux route wrapped by Handler names: the mux splits the path as
+// sent and decodes each segment, so "/t/ac%2Fme/x" is tenant "ac/me" to
+// "/t/{tenant}/x", where the decoded path "/t/ac/me/x" would have been
+// admitted as tenant "ac". A path with an escaped slash in or before the
+// tenant's segment, which the two readings split otherwise, is refused 400
+// and reaches no handler; one after it, or any other escape, is served.
+func TestTenantPathSegmentAgreesWithMux(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, target string
+		group           string // "" for 400
+	}{
+		{"GET /t/{tenant}/x", "/t/acme/x", "acme"},
+		{"GET /t/{tenant}/x", "/t/%61cme/x", "acme"},
+		{"GET /t/{tenant}/x", "/t/ac%2Fme/x", ""},
+		{"GET /t/{tenant}/x", "/t/ac%2fme/x", ""},
+		{"GET /t/{tenant}/{rest...}", "/t/ac%2Fme/x", ""},
+		{"GET /{p}/{tenant}/x", "/a%2Fb/acme/x", ""},
+		{"GET /{p}/{tenant}/x", "/%2F/acme/x", ""},
+		{"GET /t/{tenant}/{rest...}", "/t/acme/a%2Fb", "acme"},
+		{"GET /t/{tenant}/{rest...}", "/t/acme/a%2Fb/c", "acme"},
+	} {
+		t.Run(tc.pattern+" "+tc.target, func(t *testing.T) {
+			ev := newEvents()
+			ex := newExec(t, nil, ev.listener())
+			var routed string
+			mux := http.NewServeMux()
+			mux.HandleFunc(tc.pattern, func(w http.ResponseWriter, r *http.Request) { routed = r.PathValue("tenant") })
+			h := httpadmit.Handler(ex, mux, httpadmit.WithTenantPathSegment(1))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, tc.target, nil))
+			if tc.group == "" {
+				if w.Code != http.StatusBadRequest || routed != "" {
+					var admitted string
+					select {
+					case e := <-ev.started:
+						admitted = e.Group
+					default:
+					}
+					t.Fatalf("status %d, admitted as %q, routed as %q; want 400, not routed", w.Code, admitted, routed)
+				}
+				return
+			}
+			if w.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+			if e := next(t, ev.started); e.Group != tc.group || routed != tc.group {
+				t.Errorf("admitted as %q, routed as %q; want %q", e.Group, routed, tc.group)
+			}
+		})
+	}
+}
+
 func TestValidTenant(t *testing.T) {
 	for s, want := range map[string]bool{
 		"a": true, "acme-1.eu:prod_2": true, "user@example.com": true, "~!": true,
