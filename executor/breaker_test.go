@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -439,4 +440,89 @@ func TestBreakerGoexitAtFinishReleasesPermits(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A task whose admission a breaker callback ends, exiting the goroutine
+// (or a breaker Clock panicking there), was told to the listener as
+// submitted and is counted Rejected: the listener hears of that refusal
+// too, once, as it does of every refused task.
+func TestBreakerExitAtAdmissionIsToldToTheListener(t *testing.T) {
+	for _, how := range []string{"Goexit", "panic"} {
+		for _, via := range []string{"Submit", "Do", "Go"} {
+			t.Run(how+"/"+via, func(t *testing.T) {
+				clk := &panickyClock{Fake: fakeClock()}
+				var mu sync.Mutex
+				var rejected []executor.Event
+				submitted := 0
+				ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+					Clock: clk, Timeout: time.Minute,
+					ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+					OnStateChange: func(_ string, _, to breaker.State) {
+						if to == breaker.StateHalfOpen && how == "Goexit" {
+							runtime.Goexit()
+						}
+					},
+				}), executor.WithListener(executor.ListenerFuncs{
+					Submitted: func(executor.Event) { mu.Lock(); submitted++; mu.Unlock() },
+					Rejected:  func(e executor.Event) { mu.Lock(); rejected = append(rejected, e); mu.Unlock() },
+				}))
+				wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing})) // open
+				clk.Advance(time.Minute)
+				if how == "panic" {
+					clk.panics.Store(true)
+				}
+				exited := make(chan struct{})
+				go func() {
+					defer close(exited)
+					defer func() { _ = recover() }()
+					switch via {
+					case "Submit":
+						executor.Submit(ex, bg, executor.Task[int]{Group: "g", ID: "probe", Fn: succeeding})
+					case "Do":
+						ex.Do(bg, "g", func(context.Context) error { return nil })
+					default:
+						ex.Go(bg, "g", func(context.Context) error { return nil })
+					}
+				}()
+				<-exited
+				clk.panics.Store(false)
+				mu.Lock()
+				defer mu.Unlock()
+				if submitted != 2 || len(rejected) != 1 {
+					t.Fatalf("%d submitted, %d rejected events (%+v), want 2 and 1", submitted, len(rejected), rejected)
+				}
+				e := rejected[0]
+				wantID := ""
+				if via == "Submit" {
+					wantID = "probe"
+				}
+				var rej *executor.RejectedError
+				if e.Group != "g" || e.ID != wantID || e.Weight != 1 || e.Status != executor.Rejected ||
+					!errors.As(e.Err, &rej) || rej.Limit != executor.LimitBreaker {
+					t.Fatalf("rejected event %+v, want group g, ID %q, Rejected by the breaker", e, wantID)
+				}
+				var pe *executor.PanicError
+				if how == "Goexit" && !errors.Is(e.Err, executor.ErrGoexit) ||
+					how == "panic" && (!errors.As(e.Err, &pe) || pe.Value != "clock bug") {
+					t.Fatalf("rejected event's error %v, want the %s's", e.Err, how)
+				}
+				if s := ex.Stats(); s.Rejected != 1 || s.Submitted != 2 {
+					t.Fatalf("%+v: want the refused task counted Rejected", s.TaskCounts)
+				}
+			})
+		}
+	}
+}
+
+// panickyClock is a fake clock whose Now panics while panics is set.
+type panickyClock struct {
+	*clock.Fake
+	panics atomic.Bool
+}
+
+func (c *panickyClock) Now() time.Time {
+	if c.panics.Load() {
+		panic("clock bug")
+	}
+	return c.Fake.Now()
 }

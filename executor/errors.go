@@ -30,7 +30,10 @@ var (
 	// policy.DiscardOldest, a newer task of its group took its place in a
 	// full queue. Its error matches ErrRejected too.
 	ErrDisplaced = errors.New("executor: displaced by a newer task")
-	// ErrGoexit is the error of a task whose Fn called runtime.Goexit.
+	// ErrGoexit is the error of a task whose Fn called runtime.Goexit. It is
+	// also the cause of the rejection told to the listener of a task whose
+	// admission a group breaker's OnStateChange ended that way (see
+	// WithGroupBreaker).
 	ErrGoexit = errors.New("executor: task called runtime.Goexit")
 )
 

@@ -123,7 +123,9 @@ func WithSpawn(spawn func(f func())) Option {
 // completes Failed as it would have. The breaker recovers a panic in
 // OnStateChange; one that exits the goroutine (runtime.Goexit) as a task
 // is admitted, a half-open breaker's first request, leaves that task
-// counted Rejected, its Submit, Do or Go call unreturned. A ReadyToTrip or
+// counted Rejected, its Submit, Do or Go call unreturned, and tells the
+// listener OnRejected with a *RejectedError (LimitBreaker) matching
+// ErrGoexit. A ReadyToTrip or
 // OnStateChange that exits the goroutine as a task's outcome is recorded
 // ends the goroutine that ran the task (a worker, or a Do call's caller);
 // the task still releases its permits and completes as it would have.

@@ -68,7 +68,7 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 	if h == nil && likelyAdmitted(g) {
 		h = newHandle(t, ctx, w)
 	}
-	var a admission
+	a := admission{id: t.ID}
 	var b *batch // only for a task that fits its group's bulkhead
 	if ex.admit(g, r, t.Group, w, &a); a.v == admitRoom {
 		b = new(batch)
@@ -182,6 +182,7 @@ func (ex *Executor) refuseCancelled(j *job, group string, cause error) {
 // admission is one task's way through admit, and what its caller learns.
 type admission struct {
 	g      *group // locked, unless the refusal came before the group was found
+	id     string // the task's ID (Submit), for the listener (allow)
 	v      verdict
 	r      refusal
 	ps     [2]LimiterPermit
@@ -206,7 +207,7 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 	a.g = g
 	g.counts.Submitted++
 	if g.br != nil && ex.stateNow() == open && !g.shutdown {
-		t, err := ex.allow(g)
+		t, err := ex.allow(g, a.id, w)
 		if err != nil {
 			a.v, a.r = admitRefuse, refusal{limit: LimitBreaker, err: err, forced: true}
 			return
@@ -217,25 +218,43 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 	a.noteRefusing()
 }
 
-// allow asks locked g's breaker to let a task through, and returns with g
-// locked again. The breaker may call OnStateChange, user code: it is asked
-// with the lock released, and g pinned (pending) so that it is neither
-// reclaimed nor evicted meanwhile. The breaker recovers a panic in
-// OnStateChange, not a runtime.Goexit: then (or if the breaker's Clock
-// panics) the deferred call unpins g and counts the task Rejected, so that
-// g can go idle and its outcomes add up, and the caller's goroutine goes
-// on exiting (or panicking) with no lock held.
-func (ex *Executor) allow(g *group) (t breaker.Ticket, err error) {
+// allow asks locked g's breaker to let a task through, the task of weight
+// w and ID id, and returns with g locked again. The breaker may call
+// OnStateChange, user code: it is asked with the lock released, and g
+// pinned (pending) so that it is neither reclaimed nor evicted meanwhile.
+// The breaker recovers a panic in OnStateChange, not a runtime.Goexit:
+// then (or if the breaker's Clock panics) the deferred call unpins g and
+// counts the task Rejected, so that g can go idle and its outcomes add up,
+// tells the listener, which heard of the task's submission, that it was
+// rejected (with ErrGoexit, or the panic as a *PanicError), and the
+// caller's goroutine goes on exiting (or panicking) with no lock held.
+func (ex *Executor) allow(g *group, id string, w int) (t breaker.Ticket, err error) {
 	g.pending++
 	g.mu.Unlock()
 	asked := false
 	defer func() {
-		if !asked {
-			g.mu.Lock()
-			g.pending--
-			g.counts.add(Rejected)
-			var b batch
-			ex.unlock(g, &b)
+		if asked {
+			return
+		}
+		g.mu.Lock()
+		g.pending--
+		g.counts.add(Rejected)
+		var b batch
+		ex.unlock(g, &b)
+		if ex.listener == nil {
+			return
+		}
+		// Recovered only to be told, then raised again: the caller's
+		// goroutine goes on panicking as it would have.
+		p := recover()
+		cause := ErrGoexit
+		if p != nil {
+			cause = newPanicError(p)
+		}
+		ex.notify(onRejected, Event{Group: g.key, ID: id, Weight: w, Status: Rejected,
+			Err: &RejectedError{Group: g.key, ID: id, Limit: LimitBreaker, Weight: w, Err: cause}})
+		if p != nil {
+			panic(p)
 		}
 	}()
 	t, err = g.br.AllowTicket()
