@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
-	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -512,17 +511,4 @@ func TestBreakerExitAtAdmissionIsToldToTheListener(t *testing.T) {
 			})
 		}
 	}
-}
-
-// panickyClock is a fake clock whose Now panics while panics is set.
-type panickyClock struct {
-	*clock.Fake
-	panics atomic.Bool
-}
-
-func (c *panickyClock) Now() time.Time {
-	if c.panics.Load() {
-		panic("clock bug")
-	}
-	return c.Fake.Now()
 }

@@ -38,10 +38,13 @@ const (
 // setLimits); a group's mutex is never held while taking the
 // dispatcher's.
 type Executor struct {
-	pol      *policy.Policy
-	clk      clock.Clock
-	realClk  bool // clk is clock.Real: one monotonic read per timing
-	epoch    time.Time
+	pol     *policy.Policy
+	clk     clock.Clock
+	realClk bool // clk is clock.Real: one monotonic read per timing
+	epoch   time.Time
+	// lastRead is the latest reading of an injected clock since epoch,
+	// which stands while its Now panics (clockSince).
+	lastRead atomic.Int64
 	timeout  time.Duration
 	listener Listener
 	handler  RejectionHandler
@@ -127,5 +130,27 @@ func (ex *Executor) since() time.Duration {
 	if ex.realClk {
 		return time.Since(ex.epoch) // reads only the monotonic clock
 	}
-	return ex.clk.Now().Sub(ex.epoch)
+	return ex.clockSince()
+}
+
+// clockSince reads an injected clock (WithClock). Its Now is user code,
+// read under a group's mutex (a submission's time, a head's wait against
+// the queue timeout) and, at dispatch, the dispatcher's: a panic going on
+// up from there would leave those locks held, and stop the group, or every
+// group, for good. So a panic is recovered, and the latest reading stands:
+// to the executor, time stands still while Now panics. Taking the latest,
+// never an earlier one, keeps every duration (end minus start) >= 0.
+func (ex *Executor) clockSince() (d time.Duration) {
+	defer func() {
+		if recover() != nil {
+			d = time.Duration(ex.lastRead.Load())
+		}
+	}()
+	d = ex.clk.Now().Sub(ex.epoch)
+	for {
+		last := ex.lastRead.Load()
+		if int64(d) <= last || ex.lastRead.CompareAndSwap(last, int64(d)) {
+			return d
+		}
+	}
 }

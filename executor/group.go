@@ -246,7 +246,7 @@ func (ex *Executor) dropLocked(g *group) {
 		testHookDropped(g.key)
 	}
 	if g.timer != nil {
-		g.timer.Stop()
+		stopTimer(g.timer)
 		g.timer = nil
 	}
 	g.endKeptContexts()

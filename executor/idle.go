@@ -40,7 +40,7 @@ type idleGroups struct {
 // listing is needed, putting the groups trimmed off in b.
 func (ex *Executor) idleLocked(g *group, b *batch) {
 	if g.timer != nil {
-		g.timer.Stop()
+		stopTimer(g.timer)
 		g.timer = nil
 	}
 	g.trimSparesLocked()

@@ -46,6 +46,16 @@ func WithRejectionHandler(h RejectionHandler) Option {
 
 // WithClock sets the clock used for queue timeouts and task timings. Tests
 // pass a *clock.Fake. Default: clock.Real.
+//
+// The executor reads the clock, and arms and stops its timers, under its
+// locks: a panic in the clock's methods is recovered there, so that no
+// lock stays held. A Now that panics reads as the latest time it gave:
+// to the executor, time stands still (waits and run times stop growing,
+// no queue timeout expires) until it answers again. A timer that
+// AfterFunc fails to arm leaves the queue timeout of its group's head to
+// be enforced when the head would start; a Stop that panics counts as
+// done. New reads the clock once, with no lock held: a panic there goes
+// on up New's caller.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(ex *Executor) error {
 		if c == nil {

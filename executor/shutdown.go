@@ -179,7 +179,7 @@ func (ex *Executor) cancelGroup(g *group, reason error) {
 		removed = append(removed, j)
 	}
 	if ex.stateNow() == closed && g.timer != nil {
-		g.timer.Stop()
+		stopTimer(g.timer)
 		g.timer = nil
 	}
 	running := g.stopRuns(cause)

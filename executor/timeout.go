@@ -1,6 +1,10 @@
 package executor
 
-import "time"
+import (
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+)
 
 // Queue timeouts cost one timer per group with waiting tasks, not one per
 // task: every task waits the same policy timeout and a group's queue is FIFO
@@ -22,7 +26,30 @@ func (ex *Executor) armLocked(g *group, now time.Duration) {
 	}
 	g.timerSeq++
 	seq := g.timerSeq
-	g.timer = ex.clk.AfterFunc(h.submitted+ex.timeout-now, func() { ex.expire(g, seq) })
+	g.timer = afterFunc(ex.clk, h.submitted+ex.timeout-now, func() { ex.expire(g, seq) })
+}
+
+// afterFunc arms a timer of clk, or returns nil if its AfterFunc panics.
+// An injected clock (WithClock) is user code, called under a group's
+// mutex: a panic going on up would leave it held. A group whose timer is
+// not armed still refuses a head past its deadline when a finish or a
+// dispatch would start it, and arms a timer again when its queue next
+// fills.
+func afterFunc(clk clock.Clock, d time.Duration, f func()) (t clock.Timer) {
+	defer func() {
+		if recover() != nil {
+			t = nil
+		}
+	}()
+	return clk.AfterFunc(d, f)
+}
+
+// stopTimer stops t, ignoring a panic, for afterFunc's reason: a timer
+// that fires after all finds its group's timer gone, or another, and does
+// nothing (expire).
+func stopTimer(t clock.Timer) {
+	defer func() { _ = recover() }()
+	t.Stop()
 }
 
 // expire removes g's waiting tasks that are past the queue timeout. seq
