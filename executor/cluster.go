@@ -16,7 +16,8 @@ import (
 //
 // TryAcquire and Release are called under a group's mutex (and, for
 // TryAcquire, possibly the dispatcher's): they must answer from the
-// limiter's local state, never wait and never do I/O. They must also
+// limiter's local state, never wait, never do I/O, and never call the
+// executor (Close, say, would wait for that mutex). They must also
 // return: a panic is recovered, but a runtime.Goexit cannot be, and would
 // end the goroutine (a submitter's, a worker's, a notifier's) with those
 // locks held and the admission or release half done, stopping the group,

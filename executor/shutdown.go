@@ -3,6 +3,9 @@ package executor
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 )
 
 // EvictGroup drops group's state: its limits are resolved afresh on next use
@@ -43,7 +46,8 @@ func (ex *Executor) EvictGroup(group string) bool {
 // cancelled) and returns ctx's error without waiting for them. Their cause
 // (a waiting task's Result.Err, context.Cause of a running one's context)
 // matches context.Canceled and ErrGroupShutdown. The group stays shut down
-// until evicted.
+// until evicted. Called from one of the group's tasks, or a callback run
+// for one, it returns only once ctx ends: that task finishes after it.
 func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	g := ex.lockMarkedGroup(key)
 	g.shutdown = true
@@ -99,14 +103,32 @@ var testHookMarked func()
 // ErrShutdown) and waits for waiting and running tasks to finish. If ctx ends
 // first, it cancels the remaining tasks, as Close does, and returns ctx's
 // error without waiting for them; Close waits.
+//
+// Called from inside the executor (a task's Fn, or a callback it runs: a
+// listener, a rejection handler, a group breaker's OnStateChange), it could
+// wait only for ever: the task it runs in, or runs for, finishes only once
+// it has returned. There it stops taking new tasks and returns
+// ErrCalledFromTask at once, waiting for nothing and cancelling nothing.
+// To wait from a task, call it on a goroutine of its own.
 func (ex *Executor) Shutdown(ctx context.Context) error {
+	if calledInside() {
+		ex.shutdown(nil)
+		return ErrCalledFromTask
+	}
+	return ex.shutdown(ctx)
+}
+
+// shutdown is Shutdown, which waits unless ctx is nil.
+func (ex *Executor) shutdown(ctx context.Context) error {
 	ex.state.CompareAndSwap(uint32(open), uint32(shuttingDown))
 	var waits []chan struct{}
 	ex.groups.each(func(g *group) bool {
 		g.mu.Lock()
 		ex.closeLaneLocked(g) // after the state change: no task joins a lane now
-		if c := ex.waitDrainLocked(g); c != nil {
-			waits = append(waits, c)
+		if ctx != nil {
+			if c := ex.waitDrainLocked(g); c != nil {
+				waits = append(waits, c)
+			}
 		}
 		ex.unlockDrained(g)
 		return true
@@ -129,7 +151,26 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 // fn.
 // Tasks run by CallerRuns belong to their callers and are not waited for.
 // Close is idempotent.
+//
+// Called from inside the executor (a task's Fn, or a callback it runs: a
+// listener, a rejection handler, a group breaker's OnStateChange), Close
+// could wait only for ever: the task it runs in, or runs for, finishes
+// only once Close has returned. There it closes the executor and cancels
+// every task as above, and returns ErrCalledFromTask without waiting; the
+// executor's goroutines still exit once the tasks have finished, and a
+// Close called elsewhere waits for them. Any Executor's task or callback
+// counts as inside: to wait from one, call Close on a goroutine of its own.
 func (ex *Executor) Close() error {
+	if calledInside() {
+		ex.state.Store(uint32(closed))
+		ex.cancelAll(ErrShutdown)
+		go ex.close() // lets the parked workers go once the tasks have finished
+		return ErrCalledFromTask
+	}
+	return ex.close()
+}
+
+func (ex *Executor) close() error {
 	ex.state.Store(uint32(closed))
 	ex.cancelAll(ErrShutdown)
 	// Parked workers exit while the tasks finish: a parked worker holds
@@ -137,7 +178,7 @@ func (ex *Executor) Close() error {
 	// meanwhile may be waiting for.
 	drained, released := make(chan struct{}), make(chan struct{})
 	go func() { ex.releaseParked(drained); close(released) }()
-	err := ex.Shutdown(context.Background())
+	err := ex.shutdown(context.Background())
 	close(drained)
 	<-released
 	// Every task has finished, so no worker starts once the wait for the
@@ -148,6 +189,40 @@ func (ex *Executor) Close() error {
 	ex.releaseParked(exited)
 	return err
 }
+
+// calledInside reports whether the calling goroutine runs inside a call
+// that an Executor made: a frame of this package's code (its tests apart)
+// is on the stack below the exported method that asks (Close, Shutdown).
+// A task's Fn, a listener, a rejection handler, a breaker's OnStateChange,
+// a timer's or a context's callback that completes a task: all run below
+// such a frame, and there a wait for the executor's tasks could include
+// the caller's own. Go gives no goroutine an identity to record as a task
+// starts, and recording one would cost every task; reading the stack costs
+// only these rare calls.
+func calledInside() bool {
+	pcs := make([]uintptr, 64)
+	var n int
+	for {
+		// 3: runtime.Callers, calledInside and the method that asks.
+		if n = runtime.Callers(3, pcs); n < len(pcs) {
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs))
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, pkgPrefix) && !strings.HasSuffix(f.File, "_test.go") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// pkgPrefix begins the name of every function of this package.
+var pkgPrefix = reflect.TypeFor[Executor]().PkgPath() + "."
 
 // cancelAll cancels every group's tasks. A listener call that exits the
 // goroutine (runtime.Goexit) while one group's removed tasks complete ends
