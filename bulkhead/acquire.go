@@ -134,6 +134,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	}
 	if wait {
 		if err := ctx.Err(); err != nil {
+			b.refuseEnded(err)
 			return Permit{}, err
 		}
 	} else if !b.observed {
@@ -229,6 +230,21 @@ func (b *Bulkhead) refuseCapability() error {
 	b.unlock()
 	b.deliver(es)
 	return rej
+}
+
+// refuseEnded records the refusal of a request whose context had ended
+// before it could wait, err being the context's error. It changes no
+// state, but the request failed: observers that count requests must see it,
+// as they see a waiter whose context ends.
+func (b *Bulkhead) refuseEnded(err error) {
+	if !b.observed {
+		return
+	}
+	es := new(events)
+	b.lock()
+	b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
+	b.unlock()
+	b.deliver(es)
 }
 
 // wait waits for w's turn, its maximum wait, or ctx.

@@ -375,6 +375,45 @@ func TestFailsafeBulkheadCancellation(t *testing.T) {
 		wantGone(t, b, p1, p2)
 	})
 
+	// Upstream's AcquirePermitWithMaxWait looks at the context before it
+	// waits, and fails with its error if it has ended. Here too (Acquire's
+	// doc), and the request is a rejection like any other that fails: the
+	// log and the listener are told of it (EventRequestRejected, "an
+	// acquire failed"), with the context's error as its detail, so that an
+	// observer counting requests misses none.
+	t.Run("with context ended before Bulkhead delay", func(t *testing.T) {
+		rec := &recorder{}
+		clk := clock.NewFake(t0)
+		b := newBH(t, 2, bulkhead.WithQueue(1, time.Second), bulkhead.WithClock(clk),
+			bulkhead.WithListener(rec), bulkhead.WithEventLog(16))
+		p1 := acquire(t, b, 1)
+		p2 := acquire(t, b, 1) // full
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		if _, err := b.Acquire(ctx, 1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire with an ended context: %v, want context.Canceled", err)
+		}
+		if _, err := bulkhead.Submit(b, ctx, mustNotRun(t)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Submit with an ended context: %v, want context.Canceled", err)
+		}
+		rec.mu.Lock()
+		told := append([]bulkhead.Event(nil), rec.events...)
+		rec.mu.Unlock()
+		for name, es := range map[string][]bulkhead.Event{"log": b.Events(), "listener": told} {
+			var rejected []string
+			for _, e := range es {
+				if e.Code == bulkhead.EventRequestRejected {
+					rejected = append(rejected, e.Detail)
+				}
+			}
+			if len(rejected) != 2 || rejected[0] != context.Canceled.Error() || rejected[1] != context.Canceled.Error() {
+				t.Errorf("%s: rejections %q for two acquires that failed with an ended context, want two %q (all: %v)",
+					name, rejected, context.Canceled.Error(), codes(es))
+			}
+		}
+		wantGone(t, b, p1, p2)
+	})
+
 	// Adapted: upstream composes its Timeout policy (10 ms) around the
 	// bulkhead (100 ms maximum wait) and expects timeout.ErrExceeded. The
 	// bulkhead has no Timeout policy: its counterpart is the deadline of the
