@@ -353,6 +353,33 @@ func TestFailsafeDoBulkheadCancellation(t *testing.T) {
 		h2.finish(t)
 	})
 
+	// Upstream's AcquirePermitWithMaxWait looks at the context before it
+	// waits, and fails with its error if it has ended. So does Do, without
+	// running fn, whether or not there is room; the listener hears of the
+	// call as of one cancelled while it waits (OnSubmitted, then OnCompleted
+	// alone), so that every call it is told of ends once.
+	t.Run("with context ended before Bulkhead delay", func(t *testing.T) {
+		var c fsCounts
+		ex := newExec(t, fsLimits(2, 1), executor.WithListener(c.listener()))
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		if err := ex.Do(ctx, fsGroup, mustNotRunDo(t)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Do with an ended context and room: %v, want context.Canceled", err)
+		}
+		h1 := holdDo(t, ex)
+		h2 := holdDo(t, ex) // full
+		if err := ex.Do(ctx, fsGroup, mustNotRunDo(t)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Do with an ended context and no room: %v, want context.Canceled", err)
+		}
+		wantGone(t, ex)
+		if c.submitted.Load() != 4 || c.rejected.Load() != 0 || c.completed.Load() != 2 {
+			t.Fatalf("submitted %d completed %d rejected %d, want 4, 2, 0",
+				c.submitted.Load(), c.completed.Load(), c.rejected.Load())
+		}
+		h1.finish(t)
+		h2.finish(t)
+	})
+
 	// Adapted: upstream composes its Timeout policy (10 ms) around the
 	// bulkhead (100 ms maximum wait) and expects timeout.ErrExceeded. Its
 	// counterpart is the deadline of Do's context, whose error Do returns.
