@@ -16,7 +16,10 @@ package executor_test
 //     group's concurrency limit n, and its in-flight limit (its bulkhead:
 //     waiting plus running) n, so that nothing waits, or n plus the requests
 //     that may wait. Its maxWaitTime is the policy's queue timeout, on a
-//     fake clock; a wait without bound is no queue timeout.
+//     fake clock; a wait without bound is no queue timeout. A maxWaitTime
+//     of 0 means "do not wait" there, but a queue timeout of 0 means "no
+//     timeout" here (policy.WithQueueTimeout): "do not wait" is the
+//     in-flight limit n.
 //   - A permit is a Do whose function is running: TryAcquirePermit is a Do
 //     whose function blocks until the case lets it return (ReleasePermit).
 //   - ErrFull is a *RejectedError matching ErrRejected: by the group's
