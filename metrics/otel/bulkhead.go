@@ -24,8 +24,8 @@ import (
 // The code of a refusal is the bulkhead's error code (RB_ERR_AT_CAPACITY,
 // RB_ERR_QUEUE_SATURATED, RB_ERR_QUEUE_TIMEOUT, RB_ERR_DRAINING,
 // RB_ERR_NO_REMOTECAP, RB_ERR_GOEXIT); "cancelled" or "deadline_exceeded"
-// for a waiter whose context ended; "other" for anything else, so that the
-// codes are a fixed set.
+// for a request whose context ended, while it waited or before it asked;
+// "other" for anything else, so that the codes are a fixed set.
 //
 // Each request is counted once, under acquired or rejected. A waiter issued
 // a permit just as its context ended (or its goroutine exited) gives the
@@ -127,7 +127,7 @@ var rejectionCodes = func() []string {
 }()
 
 // rejectionCode maps the Detail of a rejection event to its code. Detail is
-// the error's code, but the error's text for a waiter whose context ended:
+// the error's code, but the error's text for a request whose context ended:
 // the text of a context's error is not a stable code, and a custom
 // context's is unbounded.
 func rejectionCode(detail string) string {
