@@ -344,6 +344,73 @@ func TestIdlePermitsGoToAWaiter(t *testing.T) {
 	}
 }
 
+// A contended key's permit changes hands once a quantum, not after every
+// task, also while a full global limit holds its tasks back. Limit 1: A
+// holds the key's permit, B waits for it (it holds nothing: deprived). Each
+// of A's tasks of the key takes a global permit first, as the executor
+// does; between two of them another group's task takes A's one global
+// permit, and the key's next task waits for it, longer than a poll
+// interval. A's permit of the key is free then, and no task of the key asks
+// for it, but it is not idle: its next task waits behind the global limit.
+// A keeps it for its quantum (the renew interval: minutes here), and its
+// tasks run on it, without a round trip; it used to give it back after
+// every task (the key then ran once per hand-over between processes).
+func TestContendedKeyIsKeptForAQuantumUnderAFullGlobalLimit(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, a)
+	ga, la, lb := a.Global(1), a.Groups(1), b.Groups(1)
+	nga, na, nb := attach(t, ga), attach(t, la), attach(t, lb)
+	pg := acquire(t, ga, nga, "", 1, 5*time.Second)
+	pk := acquire(t, la, na, "k", 1, 5*time.Second)
+	if q, err := lb.TryAcquire("k", 1); q != nil || err != nil {
+		t.Fatalf("B's TryAcquire with the permit at A: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "A hears that B waits for k", 5*time.Second, func() bool {
+		o, c, d := redislimit.Share(la, "k")
+		return o == 1 && c == 0 && d == 1
+	})
+	held := func(what string, l *redislimit.Limiter, key string) executor.LimiterPermit {
+		t.Helper()
+		p, err := l.TryAcquire(key, 1)
+		if err != nil || p == nil {
+			t.Fatalf("%s: TryAcquire(%q): %v, %v; want a permit at hand", what, key, p, err)
+		}
+		return p
+	}
+	trips := a.Stats().RoundTrips
+	const tasks = 5
+	for i := range tasks {
+		// The task ends; another group's task takes the global permit,
+		// and the key's next task waits for one.
+		pk.Release()
+		pg.Release()
+		other := held("another group's task", ga, "")
+		if q, err := ga.TryAcquire("", 1); q != nil || err != nil {
+			t.Fatalf("the key's next task, with the global permit taken: %v, %v; want to wait", q, err)
+		}
+		time.Sleep(5 * testPoll)
+		other.Release()
+		pg = held("the key's next task", ga, "")
+		var err error
+		if pk, err = la.TryAcquire("k", 1); err != nil || pk == nil {
+			a, b := a.Stats(), b.Stats()
+			t.Fatalf("task %d of %d: A's permit of k was not at hand (%v, %v): A gave back %d permits (%d round trips), B was granted %d blocks; want it kept for A's quantum",
+				i+2, tasks+1, pk, err, a.Returned, a.RoundTrips-trips, b.Refills)
+		}
+	}
+	pk.Release()
+	pg.Release()
+	if s := a.Stats(); s.Returned != 0 || s.RoundTrips != trips {
+		t.Fatalf("A's stats %+v: want no give-back and no round trip (%d before the tasks) within its quantum", s, trips)
+	}
+	select {
+	case <-nb:
+		t.Fatal("B's executor was told of a permit of k within A's quantum")
+	default:
+	}
+}
+
 // A group key may contain '|', the separator of contention notices: a
 // holder of such a key still hears that another holder waits for it, and
 // its share. Renewal rounds are minutes away, so only the notice can tell
