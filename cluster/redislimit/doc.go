@@ -132,10 +132,16 @@
 //
 // A reply lost after Redis executed an acquire leaves a lease no one uses:
 // it expires after the TTL. A call the op timeout abandoned may still reach
-// Redis later, after the holder's next ones: Redis numbers each holder's
+// Redis later, after the holder's next ones: Redis numbers each process's
 // acquires and ends of waiting records of a key, and one that comes after
-// a later one of the same holder does nothing (a late acquire leases
+// a later one of the same process does nothing (a late acquire leases
 // nothing and records no wait; a late end of a wait ends no newer one).
+// Nothing orders the calls of two processes of one holder id (a process
+// restarted with the same WithHolderID): a waiting record is the process's
+// that made it, and a late call of the other neither ends nor changes it
+// (a late acquire may still lease permits no one uses, which expire after
+// the TTL). A record that a process leaves behind expires within two renew
+// intervals, as a crashed holder's does.
 // Configure the go-redis client without retries (MaxRetries: -1) and with
 // ContextTimeoutEnabled: true, so that a call the op timeout ends also ends
 // in the client and frees its connection.

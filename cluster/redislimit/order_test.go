@@ -225,6 +225,148 @@ func TestLateUnwaitKeepsANewerWaitingRecord(t *testing.T) {
 	}
 }
 
+// A process restarted with its predecessor's holder id (WithHolderID) is
+// the same holder in Redis, but a process of its own: its calls are
+// numbered from 1 again, and nothing orders them with the old process's.
+// A late call of the old process must not end the new one's waiting
+// record. The old process waits for key g and stops waiting (its own
+// permit serves the task); the end of its record is abandoned by the op
+// timeout on its way to Redis, and the process closes (its Close ends the
+// record). The new one, with the same id, waits for g: Redis records it.
+// The old call then reaches Redis, and must end nothing: else the others'
+// caps stop counting a holder that waits (until its next refusal: a
+// renewal round away, minutes here).
+func TestLateUnwaitOfAnOlderProcessKeepsTheNewOnesRecord(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	id := redislimit.WithHolderID("p")
+	old := newHolder(t, addr, append(manualRenewals(), id, redislimit.WithOpTimeout(200*time.Millisecond))...)
+	other := newHolder(t, addr, manualRenewals()...)
+	lo, lx := old.Groups(2), other.Groups(2)
+	no, nx := attach(t, lo), attach(t, lx)
+	px := acquire(t, lx, nx, "g", 1, 5*time.Second)
+	defer px.Release()
+	po := acquire(t, lo, no, "g", 1, 5*time.Second)
+	w := "t:" + t.Name() + ":{group:g}:w"
+	recorded := func() bool { return rdb.ZScore(bg, w, "p/1").Err() == nil }
+	if q, err := lo.TryAcquire("g", 1); q != nil || err != nil {
+		t.Fatalf("the old process's TryAcquire with the limit out: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "the old process refused", 5*time.Second, func() bool { return old.Stats().RefillsDenied == 1 })
+	if !recorded() {
+		t.Fatal("the old process refused but not recorded as waiting")
+	}
+	resume := park(old, func(h *redislimit.Holder, f func() error) {
+		redislimit.SetUnwaitHook(h, f)
+		if f != nil {
+			po.Release()
+			redislimit.RenewNow(old) // its own permit serves the task: the demand is dropped
+		}
+	})
+	defer resume()
+	if err := old.Close(); err != nil {
+		t.Fatalf("the old process's Close: %v", err)
+	}
+	if recorded() {
+		t.Fatal("the old process's Close left its waiting record")
+	}
+
+	fresh := newHolder(t, addr, append(manualRenewals(), id)...)
+	lf := fresh.Groups(2)
+	nf := attach(t, lf)
+	pf := acquire(t, lf, nf, "g", 1, 5*time.Second)
+	defer pf.Release()
+	if q, err := lf.TryAcquire("g", 1); q != nil || err != nil {
+		t.Fatalf("the new process's TryAcquire with the limit out: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "the new process refused", 5*time.Second, func() bool { return fresh.Stats().RefillsDenied == 1 })
+	if !recorded() {
+		t.Fatal("the new process refused but not recorded as waiting")
+	}
+	closed := old.Stats().RoundTrips
+	resume()
+	eventually(t, "the old process's late unwait reaches Redis", 5*time.Second, func() bool { return old.Stats().RoundTrips > closed })
+	if !recorded() {
+		t.Fatal("the old process's late unwait ended the new process's waiting record")
+	}
+}
+
+// The same with a late acquire that Redis grants: the old process asked
+// for a permit, the call was abandoned on its way, and the process is gone
+// (stopped: it sends nothing more). The new one, with the same id, waits
+// for g, and permits free; before its own call can ask for them, the old
+// call reaches Redis and is granted (a lease no one uses, which expires).
+// It must not end the new process's record, which still waits.
+func TestLateGrantOfAnOlderProcessKeepsTheNewOnesRecord(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	id := redislimit.WithHolderID("p")
+	old := newHolder(t, addr, append(manualRenewals(), id, redislimit.WithOpTimeout(200*time.Millisecond))...)
+	other := newHolder(t, addr, manualRenewals()...)
+	lo, lx := old.Groups(2), other.Groups(2)
+	no, nx := attach(t, lo), attach(t, lx)
+	px := acquire(t, lx, nx, "g", 1, 5*time.Second)
+	po := acquire(t, lo, no, "g", 1, 5*time.Second)
+	defer po.Release()
+	// The old process asks for a second permit; the call is held on its
+	// way, and the process stops.
+	gate, parked := make(chan struct{}), make(chan struct{}, 1)
+	redislimit.SetRefillHook(old, func() error {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	if q, err := lo.TryAcquire("g", 1); q != nil || err != nil {
+		t.Fatalf("the old process's TryAcquire with the limit out: %v, %v; want to wait", q, err)
+	}
+	waitFor(t, "the old process's refill on its way", parked)
+	defer redislimit.HoldLock(old)()
+
+	// The new process waits for g (the old one's lease counts as its own:
+	// the same id): Redis records it. Its own calls are then held too, so
+	// that the old call is the first to reach Redis once permits free.
+	fresh := newHolder(t, addr, append(manualRenewals(), id)...)
+	lf := fresh.Groups(2)
+	attach(t, lf)
+	if q, err := lf.TryAcquire("g", 1); q != nil || err != nil {
+		t.Fatalf("the new process's TryAcquire with the limit out: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "the new process refused", 5*time.Second, func() bool { return fresh.Stats().RefillsDenied == 1 })
+	w, n := "t:"+t.Name()+":{group:g}:w", "t:"+t.Name()+":{group:g}:n"
+	recorded := func() bool { return rdb.ZScore(bg, w, "p/1").Err() == nil }
+	if !recorded() {
+		t.Fatal("the new process refused but not recorded as waiting")
+	}
+	freshGate := make(chan struct{})
+	defer close(freshGate)
+	redislimit.SetRefillHook(fresh, func() error { <-freshGate; return nil })
+	// A permit frees (the other holder gives its permit back), and the old
+	// call reaches Redis.
+	px.Release()
+	redislimit.RenewNow(other)
+	redislimit.RenewNow(other)
+	if s := other.Stats(); s.PermitsLeased != 0 {
+		t.Fatalf("the other holder's stats %+v: want its permit given back", s)
+	}
+	close(gate)
+	eventually(t, "the old process's late acquire granted", 5*time.Second, func() bool {
+		return rdb.HLen(bg, n).Val() == 2
+	})
+	if !recorded() {
+		t.Fatal("the old process's late grant ended the new process's waiting record")
+	}
+}
+
 // The mirror of the above: A's refill, abandoned by the op timeout on its
 // way to Redis, reaches it after A stopped waiting (its own permit served
 // the task) and ended its waiting record. The late refill must not record

@@ -12,8 +12,8 @@ import "github.com/redis/go-redis/v9"
 //	PREFIX:{SCOPE:KEY}:f  the fencing counter
 //	PREFIX:{SCOPE:KEY}:w  sorted set: holder id -> expiry, holders that wait
 //	PREFIX:{SCOPE:KEY}:g  hash: holder id -> when it was last served (ms)
-//	PREFIX:{SCOPE:KEY}:q  hash: holder id -> the permits it waits for
-//	PREFIX:{SCOPE:KEY}:r  hash: holder id -> its latest request run, "nonce seq ms"
+//	PREFIX:{SCOPE:KEY}:q  hash: holder id -> the permits it waits for and its process's nonce, "2 nonce"
+//	PREFIX:{SCOPE:KEY}:r  hash: "holder id|nonce" -> that process's latest request run, "seq ms"
 //	PREFIX:{SCOPE:KEY}:v  the version counter of what Redis tells of the shares
 //
 // A lease id starts with its holder's id and ':'. Every change is one
@@ -30,12 +30,22 @@ import "github.com/redis/go-redis/v9"
 //
 // Requests. A holder's acquires and unwaits (below) of a key are numbered
 // in the order it sends them (its process's nonce and a sequence number),
-// and Redis keeps the latest one it has run per holder (r). A call the
-// holder gave up on (the op timeout) may still reach Redis after a later
-// one: an acquire older than the latest run does nothing (a later one
-// counts, or an unwait ended the wait it asked for), and an unwait older
-// than the latest run ends nothing (the record is a later acquire's, and
-// the holder waits again).
+// and Redis keeps the latest one it has run per process of the holder (r).
+// A call the holder gave up on (the op timeout) may still reach Redis after
+// a later one: an acquire older than the latest run does nothing (a later
+// one counts, or an unwait ended the wait it asked for), and an unwait
+// older than the latest run ends nothing (the record is a later acquire's,
+// and the holder waits again).
+//
+// Nothing orders the calls of two processes of one holder id (a process
+// restarted with it: WithHolderID), and a late call of the old one may
+// reach Redis after the new one's: so a waiting record (w, q) is its
+// process's, the one whose nonce q keeps. A call of another process of the
+// id neither refreshes, changes nor ends it: its refusal records nothing,
+// its grant ends no wait and marks no one served, its unwait ends nothing.
+// A record left by a process that is gone expires (within two renew
+// intervals of its last refusal), as a crashed holder's does, and the new
+// process's next refusal records its own.
 //
 // Slots. A key of limit N has slots 0..N-1, and every leased permit is one
 // of them: a lease holds as many slots as permits, and a slot is in at most
@@ -83,28 +93,36 @@ local function version(v, nowus)
 end
 
 -- latest returns the sequence number of the latest request of holder me's
--- process (nonce) that Redis has run for the key (r), or -1: none, or
--- only requests of another process of the same holder id.
+-- process nonce that Redis has run for the key (r), or -1: none. Each
+-- process of a holder id (one restarted with it) has its own.
 local function latest(r, me, nonce)
-  local v = redis.call('HGET', r, me)
-  if v then
-    local n, s = string.match(v, '^(%S+) (%d+) ')
-    if n == nonce then return tonumber(s) end
-  end
+  local v = redis.call('HGET', r, me .. '|' .. nonce)
+  if v then return tonumber(string.match(v, '^(%d+) ')) end
   return -1
 end
 
--- ran records that Redis has run request seq of me's process, and forgets
--- the requests run more than keep ms ago: one given up on reaches Redis
--- long before.
+-- ran records that Redis has run request seq of me's process nonce, and
+-- forgets the requests run more than keep ms ago: one given up on reaches
+-- Redis long before.
 local function ran(r, me, nonce, seq, now, keep)
-  redis.call('HSET', r, me, nonce .. ' ' .. string.format('%.0f', seq) .. ' ' .. string.format('%.0f', now))
+  redis.call('HSET', r, me .. '|' .. nonce, string.format('%.0f', seq) .. ' ' .. string.format('%.0f', now))
   local all = redis.call('HGETALL', r)
   for i = 1, #all, 2 do
     local at = tonumber(string.match(all[i + 1], ' (%d+)$') or '0')
     if at < now - keep then redis.call('HDEL', r, all[i]) end
   end
   redis.call('PEXPIRE', r, keep)
+end
+
+-- mine reports whether holder me's waiting record (w, q), if it has a live
+-- one, is that of its process nonce: a process of the holder id refreshes,
+-- changes and ends only its own record, never one that another process of
+-- the id made (which may be newer: nothing orders two processes' calls).
+local function mine(w, q, me, nonce, now)
+  local till = redis.call('ZSCORE', w, me)
+  if not till or tonumber(till) <= now then return true end
+  local by = string.match(redis.call('HGET', q, me) or '', '^%d+ (%S+)$')
+  return by == nil or by == nonce
 end
 
 -- drop_slots frees the slots of lease id.
@@ -179,7 +197,7 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
   end
   local qs = redis.call('HGETALL', q)
   for i = 1, #qs, 2 do
-    if waiting[qs[i]] then wants[qs[i]] = tonumber(qs[i + 1]) else redis.call('HDEL', q, qs[i]) end
+    if waiting[qs[i]] then wants[qs[i]] = tonumber(string.match(qs[i + 1], '^%d+')) else redis.call('HDEL', q, qs[i]) end
   end
   if asking then wants[me] = math.max(wants[me] or 0, need) end
   local cs = {}
@@ -268,15 +286,17 @@ end
 //
 // A refused holder, for lack of room or for its share, is recorded as
 // waiting for wait_ms (with the weight it waits for now, need: a heavier
-// task it asked for before may be gone): a holder that still
-// waits asks again at least once per renew interval, and one that no
+// task it asked for before may be gone, and its process's nonce), unless
+// another process of its id has a record (see Requests): a holder that
+// still waits asks again at least once per renew interval, and one that no
 // longer does drops out soon after. The refusal is
 // published on the contention channel (ARGV[7]) as
 // "w|holder_id|leases_key|version|deprived|holder=cap,...", so that the
 // holders of the key learn at once that someone waits, how many wait below
-// their cap (for room), and what each may keep. A grant ends the holder's wait and
-// marks it served; while others wait, it is published the same way, since
-// it changes their caps.
+// their cap (for room), and what each may keep. A grant ends the holder's
+// wait and marks it served (unless the record is another process's);
+// while others wait, it is published the same way, since it changes their
+// caps.
 //
 // KEYS: l n s b f w g q r v. ARGV: limit want need ttl_ms lease_id
 // holder_id channel wait_ms nonce seq. Returns {granted, token, free_after,
@@ -289,6 +309,7 @@ local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(AR
 local me, nonce, seq = ARGV[6], ARGV[9], tonumber(ARGV[10])
 if latest(KEYS[9], me, nonce) >= seq then return {0, 0, 0, 0, limit, 0, 0} end
 ran(KEYS[9], me, nonce, seq, now, ttl * 2)
+local own = mine(KEYS[6], KEYS[8], me, nonce, now)
 local ver = version(KEYS[10], nowus)
 reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
 local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
@@ -310,10 +331,12 @@ if grant > 0 then
   end
 end
 if #slots == 0 then
-  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[8]), me)
-  redis.call('HSETNX', KEYS[7], me, now)
-  redis.call('HSET', KEYS[8], me, need)
-  for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
+  if own then
+    redis.call('ZADD', KEYS[6], now + tonumber(ARGV[8]), me)
+    redis.call('HSETNX', KEYS[7], me, now)
+    redis.call('HSET', KEYS[8], me, string.format('%.0f', need) .. ' ' .. nonce)
+    for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
+  end
   local all = deprived
   if medeprived and free < need then all = all + 1 end
   redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. all .. '|' .. capstr(caps))
@@ -325,11 +348,13 @@ redis.call('SET', KEYS[5], string.format('%.0f', tok), 'PX', 86400000)
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[5])
 redis.call('HSET', KEYS[2], ARGV[5], grant)
 redis.call('HSET', KEYS[3], ARGV[5], table.concat(slots, ','))
-redis.call('ZREM', KEYS[6], me)
-redis.call('HDEL', KEYS[8], me)
-redis.call('HSET', KEYS[7], me, now)
+if own then
+  redis.call('ZREM', KEYS[6], me)
+  redis.call('HDEL', KEYS[8], me)
+  redis.call('HSET', KEYS[7], me, now)
+  redis.call('PEXPIRE', KEYS[7], ttl * 2)
+end
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
-redis.call('PEXPIRE', KEYS[7], ttl * 2)
 local _, _, others2, caps2, deprived2 = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, false, 0)
 local cap2 = limit
 if others2 > 0 then
@@ -413,17 +438,19 @@ return left
 // unwaitScript ends a holder's waiting record: no task of it waits for the
 // key any more, as of its request seq (the number of its latest acquire of
 // the key). If a later acquire of the holder has run, the record is that
-// one's and the holder waits again: it ends nothing. Else it ends the
-// record, and counts as run (see Requests), so that an acquire it covers
-// that reaches Redis later does not record the holder again. If others
-// still wait, their caps may have risen: it publishes "f|leases_key" so
-// that they ask again. KEYS: l w q r. ARGV: holder_id channel nonce seq
-// ttl_ms. Returns 1 if the holder was recorded and the record ended.
+// one's and the holder waits again: it ends nothing. Else it counts as run
+// (see Requests), so that an acquire it covers that reaches Redis later
+// does not record the holder again, and it ends the record unless another
+// process of the holder id made it. If others still wait, their caps may
+// have risen: it publishes "f|leases_key" so that they ask again.
+// KEYS: l w q r. ARGV: holder_id channel nonce seq ttl_ms. Returns 1 if
+// the holder was recorded and the record ended.
 var unwaitScript = redis.NewScript(sharesLua + `
 local now = clock()
 local me, nonce, seq = ARGV[1], ARGV[3], tonumber(ARGV[4])
 if latest(KEYS[4], me, nonce) > seq then return 0 end
 ran(KEYS[4], me, nonce, seq, now, tonumber(ARGV[5]) * 2)
+if not mine(KEYS[2], KEYS[3], me, nonce, now) then return 0 end
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
 if removed > 0 and redis.call('ZCARD', KEYS[2]) > 0 then
