@@ -201,7 +201,7 @@ func TestJoiningProcessGetsItsShare(t *testing.T) {
 			}
 		}
 	})
-	w := window(t, c, prefix, names, procs, 3*time.Second)
+	w := window(t, c, prefix, names, procs, 6*time.Second)
 	for _, tn := range names {
 		var total int64
 		for _, p := range procs {
@@ -219,7 +219,7 @@ func TestJoiningProcessGetsItsShare(t *testing.T) {
 
 // TestContendedLimitOneKeyRuns: two processes, 100 tenants of limit 2 and
 // a global limit of 50 that keeps everything contended, and a tenant of
-// limit 1 with demand in both: the limit-1 tenant runs at least a quarter
+// limit 1 with demand in both: the limit-1 tenant runs at least an eighth
 // of what the median tenant runs. (When its permit went back before its
 // task could get a global permit, it ran 3 tasks to a median of 70.)
 //
@@ -232,7 +232,10 @@ func TestJoiningProcessGetsItsShare(t *testing.T) {
 // median on a quiet machine and beside a -race run of the executor's tests
 // (this test with and without -race); a load that slows the turns lowers
 // it, as fewer turns fit in a quantum: 0.29 at worst beside two -race runs
-// of them, or the gateway's.
+// of them, or the gateway's, and lower in a CI run of every package's
+// -race tests at once. Hence an eighth, which the bug above (0.04) still
+// fails by far, and a six-second window, which keeps the counts in the
+// tens.
 func TestContendedLimitOneKeyRuns(t *testing.T) {
 	addr := startRedis(t)
 	prefix := "t:" + t.Name()
@@ -254,7 +257,7 @@ func TestContendedLimitOneKeyRuns(t *testing.T) {
 			}
 		}
 	})
-	w := window(t, c, prefix, names, procs, 3*time.Second)
+	w := window(t, c, prefix, names, procs, 6*time.Second)
 	var per []int64
 	for _, tn := range names {
 		if tn != "k" {
@@ -268,8 +271,8 @@ func TestContendedLimitOneKeyRuns(t *testing.T) {
 	if median == 0 {
 		t.Fatal("the tenants ran nothing in the window")
 	}
-	if 4*k < median {
-		t.Fatalf("the contended limit-1 tenant started %d tasks, the median tenant %d: want at least a quarter", k, median)
+	if 8*k < median {
+		t.Fatalf("the contended limit-1 tenant started %d tasks, the median tenant %d: want at least an eighth", k, median)
 	}
 }
 
