@@ -236,6 +236,18 @@ func (s *statusWriter) Flush() {
 	_ = http.NewResponseController(s.ResponseWriter).Flush()
 }
 
+// Push starts an HTTP/2 server push through the server's writer, as
+// http.TimeoutHandler's writer does: http.ResponseController has no Push,
+// so without it a next that asks its writer for http.Pusher would never
+// push. Over HTTP/1 it returns http.ErrNotSupported, as net/http's own
+// writer does.
+func (s *statusWriter) Push(target string, opts *http.PushOptions) error {
+	if p, ok := s.ResponseWriter.(http.Pusher); ok {
+		return p.Push(target, opts)
+	}
+	return http.ErrNotSupported
+}
+
 // Unwrap lets http.ResponseController reach the server's writer.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 

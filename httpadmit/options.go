@@ -173,8 +173,10 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // cancelled with its client's request does.
 //
 // Handler then passes next a ResponseWriter that records the status. It
-// implements http.Flusher and Unwrap (so http.ResponseController reaches
-// the server's writer for hijacking, deadlines and flushes), but not
+// implements http.Flusher, http.Pusher (Push returns http.ErrNotSupported
+// where the server's writer cannot push, over HTTP/1) and Unwrap (so
+// http.ResponseController reaches the server's writer for hijacking,
+// deadlines and flushes), but not
 // http.Hijacker or io.ReaderFrom directly: a handler that type-asserts those
 // should use http.NewResponseController instead. f must not be nil.
 func WithFailureStatus(f func(status int) bool) Option {

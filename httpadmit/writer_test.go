@@ -1,0 +1,61 @@
+package httpadmit_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/groupexec/groupexec/httpadmit"
+)
+
+// pusher is a server's writer that supports HTTP/2 server push.
+type pusher struct {
+	*httptest.ResponseRecorder
+	pushed []string
+}
+
+func (p *pusher) Push(target string, _ *http.PushOptions) error {
+	p.pushed = append(p.pushed, target)
+	return nil
+}
+
+// serveWith runs h for one request of tenant a, written to w.
+func serveWith(h http.Handler, w http.ResponseWriter) {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-Tenant", "a")
+	h.ServeHTTP(w, r)
+}
+
+// With WithFailureStatus, next still finds http.Pusher on its writer when
+// the server's writer has it (HTTP/2), as it does behind
+// http.TimeoutHandler: http.ResponseController has no Push, so a writer that
+// hid it would turn every push off.
+func TestHandlerFailureStatusKeepsPusher(t *testing.T) {
+	ex := newExec(t, nil)
+	var pushErr error
+	ok := false
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p http.Pusher
+		if p, ok = w.(http.Pusher); ok {
+			pushErr = p.Push("/style.css", nil)
+		}
+	}), httpadmit.WithFailureStatus(func(c int) bool { return c >= 500 }))
+	w := &pusher{ResponseRecorder: httptest.NewRecorder()}
+	serveWith(h, w)
+	if !ok || pushErr != nil || len(w.pushed) != 1 || w.pushed[0] != "/style.css" {
+		t.Fatalf("next's writer is a Pusher: %v, Push: %v, the server's writer pushed %q", ok, pushErr, w.pushed)
+	}
+
+	// Over HTTP/1 the writer has no Push: next is told so, as by net/http.
+	h = httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, isPusher := w.(http.Pusher); isPusher {
+			pushErr = p.Push("/style.css", nil)
+		}
+	}), httpadmit.WithFailureStatus(func(c int) bool { return c >= 500 }))
+	pushErr = nil
+	serveWith(h, httptest.NewRecorder())
+	if pushErr != nil && !errors.Is(pushErr, http.ErrNotSupported) {
+		t.Errorf("Push without a Pusher below: %v, want http.ErrNotSupported", pushErr)
+	}
+}
