@@ -231,9 +231,18 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 }
 
 // Flush sends what is buffered, as the server's writer does.
-func (s *statusWriter) Flush() {
-	s.set(http.StatusOK)
-	_ = http.NewResponseController(s.ResponseWriter).Flush()
+func (s *statusWriter) Flush() { _ = s.FlushError() }
+
+// FlushError is Flush returning the server's writer's error, which
+// http.ResponseController's Flush returns: a streaming next learns from it
+// that its client is gone, or that the writer cannot flush
+// (http.ErrNotSupported), as it would without Handler.
+func (s *statusWriter) FlushError() error {
+	err := http.NewResponseController(s.ResponseWriter).Flush()
+	if !errors.Is(err, http.ErrNotSupported) {
+		s.set(http.StatusOK) // the header went out, with 200 unless next wrote one
+	}
+	return err
 }
 
 // Push starts an HTTP/2 server push through the server's writer, as

@@ -173,7 +173,8 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // cancelled with its client's request does.
 //
 // Handler then passes next a ResponseWriter that records the status. It
-// implements http.Flusher, http.Pusher (Push returns http.ErrNotSupported
+// implements http.Flusher (http.ResponseController's Flush returns the
+// server's writer's error), http.Pusher (Push returns http.ErrNotSupported
 // where the server's writer cannot push, over HTTP/1) and Unwrap (so
 // http.ResponseController reaches the server's writer for hijacking,
 // deadlines and flushes), but not

@@ -59,3 +59,56 @@ func TestHandlerFailureStatusKeepsPusher(t *testing.T) {
 		t.Errorf("Push without a Pusher below: %v, want http.ErrNotSupported", pushErr)
 	}
 }
+
+// failingFlush is a server's writer whose flush fails, as net/http's does
+// once its client has gone.
+type failingFlush struct{ *httptest.ResponseRecorder }
+
+var errFlush = errors.New("write: broken pipe")
+
+func (failingFlush) FlushError() error { return errFlush }
+
+// With WithFailureStatus, http.ResponseController's Flush still reports
+// what the server's writer reports: its error (a streaming handler's sign
+// that the client is gone), or http.ErrNotSupported from a writer that
+// cannot flush. A Flush that returns nothing would make both a success.
+func TestHandlerFailureStatusFlushReportsErrors(t *testing.T) {
+	ex := newExec(t, nil)
+	var flushErr error
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		flushErr = http.NewResponseController(w).Flush()
+	}), httpadmit.WithFailureStatus(func(c int) bool { return c >= 500 }))
+	for _, tc := range []struct {
+		name string
+		w    http.ResponseWriter
+		want error
+	}{
+		{"a failing flush", failingFlush{httptest.NewRecorder()}, errFlush},
+		{"no flush", struct{ http.ResponseWriter }{httptest.NewRecorder()}, http.ErrNotSupported},
+		{"a flush", httptest.NewRecorder(), nil},
+	} {
+		flushErr = errors.New("next did not run")
+		serveWith(h, tc.w)
+		if !errors.Is(flushErr, tc.want) {
+			t.Errorf("%s: ResponseController.Flush: %v, want %v", tc.name, flushErr, tc.want)
+		}
+	}
+}
+
+// A flush the server's writer cannot do writes no header: the status next
+// writes after it is the response's, and the one WithFailureStatus judges.
+func TestHandlerFailureStatusAfterUnsupportedFlush(t *testing.T) {
+	ex := newExec(t, nil)
+	var told []int
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).Flush()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}), httpadmit.WithFailureStatus(func(c int) bool { told = append(told, c); return c >= 500 }))
+	serveWith(h, struct{ http.ResponseWriter }{httptest.NewRecorder()})
+	if len(told) != 1 || told[0] != http.StatusServiceUnavailable {
+		t.Fatalf("the failure function was told %v, want [503]", told)
+	}
+	if s, _ := ex.GroupStats("a"); s.Failed != 1 {
+		t.Errorf("%+v, want 1 failed", s.TaskCounts)
+	}
+}
