@@ -49,6 +49,10 @@ import (
 //     does a nil response with a nil error from a faulty base, which
 //     RoundTrip returns as an error.
 //
+// The response's Request is the request RoundTrip was given, as net/http's
+// Transport sets it, not the copy carrying the admission's context that
+// base was sent.
+//
 // 1xx responses other than 101 never reach a RoundTripper's caller (net/http
 // handles them inside its transport). Holding the slot while the caller reads
 // takes one goroutine per admitted request, which waits in Do until the body
@@ -268,6 +272,11 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	if err != nil {
 		x.err = err
 		return err
+	}
+	if resp.Request == req && req != x.req {
+		// As net/http's Transport sets it: the caller's request, not the
+		// copy carrying the admission's context, which ends with the slot.
+		resp.Request = x.req
 	}
 	var outcome error
 	if x.t.failure != nil {
