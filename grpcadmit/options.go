@@ -54,7 +54,11 @@ func build(opts []Option) config {
 // of x-tenant: from the incoming metadata in the server interceptors, from the
 // outgoing metadata in the client interceptor. An absent key names no tenant
 // (the default group); a key sent more than once, or empty, makes the call
-// invalid. key must be a metadata key: letters, digits, '-', '_' and '.'.
+// invalid. key must be a metadata key: letters, digits, '-', '_' and '.';
+// and not a header gRPC writes itself (content-type, user-agent, te,
+// grpc-timeout, grpc-encoding, grpc-status, grpc-message,
+// grpc-message-type), which it drops from a call's metadata, so that no
+// server would see the caller's tenant there.
 func WithTenantKey(key string) Option {
 	return optionFunc(func(c *config) error {
 		if err := adapt.MetadataKey(key); err != nil {

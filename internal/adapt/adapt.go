@@ -158,7 +158,9 @@ func HeaderName(name string) error {
 // MetadataKey checks WithTenantKey's key, which the interceptors lower-case:
 // a gRPC metadata key has only 0-9, a-z, '-', '_' and '.'. gRPC refuses to
 // send a call carrying any other key, so a server would never see it and
-// every call would name no tenant.
+// every call would name no tenant; likewise the headers gRPC writes itself
+// (content-type, user-agent, te and its grpc- headers), which it drops
+// from a call's metadata.
 func MetadataKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("WithTenantKey(%q): the key must not be empty", key)
@@ -167,6 +169,14 @@ func MetadataKey(key string) error {
 		if c := key[i]; !isDigit(c) && !isLetter(c) && c != '-' && c != '_' && c != '.' {
 			return fmt.Errorf("WithTenantKey(%q): not a valid metadata key", key)
 		}
+	}
+	switch strings.ToLower(key) {
+	case "content-type", "user-agent", "te", "grpc-encoding", "grpc-message",
+		"grpc-message-type", "grpc-status", "grpc-timeout":
+		// gRPC writes these headers itself and drops them from a call's
+		// metadata: a server would see gRPC's value (application/grpc, its
+		// user agent) or none, never the caller's tenant.
+		return fmt.Errorf("WithTenantKey(%q): gRPC sets this header itself, never from a call's metadata", key)
 	}
 	return nil
 }

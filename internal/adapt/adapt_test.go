@@ -93,12 +93,13 @@ func TestHeaderNameAndMetadataKey(t *testing.T) {
 			t.Errorf("HeaderName(%q) = %v, want an error naming the option and the value", name, err)
 		}
 	}
-	for _, key := range []string{"x-tenant", "X-Org", "a_b.c-9"} {
+	for _, key := range []string{"x-tenant", "X-Org", "a_b.c-9", "x-tenant-bin", "grpc-tenant", "tenant"} {
 		if err := adapt.MetadataKey(key); err != nil {
 			t.Errorf("MetadataKey(%q): %v", key, err)
 		}
 	}
-	for _, key := range []string{"", "x tenant", "x-tenant:", "x~t", "ä"} {
+	for _, key := range []string{"", "x tenant", "x-tenant:", "x~t", "ä",
+		"content-type", "User-Agent", "te", "grpc-encoding", "grpc-message", "grpc-message-type", "grpc-status", "grpc-timeout"} {
 		if err := adapt.MetadataKey(key); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("WithTenantKey(%q)", key)) {
 			t.Errorf("MetadataKey(%q) = %v, want an error naming the option and the value", key, err)
 		}
