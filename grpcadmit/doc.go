@@ -43,7 +43,14 @@
 // A stream holds its slot for its whole life: from the call's admission until
 // the handler returns, however long the stream stays open and whatever it
 // sends. Size the limits of groups that serve long-lived streams for the
-// streams, not for the messages.
+// streams, not for the messages. A stream's Context is done when the
+// executor stops the call (Close, ShutdownGroup's deadline), but its
+// RecvMsg and SendMsg wait on gRPC's own context, which only the client or
+// the server's end cancels: a handler blocked in RecvMsg for a client that
+// sends nothing keeps its slot, and keeps Close waiting, until the client
+// sends or closes. A handler that must stop with the executor watches
+// ss.Context() beside its receives (a goroutine that receives, the handler
+// selecting on both), as it would for any server-side cancellation.
 //
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with
