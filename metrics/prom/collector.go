@@ -163,6 +163,15 @@ func (c *Collector) label(group string) string {
 // remember adds group to the groups with series of their own, if there is
 // room, and reports whether it is one.
 func (c *Collector) remember(group string) bool {
+	// Every event of a group asks: the read lock answers the groups
+	// already kept without taking the write lock, which every listener
+	// call of every group would otherwise queue on.
+	c.mu.RLock()
+	_, ok := c.groups[group]
+	c.mu.RUnlock()
+	if ok {
+		return true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.groups[group]; ok {
