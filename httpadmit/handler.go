@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -255,6 +256,15 @@ func (s *statusWriter) Push(target string, opts *http.PushOptions) error {
 		return p.Push(target, opts)
 	}
 	return http.ErrNotSupported
+}
+
+// ReadFrom copies r to the response through the server's writer, whose
+// ReadFrom sends a file with sendfile(2) over HTTP/1: io.Copy to next's
+// writer (http.ServeContent, http.FileServer) would otherwise copy through
+// a buffer. The status is 200 unless next wrote one, as for Write.
+func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	s.set(http.StatusOK)
+	return io.Copy(s.ResponseWriter, r)
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

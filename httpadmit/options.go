@@ -175,11 +175,12 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // Handler then passes next a ResponseWriter that records the status. It
 // implements http.Flusher (http.ResponseController's Flush returns the
 // server's writer's error), http.Pusher (Push returns http.ErrNotSupported
-// where the server's writer cannot push, over HTTP/1) and Unwrap (so
-// http.ResponseController reaches the server's writer for hijacking,
-// deadlines and flushes), but not
-// http.Hijacker or io.ReaderFrom directly: a handler that type-asserts those
-// should use http.NewResponseController instead. f must not be nil.
+// where the server's writer cannot push, over HTTP/1), io.ReaderFrom
+// (io.Copy of a file reaches the server's writer's, which uses
+// sendfile(2)) and Unwrap (so http.ResponseController reaches the server's
+// writer for hijacking, deadlines and flushes), but not http.Hijacker
+// directly: a handler that type-asserts it should use
+// http.NewResponseController instead. f must not be nil.
 func WithFailureStatus(f func(status int) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {

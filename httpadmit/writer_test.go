@@ -2,8 +2,10 @@ package httpadmit_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/groupexec/groupexec/httpadmit"
@@ -110,5 +112,40 @@ func TestHandlerFailureStatusAfterUnsupportedFlush(t *testing.T) {
 	}
 	if s, _ := ex.GroupStats("a"); s.Failed != 1 {
 		t.Errorf("%+v, want 1 failed", s.TaskCounts)
+	}
+}
+
+// readerFrom is a server's writer with ReadFrom, as net/http's is: over
+// HTTP/1 it sends a file with sendfile(2).
+type readerFrom struct {
+	*httptest.ResponseRecorder
+	readFrom int
+}
+
+func (w *readerFrom) ReadFrom(r io.Reader) (int64, error) {
+	w.readFrom++
+	return io.Copy(w.ResponseRecorder, r)
+}
+
+// With WithFailureStatus, io.Copy to next's writer (as http.ServeContent
+// and http.FileServer copy a file) still reaches the server's writer's
+// ReadFrom, and the status is recorded: a writer without ReadFrom would
+// copy through a buffer instead, never sending the file with sendfile.
+func TestHandlerFailureStatusKeepsReadFrom(t *testing.T) {
+	ex := newExec(t, nil)
+	var statuses []int
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only a Reader: io.Copy asks the writer for ReadFrom.
+		if _, err := io.Copy(w, struct{ io.Reader }{strings.NewReader("file body")}); err != nil {
+			t.Errorf("copy: %v", err)
+		}
+	}), httpadmit.WithFailureStatus(func(c int) bool { statuses = append(statuses, c); return c >= 500 }))
+	w := &readerFrom{ResponseRecorder: httptest.NewRecorder()}
+	serveWith(h, w)
+	if w.readFrom != 1 || w.Body.String() != "file body" {
+		t.Fatalf("the server's writer's ReadFrom ran %d times, body %q: want once, %q", w.readFrom, w.Body.String(), "file body")
+	}
+	if len(statuses) != 1 || statuses[0] != http.StatusOK {
+		t.Fatalf("statuses judged %v, want [200]", statuses)
 	}
 }
