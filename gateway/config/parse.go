@@ -171,21 +171,25 @@ func (ix keyIndex) line(path string) int {
 	return 0
 }
 
-// at returns the path of the key on line whose last element is name, or whose
+// at returns the key on line whose path's last element is name, or whose
 // value is value; failing both, the first key on line. Several keys share a
-// line in flow mappings ({a: 1, b: 2}).
-func (ix keyIndex) at(line int, name, value string) string {
-	first := ""
+// line in flow mappings ({a: 1, b: 2}). The decoder quotes a value of more
+// than 10 bytes by its first 7 and "...": such a value matches a key's
+// value that starts with them.
+func (ix keyIndex) at(line int, name, value string) key {
+	first := key{}
+	cut, truncated := strings.CutSuffix(value, "...")
+	truncated = truncated && len(cut) == 7
 	for _, k := range ix {
 		if k.line != line {
 			continue
 		}
-		if first == "" {
-			first = k.path
+		if first.path == "" {
+			first = k
 		}
 		if (name != "" && (k.path == name || strings.HasSuffix(k.path, "."+name))) ||
-			(value != "" && k.value == value) {
-			return k.path
+			(value != "" && (k.value == value || truncated && len(k.value) > 10 && strings.HasPrefix(k.value, cut))) {
+			return k
 		}
 	}
 	return first
@@ -225,13 +229,19 @@ func decodeErrors(err error, keys keyIndex) []*Error {
 		reason := m[2]
 		var path string
 		if u := unknownRe.FindStringSubmatch(reason); u != nil {
-			path, reason = keys.at(line, u[1], ""), "unknown key"
+			path, reason = keys.at(line, u[1], "").path, "unknown key"
 		} else if v := valueRe.FindStringSubmatch(reason); v != nil {
-			path, reason = keys.at(line, "", v[1]), fmt.Sprintf("%q is not a valid %s", v[1], typeName(v[2]))
+			// The key whose value it is, and that value whole: the
+			// decoder's message cuts a long one short.
+			k, value := keys.at(line, "", v[1]), v[1]
+			if cut, ok := strings.CutSuffix(value, "..."); ok && strings.HasPrefix(k.value, cut) {
+				value = k.value
+			}
+			path, reason = k.path, fmt.Sprintf("%q is not a valid %s", value, typeName(v[2]))
 		} else if v := shapeRe.FindStringSubmatch(reason); v != nil {
-			path, reason = keys.at(line, "", ""), fmt.Sprintf("a %s is not a valid %s", yamlKind(v[1]), typeName(v[2]))
+			path, reason = keys.at(line, "", "").path, fmt.Sprintf("a %s is not a valid %s", yamlKind(v[1]), typeName(v[2]))
 		} else {
-			path = keys.at(line, "", "")
+			path = keys.at(line, "", "").path
 		}
 		errs = append(errs, &Error{Line: line, Key: path, Reason: reason})
 	}

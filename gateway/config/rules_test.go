@@ -242,3 +242,35 @@ func TestHostTenantsAreLowerCase(t *testing.T) {
 		}
 	}
 }
+
+// refusedValues lists values an operator gets wrong, each with the one
+// error it must get: its line, its key and the value whole.
+var refusedValues = []struct {
+	name, yaml, want string
+}{
+	// The decoder quotes a long value by its first 7 bytes: the error
+	// still names the key that has it, in a flow mapping too, and the
+	// value whole, and nothing else is said of the key.
+	{"overflowing duration in a flow mapping", "timeouts: {read_header: 1s, read: 9999999999999h}",
+		`line 2: timeouts.read: "9999999999999h" is not a valid duration`},
+	{"overflowing duration", "drain_timeout: 100000000000h",
+		`line 2: drain_timeout: "100000000000h" is not a valid duration`},
+	{"overflowing limit in a flow mapping", "limits: {max_concurrency_per_group: 2, global_max_in_flight: 99999999999999999999}",
+		`line 2: limits.global_max_in_flight: "99999999999999999999" is not a valid integer`},
+	{"overflowing tenant limit", "tenants: {vip: {share: 2, max_in_flight: 99999999999999999999}}",
+		`line 2: tenants.vip.max_in_flight: "99999999999999999999" is not a valid integer`},
+}
+
+func TestRefusedValues(t *testing.T) {
+	for _, tc := range refusedValues {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+			if err == nil {
+				t.Fatalf("accepted; want %s", tc.want)
+			}
+			if got := strings.Split(err.Error(), "\n"); len(got) != 1 || !strings.HasPrefix(got[0], "config: "+tc.want) {
+				t.Errorf("got\n%v\nwant the one error\nconfig: %s", err, tc.want)
+			}
+		})
+	}
+}
