@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +64,51 @@ func TestLengthWithChunkedClosesConnection(t *testing.T) {
 				if _, err := br.ReadByte(); err != io.EOF {
 					t.Errorf("the connection is still open: %v", err)
 				}
+			}
+		})
+	}
+}
+
+// net/http ignores an HTTP/1.0 request's Transfer-Encoding and frames it by
+// its Content-Length (or as bodiless): what a front proxy that went by the
+// chunks sent as this request's body must not reach the backend as a
+// request of its own, with a tenant of the client's choosing. The
+// connection is closed after the answer (RFC 9112 6.1).
+func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		got = append(got, r.URL.Path+" "+r.Header.Get("X-Tenant"))
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal)
+	const smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\nX-Tenant: victim\r\n\r\n"
+	for _, tc := range []struct{ name, req string }{
+		{"length", "POST /first HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nX-Tenant: mallory\r\n" +
+			"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc" + smuggled},
+		{"no length", "POST /first HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nX-Tenant: mallory\r\n" +
+			"Transfer-Encoding: chunked\r\n\r\n" + smuggled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			c := dialRaw(t, gw.url)
+			c.SetDeadline(time.Now().Add(bound))
+			br := bufio.NewReader(c)
+			io.WriteString(c, tc.req)
+			if resp := readResponse(t, br); resp.StatusCode != 200 || !resp.Close {
+				t.Fatalf("%d, close %v; want 200 closing the connection", resp.StatusCode, resp.Close)
+			}
+			if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
+				t.Errorf("after the answer: %q, %v; want the connection closed", b, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 || got[0] != "/first mallory" {
+				t.Errorf("the backend got %q, want only [/first mallory]", got)
 			}
 		})
 	}

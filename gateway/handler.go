@@ -84,9 +84,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer g.inflight.leave()
 
 	if smuggled(r) {
-		// Both Content-Length and Transfer-Encoding: served by the latter,
-		// and the connection closed after (RFC 9112 6.1), so that what a
-		// front proxy took for a second request goes nowhere.
+		// Both Content-Length and Transfer-Encoding (served by the latter),
+		// or HTTP/1.0, whose Transfer-Encoding net/http ignores: the
+		// connection is closed after (RFC 9112 6.1), so that what a front
+		// proxy took for part of this request goes nowhere.
 		w.Header().Set("Connection", "close")
 	}
 	hasBody := r.Body != nil && r.Body != http.NoBody

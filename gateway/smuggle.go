@@ -80,10 +80,22 @@ type connKey struct{}
 // smuggled reports whether r, a chunked HTTP/1 request, also had a
 // Content-Length, and keeps the connection's count in step for one that
 // kept its Content-Length. Over TLS (no plain bytes to scan) and for a
-// connection it does not know, a chunked request counts as suspect.
+// connection it does not know, a chunked request counts as suspect, and an
+// HTTP/1.0 request always does.
 func smuggled(r *http.Request) bool {
 	if r.ProtoMajor != 1 {
 		return false
+	}
+	if r.ProtoMinor == 0 {
+		// net/http ignores an HTTP/1.0 request's Transfer-Encoding, and
+		// drops it from the header: the request is framed by its
+		// Content-Length, or has no body. A front proxy that went by the
+		// chunks would have sent what the gateway then reads as a second
+		// request, one the proxy never saw (with a tenant header of the
+		// client's own). RFC 9112 6.1 has such a connection closed after
+		// the answer; the handler cannot tell which requests had one, so
+		// every HTTP/1.0 request closes its connection.
+		return true
 	}
 	c, _ := r.Context().Value(connKey{}).(*conn)
 	chunked := len(r.TransferEncoding) > 0
