@@ -12,9 +12,13 @@ import "time"
 // which is valid only where the comment says what it means (a queue
 // threshold of 0: nothing waits), and an error everywhere else.
 type Config struct {
-	Listen   string   `yaml:"listen"`   // proxy address; default DefaultListen
-	Admin    string   `yaml:"admin"`    // /metrics, /healthz, /readyz, /reload; default DefaultAdmin
-	Backends []string `yaml:"backends"` // absolute http(s) URLs; at least one
+	Listen string `yaml:"listen"` // proxy address; default DefaultListen
+	Admin  string `yaml:"admin"`  // /metrics, /healthz, /readyz, /reload; default DefaultAdmin
+	// Backends are absolute http(s) URLs, at least one, each with a host
+	// name and, if any, a port from 1 to 65535; no user info or fragment,
+	// which would never be sent. A path is put before every proxied
+	// path, a query before every request's own.
+	Backends []string `yaml:"backends"`
 	TLS      TLS      `yaml:"tls"`
 	// MaxConns caps the client connections open at once. At the cap the
 	// connection idle the longest (between requests, or yet to send its

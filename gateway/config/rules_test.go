@@ -259,12 +259,28 @@ var refusedValues = []struct {
 		`line 2: limits.global_max_in_flight: "99999999999999999999" is not a valid integer`},
 	{"overflowing tenant limit", "tenants: {vip: {share: 2, max_in_flight: 99999999999999999999}}",
 		`line 2: tenants.vip.max_in_flight: "99999999999999999999" is not a valid integer`},
+	// A backend URL the proxy would dial elsewhere, never reach, or send
+	// without a part of it.
+	{"backend without a host name", `backends: ["http://:8081"]`,
+		`line 1: backends: backend 1 ("http://:8081") has no host name`},
+	{"backend port out of range", `backends: [http://a:1, "http://a:80800"]`,
+		`line 1: backends: backend 2 ("http://a:80800"): port 80800 is not a port number (1 to 65535)`},
+	{"backend port 0", `backends: ["http://a:0/"]`,
+		`line 1: backends: backend 1 ("http://a:0/"): port 0 is not a port number (1 to 65535)`},
+	{"backend with user info", `backends: ["http://user:secret@a:1"]`,
+		`line 1: backends: backend 1 ("http://user:secret@a:1") has user info`},
+	{"backend with a fragment", `backends: ["http://a:1/#x"]`,
+		`line 1: backends: backend 1 ("http://a:1/#x") has a fragment`},
 }
 
 func TestRefusedValues(t *testing.T) {
 	for _, tc := range refusedValues {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+			yaml := tc.yaml + "\n"
+			if !strings.HasPrefix(yaml, "backends:") {
+				yaml = "backends: [http://a:1]\n" + yaml
+			}
+			_, err := config.Parse([]byte(yaml))
 			if err == nil {
 				t.Fatalf("accepted; want %s", tc.want)
 			}

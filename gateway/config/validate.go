@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,8 +72,28 @@ func (c *Config) validate(present func(string) bool) []problem {
 		ck.bad("backends", "at least one backend URL is required")
 	}
 	for i, b := range c.Backends {
-		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		u, err := url.Parse(b)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			ck.bad("backends", "backend %d (%q) is not an absolute http or https URL", i+1, b)
+			continue
+		}
+		// What the proxy would drop or could never dial is refused
+		// rather than ignored: an empty host dials this machine, a
+		// port out of range fails every request, and neither user
+		// info nor a fragment is ever sent to the backend.
+		if u.Hostname() == "" {
+			ck.bad("backends", "backend %d (%q) has no host name", i+1, b)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				ck.bad("backends", "backend %d (%q): port %s is not a port number (1 to 65535)", i+1, b, p)
+			}
+		}
+		if u.User != nil {
+			ck.bad("backends", "backend %d (%q) has user info, which the proxy never sends to it", i+1, b)
+		}
+		if u.Fragment != "" || strings.HasSuffix(b, "#") {
+			ck.bad("backends", "backend %d (%q) has a fragment, which is never sent", i+1, b)
 		}
 	}
 	c.checkTLS(ck)
