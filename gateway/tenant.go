@@ -110,7 +110,17 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				}
 			}
 		default:
-			key = strings.TrimSpace(r.Header.Get(t.Header))
+			vs := r.Header.Values(t.Header)
+			if len(vs) > 1 {
+				// Two lines are one value, "a, b" (RFC 9110 5.3), which
+				// names no tenant. Reading the first would let a client
+				// speak for a proxy that adds its line after the
+				// client's instead of replacing it.
+				return "", ErrInvalidTenant
+			}
+			if len(vs) == 1 {
+				key = strings.TrimSpace(vs[0])
+			}
 		}
 	}
 	if key == "" {

@@ -74,6 +74,20 @@ func TestExtractTenant(t *testing.T) {
 	}
 }
 
+// A tenant header sent twice is one value, "a, b" (RFC 9110 5.3), and no
+// key: the first line is not taken, which would let a client speak for a
+// trusted proxy that adds its line after the client's.
+func TestExtractTenantHeaderTwice(t *testing.T) {
+	hdr := config.Tenant{From: config.FromHeader, Header: "X-Tenant", PathPrefix: "/"}
+	for _, lines := range [][]string{{"victim", "mallory"}, {"acme", "acme"}, {"", "acme"}} {
+		r := httptest.NewRequest(http.MethodGet, "http://h/x", nil)
+		r.Header["X-Tenant"] = lines
+		if key, err := gateway.ExtractTenant(&hdr, r); !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Errorf("X-Tenant %q: %q, %v; want ErrInvalidTenant", lines, key, err)
+		}
+	}
+}
+
 // FuzzExtractTenant: whatever a request carries, the key is "" or valid,
 // never an error other than ErrInvalidTenant.
 func FuzzExtractTenant(f *testing.F) {
