@@ -1,10 +1,15 @@
 package config
 
-import "time"
+import (
+	"bytes"
+	"slices"
+	"time"
+)
 
 // RestartOnly returns, as *Error values naming each key and its line in c,
 // the keys whose change from old a running gateway cannot apply: the
-// addresses and TLS files it listens with, the server's own limits
+// addresses and TLS files it listens with (their paths, and what the files
+// hold), the server's own limits
 // (max_header_bytes, http2_max_streams, timeouts.read_header,
 // timeouts.idle), the executor's
 // fixed settings (limits.queue_timeout, limits.global_queue_threshold,
@@ -22,6 +27,13 @@ func (c *Config) RestartOnly(old *Config) []*Error {
 	check("listen", c.Listen == old.Listen)
 	check("admin", c.Admin == old.Admin)
 	check("tls", c.TLS == old.TLS)
+	if c.TLS == old.TLS && !sameTLS(c.tls, old.tls) {
+		// The listener keeps the certificate and CA it started with: a
+		// reload taking new contents of the same files (a rotated
+		// certificate) would only say it had.
+		errs = append(errs, &Error{Line: c.keys.line("tls"), Key: "tls",
+			Reason: "the files hold another certificate or CA: cannot change without a restart"})
+	}
 	check("max_header_bytes", c.MaxHeaderBytes == old.MaxHeaderBytes)
 	check("http2_max_streams", c.HTTP2MaxStreams == old.HTTP2MaxStreams)
 	check("tenant.max_groups", c.Tenant.MaxGroups == old.Tenant.MaxGroups)
@@ -38,6 +50,16 @@ func (c *Config) RestartOnly(old *Config) []*Error {
 	check("timeouts.idle", c.Timeouts.Idle == old.Timeouts.Idle)
 	check("metrics.namespace", c.Metrics.Namespace == old.Metrics.Namespace)
 	return errs
+}
+
+// sameTLS reports whether a and b hold the same certificate chain and
+// client CAs.
+func sameTLS(a, b *tlsFiles) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.EqualFunc(a.cert.Certificate, b.cert.Certificate, bytes.Equal) &&
+		(a.cas == nil) == (b.cas == nil) && (a.cas == nil || a.cas.Equal(b.cas))
 }
 
 func equalPtr[T int | time.Duration](a, b *T) bool {

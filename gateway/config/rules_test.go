@@ -290,3 +290,33 @@ func TestRefusedValues(t *testing.T) {
 		})
 	}
 }
+
+// A reload cannot give the listener another certificate or CA: new
+// contents in the same files (a rotated certificate) need a restart, as new
+// paths do.
+func TestRestartOnlyTLSContents(t *testing.T) {
+	dir := t.TempDir()
+	f := sampleFiles(t, dir)
+	yaml := []byte("backends: [http://a:1]\ntls: {cert_file: " + f["cert_file"] + ", key_file: " + f["key_file"] +
+		", client_ca_file: " + f["client_ca_file"] + "}\n")
+	old, err := config.Parse(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := config.Parse(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := same.RestartOnly(old); len(errs) != 0 {
+		t.Fatalf("the same files: %v", errs)
+	}
+	sampleFiles(t, dir) // another key, certificate and CA, in the same files
+	rotated, err := config.Parse(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := rotated.RestartOnly(old)
+	if len(errs) != 1 || errs[0].Key != "tls" || errs[0].Line != 2 || !strings.Contains(errs[0].Reason, "restart") {
+		t.Fatalf("rotated files: %v; want one error on line 2's tls", config.JoinErrors(errs))
+	}
+}
