@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -271,6 +272,14 @@ var refusedValues = []struct {
 		`line 1: backends: backend 1 ("http://user:secret@a:1") has user info`},
 	{"backend with a fragment", `backends: ["http://a:1/#x"]`,
 		`line 1: backends: backend 1 ("http://a:1/#x") has a fragment`},
+	// An admin address whose port the proxy's already takes: refused at
+	// load, not by the second listen.
+	{"admin on the port listen takes on every address", "listen: \":8080\"\nadmin: 127.0.0.1:8080",
+		`line 3: admin: "127.0.0.1:8080" must differ from listen (:8080)`},
+	{"listen on the port admin takes on every address", "listen: 127.0.0.1:8080\nadmin: 0.0.0.0:8080",
+		`line 3: admin: "0.0.0.0:8080" must differ from listen (127.0.0.1:8080)`},
+	{"admin on the same port by its service name", "listen: \"[::]:80\"\nadmin: \"[::1]:http\"",
+		`line 3: admin: "[::1]:http" must differ from listen ([::]:80)`},
 }
 
 func TestRefusedValues(t *testing.T) {
@@ -318,5 +327,17 @@ func TestRestartOnlyTLSContents(t *testing.T) {
 	errs := rotated.RestartOnly(old)
 	if len(errs) != 1 || errs[0].Key != "tls" || errs[0].Line != 2 || !strings.Contains(errs[0].Reason, "restart") {
 		t.Fatalf("rotated files: %v; want one error on line 2's tls", config.JoinErrors(errs))
+	}
+}
+
+// Addresses that take no port twice are accepted: another host's, another
+// port, and port 0, which picks a free one each time.
+func TestListenAdminOnDistinctSockets(t *testing.T) {
+	for _, a := range [][2]string{
+		{"127.0.0.1:8080", "10.0.0.1:8080"}, {":8080", ":9090"}, {":0", ":0"}, {"127.0.0.1:0", "127.0.0.1:0"},
+	} {
+		if _, err := config.Parse([]byte(fmt.Sprintf("backends: [http://a:1]\nlisten: %q\nadmin: %q\n", a[0], a[1]))); err != nil {
+			t.Errorf("listen %s, admin %s: %v", a[0], a[1], err)
+		}
 	}
 }

@@ -63,10 +63,8 @@ func (c *Config) validate(present func(string) bool) []problem {
 			ck.bad(a.key, "%q: port %q is not a port number (0 to 65535) or a known service", a.addr, port)
 		}
 	}
-	if c.Listen == c.Admin {
-		if _, port, _ := net.SplitHostPort(c.Listen); port != "0" {
-			ck.bad("admin", "must differ from listen (%s): the admin endpoints stay off the proxy port", c.Listen)
-		}
+	if sameSocket(c.Listen, c.Admin) {
+		ck.bad("admin", "%q must differ from listen (%s): the admin endpoints stay off the proxy port, and one address would take the other's", c.Admin, c.Listen)
 	}
 	if len(c.Backends) == 0 {
 		ck.bad("backends", "at least one backend URL is required")
@@ -219,6 +217,28 @@ func (c *Config) checkTenant(ck *checker) {
 		ck.bad("tenant.default", "%q is not a valid tenant key (%s)", t.Default, tenantRule)
 	}
 	nonNegative(ck, "tenant.max_groups", t.MaxGroups)
+}
+
+// sameSocket reports whether listening at a and then at b would take one
+// port twice: the same port (not 0, which picks a free one) on the same
+// host, or on any host where either address has none or the unspecified
+// one (":8080", "0.0.0.0:8080", "[::]:8080" listen on every address).
+func sameSocket(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	na, errA := net.LookupPort("tcp", pa)
+	nb, errB := net.LookupPort("tcp", pb)
+	if errA != nil || errB != nil || na != nb || na == 0 {
+		return false
+	}
+	every := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || ip != nil && ip.IsUnspecified()
+	}
+	return ha == hb || every(ha) || every(hb)
 }
 
 // proxyHeaders are the headers tenant.header cannot be: the server takes
