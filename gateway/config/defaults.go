@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // MaxHeaderBytesLimit is the largest max_header_bytes accepted. net/http
 // adds its read slack to the cap, so a value near the largest int would
@@ -55,9 +58,15 @@ func setDefault[T int | int64 | time.Duration](present func(string) bool, key st
 	}
 }
 
-// rateDefaults sets an omitted burst to the rate rounded up, at least 1.
+// rateDefaults sets an omitted burst to the rate rounded up, at least 1,
+// and at most the largest int: converting a larger float overflows (to 1,
+// after max, on amd64).
 func rateDefaults(present func(string) bool, key string, r *RateLimit) {
 	if r != nil && !present(key+".burst") && r.RPS > 0 {
-		r.Burst = max(1, int(r.RPS+0.999999))
+		if f := r.RPS + 0.999999; f < math.MaxInt {
+			r.Burst = max(1, int(f))
+		} else {
+			r.Burst = math.MaxInt
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -338,6 +339,24 @@ func TestListenAdminOnDistinctSockets(t *testing.T) {
 	} {
 		if _, err := config.Parse([]byte(fmt.Sprintf("backends: [http://a:1]\nlisten: %q\nadmin: %q\n", a[0], a[1]))); err != nil {
 			t.Errorf("listen %s, admin %s: %v", a[0], a[1], err)
+		}
+	}
+}
+
+// An omitted burst is the rate rounded up: a rate too large for an int
+// gets the largest burst, never the 1 that the conversion's overflow gave
+// (a tenant allowed 1e30 requests a second could then send one at once).
+func TestDefaultBurstOfAHugeRate(t *testing.T) {
+	for _, tc := range []struct {
+		rps  string
+		want int
+	}{{"0.5", 1}, {"2.5", 3}, {"3e9", 3e9}, {"1e30", math.MaxInt}} {
+		c, err := config.Parse([]byte("backends: [http://a:1]\nrate_limit: {rps: " + tc.rps + "}\n"))
+		if err != nil {
+			t.Fatalf("rps %s: %v", tc.rps, err)
+		}
+		if c.RateLimit.Burst != tc.want {
+			t.Errorf("rps %s: burst %d, want %d", tc.rps, c.RateLimit.Burst, tc.want)
 		}
 	}
 }
