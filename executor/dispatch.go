@@ -348,9 +348,13 @@ func (ex *Executor) startsOnFreedLocked(g *group, hw int) bool {
 // goroutine or a wake-up goes in b, unless b is nil (the caller runs it).
 func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch) {
 	ex.dequeueLocked(g, j)
+	ended := false
 	if x := j.x.Load(); x != nil && x.stopAfter != nil {
-		// The run context derives from Submit's: no watcher needed.
-		x.stopAfter()
+		// The run context derives from Submit's: no watcher needed. A
+		// watcher already under way means that context ended while j
+		// waited, so j was cancelled waiting: it does not run.
+		ended = !x.stopAfter()
+		x.parentEnded = ended
 		x.stopAfter = nil
 	}
 	if ps[0] != nil || ps[1] != nil {
@@ -358,6 +362,12 @@ func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch)
 		x.cluster, x.bound = ps, true
 	}
 	ex.runLocked(g, j)
+	if ended {
+		// It takes its permits only to hand them on (worker.go): no start
+		// in the counts, as it never runs.
+		g.counts.Started--
+		g.served -= uint64(j.weight)
+	}
 	if b != nil {
 		ex.launchLocked(j, b)
 	}

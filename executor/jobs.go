@@ -20,6 +20,10 @@ import (
 type jobExtra struct {
 	// guarded by the group's mutex
 	stopAfter func() bool // stops the Submit-ctx watcher, if any
+	// parentEnded: Submit's context ended while the job waited, and its
+	// start came before the watcher could remove it. Set at the start,
+	// before a worker is given the job: its Fn must not run (worker.go).
+	parentEnded bool
 	// cluster holds the cluster permits while running (global, group; see
 	// cluster.go), when bound is set.
 	cluster [2]LimiterPermit

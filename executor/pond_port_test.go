@@ -1151,6 +1151,60 @@ func TestPondGroupContextCancelledByATask(t *testing.T) {
 	pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: n, Started: canceller + 1, Succeeded: canceller + 1, Cancelled: n - canceller - 1})
 }
 
+// TestTaskGroupWithCustomContext, as upstream has it: the task that
+// cancels the tasks' context returns at once, so that its finish may start
+// the next before the executor's watcher of that context has removed it.
+// That task was waiting when its context ended: like a task cancelled
+// through its handle (Submit's doc) it completes Cancelled and its Fn never
+// runs, as for Do (docs/admission.md). Go's tasks are watched the same way.
+func TestPondGroupCancelledContextRunsNoWaitingTask(t *testing.T) {
+	for _, viaGo := range []bool{false, true} {
+		t.Run(fmt.Sprint("Go ", viaGo), func(t *testing.T) {
+			ex := newExec(t, pondPool(1))
+			for round := range 50 {
+				ctx, cancel := context.WithCancel(bg)
+				ready := make(chan struct{})
+				var executed atomic.Int64
+				fns := []func(context.Context) error{
+					func(context.Context) error { <-ready; executed.Add(1); return nil },
+					func(context.Context) error { executed.Add(1); cancel(); return nil },
+					func(context.Context) error { executed.Add(1); return nil },
+				}
+				var hs []*executor.Handle[int]
+				for _, fn := range fns {
+					var err error
+					if viaGo {
+						err = ex.Go(ctx, "pool", fn)
+					} else {
+						var h *executor.Handle[int]
+						h, err = executor.Submit(ex, ctx, executor.Task[int]{Group: "pool", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+						hs = append(hs, h)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				close(ready)
+				if err := ex.ShutdownGroup(bg, "pool"); err != nil {
+					t.Fatal(err)
+				}
+				if e := executed.Load(); e != 2 {
+					t.Fatalf("round %d: %d ran, want 2: the third started after its context ended", round, e)
+				}
+				if len(hs) == 3 {
+					if r := wait(t, hs[2]); r.Status != executor.Cancelled || r.Err != context.Canceled {
+						t.Fatalf("round %d: third %+v, want Cancelled", round, r)
+					}
+				}
+				ex.EvictGroup("pool") // for the next round
+			}
+			// The third never started: it holds its permits only to hand
+			// them on.
+			pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: 150, Started: 100, Succeeded: 100, Cancelled: 50})
+		})
+	}
+}
+
 // TestTaskGroupWithContextCanceled: a running task sees its submission's
 // context cancelled, and ends Cancelled with its error.
 func TestPondGroupRunningTaskSeesCancellation(t *testing.T) {

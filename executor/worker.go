@@ -137,6 +137,19 @@ func (ex *Executor) work(j *job) {
 			}
 		}
 		queued = start - j.submitted
+		if x := j.x.Load(); x != nil && x.parentEnded {
+			// Submit's context ended while j waited: as for Do, Fn does
+			// not run and the permits go to the next in line. The cause
+			// is read while cur is set: the context is user code.
+			cause := context.Cause(j.parent)
+			cur = nil
+			j.endRunWith(x)
+			end = -1
+			if j = ex.finish(j, Cancelled, cause, queued, 0, true); j == nil {
+				j = ex.taken(ex.runq.spin())
+			}
+			continue
+		}
 		ctx, err := ex.begin(j, queued)
 		st := Failed
 		if err == nil { // else a cluster permit's Bind panicked: Fn does not run
