@@ -201,7 +201,13 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 	if err := ctx.Err(); err != nil {
 		// Started after ctx ended: fn does not run, and its permits go to
 		// the next in line (the rule x/sync's semaphore follows since
-		// golang/go#63615).
+		// golang/go#63615). It is not counted as started, as a Submit or
+		// Go task started after its context ended is not (startLocked).
+		g := d.g
+		g.mu.Lock()
+		g.counts.Started--
+		g.served -= uint64(d.weight)
+		g.mu.Unlock()
 		ex.finish(&d.job, Cancelled, context.Cause(ctx), ex.since()-d.submitted, 0, false)
 		return err
 	}

@@ -303,6 +303,57 @@ func TestDoGrantedAfterCancelDoesNotRun(t *testing.T) {
 	}
 }
 
+// endingCtx is a context whose Err answers context.Canceled once ended is
+// set, and whose Done closes only when the test closes done: the moment in
+// a cancellation between its two steps (context's cancelCtx sets its error,
+// then closes Done), held open.
+type endingCtx struct {
+	context.Context
+	ended atomic.Bool
+	done  chan struct{}
+}
+
+func (c *endingCtx) Done() <-chan struct{} { return c.done }
+
+func (c *endingCtx) Err() error {
+	if c.ended.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestDoStartedAfterItsContextEndedIsNotStarted: a Do granted its turn
+// after its context ended does not run fn (TestDoGrantedAfterCancelDoesNotRun),
+// and is counted Cancelled, not Started, as a Submit or Go task started
+// after its context ended is: Started and ServedPermits count the work
+// that ran.
+func TestDoStartedAfterItsContextEndedIsNotStarted(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+	release, holding := make(chan struct{}), make(chan struct{})
+	blocker := doIn(ex, bg, "g", func(context.Context) error { close(holding); <-release; return nil })
+	<-holding
+	ctx := &endingCtx{Context: bg, done: make(chan struct{})}
+	defer close(ctx.done)
+	var ran atomic.Bool
+	done := doIn(ex, ctx, "g", func(context.Context) error { ran.Store(true); return nil })
+	for groupStats(t, ex, "g").Waiting != 1 {
+		runtime.Gosched()
+	}
+	ctx.ended.Store(true) // Done stays open: the grant wakes the Do first
+	close(release)
+	if err := <-blocker; err != nil {
+		t.Fatalf("blocker: %v", err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) || ran.Load() {
+		t.Fatalf("Do = %v, ran %v; want context.Canceled without running", err, ran.Load())
+	}
+	s := groupStats(t, ex, "g")
+	if s.Started != 1 || s.ServedPermits != 1 || s.Succeeded != 1 || s.Cancelled != 1 || s.InFlight != 0 {
+		t.Fatalf("Started %d, ServedPermits %d, Succeeded %d, Cancelled %d, InFlight %d; want 1, 1, 1, 1, 0 (the blocker ran, the Do did not)",
+			s.Started, s.ServedPermits, s.Succeeded, s.Cancelled, s.InFlight)
+	}
+}
+
 // TestDoQueueTimeout: a Do that waits longer than the queue timeout returns
 // ErrQueueTimeout and never runs.
 func TestDoQueueTimeout(t *testing.T) {
