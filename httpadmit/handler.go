@@ -261,10 +261,17 @@ func (s *statusWriter) Push(target string, opts *http.PushOptions) error {
 // ReadFrom copies r to the response through the server's writer, whose
 // ReadFrom sends a file with sendfile(2) over HTTP/1: io.Copy to next's
 // writer (http.ServeContent, http.FileServer) would otherwise copy through
-// a buffer. The status is 200 unless next wrote one, as for Write.
+// a buffer. The status is 200 unless next wrote one, as for Write, once a
+// byte is sent: a copy that sends none writes no header (net/http's
+// ReadFrom does not), and the status next may write after it is the one
+// its client gets.
 func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) {
-	s.set(http.StatusOK)
-	return io.Copy(s.ResponseWriter, r)
+	late := cancelled(s.ctx) // as set would read it before a Write
+	n, err := io.Copy(s.ResponseWriter, r)
+	if n > 0 && s.status == 0 {
+		s.status, s.late = http.StatusOK, late
+	}
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

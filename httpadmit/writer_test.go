@@ -149,3 +149,45 @@ func TestHandlerFailureStatusKeepsReadFrom(t *testing.T) {
 		t.Fatalf("statuses judged %v, want [200]", statuses)
 	}
 }
+
+// failingReader fails its first read, as an upstream body cut short does.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("upstream body failed") }
+
+// A copy to next's writer that sends nothing leaves the status unwritten,
+// as net/http's ReadFrom does: a status next writes after it is the one
+// its client gets, and the one WithFailureStatus judges.
+func TestHandlerFailureStatusAfterEmptyReadFrom(t *testing.T) {
+	ex := newExec(t, nil)
+	var statuses []int
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n, err := io.Copy(w, failingReader{}); n == 0 && err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}), httpadmit.WithFailureStatus(func(c int) bool { statuses = append(statuses, c); return c >= 500 }))
+	srv := httptest.NewServer(withTenant(h))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("the client got %d, want 502", resp.StatusCode)
+	}
+	if len(statuses) != 1 || statuses[0] != http.StatusBadGateway {
+		t.Fatalf("statuses judged %v, want [502], the status the client got", statuses)
+	}
+	if s, _ := ex.GroupStats("a"); s.Failed != 1 {
+		t.Errorf("%+v, want 1 failed", s.TaskCounts)
+	}
+}
+
+// withTenant sets the tenant header that serveWith's requests carry.
+func withTenant(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("X-Tenant", "a")
+		h.ServeHTTP(w, r)
+	})
+}
