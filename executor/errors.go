@@ -30,11 +30,11 @@ var (
 	// policy.DiscardOldest, a newer task of its group took its place in a
 	// full queue. Its error matches ErrRejected too.
 	ErrDisplaced = errors.New("executor: displaced by a newer task")
-	// ErrCalledFromTask is returned by Shutdown and Close called from
-	// inside the executor, a task's Fn or a callback it runs, where they
-	// cannot wait for the task they run in: they stopped the executor
-	// without waiting.
-	ErrCalledFromTask = errors.New("executor: Shutdown or Close called from inside a task or a callback of an executor; it did not wait")
+	// ErrCalledFromTask is returned by Shutdown and Close called from a
+	// callback an executor runs (a listener, a rejection handler, a group
+	// breaker's OnStateChange), where they cannot wait for the task it runs
+	// for: they stopped the executor without waiting.
+	ErrCalledFromTask = errors.New("executor: Shutdown or Close called from a callback of an executor; it did not wait")
 	// ErrGoexit is the error of a task whose Fn called runtime.Goexit. It is
 	// also the cause of the rejection told to the listener of a task whose
 	// admission a group breaker's OnStateChange ended that way (see

@@ -104,12 +104,14 @@ var testHookMarked func()
 // first, it cancels the remaining tasks, as Close does, and returns ctx's
 // error without waiting for them; Close waits.
 //
-// Called from inside the executor (a task's Fn, or a callback it runs: a
-// listener, a rejection handler, a group breaker's OnStateChange), it could
-// wait only for ever: the task it runs in, or runs for, finishes only once
-// it has returned. There it stops taking new tasks and returns
-// ErrCalledFromTask at once, waiting for nothing and cancelling nothing.
-// To wait from a task, call it on a goroutine of its own.
+// Called from a callback an executor runs (a listener, a rejection
+// handler, a group breaker's OnStateChange), it could wait only for ever:
+// the task it runs for finishes only once it has returned. There it stops
+// taking new tasks and returns ErrCalledFromTask at once, waiting for
+// nothing and cancelling nothing. Called from a task's Fn, it waits, as
+// from anywhere else: a task must not shut its own executor down that way
+// (it would wait for itself, as sync.WaitGroup's Wait called by a goroutine
+// it waits for), but may another one.
 func (ex *Executor) Shutdown(ctx context.Context) error {
 	if calledInside() {
 		ex.shutdown(nil)
@@ -152,14 +154,17 @@ func (ex *Executor) shutdown(ctx context.Context) error {
 // Tasks run by CallerRuns belong to their callers and are not waited for.
 // Close is idempotent.
 //
-// Called from inside the executor (a task's Fn, or a callback it runs: a
-// listener, a rejection handler, a group breaker's OnStateChange), Close
-// could wait only for ever: the task it runs in, or runs for, finishes
-// only once Close has returned. There it closes the executor and cancels
-// every task as above, and returns ErrCalledFromTask without waiting; the
-// executor's goroutines still exit once the tasks have finished, and a
-// Close called elsewhere waits for them. Any Executor's task or callback
-// counts as inside: to wait from one, call Close on a goroutine of its own.
+// Called from a callback an executor runs (a listener, a rejection
+// handler, a group breaker's OnStateChange), Close could wait only for
+// ever: the task it runs for finishes only once Close has returned. There
+// it closes the executor and cancels every task as above, and returns
+// ErrCalledFromTask without waiting; the executor's goroutines still exit
+// once the tasks have finished, and a Close called elsewhere waits for
+// them. Any executor's callback counts: to wait from one, call Close on a
+// goroutine of its own. Called from a task's Fn, Close waits, as from
+// anywhere else: a task must not close its own executor that way (it
+// would wait for itself), but may close another one, such as one it made
+// for its own fan-out.
 func (ex *Executor) Close() error {
 	if calledInside() {
 		ex.state.Store(uint32(closed))
@@ -190,15 +195,21 @@ func (ex *Executor) close() error {
 	return err
 }
 
-// calledInside reports whether the calling goroutine runs inside a call
-// that an Executor made: a frame of this package's code (its tests apart)
-// is on the stack below the exported method that asks (Close, Shutdown).
-// A task's Fn, a listener, a rejection handler, a breaker's OnStateChange,
-// a timer's or a context's callback that completes a task: all run below
-// such a frame, and there a wait for the executor's tasks could include
-// the caller's own. Go gives no goroutine an identity to record as a task
-// starts, and recording one would cost every task; reading the stack costs
-// only these rare calls.
+// calledInside reports whether the calling goroutine runs a callback that
+// an Executor called: the innermost frame of this package's code (its
+// tests apart) on the stack below the exported method that asks (Close,
+// Shutdown) is not one that calls a task's function (runsFn). A listener,
+// a rejection handler, a breaker's OnStateChange, a timer's or a context's
+// callback that completes a task: all run below such a frame, often for a
+// task whose finish waits for them, and there a wait for the executor's
+// tasks could include the caller's own.
+//
+// A task's own function is not a callback: Close or Shutdown called there
+// waits, since the executor the task belongs to cannot be told from
+// another (a handler admitted by Do that closes an executor it made for
+// its own fan-out must wait for that executor's tasks). Go gives no
+// goroutine an identity to record as a task starts, and recording one
+// would cost every task; reading the stack costs only these rare calls.
 func calledInside() bool {
 	pcs := make([]uintptr, 64)
 	var n int
@@ -213,12 +224,24 @@ func calledInside() bool {
 	for {
 		f, more := frames.Next()
 		if strings.HasPrefix(f.Function, pkgPrefix) && !strings.HasSuffix(f.File, "_test.go") {
-			return true
+			return !runsFn(f.Function[len(pkgPrefix):])
 		}
 		if !more {
 			return false
 		}
 	}
+}
+
+// runsFn reports whether the function of this package named name (without
+// the package path) is one that calls a task's function: the body calls
+// of Submit's, Go's and Do's tasks, and Do's own runs (TestCloseFromATasksFn
+// covers each).
+func runsFn(name string) bool {
+	switch name {
+	case "(*goTask).call", "(*doTask).call", "(*Executor).runDo", "(*Executor).doInCaller":
+		return true
+	}
+	return strings.HasPrefix(name, "(*Handle[") && strings.HasSuffix(name, "]).call")
 }
 
 // pkgPrefix begins the name of every function of this package.

@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,11 +14,11 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// Close and Shutdown cannot wait, from inside a task's Fn or a callback the
-// executor runs for a task, for the task they run in: waiting there would
-// hang for ever (the task's finish, and its worker, wait for them). They
-// stop the executor and return ErrCalledFromTask at once instead; a Close
-// from elsewhere then waits for everything, the task that called included.
+// Close and Shutdown cannot wait, from a callback the executor runs for a
+// task, for the task they run for: waiting there would hang for ever (the
+// task's finish, and its worker, wait for them). They stop the executor
+// and return ErrCalledFromTask at once instead; a Close from elsewhere then
+// waits for everything, the task that called included.
 func TestStopFromInsideReturns(t *testing.T) {
 	type setup struct {
 		popts []policy.Option
@@ -65,16 +67,6 @@ func TestStopFromInsideReturns(t *testing.T) {
 	clk := fakeClock()
 	cases := map[string]setup{}
 	for _, via := range []string{"Submit", "Do", "Go"} {
-		cases["Fn/"+via] = setup{run: func(t *testing.T, ex *executor.Executor, fn func(context.Context) error) {
-			switch via {
-			case "Submit":
-				executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
-			case "Do":
-				ex.Do(bg, "g", fn)
-			default:
-				ex.Go(bg, "g", fn)
-			}
-		}}
 		// The breaker opens as the failed task's outcome is recorded, in
 		// the goroutine that ran it, before its permits are released.
 		cases["OnStateChange/"+via] = setup{
@@ -189,6 +181,84 @@ func TestStopFromInsideReturns(t *testing.T) {
 				}
 				if msg := ex.CheckInvariants(); msg != "" {
 					t.Fatal(msg)
+				}
+			})
+		}
+	}
+}
+
+// Close and Shutdown called from a task's Fn wait, as from anywhere else:
+// the Fn may be another executor's, as a handler admitted by Do that closes
+// the executor it made for its own fan-out, and that executor's tasks must
+// have finished when Close returns. Each way a Fn runs is here: Submit, Go
+// and Do, and Submit and Do refused under CallerRuns, run by the caller.
+func TestCloseFromATasksFn(t *testing.T) {
+	for _, via := range []string{"Submit", "Go", "Do", "Submit/CallerRuns", "Do/CallerRuns"} {
+		for _, how := range []string{"Close", "Shutdown"} {
+			t.Run(via+"/"+how, func(t *testing.T) {
+				popts := []policy.Option{policy.WithDefaultMaxConcurrency(1)}
+				if strings.HasSuffix(via, "CallerRuns") {
+					popts = append(popts, policy.WithDefaultQueueThreshold(0), policy.WithRejectionPolicy(policy.CallerRuns))
+				}
+				outer := newExec(t, popts)
+				inner := newExec(t, nil)
+				// inner's task goes on until released, its cancellation
+				// notwithstanding: Close must wait for it.
+				started, release := make(chan struct{}), make(chan struct{})
+				var finished atomic.Bool
+				if err := inner.Go(bg, "i", func(context.Context) error {
+					close(started)
+					<-release
+					finished.Store(true)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				<-started
+				type stopped struct {
+					err      error
+					finished bool
+				}
+				result := make(chan stopped, 1)
+				fn := func(context.Context) error {
+					var err error
+					if how == "Close" {
+						err = inner.Close()
+					} else {
+						err = inner.Shutdown(bg)
+					}
+					result <- stopped{err, finished.Load()}
+					return nil
+				}
+				if strings.HasSuffix(via, "CallerRuns") {
+					// The group is full: the call is refused and runs fn
+					// in the caller.
+					held := make(chan struct{})
+					defer close(held)
+					holding := make(chan struct{})
+					if err := outer.Go(bg, "g", func(context.Context) error { close(holding); <-held; return nil }); err != nil {
+						t.Fatal(err)
+					}
+					<-holding
+				}
+				go func() {
+					switch via {
+					case "Submit", "Submit/CallerRuns":
+						executor.Submit(outer, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+					case "Go":
+						outer.Go(bg, "g", fn)
+					default:
+						outer.Do(bg, "g", fn)
+					}
+				}()
+				// inner stops taking tasks once the call is under way.
+				for inner.Go(bg, "j", func(context.Context) error { return nil }) == nil {
+					runtime.Gosched()
+				}
+				close(release)
+				r := <-result
+				if r.err != nil || !r.finished {
+					t.Fatalf("%s from another executor's Fn: %v, its task finished %v; want nil after it finished", how, r.err, r.finished)
 				}
 			})
 		}
