@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -273,4 +274,67 @@ func TestAdminUnreadAnswerTimesOut(t *testing.T) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("the admin connection of a client not reading is still open after %v", bound)
 	}
+}
+
+// dialFrom is dialRaw from the local address ip (any of 127.0.0.0/8 on
+// loopback), so that a test can be several clients.
+func dialFrom(t *testing.T, url, ip string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(bound))
+	return c
+}
+
+// A connection sending its body slowly is busy, not idle: max_conns cannot
+// reclaim it for a newcomer. max_conns_per_client keeps one client address
+// sending slowly on every connection from holding every place: its
+// connection over the cap is closed as accepted, and another client is
+// served at once. A trusted proxy's connections carry many clients, and are
+// not capped.
+func TestSlowClientCannotHoldEveryConnection(t *testing.T) {
+	const slowClient = "127.0.0.2"
+	for _, tc := range []struct {
+		name, tenant string
+		capped       bool
+	}{
+		{"untrusted", "", true},
+		{"trusted proxy", "tenant: {trusted_proxies: [" + slowClient + "]}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := start(t, echo(t), minimal+tc.tenant+
+				"max_conns: 3\nmax_conns_per_client: 2\ntimeouts: {read_header: 1h, read: 1h}\n")
+			m := gw.gw.Metrics()
+			for i := 1; i <= 3; i++ {
+				c := dialFrom(t, gw.url, slowClient)
+				io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
+				eventually(t, fmt.Sprintf("slow connection %d refused, or its request in", i), func() bool {
+					return metric(t, m, "gateway_connections_refused_total")+metric(t, m, inGatewayGauge) == float64(i)
+				})
+			}
+			refused := metric(t, m, "gateway_connections_refused_total")
+			if want := float64(boolInt(tc.capped)); refused != want {
+				t.Errorf("%v slow connections refused, want %v", refused, want)
+			}
+			if tc.capped {
+				c := dialRaw(t, gw.url)
+				c.SetDeadline(time.Now().Add(bound))
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				if resp := readResponse(t, bufio.NewReader(c)); resp.StatusCode != 200 {
+					t.Fatalf("another client beside the slow one: %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 )
@@ -16,11 +17,23 @@ import (
 // idle it stops accepting, so that
 // new connections wait in the kernel's backlog rather than cost the
 // gateway anything.
+//
+// It also caps the connections one client address holds
+// (max_conns_per_client): connections busy sending a request are not
+// idle, so without it one client sending its bodies slowly could hold
+// every place while others wait in the backlog. A connection over the
+// client's cap is closed as soon as it is accepted, before it takes a
+// place or closes another client's idle connection; the client's own
+// connection idle the longest is closed for it first, if it has one, as
+// at max_conns.
 type listener struct {
 	net.Listener
 
 	mu      sync.Mutex
 	max     int
+	perMax  int // max_conns_per_client
+	clients map[netip.Prefix]*clientConns
+	exempt  func(netip.Addr) bool
 	open    int       // connections open, and the place kept for the one Accept waits for
 	pending int       // 1 while Accept waits for a connection in a place kept for it
 	idle    list.List // of *conn, idle the longest first
@@ -30,17 +43,97 @@ type listener struct {
 	closed  bool
 
 	reclaimed func() // counts an idle connection closed to make room
+	refused   func() // counts a connection closed over its client's cap
 }
 
-func newListener(l net.Listener, max int, reclaimed func()) *listener {
-	return &listener{Listener: l, max: max, free: make(chan struct{}, 1), done: make(chan struct{}), reclaimed: reclaimed}
+// newListener caps l's connections at max, and those of one client at
+// perMax, but for clients exempt says are not one client (trusted proxies).
+func newListener(l net.Listener, max, perMax int, exempt func(netip.Addr) bool, reclaimed, refused func()) *listener {
+	return &listener{Listener: l, max: max, perMax: perMax, clients: make(map[netip.Prefix]*clientConns), exempt: exempt,
+		free: make(chan struct{}, 1), done: make(chan struct{}), reclaimed: reclaimed, refused: refused}
+}
+
+// clientOf returns the client a connection counts against: its IPv4
+// address, or the /64 of its IPv6 address, which one host is given whole
+// and can pick any address in. ok is false for a connection without an IP
+// address, or from a client exempt from the cap.
+func (l *listener) clientOf(nc net.Conn) (client netip.Prefix, ok bool) {
+	ta, isTCP := nc.RemoteAddr().(*net.TCPAddr)
+	if !isTCP {
+		return netip.Prefix{}, false
+	}
+	a := ta.AddrPort().Addr().Unmap()
+	if !a.IsValid() || l.exempt(a) {
+		return netip.Prefix{}, false
+	}
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p, true
+}
+
+// clientConns are one client's connections.
+type clientConns struct {
+	n    int       // open
+	idle list.List // of *conn, idle the longest first
+}
+
+// overCap reports whether client already holds its cap. l.mu is held.
+func (l *listener) overCap(client netip.Prefix, ok bool) bool {
+	cc := l.clients[client]
+	return ok && cc != nil && cc.n >= l.perMax
+}
+
+// add counts a connection of client. l.mu is held.
+func (l *listener) add(client netip.Prefix) {
+	cc := l.clients[client]
+	if cc == nil {
+		cc = new(clientConns)
+		l.clients[client] = cc
+	}
+	cc.n++
+}
+
+// unidle takes c off the idle lists. l.mu is held.
+func (l *listener) unidle(c *conn) {
+	if c.elem != nil {
+		l.idle.Remove(c.elem)
+		c.elem = nil
+	}
+	if c.celem != nil {
+		l.clients[c.client].idle.Remove(c.celem)
+		c.celem = nil
+	}
+}
+
+// ownIdle takes client's connection idle the longest off the idle lists
+// and returns it, or nil if it has none. l.mu is held.
+func (l *listener) ownIdle(client netip.Prefix) *conn {
+	e := l.clients[client].idle.Front()
+	if e == nil {
+		return nil
+	}
+	c := e.Value.(*conn)
+	l.unidle(c)
+	return c
+}
+
+// refuse closes nc, a connection over its client's cap.
+func (l *listener) refuse(nc net.Conn) {
+	nc.Close()
+	l.refused()
 }
 
 func (l *listener) Accept() (net.Conn, error) {
 	// nc is a connection taken from the kernel at the cap, while an idle
 	// one could make room for it: an idle connection is closed only for a
-	// newcomer, never ahead of one.
+	// newcomer, never ahead of one, and never for a newcomer over its
+	// client's cap.
 	var nc net.Conn
+	var client netip.Prefix
+	var counted bool
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -50,17 +143,31 @@ func (l *listener) Accept() (net.Conn, error) {
 			}
 			return nil, net.ErrClosed
 		}
+		if nc != nil && l.overCap(client, counted) {
+			if c := l.ownIdle(client); c != nil {
+				l.mu.Unlock()
+				l.reclaimed()
+				c.Close() // makes room under the client's cap
+				continue
+			}
+			l.mu.Unlock()
+			l.refuse(nc)
+			nc = nil
+			continue
+		}
 		if l.open < l.max {
 			l.open++
 			if nc == nil {
 				l.pending++
+			} else if counted {
+				l.add(client)
 			}
 			l.mu.Unlock()
 			break
 		}
 		if e := l.idle.Front(); e != nil && nc != nil {
-			c := l.idle.Remove(e).(*conn)
-			c.elem = nil
+			c := e.Value.(*conn)
+			l.unidle(c)
 			l.mu.Unlock()
 			l.reclaimed()
 			c.Close() // makes room; the loop takes it
@@ -73,6 +180,7 @@ func (l *listener) Accept() (net.Conn, error) {
 				return nil, err
 			}
 			nc = c
+			client, counted = l.clientOf(c)
 			continue
 		}
 		l.waiting++
@@ -85,18 +193,39 @@ func (l *listener) Accept() (net.Conn, error) {
 		l.waiting--
 		l.mu.Unlock()
 	}
-	if nc == nil {
+	for nc == nil {
 		c, err := l.Listener.Accept()
-		l.mu.Lock()
-		l.pending--
-		l.mu.Unlock()
 		if err != nil {
+			l.mu.Lock()
+			l.pending--
+			l.mu.Unlock()
 			l.release()
 			return nil, err
 		}
-		nc = c
+		client, counted = l.clientOf(c)
+		for {
+			l.mu.Lock()
+			if !l.overCap(client, counted) {
+				l.pending--
+				if counted {
+					l.add(client)
+				}
+				l.mu.Unlock()
+				nc = c
+				break
+			}
+			if old := l.ownIdle(client); old != nil {
+				l.mu.Unlock()
+				l.reclaimed()
+				old.Close() // makes room under the client's cap
+				continue
+			}
+			l.mu.Unlock()
+			l.refuse(c) // the place stays kept for the next
+			break
+		}
 	}
-	return &conn{Conn: nc, l: l}, nil
+	return &conn{Conn: nc, l: l, client: client, counted: counted}, nil
 }
 
 func (l *listener) Close() error {
@@ -117,6 +246,14 @@ func (l *listener) release() {
 	case l.free <- struct{}{}:
 	default:
 	}
+}
+
+// setPerClient changes max_conns_per_client. Lowering it closes no
+// connection: a client over the new cap gets no new one until it is under.
+func (l *listener) setPerClient(n int) {
+	l.mu.Lock()
+	l.perMax = n
+	l.mu.Unlock()
 }
 
 // count returns the connections open.
@@ -160,10 +297,12 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 	switch {
 	case (st == http.StateNew || st == http.StateIdle) && c.elem == nil && !c.gone:
 		c.elem = l.idle.PushBack(c)
+		if c.counted {
+			c.celem = l.clients[c.client].idle.PushBack(c)
+		}
 		wake = l.waiting > 0 // an Accept waiting for room can take this one's
 	case st != http.StateIdle && c.elem != nil:
-		l.idle.Remove(c.elem)
-		c.elem = nil
+		l.unidle(c)
 	}
 	l.mu.Unlock()
 	if wake {
@@ -183,7 +322,12 @@ type conn struct {
 	l    *listener
 	once sync.Once
 	elem *list.Element // in l.idle while idle; guarded by l.mu
-	gone bool          // closed; guarded by l.mu
+	// in its client's idle list while idle; guarded by l.mu
+	celem *list.Element
+	gone  bool // closed; guarded by l.mu
+
+	client  netip.Prefix // the client it counts against, if counted
+	counted bool
 
 	lengths  atomic.Int64 // Content-Length lines seen
 	consumed int64        // of those, accounted for by requests; the handler's
@@ -217,9 +361,12 @@ func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		c.gone = true
-		if c.elem != nil {
-			c.l.idle.Remove(c.elem)
-			c.elem = nil
+		c.l.unidle(c)
+		if c.counted {
+			cc := c.l.clients[c.client]
+			if cc.n--; cc.n == 0 {
+				delete(c.l.clients, c.client)
+			}
 		}
 		c.l.mu.Unlock()
 		c.l.release()

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -65,7 +66,7 @@ func (f *fakeListener) Addr() net.Addr { return &net.TCPAddr{} }
 // close makes room.
 func TestListenerWaitsAtTheCap(t *testing.T) {
 	inner := &fakeListener{closed: make(chan struct{})}
-	l := newListener(inner, 1, func() {})
+	l := newListener(inner, 1, 1, noneExempt, func() {}, func() {})
 	first, err := l.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func (b *blockingListener) Addr() net.Addr { return &net.TCPAddr{} }
 // place Accept keeps for the connection it is waiting for.
 func TestListenerCountsOpenConnectionsOnly(t *testing.T) {
 	inner := &blockingListener{entered: make(chan struct{}), conns: make(chan net.Conn), closed: make(chan struct{})}
-	l := newListener(inner, 4, func() {})
+	l := newListener(inner, 4, 4, noneExempt, func() {}, func() {})
 	accepted := make(chan net.Conn)
 	accept := func() {
 		go func() {
@@ -158,7 +159,7 @@ func TestListenerCountsOpenConnectionsOnly(t *testing.T) {
 func TestListenerLoweredCap(t *testing.T) {
 	inner := &fakeListener{closed: make(chan struct{})}
 	var reclaimed int
-	l := newListener(inner, 5, func() { reclaimed++ })
+	l := newListener(inner, 5, 5, noneExempt, func() { reclaimed++ }, func() {})
 	var cs []*conn
 	for range 5 {
 		nc, err := l.Accept()
@@ -194,3 +195,39 @@ func TestListenerLoweredCap(t *testing.T) {
 	cs[4].Close()
 	l.Close()
 }
+
+func noneExempt(netip.Addr) bool { return false }
+
+// A client is an IPv4 address, or an IPv6 /64, which one host is given
+// whole and can pick any address in; an exempt address (a trusted proxy)
+// is no client.
+func TestListenerClientOf(t *testing.T) {
+	l := newListener(nil, 1, 1, func(a netip.Addr) bool { return a == netip.MustParseAddr("10.0.0.9") }, func() {}, func() {})
+	for _, tc := range []struct {
+		addr, want string
+	}{
+		{"192.0.2.7", "192.0.2.7/32"},
+		{"::ffff:192.0.2.7", "192.0.2.7/32"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:bbbb::2", "2001:db8:1:2::/64"},
+		{"10.0.0.9", ""},
+	} {
+		nc := addrConn{addr: &net.TCPAddr{IP: net.ParseIP(tc.addr), Port: 1234}}
+		p, ok := l.clientOf(nc)
+		got := ""
+		if ok {
+			got = p.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s: client %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// addrConn is a connection that has only its remote address.
+type addrConn struct {
+	net.Conn
+	addr net.Addr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.addr }

@@ -27,6 +27,7 @@ type metrics struct {
 	ioTimeouts   *prometheus.CounterVec   // io_timeouts_total{op}
 	retries      *prometheus.CounterVec   // backoff_retries_total{op}
 	reclaimed    prometheus.Counter       // gateway_connections_reclaimed_total
+	refused      prometheus.Counter       // gateway_connections_refused_total
 	reloads      *prometheus.CounterVec   // config_reloads_total{result}
 
 	mu     sync.RWMutex
@@ -101,6 +102,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 		"Requests that waited in a tenant's queue and left it without running: queue timeout, deadline, client gone.", "queue")
 	spawned := counter("tasks_spawned_total", "Requests admitted to run (proxied to a backend).", "kind")
 	reclaimed := counter("gateway_connections_reclaimed_total", "Idle client connections closed to make room under max_conns.")
+	refused := counter("gateway_connections_refused_total", "Client connections closed as accepted, their client address holding max_conns_per_client.")
 	m := &metrics{
 		reg:    prometheus.NewRegistry(),
 		series: make(map[string]*groupSeries),
@@ -118,6 +120,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 		ioTimeouts:   counter("io_timeouts_total", "Timeouts: read (client body), connect (backend dial), upstream (backend past the request deadline).", "op"),
 		retries:      counter("backoff_retries_total", "Retries of idempotent requests after a transport error.", "op"),
 		reclaimed:    reclaimed.WithLabelValues(),
+		refused:      refused.WithLabelValues(),
 		reloads:      counter("config_reloads_total", "Config reloads (SIGHUP, POST /reload), by result: ok, error.", "result"),
 	}
 	// Series that matter at zero are created up front, so dashboards and
@@ -138,7 +141,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 	}
 	m.retries.WithLabelValues("upstream")
 	m.reg.MustRegister(exec, m.requests, m.latency, m.busy, m.rejected, m.canceled, m.aborted, m.ioTimeouts, m.retries, m.reloads,
-		queueDropped, spawned, reclaimed,
+		queueDropped, spawned, reclaimed, refused,
 		gauge("gateway_degraded", "1 while the gateway is draining, cannot reach any backend or has every backend's breaker open, else 0.",
 			func() float64 {
 				if gg.degraded() {

@@ -104,6 +104,7 @@ func (g *Gateway) Reload(cfg *config.Config) (err error) {
 	g.state.Store(st)
 	if l := g.clients.Load(); l != nil {
 		l.setMax(cfg.MaxConns)
+		l.setPerClient(cfg.MaxConnsPerClient)
 	}
 	g.log.Info("config reloaded")
 	return nil

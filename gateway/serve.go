@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/groupexec/groupexec/gateway/config"
@@ -86,7 +87,14 @@ func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
 	cfg := g.state.Load().cfg
-	ln := newListener(proxyLn, cfg.MaxConns, g.m.reclaimed.Inc)
+	// A trusted proxy's connection carries many clients: the cap per client
+	// is the proxy's to apply. With no trusted_proxies every address is
+	// trusted to name its tenant, but each is still one client.
+	exempt := func(a netip.Addr) bool {
+		t := &g.state.Load().cfg.Tenant
+		return len(t.TrustedProxies) > 0 && t.Trusts(a)
+	}
+	ln := newListener(proxyLn, cfg.MaxConns, cfg.MaxConnsPerClient, exempt, g.m.reclaimed.Inc, g.m.refused.Inc)
 	g.clients.Store(ln)
 	proxy.ConnState = ln.connState
 	proxyLn = ln

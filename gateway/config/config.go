@@ -25,6 +25,14 @@ type Config struct {
 	// first) is closed for a new one; with none idle, new connections wait
 	// in the listen backlog. Default DefaultMaxConns.
 	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerClient caps the client connections one client address
+	// (an IPv4 address, an IPv6 /64) holds at once; one more is closed as
+	// soon as it is accepted. Connections from tenant.trusted_proxies are
+	// not capped: each carries many clients. Default an eighth of
+	// max_conns (rounded up), at least MinDefaultMaxConnsPerClient or
+	// max_conns if fewer: it takes eight addresses to hold every place,
+	// and a NAT holding that many connections is still served.
+	MaxConnsPerClient int `yaml:"max_conns_per_client"`
 	// HTTP2MaxStreams caps the requests one HTTP/2 connection (over TLS)
 	// carries at once, as its SETTINGS_MAX_CONCURRENT_STREAMS; an HTTP/1
 	// connection carries one. With max_conns it bounds the requests being
@@ -216,6 +224,14 @@ type Metrics struct {
 	// (groupexec_gateway_requests_total). Default DefaultNamespace.
 	Namespace string `yaml:"namespace"`
 }
+
+// max_conns_per_client defaults to max_conns / MaxConnsPerClientShare,
+// rounded up, but at least MinDefaultMaxConnsPerClient, or max_conns if
+// fewer.
+const (
+	MaxConnsPerClientShare      = 8
+	MinDefaultMaxConnsPerClient = 64
+)
 
 // Defaults for omitted keys.
 const (

@@ -28,6 +28,7 @@ func (c *Config) setDefaults(present func(string) bool) {
 	def("breaker.per", &c.Breaker.Per, PerBackend)
 	def("metrics.namespace", &c.Metrics.Namespace, DefaultNamespace)
 	setDefault(present, "max_conns", &c.MaxConns, DefaultMaxConns)
+	setDefault(present, "max_conns_per_client", &c.MaxConnsPerClient, defaultMaxConnsPerClient(c.MaxConns))
 	setDefault(present, "http2_max_streams", &c.HTTP2MaxStreams, DefaultHTTP2MaxStreams)
 	setDefault(present, "max_header_bytes", &c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setDefault(present, "tenant.max_groups", &c.Tenant.MaxGroups, DefaultMaxGroups)
@@ -69,4 +70,14 @@ func rateDefaults(present func(string) bool, key string, r *RateLimit) {
 			r.Burst = math.MaxInt
 		}
 	}
+}
+
+// defaultMaxConnsPerClient is max_conns_per_client's default: an eighth of
+// max_conns, rounded up, so that it takes eight addresses to hold every
+// place; but at least MinDefaultMaxConnsPerClient (or max_conns, if
+// fewer), so that the clients behind one NAT of a small gateway are not
+// turned away for sharing an address.
+func defaultMaxConnsPerClient(maxConns int) int {
+	share := maxConns/MaxConnsPerClientShare + min(maxConns%MaxConnsPerClientShare, 1)
+	return min(maxConns, max(share, MinDefaultMaxConnsPerClient))
 }

@@ -23,7 +23,7 @@ import (
 // which is an error wherever 0 means nothing.
 func TestZeroRule(t *testing.T) {
 	for _, key := range []string{
-		"max_conns: 0", "http2_max_streams: 0", "max_header_bytes: 0", "drain_timeout: 0s",
+		"max_conns: 0", "max_conns_per_client: 0", "http2_max_streams: 0", "max_header_bytes: 0", "drain_timeout: 0s",
 		"timeouts: {read_header: 0s}", "timeouts: {read: 0s}", "timeouts: {write: 0s}", "timeouts: {idle: 0s}",
 		"timeouts: {upstream: 0s}", "body: {max_bytes: 0}", "body: {max_decoded_bytes: 0}", "body: {max_ratio: 0}",
 		"breaker: {consecutive_failures: 0}", "breaker: {timeout: 0s}", "breaker: {max_timeout: 0s}",
@@ -54,6 +54,30 @@ drain_delay: 0s
 		d.Breaker.Timeout != config.DefaultBreakerTimeout || d.MaxConns != config.DefaultMaxConns ||
 		d.HTTP2MaxStreams != config.DefaultHTTP2MaxStreams {
 		t.Errorf("omitted keys without their defaults: %+v", d)
+	}
+}
+
+// max_conns_per_client defaults to an eighth of max_conns, rounded up, at
+// least 64 or max_conns if fewer; given, it is what it says.
+func TestMaxConnsPerClientDefault(t *testing.T) {
+	for _, tc := range []struct {
+		keys string
+		want int
+	}{
+		{"", config.DefaultMaxConns / 8},
+		{"max_conns: 10001\n", 1251},
+		{"max_conns: 100\n", 64},
+		{"max_conns: 10\n", 10},
+		{"max_conns: 10\nmax_conns_per_client: 3\n", 3},
+		{"max_conns_per_client: 20000\n", 20000},
+	} {
+		c, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.keys))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.keys, err)
+		}
+		if c.MaxConnsPerClient != tc.want {
+			t.Errorf("%q: max_conns_per_client %d, want %d", tc.keys, c.MaxConnsPerClient, tc.want)
+		}
 	}
 }
 
