@@ -231,3 +231,62 @@ type addrConn struct {
 }
 
 func (c addrConn) RemoteAddr() net.Addr { return c.addr }
+
+// addrListener hands out pipe ends from the next address of addrs.
+type addrListener struct {
+	addrs []string
+}
+
+func (a *addrListener) Accept() (net.Conn, error) {
+	c, _ := net.Pipe()
+	addr := a.addrs[0]
+	a.addrs = a.addrs[1:]
+	return addrConn{Conn: c, addr: &net.TCPAddr{IP: net.ParseIP(addr), Port: 1}}, nil
+}
+func (a *addrListener) Close() error   { return nil }
+func (a *addrListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// Under max_conns, a client at max_conns_per_client that opens another
+// connection has its own connection idle the longest closed for it; with
+// none idle, the new one is closed, and the next connection, another
+// client's, takes the place. Raising the cap (a reload) lets the client
+// open more.
+func TestListenerPerClientCap(t *testing.T) {
+	inner := &addrListener{addrs: []string{"192.0.2.1", "192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.1", "192.0.2.1"}}
+	var reclaimed, refused int
+	l := newListener(inner, 10, 1, noneExempt, func() { reclaimed++ }, func() { refused++ })
+	accept := func() *conn {
+		t.Helper()
+		nc, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc.(*conn)
+	}
+	first := accept()
+	l.connState(first, http.StateIdle)
+	second := accept() // closes first, its client's idle one
+	if reclaimed != 1 || refused != 0 || !first.gone || l.count() != 1 {
+		t.Fatalf("a client's second connection at its cap, its first idle: %d reclaimed, %d refused, first closed %v, %d open; want 1, 0, true, 1",
+			reclaimed, refused, first.gone, l.count())
+	}
+	l.connState(second, http.StateActive)
+	other := accept() // 192.0.2.1's third is refused; 192.0.2.2's taken
+	if refused != 1 || l.count() != 2 || other.client.Addr() != netip.MustParseAddr("192.0.2.2") {
+		t.Fatalf("a busy client's third connection: %d refused, %d open, then %v; want 1, 2, 192.0.2.2", refused, l.count(), other.client)
+	}
+	l.setPerClient(2)
+	more := accept()
+	if refused != 1 || l.count() != 3 || more.client.Addr() != netip.MustParseAddr("192.0.2.1") {
+		t.Fatalf("after raising the cap to 2: %d refused, %d open; want 1, 3", refused, l.count())
+	}
+	for _, c := range []*conn{second, other, more} {
+		c.Close()
+	}
+	l.mu.Lock()
+	if len(l.clients) != 0 {
+		t.Errorf("after every connection closed, %d clients counted", len(l.clients))
+	}
+	l.mu.Unlock()
+	l.Close()
+}
