@@ -201,7 +201,7 @@ func TestJoiningProcessGetsItsShare(t *testing.T) {
 			}
 		}
 	})
-	w := window(t, c, prefix, names, procs, 6*time.Second)
+	w := window(t, c, prefix, names, procs, 3*time.Second)
 	for _, tn := range names {
 		var total int64
 		for _, p := range procs {
