@@ -114,20 +114,20 @@ var testHookMarked func()
 // it waits for), but may another one.
 func (ex *Executor) Shutdown(ctx context.Context) error {
 	if calledInside() {
-		ex.shutdown(nil)
+		ex.shutdown(ctx, false)
 		return ErrCalledFromTask
 	}
-	return ex.shutdown(ctx)
+	return ex.shutdown(ctx, true)
 }
 
-// shutdown is Shutdown, which waits unless ctx is nil.
-func (ex *Executor) shutdown(ctx context.Context) error {
+// shutdown is Shutdown, which waits for the tasks only if wait is set.
+func (ex *Executor) shutdown(ctx context.Context, wait bool) error {
 	ex.state.CompareAndSwap(uint32(open), uint32(shuttingDown))
 	var waits []chan struct{}
 	ex.groups.each(func(g *group) bool {
 		g.mu.Lock()
 		ex.closeLaneLocked(g) // after the state change: no task joins a lane now
-		if ctx != nil {
+		if wait {
 			if c := ex.waitDrainLocked(g); c != nil {
 				waits = append(waits, c)
 			}
@@ -183,7 +183,7 @@ func (ex *Executor) close() error {
 	// meanwhile may be waiting for.
 	drained, released := make(chan struct{}), make(chan struct{})
 	go func() { ex.releaseParked(drained); close(released) }()
-	err := ex.shutdown(context.Background())
+	err := ex.shutdown(context.Background(), true)
 	close(drained)
 	<-released
 	// Every task has finished, so no worker starts once the wait for the
