@@ -62,18 +62,6 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// call makes one call that may panic, and fails the test, leaving the
-	// executor unclosed, if it does: a lock may be held.
-	call := func(what string, f func()) {
-		t.Helper()
-		if v := func() (v any) {
-			defer func() { v = recover() }()
-			f()
-			return nil
-		}(); v != nil {
-			t.Fatalf("%s panicked: %v", what, v)
-		}
-	}
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
 	defer cancel()
 	clk.Advance(time.Second) // a reading that stands
@@ -85,7 +73,7 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 	// AfterFunc panicking.
 	started, release := make(chan struct{}), make(chan struct{})
 	var holder, waiter, other *executor.Handle[int]
-	call("Submit", func() {
+	mustNotPanic(t, "Submit", func() {
 		holder, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) {
 			close(started)
 			<-release
@@ -93,10 +81,10 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 		}})
 	})
 	<-started
-	call("Submit", func() { waiter, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: succeeding}) })
-	call("Submit", func() { other, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "b", Fn: succeeding}) })
+	mustNotPanic(t, "Submit", func() { waiter, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: succeeding}) })
+	mustNotPanic(t, "Submit", func() { other, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "b", Fn: succeeding}) })
 	var ran atomic.Int32
-	call("Go", func() { ex.Go(bg, "b", func(context.Context) error { ran.Add(1); return nil }) })
+	mustNotPanic(t, "Go", func() { ex.Go(bg, "b", func(context.Context) error { ran.Add(1); return nil }) })
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -143,7 +131,7 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := make(chan struct{})
-	call("Submit", func() {
+	mustNotPanic(t, "Submit", func() {
 		holder, _ = executor.Submit(ex2, bg, executor.Task[int]{Group: "a", Fn: func(ctx context.Context) (int, error) {
 			close(running)
 			<-ctx.Done()
@@ -151,9 +139,9 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 		}})
 	})
 	<-running
-	call("Submit", func() { waiter, _ = executor.Submit(ex2, bg, executor.Task[int]{Group: "a", Fn: succeeding}) })
+	mustNotPanic(t, "Submit", func() { waiter, _ = executor.Submit(ex2, bg, executor.Task[int]{Group: "a", Fn: succeeding}) })
 	clk.stop.Store(true)
-	call("Close", func() { ex2.Close() })
+	mustNotPanic(t, "Close", func() { ex2.Close() })
 	if r, err := waiter.Wait(ctx); err != nil || r.Status != executor.Cancelled {
 		t.Fatalf("the waiting task: %+v %v, want Cancelled", r, err)
 	}

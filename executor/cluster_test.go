@@ -490,18 +490,6 @@ func TestClusterLimiterPanicHoldsNoLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := func(context.Context) (int, error) { return 1, nil }
-	// call makes one call that may panic, and fails the test, leaving the
-	// executor unclosed, if it does: a lock may be held.
-	call := func(what string, f func()) {
-		t.Helper()
-		if v := func() (v any) {
-			defer func() { v = recover() }()
-			f()
-			return nil
-		}(); v != nil {
-			t.Fatalf("%s panicked: %v", what, v)
-		}
-	}
 	refusedByPanic := func(what string, r executor.Result[int]) {
 		t.Helper()
 		var pe *executor.PanicError
@@ -515,7 +503,7 @@ func TestClusterLimiterPanicHoldsNoLock(t *testing.T) {
 	// At admission.
 	lim.acquire.Store(true)
 	var h *executor.Handle[int]
-	call("Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
+	mustNotPanic(t, "Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
 	r, err := h.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -525,12 +513,12 @@ func TestClusterLimiterPanicHoldsNoLock(t *testing.T) {
 	// At dispatch: the task waits for the limiter, whose notify finds it
 	// panicking.
 	lim.acquire.Store(false)
-	call("Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
+	mustNotPanic(t, "Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
 	if s, _ := ex.GroupStats("a"); s.Waiting != 1 {
 		t.Fatalf("waiting %d, want 1 (no permit)", s.Waiting)
 	}
 	lim.acquire.Store(true)
-	call("the limiter's notify", func() { lim.give("a", 1) })
+	mustNotPanic(t, "the limiter's notify", func() { lim.give("a", 1) })
 	if r, err = h.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +528,7 @@ func TestClusterLimiterPanicHoldsNoLock(t *testing.T) {
 	lim.acquire.Store(false)
 	lim.release.Store(true)
 	for i := range 2 {
-		call("Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
+		mustNotPanic(t, "Submit", func() { h, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: fn}) })
 		if r, err := h.Wait(ctx); err != nil || r.Status != executor.Success {
 			t.Fatalf("task %d with a panicking Release: %+v %v", i, r, err)
 		}

@@ -300,3 +300,16 @@ func checkRuns(t *testing.T, id string, r executor.Result[int], runs int32) {
 		t.Errorf("cancelled task %s ran %d times", id, runs)
 	}
 }
+
+// mustNotPanic makes one call that may panic, and fails the test if it
+// does, leaving the executor unclosed: a lock may be held.
+func mustNotPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	if v := func() (v any) {
+		defer func() { v = recover() }()
+		f()
+		return nil
+	}(); v != nil {
+		t.Fatalf("%s panicked: %v", what, v)
+	}
+}
