@@ -10,6 +10,10 @@
 // charges its own lag to the requests it delayed instead of hiding it, as a
 // server that stalls would see its stall counted in every request that
 // arrived meanwhile.
+//
+// Both generators read the time from a clock.Clock (OpenConfig.Clock,
+// ClosedConfig.Clock; nil is the system clock), so their tests move the
+// time by hand instead of waiting on it.
 package loadgen
 
 import (
@@ -20,6 +24,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/groupexec/groupexec/clock"
 )
 
 // Target is what every request of a run asks for.
@@ -61,6 +67,9 @@ type OpenConfig struct {
 	// scheduler waits for one to finish before sending the next, and the
 	// wait counts in the delayed requests' latencies. 0: no cap.
 	MaxInFlight int
+	// Clock is the time the schedule, the timeouts, the lags and the
+	// latencies are read on. Nil: clock.Real.
+	Clock clock.Clock
 }
 
 // Result is one request's outcome.
@@ -84,13 +93,13 @@ func Open(ctx context.Context, cfg OpenConfig) (*Results, error) {
 	if cfg.Rate <= 0 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("loadgen: rate %v and duration %v must be > 0", cfg.Rate, cfg.Duration)
 	}
-	client, timeout, err := prepare(ctx, cfg.Target, cfg.Client, cfg.Timeout)
+	client, timeout, clk, err := prepare(ctx, cfg.Target, cfg.Client, cfg.Timeout, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
 	start := cfg.Start
 	if start.IsZero() {
-		start = time.Now()
+		start = clk.Now()
 	}
 	// The count is fixed up front, so the same config always sends the same
 	// number of requests however late the scheduler runs.
@@ -105,20 +114,22 @@ func Open(ctx context.Context, cfg OpenConfig) (*Results, error) {
 		slots = make(chan struct{}, cfg.MaxInFlight)
 	}
 	var wg sync.WaitGroup
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
+	// One wait at a time: each send on wake is received before the next
+	// timer is set, so the buffer holds at most a stopped wait's late send.
+	wake := make(chan struct{}, 1)
+	ring := func() { wake <- struct{}{} }
 	sent := 0
 schedule:
 	for i := range n {
 		// Computed from i, never by adding intervals: rounding does not
 		// accumulate, and a late send does not push the ones after it.
 		due := start.Add(time.Duration(float64(i) * float64(time.Second) / cfg.Rate))
-		if d := time.Until(due); d > 0 {
-			timer.Reset(d)
+		if d := due.Sub(clk.Now()); d > 0 {
+			timer := clk.AfterFunc(d, ring)
 			select {
-			case <-timer.C:
+			case <-wake:
 			case <-ctx.Done():
+				timer.Stop()
 				break schedule
 			}
 		}
@@ -137,7 +148,7 @@ schedule:
 			if slots != nil {
 				defer func() { <-slots }()
 			}
-			res.List[i] = do(ctx, client, cfg.Target, i, start, due, timeout)
+			res.List[i] = do(ctx, clk, client, cfg.Target, i, start, due, timeout)
 		})
 	}
 	wg.Wait()
@@ -146,12 +157,28 @@ schedule:
 }
 
 // do sends one request due at due and records it.
-func do(ctx context.Context, client *http.Client, t Target, seq int, start, due time.Time, timeout time.Duration) Result {
-	r := Result{Seq: seq, Scheduled: due.Sub(start), Lag: max(0, time.Since(due))}
-	rctx, cancel := context.WithDeadline(ctx, due.Add(timeout))
-	defer cancel()
+func do(ctx context.Context, clk clock.Clock, client *http.Client, t Target, seq int, start, due time.Time, timeout time.Duration) Result {
+	now := clk.Now()
+	r := Result{Seq: seq, Scheduled: due.Sub(start), Lag: max(0, now.Sub(due))}
+	// context.WithDeadline on clk: the deadline ends the request with
+	// context.DeadlineExceeded as its cause, which is what http.Transport
+	// returns. A request already past its deadline goes to the client
+	// with its context ended, as WithDeadline would have it.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if left := due.Add(timeout).Sub(now); left > 0 {
+		deadline := clk.AfterFunc(left, func() { cancel(context.DeadlineExceeded) })
+		defer deadline.Stop()
+	} else {
+		cancel(context.DeadlineExceeded)
+	}
 	r.Code, r.Err = send(rctx, client, t)
-	r.Latency = time.Since(due)
+	// A RoundTripper that returns ctx.Err() reports context.Canceled;
+	// the deadline, which ended it, is what IsTimeout looks for.
+	if r.Err != nil && !IsTimeout(r.Err) && IsTimeout(context.Cause(rctx)) {
+		r.Err = fmt.Errorf("%w: %w", context.DeadlineExceeded, r.Err)
+	}
+	r.Latency = clk.Now().Sub(due)
 	return r
 }
 
@@ -181,6 +208,7 @@ type ClosedConfig struct {
 	Clients  int           // concurrent clients, each sending its next request when the last is answered
 	Duration time.Duration // no request is sent after this
 	Timeout  time.Duration // per request; default 10s
+	Clock    clock.Clock   // the time sends, the end and latencies are read on; nil: clock.Real
 }
 
 // Closed runs cfg.Clients loops, each sending a request as soon as its
@@ -192,22 +220,22 @@ func Closed(ctx context.Context, cfg ClosedConfig) (*Results, error) {
 	if cfg.Clients <= 0 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("loadgen: clients %d and duration %v must be > 0", cfg.Clients, cfg.Duration)
 	}
-	client, timeout, err := prepare(ctx, cfg.Target, cfg.Client, cfg.Timeout)
+	client, timeout, clk, err := prepare(ctx, cfg.Target, cfg.Client, cfg.Timeout, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	start := clk.Now()
 	end := start.Add(cfg.Duration)
 	per := make([][]Result, cfg.Clients)
 	var wg sync.WaitGroup
 	for c := range cfg.Clients {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				now := time.Now()
+				now := clk.Now()
 				if !now.Before(end) {
 					return
 				}
-				per[c] = append(per[c], do(ctx, client, cfg.Target, 0, start, now, timeout))
+				per[c] = append(per[c], do(ctx, clk, client, cfg.Target, 0, start, now, timeout))
 			}
 		})
 	}
@@ -221,15 +249,19 @@ func Closed(ctx context.Context, cfg ClosedConfig) (*Results, error) {
 }
 
 // prepare checks that target makes a valid request and fills in the
-// defaults both loops share: the client and the per-request timeout.
-func prepare(ctx context.Context, target Target, client *http.Client, timeout time.Duration) (*http.Client, time.Duration, error) {
+// defaults both loops share: the client, the per-request timeout and the
+// clock.
+func prepare(ctx context.Context, target Target, client *http.Client, timeout time.Duration, clk clock.Clock) (*http.Client, time.Duration, clock.Clock, error) {
 	if _, err := target.request(ctx); err != nil {
-		return nil, 0, fmt.Errorf("loadgen: %w", err)
+		return nil, 0, nil, fmt.Errorf("loadgen: %w", err)
 	}
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return client, orDefault(timeout, defaultTimeout), nil
+	if clk == nil {
+		clk = clock.Real
+	}
+	return client, orDefault(timeout, defaultTimeout), clk, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
