@@ -22,9 +22,14 @@ import (
 // outstanding permit accepted and every second one refused, every function
 // run at most once and every handle completed, the bulkhead's own books
 // (CheckInvariants) right throughout, and nothing left in flight or queued at
-// the end. With the fake clock, a goroutine moves time on so that queue
-// timeouts happen however fast the machine is; with the real clock, permits
-// are stamped by the coarse clock.
+// the end. With the fake clock, the goroutines move time on themselves, one
+// operation in eight, so that queue timeouts happen however fast the machine
+// is; with the real clock, permits are stamped by the coarse clock.
+//
+// Which refusals a random run meets is chance, so each one is also made to
+// happen, by construction, three times in the run: an interlude (see
+// interlude) takes the whole bulkhead while the TryAcquires of the others go
+// on, and checks that each way to be refused refuses as it must.
 func TestStress(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -74,27 +79,11 @@ func stress(t *testing.T, observed, fake bool) {
 		goroutines, ops = 200, 20
 	}
 	var acquiredEvents, releasedEvents atomic.Int64
-	opts := []bulkhead.Option{bulkhead.WithQueue(48, 5*time.Millisecond)}
-	stop := make(chan struct{})
-	var ticker sync.WaitGroup
+	opts := []bulkhead.Option{bulkhead.WithQueue(stressDepth, stressWait)}
+	var clk *clock.Fake // nil: the real clock
 	if fake {
-		clk := clock.NewFake(t0)
+		clk = clock.NewFake(t0)
 		opts = append(opts, bulkhead.WithClock(clk))
-		ticker.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					clk.Advance(time.Millisecond)
-					// A sleep, not a yield: a goroutine woken by its timer
-					// runs next on its P, where a yielding one waits behind
-					// every runnable goroutine, and at GOMAXPROCS 1 the
-					// waiters were served before 5 ms had passed.
-					time.Sleep(20 * time.Microsecond)
-				}
-			}
-		})
 	}
 	if observed {
 		opts = append(opts, bulkhead.WithEventLog(256), bulkhead.WithListener(bulkhead.ListenerFunc(func(e bulkhead.Event) {
@@ -140,7 +129,8 @@ func stress(t *testing.T, observed, fake bool) {
 			}
 		}
 	}
-	// Each way to be refused must happen, or the test did not test it.
+	// The refusals the random operations met, for the log: the interludes
+	// make each happen whatever these are.
 	kinds := []error{bulkhead.ErrAtCapacity, bulkhead.ErrDraining, bulkhead.ErrQueueSaturated,
 		bulkhead.ErrQueueTimeout, context.Canceled}
 	counts := make([]atomic.Int64, len(kinds))
@@ -155,16 +145,50 @@ func stress(t *testing.T, observed, fake bool) {
 		return false
 	}
 
+	// The interludes' marks: once a quarter, half and three quarters of the
+	// operations have begun.
+	var begun atomic.Int64
+	total := int64(goroutines * ops)
+	at := []int64{total / 4, total / 2, total * 3 / 4}
+	marks := make([]chan struct{}, len(at))
+	for k := range marks {
+		marks[k] = make(chan struct{})
+	}
+	// The operations that queue or move the clock hold gate for reading,
+	// and wait while an interlude has it or waits for it; SetLimit holds
+	// limits for reading, and is left out while something else has it.
+	// TryAcquires go on.
+	var gate, limits sync.RWMutex
+
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			for i := range ops {
-				switch op := rng.IntN(200); {
+				n := begun.Add(1)
+				for k := range at {
+					if n == at[k] {
+						close(marks[k])
+					}
+				}
+				op := rng.IntN(200)
+				// Acquire, Submit and moving the clock.
+				gated := op >= 72 || (clk != nil && op%8 == 1)
+				if gated {
+					gate.RLock()
+				}
+				if clk != nil && op%8 == 1 {
+					clk.Advance(time.Millisecond)
+				}
+				switch {
 				case op == 0:
-					if err := b.SetLimit(1 + rng.IntN(48)); err != nil {
+					if !limits.TryRLock() {
+						break
+					}
+					if err := b.SetLimit(1 + rng.IntN(stressMaxLimit)); err != nil {
 						t.Error(err)
 					}
+					limits.RUnlock()
 				case op < 72:
 					p, err := b.TryAcquire(bg, 1+rng.IntN(2))
 					if err == nil {
@@ -199,7 +223,7 @@ func stress(t *testing.T, observed, fake bool) {
 						if !refused(err) {
 							t.Errorf("Submit: %v", err)
 						}
-						continue
+						break
 					}
 					issued.Add(1)
 					releasedOK.Add(1) // the handle releases it, exactly once
@@ -211,17 +235,36 @@ func stress(t *testing.T, observed, fake bool) {
 						t.Errorf("result %d, want %d", r.Value, i)
 					}
 				}
+				if gated {
+					gate.RUnlock()
+				}
 				if i%10 == 0 {
 					if err := b.CheckInvariants(); err != nil {
 						t.Error(err)
 					}
 				}
 			}
+			// A waiter heavier than a limit lowered after it queued is
+			// passed over, and leaves only by timing out. Each goroutine
+			// moves the clock through the maximum wait as it ends, so that
+			// whoever lowered the limit does so after it, even when nobody
+			// else is left to move the clock.
+			if clk != nil {
+				gate.RLock()
+				clk.Advance(stressWait)
+				gate.RUnlock()
+			}
 		})
 	}
+	// Whatever ends this goroutine (a failed check in an interlude), the
+	// others finish: the interlude lets go of the gates on its way out.
+	defer wg.Wait()
+	rng := rand.New(rand.NewPCG(uint64(goroutines), 8))
+	for _, mark := range marks {
+		<-mark
+		interlude(t, b, clk, &gate, &limits, rng, got, give)
+	}
 	wg.Wait()
-	close(stop)
-	ticker.Wait()
 
 	if err := b.CheckInvariants(); err != nil {
 		t.Fatal(err)
@@ -239,10 +282,102 @@ func stress(t *testing.T, observed, fake bool) {
 	}
 	t.Logf("%d permits issued", issued.Load())
 	for i, k := range kinds {
-		t.Logf("%d refused: %v", counts[i].Load(), k)
-		// A short run may miss one; the real clock may never time one out.
-		if counts[i].Load() == 0 && !testing.Short() && (fake || k != bulkhead.ErrQueueTimeout) {
-			t.Errorf("no request was refused with %v: the stress did not reach that path", k)
+		t.Logf("%d random operations refused: %v", counts[i].Load(), k)
+	}
+}
+
+// TestStress's queue, and the highest limit it sets.
+const (
+	stressDepth    = 48
+	stressWait     = 5 * time.Millisecond
+	stressMaxLimit = 48
+)
+
+// interlude makes every way to be refused happen, on b as the stress has
+// left it, while the stress's TryAcquires go on; clk is the fake clock, or
+// nil for the real one. It takes limits, so that nobody else changes the
+// limit, and raises it to the most anyone asks for, so that every waiter
+// can be served (one heavier than a lowered limit is passed over); then
+// the gate, so that nobody else queues or moves the clock. The operations
+// that held the gate have ended, so the queue is empty, and an Acquire of
+// the whole limit is granted once the permits out have come back (a
+// TryAcquire refuses while anyone waits). Holding it, with the queue its
+// own:
+//   - a TryAcquire is refused with ErrAtCapacity;
+//   - with the fake clock, 48 waiters fill the queue, one more is refused
+//     with ErrQueueSaturated, the 48 time out together when the clock moves
+//     on 5 ms, and a waiter whose context is cancelled as it waits fails with
+//     context.Canceled. With the real clock, a waiter times out (nobody can
+//     serve it), and an Acquire whose context has ended fails with
+//     context.Canceled; the queue is not filled, since each waiter leaves it
+//     5 ms of real time after it came, and 48 at once would depend on the
+//     machine's speed;
+//   - the limit lowered below what it holds refuses with ErrDraining.
+func interlude(t *testing.T, b *bulkhead.Bulkhead, clk *clock.Fake, gate, limits *sync.RWMutex, rng *rand.Rand,
+	got func(bulkhead.Permit), give func(*rand.Rand, bulkhead.Permit)) {
+	t.Helper()
+	limits.Lock()
+	defer limits.Unlock()
+	if err := b.SetLimit(stressMaxLimit); err != nil {
+		t.Fatal(err)
+	}
+	gate.Lock()
+	defer gate.Unlock()
+
+	limit := 2 + rng.IntN(stressMaxLimit-1) // >= 2, to be lowered
+	if err := b.SetLimit(limit); err != nil {
+		t.Fatal(err)
+	}
+	var all bulkhead.Permit
+	for {
+		p, err := acquireAsync(bg, b, limit).wait(t)
+		if err == nil {
+			all = p
+			break
 		}
+		// A drain refuses until the permits out have come back; on the
+		// real clock the wait for them may time out.
+		if !errors.Is(err, bulkhead.ErrDraining) && (clk != nil || !errors.Is(err, bulkhead.ErrQueueTimeout)) {
+			t.Fatalf("Acquire of the whole limit %d: %v", limit, err)
+		}
+		runtime.Gosched()
+	}
+	got(all)
+	_, err := b.TryAcquire(bg, 1)
+	wantErr(t, err, bulkhead.ErrAtCapacity)
+
+	if clk != nil {
+		ws := queueWith(t, bg, b, stressDepth)
+		_, err = acquireAsync(bg, b, 1).wait(t)
+		wantErr(t, err, bulkhead.ErrQueueSaturated)
+		clk.Advance(stressWait)
+		for _, w := range ws {
+			_, err := w.wait(t)
+			wantErr(t, err, bulkhead.ErrQueueTimeout)
+		}
+		ctx, cancel := context.WithCancel(bg)
+		w := queueWith(t, ctx, b, 1)[0]
+		cancel()
+		if _, err := w.wait(t); !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiter cancelled in the queue: %v", err)
+		}
+	} else {
+		_, err := acquireAsync(bg, b, 1).wait(t)
+		wantErr(t, err, bulkhead.ErrQueueTimeout)
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		if _, err := acquireAsync(ctx, b, 1).wait(t); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire with an ended context: %v", err)
+		}
+	}
+
+	if err := b.SetLimit(limit - 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.TryAcquire(bg, 1)
+	wantErr(t, err, bulkhead.ErrDraining)
+	give(rng, all)
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }
