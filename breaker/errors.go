@@ -25,6 +25,7 @@ type SettingsError struct {
 	Reason string // what a valid value looks like
 }
 
+// Error names the field, its value and what a valid value looks like.
 func (e *SettingsError) Error() string {
 	return fmt.Sprintf("breaker: Settings.%s = %v: %s", e.Field, e.Value, e.Reason)
 }

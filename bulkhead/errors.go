@@ -12,6 +12,7 @@ type Error struct {
 	msg  string
 }
 
+// Error returns the sentinel's message.
 func (e *Error) Error() string { return e.msg }
 
 // Code returns the error's stable code, e.g. "RB_ERR_AT_CAPACITY".
@@ -57,6 +58,8 @@ type RejectedError struct {
 	Capability string        // the required capability, for ErrCapabilityRequired
 }
 
+// Error gives the sentinel's message and the numbers that refused the
+// acquire.
 func (e *RejectedError) Error() string {
 	switch e.Err {
 	case ErrCapabilityRequired:
@@ -74,6 +77,7 @@ func (e *RejectedError) Error() string {
 // Code returns the stable code of Err.
 func (e *RejectedError) Code() string { return e.Err.code }
 
+// Unwrap returns Err.
 func (e *RejectedError) Unwrap() error { return e.Err }
 
 // PermitError is ErrUnknownPermit with the permit's ID.
@@ -81,11 +85,13 @@ type PermitError struct {
 	ID uint64
 }
 
+// Error gives ErrUnknownPermit's message and the permit's ID.
 func (e *PermitError) Error() string { return fmt.Sprintf("%s: %d", ErrUnknownPermit.msg, e.ID) }
 
 // Code returns "RB_ERR_UNKNOWN_PERMIT".
 func (e *PermitError) Code() string { return ErrUnknownPermit.code }
 
+// Unwrap returns ErrUnknownPermit.
 func (e *PermitError) Unwrap() error { return ErrUnknownPermit }
 
 // ConfigError is ErrInvalidConfig naming the option or argument and its
@@ -96,6 +102,8 @@ type ConfigError struct {
 	Reason string // e.g. "must be >= 1"
 }
 
+// Error gives ErrInvalidConfig's message, the option, its value and the
+// reason.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s: %s = %v: %s", ErrInvalidConfig.msg, e.Option, e.Value, e.Reason)
 }
@@ -103,6 +111,7 @@ func (e *ConfigError) Error() string {
 // Code returns "RB_ERR_INVALID_CONFIG".
 func (e *ConfigError) Code() string { return ErrInvalidConfig.code }
 
+// Unwrap returns ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // PanicError is the Result.Err of a Submit whose function panicked.
@@ -111,6 +120,7 @@ type PanicError struct {
 	Stack []byte // the panicking goroutine's stack
 }
 
+// Error gives the panic value.
 func (e *PanicError) Error() string { return fmt.Sprintf("bulkhead: function panicked: %v", e.Value) }
 
 // Unwrap returns the panic value if it is an error.

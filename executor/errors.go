@@ -75,6 +75,8 @@ type RejectedError struct {
 	Err    error // the cause, or nil for plain lack of room
 }
 
+// Error names the task, its group and the limit that refused it, with the
+// limit's use and maximum where it has them, and the cause.
 func (e *RejectedError) Error() string {
 	msg := fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
 	switch e.Limit {
@@ -102,6 +104,7 @@ type PanicError struct {
 
 func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
 
+// Error gives the panic value.
 func (e *PanicError) Error() string { return fmt.Sprintf("executor: task panicked: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error.

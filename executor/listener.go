@@ -42,10 +42,17 @@ type ListenerFuncs struct {
 	Submitted, Started, Completed, Rejected func(Event)
 }
 
+// OnSubmitted calls Submitted, if set.
 func (l ListenerFuncs) OnSubmitted(e Event) { call(l.Submitted, e) }
-func (l ListenerFuncs) OnStarted(e Event)   { call(l.Started, e) }
+
+// OnStarted calls Started, if set.
+func (l ListenerFuncs) OnStarted(e Event) { call(l.Started, e) }
+
+// OnCompleted calls Completed, if set.
 func (l ListenerFuncs) OnCompleted(e Event) { call(l.Completed, e) }
-func (l ListenerFuncs) OnRejected(e Event)  { call(l.Rejected, e) }
+
+// OnRejected calls Rejected, if set.
+func (l ListenerFuncs) OnRejected(e Event) { call(l.Rejected, e) }
 
 func call(f func(Event), e Event) {
 	if f != nil {

@@ -23,6 +23,7 @@ type RefusalError struct {
 	status *status.Status
 }
 
+// Error is the message of the gRPC status sent for the refusal.
 func (e *RefusalError) Error() string { return e.status.Err().Error() }
 
 // GRPCStatus returns the status sent for the refusal.

@@ -25,6 +25,7 @@ type StatusError struct {
 	Code int // the response's status code
 }
 
+// Error gives the status code counted as a failure.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("httpadmit: response status %d counted as a failure", e.Code)
 }
