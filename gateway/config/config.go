@@ -26,8 +26,9 @@ type Config struct {
 	// in the listen backlog. Default DefaultMaxConns.
 	MaxConns int `yaml:"max_conns"`
 	// MaxConnsPerClient caps the client connections one client address
-	// (an IPv4 address, an IPv6 /64) holds at once; one more is closed as
-	// soon as it is accepted. Connections from tenant.trusted_proxies are
+	// (an IPv4 address, an IPv6 /64) holds at once; one more closes the
+	// client's own connection idle the longest, or, with none idle, is
+	// closed as soon as it is accepted. Connections from tenant.trusted_proxies are
 	// not capped: each carries many clients. Default an eighth of
 	// max_conns (rounded up), at least MinDefaultMaxConnsPerClient or
 	// max_conns if fewer: it takes eight addresses to hold every place,
