@@ -111,10 +111,15 @@ func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *ex
 // for). A task of A's of weight 2 is refused (A then waits too, its cap 2:
 // 2 held + 2 > 2), and giving back A's free permit would leave 1 in use +
 // 2 > 2: the give-back and the request after it would be round trips for
-// nothing, and the free permit lost to A's next task.
+// nothing, and the free permit lost to A's next task. A's poll interval is
+// long: a free permit is idle a poll interval after its last use, and from
+// then, while B waits and no task of A's does, A gives it back whatever
+// the refusal does (idleLocked); with the tests' 10ms, a test held up that
+// long between A hearing of B and asking for 2 saw that give-back.
 func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 	addr := startRedis(t)
-	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Hour))...)
+	b := newHolder(t, addr, manualRenewals()...)
 	subscribed(t, addr, 2, a) // A hears that B waits only by its notice
 	la, lb := a.Groups(4), b.Groups(4)
 	na, _ := make(notifier, 16), attach(t, lb)
