@@ -83,12 +83,11 @@
 // block's tasks get to run and a contended key's permits change hands once
 // a quantum, not once a round trip. Permits no task has used for a poll
 // interval go back at once while another holder waits for room below an
-// even split, but not within the quantum while tasks of this holder wait
-// for global permits (its global Limiter made one wait): the executor asks
-// for the global permit first, so the key's next task may be one of them,
-// and it asks for no permit of the key meanwhile. (A task that waits for
-// the executor's own global in-flight limit asks no Limiter: that wait is
-// not seen.) A give-back while others wait is published too, and the
+// even split. Under a full global limit that includes the permits of a
+// key whose next task waits for a global permit (the executor asks for it
+// first, and asks for nothing of the key meanwhile): there a contended
+// key's permits change hands after every task, not once a quantum. A
+// give-back while others wait is published too, and the
 // refused holders ask again then (at most once per poll interval), and at
 // every renewal round, rather than polling; a holder that no longer waits
 // ends its waiting record (again, if that call fails). A notice missed (a

@@ -224,18 +224,14 @@ func TestJoiningProcessGetsItsShare(t *testing.T) {
 // task could get a global permit, it ran 3 tasks to a median of 70.)
 //
 // Why not more: the limit-1 permit is in one process at a time, so half
-// of the median is the most it can get. It changes hands once a quantum
-// (the renew interval): the process that holds it keeps it while its tasks
-// wait for global permits, and runs the key's tasks on it one per turn at
-// the global limit, as the median tenant's run; after each hand-over, the
-// other process's first task waits for its turn. 0.36 to 0.46 of the
-// median on a quiet machine and beside a -race run of the executor's tests
-// (this test with and without -race); a load that slows the turns lowers
-// it, as fewer turns fit in a quantum: 0.29 at worst beside two -race runs
-// of them, or the gateway's, and lower in a CI run of every package's
-// -race tests at once. Hence an eighth, which the bug above (0.04) still
-// fails by far, and a six-second window, which keeps the counts in the
-// tens.
+// of the median is the most it can get, and under a full global limit it
+// changes hands after every task (the next task waits for its turn at the
+// global limit longer than a poll interval, so the permit is idle and goes
+// to the process that waits). Its starts alternate A, B, A, B, one per
+// handover, so its rate is that of handovers between processes, which a
+// loaded machine stretches more than it slows the median tenant: about
+// 0.4 of the median on an idle machine, 0.17 to 0.26 under a loaded -race
+// run. The six-second window keeps the counts in the tens even then.
 func TestContendedLimitOneKeyRuns(t *testing.T) {
 	addr := startRedis(t)
 	prefix := "t:" + t.Name()
@@ -267,7 +263,7 @@ func TestContendedLimitOneKeyRuns(t *testing.T) {
 	slices.Sort(per)
 	median := per[len(per)/2]
 	k := w["k"]["A"] + w["k"]["B"]
-	t.Logf("limit-1 tenant: %d tasks (%v), %.2f of the median tenant of limit 2: %d (min %d, max %d)", k, w["k"], float64(k)/float64(max(median, 1)), median, per[0], per[len(per)-1])
+	t.Logf("limit-1 tenant: %d tasks (%v); median tenant of limit 2: %d (min %d, max %d)", k, w["k"], median, per[0], per[len(per)-1])
 	if median == 0 {
 		t.Fatal("the tenants ran nothing in the window")
 	}

@@ -33,10 +33,6 @@ type Holder struct {
 	leaseSeq uint64
 	nonce    string // this process's, in lease ids (New)
 	leases   int    // live leases, all keys
-	// globalWaited is when a global Limiter of this holder last made a
-	// task wait (TryAcquire found no permit at hand): a group key's free
-	// permits are not idle while the key's next task may be that one.
-	globalWaited time.Time
 
 	// expired are the leases lost by their timer once Close began: Close
 	// gives them back.

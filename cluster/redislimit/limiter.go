@@ -232,9 +232,6 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 		ks.refused++
 		return nil, h.unavailableLocked()
 	}
-	if l.scope == "global" {
-		h.globalWaited = now
-	}
 	if held, free := ks.held(); held >= ks.limit && free < n {
 		// The whole limit is here and in use: Redis has nothing to
 		// grant. A task of the key that ends here makes the executor

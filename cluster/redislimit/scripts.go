@@ -73,8 +73,7 @@ import "github.com/redis/go-redis/v9"
 // cap while others wait, gives back what it holds above it once its
 // quantum (the renew interval) from its last grant is over, and, while
 // someone is deprived, the permits no task of it has used for a poll
-// interval, unless its quantum is not over and its tasks wait for global
-// permits (share.go).
+// interval (share.go).
 
 // sharesLua is the code the scripts share.
 const sharesLua = `

@@ -39,16 +39,11 @@ func (ks *keyState) excessLocked(now time.Time) int {
 // its cap. They go once no task of the key has taken or released one here
 // for a poll interval (a permit free for a moment, because the executor
 // started another group's task first or this key's next task is on its
-// way, stays); but a block is kept a quantum (the renew interval) from its
-// grant while its next task may be waiting for another limit (the global
-// one) before it can take it: a block no task has run on yet, and a group
-// key's block while the holder's tasks wait for global permits
-// (globalHoldsBackLocked): the executor asks for the global permit first,
-// and a key whose next task waits for one asks for nothing meanwhile.
-// Without that, under a full global limit, a contended key's permits went
-// to the holder that waits after every task of the key, not once a
-// quantum. None while a task of the key waits here for more: the refill
-// gives them back if they do not fit it.
+// way, stays); but a block no task has run on yet is kept a quantum (the
+// renew interval) from its grant, since its task may be waiting for
+// another limit (the global one) before it can take it. None while a task
+// of the key waits here for more: the refill gives them back if they do
+// not fit it.
 func (ks *keyState) idleLocked(now time.Time) (n int, at time.Time) {
 	held, free := ks.held()
 	if ks.others == 0 || ks.demand > 0 || free == 0 {
@@ -64,50 +59,13 @@ func (ks *keyState) idleLocked(now time.Time) (n int, at time.Time) {
 	}
 	h := ks.l.h
 	at = ks.used.Add(h.cfg.poll)
-	switch quantum := ks.granted.Add(h.cfg.renew); {
-	case ks.used.Before(ks.granted):
-		at = quantum
-	case ks.l.scope != "global" && now.Before(quantum) && h.globalHoldsBackLocked(ks.used, now):
-		// Looked at again in a poll interval: the global limit may no
-		// longer hold anything back then (the holder's demand is gone).
-		if next := now.Add(h.cfg.poll); next.After(at) {
-			at = next
-		}
-		if quantum.Before(at) {
-			at = quantum
-		}
+	if ks.used.Before(ks.granted) {
+		at = ks.granted.Add(h.cfg.renew)
 	}
 	if now.Before(at) {
 		return 0, at
 	}
 	return n, time.Time{}
-}
-
-// globalHoldsBackLocked reports whether tasks of this holder may still be
-// waiting for global permits that they began to wait for after since: a
-// global Limiter of the holder has made a task wait since then, and one
-// still does (one was made to wait within the last poll interval, or the
-// global permits leased here are all in use: the tasks wait for one of
-// them to end). Once they no longer wait, the global limit holds back no
-// task of a group key either.
-func (h *Holder) globalHoldsBackLocked(since, now time.Time) bool {
-	if !h.globalWaited.After(since) {
-		return false
-	}
-	if now.Sub(h.globalWaited) < h.cfg.poll {
-		return true
-	}
-	for _, l := range h.scopes {
-		if l.scope != "global" {
-			continue
-		}
-		for _, g := range l.keys {
-			if held, free := g.held(); held > 0 && free == 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // wantedLocked records that a task of the key wants the free permits here
