@@ -29,13 +29,7 @@ type framer struct {
 // SETTINGS_MAX_CONCURRENT_STREAMS.
 func dialFramer(t *testing.T, url string, p *pki) (*framer, uint32) {
 	t.Helper()
-	roots := x509.NewCertPool()
-	roots.AddCert(p.ca)
-	c, err := tls.Dial("tcp", strings.TrimPrefix(url, "http://"), &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialTLSH2(t, url, p)
 	c.SetDeadline(time.Now().Add(bound))
 	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)

@@ -38,13 +38,7 @@ const (
 // end of the test.
 func dialH2(t *testing.T, url string, p *pki) *h2conn {
 	t.Helper()
-	roots := x509.NewCertPool()
-	roots.AddCert(p.ca)
-	c, err := tls.Dial("tcp", strings.TrimPrefix(url, "http://"), &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialTLSH2(t, url, p)
 	if proto := c.ConnectionState().NegotiatedProtocol; proto != "h2" {
 		t.Fatalf("negotiated %q, want h2", proto)
 	}
@@ -53,6 +47,21 @@ func dialH2(t *testing.T, url string, p *pki) *h2conn {
 	h.write(h2Settings, 0, 0, nil)
 	go h.read()
 	return h
+}
+
+// dialTLSH2 opens a TLS connection to the gateway at url, served with a
+// certificate of p's CA, offering only h2; it is closed at the end of the
+// test.
+func dialTLSH2(t *testing.T, url string, p *pki) *tls.Conn {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AddCert(p.ca)
+	c, err := tls.Dial("tcp", strings.TrimPrefix(url, "http://"), &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // read reads the server's frames until the connection closes, and
