@@ -349,13 +349,21 @@ func (ex *Executor) startsOnFreedLocked(g *group, hw int) bool {
 func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch) {
 	ex.dequeueLocked(g, j)
 	ended := false
-	if x := j.x.Load(); x != nil && x.stopAfter != nil {
-		// The run context derives from Submit's: no watcher needed. A
-		// watcher already under way means that context ended while j
-		// waited, so j was cancelled waiting: it does not run.
-		ended = !x.stopAfter()
-		x.parentEnded = ended
-		x.stopAfter = nil
+	if x := j.x.Load(); x != nil {
+		switch {
+		case x.stopAfter != nil:
+			// The run context derives from Submit's: no watcher needed. A
+			// watcher already under way means that context ended while j
+			// waited, so j was cancelled waiting: it does not run.
+			ended = !x.stopAfter()
+			x.parentEnded = ended
+			x.stopAfter = nil
+		case x.unwatched:
+			// Started before Submit armed the watcher: nothing has
+			// looked at the context since Submit did, so j's worker asks
+			// it before running Fn, as a Do call asks its own on waking.
+			x.askParent = true
+		}
 	}
 	if ps[0] != nil || ps[1] != nil {
 		x := j.extra()

@@ -227,6 +227,11 @@ func (ex *Executor) GlobalQueued() (n, limit int) { return int(ex.waiting.Load()
 // between finding or making its group and locking it; nil removes it.
 func SetHookMarked(f func()) { testHookMarked = f }
 
+// SetHookQueued sets the function Submit and Go call between queueing a
+// task whose context can end and arming the watcher of that context; nil
+// removes it.
+func SetHookQueued(f func()) { testHookQueued = f }
+
 // SetHookDropped sets the function called with a group's key when its
 // state is dropped, once it has left the index, under its mutex; nil
 // removes it.

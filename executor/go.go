@@ -41,12 +41,16 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	if ex.listener != nil {
 		ex.notify(onSubmitted, Event{Group: group, Weight: 1})
 	}
-	if err := ctx.Err(); err != nil {
-		ex.refuseCancelled(&newGoTask(ctx, fn, false).job, group, context.Cause(ctx))
-		return err
+	bg := ctx == background // compared once: an interface comparison is a call
+	// A context whose Done is nil never ends: its Err is not asked (Submit).
+	cancellable := !bg && ctx.Done() != nil
+	if cancellable {
+		if err := ctx.Err(); err != nil {
+			ex.refuseCancelled(&newGoTask(ctx, fn, false).job, group, context.Cause(ctx))
+			return err
+		}
 	}
 	g, r := ex.findGroup(group)
-	bg := ctx == background // compared once: an interface comparison is a call
 	light := bg && ex.light // queued, it is fn alone (light.go)
 	if light && g != nil && g.laneOpen.Load() && ex.pushLaneLight(g, fn) {
 		return nil // joins g's backlog (lane.go)
@@ -54,6 +58,9 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 	var t *goTask
 	if likelyAdmitted(g) && !light && (!bg || g.spares.n.Load() == 0) {
 		t = newGoTask(ctx, fn, bg)
+		if cancellable {
+			t.extra() // made outside the lock, as Submit's
+		}
 	}
 	var a admission
 	var b *batch // only for a task that fits its group's bulkhead
@@ -92,9 +99,15 @@ func (ex *Executor) Go(ctx context.Context, group string, fn func(ctx context.Co
 		if ex.timed(&t.job) && ex.timeout == 0 {
 			t.submitted = ex.since() // with a timeout, queueNewLocked reads it
 		}
+		if cancellable {
+			t.extra().unwatched = true
+		}
 		ex.queueNewLocked(&a, &t.job)
 		ex.unlock(a.g, b)
-		if ctx.Done() != nil {
+		if cancellable {
+			if testHookQueued != nil {
+				testHookQueued()
+			}
 			ex.watchParent(&t.job)
 		}
 		return nil

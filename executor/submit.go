@@ -52,14 +52,20 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 	if ex.listener != nil {
 		ex.notify(onSubmitted, Event{Group: t.Group, ID: t.ID, Weight: w})
 	}
-	if err := ctx.Err(); err != nil {
-		h := newRefusedHandle(t, ctx, w)
-		ex.refuseCancelled(&h.job, t.Group, context.Cause(ctx))
-		return &h.Handle, err
+	// A context whose Done is nil, as context.Background's, never ends:
+	// its Err is not asked, so that knowing whether ctx can end, which a
+	// queued task's watcher needs, costs no call more than asking Err.
+	cancellable := ctx.Done() != nil
+	if cancellable {
+		if err := ctx.Err(); err != nil {
+			h := newRefusedHandle(t, ctx, w)
+			ex.refuseCancelled(&h.job, t.Group, context.Cause(ctx))
+			return &h.Handle, err
+		}
 	}
 	g, r := ex.findGroup(t.Group)
 	var h *Handle[T]
-	if g != nil && w == 1 && g.laneOpen.Load() && ctx.Done() == nil {
+	if g != nil && w == 1 && g.laneOpen.Load() && !cancellable {
 		h = newHandle(t, ctx, w)
 		if ex.pushLane(g, &h.job) {
 			return h, nil // joins g's backlog (lane.go)
@@ -67,6 +73,9 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 	}
 	if h == nil && likelyAdmitted(g) {
 		h = newHandle(t, ctx, w)
+		if cancellable {
+			h.extra() // made outside the lock: queued, it marks the watcher pending; started, its run context uses it
+		}
 	}
 	a := admission{id: t.ID}
 	var b *batch // only for a task that fits its group's bulkhead
@@ -91,9 +100,15 @@ func Submit[T any](ex *Executor, ctx context.Context, t Task[T]) (*Handle[T], er
 		if ex.timeout == 0 {
 			h.submitted = ex.since() // with a timeout, queueNewLocked reads it
 		}
+		if cancellable {
+			h.extra().unwatched = true
+		}
 		ex.queueNewLocked(&a, &h.job)
 		ex.unlock(a.g, b)
-		if ctx.Done() != nil {
+		if cancellable {
+			if testHookQueued != nil {
+				testHookQueued()
+			}
 			ex.watchParent(&h.job)
 		}
 		return h, nil
@@ -518,12 +533,16 @@ func (ex *Executor) countOutcome(g *group, st Status, callerRuns bool) {
 
 // watchParent cancels j when Submit's context ends while j waits. Once j has
 // started, its run context derives from that context and needs no watcher.
+// Until it is armed, j is marked unwatched (jobExtra): a start meanwhile
+// leaves it to j's worker to ask the context whether it ended.
 func (ex *Executor) watchParent(j *job) {
 	stop := context.AfterFunc(j.parent, func() { ex.cancel(j, context.Cause(j.parent)) })
 	g := j.g
 	g.mu.Lock()
 	if j.state == stateWaiting {
-		j.extra().stopAfter = stop
+		x := j.extra()
+		x.stopAfter = stop
+		x.unwatched = false
 		stop = nil
 	}
 	g.mu.Unlock()
@@ -531,6 +550,11 @@ func (ex *Executor) watchParent(j *job) {
 		stop()
 	}
 }
+
+// testHookQueued, when set by a test, runs in Submit and Go between the
+// queueing of a task whose context can end and the arming of its watcher
+// (watchParent).
+var testHookQueued func()
 
 func (ex *Executor) callHandler(r *Rejection) (err error) {
 	defer func() {

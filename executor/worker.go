@@ -137,7 +137,7 @@ func (ex *Executor) work(j *job) {
 			}
 		}
 		queued = start - j.submitted
-		if x := j.x.Load(); x != nil && x.parentEnded {
+		if x := j.x.Load(); x != nil && (x.parentEnded || x.askParent && ex.endedAtStart(j)) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
 			// is read while cur is set: the context is user code.
@@ -167,6 +167,23 @@ func (ex *Executor) work(j *job) {
 			j = ex.taken(ex.runq.spin())
 		}
 	}
+}
+
+// endedAtStart reports whether Submit's context of j, which started before
+// its watcher was armed (startLocked), has ended; if so j is not counted
+// as started, as one that startLocked found ended is not. It asks the
+// context on j's worker, with j as its current task: the context is user
+// code.
+func (ex *Executor) endedAtStart(j *job) bool {
+	if j.parent.Err() == nil {
+		return false
+	}
+	g := j.g
+	g.mu.Lock()
+	g.counts.Started--
+	g.served -= uint64(j.weight)
+	g.mu.Unlock()
+	return true
 }
 
 // taken returns the first of the tasks that the calling worker took from
