@@ -36,6 +36,16 @@
 //     other error of its is sent as codes.Internal, "internal error", its
 //     text kept in the server (RefusalError.Err).
 //
+// The server interceptors send, with each refusal, the
+// grpc-retry-pushback-ms trailer that a gRPC client's retry policy reads
+// (gRFC A6; grpc-go's ignores RetryInfo): RetryInfo's delay, in whole
+// milliseconds rounded up, where RetryInfo is sent, so that a client whose
+// policy lists the code retries after that delay instead of its own
+// backoff; -1, which stops the client's retries, for an invalid tenant or
+// weight, a weight above a limit and a misconfigured server, where a retry
+// would meet the same refusal; none for a call whose context ended or a
+// rejection handler's own status.
+//
 // Every such error is a *RefusalError: status.Code reads its code, and
 // errors.Is matches the executor's error it carries (executor.ErrRejected,
 // breaker.ErrOpenState, ...).

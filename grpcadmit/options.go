@@ -95,7 +95,8 @@ func WithDefaultGroup(group string) Option {
 	})
 }
 
-// WithRetryAfter sets the delay in the RetryInfo detail of refusals (default
+// WithRetryAfter sets the delay in the RetryInfo detail of refusals, and in
+// their grpc-retry-pushback-ms trailer, in milliseconds rounded up (default
 // DefaultRetryAfter). d must be > 0.
 func WithRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) error {

@@ -1,10 +1,13 @@
 package grpcadmit
 
 import (
+	"errors"
+	"strconv"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -19,8 +22,9 @@ import (
 // (executor.WithRejectionHandler). A rejection handler's error that carries
 // a gRPC status is sent with that status, its code and details unchanged.
 type RefusalError struct {
-	Err    error
-	status *status.Status
+	Err      error
+	status   *status.Status
+	pushback string // the grpc-retry-pushback-ms trailer a server sends; "" for none
 }
 
 // Error is the message of the gRPC status sent for the refusal.
@@ -45,6 +49,7 @@ func refusal(err error, retryAfter time.Duration) error {
 			// A rejection handler's own answer (executor.WithRejectionHandler),
 			// with its code and details: Internal would tell the caller, and
 			// its ClientFailure, that the server failed.
+			// Its retry, too, is the handler's to tell: no pushback.
 			return &RefusalError{Err: err, status: st}
 		}
 		// The server's own failure: its text (hosts, keys) stays here,
@@ -57,7 +62,47 @@ func refusal(err error, retryAfter time.Duration) error {
 			st = d
 		}
 	}
-	return &RefusalError{Err: err, status: st}
+	return &RefusalError{Err: err, status: st, pushback: pushback(r, retryAfter)}
+}
+
+// pushbackKey is the trailer gRPC's client retry policy reads (gRFC A6,
+// grpc-go's shouldRetry): it does not read RetryInfo. A non-negative
+// integer retries the call after that many milliseconds, whatever the
+// policy's backoff; a negative one (or a malformed one) stops the retries.
+// It is read only from a response of trailers alone, which every refusal
+// is: the handler never ran, so no header was sent.
+const pushbackKey = "grpc-retry-pushback-ms"
+
+// pushback returns the grpc-retry-pushback-ms value of a refusal for r: the
+// RetryInfo delay, in whole milliseconds rounded up (0 would retry at
+// once), where a later try may be admitted; -1 where a retry would meet
+// the same refusal (an invalid tenant or weight, a weight above a limit, a
+// misconfigured server), so that a retry policy listing the code
+// (ResourceExhausted, Internal) does not spend its attempts on it; none for
+// a call whose context ended, which gRPC does not retry.
+func pushback(r adapt.Reason, retryAfter time.Duration) string {
+	switch r {
+	case adapt.InvalidTenant, adapt.InvalidWeight, adapt.TooHeavy, adapt.Misconfigured:
+		return "-1"
+	}
+	if !r.Retry() {
+		return ""
+	}
+	ms := retryAfter / time.Millisecond
+	if retryAfter%time.Millisecond > 0 {
+		ms++ // rounded up without adding to retryAfter, which could overflow
+	}
+	return strconv.FormatInt(int64(ms), 10)
+}
+
+// sendPushback sets, with set, the pushback trailer of a server's refusal
+// err, and returns err.
+func sendPushback(err error, set func(metadata.MD)) error {
+	var re *RefusalError
+	if errors.As(err, &re) && re.pushback != "" {
+		set(metadata.Pairs(pushbackKey, re.pushback))
+	}
+	return err
 }
 
 // codeOf returns the code a refusal for r is sent with.

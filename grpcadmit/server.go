@@ -125,11 +125,11 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		group, err := a.groupOf(ctx)
 		if err != nil {
-			return nil, err
+			return nil, unaryPushback(ctx, err)
 		}
 		weight, err := a.weightOf(ctx, unaryMethod(info))
 		if err != nil {
-			return nil, err
+			return nil, unaryPushback(ctx, err)
 		}
 		c := unaryCalls.Get().(*unaryCall)
 		c.a, c.handler, c.req = a, handler, req
@@ -138,13 +138,20 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
 		unaryCalls.Put(c)
 		if !ran {
-			return nil, refusal(err, a.retryAfter)
+			return nil, unaryPushback(ctx, refusal(err, a.retryAfter))
 		}
 		if !returned {
 			notReturned(err)
 		}
 		return resp, herr
 	}
+}
+
+// unaryPushback sets the pushback trailer of a unary call's refusal err, and
+// returns err. A call without a server stream (a test calling the
+// interceptor) has nowhere to send it: SetTrailer's error says so.
+func unaryPushback(ctx context.Context, err error) error {
+	return sendPushback(err, func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) })
 }
 
 // A unaryCall is one call's fn for Do and its outcome. They are pooled with
@@ -185,11 +192,11 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		group, err := a.groupOf(ss.Context())
 		if err != nil {
-			return err
+			return sendPushback(err, ss.SetTrailer)
 		}
 		weight, err := a.weightOf(ss.Context(), streamMethod(info))
 		if err != nil {
-			return err
+			return sendPushback(err, ss.SetTrailer)
 		}
 		ran, returned := false, false
 		var herr error
@@ -203,7 +210,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			return a.outcome(herr)
 		})
 		if !ran {
-			return refusal(err, a.retryAfter)
+			return sendPushback(refusal(err, a.retryAfter), ss.SetTrailer)
 		}
 		if !returned {
 			notReturned(err)
