@@ -26,6 +26,7 @@ import (
 // invalid.
 func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryClientInterceptor {
 	a := newAdmitter(ex, opts, outgoing)
+	a.client = true
 	if a.failure == nil {
 		a.failure = ClientFailure
 	}

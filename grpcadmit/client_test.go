@@ -118,3 +118,61 @@ func TestClientDeadlineIsFailure(t *testing.T) {
 		t.Error("ClientFailure must add DeadlineExceeded to ServerFailure's codes, and only it")
 	}
 }
+
+// A call whose deadline passes while it waits in a client interceptor's
+// local queue ends with DeadlineExceeded, but never reached its
+// dependency: ClientFailure does not count it, and neither does the
+// breaker of an interceptor chained before (one group per target, the
+// tenants' own groups after it), where it counts as Cancelled.
+func TestClientLocalQueueDeadlineIsNoFailure(t *testing.T) {
+	trip := executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	})
+	perTarget := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, trip)
+	ev := newEvents()
+	perTenant := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, ev.listener())
+	g := newGate()
+	cc := dial(t, start(t, g), grpc.WithChainUnaryInterceptor(
+		grpcadmit.UnaryClientInterceptor(perTarget),
+		grpcadmit.UnaryClientInterceptor(perTenant, grpcadmit.WithTenantKey("x-tenant"))))
+	done := make(chan error)
+	go func() { _, err := call(context.Background(), cc, "t1", "1"); done <- err }()
+	<-g.entered
+	<-ev.submitted
+	// The first call holds t1's only slot until the second has ended: the
+	// second's deadline passes once it is in t1's group.
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	go func() { <-ev.submitted; close(ctx.done) }()
+	_, err := call(ctx, cc, "t1", "2")
+	var re *grpcadmit.RefusalError
+	if status.Code(err) != codes.DeadlineExceeded || !errors.As(err, &re) {
+		t.Fatalf("call queued past its deadline: %v, want a *RefusalError with DeadlineExceeded", err)
+	}
+	if grpcadmit.ClientFailure(err) {
+		t.Error("ClientFailure counts a call refused in this process as a failure of its dependency")
+	}
+	if s, _ := perTarget.GroupStats(cc.Target()); s.Failed != 0 || s.Cancelled != 1 || s.Breaker != breaker.StateClosed {
+		t.Errorf("target's group: %d failed, %d cancelled, breaker %v; want 0, 1 and closed", s.Failed, s.Cancelled, s.Breaker)
+	}
+	g.release()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
+// expiring is a context whose deadline passes when done is closed.
+type expiring struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *expiring) Done() <-chan struct{} { return c.done }
+
+func (c *expiring) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}

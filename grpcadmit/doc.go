@@ -67,9 +67,14 @@
 // a code that says the server failed: Unknown, Internal, Unavailable and
 // DataLoss (ServerFailure). The client interceptor also counts
 // DeadlineExceeded (ClientFailure): for a caller, a dependency that does not
-// answer in time has failed. A panic in a handler releases its slot and goes
-// on unchanged, as without the interceptor (gRPC does not recover it; a
-// recovery interceptor chained before this one does).
+// answer in time has failed. A call that a client interceptor refused in
+// this process (a *RefusalError, whatever its code: a deadline that passed
+// in the local queue is DeadlineExceeded) never reached its dependency:
+// ClientFailure does not count it, and a client interceptor chained before
+// the one that refused it counts it Cancelled. A panic in a handler
+// releases its slot and goes on unchanged, as without the interceptor (gRPC
+// does not recover it; a recovery interceptor chained before this one
+// does).
 //
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.

@@ -2,6 +2,7 @@ package grpcadmit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -112,7 +113,10 @@ func WithRetryAfter(d time.Duration) Option {
 // count as failures for the executor's Stats and the group's circuit
 // breaker; the others count as successes, except an error that wraps
 // context.Canceled or has the gRPC code Canceled, which counts as
-// Cancelled (work given up on, as outcome.Classify says). Default
+// Cancelled (work given up on, as outcome.Classify says). In the client
+// interceptor a *RefusalError, a call that an interceptor chained after it
+// refused in this process and never sent, counts as Cancelled too: it says
+// nothing of the dependency. Default
 // ServerFailure in the server interceptors, ClientFailure in the client
 // interceptor. f must not be nil.
 func WithFailure(f func(err error) bool) Option {
@@ -170,8 +174,16 @@ func ServerFailure(err error) bool {
 // ServerFailure's codes and DeadlineExceeded. A server does not count its
 // caller's deadline against itself, since the caller chose it; for the
 // caller, a dependency that does not answer in time has failed, and one that
-// keeps timing out must open the breaker that sheds the calls to it.
+// keeps timing out must open the breaker that sheds the calls to it. A
+// *RefusalError is no failure: the client interceptor refused the call in
+// this process, so the dependency never saw it, whatever its code (a
+// deadline that passed in the local queue is DeadlineExceeded, a local
+// breaker's or shutdown's refusal Unavailable).
 func ClientFailure(err error) bool {
+	var re *RefusalError
+	if errors.As(err, &re) {
+		return false
+	}
 	if ServerFailure(err) {
 		return true
 	}

@@ -3,6 +3,7 @@ package grpcadmit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ type admitter struct {
 	retryAfter time.Duration
 	failure    func(error) bool
 	weight     func(context.Context, string) (int, error) // nil: 1
+	client     bool                                       // the client interceptor's: a *RefusalError was never sent
 }
 
 // newAdmitter applies opts; read gives the metadata values of a key on this
@@ -99,8 +101,13 @@ func streamMethod(info *grpc.StreamServerInfo) string {
 // outcome is what fn returns to Do for a handler's error: the error when it
 // is a failure, or a cancellation (Do counts it Cancelled, no failure), else
 // nil. A status with code Canceled is gRPC's word for a cancellation, which
-// Do knows only as context.Canceled.
+// Do knows only as context.Canceled. Client-side, a *RefusalError is a call
+// that an interceptor chained after this one refused in this process (its
+// local queue's deadline passed, its breaker is open): it never reached the
+// dependency, so it counts as Cancelled, neither a failure nor a success of
+// the dependency.
 func (a *admitter) outcome(err error) error {
+	var re *RefusalError
 	switch {
 	case err == nil:
 		return nil
@@ -108,11 +115,17 @@ func (a *admitter) outcome(err error) error {
 		return err
 	case status.Code(err) == codes.Canceled:
 		return context.Canceled
+	case a.client && errors.As(err, &re):
+		return errNotSent
 	case a.failure(err):
 		return err
 	}
 	return nil
 }
+
+// errNotSent is the outcome of an outgoing call refused in this process by
+// an interceptor chained after the client's: Cancelled.
+var errNotSent = fmt.Errorf("grpcadmit: the call was refused in this process, never sent: %w", context.Canceled)
 
 // UnaryServerInterceptor returns an interceptor that admits each unary call
 // with ex.DoWeighted for its tenant and runs the handler once it is
