@@ -316,7 +316,7 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 // conn is a client connection. It counts the Content-Length header lines
 // that pass through it, so that a request with both Content-Length and
 // Transfer-Encoding can be recognised once net/http has dropped the former
-// (see lengthScanner).
+// (see lineScanner).
 type conn struct {
 	net.Conn
 	l    *listener
@@ -331,13 +331,13 @@ type conn struct {
 
 	lengths  atomic.Int64 // Content-Length lines seen
 	consumed int64        // of those, accounted for by requests; the handler's
-	scan     lengthScanner
+	scan     lineScanner
 }
 
 func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		if k := c.scan.count(p[:n]); k > 0 {
+		if k := c.scan.count(p[:n], lengthLine); k > 0 {
 			c.lengths.Add(int64(k))
 		}
 	}

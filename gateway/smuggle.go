@@ -5,10 +5,13 @@ import (
 	"net/http"
 )
 
-// lengthScanner counts the Content-Length header lines in a byte stream:
-// every line start ("\n") followed by "content-length:", in any case, even
-// split across reads. Bodies can contain such lines too; they are counted,
-// which can only make the gateway close a connection it could have kept.
+// lineScanner counts the header lines of one name in a byte stream: every
+// line start ("\n") followed by the name, in any case, even split across
+// reads. Blanks (SP, HTAB) before the name are skipped: such a line is an
+// obs-fold continuation, which net/http joins to the line before it, but
+// which a front proxy may take for a header of its own. Bodies can contain
+// such lines too; they are counted, which can only make the gateway close a
+// connection it could have kept.
 //
 // net/http serves a request with both Content-Length and Transfer-Encoding
 // by the latter and drops the former from the header, so the handler cannot
@@ -16,61 +19,42 @@ import (
 // closed after the response, since a front proxy that went by the length
 // may already have sent the start of another request in the body (request
 // smuggling). The scan is a byte search per line, cheap next to the read.
-type lengthScanner struct {
-	tail [len(lengthLine)]byte // the bytes after a line start at the end of the last read
-	n    int                   // how many of tail are set; 0: no pending line start
-	some bool                  // a line start is pending (n may be 0 right after "\n")
+type lineScanner struct {
+	at bool // within a line's first bytes, so far blanks and the start of the name
+	n  int  // how many of the name's bytes
 }
 
 const lengthLine = "content-length:"
 
-func (s *lengthScanner) count(p []byte) int {
+// count returns how many lines starting with name (in lower case) end in
+// p, given the bytes before p that this scanner was given.
+func (s *lineScanner) count(p []byte, name string) int {
 	found := 0
-	if s.some {
-		s.n += copy(s.tail[s.n:], p)
-		switch {
-		case s.n == len(lengthLine):
-			if isLengthLine(s.tail[:]) {
+	for len(p) > 0 {
+		if !s.at {
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				return found
+			}
+			p = p[i+1:]
+			s.at, s.n = true, 0
+			continue
+		}
+		switch c := p[0]; {
+		case c == '\n':
+			s.n = 0 // an empty line, or blanks only: another line start
+		case s.n == 0 && (c == ' ' || c == '\t'):
+		case lower(c) == name[s.n]:
+			if s.n++; s.n == len(name) {
 				found++
+				s.at = false
 			}
-		case bytes.IndexByte(p, '\n') < 0:
-			return 0 // p ended within the line's first bytes
+		default:
+			s.at = false
 		}
-		// Complete, or cut by a line break (no header name then): the
-		// loop below looks at every line start in p.
-		s.some, s.n = false, 0
+		p = p[1:]
 	}
-	for {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			return found
-		}
-		p = p[i+1:]
-		if len(p) < len(lengthLine) {
-			if bytes.IndexByte(p, '\n') >= 0 {
-				continue // not a header name: a later line start may be
-			}
-			s.some = true
-			s.n = copy(s.tail[:], p)
-			return found
-		}
-		if isLengthLine(p[:len(lengthLine)]) {
-			found++
-		}
-	}
-}
-
-func isLengthLine(b []byte) bool {
-	for i := range len(lengthLine) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lengthLine[i] {
-			return false
-		}
-	}
-	return true
+	return found
 }
 
 // connKey is the context key of a request's *conn (ProxyServer's
