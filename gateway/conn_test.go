@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +78,9 @@ func TestLengthWithChunkedClosesConnection(t *testing.T) {
 // its Content-Length (or as bodiless): what a front proxy that went by the
 // chunks sent as this request's body must not reach the backend as a
 // request of its own, with a tenant of the client's choosing. The
-// connection is closed after the answer (RFC 9112 6.1).
+// connection is closed after the answer (RFC 9112 6.1), whatever the case
+// of the header's name, a value folded onto the next line, a name on a
+// folded line, and after earlier requests kept the connection.
 func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
@@ -87,21 +90,47 @@ func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 		got = append(got, r.URL.Path+" "+r.Header.Get("X-Tenant"))
 		mu.Unlock()
 	})
-	gw := start(t, be.URL, minimal)
+	p := newPKI(t)
+	plain := start(t, be.URL, minimal)
+	tlsGW := start(t, be.URL, minimal+tlsConfig(p))
 	const smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\nX-Tenant: victim\r\n\r\n"
-	for _, tc := range []struct{ name, req string }{
-		{"length", "POST /first HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nX-Tenant: mallory\r\n" +
-			"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc" + smuggled},
-		{"no length", "POST /first HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nX-Tenant: mallory\r\n" +
-			"Transfer-Encoding: chunked\r\n\r\n" + smuggled},
+	const first = "POST /first HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nX-Tenant: mallory\r\n"
+	const kept = "GET /kept HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nX-Tenant: mallory\r\n\r\n"
+	for _, tc := range []struct {
+		name, before, req string
+		tls               bool
+	}{
+		{"length", "", first + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc" + smuggled, false},
+		{"no length", "", first + "Transfer-Encoding: chunked\r\n\r\n" + smuggled, false},
+		{"lower case", "", first + "transfer-encoding: chunked\r\n\r\n" + smuggled, false},
+		{"upper case", "", first + "TRANSFER-ENCODING: chunked\r\n\r\n" + smuggled, false},
+		{"value folded", "", first + "Transfer-Encoding:\r\n chunked\r\n\r\n" + smuggled, false},
+		{"name on a folded line", "", first + "X-A: a\r\n\tTransfer-Encoding: chunked\r\n\r\n" + smuggled, false},
+		{"after a kept request", kept, first + "Transfer-Encoding: chunked\r\n\r\n" + smuggled, false},
+		{"after a chunked request", "POST /kept HTTP/1.1\r\nHost: x\r\nX-Tenant: mallory\r\n" +
+			"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", first + "Transfer-Encoding: chunked\r\n\r\n" + smuggled, false},
+		{"tls", "", first + "Transfer-Encoding: chunked\r\n\r\n" + smuggled, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
 			got = nil
 			mu.Unlock()
-			c := dialRaw(t, gw.url)
+			var c net.Conn
+			if tc.tls {
+				c = dialTLS1(t, tlsGW.url, p)
+			} else {
+				c = dialRaw(t, plain.url)
+			}
 			c.SetDeadline(time.Now().Add(bound))
 			br := bufio.NewReader(c)
+			want := []string{"/first mallory"}
+			if tc.before != "" {
+				io.WriteString(c, tc.before)
+				if resp := readResponse(t, br); resp.StatusCode != 200 || resp.Close {
+					t.Fatalf("request before: %d, close %v; want 200 keeping the connection", resp.StatusCode, resp.Close)
+				}
+				want = []string{"/kept mallory", "/first mallory"}
+			}
 			io.WriteString(c, tc.req)
 			if resp := readResponse(t, br); resp.StatusCode != 200 || !resp.Close {
 				t.Fatalf("%d, close %v; want 200 closing the connection", resp.StatusCode, resp.Close)
@@ -111,11 +140,55 @@ func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(got) != 1 || got[0] != "/first mallory" {
-				t.Errorf("the backend got %q, want only [/first mallory]", got)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("the backend got %q, want only %q", got, want)
 			}
 		})
 	}
+}
+
+// An HTTP/1.0 client asking to keep its connection (ab -k, a load
+// balancer's health check) keeps it when its requests carry no
+// Transfer-Encoding: one after another, with bodies, pipelined, and
+// followed by a chunked HTTP/1.1 request, whose framing the lengths of the
+// HTTP/1.0 requests are accounted in.
+func TestHTTP10KeepAlive(t *testing.T) {
+	gw := start(t, echo(t), minimal)
+	const get = "GET / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+	const post = "POST / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc"
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	br := bufio.NewReader(c)
+	for i, req := range []string{get, post, get + post + get} {
+		io.WriteString(c, req)
+		for range strings.Count(req, "HTTP/1.0") {
+			resp := readResponse(t, br)
+			if resp.StatusCode != 200 || resp.Close {
+				t.Fatalf("write %d: %d, close %v; want 200 keeping the connection", i+1, resp.StatusCode, resp.Close)
+			}
+		}
+	}
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	if resp := readResponse(t, br); resp.StatusCode != 200 || resp.Close || resp.Header.Get("X-Got") != "3," {
+		t.Fatalf("chunked after: %d, close %v, backend got %q", resp.StatusCode, resp.Close, resp.Header.Get("X-Got"))
+	}
+	io.WriteString(c, get)
+	if resp := readResponse(t, br); resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("last: %d, close %v; want 200 keeping the connection", resp.StatusCode, resp.Close)
+	}
+}
+
+// dialTLS1 opens a TLS connection to the gateway at url, served with a
+// certificate of p's CA, offering only HTTP/1.1; it is closed at the end of
+// the test.
+func dialTLS1(t *testing.T, url string, p *pki) *tls.Conn {
+	t.Helper()
+	c, err := tls.Dial("tcp", strings.TrimPrefix(url, "http://"), &tls.Config{RootCAs: poolOf(p), NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // At max_conns, a new connection is taken in by closing the connection idle

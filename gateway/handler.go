@@ -85,7 +85,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if smuggled(r) {
 		// Both Content-Length and Transfer-Encoding (served by the latter),
-		// or HTTP/1.0, whose Transfer-Encoding net/http ignores: the
+		// or HTTP/1.0 with a Transfer-Encoding, which net/http ignores (or
+		// any HTTP/1.0 request where the bytes cannot be scanned): the
 		// connection is closed after (RFC 9112 6.1), so that what a front
 		// proxy took for part of this request goes nowhere.
 		w.Header().Set("Connection", "close")

@@ -313,10 +313,11 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 	}
 }
 
-// conn is a client connection. It counts the Content-Length header lines
-// that pass through it, so that a request with both Content-Length and
-// Transfer-Encoding can be recognised once net/http has dropped the former
-// (see lineScanner).
+// conn is a client connection. It counts the Content-Length and
+// Transfer-Encoding header lines that pass through it, so that a request
+// with both, or an HTTP/1.0 request with Transfer-Encoding, can be
+// recognised once net/http has dropped the one it did not frame the
+// request by (see lineScanner and smuggled).
 type conn struct {
 	net.Conn
 	l    *listener
@@ -332,6 +333,10 @@ type conn struct {
 	lengths  atomic.Int64 // Content-Length lines seen
 	consumed int64        // of those, accounted for by requests; the handler's
 	scan     lineScanner
+
+	encodings   atomic.Int64 // Transfer-Encoding lines seen
+	encConsumed int64        // of those, accounted for by requests; the handler's
+	encScan     lineScanner
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -339,6 +344,9 @@ func (c *conn) Read(p []byte) (int, error) {
 	if n > 0 {
 		if k := c.scan.count(p[:n], lengthLine); k > 0 {
 			c.lengths.Add(int64(k))
+		}
+		if k := c.encScan.count(p[:n], encodingLine); k > 0 {
+			c.encodings.Add(int64(k))
 		}
 	}
 	return n, err

@@ -51,6 +51,24 @@ func TestLengthScanner(t *testing.T) {
 	}
 }
 
+// Transfer-Encoding lines are counted in any case, with blanks before the
+// colon, on folded lines and in a body, but not as part of another
+// header's name.
+func TestEncodingScanner(t *testing.T) {
+	stream := "POST / HTTP/1.0\r\ntransfer-ENCODING: chunked\r\nX-Transfer-Encoding: x\r\n" +
+		"Transfer-Encoding :chunked\r\nX-A: a\r\n\t Transfer-Encoding: chunked\r\n\r\nTransfer-Encoding"
+	for size := 1; size <= len(stream); size++ {
+		var s lineScanner
+		n := 0
+		for i := 0; i < len(stream); i += size {
+			n += s.count([]byte(stream[i:min(i+size, len(stream))]), encodingLine)
+		}
+		if n != 4 {
+			t.Fatalf("reads of %d bytes: %d Transfer-Encoding lines, want 4", size, n)
+		}
+	}
+}
+
 // fakeListener hands out pipe ends and counts its Accept calls.
 type fakeListener struct {
 	accepted atomic.Int32

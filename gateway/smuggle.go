@@ -24,7 +24,13 @@ type lineScanner struct {
 	n  int  // how many of the name's bytes
 }
 
-const lengthLine = "content-length:"
+// The header names lineScanner counts, in lower case. A Transfer-Encoding
+// line is counted without its colon: one with blanks before the colon,
+// which net/http refuses but a front proxy may take, counts too.
+const (
+	lengthLine   = "content-length:"
+	encodingLine = "transfer-encoding"
+)
 
 // count returns how many lines starting with name (in lower case) end in
 // p, given the bytes before p that this scanner was given.
@@ -61,15 +67,17 @@ func (s *lineScanner) count(p []byte, name string) int {
 // ConnContext).
 type connKey struct{}
 
-// smuggled reports whether r, a chunked HTTP/1 request, also had a
-// Content-Length, and keeps the connection's count in step for one that
-// kept its Content-Length. Over TLS (no plain bytes to scan) and for a
-// connection it does not know, a chunked request counts as suspect, and an
-// HTTP/1.0 request always does.
+// smuggled reports whether r, a chunked HTTP/1.1 request, also had a
+// Content-Length, or r, an HTTP/1.0 request, had a Transfer-Encoding, and
+// keeps the connection's counts in step with the requests served. Over TLS
+// (no plain bytes to scan) and for a connection it does not know, a
+// chunked request and every HTTP/1.0 request count as suspect.
 func smuggled(r *http.Request) bool {
 	if r.ProtoMajor != 1 {
 		return false
 	}
+	c, _ := r.Context().Value(connKey{}).(*conn)
+	plain := c != nil && r.TLS == nil
 	if r.ProtoMinor == 0 {
 		// net/http ignores an HTTP/1.0 request's Transfer-Encoding, and
 		// drops it from the header: the request is framed by its
@@ -77,16 +85,28 @@ func smuggled(r *http.Request) bool {
 		// chunks would have sent what the gateway then reads as a second
 		// request, one the proxy never saw (with a tenant header of the
 		// client's own). RFC 9112 6.1 has such a connection closed after
-		// the answer; the handler cannot tell which requests had one, so
-		// every HTTP/1.0 request closes its connection.
-		return true
+		// the answer. Only the scan of the connection's bytes can tell
+		// whether this request had one: every Transfer-Encoding line seen
+		// so far that no earlier request accounts for counts as its own.
+		if !plain {
+			return true
+		}
+		if len(r.Header["Content-Length"]) > 0 {
+			c.consumed++
+		}
+		seen := c.encodings.Load()
+		had := seen > c.encConsumed
+		c.encConsumed = seen
+		return had
 	}
-	c, _ := r.Context().Value(connKey{}).(*conn)
 	chunked := len(r.TransferEncoding) > 0
 	switch {
-	case c == nil || r.TLS != nil:
+	case !plain:
 		return chunked
 	case chunked:
+		// net/http serves an HTTP/1.1 request with one Transfer-Encoding
+		// line at most.
+		c.encConsumed++
 		seen := c.lengths.Load()
 		had := seen > c.consumed
 		c.consumed = seen
