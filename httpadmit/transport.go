@@ -3,6 +3,7 @@ package httpadmit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -25,12 +26,11 @@ import (
 // 1 unless WithWeightFunc says otherwise. base nil means
 // http.DefaultTransport.
 //
-// A request the executor refuses is not sent: RoundTrip returns the
-// executor's error, which matches executor.ErrRejected (http.Client wraps it
-// in a *url.Error, which errors.Is sees through), or the request context's
-// error if it ended while the request waited. A request with an invalid
-// tenant or weight is not sent either; its error matches ErrInvalidTenant or
-// ErrInvalidWeight.
+// A request the executor refuses is not sent: RoundTrip's error matches the
+// executor's, executor.ErrRejected (http.Client wraps it in a *url.Error,
+// which errors.Is sees through), or the request context's error if it ended
+// while the request waited. A request with an invalid tenant or weight is
+// not sent either; its error matches ErrInvalidTenant or ErrInvalidWeight.
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
@@ -47,7 +47,10 @@ import (
 //   - an error from base releases it before RoundTrip returns, and counts as
 //     a failure for the group's breaker unless it is a cancellation; so
 //     does a nil response with a nil error from a faulty base, which
-//     RoundTrip returns as an error.
+//     RoundTrip returns as an error. A base that is itself a Transport and
+//     did not admit the request (it refused it, or the request's deadline
+//     passed while it waited there) never sent it: that counts as
+//     Cancelled, not as a failure of the destination.
 //
 // The response's Request is the request RoundTrip was given, as net/http's
 // Transport sets it, not the copy carrying the admission's context that
@@ -115,7 +118,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	group, err := t.tenant(req)
 	if err != nil {
 		closeBody(req)
-		return nil, err
+		return nil, &notSentError{err}
 	}
 	if group == "" {
 		group = t.group
@@ -124,7 +127,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.weight != nil {
 		if weight, err = adapt.Weight(t.weight(req)); err != nil {
 			closeBody(req)
-			return nil, err
+			return nil, &notSentError{err}
 		}
 	}
 	x := &exchange{t: t, req: req, ready: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{})}
@@ -197,7 +200,7 @@ func (x *exchange) run(group string, weight int) {
 	returned = true
 	if !ran {
 		closeBody(x.req)
-		x.err = err
+		x.err = &notSentError{err}
 	}
 	if !x.handedOver {
 		close(x.ready)
@@ -238,6 +241,21 @@ func (c *admissionCtx) Err() error {
 	return context.Canceled
 }
 
+// notSentError is RoundTrip's error for a request the executor did not
+// admit: the executor's error, or the request context's, with its text,
+// and errors.Is and errors.As see through it. It tells a Transport stacked
+// above this one (one group per destination above one per tenant) that the
+// request was never sent.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// errNotSent is fn's outcome when base is a Transport that did not admit
+// the request: Cancelled, neither a failure nor a success of the
+// destination, which never saw it.
+var errNotSent = fmt.Errorf("httpadmit: the request was refused in this process, never sent: %w", context.Canceled)
+
 // errPanicked is fn's outcome when base panicked: a failure for the breaker,
 // while the panic itself goes to RoundTrip's caller.
 var errPanicked = errors.New("httpadmit: the base RoundTripper panicked")
@@ -271,6 +289,12 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	}
 	if err != nil {
 		x.err = err
+		var ns *notSentError
+		if errors.As(err, &ns) {
+			// A Transport stacked below this one refused it: the request
+			// never reached its destination, which must not be blamed.
+			return errNotSent
+		}
 		return err
 	}
 	if resp.Request == req && req != x.req {

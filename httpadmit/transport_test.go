@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
@@ -367,5 +368,63 @@ func TestTransportNilResponseIsAnError(t *testing.T) {
 	}
 	if s, _ := ex.GroupStats("svc.test:80"); s.InFlight != 0 || s.Failed != 1 {
 		t.Errorf("%d in flight, %d failed; want 0 and 1", s.InFlight, s.Failed)
+	}
+}
+
+// A Transport stacked on another (one group per destination above one per
+// tenant) does not blame the destination for a request the lower one never
+// sent: refused there, or whose deadline passed while it waited there, it
+// counts as Cancelled, and the destination's breaker stays closed.
+func TestStackedTransportLocalRefusalIsNoFailure(t *testing.T) {
+	ev := newEvents()
+	perTenant := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, ev.listener())
+	perHost := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("x"))}, nil
+	})
+	rt := httpadmit.Transport(perHost, httpadmit.Transport(perTenant, base, httpadmit.WithTenantHeader("X-Tenant")))
+	send := func(ctx context.Context, tenant string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+		req.Header.Set("X-Tenant", tenant)
+		return rt.RoundTrip(req)
+	}
+	held, err := send(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, ev.submitted)
+	// a's only slot is held until the body is closed: the next request of
+	// a waits, and its deadline passes there.
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	go func() { <-ev.submitted; close(ctx.done) }()
+	if _, err := send(ctx, "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline while waiting below: %v", err)
+	}
+	// A tenant key the lower Transport refuses.
+	if _, err := send(context.Background(), "a b"); !errors.Is(err, httpadmit.ErrInvalidTenant) {
+		t.Fatalf("invalid tenant below: %v", err)
+	}
+	held.Body.Close()
+	if s, _ := perHost.GroupStats("svc.test:80"); s.Failed != 0 || s.Cancelled != 2 || s.Breaker != breaker.StateClosed {
+		t.Errorf("destination's group: %d failed, %d cancelled, breaker %v; want 0, 2 and closed", s.Failed, s.Cancelled, s.Breaker)
+	}
+}
+
+// expiring is a context whose deadline passes when done is closed.
+type expiring struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *expiring) Done() <-chan struct{} { return c.done }
+
+func (c *expiring) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
