@@ -176,3 +176,26 @@ func (c *expiring) Err() error {
 		return nil
 	}
 }
+
+// A call admitted as its deadline passes (here while the listener is told
+// it starts) is not sent, and is no failure of its dependency: gRPC would
+// have failed it at once with DeadlineExceeded.
+func TestClientDeadlineAtAdmissionIsNotSent(t *testing.T) {
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}), executor.WithListener(executor.ListenerFuncs{Started: func(executor.Event) { close(ctx.done) }}))
+	g := newGate()
+	g.release()
+	cc := dial(t, start(t, g), grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(ex)))
+	_, err := call(ctx, cc, "", "x")
+	if status.Code(err) != codes.DeadlineExceeded || grpcadmit.ClientFailure(err) {
+		t.Errorf("call: %v (ClientFailure %v), want DeadlineExceeded and no failure", err, grpcadmit.ClientFailure(err))
+	}
+	if s, _ := ex.GroupStats(cc.Target()); s.Failed != 0 || s.Breaker != breaker.StateClosed {
+		t.Errorf("%d failed, breaker %v; want 0 and closed", s.Failed, s.Breaker)
+	}
+	if n := len(g.entered); n != 0 {
+		t.Errorf("the server saw %d calls, want 0", n)
+	}
+}
