@@ -29,7 +29,7 @@ import (
 // A request the executor refuses is not sent: RoundTrip's error matches the
 // executor's, executor.ErrRejected (http.Client wraps it in a *url.Error,
 // which errors.Is sees through), or the request context's error if it ended
-// while the request waited. A request with an invalid tenant or weight is
+// while the request waited or by the time it was admitted. A request with an invalid tenant or weight is
 // not sent either; its error matches ErrInvalidTenant or ErrInvalidWeight.
 //
 // An admitted request holds its slot until its response is done with:
@@ -267,6 +267,16 @@ var errNilResponse = errors.New("httpadmit: the base RoundTripper returned a nil
 // send is Do's fn: it sends the request and, for a response with a body,
 // holds the slot until the body is closed or the context ends.
 func (x *exchange) send(ctx context.Context) (err error) {
+	if err := x.req.Context().Err(); err != nil {
+		// Admitted as the request's context ended (its deadline passed as
+		// it left the queue, or while a listener ran): base would fail it
+		// at once, unsent, with an error the group's breaker counts
+		// against the destination. It is refused here instead, as if it
+		// had ended while it waited.
+		closeBody(x.req)
+		x.err = &notSentError{err}
+		return errNotSent
+	}
 	req := x.req
 	if ctx != req.Context() {
 		req = req.WithContext(ctx)

@@ -428,3 +428,31 @@ func (c *expiring) Err() error {
 		return nil
 	}
 }
+
+// A request admitted as its deadline passes (here while the listener is
+// told it starts) is not sent, and is no failure of its destination.
+func TestTransportDeadlineAtAdmissionIsNotSent(t *testing.T) {
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}), executor.WithListener(executor.ListenerFuncs{Started: func(executor.Event) { close(ctx.done) }}))
+	var sent atomic.Int64
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		if err := r.Context().Err(); err != nil {
+			return nil, err // as net/http's Transport fails it
+		}
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	body := &trackedBody{Reader: strings.NewReader("payload")}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://svc.test/", body)
+	if _, err := httpadmit.Transport(ex, base).RoundTrip(req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("RoundTrip: %v, want DeadlineExceeded", err)
+	}
+	if n := sent.Load(); n != 0 || !body.closed.Load() {
+		t.Errorf("sent %d, body closed %v; want 0 and true", n, body.closed.Load())
+	}
+	if s, _ := ex.GroupStats("svc.test:80"); s.Failed != 0 || s.Breaker != breaker.StateClosed {
+		t.Errorf("%d failed, breaker %v; want 0 and closed", s.Failed, s.Breaker)
+	}
+}
