@@ -57,7 +57,7 @@ func WithTenantHeader(name string) Option {
 }
 
 // WithTenantHost reads the tenant from the request's Host, lower-cased and
-// without its port or a trailing dot (an IPv6 address in its canonical
+// without its port or trailing dots (an IPv6 address in its canonical
 // form): one group per virtual host, however a client spells it.
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {

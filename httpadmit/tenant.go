@@ -43,7 +43,7 @@ func fromHeader(name string) tenantFunc {
 }
 
 // fromHost reads the tenant from the request's Host, lower-cased, without
-// its port, an IPv6 literal's brackets or a name's trailing dot, and an IPv6
+// its port, an IPv6 literal's brackets or a name's trailing dots, and an IPv6
 // address in its canonical form: each spelling of one virtual host is one
 // group, so that a client cannot spread a host's requests over several
 // groups, each with the host's limits, by respelling it. A request without
@@ -61,8 +61,11 @@ func fromHost(r *http.Request) (string, error) {
 		if a, err := netip.ParseAddr(host); err == nil {
 			host = a.String()
 		}
-	} else if len(host) > 1 {
-		host = strings.TrimSuffix(host, ".") // "acme.example." is "acme.example"
+	} else if h := strings.TrimRight(host, "."); h != "" {
+		// "acme.example." is "acme.example", and so is "acme.example..":
+		// with one dot trimmed, each added dot would spell a group of its
+		// own, with the host's limits (the gateway trims them all too).
+		host = h
 	}
 	return adapt.Checked("host", strings.ToLower(host))
 }

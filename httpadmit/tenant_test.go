@@ -47,6 +47,8 @@ func TestTenantSources(t *testing.T) {
 		{"host ipv6", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://[::1]:8080/x", nil, "::1"},
 		{"host trailing dot", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://API.Example.com.:8080/x", nil, "api.example.com"},
 		{"host trailing dot, no port", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://api.example.com./x", nil, "api.example.com"},
+		{"host trailing dots", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://api.example.com..:8080/x", nil, "api.example.com"},
+		{"host trailing dots, no port", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://api.example.com.../x", nil, "api.example.com"},
 		{"host ipv6 spelled out", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://[0:0:0:0:0:0:0:1]:8080/x", nil, "::1"},
 		{"host ipv6 upper case, no port", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://[2001:DB8::0001]/x", nil, "2001:db8::1"},
 		{"no host", []httpadmit.Option{httpadmit.WithTenantHost()}, "/", func(r *http.Request) { r.Host = "" }, httpadmit.DefaultGroup},
