@@ -251,6 +251,19 @@ type notSentError struct{ err error }
 func (e *notSentError) Error() string { return e.err.Error() }
 func (e *notSentError) Unwrap() error { return e.err }
 
+// Timeout and Temporary are the wrapped error's: url.Error's methods, and a
+// caller's net.Error, ask the error itself, not what it wraps, so that a
+// deadline passed while the request waited still reads as a timeout.
+func (e *notSentError) Timeout() bool {
+	t, ok := e.err.(interface{ Timeout() bool })
+	return ok && t.Timeout()
+}
+
+func (e *notSentError) Temporary() bool {
+	t, ok := e.err.(interface{ Temporary() bool })
+	return ok && t.Temporary()
+}
+
 // errNotSent is fn's outcome when base is a Transport that did not admit
 // the request: Cancelled, neither a failure nor a success of the
 // destination, which never saw it.

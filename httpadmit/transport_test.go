@@ -456,3 +456,29 @@ func TestTransportDeadlineAtAdmissionIsNotSent(t *testing.T) {
 		t.Errorf("%d failed, breaker %v; want 0 and closed", s.Failed, s.Breaker)
 	}
 }
+
+// The error of a request whose deadline passed while it waited reads as a
+// timeout, as the context's own error does: http.Client's *url.Error, and
+// a net.Error check, ask the error itself.
+func TestTransportQueuedDeadlineIsATimeout(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, ev.listener())
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("x"))}, nil
+	})
+	client := &http.Client{Transport: httpadmit.Transport(ex, base)}
+	held, err := client.Get("http://svc.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, ev.submitted)
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	go func() { <-ev.submitted; close(ctx.done) }()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+	_, err = client.Do(req)
+	var ue *url.Error
+	if !errors.As(err, &ue) || !ue.Timeout() || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("deadline while waiting: %v, want a *url.Error that is a timeout", err)
+	}
+	held.Body.Close()
+}
