@@ -22,7 +22,9 @@ import (
 //     holder last heard of the key (its version) is ignored (scripts.go).
 //   - "f|leases_key": a holder gave back permits of the key while others
 //     wait (releaseScript). Each holder Redis refused asks again now (at
-//     most once per poll interval), instead of polling.
+//     most once per poll interval), instead of polling. One heard while a
+//     refill of the key is on its way may tell of permits freed after
+//     Redis refused it: a refusal used after such a notice asks again too.
 //
 // A notice missed (a dropped subscription) costs at most one renew
 // interval: the renewal round reports waiters and caps, and asks again for
@@ -107,6 +109,10 @@ func (h *Holder) hear(payload string) {
 			continue
 		}
 		if kind == "f" {
+			// Heard while a refill is on its way, it may tell of permits
+			// freed after Redis refused it: the refusal then asks again
+			// (refilledLocked).
+			ks.freed = true
 			h.askAgainLocked(ks)
 			continue
 		}

@@ -7,6 +7,7 @@ package redislimit_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -451,4 +452,57 @@ func TestRenewalRoundKeepsAKeyWhoseUnwaitIsInFlight(t *testing.T) {
 	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
 		return errors.Is(rdb.ZScore(bg, w, aid).Err(), redis.Nil)
 	})
+}
+
+// A notice that permits were freed can come before the reply to a refill
+// that Redis refused just before they were freed: the refusal, used after
+// it, must not make the holder wait for a notice that has come already
+// (until its next renewal round, minutes here). Limit 1: A holds the
+// permit; B asks, and Redis refuses it; its reply is held up. A gives the
+// permit back, and B hears of it; then B uses the refusal. B must ask
+// again, and get the permit, without a task of it asking again.
+func TestFreedNoticeBeforeTheRefusalWakesTheWaiter(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, a)
+	la, lb := a.Groups(1), b.Groups(1)
+	na, nb := attach(t, la), attach(t, lb)
+	pa := acquire(t, la, na, "g", 1, 5*time.Second)
+	// A permit of another key at B, for the marker below.
+	ps := acquire(t, lb, nb, "s", 1, 5*time.Second)
+	defer ps.Release()
+	resume := park(b, func(h *redislimit.Holder, f func() error) {
+		redislimit.SetReplyHook(h, f)
+		if f != nil {
+			if q, err := lb.TryAcquire("g", 1); q != nil || err != nil {
+				t.Errorf("B's TryAcquire with the permit at A: %v, %v; want to wait", q, err)
+			}
+		}
+	})
+	defer resume()
+	// B's refusal is in Redis (its reply is held), and told A that B
+	// waits: A gives its idle permit back, and publishes that it did.
+	rdb := newClient(t, addr)
+	pa.Release()
+	eventually(t, "A gives the permit back", 5*time.Second, func() bool {
+		n, err := rdb.HLen(bg, "t:"+t.Name()+":{group:g}:n").Result()
+		return err == nil && n == 0
+	})
+	// B hears the notices in the order they were published: once it has
+	// heard this one (its cap of "s" is 0), it has heard that A freed g.
+	marker := fmt.Sprintf("w|x|t:%s:{group:s}:l|%d|0|%s/1=0", t.Name(), int64(1)<<62, b.ID())
+	if err := rdb.Publish(bg, redislimit.Channel(b), marker).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "B hears the marker", 5*time.Second, func() bool {
+		o, c, _ := redislimit.Share(lb, "s")
+		return o == 1 && c == 0
+	})
+	drain(nb)
+	resume()
+	if key := waitFor(t, "B told that a permit of g may be at hand", nb); key != "g" {
+		t.Fatalf("B's executor told of %q; want g", key)
+	}
+	p := acquire(t, lb, nb, "g", 1, time.Second)
+	p.Release()
 }

@@ -314,7 +314,7 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 		ks.retry = true
 		return nil
 	}
-	ks.waiting = false
+	ks.waiting, ks.freed = false, false
 	ks.asked = 0
 	h.leaseSeq++
 	ks.lastReq = h.leaseSeq
@@ -380,6 +380,12 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			a.notify = append(a.notify, ks)
 		default:
 			ks.waitLocked()
+			if ks.freed {
+				// Permits were freed while the request was on its way,
+				// maybe after Redis refused it: the notice that told of
+				// them came before this reply, and will not come again.
+				h.askAgainLocked(ks)
+			}
 		}
 		return
 	}
