@@ -16,10 +16,13 @@ import (
 //     how many wait below their cap, and the most it may keep meanwhile
 //     (its cap); it gives back what it holds above the cap (once its
 //     quantum is over) and, while someone waits below its cap, what no
-//     task holds (limiter.go). Without it a holder would learn that others
-//     wait only at its next renewal round. Nothing orders the notices with
-//     the replies to the holder's own calls: one older than what the
-//     holder last heard of the key (its version) is ignored (scripts.go).
+//     task holds (limiter.go). A holder Redis refused for its share, with
+//     or without permits of the key, asks again when a notice gives it a
+//     cap that fits what it waits for. Without it a holder would learn
+//     that others wait, or that its cap rose, only at its next renewal
+//     round. Nothing orders the notices with the replies to the holder's
+//     own calls: one older than what the holder last heard of the key (its
+//     version) is ignored (scripts.go).
 //   - "f|leases_key": a holder gave back permits of the key while others
 //     wait (releaseScript). Each holder Redis refused asks again now (at
 //     most once per poll interval), instead of polling. One heard while a
@@ -116,9 +119,11 @@ func (h *Holder) hear(payload string) {
 			h.askAgainLocked(ks)
 			continue
 		}
-		if who == l.id || len(ks.leases) == 0 || ver <= ks.ver {
-			continue // its own refusal, nothing to give back, or older news
+		if who == l.id || ver <= ks.ver {
+			continue // its own refusal, or older news
 		}
+		held, _ := ks.held()
+		fitted := capFits(held, ks.demand, ks.cap)
 		ks.ver = ver
 		ks.others = max(ks.others, 1)
 		if c, ok := capOf(caps, l.id); ok {
@@ -126,6 +131,18 @@ func (h *Holder) hear(payload string) {
 		}
 		if d, err := strconv.Atoi(deprived); err == nil {
 			ks.deprived = d
+		}
+		if !fitted && capFits(held, ks.demand, ks.cap) {
+			// Refused for its share, it may have it now (a grant moved
+			// another holder to the back of the line): it asks again,
+			// holding permits of the key or not. Only when the cap comes
+			// to fit: waiters refused for room would otherwise answer
+			// every refusal. (Heard while a refill is on its way, its
+			// refusal asks again: refilledLocked.)
+			h.askAgainLocked(ks)
+		}
+		if len(ks.leases) == 0 {
+			continue // nothing to give back
 		}
 		ks.giveUp = true
 		h.enqueueLocked(ks)

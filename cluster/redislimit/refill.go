@@ -344,6 +344,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		a.notify = append(a.notify, ks)
 		return
 	}
+	newer := res[6] < ks.ver // what the holder heard since is newer than this reply
 	ks.setShareLocked(res[6], int(res[3]), int(res[4]), int(res[5]))
 	now := time.Now()
 	if res[0] == 0 {
@@ -380,10 +381,11 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			a.notify = append(a.notify, ks)
 		default:
 			ks.waitLocked()
-			if ks.freed {
+			if ks.freed || newer && !capFits(held, need, int(res[4])) && capFits(held, need, ks.cap) {
 				// Permits were freed while the request was on its way,
-				// maybe after Redis refused it: the notice that told of
-				// them came before this reply, and will not come again.
+				// maybe after Redis refused it, or a cap too small for
+				// it then fits it since: the notice that told so came
+				// before this reply, and will not come again.
 				h.askAgainLocked(ks)
 			}
 		}

@@ -93,6 +93,10 @@ func (ks *keyState) pickLocked(n int, now time.Time) *lease {
 	return nil
 }
 
+// capFits reports whether a cap c lets Redis grant need permits (need > 0)
+// to a holder that holds held permits of the key.
+func capFits(held, need, c int) bool { return need > 0 && held+need <= c }
+
 // setShareLocked records what Redis said of the key as of version ver: how
 // many other holders wait, the most this one may keep meanwhile (-1: no
 // cap), and how many of them wait below their cap. What is not newer than

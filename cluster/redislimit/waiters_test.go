@@ -574,3 +574,106 @@ func TestRecordOfARefusalWhoseReplyWasLostIsEnded(t *testing.T) {
 		return errors.Is(err, redis.Nil)
 	})
 }
+
+// A refused holder whose cap, too small for its task a moment ago, now
+// fits it while permits are free must ask again when it hears so (a grant
+// to another holder changes the caps, and is published), not at its next
+// renewal round (minutes here), even when it holds no permit of the key.
+// Limit 3, all at Z; Y waits for 1, then X for 2. Z gives them back: X
+// asks first, and Y, which waited longer, is first in line (a cap of 2,
+// X's 1): X is refused for its share. Y's grant of 1 leaves X a cap of 2
+// and 2 permits free.
+func TestCapRaisedByAGrantWakesAWaiterHoldingNothing(t *testing.T) {
+	testCapRaisedByAGrant(t, false)
+}
+
+// The same, with the notice of Y's grant heard before the reply to X's
+// refill, refused before the grant: the refusal, older news, must not make
+// X wait for a notice that has come already.
+func TestCapRaisedByAGrantBeforeTheRefusalWakesTheWaiter(t *testing.T) {
+	testCapRaisedByAGrant(t, true)
+}
+
+func testCapRaisedByAGrant(t *testing.T, noticeFirst bool) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	x, y, z := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 3, x)
+	lx, ly, lz := x.Groups(3), y.Groups(3), z.Groups(3)
+	nx, _, nz := attach(t, lx), attach(t, ly), attach(t, lz)
+	pz := acquire(t, lz, nz, "g", 3, 5*time.Second)
+	w := "t:" + t.Name() + ":{group:g}:w"
+	wait := func(l *redislimit.Limiter, h *redislimit.Holder, n int) {
+		t.Helper()
+		if q, err := l.TryAcquire("g", n); q != nil || err != nil {
+			t.Fatalf("TryAcquire with the limit at Z: %v, %v; want to wait", q, err)
+		}
+		eventually(t, h.ID()+" recorded as waiting", 5*time.Second, func() bool {
+			return rdb.ZScore(bg, w, h.ID()+"/1").Err() == nil
+		})
+	}
+	wait(ly, y, 1)
+	// X waits from a later millisecond of Redis's clock: Y is first in line.
+	g, err := rdb.HGet(bg, "t:"+t.Name()+":{group:g}:g", y.ID()+"/1").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Redis's clock past Y's wait", 5*time.Second, func() bool {
+		now, err := rdb.Time(bg).Result()
+		return err == nil && now.UnixMilli() > g
+	})
+	wait(lx, x, 2)
+	// hold returns a hook that holds the first call it is run for until
+	// the returned function is called, and a channel that tells when it
+	// does.
+	hold := func() (hook func() error, parked chan struct{}, open func()) {
+		parked, gate := make(chan struct{}), make(chan struct{})
+		var first, done sync.Once
+		hook = func() error {
+			first.Do(func() {
+				close(parked)
+				<-gate
+			})
+			return nil
+		}
+		open = func() { done.Do(func() { close(gate) }) }
+		t.Cleanup(open)
+		return hook, parked, open
+	}
+	// Y's next refill is held on its way until X has been refused; with
+	// noticeFirst, the reply to X's refill is held too, until X has heard
+	// of Y's grant.
+	yHook, yParked, yOpen := hold()
+	redislimit.SetRefillHook(y, yHook)
+	xHook, xParked, xOpen := hold()
+	if noticeFirst {
+		redislimit.SetReplyHook(x, xHook)
+	}
+	pz.Release()
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Y asks again", yParked)
+	if noticeFirst {
+		waitFor(t, "X refused, its reply held", xParked)
+		yOpen()
+		eventually(t, "X hears of Y's grant", 5*time.Second, func() bool {
+			_, c, _ := redislimit.Share(lx, "g")
+			return c == 2
+		})
+		drain(nx)
+		xOpen()
+	} else {
+		eventually(t, "X refused for its share", 5*time.Second, func() bool { return x.Stats().RefillsDenied >= 2 })
+		if _, c, _ := redislimit.Share(lx, "g"); c != 1 {
+			t.Fatalf("X's cap after its refusal: %d; want 1", c)
+		}
+		drain(nx)
+		yOpen()
+	}
+	if key := waitFor(t, "X told that it may get its permits", nx); key != "g" {
+		t.Fatalf("X's executor told of %q; want g", key)
+	}
+	p := acquire(t, lx, nx, "g", 2, time.Second)
+	p.Release()
+}
