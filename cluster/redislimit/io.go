@@ -110,8 +110,9 @@ func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
 // failed reports whether err, from a call to Redis, means that Redis could
 // not be reached, did not answer in time, or answered that it cannot serve
 // the call now (unavailableReplies: a replica after a failover, a server
-// loading its data, out of memory, busy with a script); any other error
-// Redis replied with (a script's) does not.
+// loading its data, out of memory, busy with a script, refusing the
+// holder's credentials); any other error Redis replied with (a script's)
+// does not.
 func failed(err error) bool {
 	var re redis.Error
 	if err == nil {
@@ -130,9 +131,13 @@ func failed(err error) bool {
 
 // unavailableReplies are the error replies of a Redis that cannot lease
 // now, whatever is asked of it: each call fails the same way until it
-// changes (a failover, a load, memory freed), so they count as an outage.
+// changes (a failover, a load, memory freed, the password or the ACL
+// fixed), so they count as an outage. Counted as replies, a holder that
+// may not run its scripts (NOPERM) or is no longer authenticated (NOAUTH,
+// WRONGPASS) would stay up, its tasks waiting for leases that never come,
+// under either failure policy.
 var unavailableReplies = []string{"READONLY", "LOADING", "MASTERDOWN", "BUSY", "OOM", "MISCONF",
-	"CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS"}
+	"CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "NOAUTH", "WRONGPASS", "NOPERM"}
 
 // resultLocked records how a call to Redis went, and returns the event to
 // emit if that changed the mode (failLocked, upLocked).

@@ -93,3 +93,38 @@ func TestFailureReplyBesideNoscriptCounts(t *testing.T) {
 		t.Fatalf("after the OOM round and two failed rounds: mode %v, want down", s.Mode)
 	}
 }
+
+// A Redis that refuses the holder's calls for its credentials (here
+// NOPERM: its user's ACL no longer allows scripts; NOAUTH and WRONGPASS
+// alike, after a password change) cannot lease either, whatever is asked
+// of it, until someone changes its configuration: the holder must go down
+// and apply its failure policy, not keep the task waiting for a lease that
+// never comes.
+func TestRefusedCredentialsAreAnOutage(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	h := newHolder(t, addr, redislimit.WithFailurePolicy(redislimit.FailOpen))
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
+	run := func(group string) (executor.Result[int], error) {
+		hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: group,
+			Fn: func(context.Context) (int, error) { return 1, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hd.Wait(ctxTimeout(t, 5*time.Second))
+	}
+	if r, err := run("a"); err != nil || r.Status != executor.Success {
+		t.Fatalf("task before: %v %v %v", r.Status, r.Err, err)
+	}
+	if err := rdb.Do(bg, "ACL", "SETUSER", "default", "-evalsha", "-eval").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Do(bg, "ACL", "SETUSER", "default", "+@all")
+	r, err := run("b")
+	if err != nil || r.Status != executor.Success {
+		t.Fatalf("task while Redis refuses the holder's scripts, FailOpen: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
+	}
+	if s := h.Stats(); s.Mode != redislimit.ModeDown || s.Fallbacks == 0 {
+		t.Fatalf("stats %+v, want down with a fallback", s)
+	}
+}
