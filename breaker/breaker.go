@@ -35,7 +35,8 @@ type CircuitBreaker struct {
 
 // New returns a closed breaker configured by s. Zero fields take their
 // documented defaults. It returns an error matching ErrInvalidSettings,
-// naming the field, when s.Interval or s.Timeout is negative.
+// naming the field, when s.Interval or s.Timeout is negative or s.Clock
+// holds a nil pointer.
 func New(s Settings) (*CircuitBreaker, error) {
 	if err := s.validate(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -61,7 +62,8 @@ type Settings struct {
 	// Durations are taken as differences of Now, so clock.Real, whose times
 	// carry Go's monotonic reading, is immune to wall-clock jumps; tests
 	// pass a clock.Fake. Now must be safe for concurrent use. nil means
-	// clock.Real.
+	// clock.Real; a Clock holding a nil pointer (a nil *clock.Fake) is
+	// invalid.
 	Clock clock.Clock
 }
 
@@ -73,7 +75,23 @@ func (s *Settings) validate() error {
 	if s.Timeout < 0 {
 		return &SettingsError{Field: "Timeout", Value: s.Timeout, Reason: "must be >= 0 (0: the default, 60s)"}
 	}
+	if isNilPointer(s.Clock) {
+		// Its Now would panic, and the breaker reads the clock only when
+		// time matters (a trip, or an Interval): long after New, on the
+		// failure that trips it.
+		return &SettingsError{Field: "Clock", Value: fmt.Sprintf("%T(nil)", s.Clock), Reason: "must not hold a nil pointer (nil for clock.Real)"}
+	}
 	return nil
+}
+
+// isNilPointer reports whether c holds a nil pointer. A nil c is not one: it
+// means clock.Real.
+func isNilPointer(c clock.Clock) bool {
+	if c == nil {
+		return false
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // State is a circuit breaker's state.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 )
 
 func TestNewRejectsNegativeDurations(t *testing.T) {
@@ -82,4 +83,23 @@ func wantErrIn(t *testing.T, got error, want ...error) {
 		}
 	}
 	t.Fatalf("error %v, want one of %v", got, want)
+}
+
+// A Clock holding a nil pointer is refused by New, naming the field: the
+// breaker reads its clock only when time matters, so it would otherwise
+// panic long after New, on the failure that trips it.
+func TestNewRejectsNilPointerClock(t *testing.T) {
+	var fake *clock.Fake
+	cb, err := breaker.New(breaker.Settings{Clock: fake})
+	if cb != nil || !errors.Is(err, breaker.ErrInvalidSettings) {
+		t.Fatalf("New with a nil *clock.Fake = %v, %v; want nil and ErrInvalidSettings", cb, err)
+	}
+	var se *breaker.SettingsError
+	if !errors.As(err, &se) || se.Field != "Clock" || !strings.Contains(err.Error(), "*clock.Fake(nil)") {
+		t.Errorf("error %v: want a *SettingsError naming Clock and the nil *clock.Fake", err)
+	}
+	// A nil Clock is the default, clock.Real.
+	if _, err := breaker.New(breaker.Settings{Clock: nil}); err != nil {
+		t.Errorf("New with a nil Clock: %v", err)
+	}
 }
