@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/bulkhead"
+	"github.com/groupexec/groupexec/clock"
 )
 
 func TestInvalidConfig(t *testing.T) {
@@ -33,6 +34,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"huge event log", 1, []bulkhead.Option{bulkhead.WithEventLog(math.MaxInt)}, "WithEventLog"},
 		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
 		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
+		{"nil clock pointer", 1, []bulkhead.Option{bulkhead.WithClock((*clock.Fake)(nil))}, "WithClock"},
 		{"nil listener func", 1, []bulkhead.Option{bulkhead.WithListener(bulkhead.ListenerFunc(nil))}, "WithListener"},
 		{"nil listener pointer", 1, []bulkhead.Option{bulkhead.WithListener((*countingListener)(nil))}, "WithListener"},
 		{"nil listener of a func type", 1, []bulkhead.Option{bulkhead.WithListener(eventFunc(nil))}, "WithListener"},

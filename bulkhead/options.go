@@ -1,6 +1,7 @@
 package bulkhead
 
 import (
+	"fmt"
 	"reflect"
 	"time"
 
@@ -130,11 +131,16 @@ func isNilListener(l Listener) bool {
 }
 
 // WithClock sets the clock for queue waits, permit and event times and
-// Submit's latencies. Tests pass a *clock.Fake. Default: clock.Real.
+// Submit's latencies. Tests pass a *clock.Fake. c must not be nil, nor hold
+// a nil pointer (a nil *clock.Fake), whose Now would panic. Default:
+// clock.Real.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(b *Bulkhead) error {
 		if c == nil {
 			return &ConfigError{"WithClock", nil, "must not be nil"}
+		}
+		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+			return &ConfigError{"WithClock", fmt.Sprintf("%T(nil)", c), "must not be a nil pointer"}
 		}
 		b.clk = c
 		return nil
