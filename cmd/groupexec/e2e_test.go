@@ -185,6 +185,7 @@ type process struct {
 	cmd          *exec.Cmd
 	proxy, admin string // base URLs
 	exited       chan error
+	addrs        chan [2]string // the proxy and admin addresses, once it serves
 	mu           sync.Mutex
 	log          strings.Builder
 }
@@ -200,12 +201,22 @@ func (p *process) logs() string {
 // still running.
 func startBinary(t *testing.T, bin, cfgPath string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, "gateway", "--config", cfgPath), exited: make(chan error, 1)}
+	p := launchBinary(t, bin, cfgPath)
+	p.waitServing(t)
+	return p
+}
+
+// launchBinary runs bin as a gateway with the config at cfgPath, without
+// waiting for it to serve (waitServing does). The process is killed at the
+// end of the test if it is still running.
+func launchBinary(t *testing.T, bin, cfgPath string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, "gateway", "--config", cfgPath), exited: make(chan error, 1),
+		addrs: make(chan [2]string, 1)}
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addrs := make(chan [2]string, 1)
 	go func() {
 		re := regexp.MustCompile(`msg="gateway serving" proxy=(\S+) admin=(\S+)`)
 		sc := bufio.NewScanner(stderr)
@@ -214,19 +225,24 @@ func startBinary(t *testing.T, bin, cfgPath string) *process {
 			p.log.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addrs <- [2]string{m[1], m[2]}
+				p.addrs <- [2]string{m[1], m[2]}
 			}
 		}
 		p.exited <- p.cmd.Wait()
 	}()
 	t.Cleanup(func() { p.cmd.Process.Kill() }) // only if the test failed before the process exited
+	return p
+}
+
+// waitServing waits until p logs that it serves, and sets its URLs.
+func (p *process) waitServing(t *testing.T) {
+	t.Helper()
 	select {
-	case a := <-addrs:
+	case a := <-p.addrs:
 		p.proxy, p.admin = "http://"+a[0], "http://"+a[1]
 	case err := <-p.exited:
 		t.Fatalf("gateway exited early: %v\n%s", err, p.logs())
 	case <-time.After(bound):
 		t.Fatal("gateway did not start")
 	}
-	return p
 }

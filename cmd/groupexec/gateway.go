@@ -59,6 +59,12 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: gateway needs --config FILE or --demo", errUsage)
 	}
 
+	// SIGHUP reloads the file. It is caught from before the file is read:
+	// its default action ends the process, and one sent while the gateway
+	// starts (a reload right after a deploy) is a reload once it serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := config.Load(*path)
 	if err != nil {
 		return err
@@ -78,10 +84,7 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		al.Close()
 		return err
 	}
-	// SIGHUP reloads the file; a bad one is logged and the old config kept.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// A bad file is logged and the old config kept.
 	reloaded := make(chan struct{})
 	go func() {
 		defer close(reloaded)

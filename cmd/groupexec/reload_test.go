@@ -95,3 +95,90 @@ func TestSIGHUPReloads(t *testing.T) {
 		t.Fatal("the gateway did not exit")
 	}
 }
+
+// A SIGHUP that arrives while the gateway is starting, here while it reads
+// its config file, is a reload once it serves: the signal's default action,
+// which ends the process, must not apply between start and serving. The
+// file is a named pipe, so the test knows the gateway is reading it: its
+// open for writing returns only once the gateway has opened it to read.
+func TestSIGHUPDuringStartupReloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := build(t, dir)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer be.Close()
+	pipe := filepath.Join(dir, "gateway.yaml")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Skip("no named pipe:", err)
+	}
+	cfg := fmt.Appendf(nil, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nbackends: [%s]\n", be.URL)
+	p := launchBinary(t, bin, pipe)
+	// feed waits for the gateway to open the pipe to read, calls then, and
+	// writes the config into the pipe.
+	feed := func(then func()) {
+		t.Helper()
+		opened := make(chan *os.File, 1)
+		go func() {
+			f, err := os.OpenFile(pipe, os.O_WRONLY, 0)
+			if err != nil {
+				t.Errorf("open the pipe to write: %v", err)
+			}
+			opened <- f
+		}()
+		fail := func(format string, args ...any) {
+			t.Helper()
+			// Open the pipe's read end, so that the open above returns.
+			if r, err := os.OpenFile(pipe, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+				if f := <-opened; f != nil {
+					f.Close()
+				}
+				r.Close()
+			}
+			t.Fatalf(format, args...)
+		}
+		select {
+		case f := <-opened:
+			if f == nil {
+				t.FailNow()
+			}
+			then()
+			f.Write(cfg)
+			f.Close()
+		case err := <-p.exited:
+			fail("the gateway exited before it read its config: %v\n%s", err, p.logs())
+		case <-time.After(bound):
+			fail("the gateway did not read its config\n%s", p.logs())
+		}
+	}
+	feed(func() { p.cmd.Process.Signal(syscall.SIGHUP) })
+	p.waitServing(t)
+	feed(func() {}) // the reload reads the file again
+	c := &http.Client{Timeout: bound, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(bound)
+	for {
+		resp, err := c.Get(p.admin + "/metrics")
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), `groupexec_config_reloads_total{result="ok"} 1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the SIGHUP sent during startup did not reload the config\n%s", p.logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, p.logs())
+		}
+	case <-time.After(bound):
+		t.Fatal("the gateway did not exit")
+	}
+}
