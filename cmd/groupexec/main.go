@@ -50,6 +50,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "gateway":
 		err = gatewayCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
+		if len(args) > 1 {
+			// Not ignored: a flag such as --short would be taken for one
+			// that works.
+			err = fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, cmd, args[1])
+			break
+		}
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

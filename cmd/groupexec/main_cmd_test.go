@@ -18,6 +18,8 @@ func TestCommandLine(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"version"}, 0, "groupexec ", ""},
+		{[]string{"version", "--short"}, 2, "", `version takes no arguments, got "--short"`},
+		{[]string{"--version", "x"}, 2, "", `--version takes no arguments, got "x"`},
 		{[]string{"--help"}, 0, "groupexec gateway --config FILE", ""},
 		{[]string{}, 2, "", "Usage:"},
 		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
