@@ -15,8 +15,8 @@ import (
 type waiter struct {
 	node     queue.Node[*waiter]
 	weight   int
-	deadline time.Time // by the exact clock: a coarse one could time out early
-	timer    clock.Timer
+	deadline time.Time   // by the exact clock: a coarse one could time out early
+	timer    clock.Timer // nil if the clock's AfterFunc panicked (afterFuncLocked)
 	ready    chan struct{}
 	permit   Permit
 	err      error
@@ -172,10 +172,10 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		rej.Err = ErrQueueSaturated
 		b.event(es, EventAtCapacity, stamp, 0, "")
 	default:
-		w := &waiter{weight: n, deadline: b.clk.Now().Add(b.maxWait), ready: make(chan struct{})}
+		w := &waiter{weight: n, deadline: b.nowLocked().Add(b.maxWait), ready: make(chan struct{})}
 		w.node.Value = w
 		b.waiters.PushBack(&w.node)
-		w.timer = b.clk.AfterFunc(b.maxWait, func() { b.expire(w) })
+		w.timer = b.afterFuncLocked(b.maxWait, func() { b.expire(w) })
 		b.event(es, EventAtCapacity, stamp, 0, "")
 		b.event(es, EventRequestQueued, stamp, 0, "")
 		b.unlock()
@@ -295,7 +295,7 @@ func (b *Bulkhead) leave(w *waiter, err error) bool {
 		return false
 	}
 	b.waiters.Remove(&w.node)
-	w.timer.Stop()
+	stopTimer(w.timer)
 	w.err = err
 	close(w.ready)
 	b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
@@ -393,7 +393,7 @@ func (b *Bulkhead) expire(w *waiter) {
 
 func (b *Bulkhead) timeOutLocked(w *waiter, es *events) {
 	b.waiters.Remove(&w.node)
-	w.timer.Stop()
+	stopTimer(w.timer)
 	w.err = &RejectedError{
 		Err: ErrQueueTimeout, Limit: b.sem.Limit(), InFlight: b.sem.Used(), Weight: w.weight,
 		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
@@ -411,7 +411,7 @@ func (b *Bulkhead) expireLocked(es *events) {
 	if b.waiters.Len() == 0 {
 		return
 	}
-	now := b.clk.Now()
+	now := b.nowLocked()
 	for f := b.waiters.Front(); f != nil && !now.Before(f.Value.deadline); f = b.waiters.Front() {
 		b.timeOutLocked(f.Value, es)
 	}
@@ -445,7 +445,7 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 			return true
 		}
 		b.waiters.Remove(&w.node)
-		w.timer.Stop()
+		stopTimer(w.timer)
 		w.permit = b.issueLocked(w.weight, stamp, es)
 		close(w.ready)
 	}

@@ -41,6 +41,7 @@ type Bulkhead struct {
 	clk        clock.Clock
 	coarse     *coarse.Clock // stamps permits when clk is the real clock and nothing is observed
 	base       time.Time     // stamps are nanoseconds after base, unless coarse
+	lastNow    time.Time     // the latest reading of clk under mu (nowLocked)
 	target     time.Duration
 	ring       *eventRing
 	listener   Listener
@@ -73,19 +74,62 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 		b.coarse = coarse.New(b.clk, coarseResolution)
 	} else {
 		b.base = b.clk.Now()
+		b.lastNow = b.base
 	}
 	return b, nil
 }
 
-// stamp reads the clock for a permit or an event.
+// stamp reads the clock for a permit or an event. Under the mutex.
 func (b *Bulkhead) stamp() int64 {
 	if b.coarse != nil {
 		return b.coarse.Offset()
 	}
-	return b.exactStamp()
+	return int64(b.nowLocked().Sub(b.base))
 }
 
+// exactStamp reads the clock for a permit on the lock-free fast path, where
+// a panic in the clock holds nothing and goes on up to the caller.
 func (b *Bulkhead) exactStamp() int64 { return int64(b.clk.Now().Sub(b.base)) }
+
+// nowLocked reads the clock under the mutex. A clock given to WithClock is
+// user code: a panic going on up from here would leave the mutex held, and
+// every later call blocked for good. So a panic is recovered and the latest
+// reading stands: to the bulkhead, time stands still while Now panics.
+func (b *Bulkhead) nowLocked() (now time.Time) {
+	defer func() {
+		if recover() != nil {
+			now = b.lastNow
+		}
+	}()
+	now = b.clk.Now()
+	if now.After(b.lastNow) {
+		b.lastNow = now
+	}
+	return now
+}
+
+// afterFuncLocked arms a timer of the clock under the mutex, or returns nil
+// if its AfterFunc panics, for nowLocked's reason. A waiter without a timer
+// times out when a later call finds it past its maximum wait
+// (expireLocked).
+func (b *Bulkhead) afterFuncLocked(d time.Duration, f func()) (t clock.Timer) {
+	defer func() {
+		if recover() != nil {
+			t = nil
+		}
+	}()
+	return b.clk.AfterFunc(d, f)
+}
+
+// stopTimer stops t, if armed, ignoring a panic, for nowLocked's reason: a
+// timer that fires after all finds its waiter gone and does nothing.
+func stopTimer(t clock.Timer) {
+	if t == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	t.Stop()
+}
 
 // at turns a stamp back into a time.
 func (b *Bulkhead) at(stamp int64) time.Time {

@@ -142,6 +142,8 @@ func HoldMutex(b *Bulkhead) (unlock func()) {
 // coarse clock when there is one. The second result reports whether it is
 // coarse.
 func (b *Bulkhead) StampNow() (time.Time, bool) {
+	b.mu.Lock() // stamp reads an exact clock under the mutex
+	defer b.mu.Unlock()
 	return b.at(b.stamp()), b.coarse != nil
 }
 
@@ -161,4 +163,13 @@ func SubmitUnstarted[T any](b *Bulkhead, ctx context.Context, fn func(context.Co
 		}()
 		return ended
 	}, nil
+}
+
+// Locked reports whether b's mutex is held.
+func Locked(b *Bulkhead) bool {
+	if b.mu.TryLock() {
+		b.mu.Unlock()
+		return false
+	}
+	return true
 }

@@ -134,6 +134,15 @@ func isNilListener(l Listener) bool {
 // Submit's latencies. Tests pass a *clock.Fake. c must not be nil, nor hold
 // a nil pointer (a nil *clock.Fake), whose Now would panic. Default:
 // clock.Real.
+//
+// The bulkhead reads the clock, and arms and stops its timers, under its
+// mutex: a panic in the clock's methods is recovered there, so that the
+// mutex is not left held. A Now that panics reads as the latest time it
+// gave there: to the bulkhead, time stands still (no wait expires) until it
+// answers again. A waiter whose timer AfterFunc fails to arm times out when
+// a later call finds it past its maximum wait; a Stop that panics counts as
+// done. New and a lock-free TryAcquire read the clock holding nothing: a
+// panic there goes on up to their caller.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(b *Bulkhead) error {
 		if c == nil {
