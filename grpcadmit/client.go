@@ -25,8 +25,8 @@ import (
 // whose context ended while it waited, or by the time it was admitted: a
 // *RefusalError with codes.DeadlineExceeded or codes.Canceled, which
 // counts as Cancelled, not as a failure of the dependency that never saw
-// it. The call's own error is returned unchanged. It panics if ex is nil or an option is
-// invalid.
+// it. The call's own error is returned unchanged. It panics if ex is nil
+// or an option is invalid.
 func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryClientInterceptor {
 	a := newAdmitter(ex, opts, outgoing)
 	a.client = true

@@ -53,10 +53,13 @@ func (a *attempts) interceptor(ctx context.Context, req any, _ *grpc.UnaryServer
 	a.mu.Unlock()
 	var resp any
 	next := func() (err error) { resp, err = handler(ctx, req); return err }
+	var err error
 	if a.hook == nil {
-		return resp, next()
+		err = next()
+	} else {
+		err = a.hook(v, n, next)
 	}
-	return resp, a.hook(v, n, next)
+	return resp, err // read once next has set it
 }
 
 func (a *attempts) of(v string) int {
