@@ -1,6 +1,7 @@
 package bulkhead_test
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -96,5 +97,49 @@ func TestPanickingClockLeavesNoLockHeld(t *testing.T) {
 	}
 	if err := b.CheckInvariants(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Submit's goroutine reads the clock to time the run. A clock whose Now
+// panics there must not end the program, nor keep the permit: the handle
+// completes as the function did, and the run, which the clock could not
+// time, records no latency.
+func TestPanickingClockOnSubmitsGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		breakFirst bool // the clock breaks before the run starts, or as fn runs
+		panics     bool // fn panics
+		want       bulkhead.Status
+	}{
+		{"at the start", true, false, bulkhead.Success},
+		{"at the end", false, false, bulkhead.Success},
+		{"at the end of a panicking run", false, true, bulkhead.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &brokenClock{Fake: clock.NewFake(t0)}
+			b := newBH(t, 1, bulkhead.WithClock(clk))
+			h, start, err := bulkhead.SubmitUnstarted(b, bg, func(context.Context) (int, error) {
+				clk.broken.Store(true)
+				if tc.panics {
+					panic("fn")
+				}
+				return 7, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.broken.Store(tc.breakFirst)
+			<-start()
+			r, err := h.Wait(bg)
+			if err != nil || r.Status != tc.want {
+				t.Fatalf("Wait: %+v, %v; want %v", r, err, tc.want)
+			}
+			if n := b.InFlight(); n != 0 {
+				t.Errorf("%d permits in flight after the handle completed", n)
+			}
+			if d, ok := b.P99(); ok {
+				t.Errorf("P99 = %v: a run the clock could not time recorded a latency", d)
+			}
+		})
 	}
 }

@@ -141,8 +141,9 @@ func isNilListener(l Listener) bool {
 // gave there: to the bulkhead, time stands still (no wait expires) until it
 // answers again. A waiter whose timer AfterFunc fails to arm times out when
 // a later call finds it past its maximum wait; a Stop that panics counts as
-// done. New and a lock-free TryAcquire read the clock holding nothing: a
-// panic there goes on up to their caller.
+// done. Submit's goroutine times each run: a run whose timing Now panics
+// records no latency. New and a lock-free TryAcquire read the clock
+// holding nothing: a panic there goes on up to their caller.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(b *Bulkhead) error {
 		if c == nil {

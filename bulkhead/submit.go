@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/groupexec/groupexec/outcome"
 )
@@ -96,7 +97,7 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 		h.cancel(context.Canceled)
 		return
 	}
-	start := h.b.clk.Now()
+	start, timed := h.b.readClock()
 	returned := false
 	var res Result[T]
 	// In a deferred call of its own, so that the handle completes, and fn's
@@ -112,7 +113,7 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 			} else {
 				res.Err = ErrGoexit
 			}
-			h.b.RecordLatency(h.b.clk.Now().Sub(start))
+			h.b.recordRun(start, timed)
 		}
 	}()
 	v, err := fn(ctx)
@@ -123,7 +124,29 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	}
 	// Before the handle completes, so that a caller that has seen the
 	// result finds its latency in P99 and WithinTarget.
-	h.b.RecordLatency(h.b.clk.Now().Sub(start))
+	h.b.recordRun(start, timed)
+}
+
+// readClock reads the clock on Submit's goroutine, reporting false if Now
+// panicked: a clock given to WithClock is user code, and a panic on this
+// goroutine, which nothing above recovers, would end the program (and
+// before the handle completes, keep its permit for good).
+func (b *Bulkhead) readClock() (t time.Time, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return b.clk.Now(), true
+}
+
+// recordRun records the latency of a run that began at start. A run the
+// clock could not time (timed false: Now panicked at its start; or at its
+// end) records none.
+func (b *Bulkhead) recordRun(start time.Time, timed bool) {
+	if end, ok := b.readClock(); timed && ok {
+		b.RecordLatency(end.Sub(start))
+	}
 }
 
 // complete ends the handle once: it releases the permit, then publishes
