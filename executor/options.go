@@ -55,11 +55,15 @@ func WithRejectionHandler(h RejectionHandler) Option {
 // AfterFunc fails to arm leaves the queue timeout of its group's head to
 // be enforced when the head would start; a Stop that panics counts as
 // done. New reads the clock once, with no lock held: a panic there goes
-// on up New's caller.
+// on up New's caller. A clock holding a nil pointer (a nil *clock.Fake) is
+// refused, as nil is: its Now would panic in New.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(ex *Executor) error {
 		if c == nil {
 			return fmt.Errorf("executor: WithClock(nil): the clock must not be nil")
+		}
+		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("executor: WithClock((%T)(nil)): the clock must not be a nil pointer", c)
 		}
 		ex.clk = c
 		return nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -37,4 +38,31 @@ func TestWithListenerRefusesANilPointer(t *testing.T) {
 		t.Fatalf("WithListener(nil): %v", err)
 	}
 	ex.Close()
+}
+
+// A clock holding a nil pointer (a nil *clock.Fake, declared and never
+// made) would panic in New, which reads it, with no word of which option:
+// New refuses it, naming the option and the value.
+func TestWithClockRefusesANilPointer(t *testing.T) {
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fake *clock.Fake
+	var ex *executor.Executor
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("WithClock((*clock.Fake)(nil)): New panicked: %v", r)
+			}
+		}()
+		ex, err = executor.New(p, executor.WithClock(fake))
+	}()
+	if err == nil {
+		ex.Close()
+		t.Fatal("WithClock((*clock.Fake)(nil)): New succeeded")
+	}
+	if !strings.Contains(err.Error(), "WithClock") || !strings.Contains(err.Error(), "*clock.Fake") {
+		t.Errorf("the error %q does not name WithClock and the value", err)
+	}
 }
