@@ -1,7 +1,7 @@
-// Command tenants is groupexec's main job: a multi-tenant burst through one
-// executor. One tenant floods the executor with 500 tasks while four light
-// tenants submit a handful each. The flood fills its own bulkhead and is
-// rejected there, fast; every light task is served within a few task-times.
+// Command tenants is a multi-tenant burst through one executor. One tenant
+// floods the executor with 500 tasks while four light tenants submit a
+// handful each. The flood fills its own bulkhead and is rejected there,
+// fast; every light task is served within a few task-times.
 //
 //	go run ./examples/tenants
 package main
