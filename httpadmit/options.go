@@ -58,7 +58,8 @@ func WithTenantHeader(name string) Option {
 
 // WithTenantHost reads the tenant from the request's Host, lower-cased and
 // without its port or trailing dots (an IPv6 address in its canonical
-// form): one group per virtual host, however a client spells it.
+// form, an IPv4-mapped one as its IPv4 address): one group per virtual
+// host, however a client spells it.
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {
 		c.tenant = fromHost

@@ -44,10 +44,11 @@ func fromHeader(name string) tenantFunc {
 
 // fromHost reads the tenant from the request's Host, lower-cased, without
 // its port, an IPv6 literal's brackets or a name's trailing dots, and an IPv6
-// address in its canonical form: each spelling of one virtual host is one
-// group, so that a client cannot spread a host's requests over several
-// groups, each with the host's limits, by respelling it. A request without
-// a Host (HTTP/1.0) names no tenant.
+// address in its canonical form (an IPv4-mapped one as its IPv4 address):
+// each spelling of one virtual host is one group, so that a client cannot
+// spread a host's requests over several groups, each with the host's
+// limits, by respelling it. A request without a Host (HTTP/1.0) names no
+// tenant.
 func fromHost(r *http.Request) (string, error) {
 	host := r.Host
 	if host == "" {
@@ -59,7 +60,9 @@ func fromHost(r *http.Request) (string, error) {
 	host = strings.Trim(host, "[]")
 	if strings.Contains(host, ":") { // only IPv6 is parsed: a failed parse allocates its error
 		if a, err := netip.ParseAddr(host); err == nil {
-			host = a.String()
+			// An IPv4-mapped address ("::ffff:192.0.2.1") is its IPv4
+			// address: one host, one group.
+			host = a.Unmap().String()
 		}
 	} else if h := strings.TrimRight(host, "."); h != "" {
 		// "acme.example." is "acme.example", and so is "acme.example..":
