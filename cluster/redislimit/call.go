@@ -59,8 +59,9 @@ type scriptCall struct {
 // does not know (NOSCRIPT: the first call, or Redis restarted) are sent
 // again with their script, in a second round trip. It returns the
 // pipeline's error and counts its round trips; each call's reply is in its
-// cmd. The error is the first that says Redis failed (failed), from either
-// round trip, else the first other one.
+// cmd, whatever became of the other calls (a reply of the first round trip
+// stands when the second fails). The error is the first that says Redis
+// failed (failed), from either round trip, else the first other one.
 func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
 	cmds, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range calls {

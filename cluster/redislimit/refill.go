@@ -226,35 +226,47 @@ func (h *Holder) serve(q []*keyState) {
 		calls = append(calls, r.call)
 	}
 	sent := time.Now()
-	_, err := call(h, func(ctx context.Context) (struct{}, error) {
+	// ran: the calls went to Redis and the holder waited for them, so each
+	// call's cmd holds its own outcome (read only then: the cmds of a call
+	// the op timeout abandoned are still being written).
+	ran, err := call(h, func(ctx context.Context) (bool, error) {
 		for _, hk := range [...]struct {
 			f    func() error
 			used bool
 		}{{unwaitHook, len(unwaits) > 0}, {refillHook, len(reqs) > 0}} {
 			if hk.f != nil && hk.used {
 				if err := hk.f(); err != nil {
-					return struct{}{}, err
+					return false, err
 				}
 				// Held up on its way: a call already on the wire reaches
 				// Redis whatever the op timeout.
 				ctx = context.WithoutCancel(ctx)
 			}
 		}
-		return struct{}{}, h.runScripts(ctx, calls, nil)
+		return true, h.runScripts(ctx, calls, nil)
 	})
+	var replyErr error
 	if replyHook != nil && len(reqs) > 0 {
-		if herr := replyHook(); herr != nil && err == nil {
-			err = herr
+		if replyErr = replyHook(); replyErr != nil && err == nil {
+			err = replyErr
 		}
 	}
 	for _, r := range reqs {
-		if r.err = err; !failed(err) {
+		switch {
+		case replyErr != nil:
+			r.err = replyErr
+		case !ran:
+			r.err = err
+		default:
+			// Each call's own reply, whatever happened to the others: a
+			// grant Redis made in the first round trip counts even when
+			// the second (the calls re-sent after NOSCRIPT) failed, or
+			// its lease would stay in Redis, unused, for a TTL.
 			r.res, r.err = r.call.cmd.Int64Slice()
 		}
 	}
 
 	h.mu.Lock()
-	unwaitErr := err
 	if err == nil {
 		err = relErr
 	}
@@ -263,9 +275,8 @@ func (h *Holder) serve(q []*keyState) {
 		// A record not ended keeps the others' caps split with this
 		// holder for up to two renew intervals: end it again, at the
 		// poll rate as a failed refill is asked again, or once Redis
-		// answers if the holder is now down. (A cmd is read only once
-		// its call has returned: failed is true for an abandoned one.)
-		if failed(unwaitErr) || failed(unwaitCalls[i].cmd.Err()) {
+		// answers if the holder is now down.
+		if !ran || failed(unwaitCalls[i].cmd.Err()) {
 			if !h.down {
 				ks.retryLocked(h.cfg.poll)
 			}
