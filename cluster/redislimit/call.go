@@ -13,9 +13,9 @@ import (
 // comes first. The client may not honour the context: go-redis, unless
 // ContextTimeoutEnabled is set, bounds a call by its own ReadTimeout and
 // WriteTimeout alone (5s by default, or never with -1). The holder does
-// not wait for it: the call is abandoned, its result dropped (an acquire
-// Redis executed anyway leaves a lease no one uses, which expires after the
-// TTL), and the goroutine running it ends when the client gives up.
+// not wait for it: the call is abandoned, its result dropped (a lease an
+// acquire was granted anyway is given back by its id: refilledLocked), and
+// the goroutine running it ends when the client gives up.
 func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
 	defer cancel()

@@ -129,8 +129,15 @@
 // and EventLeaseLost. The renewal loop probes Redis while it is down and
 // the holder returns to leasing as soon as it answers.
 //
-// A reply lost after Redis executed an acquire leaves a lease no one uses:
-// it expires after the TTL. A call the op timeout abandoned may still reach
+// A reply lost after Redis executed an acquire (the connection dropped, or
+// the op timeout abandoned the call) leaves a lease no one here knows of,
+// up to a block of permits kept from every holder: the holder gives it
+// back by its id with its next call for the key (once Redis answers, if
+// the holder is down; at Close, at the latest), rather than let it expire
+// after the TTL. That give-back frees that lease's slots alone (none, if
+// it expired meanwhile or was never granted: not the slots another holder
+// was leased since), and makes the acquire, should it reach Redis only
+// then, lease nothing. A call the op timeout abandoned may still reach
 // Redis later, after the holder's next ones: Redis numbers each process's
 // acquires and ends of waiting records of a key, and one that comes after
 // a later one of the same process does nothing (a late acquire leases

@@ -95,3 +95,14 @@ func LastFailure(h *Holder) time.Time {
 	defer h.mu.Unlock()
 	return h.failedAt
 }
+
+// Orphans returns how many leases of key l's holder still has to give
+// back by id: leases Redis may have granted whose reply never came.
+func Orphans(l *Limiter, key string) int {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	if ks := l.keys[key]; ks != nil {
+		return len(ks.orphans)
+	}
+	return 0
+}

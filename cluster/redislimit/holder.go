@@ -108,8 +108,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 // ID returns the holder's id in Redis.
 func (h *Holder) ID() string { return h.id }
 
-// Close stops the holder's goroutines, gives every lease back to Redis and
-// ends its waiting records (best effort, one round trip bounded by the op
+// Close stops the holder's goroutines, gives every lease back to Redis
+// (also those it may have been granted without hearing the reply) and ends
+// its waiting records (best effort, one round trip bounded by the op
 // timeout). Tasks still running on its permits have their context
 // cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
 // refuse with ErrClosed. Close the executors first. It is idempotent.
@@ -128,8 +129,13 @@ func (h *Holder) Close() error {
 	var lost []lostLease
 	rel := h.expired
 	var unwaits []*keyState
+	var drops []*scriptCall
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
+			for _, o := range ks.orphans {
+				drops = append(drops, h.dropCall(ks, o))
+			}
+			ks.orphans = nil
 			if ks.recorded || ks.unwait {
 				// Redis counts this holder as waiting: a closed holder
 				// waits for nothing, and its record would keep the
@@ -146,10 +152,10 @@ func (h *Holder) Close() error {
 	}
 	h.mu.Unlock()
 	h.cancelAll(lost)
-	if len(rel) == 0 && len(unwaits) == 0 {
+	if len(rel) == 0 && len(unwaits) == 0 && len(drops) == 0 {
 		return nil
 	}
-	var calls []*scriptCall
+	calls := drops
 	for _, le := range rel {
 		calls = append(calls, h.releaseCall(shrink{le, nil, 0}))
 	}
@@ -225,10 +231,11 @@ func (h *Holder) upLocked() *Event {
 	}
 	h.down, h.lastErr = false, nil
 	// Waiting records not ended in Redis while down (no call is made for
-	// them then, and one that failed waits for this) are ended now.
+	// them then, and one that failed waits for this) are ended now, and
+	// leases granted without a reply given back.
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
-			if ks.unwait {
+			if ks.unwait || len(ks.orphans) > 0 {
 				h.enqueueLocked(ks)
 			}
 		}

@@ -94,8 +94,26 @@ func slotList(slots []int) string {
 // releaseCall is the call of releaseScript for s.
 func (h *Holder) releaseCall(s shrink) *scriptCall {
 	k := s.le.ks.keys
-	return &scriptCall{s: releaseScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6]},
+	return &scriptCall{s: releaseScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6], k[8]},
 		args: []any{s.le.id, slotList(s.keep), s.le.ks.l.id, h.channel(), h.cfg.ttl.Milliseconds()}}
+}
+
+// orphan is a lease Redis may have granted to ks without the holder
+// hearing of it: the acquire's reply was lost, or abandoned at the op
+// timeout (the call may still reach Redis).
+type orphan struct {
+	id  string
+	seq uint64 // the acquire's number
+}
+
+// dropCall gives o's lease of ks back, if Redis granted it, and makes its
+// acquire, if it reaches Redis only later, lease nothing. Sent again, or
+// after the lease expired, it frees nothing: the slots it frees are that
+// lease's alone.
+func (h *Holder) dropCall(ks *keyState, o orphan) *scriptCall {
+	k := ks.keys
+	return &scriptCall{s: releaseScript, keys: []string{k[0], k[1], k[2], k[3], k[5], k[6], k[8]},
+		args: []any{o.id, "", ks.l.id, h.channel(), h.cfg.ttl.Milliseconds(), h.nonce, o.seq}}
 }
 
 // unwaitCall ends ks's waiting record of this holder: no task of it waits

@@ -3,6 +3,8 @@ package redislimit_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,4 +111,99 @@ func TestGrantBeforeAFailedResendIsUsed(t *testing.T) {
 	}
 	pb := acquire(t, lh, nh, "b", 1, 30*time.Second)
 	pb.Release()
+}
+
+// TestLostGrantIsGivenBack: Redis grants a block of a limit-1 key and the
+// reply is lost. The holder gives that lease back by its id with its next
+// call for the key, before it asks again: its task gets the permit at once,
+// rather than after the lease TTL (minutes), and Redis holds one lease of
+// the key, the task's.
+func TestLostGrantIsGivenBack(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, longLease...)
+	l := h.Groups(1)
+	n := attach(t, l)
+	var lost atomic.Bool
+	redislimit.SetReplyHook(h, func() error {
+		if lost.CompareAndSwap(false, true) {
+			return errors.New("a lost reply (test)")
+		}
+		return nil
+	})
+	p := acquire(t, l, n, "g", 1, 30*time.Second)
+	defer p.Release()
+	if !lost.Load() {
+		t.Fatal("no reply was lost")
+	}
+	c := newClient(t, addr)
+	if m, err := c.ZCard(bg, "t:"+t.Name()+":{group:g}:l").Result(); err != nil || m != 1 {
+		t.Fatalf("leases of the key in Redis: %d (%v), want 1, the task's", m, err)
+	}
+}
+
+// TestLostGrantGiveBackSparesTheNextHolder: the give-back of a lease whose
+// grant's reply was lost reaches Redis only after that lease expired and
+// another holder was leased its slot (the holder was cut off meanwhile, and
+// its calls were held up on their way). It frees nothing of the other
+// holder's, and the acquires held up with it, which reach Redis late, lease
+// nothing: the other holder's lease is the key's only one, and keeps its
+// slot.
+func TestLostGrantGiveBackSparesTheNextHolder(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	lh := h.Groups(1)
+	attach(t, lh)
+	// The first grant's reply is lost; the holder's next refills (with the
+	// give-back) are held on their way, and its renewal rounds fail: it is
+	// cut off from Redis.
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	var lost atomic.Bool
+	redislimit.SetRenewHook(h, func() error { return errors.New("cut off (test)") })
+	redislimit.SetReplyHook(h, func() error {
+		if !lost.CompareAndSwap(false, true) {
+			return nil
+		}
+		redislimit.SetRefillHook(h, func() error { <-gate; return nil })
+		return errors.New("a lost reply (test)")
+	})
+	if p, err := lh.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire = %v, %v; want it to wait for a refill", p, err)
+	}
+	eventually(t, "the holder is down", 30*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeDown })
+	if !lost.Load() || redislimit.Orphans(lh, "g") == 0 {
+		t.Fatalf("lost reply %v, leases to give back %d; want a lost grant", lost.Load(), redislimit.Orphans(lh, "g"))
+	}
+
+	// The lost lease expires in Redis, and another holder is leased its slot.
+	o := newHolder(t, addr)
+	lo := o.Groups(1)
+	po := acquire(t, lo, attach(t, lo), "g", 1, 30*time.Second)
+	defer po.Release()
+
+	// The held calls reach Redis; the holder is back, and gives back what it
+	// may have been granted without a reply.
+	redislimit.SetRefillHook(h, nil)
+	redislimit.SetRenewHook(h, nil)
+	open()
+	eventually(t, "the holder gave its lost grants back", 30*time.Second, func() bool {
+		return h.Stats().Mode == redislimit.ModeUp && redislimit.Orphans(lh, "g") == 0
+	})
+	c := newClient(t, addr)
+	base := "t:" + t.Name() + ":{group:g}:"
+	ids, err := c.ZRange(bg, base+"l", 0, -1).Result()
+	if err != nil || len(ids) != 1 || !strings.HasPrefix(ids[0], o.ID()+"/") {
+		t.Fatalf("leases of the key in Redis: %v (%v), want the other holder's alone", ids, err)
+	}
+	if slots, err := c.HGet(bg, base+"s", ids[0]).Result(); err != nil || slots != "0" {
+		t.Fatalf("the other holder's lease holds slots %q (%v), want 0", slots, err)
+	}
+	if bit, err := c.GetBit(bg, base+"b", 0).Result(); err != nil || bit != 1 {
+		t.Fatalf("slot 0 leased: %d (%v), want 1", bit, err)
+	}
+	if s := o.Stats(); s.LeasesLost != 0 || s.Leases != 1 {
+		t.Fatalf("the other holder: %+v, want its lease", s)
+	}
 }

@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -153,6 +154,7 @@ func (h *Holder) serve(q []*keyState) {
 	var ret []shrink
 	var reqs []*refillReq
 	var unwaits []*keyState
+	var drops []drop
 	h.mu.Lock()
 	now := time.Now()
 	for _, ks := range q {
@@ -184,6 +186,13 @@ func (h *Holder) serve(q []*keyState) {
 		// is made for the key (upLocked serves it again when Redis
 		// answers), and a task that waits again (asked a moment ago) is
 		// asked for by the refill that comes.
+		if !h.down {
+			// Sent before the key's refill, so that it may be granted
+			// what they free.
+			for _, o := range ks.orphans {
+				drops = append(drops, drop{ks, o, nil})
+			}
+		}
 		if ks.giveUp {
 			ks.giveUp = false
 			idle, at := ks.idleLocked(now)
@@ -198,7 +207,7 @@ func (h *Holder) serve(q []*keyState) {
 	h.mu.Unlock()
 	h.emit(a.evs...)
 	a.evs = nil
-	if len(ret) == 0 && len(reqs) == 0 && len(unwaits) == 0 {
+	if len(ret) == 0 && len(reqs) == 0 && len(unwaits) == 0 && len(drops) == 0 {
 		a.run(h)
 		return
 	}
@@ -212,6 +221,10 @@ func (h *Holder) serve(q []*keyState) {
 		for _, s := range ret {
 			calls = append(calls, h.releaseCall(s))
 		}
+	}
+	for i := range drops {
+		drops[i].call = h.dropCall(drops[i].ks, drops[i].o)
+		calls = append(calls, drops[i].call)
 	}
 	unwaitCalls := make([]*scriptCall, len(unwaits))
 	for i, ks := range unwaits {
@@ -284,11 +297,27 @@ func (h *Holder) serve(q []*keyState) {
 		}
 		ks.unwait = false
 	}
+	for _, d := range drops {
+		// Given back, or there was nothing to give: forget it. Else send
+		// it again, as an unwait is.
+		if ran && !failed(d.call.cmd.Err()) {
+			d.ks.orphans = slices.DeleteFunc(d.ks.orphans, func(o orphan) bool { return o == d.o })
+		} else if !h.down {
+			d.ks.retryLocked(h.cfg.poll)
+		}
+	}
 	for _, r := range reqs {
 		h.refilledLocked(r, sent, &a)
 	}
 	h.mu.Unlock()
 	a.run(h)
+}
+
+// drop is the give-back of an orphan lease of ks.
+type drop struct {
+	ks   *keyState
+	o    orphan
+	call *scriptCall
 }
 
 // refillLocked returns the request for a block that ks needs, if it needs
@@ -342,8 +371,12 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	if r.err != nil {
 		// The call may have run, and only its reply been lost: Redis may
 		// count this holder as waiting (refused), and a drop of the
-		// demand must end that record.
+		// demand must end that record; or it may have leased a block that
+		// no one here knows of, which would keep its permits from every
+		// holder for a TTL: it is given back by its id with the next call
+		// for the key (once Redis answers, if the holder is now down).
 		ks.recorded = true
+		ks.orphans = append(ks.orphans, orphan{r.id, r.seq})
 		if !h.down {
 			// One failure is not an outage: ask again at the poll rate.
 			ks.retryLocked(h.cfg.poll)

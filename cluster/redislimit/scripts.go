@@ -35,7 +35,8 @@ import "github.com/redis/go-redis/v9"
 // a later one: an acquire older than the latest run does nothing (a later
 // one counts, or an unwait ended the wait it asked for), and an unwait
 // older than the latest run ends nothing (the record is a later acquire's,
-// and the holder waits again).
+// and the holder waits again). The give-back of a lease whose acquire's
+// reply the holder never had counts that acquire as run (releaseScript).
 //
 // Nothing orders the calls of two processes of one holder id (a process
 // restarted with it: WithHolderID), and a late call of the old one may
@@ -416,10 +417,21 @@ return out
 // never raises a lease. It marks the holder served, and when it freed
 // permits while holders wait it publishes "f|leases_key" on the contention
 // channel, so that they ask again at once.
-// KEYS: l n s b w g. ARGV: id slots holder_id channel ttl_ms.
+//
+// With a nonce and a seq, it gives back the lease of an acquire whose reply
+// the holder never had (lost, or abandoned at the op timeout): the lease,
+// if Redis granted it, and the acquire counts as run (see Requests), so
+// that, should it reach Redis only now, it leases nothing. The slots it
+// frees are the lease's own (s): a lease that expired meanwhile was reaped
+// with its slots before any of them could be leased again, and is gone.
+// KEYS: l n s b w g r. ARGV: id slots holder_id channel ttl_ms [nonce seq].
 // Returns the permits left in the lease, or -1 if it was gone.
 var releaseScript = redis.NewScript(sharesLua + `
 local now = clock()
+if ARGV[7] then
+  local seq = tonumber(ARGV[7])
+  if latest(KEYS[7], ARGV[3], ARGV[6]) < seq then ran(KEYS[7], ARGV[3], ARGV[6], seq, now, tonumber(ARGV[5]) * 2) end
+end
 if not redis.call('HGET', KEYS[3], ARGV[1]) then
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('HDEL', KEYS[2], ARGV[1])
