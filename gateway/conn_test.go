@@ -147,6 +147,62 @@ func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 	}
 }
 
+// "OPTIONS *" is checked for smuggling as any request: net/http would
+// answer it itself, before the gateway's checks, and keep the connection,
+// so that what a front proxy sent as its body reached the backend as a
+// request of its own. One without is answered 200, keeping the connection.
+func TestOptionsAsteriskSmuggling(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal)
+	const smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\nX-Tenant: victim\r\n\r\n"
+	for _, tc := range []struct {
+		name, req string
+		closed    bool
+	}{
+		{"length and chunked", "OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, true},
+		{"HTTP/1.0 chunked", "OPTIONS * HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n" + smuggled, true},
+		{"plain", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			c := dialRaw(t, gw.url)
+			c.SetDeadline(time.Now().Add(bound))
+			br := bufio.NewReader(c)
+			io.WriteString(c, tc.req)
+			if resp := readResponse(t, br); resp.StatusCode != 200 || resp.Close != tc.closed {
+				t.Fatalf("%d, close %v; want 200, close %v", resp.StatusCode, resp.Close, tc.closed)
+			}
+			if tc.closed {
+				if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
+					t.Errorf("after the answer: %q, %v; want the connection closed", b, err)
+				}
+			} else {
+				io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+				if resp := readResponse(t, br); resp.StatusCode != 200 {
+					t.Fatalf("next request: %d", resp.StatusCode)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := "[]"
+			if !tc.closed {
+				want = "[GET /next]"
+			}
+			if fmt.Sprint(got) != want {
+				t.Errorf("the backend got %q, want %s", got, want)
+			}
+		})
+	}
+}
+
 // An HTTP/1.0 client asking to keep its connection (ab -k, a load
 // balancer's health check) keeps it when its requests carry no
 // Transfer-Encoding: one after another, with bodies, pipelined, and

@@ -91,6 +91,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// proxy took for part of this request goes nowhere.
 		w.Header().Set("Connection", "close")
 	}
+	if r.Method == http.MethodOptions && r.RequestURI == "*" {
+		// About the server, not a resource of a backend's: answered here,
+		// as net/http would, once the check above has run.
+		w.Header().Set("Content-Length", "0")
+		return
+	}
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	rc := http.NewResponseController(w)
 	if hasBody {

@@ -50,6 +50,11 @@ func (g *Gateway) ProxyServer() *http.Server {
 			}
 			return ctx
 		},
+		// "OPTIONS *" would be answered by the server itself, never
+		// reaching ServeHTTP and its check for smuggled requests: what a
+		// front proxy sent as its body would be read as the next request.
+		// ServeHTTP answers it as the server would.
+		DisableGeneralOptionsHandler: true,
 	}
 }
 
