@@ -135,6 +135,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
 		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
+	dropAliases(r.Header, cfg.Tenant.Header)
 	if cs := r.Header["Connection"]; len(cs) > 0 {
 		// The proxy drops from the proxied request every header the
 		// client's Connection names: naming the tenant header there
@@ -208,6 +209,46 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that the client sees the answer is incomplete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// dropAliases deletes from h the headers that spell the tenant header, or
+// one of the X-Forwarded headers the proxy sets, with an underscore for a
+// hyphen ("X_Tenant"): a backend that reads headers as CGI variables (PHP,
+// WSGI and Rack servers, HTTP_X_TENANT) takes them for the header the
+// gateway set, and may read the client's value instead of the gateway's.
+// nginx drops every header with an underscore by default; only these
+// matter to the gateway.
+func dropAliases(h http.Header, tenantHeader string) {
+	for k := range h {
+		if strings.IndexByte(k, '_') < 0 || k == tenantHeader {
+			continue
+		}
+		if sameVariable(k, tenantHeader) || sameVariable(k, "X-Forwarded-For") ||
+			sameVariable(k, "X-Forwarded-Host") || sameVariable(k, "X-Forwarded-Proto") {
+			delete(h, k)
+		}
+	}
+}
+
+// sameVariable reports whether header names a and b are the same CGI
+// variable: equal in any case, an underscore matching a hyphen.
+func sameVariable(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := lower(a[i]), lower(b[i])
+		if x == '_' {
+			x = '-'
+		}
+		if y == '_' {
+			y = '-'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // withoutToken returns the Connection header values vs without the token

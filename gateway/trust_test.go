@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,29 @@ func TestTenantHeaderNotDroppedByConnection(t *testing.T) {
 		if resp.StatusCode != 200 || body != "anonymous" {
 			t.Errorf("Connection: %s: %d, the backend was told tenant %q, want the default tenant", conn, resp.StatusCode, body)
 		}
+	}
+}
+
+// A client cannot name its tenant, or its address, to a backend that reads
+// headers as CGI variables (HTTP_X_TENANT) by spelling the header the
+// gateway sets with underscores: such headers are not proxied, other
+// headers with underscores are.
+func TestTenantHeaderAliasesDropped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			if strings.Contains(k, "_") {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		io.WriteString(w, r.Header.Get("X-Tenant")+" "+strings.Join(names, ","))
+	})
+	gw := start(t, be.URL, minimal+"tenant: {trusted_proxies: [10.0.0.0/8]}\n")
+	c := client(t)
+	resp, body := do(t, c, http.MethodGet, gw.url, "", nil, "X_Tenant", "victim",
+		"X_Forwarded_For", "10.1.2.3", "X-Forwarded_Host", "victim.example", "X_Other", "kept")
+	if resp.StatusCode != 200 || body != "anonymous X_other" {
+		t.Errorf("%d, the backend got %q; want tenant anonymous and only X_other", resp.StatusCode, body)
 	}
 }
