@@ -146,6 +146,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delete(r.Header, "Connection")
 		}
 	}
+	if up := r.Header["Upgrade"]; len(up) > 0 {
+		// A switch to h2c, passed on to a backend that takes it, would
+		// have the client speak HTTP/2 to the backend through this
+		// connection: every stream a request the gateway never admits,
+		// with a tenant header of the client's own. The request is
+		// proxied as if it had not asked (RFC 9110 7.8 lets a server
+		// ignore Upgrade).
+		if up = withoutToken(up, "h2c"); len(up) > 0 {
+			r.Header["Upgrade"] = up
+		} else {
+			delete(r.Header, "Upgrade")
+		}
+	}
 	group, counted := g.groups.acquire(tenant)
 	x.group = group // metrics and answers name the group actually used
 	defer g.groups.release(group, counted)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,5 +182,47 @@ func TestUnaskedSwitchIsABackendError(t *testing.T) {
 				return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
 			})
 		})
+	}
+}
+
+// A request asking to switch to h2c is proxied as a plain request: were
+// the switch passed on to a backend that takes it, the client would speak
+// HTTP/2 to the backend through the connection, every stream a request
+// the gateway never sees, never admits, and whose tenant header the client
+// writes (h2c smuggling). The request is answered by the backend as any
+// other, and the connection goes on serving HTTP/1.1.
+func TestH2CUpgradeNotPassedOn(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(strings.ToLower(r.Header.Get("Upgrade")), "h2c") {
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n")
+			brw.Flush()
+			return
+		}
+		io.WriteString(w, "plain")
+	})
+	gw := start(t, be.URL, minimal)
+	for _, up := range []string{"h2c", "H2C", "websocket, h2c"} {
+		c := dialRaw(t, gw.url)
+		c.SetDeadline(time.Now().Add(bound))
+		br := bufio.NewReader(c)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: "+up+
+			"\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+		for i := range 2 {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("Upgrade: %s: no answer %d: %v", up, i+1, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != "plain" {
+				t.Fatalf("Upgrade: %s: answer %d: %d %q, want 200 from the backend, unswitched", up, i+1, resp.StatusCode, b)
+			}
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
 	}
 }
