@@ -31,7 +31,9 @@ func readResponse(t *testing.T, br *bufio.Reader) *http.Response {
 
 // A request with both Content-Length and Transfer-Encoding (a length on a
 // folded line too) is served by the latter and its connection closed after
-// the response (RFC 9112 6.1); a chunked request alone keeps its connection.
+// the response (RFC 9112 6.1); so is one served by its length because its
+// Transfer-Encoding was on a folded line. A chunked request alone keeps its
+// connection.
 func TestLengthWithChunkedClosesConnection(t *testing.T) {
 	gw := start(t, echo(t), minimal)
 	for _, tc := range []struct {
@@ -44,6 +46,9 @@ func TestLengthWithChunkedClosesConnection(t *testing.T) {
 		// net/http joins the folded line to X-A's value; a front proxy may
 		// take it for a length of its own.
 		{"both, length folded", "POST / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", true},
+		// net/http takes the folded line for part of X-A's value, and goes
+		// by the length; a front proxy may go by the chunks.
+		{"both, chunked folded", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nX-A: a\r\n Transfer-Encoding: chunked\r\n\r\nabc", true},
 		{"chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", false},
 		{"length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", false},
 	} {

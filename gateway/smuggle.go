@@ -68,7 +68,8 @@ func (s *lineScanner) count(p []byte, name string) int {
 type connKey struct{}
 
 // smuggled reports whether r, a chunked HTTP/1.1 request, also had a
-// Content-Length, or r, an HTTP/1.0 request, had a Transfer-Encoding, and
+// Content-Length, or r, an HTTP/1.0 request or an HTTP/1.1 one net/http
+// did not take for chunked, had a Transfer-Encoding line, and
 // keeps the connection's counts in step with the requests served. Over TLS
 // (no plain bytes to scan) and for a connection it does not know, a
 // chunked request and every HTTP/1.0 request count as suspect.
@@ -114,5 +115,12 @@ func smuggled(r *http.Request) bool {
 	case len(r.Header["Content-Length"]) > 0:
 		c.consumed++
 	}
-	return false
+	// Not chunked to net/http, which took a Transfer-Encoding on a folded
+	// line for part of the header before it: a front proxy that took it
+	// for a header of its own went by the chunks, and what it sent as
+	// their data the gateway reads as the next request.
+	seen := c.encodings.Load()
+	had := seen > c.encConsumed
+	c.encConsumed = seen
+	return had
 }
