@@ -475,3 +475,38 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// CONNECT is refused 501, its connection closed, and never reaches a
+// backend: proxied, it reached the backend as a request for "/", and the
+// backend's 2xx would tell a front proxy that forwarded it to switch to a
+// blind tunnel, through which the client's requests would reach the
+// gateway with a tenant header of its own.
+func TestConnectRefused(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal)
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	br := bufio.NewReader(c)
+	io.WriteString(c, "CONNECT victim.internal:22 HTTP/1.1\r\nHost: victim.internal:22\r\nX-Tenant: a\r\n\r\n"+
+		"GET /tunnelled HTTP/1.1\r\nHost: x\r\nX-Tenant: victim\r\n\r\n")
+	if resp := readResponse(t, br); resp.StatusCode != http.StatusNotImplemented || !resp.Close {
+		t.Errorf("%d, close %v; want 501 closing the connection", resp.StatusCode, resp.Close)
+	}
+	if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
+		t.Errorf("after the answer: %q, %v; want the connection closed", b, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) > 0 {
+		t.Errorf("the backend got %q, want nothing", got)
+	}
+	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != 1 {
+		t.Errorf("rejected_total{reason=method} = %v, want 1", n)
+	}
+}

@@ -97,6 +97,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "0")
 		return
 	}
+	if r.Method == http.MethodConnect {
+		// A tunnel is a forward proxy's to open, not a backend's: proxied,
+		// CONNECT reached the backend as a request for "/", and its 2xx
+		// told a front proxy that forwarded it to switch to a blind
+		// tunnel, through which the client's own requests would then reach
+		// the gateway with a tenant header of its choosing. Refused before
+		// the tenant is read, and the connection closed, whatever a front
+		// proxy made of the answer.
+		w.Header().Set("Connection", "close")
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "CONNECT is not proxied", 0)
+		return
+	}
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	rc := http.NewResponseController(w)
 	if hasBody {
