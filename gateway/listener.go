@@ -337,16 +337,20 @@ type conn struct {
 	encodings   atomic.Int64 // Transfer-Encoding lines seen
 	encConsumed int64        // of those, accounted for by requests; the handler's
 	encScan     lineScanner
+
+	foldedEncodings atomic.Int64 // of encodings, those on folded lines
+	foldedConsumed  int64        // of those, accounted for by requests; the handler's
 }
 
 func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		if k := c.scan.count(p[:n], lengthLine); k > 0 {
+		if k, _ := c.scan.count(p[:n], lengthLine); k > 0 {
 			c.lengths.Add(int64(k))
 		}
-		if k := c.encScan.count(p[:n], encodingLine); k > 0 {
+		if k, folded := c.encScan.count(p[:n], encodingLine); k > 0 {
 			c.encodings.Add(int64(k))
+			c.foldedEncodings.Add(int64(folded))
 		}
 	}
 	return n, err

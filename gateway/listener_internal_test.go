@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"bufio"
+	"context"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -20,7 +23,8 @@ func TestLengthScanner(t *testing.T) {
 		var s lineScanner
 		n := 0
 		for i := 0; i < len(stream); i += size {
-			n += s.count([]byte(stream[i:min(i+size, len(stream))]), lengthLine)
+			k, _ := s.count([]byte(stream[i:min(i+size, len(stream))]), lengthLine)
+			n += k
 		}
 		if n != 3 {
 			t.Fatalf("reads of %d bytes: %d Content-Length lines, want 3", size, n)
@@ -42,7 +46,8 @@ func TestLengthScanner(t *testing.T) {
 		got := 0
 		for i := 0; i < len(stream); {
 			j := min(len(stream), i+1+rng.IntN(20))
-			got += s.count([]byte(stream[i:j]), lengthLine)
+			k, _ := s.count([]byte(stream[i:j]), lengthLine)
+			got += k
 			i = j
 		}
 		if got != want {
@@ -52,20 +57,62 @@ func TestLengthScanner(t *testing.T) {
 }
 
 // Transfer-Encoding lines are counted in any case, with blanks before the
-// colon, on folded lines and in a body, but not as part of another
-// header's name.
+// colon, on folded lines (told apart) and in a body, but not as part of
+// another header's name.
 func TestEncodingScanner(t *testing.T) {
 	stream := "POST / HTTP/1.0\r\ntransfer-ENCODING: chunked\r\nX-Transfer-Encoding: x\r\n" +
-		"Transfer-Encoding :chunked\r\nX-A: a\r\n\t Transfer-Encoding: chunked\r\n\r\nTransfer-Encoding"
+		"Transfer-Encoding :chunked\r\nX-A: a\r\n\t Transfer-Encoding: chunked\r\n \r\n" +
+		"Transfer-Encoding\r\n Transfer-Encoding"
 	for size := 1; size <= len(stream); size++ {
 		var s lineScanner
-		n := 0
+		n, folded := 0, 0
 		for i := 0; i < len(stream); i += size {
-			n += s.count([]byte(stream[i:min(i+size, len(stream))]), encodingLine)
+			k, f := s.count([]byte(stream[i:min(i+size, len(stream))]), encodingLine)
+			n, folded = n+k, folded+f
 		}
-		if n != 4 {
-			t.Fatalf("reads of %d bytes: %d Transfer-Encoding lines, want 4", size, n)
+		if n != 5 || folded != 2 {
+			t.Fatalf("reads of %d bytes: %d Transfer-Encoding lines, %d folded; want 5, 2 folded", size, n, folded)
 		}
+	}
+}
+
+// readConn is a connection whose reads come from r.
+type readConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c readConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// A request followed by a pipelined chunked one, read in the same read,
+// keeps its connection: the next request's Transfer-Encoding line is seen
+// before this one is served, but is net/http's own. Folded ones close.
+func TestPipelinedChunkedKeepsConnection(t *testing.T) {
+	const chunked = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+	for _, tc := range []struct {
+		name   string
+		stream string
+		want   []bool // smuggled, request by request
+	}{
+		{"plain", "GET / HTTP/1.1\r\nHost: x\r\n\r\n" + chunked + "GET / HTTP/1.1\r\nHost: x\r\n\r\n", []bool{false, false, false}},
+		{"length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi" + chunked, []bool{false, false}},
+		{"folded", "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n Transfer-Encoding: chunked\r\n\r\n" + chunked, []bool{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &conn{Conn: readConn{r: strings.NewReader(tc.stream)}}
+			ctx := context.WithValue(context.Background(), connKey{}, c)
+			br := bufio.NewReader(c) // one read takes the whole stream, as a server's can
+			for i, want := range tc.want {
+				r, err := http.ReadRequest(br)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := smuggled(r.WithContext(ctx)); got != want {
+					t.Errorf("request %d: smuggled %v, want %v", i+1, got, want)
+				}
+				io.Copy(io.Discard, r.Body)
+			}
+		})
 	}
 }
 

@@ -20,8 +20,9 @@ import (
 // may already have sent the start of another request in the body (request
 // smuggling). The scan is a byte search per line, cheap next to the read.
 type lineScanner struct {
-	at bool // within a line's first bytes, so far blanks and the start of the name
-	n  int  // how many of the name's bytes
+	at     bool // within a line's first bytes, so far blanks and the start of the name
+	n      int  // how many of the name's bytes
+	folded bool // the line started with blanks
 }
 
 // The header names lineScanner counts, in lower case. A Transfer-Encoding
@@ -33,26 +34,30 @@ const (
 )
 
 // count returns how many lines starting with name (in lower case) end in
-// p, given the bytes before p that this scanner was given.
-func (s *lineScanner) count(p []byte, name string) int {
-	found := 0
+// p, given the bytes before p that this scanner was given, and how many of
+// those were folded (started with blanks).
+func (s *lineScanner) count(p []byte, name string) (found, folded int) {
 	for len(p) > 0 {
 		if !s.at {
 			i := bytes.IndexByte(p, '\n')
 			if i < 0 {
-				return found
+				return found, folded
 			}
 			p = p[i+1:]
-			s.at, s.n = true, 0
+			s.at, s.n, s.folded = true, 0, false
 			continue
 		}
 		switch c := p[0]; {
 		case c == '\n':
-			s.n = 0 // an empty line, or blanks only: another line start
+			s.n, s.folded = 0, false // an empty line, or blanks only: another line start
 		case s.n == 0 && (c == ' ' || c == '\t'):
+			s.folded = true
 		case lower(c) == name[s.n]:
 			if s.n++; s.n == len(name) {
 				found++
+				if s.folded {
+					folded++
+				}
 				s.at = false
 			}
 		default:
@@ -60,7 +65,7 @@ func (s *lineScanner) count(p []byte, name string) int {
 		}
 		p = p[1:]
 	}
-	return found
+	return found, folded
 }
 
 // connKey is the context key of a request's *conn (ProxyServer's
@@ -98,12 +103,24 @@ func smuggled(r *http.Request) bool {
 		seen := c.encodings.Load()
 		had := seen > c.encConsumed
 		c.encConsumed = seen
+		c.foldedConsumed = c.foldedEncodings.Load()
 		return had
 	}
 	chunked := len(r.TransferEncoding) > 0
-	switch {
-	case !plain:
+	if !plain {
 		return chunked
+	}
+	// A Transfer-Encoding on a folded line is part of the header before it
+	// to net/http, which never takes a folded line for a header of its
+	// own: a front proxy that did went by the chunks, and what it sent as
+	// their data the gateway reads as the next request. Only folded lines
+	// count here: an HTTP/1.1 request's unfolded Transfer-Encoding is
+	// net/http's own (served chunked, or refused), so that a chunked
+	// request pipelined after this one does not close its connection.
+	folded := c.foldedEncodings.Load()
+	hadFolded := folded > c.foldedConsumed
+	c.foldedConsumed = folded
+	switch {
 	case chunked:
 		// net/http serves an HTTP/1.1 request with one Transfer-Encoding
 		// line at most.
@@ -111,16 +128,9 @@ func smuggled(r *http.Request) bool {
 		seen := c.lengths.Load()
 		had := seen > c.consumed
 		c.consumed = seen
-		return had
+		return had || hadFolded
 	case len(r.Header["Content-Length"]) > 0:
 		c.consumed++
 	}
-	// Not chunked to net/http, which took a Transfer-Encoding on a folded
-	// line for part of the header before it: a front proxy that took it
-	// for a header of its own went by the chunks, and what it sent as
-	// their data the gateway reads as the next request.
-	seen := c.encodings.Load()
-	had := seen > c.encConsumed
-	c.encConsumed = seen
-	return had
+	return hadFolded
 }
