@@ -239,6 +239,44 @@ func TestHTTP10KeepAlive(t *testing.T) {
 	}
 }
 
+// A kept answer the backend chunked goes to the client with its length,
+// which the gateway has: an HTTP/1.0 client keeps its connection, as it
+// could not were the answer ended by closing it. An answer to HEAD gets no
+// length of the gateway's.
+func TestKeptChunkedAnswerGetsLength(t *testing.T) {
+	body := strings.Repeat("x", 5000) // over the server's own buffer, under response.buffer_bytes
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body[:10])
+		w.(http.Flusher).Flush() // chunked from here
+		io.WriteString(w, body[10:])
+	})
+	gw := start(t, be.URL, minimal)
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	br := bufio.NewReader(c)
+	for i := range 2 {
+		io.WriteString(c, "GET / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != body || resp.ContentLength != int64(len(body)) || resp.Close {
+			t.Fatalf("request %d: %d bytes (%v), Content-Length %d, close %v; want %d bytes, their length, the connection kept",
+				i+1, len(b), err, resp.ContentLength, resp.Close, len(body))
+		}
+	}
+	io.WriteString(c, "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl := resp.Header.Get("Content-Length"); cl != "" {
+		t.Errorf("HEAD: Content-Length %q, want none", cl)
+	}
+}
+
 // dialTLS1 opens a TLS connection to the gateway at url, served with a
 // certificate of p's CA, offering only HTTP/1.1; it is closed at the end of
 // the test.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -165,6 +166,9 @@ func (x *response) finish() {
 	if !x.committed && !x.hijacked && x.status != 0 {
 		trailer := x.trailer
 		x.trailer = nil
+		if len(trailer) == 0 {
+			x.setLength()
+		}
 		x.commit()
 		if len(trailer) > 0 {
 			// Trailers go after the body, in chunked encoding: a flush
@@ -179,6 +183,26 @@ func (x *response) finish() {
 		x.trailer = trailer
 	}
 	putBuffer(&x.body)
+}
+
+// setLength gives a kept answer without a Content-Length (the backend
+// chunked it) its length, which the gateway knows, having it whole: else
+// the server chunks an answer over its own small buffer, or, to an
+// HTTP/1.0 client, ends it by closing the connection that client asked to
+// keep. Not for an answer that has no body (to HEAD, 204, 304), whose
+// length the backend alone can tell, nor one announcing trailers, which
+// only chunks carry.
+func (x *response) setLength() {
+	if x.hdr["Content-Length"] != nil || x.hdr["Trailer"] != nil || x.hdr["Transfer-Encoding"] != nil ||
+		x.status == http.StatusNoContent || x.status == http.StatusNotModified ||
+		(x.x.req != nil && x.x.req.Method == http.MethodHead) {
+		return
+	}
+	n := 0
+	if x.body != nil {
+		n = x.body.Len()
+	}
+	x.hdr["Content-Length"] = []string{strconv.Itoa(n)}
 }
 
 // discard drops a kept answer, so that the gateway can answer instead.
