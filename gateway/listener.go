@@ -315,9 +315,10 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 
 // conn is a client connection. It counts the Content-Length and
 // Transfer-Encoding header lines that pass through it, so that a request
-// with both, or an HTTP/1.0 request with Transfer-Encoding, can be
-// recognised once net/http has dropped the one it did not frame the
-// request by (see lineScanner and smuggled).
+// with both, an HTTP/1.0 request with Transfer-Encoding, or one whose
+// Transfer-Encoding was on a folded line can be recognised once net/http
+// has dropped or joined the line it did not frame the request by (see
+// lineScanner and smuggled).
 type conn struct {
 	net.Conn
 	l    *listener

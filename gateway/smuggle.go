@@ -72,12 +72,13 @@ func (s *lineScanner) count(p []byte, name string) (found, folded int) {
 // ConnContext).
 type connKey struct{}
 
-// smuggled reports whether r, a chunked HTTP/1.1 request, also had a
-// Content-Length, or r, an HTTP/1.0 request or an HTTP/1.1 one net/http
-// did not take for chunked, had a Transfer-Encoding line, and
-// keeps the connection's counts in step with the requests served. Over TLS
-// (no plain bytes to scan) and for a connection it does not know, a
-// chunked request and every HTTP/1.0 request count as suspect.
+// smuggled reports whether r's connection must be closed after its answer:
+// r, an HTTP/1.0 request, had a Transfer-Encoding line; r, a chunked
+// HTTP/1.1 request, also had a Content-Length; or r, an HTTP/1.1 request,
+// had a Transfer-Encoding on a folded line. It keeps the connection's
+// counts in step with the requests served. Over TLS (no plain bytes to
+// scan) and for a connection it does not know, a chunked request and every
+// HTTP/1.0 request count as suspect.
 func smuggled(r *http.Request) bool {
 	if r.ProtoMajor != 1 {
 		return false
