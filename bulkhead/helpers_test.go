@@ -145,6 +145,24 @@ func (r *recorder) OnEvent(e bulkhead.Event) {
 	r.mu.Unlock()
 }
 
+// waitHeard waits until r has heard n events: a listener hears an event
+// made by a timer (a queue timeout) on the timer's goroutine, after the
+// waiter it times out has been woken.
+func (r *recorder) waitHeard(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		r.mu.Lock()
+		got := len(r.events)
+		r.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener heard %d events in 10s, want %d", got, n)
+		}
+	}
+}
+
 func codes(es []bulkhead.Event) []string {
 	var out []string
 	for _, e := range es {

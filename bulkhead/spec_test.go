@@ -368,6 +368,10 @@ func TestAC10Events(t *testing.T) {
 	_, _ = b.TryAcquire(bg, 1)      // REJECTED (no capability)
 	clk.Advance(time.Second)        // REJECTED (queue timeout)
 	_, _ = q[0].wait(t)
+	// The timer's goroutine tells the listener after it wakes the waiter:
+	// the events after it are made once the listener has heard it, so that
+	// it hears them all in the log's order.
+	rec.waitHeard(t, 8)
 	_ = b.SetLimit(1)                     // CAP_CHANGED, DRAIN_ACTIVE
 	_, _ = b.TryAcquire(remote, 1)        // DRAIN_ACTIVE, REJECTED (draining)
 	release(t, b, p1)                     // RELEASED
