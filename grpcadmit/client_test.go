@@ -15,6 +15,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -141,8 +142,8 @@ func TestClientLocalQueueDeadlineIsNoFailure(t *testing.T) {
 	<-ev.submitted
 	// The first call holds t1's only slot until the second has ended: the
 	// second's deadline passes once it is in t1's group.
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
-	go func() { <-ev.submitted; close(ctx.done) }()
+	ctx := adaptertest.NewExpiring()
+	go func() { <-ev.submitted; ctx.Expire() }()
 	_, err := call(ctx, cc, "t1", "2")
 	var re *grpcadmit.RefusalError
 	if status.Code(err) != codes.DeadlineExceeded || !errors.As(err, &re) {
@@ -160,31 +161,14 @@ func TestClientLocalQueueDeadlineIsNoFailure(t *testing.T) {
 	}
 }
 
-// expiring is a context whose deadline passes when done is closed.
-type expiring struct {
-	context.Context
-	done chan struct{}
-}
-
-func (c *expiring) Done() <-chan struct{} { return c.done }
-
-func (c *expiring) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
-
 // A call admitted as its deadline passes (here while the listener is told
 // it starts) is not sent, and is no failure of its dependency: gRPC would
 // have failed it at once with DeadlineExceeded.
 func TestClientDeadlineAtAdmissionIsNotSent(t *testing.T) {
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	ctx := adaptertest.NewExpiring()
 	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
 		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
-	}), executor.WithListener(executor.ListenerFuncs{Started: func(executor.Event) { close(ctx.done) }}))
+	}), executor.WithListener(executor.ListenerFuncs{Started: func(executor.Event) { ctx.Expire() }}))
 	g := newGate()
 	g.release()
 	cc := dial(t, start(t, g), grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(ex)))

@@ -17,6 +17,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -397,8 +398,8 @@ func TestStackedTransportLocalRefusalIsNoFailure(t *testing.T) {
 	next(t, ev.submitted)
 	// a's only slot is held until the body is closed: the next request of
 	// a waits, and its deadline passes there.
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
-	go func() { <-ev.submitted; close(ctx.done) }()
+	ctx := adaptertest.NewExpiring()
+	go func() { <-ev.submitted; ctx.Expire() }()
 	if _, err := send(ctx, "a"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline while waiting below: %v", err)
 	}
@@ -412,30 +413,13 @@ func TestStackedTransportLocalRefusalIsNoFailure(t *testing.T) {
 	}
 }
 
-// expiring is a context whose deadline passes when done is closed.
-type expiring struct {
-	context.Context
-	done chan struct{}
-}
-
-func (c *expiring) Done() <-chan struct{} { return c.done }
-
-func (c *expiring) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
-
 // A request admitted as its deadline passes (here while the listener is
 // told it starts) is not sent, and is no failure of its destination.
 func TestTransportDeadlineAtAdmissionIsNotSent(t *testing.T) {
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	ctx := adaptertest.NewExpiring()
 	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
 		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
-	}), executor.WithListener(executor.ListenerFuncs{Started: func(executor.Event) { close(ctx.done) }}))
+	}), executor.WithListener(executor.ListenerFuncs{Started: func(executor.Event) { ctx.Expire() }}))
 	var sent atomic.Int64
 	base := roundTripper(func(r *http.Request) (*http.Response, error) {
 		sent.Add(1)
@@ -472,8 +456,8 @@ func TestTransportQueuedDeadlineIsATimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, ev.submitted)
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
-	go func() { <-ev.submitted; close(ctx.done) }()
+	ctx := adaptertest.NewExpiring()
+	go func() { <-ev.submitted; ctx.Expire() }()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
 	_, err = client.Do(req)
 	var ue *url.Error

@@ -1,7 +1,7 @@
 // Package adaptertest holds what the adapters' tests (httpadmit, grpcadmit,
 // metrics/otel) share: the check that the core packages import only the
 // standard library and this module, a poll for states no event announces,
-// and a group's only slot held.
+// a group's only slot held, and a context whose deadline passes on cue.
 package adaptertest
 
 import (
@@ -67,4 +67,31 @@ func FillSlot(t *testing.T, ex *executor.Executor, group string) (free func()) {
 	}()
 	<-in
 	return func() { close(out); <-done }
+}
+
+// Expiring is a context whose deadline passes when Expire is called: a
+// deadline that passes at a point the test chooses (while a listener is
+// told of a start, once a call is queued), with no clock to move.
+type Expiring struct {
+	context.Context
+	done chan struct{}
+}
+
+// NewExpiring returns an Expiring context whose deadline has not passed.
+func NewExpiring() *Expiring {
+	return &Expiring{Context: context.Background(), done: make(chan struct{})}
+}
+
+// Expire makes the deadline pass. It must be called once.
+func (c *Expiring) Expire() { close(c.done) }
+
+func (c *Expiring) Done() <-chan struct{} { return c.done }
+
+func (c *Expiring) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
