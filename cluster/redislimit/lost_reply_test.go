@@ -113,6 +113,75 @@ func TestGrantBeforeAFailedResendIsUsed(t *testing.T) {
 	pb.Release()
 }
 
+// TestRenewalBeforeAFailedResendIsUsed: one renewal round renews the lease
+// of a running task of key "a" and gives back the permit of key "b" that no
+// task needed (its script unknown to Redis: NOSCRIPT). The give-back is
+// sent again with its script, and that second round trip fails. The
+// renewal of "a" is the holder's all the same: the lease stays valid here
+// as long as Redis keeps it, and its task runs on, rather than being
+// cancelled with a *LeaseLostError when the validity of the round before
+// ends.
+//
+// The validity is the monotonic clock's (no clock is injected into a
+// holder): the test waits for the end of the first round's validity, half
+// a validity after the second round renewed it.
+func TestRenewalBeforeAFailedResendIsUsed(t *testing.T) {
+	const ttl = 3 * time.Second
+	addr := startRedis(t) // its own: no script is loaded yet
+	hook := &failResend{fired: make(chan struct{})}
+	c := holderClient(t, addr)
+	c.AddHook(hook)
+	h, err := redislimit.New(c, redislimit.WithPrefix("t:"+t.Name()), redislimit.WithPollInterval(testPoll),
+		redislimit.WithLeaseTTL(ttl), redislimit.WithRenewInterval(ttl/3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	l := h.Groups(1)
+	n := attach(t, l)
+	pa := acquire(t, l, n, "a", 1, 10*time.Second)
+	defer pa.Release()
+	var rec cancelRecorder
+	ctx := pa.Bind(bg, rec.cancel)
+
+	// The renewal loop's rounds wait until the test ends: the rounds below
+	// are the only ones.
+	resume := parkRenewals(h)
+	t.Cleanup(resume)
+	redislimit.SetRenewHook(h, nil)
+
+	pb := acquire(t, l, n, "b", 1, 10*time.Second)
+	pb.Release()
+	redislimit.RenewNow(h) // loads the renewal script; sees "b" free throughout
+	v1, ok := redislimit.ValidUntil(ctx)
+	if !ok {
+		t.Fatal("the lease of a is not valid after a renewal")
+	}
+	if s := h.Stats(); s.Leases != 2 || s.LeasesLost != 0 {
+		t.Fatalf("stats after the first round: %+v, want the leases of a and b", s)
+	}
+
+	time.Sleep(time.Until(v1) / 2)
+	hook.armed.Store(true)
+	redislimit.RenewNow(h) // renews "a", gives "b" back: its first release
+	select {
+	case <-hook.fired:
+	default:
+		t.Fatal("the round re-sent no call after NOSCRIPT")
+	}
+
+	time.Sleep(time.Until(v1) + 300*time.Millisecond)
+	if causes := rec.calls(); len(causes) != 0 {
+		t.Fatalf("the task of a was cancelled (%v), though Redis renewed its lease", causes)
+	}
+	if v2, ok := redislimit.ValidUntil(ctx); !ok || !v2.After(v1) {
+		t.Fatalf("the lease of a is valid until %v (%v), want later than %v", v2, ok, v1)
+	}
+	if s := h.Stats(); s.LeasesLost != 0 || s.Leases != 1 {
+		t.Fatalf("stats after the second round: %+v, want the lease of a alone", s)
+	}
+}
+
 // TestLostGrantIsGivenBack: Redis grants a block of a limit-1 key and the
 // reply is lost. The holder gives that lease back by its id with its next
 // call for the key, before it asks again: its task gets the permit at once,

@@ -74,6 +74,10 @@ func (h *Holder) renewOnce() {
 		err = hook()
 	}
 	calls := make([]*scriptCall, len(rs))
+	// ran: the calls went to Redis and the round waited for them, so each
+	// call's cmd holds its own outcome (read only then: the cmds of a call
+	// the op timeout abandoned are still being written).
+	ran := false
 	if err == nil {
 		for i, r := range rs {
 			args := make([]any, 0, 4+2*len(r.leases))
@@ -87,8 +91,8 @@ func (h *Holder) renewOnce() {
 		for _, s := range ret {
 			calls = append(calls, h.releaseCall(s))
 		}
-		_, err = call(h, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, h.runScripts(ctx, calls, func(p redis.Pipeliner) {
+		ran, err = call(h, func(ctx context.Context) (bool, error) {
+			return true, h.runScripts(ctx, calls, func(p redis.Pipeliner) {
 				if probe {
 					p.Ping(ctx)
 				}
@@ -102,6 +106,13 @@ func (h *Holder) renewOnce() {
 	ev := h.resultLocked(err)
 	if !failed(err) {
 		h.st.renewals.Add(1)
+	}
+	if ran {
+		// Each call's own reply, whatever happened to the others: a
+		// renewal Redis made in the first round trip counts even when the
+		// second (the calls re-sent after NOSCRIPT) failed, or its tasks
+		// would be cancelled, the lease counted lost, though Redis has
+		// renewed it.
 		now = time.Now()
 		for i, r := range rs {
 			res, cerr := calls[i].cmd.Int64Slice()
