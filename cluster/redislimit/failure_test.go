@@ -90,6 +90,50 @@ func TestKilledHolderSlotsReturn(t *testing.T) {
 	}
 }
 
+// TestReapedSlotsAreAnnounced: a holder process is killed (SIGKILL) while
+// its task holds one of a group's two slots; a live holder's task holds the
+// other, and a third holder waits. The live holder's renewal round, the
+// first script to touch the key once the killed holder's lease has expired,
+// reaps that lease and tells the waiting holder at once that a permit is
+// free: its task gets it then, not at its own next renewal round (minutes
+// away: it renews by hand, as manualRenewals does).
+func TestReapedSlotsAreAnnounced(t *testing.T) {
+	addr := startRedis(t)
+	const scale = 3
+	const ttl, renew = scale * testTTL, scale * testRenew // see TestKilledHolderSlotsReturn
+	t.Setenv(childTTL, ttl.String())
+	prefix := "t:" + t.Name()
+	k := startChild(t, "hold", addr, prefix, "1/2")
+	k.expect(t, "READY", 30*time.Second)
+
+	live := newHolder(t, addr, redislimit.WithLeaseTTL(ttl), redislimit.WithRenewInterval(renew))
+	ll := live.Groups(2)
+	pl := acquire(t, ll, attach(t, ll), "held", 1, 30*time.Second)
+	defer pl.Release()
+
+	w := newHolder(t, addr, manualRenewals()...)
+	lw := w.Groups(2)
+	nw := attach(t, lw)
+	subscribed(t, addr, 3, w)
+	if p, err := lw.TryAcquire("held", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire = %v, %v; want it to wait, the group's slots all leased", p, err)
+	}
+	c := newClient(t, addr)
+	eventually(t, "the holder is refused and recorded as waiting", 30*time.Second, func() bool {
+		n, err := c.ZCard(bg, prefix+":{group:held}:w").Result()
+		return err == nil && n == 1
+	})
+
+	if err := k.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// The killed holder's lease expires within the TTL, and the live
+	// holder renews within a renew interval of that: far within the guard,
+	// far before the waiting holder's next renewal round.
+	p := acquire(t, lw, nw, "held", 1, 10*ttl)
+	p.Release()
+}
+
 // TestPartitionedHolderLearnsFirst cuts one holder off from Redis while
 // its task holds the group's only slot, in two ways: its renewals fail (as
 // behind a partition that refuses connections), or its connection stalls

@@ -117,8 +117,14 @@ func childMain(mode string) int {
 		fmt.Println("DONE", started)
 		return 0
 	case "hold":
-		n, _ := strconv.Atoi(arg)
-		return hold(h, n)
+		// "n", or "n/limit": n tasks of a group limited to limit (n).
+		ns, ls, _ := strings.Cut(arg, "/")
+		n, _ := strconv.Atoi(ns)
+		limit := n
+		if ls != "" {
+			limit, _ = strconv.Atoi(ls)
+		}
+		return hold(h, n, limit)
 	case "demand":
 		return demand(h, addr, prefix, arg)
 	case "fenced":
@@ -211,12 +217,13 @@ func runLoad(c *redis.Client, h *redislimit.Holder, prefix string, d time.Durati
 	return ex.Stats().Started, taskErr
 }
 
-// hold starts n tasks of group "held" that run until their context ends,
-// prints each one's fencing token, then READY, then LOST lines as their
-// contexts end, and exits when all have.
-func hold(h *redislimit.Holder, n int) int {
+// hold starts n tasks of group "held" (limited to limit across the
+// holders) that run until their context ends, prints each one's fencing
+// token, then READY, then LOST lines as their contexts end, and exits when
+// all have.
+func hold(h *redislimit.Holder, n, limit int) int {
 	p, _ := policy.New(policy.WithDefaultMaxConcurrency(n))
-	ex, err := executor.New(p, executor.WithGroupLimiter(h.Groups(n)))
+	ex, err := executor.New(p, executor.WithGroupLimiter(h.Groups(limit)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -125,23 +125,30 @@ local function mine(w, q, me, nonce, now)
   return by == nil or by == nonce
 end
 
--- drop_slots frees the slots of lease id.
+-- drop_slots frees the slots of lease id, and returns how many it freed.
 local function drop_slots(s, b, id)
   local list = redis.call('HGET', s, id)
+  local freed = 0
   if list then
-    for x in string.gmatch(list, '%d+') do redis.call('SETBIT', b, tonumber(x), 0) end
+    for x in string.gmatch(list, '%d+') do
+      redis.call('SETBIT', b, tonumber(x), 0)
+      freed = freed + 1
+    end
     redis.call('HDEL', s, id)
   end
+  return freed
 end
 
--- reap drops the expired leases.
+-- reap drops the expired leases, and returns how many slots it freed.
 local function reap(l, n, s, b, now)
   local expired = redis.call('ZRANGEBYSCORE', l, '-inf', now)
+  local freed = 0
   for _, id in ipairs(expired) do
-    drop_slots(s, b, id)
+    freed = freed + drop_slots(s, b, id)
     redis.call('HDEL', n, id)
   end
   if #expired > 0 then redis.call('ZREMRANGEBYSCORE', l, '-inf', now) end
+  return freed
 end
 
 -- keep_only lowers lease id to the slots of list that it holds (never
@@ -376,6 +383,9 @@ return out
 // same round trip finds them already freed (the renewal may run first, or
 // the release be sent again with its script after NOSCRIPT), and the
 // holders waiting for them must hear of it now, not at their next round.
+// So do the slots of the expired leases of any holder that it reaps (a
+// crashed or cut-off holder's): a live holder's renewal is often the
+// first script to touch the key after they expired.
 // KEYS: l n s b w g q v. ARGV: ttl_ms holder_id limit channel, then id
 // slots pairs.
 // Returns {other_waiters, cap (-1: nobody else waits), deprived, version,
@@ -384,8 +394,9 @@ var renewScript = redis.NewScript(sharesLua + `
 local now, nowus = clock()
 local ver = version(KEYS[8], nowus)
 local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
-local alive, freed = {}, 0
+-- The slots of the expired leases it reaps (a crashed holder's) count as
+-- freed: nothing else tells the holders that wait for them.
+local alive, freed = {}, reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
 for i = 5, #ARGV, 2 do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
     redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
