@@ -65,11 +65,10 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			if h, _, err := net.SplitHostPort(key); err == nil {
 				key = h
 			}
-			// A fully qualified name's trailing dot (the root's empty
-			// label) names the same host, as crypto/tls and crypto/x509
-			// take it: kept, it would make "acme.example.com." a tenant
-			// of its own, beside the configured one.
-			key = strings.TrimRight(strings.ToLower(strings.Trim(key, "[]")), ".")
+			// Each spelling of one host is one key: without this a
+			// client could spread a host's requests over several
+			// groups, each with the host's limits or the defaults.
+			key = config.HostKey(strings.Trim(key, "[]"))
 		case config.FromPath:
 			// The path as sent, as the backend gets it: decoded, "%2F"
 			// would split a segment in two and "%61" spell a key the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -36,7 +37,18 @@ func TestExtractTenant(t *testing.T) {
 		{hdr, "http://h/x", "_overflow", "", true},
 		{host, "http://Acme.Example.com:8080/x", "", "acme.example.com", false},
 		{host, "http://[2001:DB8::1]:80/x", "", "2001:db8::1", false},
-		{host, "http://[::1]:80/x", "", "", true}, // must start with a letter or digit
+		// An IP literal is its canonical form, one key however spelt; one
+		// starting with "::" gets a leading 0, a key's first character
+		// being a letter or digit.
+		{host, "http://[::1]:80/x", "", "0::1", false},
+		{host, "http://[0:0:0:0:0:0:0:1]/x", "", "0::1", false},
+		{host, "http://[0::1]:80/x", "", "0::1", false},
+		{host, "http://[::ffff:127.0.0.1]/x", "", "127.0.0.1", false},
+		{host, "http://[::FFFF:7f00:1]:80/x", "", "127.0.0.1", false},
+		{host, "http://[2001:0DB8:0:0::1]/x", "", "2001:db8::1", false},
+		// A zone names an interface of the client's: no key has one.
+		{host, "http://[fe80::1%25eth0]:80/x", "", "", true},
+		{host, "http://[::ffff:127.0.0.1%25eth0]/x", "", "", true},
 		{host, "http://h/x", "ignored", "h", false},
 		// A fully qualified name is the same host: its trailing dot, the
 		// root's empty label, is not part of the key.
@@ -71,6 +83,60 @@ func TestExtractTenant(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s %q (%s): %q, %v; want %q", tc.url, tc.header, tc.t.From, got, err, tc.want)
 		}
+	}
+}
+
+// With tenant.from host, the spellings of one IP address are one tenant:
+// counted once against that tenant's limits, never a group of their own
+// with the default limits beside it.
+func TestHostTenantIPSpellingsAreOneTenant(t *testing.T) {
+	g, gw := gated(t, minimal+"tenant: {from: host}\nlimits: {max_in_flight_per_group: 8}\n"+
+		"tenants:\n  \"0::1\": {max_in_flight: 1}\n  127.0.0.1: {max_in_flight: 1}\n")
+	c := client(t)
+	for _, tc := range []struct {
+		key    string
+		others []string
+	}{
+		{"0::1", []string{"[::1]", "[0:0:0:0:0:0:0:1]", "[0::1]:80", "[::0:1]"}},
+		{"127.0.0.1", []string{"[::ffff:127.0.0.1]", "[::ffff:7f00:1]:8080", "[0:0:0:0:0:ffff:127.0.0.1]"}},
+	} {
+		held := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+			req.Host = tc.key
+			if strings.Contains(tc.key, ":") {
+				req.Host = "[" + tc.key + "]"
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Errorf("%s: %v", req.Host, err)
+				held <- 0
+				return
+			}
+			resp.Body.Close()
+			held <- resp.StatusCode
+		}()
+		g.await(t, 1) // the tenant's one place is taken
+		for _, host := range tc.others {
+			req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+			req.Host = host
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", host, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if code, _, tenant := refusal(t, string(body)); resp.StatusCode != http.StatusTooManyRequests || code != "rejected" || tenant != tc.key {
+				t.Errorf("Host %s while %s holds its place: %d %s for tenant %q; want 429 rejected for %q", host, tc.key, resp.StatusCode, body, tenant, tc.key)
+			}
+		}
+		g.release <- struct{}{}
+		if code := <-held; code != http.StatusOK {
+			t.Errorf("Host %s: %d", tc.key, code)
+		}
+	}
+	if n := gw.gw.LiveTenants(); n != 0 {
+		t.Errorf("%d unconfigured tenants live, want 0", n)
 	}
 }
 

@@ -79,7 +79,7 @@ type TLS struct {
 // Where a request's tenant key is read from (Tenant.From).
 const (
 	FromHeader     = "header"      // the header named by Tenant.Header
-	FromHost       = "host"        // the Host, lower-cased, without the port or a trailing dot (configure host tenants so)
+	FromHost       = "host"        // the Host as HostKey reads it (configure host tenants so)
 	FromPath       = "path"        // the path segment right after Tenant.PathPrefix
 	FromClientCert = "client_cert" // the verified client certificate's subject common name (none: 401)
 	FromBearer     = "bearer"      // a claim of the verified bearer token (Tenant.Bearer; missing or empty: 401)

@@ -258,8 +258,14 @@ func TestHostTenantsAreLowerCase(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.api.example.com.") || !strings.Contains(err.Error(), `write "api.example.com"`) {
 		t.Errorf("a host tenant with a trailing dot: %v; want an error on line 4 naming it and its form without the dot", err)
 	}
+	// An IP address is its canonical form, as the gateway reads it.
+	_, err = config.Parse([]byte("backends: [http://a:1]\ntenant: {from: host}\ntenants:\n  \"2001:DB8:0::1\": {share: 2}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.2001:DB8:0::1") || !strings.Contains(err.Error(), `write "2001:db8::1"`) {
+		t.Errorf("a host tenant spelling an IPv6 address otherwise than canonically: %v; want an error on line 4 naming its canonical form", err)
+	}
 	for _, yaml := range []string{
 		"tenant: {from: host}\ntenants: {api.example.com: {share: 2}}\n",
+		"tenant: {from: host}\ntenants: {\"0::1\": {share: 2}, \"2001:db8::1\": {share: 2}, 127.0.0.1: {share: 2}}\n",
 		"tenant: {from: header}\ntenants: {acme.: {share: 2}}\n",
 		"tenant: {from: header}\ntenants: {Acme: {share: 2}}\n",
 	} {

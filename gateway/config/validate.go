@@ -128,8 +128,8 @@ func (c *Config) validate(present func(string) bool) []problem {
 			ck.bad(k, "%q is not a valid tenant key (%s)", name, tenantRule)
 			continue
 		}
-		if key := strings.TrimRight(strings.ToLower(name), "."); c.Tenant.From == FromHost && key != name {
-			ck.bad(k, "%q can never match: with tenant.from host the key is the Host lower-cased, without a trailing dot; write %q", name, key)
+		if key := HostKey(name); c.Tenant.From == FromHost && key != name {
+			ck.bad(k, "%q can never match: with tenant.from host the key is the Host lower-cased, without a trailing dot, an IP address in its canonical form; write %q", name, key)
 		}
 		group := func(f func(string, int) policy.Option) func(int) policy.Option {
 			return func(n int) policy.Option { return f(name, n) }
