@@ -139,6 +139,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusBadRequest, "invalid_tenant", err.Error(), 0)
 		return
 	}
+	if key != "" && st.caseTwin(key) {
+		g.m.rejected.WithLabelValues("invalid-tenant").Inc()
+		g.refuse(w, x, http.StatusBadRequest, "invalid_tenant", ErrInvalidTenant.Error()+": a configured tenant's in another case", 0)
+		return
+	}
 	tenant := x.group
 	if key != "" {
 		tenant = key

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"strings"
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/gateway/config"
@@ -22,6 +23,9 @@ type state struct {
 	// given them as it becomes live, and they are dropped when it leaves.
 	changed bool
 	fixed   map[string]bool // groups whose names the operator chose
+	// folded holds fixed's names lower-cased: with tenant.from path, a key
+	// that is one of them only in another case is refused (caseTwin).
+	folded map[string]bool
 	// limited are the groups every reload gives limits to: fixed, and the
 	// tenants configured in any config before, the one the gateway started
 	// with included. A tenant dropped from the config so gets the
@@ -40,6 +44,10 @@ func (g *Gateway) build(cfg *config.Config, prev *state, start *policy.Policy) (
 	st := &state{cfg: cfg, fixed: map[string]bool{cfg.Tenant.Default: true, OverflowGroup: true}}
 	for name := range cfg.Tenants {
 		st.fixed[name] = true
+	}
+	st.folded = make(map[string]bool, len(st.fixed))
+	for name := range st.fixed {
+		st.folded[strings.ToLower(name)] = true
 	}
 	st.limited = maps.Clone(st.fixed)
 	if prev != nil {
@@ -96,4 +104,16 @@ func (g *Gateway) build(cfg *config.Config, prev *state, start *policy.Policy) (
 		}
 	}
 	return st, nil
+}
+
+// caseTwin reports whether key, read from the path, names a configured
+// tenant (or the default one) only in another case: "/t/ACME" beside a
+// configured "acme". A backend matching paths without regard to case (IIS,
+// many Windows and some Java servers) serves acme's path for it, under
+// limits that are not acme's: it is refused, as a path a lenient backend
+// reads as another tenant's is. An unconfigured key keeps its case, and is
+// a tenant of its own. strings.ToLower allocates nothing for a key without
+// an upper-case letter.
+func (st *state) caseTwin(key string) bool {
+	return st.cfg.Tenant.From == config.FromPath && !st.fixed[key] && st.folded[strings.ToLower(key)]
 }

@@ -263,3 +263,31 @@ func TestLenientPathRefused400(t *testing.T) {
 		}
 	}
 }
+
+// With tenant.from: path, a key that is a configured tenant's only in
+// another case ("/t/ACME" beside "acme") is refused 400 invalid_tenant and
+// never reaches the backend, which may match paths without regard to case
+// and serve acme's path under the default limits. The tenant's own
+// spelling is served, and an unconfigured key keeps its case.
+func TestPathTenantInAnotherCaseRefused(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get("X-Tenant"))
+	})
+	gw := start(t, be.URL, minimal+"tenant: {from: path, path_prefix: /t, default: anon}\ntenants: {acme: {share: 2}, Beta: {share: 2}}\n")
+	c := client(t)
+	for _, p := range []string{"/t/ACME/x", "/t/Acme", "/t/beta/x", "/t/BETA", "/t/Anon/x"} {
+		resp, body := do(t, c, http.MethodGet, gw.url+p, "", nil)
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: %d, the backend was told tenant %q; want 400 invalid_tenant", p, resp.StatusCode, body)
+			continue
+		}
+		if code, _, _ := refusal(t, body); code != "invalid_tenant" {
+			t.Errorf("%s: %d %q, want 400 invalid_tenant", p, resp.StatusCode, body)
+		}
+	}
+	for p, want := range map[string]string{"/t/acme/x": "acme", "/t/Beta": "Beta", "/t/Other/x": "Other", "/t/other": "other", "/x": "anon"} {
+		if resp, body := do(t, c, http.MethodGet, gw.url+p, "", nil); resp.StatusCode != 200 || body != want {
+			t.Errorf("%s: %d, the backend was told tenant %q; want 200 for %q", p, resp.StatusCode, body, want)
+		}
+	}
+}

@@ -27,6 +27,8 @@ const OverflowGroup = "_overflow"
 // another tenant: see lenientPath),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name).
+// The gateway also refuses a path key that is a configured tenant's only in
+// another case, which t alone cannot tell (see state.caseTwin).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
 	return extractTenant(t, r, time.Now())
 }
