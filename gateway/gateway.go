@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"sync/atomic"
@@ -123,7 +124,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.transport.DialContext = g.conns.dial
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetXForwarded() }, // the transport picks the backend
+		Rewrite: rewrite, // the transport picks the backend
 		Transport: &transport{base: g.transport, state: g.state.Load,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
 		ErrorHandler: g.proxyError,
@@ -170,3 +171,19 @@ func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
 // LiveTenants returns how many unconfigured tenants have requests in the
 // gateway (at most tenant.max_groups).
 func (g *Gateway) LiveTenants() int { return g.groups.count() }
+
+// rewrite sets the headers that tell the backend who the client is: the
+// X-Forwarded ones, and X-Real-IP, which nginx's realip module and many
+// frameworks read instead of X-Forwarded-For. Each is the gateway's own,
+// whatever the client sent: the proxy drops the client's X-Forwarded
+// headers and X-Forwarded-For names the connection's peer alone, so
+// X-Real-IP names it too. Passed on as sent, X-Real-IP named an address of
+// the client's choice to a backend that trusts the gateway to set it.
+func rewrite(pr *httputil.ProxyRequest) {
+	pr.SetXForwarded()
+	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		pr.Out.Header.Set("X-Real-Ip", ip)
+	} else {
+		pr.Out.Header.Del("X-Real-Ip") // as SetXForwarded drops X-Forwarded-For
+	}
+}

@@ -256,3 +256,34 @@ func TestTenantHeaderAliasesDropped(t *testing.T) {
 		t.Errorf("%d, the backend got %q; want tenant anonymous and only X_other", resp.StatusCode, body)
 	}
 }
+
+// X-Real-IP, which nginx's realip module and many frameworks trust, names
+// the connection's peer, as X-Forwarded-For does, whatever the client sent
+// (in its own name, with underscores, or named in Connection to drop it),
+// from a trusted proxy or not.
+func TestRealIPIsThePeer(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			if strings.Contains(k, "_") {
+				names = append(names, k)
+			}
+		}
+		fmt.Fprintf(w, "%q %q %q", r.Header.Values("X-Real-Ip"), r.Header.Values("X-Forwarded-For"), names)
+	})
+	const want = `["127.0.0.1"] ["127.0.0.1"] []`
+	for _, trust := range []string{"[10.0.0.0/8]", "[127.0.0.0/8]"} {
+		gw := start(t, be.URL, minimal+"tenant: {trusted_proxies: "+trust+"}\n")
+		c := client(t)
+		for _, hdr := range [][]string{
+			{"X-Real-IP", "10.9.9.9", "X-Forwarded-For", "10.9.9.9"},
+			{"X_Real_IP", "10.9.9.9"},
+			{"X-Real-IP", "10.9.9.9", "Connection", "X-Real-IP"},
+			{},
+		} {
+			if resp, body := do(t, c, http.MethodGet, gw.url, "", nil, hdr...); resp.StatusCode != 200 || body != want {
+				t.Errorf("trusted_proxies %s, %q: %d, the backend got %s; want %s", trust, hdr, resp.StatusCode, body, want)
+			}
+		}
+	}
+}

@@ -127,6 +127,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 			[]string{"line 2", "tenant.header", `"Connection"`}},
 		{"tenant header the proxy sets", "backends: [http://a:1]\ntenant: {header: X-Forwarded-For}\n",
 			[]string{"line 2", "tenant.header", `"X-Forwarded-For"`}},
+		{"tenant header the gateway sets", "backends: [http://a:1]\ntenant: {header: x-real-ip}\n",
+			[]string{"line 2", "tenant.header", `"x-real-ip"`}},
 		{"path prefix a URL escapes", "backends: [http://a:1]\ntenant:\n  path_prefix: /my tenants/\n",
 			[]string{"line 3", "tenant.path_prefix", `"/my%20tenants/"`}},
 		{"negative timeout", "backends: [http://a:1]\ntimeouts:\n  idle: -1s\n", []string{"line 3", "timeouts.idle", "negative"}},

@@ -245,7 +245,7 @@ func sameSocket(a, b string) bool {
 // proxyHeaders are the headers tenant.header cannot be: the server takes
 // Host out of the header and frames the message with Content-Length and
 // Transfer-Encoding, the proxy drops the hop-by-hop headers (RFC 9110
-// 7.6.1) and writes the X-Forwarded ones, and the gateway drops Expect and
+// 7.6.1) and writes the X-Forwarded ones and X-Real-IP, and the gateway drops Expect and
 // Content-Encoding once it has the body. The tenant set in one of them
 // would not reach the backend, and with tenant.from header, Host would
 // never be read.
@@ -253,7 +253,7 @@ var proxyHeaders = map[string]bool{
 	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true, "Te": true,
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Upgrade": true,
 	"Proxy-Authenticate": true, "Proxy-Authorization": true,
-	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true, "X-Real-Ip": true,
 	"Expect": true, "Content-Encoding": true,
 }
 
