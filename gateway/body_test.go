@@ -1,13 +1,20 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/rand"
+	"crypto/x509"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/gateway"
 )
 
 // echo is a backend that answers with the size and encoding of the body it got.
@@ -88,5 +95,46 @@ func TestGzipBody(t *testing.T) {
 				t.Errorf("backend got %q, want %q", resp.Header.Get("X-Got"), tc.got)
 			}
 		})
+	}
+}
+
+// A request's trailers are not proxied, to an HTTP/1 backend or an HTTP/2
+// one (to which net/http's transport sends a request's trailers whatever
+// its body's framing): a trailer, which a backend may merge into the
+// header, can name neither the tenant nor the client's address to the
+// backend, and no Trailer header announces one.
+func TestRequestTrailersNotProxied(t *testing.T) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s tenant=%q xff=%q real=%q trailer-header=%q trailers=%q",
+			b, r.Header.Values("X-Tenant"), r.Header.Values("X-Forwarded-For"), r.Header.Values("X-Real-Ip"),
+			r.Header.Values("Trailer"), r.Trailer)
+	}
+	h1 := backend(t, h)
+	h2 := httptest.NewUnstartedServer(http.HandlerFunc(h))
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	t.Cleanup(h2.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(h2.Certificate())
+	for _, be := range []*httptest.Server{h1, h2} {
+		gw := build(t, be.URL, minimal+"tenant: {trusted_proxies: [10.0.0.0/8]}\n")
+		gateway.TrustBackends(gw, roots)
+		c := dialRaw(t, serve(t, gw).url)
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"+
+			"Trailer: X-Tenant, X-Forwarded-For, X-Real-IP, X-Forwarded-Host\r\n\r\n"+
+			"5\r\nhello\r\n0\r\nX-Tenant: victim\r\nX-Forwarded-For: 10.9.9.9\r\nX-Real-IP: 10.9.9.9\r\n"+
+			"X-Forwarded-Host: victim.example\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		const want = `hello tenant=["anonymous"] xff=["127.0.0.1"] real=["127.0.0.1"] trailer-header=[] trailers=map[]`
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Errorf("backend %s: %d, the backend got %s\nwant %s", be.URL, resp.StatusCode, body, want)
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package gateway
 
-import "net/http"
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+)
 
 // IdleConns returns the number of client connections idle between
 // requests, or 0 before Serve runs.
@@ -35,3 +39,9 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // OnLimitsSet makes f run in each reload once it has given the executor
 // the new limits, before the reload returns.
 func OnLimitsSet(g *Gateway, f func()) { g.reload.limitsSet = f }
+
+// TrustBackends makes g's transport trust the backend certificates roots
+// signed. It must be called before g serves.
+func TrustBackends(g *Gateway, roots *x509.CertPool) {
+	g.transport.TLSClientConfig = &tls.Config{RootCAs: roots}
+}

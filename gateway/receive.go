@@ -74,7 +74,7 @@ func decoders(h http.Header) (codings []string, ok bool) {
 }
 
 // receive reads r's whole body into sp, decoded, under lim, and points r
-// at the spooled copy with its length. It runs before admission, so a slow
+// at the spooled copy with its length and without its trailers. It runs before admission, so a slow
 // or broken client holds no execution slot. It returns a *bodyError. A
 // request without a body is only checked for its Content-Encoding.
 func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool) error {
@@ -141,6 +141,12 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 	r.ContentLength = sp.size()
 	r.TransferEncoding = nil
 	r.Body = sp.body()
+	// The client's trailers, in now, are dropped with the framing: a
+	// trailer (which a backend may merge into the header) could name
+	// another tenant or client address than the gateway's. net/http's
+	// HTTP/1 transport sends trailers only with a chunked body, but its
+	// HTTP/2 one, to an https backend, sends them whatever the framing.
+	r.Trailer = nil
 	return nil
 }
 
