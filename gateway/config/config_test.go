@@ -129,6 +129,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 			[]string{"line 2", "tenant.header", `"X-Forwarded-For"`}},
 		{"tenant header the gateway sets", "backends: [http://a:1]\ntenant: {header: x-real-ip}\n",
 			[]string{"line 2", "tenant.header", `"x-real-ip"`}},
+		{"tenant header the proxy drops", "backends: [http://a:1]\ntenant: {header: Forwarded}\n",
+			[]string{"line 2", "tenant.header", `"Forwarded"`}},
 		{"path prefix a URL escapes", "backends: [http://a:1]\ntenant:\n  path_prefix: /my tenants/\n",
 			[]string{"line 3", "tenant.path_prefix", `"/my%20tenants/"`}},
 		{"negative timeout", "backends: [http://a:1]\ntimeouts:\n  idle: -1s\n", []string{"line 3", "timeouts.idle", "negative"}},

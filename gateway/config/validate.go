@@ -245,8 +245,8 @@ func sameSocket(a, b string) bool {
 // proxyHeaders are the headers tenant.header cannot be: the server takes
 // Host out of the header and frames the message with Content-Length and
 // Transfer-Encoding, the proxy drops the hop-by-hop headers (RFC 9110
-// 7.6.1) and writes the X-Forwarded ones and X-Real-IP, and the gateway drops Expect and
-// Content-Encoding once it has the body. The tenant set in one of them
+// 7.6.1) and Forwarded and writes the X-Forwarded ones and X-Real-IP, and
+// the gateway drops Expect and Content-Encoding once it has the body. The tenant set in one of them
 // would not reach the backend, and with tenant.from header, Host would
 // never be read.
 var proxyHeaders = map[string]bool{
@@ -254,7 +254,7 @@ var proxyHeaders = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Upgrade": true,
 	"Proxy-Authenticate": true, "Proxy-Authorization": true,
 	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true, "X-Real-Ip": true,
-	"Expect": true, "Content-Encoding": true,
+	"Forwarded": true, "Expect": true, "Content-Encoding": true,
 }
 
 func checkRate(ck *checker, key string, r *RateLimit) {
