@@ -244,9 +244,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // dropAliases deletes from h the headers that spell the tenant header, or
 // one of the X-Forwarded headers or X-Real-IP the proxy sets, with an
-// underscore for a hyphen ("X_Tenant"): a backend that reads headers as CGI variables (PHP,
-// WSGI and Rack servers, HTTP_X_TENANT) takes them for the header the
-// gateway set, and may read the client's value instead of the gateway's.
+// underscore for a hyphen ("X_Tenant"): a backend that reads headers as
+// CGI variables (PHP, WSGI and Rack servers, HTTP_X_TENANT) takes them for
+// the header the gateway set, and may read the client's value instead of
+// the gateway's.
 // nginx drops every header with an underscore by default; only these
 // matter to the gateway.
 func dropAliases(h http.Header, tenantHeader string) {

@@ -246,9 +246,9 @@ func sameSocket(a, b string) bool {
 // Host out of the header and frames the message with Content-Length and
 // Transfer-Encoding, the proxy drops the hop-by-hop headers (RFC 9110
 // 7.6.1) and Forwarded and writes the X-Forwarded ones and X-Real-IP, and
-// the gateway drops Expect and Content-Encoding once it has the body. The tenant set in one of them
-// would not reach the backend, and with tenant.from header, Host would
-// never be read.
+// the gateway drops Expect and Content-Encoding once it has the body. The
+// tenant set in one of them would not reach the backend, and with
+// tenant.from header, Host would never be read.
 var proxyHeaders = map[string]bool{
 	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true, "Te": true,
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Upgrade": true,
