@@ -29,8 +29,9 @@ import (
 // A request the executor refuses is not sent: RoundTrip's error matches the
 // executor's, executor.ErrRejected (http.Client wraps it in a *url.Error,
 // which errors.Is sees through), or the request context's error if it ended
-// while the request waited or by the time it was admitted. A request with an invalid tenant or weight is
-// not sent either; its error matches ErrInvalidTenant or ErrInvalidWeight.
+// while the request waited or by the time it was admitted. A request with
+// an invalid tenant or weight is not sent either; its error matches
+// ErrInvalidTenant or ErrInvalidWeight.
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
