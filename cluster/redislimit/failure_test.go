@@ -134,6 +134,55 @@ func TestReapedSlotsAreAnnounced(t *testing.T) {
 	p.Release()
 }
 
+// TestReapedSlotsLeftFreeAreAnnounced: a holder process is killed
+// (SIGKILL) while its tasks hold both of a group's slots, and two holders'
+// tasks wait, each within its holder's cap. No renewal touches the key: the
+// first script to do so once the killed holder's leases have expired is
+// the request of the waiting holder that asks at every renewal round. It
+// reaps them, is granted one slot, and tells the other waiting holder at
+// once that the other slot is free: its task gets it then, not at its
+// holder's next renewal round (minutes away: it renews by hand, as
+// manualRenewals does).
+func TestReapedSlotsLeftFreeAreAnnounced(t *testing.T) {
+	addr := startRedis(t)
+	const scale = 3
+	const ttl, renew = scale * testTTL, scale * testRenew // see TestKilledHolderSlotsReturn
+	t.Setenv(childTTL, ttl.String())
+	prefix := "t:" + t.Name()
+	k := startChild(t, "hold", addr, prefix, "2/2")
+	k.expect(t, "READY", 30*time.Second)
+
+	x := newHolder(t, addr, redislimit.WithLeaseTTL(ttl), redislimit.WithRenewInterval(renew))
+	w := newHolder(t, addr, manualRenewals()...)
+	lw := w.Groups(2)
+	subscribed(t, addr, 3, w)
+	one := []policy.Option{policy.WithDefaultMaxConcurrency(1)}
+	startedX, _ := blockers(t, newExec(t, one, x.Groups(2), nil), 1)
+	startedW, _ := blockers(t, newExec(t, one, lw, nil), 1)
+	c := newClient(t, addr)
+	eventually(t, "both holders are refused and recorded as waiting", 30*time.Second, func() bool {
+		n, err := c.ZCard(bg, prefix+":{group:held}:w").Result()
+		return err == nil && n == 2
+	})
+	// Each waits within its cap (one permit each of the two, once the
+	// killed holder's are gone): no rise of its cap wakes it.
+	eventually(t, "the waiting holder hears its cap of 1", 30*time.Second, func() bool {
+		others, cap, _ := redislimit.Share(lw, "held")
+		return others > 0 && cap == 1
+	})
+
+	if err := k.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, started := range []chan int64{startedX, startedW} {
+		select {
+		case <-started:
+		case <-time.After(10 * ttl): // a hang guard, far below a manual renew interval
+			t.Fatal("a waiting task did not start once the killed holder's leases expired")
+		}
+	}
+}
+
 // TestPartitionedHolderLearnsFirst cuts one holder off from Redis while
 // its task holds the group's only slot, in two ways: its renewals fail (as
 // behind a partition that refuses connections), or its connection stalls

@@ -305,6 +305,12 @@ end
 // while others wait, it is published the same way, since it changes their
 // caps.
 //
+// When it reaped expired leases (a crashed or cut-off holder's) and some
+// of their slots are still free after the grant or refusal while others
+// wait, it also publishes "f|leases_key", as releaseScript does: a holder
+// refused for room, whose cap does not change, hears of them only so, and
+// not at its next renewal round.
+//
 // KEYS: l n s b f w g q r v. ARGV: limit want need ttl_ms lease_id
 // holder_id channel wait_ms nonce seq. Returns {granted, token, free_after,
 // other_waiters, cap, deprived, version, slot...}; cap is the most the
@@ -318,7 +324,7 @@ if latest(KEYS[9], me, nonce) >= seq then return {0, 0, 0, 0, limit, 0, 0} end
 ran(KEYS[9], me, nonce, seq, now, ttl * 2)
 local own = mine(KEYS[6], KEYS[8], me, nonce, now)
 local ver = version(KEYS[10], nowus)
-reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
+local reaped = reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
 local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
 local mine, free, cap = hold[me] or 0, limit - used, limit
 if others > 0 then cap = caps[me] end
@@ -347,6 +353,9 @@ if #slots == 0 then
   local all = deprived
   if medeprived and free < need then all = all + 1 end
   redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. all .. '|' .. capstr(caps))
+  if reaped > 0 and free > 0 and others > 0 then
+    redis.call('PUBLISH', ARGV[7], 'f|' .. KEYS[1])
+  end
   return {0, 0, free, others, cap, deprived, ver}
 end
 grant = #slots
@@ -369,6 +378,9 @@ if others2 > 0 then
   -- The grant moved this holder to the back of the line: the others' caps
   -- changed too.
   redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. deprived2 .. '|' .. capstr(caps2))
+  if reaped > 0 and free > grant then
+    redis.call('PUBLISH', ARGV[7], 'f|' .. KEYS[1])
+  end
 end
 local out = {grant, tok, free - grant, others2, cap2, deprived2, ver}
 for _, x in ipairs(slots) do out[#out + 1] = x end
