@@ -19,6 +19,10 @@ const OtherGroup = metricnames.OtherGroup
 // Options.Labelled is nil.
 const DefaultMaxGroups = metricnames.DefaultMaxGroups
 
+// MaxGroupLen is the longest group key, in bytes, that gets series of its
+// own; longer ones are summed under OtherGroup.
+const MaxGroupLen = metricnames.MaxGroupLen
+
 // Options configure a Collector. The zero value is valid.
 type Options struct {
 	// Namespace, when set, prefixes every metric name ("myapp" gives
@@ -135,6 +139,11 @@ func (c *Collector) label(group string) string {
 		// Not a group: the executor refuses such a task as invalid. A
 		// place of its own would take one of MaxGroups from a real group,
 		// under a label that Prometheus reads as no label at all.
+		return OtherGroup
+	}
+	if len(group) > MaxGroupLen {
+		// A client-chosen key of any length would be repeated in every
+		// series of the group on every scrape, for good.
 		return OtherGroup
 	}
 	if c.labelled != nil {

@@ -19,8 +19,10 @@
 // only the groups Options.Labelled accepts get series of their own (by
 // default the first Options.MaxGroups groups seen); all others are summed
 // under the group label OtherGroup, as are the groups whose key is not valid
-// UTF-8, which no label value may hold, and the refusals of tasks with an
-// empty group key (invalid), which take no place of their own.
+// UTF-8, which no label value may hold, those whose key is longer than
+// MaxGroupLen bytes, which every scrape would repeat in each of their
+// series, and the refusals of tasks with an empty group key (invalid), which
+// take no place of their own.
 //
 // Metrics (names as listed; Options.Namespace prefixes them):
 //

@@ -17,6 +17,15 @@ const OtherGroup = "_other"
 // DefaultMaxGroups is how many groups get series of their own by default.
 const DefaultMaxGroups = 100
 
+// MaxGroupLen is the longest group key, in bytes, that gets series of its
+// own. Every series repeats its group label in every scrape or export, for
+// the life of the process, and a client can choose a key as long as its
+// transport allows (a megabyte of header): MaxGroups bounds the number of
+// groups, this bounds what each costs. Backends refuse longer label values
+// too (Mimir and Cortex from 2048 bytes, Prometheus's scrape option
+// label_value_length_limit fails the whole scrape).
+const MaxGroupLen = 256
+
 // A Metric is an instrument's name, without namespace, and its help text.
 type Metric struct{ Name, Help string }
 
