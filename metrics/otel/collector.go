@@ -24,6 +24,10 @@ const OtherGroup = metricnames.OtherGroup
 // Options.Labelled is nil.
 const DefaultMaxGroups = metricnames.DefaultMaxGroups
 
+// MaxGroupLen is the longest group key, in bytes, that gets series of its
+// own; longer ones are summed under OtherGroup.
+const MaxGroupLen = metricnames.MaxGroupLen
+
 // DefaultBuckets are the histograms' bucket bounds, in seconds: Prometheus's
 // default buckets, so that both exporters give the same histograms.
 var DefaultBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}

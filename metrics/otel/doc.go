@@ -34,8 +34,10 @@
 // only the groups Options.Labelled accepts get series of their own (by
 // default the first Options.MaxGroups seen); the others are summed under
 // OtherGroup, as are the groups whose key is not valid UTF-8, which an
-// exporter cannot send, and the refusals of tasks with an empty group key
-// (invalid), which take no place of their own. The levels and limits are
+// exporter cannot send, those whose key is longer than MaxGroupLen bytes,
+// which every export would repeat in each of their points, and the refusals
+// of tasks with an empty group key (invalid), which take no place of their
+// own. The levels and limits are
 // exported for the labelled groups only.
 //
 // It lives in a package of its own so that the core packages never import

@@ -72,6 +72,11 @@ func (gs *groups) of(group string) *series {
 		// place of its own would take one of MaxGroups from a real group.
 		return gs.other
 	}
+	if len(group) > MaxGroupLen {
+		// A client-chosen key of any length would be kept by the SDK and
+		// sent in every point of the group on every export, for good.
+		return gs.other
+	}
 	gs.mu.RLock()
 	s, ok := gs.known[group]
 	full := gs.labelled == nil && len(gs.known) >= gs.max
