@@ -16,9 +16,9 @@ import (
 // Buckets out of increasing order (or NaN) are refused by New with an error
 // naming Options.Buckets and the values, as metrics/prom refuses them; an
 // SDK would otherwise use its own default buckets, in milliseconds, or keep
-// a NaN.
+// a NaN. So is +Inf alone: dropped, it would leave the SDK no bound.
 func TestInvalidBucketsAreRefused(t *testing.T) {
-	for _, b := range [][]float64{{1, .5}, {1, 1}, {math.NaN()}, {.1, math.NaN(), 1}} {
+	for _, b := range [][]float64{{1, .5}, {1, 1}, {math.NaN()}, {.1, math.NaN(), 1}, {math.Inf(1)}} {
 		mp, _ := newProvider()
 		c, err := gotel.New(mp, gotel.Options{Buckets: b})
 		if err == nil {
@@ -34,13 +34,15 @@ func TestInvalidBucketsAreRefused(t *testing.T) {
 
 // Empty buckets mean the default ones, as in metrics/prom (and
 // prometheus.NewHistogram), not the SDK's default ones, which are for
-// milliseconds.
+// milliseconds. A last bound of +Inf is dropped, as prometheus.NewHistogram
+// drops it: kept, it would add an empty bucket above +Inf, which
+// Prometheus's OTLP translation writes as a second le="+Inf".
 func TestEmptyBucketsMeanDefault(t *testing.T) {
 	for _, tc := range []struct {
 		b    []float64
 		want []float64
 	}{{nil, gotel.DefaultBuckets}, {[]float64{}, gotel.DefaultBuckets}, {[]float64{.5}, []float64{.5}},
-		{[]float64{.1, 1, math.Inf(1)}, []float64{.1, 1, math.Inf(1)}}} {
+		{[]float64{.1, 1, math.Inf(1)}, []float64{.1, 1}}} {
 		mp, reader := newProvider()
 		c, err := gotel.New(mp, gotel.Options{Buckets: tc.b})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,7 +47,9 @@ type Options struct {
 	// nil. 0 means DefaultMaxGroups; negative is invalid.
 	MaxGroups int
 	// Buckets are the histograms' bucket bounds, in seconds, in strictly
-	// increasing order; nil or empty means DefaultBuckets.
+	// increasing order; nil or empty means DefaultBuckets. A last bound of
+	// +Inf is dropped, as metrics/prom drops it: every histogram has that
+	// bucket.
 	Buckets []float64
 }
 
@@ -87,6 +90,18 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 		return nil, fmt.Errorf("otel: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", o.Buckets)
 	}
 	buckets := o.Buckets
+	if n := len(buckets); n > 0 && math.IsInf(buckets[n-1], +1) {
+		// Every histogram has a bucket up to +Inf. Passed as a bound, it
+		// adds an empty bucket above it, (+Inf, +Inf), which prom does not
+		// export (prometheus.NewHistogram drops the bound) and which
+		// Prometheus's OTLP translation writes as a second le="+Inf".
+		if n == 1 {
+			// Without a bound the SDK would use its own defaults, in
+			// milliseconds.
+			return nil, fmt.Errorf("otel: New: Options.Buckets %v: a finite bound is needed", o.Buckets)
+		}
+		buckets = buckets[:n-1]
+	}
 	if len(buckets) == 0 {
 		buckets = DefaultBuckets
 	}
