@@ -29,6 +29,11 @@
 //	group_queued_seconds{group}              time from submit to start (histogram)
 //	group_run_seconds{group}                 time tasks ran (histogram)
 //
+// A task the rejection policy runs in its caller (CallerRuns, a rejection
+// handler's RunInCaller) is counted in both group_rejected_total, since a
+// limit refused it, and group_completed_total, since it ran; Stats counts
+// it in CallerRuns and by its outcome, not in Rejected.
+//
 // Group keys are often chosen by clients, and every distinct attribute value
 // is a series kept by the SDK for the life of the process, so, as in prom,
 // only the groups Options.Labelled accepts get series of their own (by

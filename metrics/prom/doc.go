@@ -35,4 +35,9 @@
 //	group_completed_total{group,status}      tasks completed: success, failed, cancelled
 //	group_queued_seconds{group}              time from submit to start (histogram)
 //	group_run_seconds{group}                 time tasks ran (histogram)
+//
+// A task the rejection policy runs in its caller (CallerRuns, a rejection
+// handler's RunInCaller) is counted in both group_rejected_total, since a
+// limit refused it, and group_completed_total, since it ran; Stats counts
+// it in CallerRuns and by its outcome, not in Rejected.
 package prom
