@@ -21,15 +21,7 @@ func TestReadOnlyRedisIsAnOutage(t *testing.T) {
 	addr := startRedis(t)
 	h := newHolder(t, addr, redislimit.WithFailurePolicy(redislimit.FailOpen))
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
-	run := func(group string) (executor.Result[int], error) {
-		hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: group,
-			Fn: func(context.Context) (int, error) { return 1, nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return hd.Wait(ctxTimeout(t, 5*time.Second))
-	}
-	if r, err := run("a"); err != nil || r.Status != executor.Success {
+	if r, err := runOne(t, ex, "a"); err != nil || r.Status != executor.Success {
 		t.Fatalf("task before: %v %v %v", r.Status, r.Err, err)
 	}
 	// A replica of a primary it cannot reach: it keeps its data and
@@ -37,7 +29,7 @@ func TestReadOnlyRedisIsAnOutage(t *testing.T) {
 	if err := newClient(t, addr).ReplicaOf(bg, "127.0.0.1", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := run("b")
+	r, err := runOne(t, ex, "b")
 	if err != nil || r.Status != executor.Success {
 		t.Fatalf("task while Redis refuses writes, FailOpen: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
 	}
@@ -105,26 +97,30 @@ func TestRefusedCredentialsAreAnOutage(t *testing.T) {
 	rdb := newClient(t, addr)
 	h := newHolder(t, addr, redislimit.WithFailurePolicy(redislimit.FailOpen))
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
-	run := func(group string) (executor.Result[int], error) {
-		hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: group,
-			Fn: func(context.Context) (int, error) { return 1, nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return hd.Wait(ctxTimeout(t, 5*time.Second))
-	}
-	if r, err := run("a"); err != nil || r.Status != executor.Success {
+	if r, err := runOne(t, ex, "a"); err != nil || r.Status != executor.Success {
 		t.Fatalf("task before: %v %v %v", r.Status, r.Err, err)
 	}
 	if err := rdb.Do(bg, "ACL", "SETUSER", "default", "-evalsha", "-eval").Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Do(bg, "ACL", "SETUSER", "default", "+@all")
-	r, err := run("b")
+	r, err := runOne(t, ex, "b")
 	if err != nil || r.Status != executor.Success {
 		t.Fatalf("task while Redis refuses the holder's scripts, FailOpen: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
 	}
 	if s := h.Stats(); s.Mode != redislimit.ModeDown || s.Fallbacks == 0 {
 		t.Fatalf("stats %+v, want down with a fallback", s)
 	}
+}
+
+// runOne submits a task of group to ex and waits for its result (5s at
+// most).
+func runOne(t *testing.T, ex *executor.Executor, group string) (executor.Result[int], error) {
+	t.Helper()
+	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: group,
+		Fn: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hd.Wait(ctxTimeout(t, 5*time.Second))
 }
