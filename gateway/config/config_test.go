@@ -129,6 +129,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 			[]string{"line 2", "tenant.header", `"X-Forwarded-For"`}},
 		{"tenant header the gateway sets", "backends: [http://a:1]\ntenant: {header: x-real-ip}\n",
 			[]string{"line 2", "tenant.header", `"x-real-ip"`}},
+		{"path tenants one case apart", "backends: [http://a:1]\ntenant: {from: path, path_prefix: /t/}\ntenants:\n  acme: {share: 2}\n  Acme: {share: 3}\n",
+			[]string{"line 4", "tenants.acme", `"Acme"`, "case"}},
 		{"tenant header the proxy drops", "backends: [http://a:1]\ntenant: {header: Forwarded}\n",
 			[]string{"line 2", "tenant.header", `"Forwarded"`}},
 		{"path prefix a URL escapes", "backends: [http://a:1]\ntenant:\n  path_prefix: /my tenants/\n",

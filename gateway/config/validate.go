@@ -122,11 +122,22 @@ func (c *Config) validate(present func(string) bool) []problem {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	folded := make(map[string]string, len(names)) // with tenant.from path: lower-cased key to the first name
 	for _, name := range names {
 		t, k := c.Tenants[name], "tenants."+name
 		if !ValidTenant(name) {
 			ck.bad(k, "%q is not a valid tenant key (%s)", name, tenantRule)
 			continue
+		}
+		if c.Tenant.From == FromPath {
+			// A backend that matches paths without regard to case (IIS,
+			// many Windows and some Java servers) serves one tenant's
+			// paths for the other's, each under its own limits.
+			if other, ok := folded[strings.ToLower(name)]; ok {
+				ck.bad(k, "%q and %q differ only in case: with tenant.from path, a backend that ignores case serves one's paths for the other", name, other)
+			} else {
+				folded[strings.ToLower(name)] = name
+			}
 		}
 		if key := HostKey(name); c.Tenant.From == FromHost && key != name {
 			ck.bad(k, "%q can never match: with tenant.from host the key is the Host lower-cased, without a trailing dot, an IP address in its canonical form; write %q", name, key)
