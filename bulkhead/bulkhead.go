@@ -39,6 +39,7 @@ type Bulkhead struct {
 	maxDepth   int
 	maxWait    time.Duration
 	clk        clock.Clock
+	realClk    bool          // clk is clock.Real, which never panics: read without a recover
 	coarse     *coarse.Clock // stamps permits when clk is the real clock and nothing is observed
 	base       time.Time     // stamps are nanoseconds after base, unless coarse
 	lastNow    time.Time     // the latest reading of clk under mu (nowLocked)
@@ -70,7 +71,8 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 	}
 	b.observed = b.listener != nil || b.ring != nil
 	b.plain = !b.observed && b.capability == ""
-	if b.clk == clock.Real && !b.observed {
+	b.realClk = b.clk == clock.Real
+	if b.realClk && !b.observed {
 		b.coarse = coarse.New(b.clk, coarseResolution)
 	} else {
 		b.base = b.clk.Now()
@@ -95,7 +97,17 @@ func (b *Bulkhead) exactStamp() int64 { return int64(b.clk.Now().Sub(b.base)) }
 // user code: a panic going on up from here would leave the mutex held, and
 // every later call blocked for good. So a panic is recovered and the latest
 // reading stands: to the bulkhead, time stands still while Now panics.
-func (b *Bulkhead) nowLocked() (now time.Time) {
+// The real clock is read directly: a deferred recover per event of an
+// observed bulkhead would buy nothing.
+func (b *Bulkhead) nowLocked() time.Time {
+	if b.realClk {
+		return b.clk.Now()
+	}
+	return b.nowInjectedLocked()
+}
+
+// nowInjectedLocked is nowLocked for a clock given to WithClock.
+func (b *Bulkhead) nowInjectedLocked() (now time.Time) {
 	defer func() {
 		if recover() != nil {
 			now = b.lastNow

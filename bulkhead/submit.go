@@ -130,8 +130,18 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 // readClock reads the clock on Submit's goroutine, reporting false if Now
 // panicked: a clock given to WithClock is user code, and a panic on this
 // goroutine, which nothing above recovers, would end the program (and
-// before the handle completes, keep its permit for good).
-func (b *Bulkhead) readClock() (t time.Time, ok bool) {
+// before the handle completes, keep its permit for good). The real clock,
+// which never panics, is read without a deferred recover: Submit reads it
+// twice per run.
+func (b *Bulkhead) readClock() (time.Time, bool) {
+	if b.realClk {
+		return b.clk.Now(), true
+	}
+	return b.readInjectedClock()
+}
+
+// readInjectedClock is readClock for a clock given to WithClock.
+func (b *Bulkhead) readInjectedClock() (t time.Time, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
