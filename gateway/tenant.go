@@ -70,7 +70,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			// Each spelling of one host is one key: without this a
 			// client could spread a host's requests over several
 			// groups, each with the host's limits or the defaults.
-			key = config.HostKey(strings.Trim(key, "[]"))
+			if key != "" {
+				// A host that is no address however read
+				// ("1.2.3.256") names no tenant, nor the default.
+				if key = config.HostKey(strings.Trim(key, "[]")); key == "" {
+					return "", ErrInvalidTenant
+				}
+			}
 		case config.FromPath:
 			// The path as sent, as the backend gets it: decoded, "%2F"
 			// would split a segment in two and "%61" spell a key the

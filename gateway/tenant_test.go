@@ -49,6 +49,26 @@ func TestExtractTenant(t *testing.T) {
 		// A zone names an interface of the client's: no key has one.
 		{host, "http://[fe80::1%25eth0]:80/x", "", "", true},
 		{host, "http://[::ffff:127.0.0.1%25eth0]/x", "", "", true},
+		// An IPv4 address in any spelling a browser or resolver reads as
+		// one (inet_aton's) is its dotted quad; a host ending in a
+		// number that is no address so read names none.
+		{host, "http://127.1/x", "", "127.0.0.1", false},
+		{host, "http://0x7f.0.0.1:80/x", "", "127.0.0.1", false},
+		{host, "http://0X7F.0.0.1/x", "", "127.0.0.1", false},
+		{host, "http://2130706433/x", "", "127.0.0.1", false},
+		{host, "http://0x7f000001/x", "", "127.0.0.1", false},
+		{host, "http://0177.0.0.1/x", "", "127.0.0.1", false},
+		{host, "http://127.000.000.001/x", "", "127.0.0.1", false},
+		{host, "http://127.0.1./x", "", "127.0.0.1", false},
+		{host, "http://10.0x10.65535/x", "", "10.16.255.255", false},
+		{host, "http://1.2.3.256/x", "", "", true},
+		{host, "http://1.2.3.4.5/x", "", "", true},
+		{host, "http://4294967296/x", "", "", true},
+		{host, "http://08.0.0.1/x", "", "", true},
+		{host, "http://acme.0x1/x", "", "", true},
+		{host, "http://acme.09/x", "", "", true},
+		{host, "http://v1.example.com/x", "", "v1.example.com", false},
+		{host, "http://a.0xg/x", "", "a.0xg", false}, // not hex: a name
 		{host, "http://h/x", "ignored", "h", false},
 		// A fully qualified name is the same host: its trailing dot, the
 		// root's empty label, is not part of the key.
@@ -98,7 +118,8 @@ func TestHostTenantIPSpellingsAreOneTenant(t *testing.T) {
 		others []string
 	}{
 		{"0::1", []string{"[::1]", "[0:0:0:0:0:0:0:1]", "[0::1]:80", "[::0:1]"}},
-		{"127.0.0.1", []string{"[::ffff:127.0.0.1]", "[::ffff:7f00:1]:8080", "[0:0:0:0:0:ffff:127.0.0.1]"}},
+		{"127.0.0.1", []string{"[::ffff:127.0.0.1]", "[::ffff:7f00:1]:8080", "[0:0:0:0:0:ffff:127.0.0.1]",
+			"127.1", "0x7f.0.0.1", "2130706433:80", "0177.0.0.1", "127.0.0.1."}},
 	} {
 		held := make(chan int, 1)
 		go func() {

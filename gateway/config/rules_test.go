@@ -263,6 +263,16 @@ func TestHostTenantsAreLowerCase(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.2001:DB8:0::1") || !strings.Contains(err.Error(), `write "2001:db8::1"`) {
 		t.Errorf("a host tenant spelling an IPv6 address otherwise than canonically: %v; want an error on line 4 naming its canonical form", err)
 	}
+	// So is an IPv4 address however a resolver reads it, and a host
+	// ending in a number that is no address can never match.
+	_, err = config.Parse([]byte("backends: [http://a:1]\ntenant: {from: host}\ntenants:\n  \"127.1\": {share: 2}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.127.1") || !strings.Contains(err.Error(), `write "127.0.0.1"`) {
+		t.Errorf("a host tenant spelling an IPv4 address otherwise than as a dotted quad: %v; want an error on line 4 naming the dotted quad", err)
+	}
+	_, err = config.Parse([]byte("backends: [http://a:1]\ntenant: {from: host}\ntenants:\n  1.2.3.256: {share: 2}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.1.2.3.256") || !strings.Contains(err.Error(), "IPv4") {
+		t.Errorf("a host tenant ending in a number that is no address: %v; want an error on line 4 naming it", err)
+	}
 	for _, yaml := range []string{
 		"tenant: {from: host}\ntenants: {api.example.com: {share: 2}}\n",
 		"tenant: {from: host}\ntenants: {\"0::1\": {share: 2}, \"2001:db8::1\": {share: 2}, 127.0.0.1: {share: 2}}\n",

@@ -139,7 +139,9 @@ func (c *Config) validate(present func(string) bool) []problem {
 				folded[strings.ToLower(name)] = name
 			}
 		}
-		if key := HostKey(name); c.Tenant.From == FromHost && key != name {
+		if key := HostKey(name); c.Tenant.From == FromHost && key == "" {
+			ck.bad(k, "%q can never match: with tenant.from host a host whose last label is a number must be an IPv4 address", name)
+		} else if c.Tenant.From == FromHost && key != name {
 			ck.bad(k, "%q can never match: with tenant.from host the key is the Host lower-cased, without a trailing dot, an IP address in its canonical form; write %q", name, key)
 		}
 		group := func(f func(string, int) policy.Option) func(int) policy.Option {
