@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,7 +49,7 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	case *check && *demoMode:
 		return fmt.Errorf("%w: --check checks a --config file; --demo has none", errUsage)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(stderr, os.Exit)
 	defer stop()
 	switch {
 	case *demoMode && *path != "":
@@ -103,4 +104,41 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	stop() // ends the reload loop if Serve failed on its own
 	<-reloaded
 	return err
+}
+
+// signalContext returns a context that the first SIGINT or SIGTERM ends,
+// which drains the gateway (or ends the demo). A second one, during the
+// drain, calls exit(1) at once: drain_delay + drain_timeout can be
+// minutes, and an operator who signals again will not wait for them, as
+// with most servers. stop releases the signals.
+func signalContext(stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sig:
+			fmt.Fprintf(stderr, "groupexec: second signal (%v): stopping without finishing the drain\n", s)
+			exit(1)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sig)
+			close(done)
+			<-watched
+			cancel()
+		})
+	}
 }
