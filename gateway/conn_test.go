@@ -507,6 +507,40 @@ func TestSlowClientCannotHoldEveryConnection(t *testing.T) {
 	}
 }
 
+// A connection over its client's max_conns_per_client is answered before
+// it is closed, as a refused request is: 503 with the gateway's JSON body
+// and Retry-After, closing the connection, whether its request came
+// before the answer or none came at all; and the client reads the answer
+// and the end of the stream, not a reset.
+func TestConnectionOverClientCapAnswered(t *testing.T) {
+	const slowClient = "127.0.0.2"
+	gw := start(t, echo(t), minimal+"max_conns: 4\nmax_conns_per_client: 1\ntimeouts: {read_header: 1h, read: 1h}\n")
+	m := gw.gw.Metrics()
+	busy := dialFrom(t, gw.url, slowClient)
+	io.WriteString(busy, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
+	eventually(t, "the slow request in", func() bool { return metric(t, m, inGatewayGauge) == 1 })
+	for i, request := range []string{"", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"} {
+		c := dialFrom(t, gw.url, slowClient)
+		io.WriteString(c, request)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("connection %d over the cap: no answer: %v", i+1, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if code, _, _ := refusal(t, string(body)); resp.StatusCode != http.StatusServiceUnavailable || code != "too_many_connections" ||
+			!resp.Close || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("connection %d over the cap: %d %v %q; want 503 too_many_connections, Retry-After, closing", i+1, resp.StatusCode, resp.Header, body)
+		}
+		if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
+			t.Errorf("connection %d over the cap, after the answer: %q, %v; want the end of the stream", i+1, b, err)
+		}
+		if got := metric(t, m, "gateway_connections_refused_total"); got != float64(i+1) {
+			t.Errorf("gateway_connections_refused_total = %v, want %d", got, i+1)
+		}
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1

@@ -3,11 +3,15 @@ package gateway
 import (
 	"container/list"
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // listener caps the client connections open at once (max_conns). At the
@@ -22,8 +26,9 @@ import (
 // (max_conns_per_client): connections busy sending a request are not
 // idle, so without it one client sending its bodies slowly could hold
 // every place while others wait in the backlog. A connection over the
-// client's cap is closed as soon as it is accepted, before it takes a
-// place or closes another client's idle connection; the client's own
+// client's cap is answered 503 and closed as soon as it is accepted,
+// before it takes a place or closes another client's idle connection (see
+// refuse); the client's own
 // connection idle the longest is closed for it first, if it has one, as
 // at max_conns.
 type listener struct {
@@ -44,7 +49,33 @@ type listener struct {
 
 	reclaimed func() // counts an idle connection closed to make room
 	refused   func() // counts a connection closed over its client's cap
+
+	// answer is written to a connection over its client's cap before it
+	// is closed; nil over TLS, where it cannot be without a handshake.
+	// Set before the first Accept.
+	answer    []byte
+	lingering map[net.Conn]struct{} // refused connections being answered; guarded by mu
 }
+
+// maxLingering bounds the refused connections answered at once: beyond,
+// one is closed without its answer, so that a client opening connections
+// as fast as it can costs a goroutine per connection for refuseLinger at
+// most this many times.
+const maxLingering = 64
+
+// refuseLinger is how long a refused connection has to take its answer,
+// and to finish sending its request, before it is closed.
+var refuseLinger = time.Second // a variable for tests
+
+// connsRefusal is the answer to a connection over max_conns_per_client,
+// as the gateway answers a refused request: 503 with the JSON body of
+// its own answers, closing the connection.
+var connsRefusal = func() []byte {
+	body, _ := json.Marshal(refusal{Error: "too_many_connections", Reason: "this client address holds max_conns_per_client connections"})
+	body = append(body, '\n')
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n"+
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
 
 // newListener caps l's connections at max, and those of one client at
 // perMax, but for clients exempt says are not one client (trusted proxies).
@@ -120,10 +151,44 @@ func (l *listener) ownIdle(client netip.Prefix) *conn {
 	return c
 }
 
-// refuse closes nc, a connection over its client's cap.
+// refuse closes nc, a connection over its client's cap. It answers first,
+// if l has an answer: closed without a word, the connection would tell
+// the client nothing of why (a browser shows a network error, a client
+// retries at once). The answer is sent, and what the client sends read
+// and dropped, for refuseLinger at most on a goroutine of its own, not
+// Accept's: closed with its request unread, the connection would be
+// reset, and the client could lose the answer to the reset.
 func (l *listener) refuse(nc net.Conn) {
-	nc.Close()
 	l.refused()
+	l.mu.Lock()
+	linger := l.answer != nil && !l.closed && len(l.lingering) < maxLingering
+	if linger {
+		if l.lingering == nil {
+			l.lingering = make(map[net.Conn]struct{})
+		}
+		l.lingering[nc] = struct{}{}
+	}
+	l.mu.Unlock()
+	if !linger {
+		nc.Close()
+		return
+	}
+	go func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.lingering, nc)
+			l.mu.Unlock()
+			nc.Close()
+		}()
+		_ = nc.SetDeadline(time.Now().Add(refuseLinger))
+		if _, err := nc.Write(l.answer); err != nil {
+			return
+		}
+		if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
+	}()
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -233,6 +298,9 @@ func (l *listener) Close() error {
 	if !l.closed {
 		l.closed = true
 		close(l.done)
+	}
+	for nc := range l.lingering {
+		nc.Close() // ends its answer's goroutine
 	}
 	l.mu.Unlock()
 	return l.Listener.Close()

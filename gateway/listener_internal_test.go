@@ -358,3 +358,78 @@ func TestListenerPerClientCap(t *testing.T) {
 	l.mu.Unlock()
 	l.Close()
 }
+
+// pipeListener hands out pipe ends from the next address of addrs, and
+// keeps the other ends, the clients'.
+type pipeListener struct {
+	addrs   []string
+	clients []net.Conn
+}
+
+func (p *pipeListener) Accept() (net.Conn, error) {
+	s, c := net.Pipe()
+	addr := p.addrs[0]
+	p.addrs = p.addrs[1:]
+	p.clients = append(p.clients, c)
+	return addrConn{Conn: s, addr: &net.TCPAddr{IP: net.ParseIP(addr), Port: 1}}, nil
+}
+func (p *pipeListener) Close() error   { return nil }
+func (p *pipeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// Refused connections are answered on goroutines of their own, at most
+// maxLingering at once: beyond, one is closed without its answer, and
+// Close ends those still being answered, so that a client opening
+// connections as fast as it can, and reading none of its answers, holds
+// no more than maxLingering goroutines, and none past the listener.
+func TestListenerRefusalsBounded(t *testing.T) {
+	defer func(d time.Duration) { refuseLinger = d }(refuseLinger)
+	refuseLinger = time.Hour // the answers wait for their clients, not a clock
+	inner := &pipeListener{addrs: []string{"192.0.2.1"}}
+	for range maxLingering + 1 {
+		inner.addrs = append(inner.addrs, "192.0.2.1")
+	}
+	inner.addrs = append(inner.addrs, "192.0.2.2")
+	var refused int
+	l := newListener(inner, 10, 1, noneExempt, func() {}, func() { refused++ })
+	l.answer = connsRefusal
+	busy, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.connState(busy, http.StateActive)
+	if _, err := l.Accept(); err != nil { // refuses all but 192.0.2.2's
+		t.Fatal(err)
+	}
+	lingering := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.lingering)
+	}
+	if refused != maxLingering+1 || lingering() != maxLingering {
+		t.Fatalf("%d refused, %d being answered; want %d, %d", refused, lingering(), maxLingering+1, maxLingering)
+	}
+	// The first refused is answered; the last, over the bound, is not.
+	first, last := inner.clients[1], inner.clients[maxLingering+1]
+	got := make([]byte, len(connsRefusal))
+	if _, err := io.ReadFull(first, got); err != nil || string(got) != string(connsRefusal) {
+		t.Errorf("the first refused connection read %q, %v; want the answer", got, err)
+	}
+	if n, err := last.Read(got); err != io.EOF {
+		t.Errorf("the refused connection over the bound read %q, %v; want it closed", got[:n], err)
+	}
+	l.Close()
+	for _, c := range inner.clients[2 : maxLingering+1] {
+		if n, err := c.Read(got); err != io.EOF {
+			t.Errorf("a refused connection after Close read %q, %v; want it closed", got[:n], err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); lingering() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d refused connections still being answered after Close", lingering())
+		}
+	}
+	busy.Close()
+	for _, c := range inner.clients {
+		c.Close()
+	}
+}

@@ -107,6 +107,8 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		tc.NextProtos = []string{"h2", "http/1.1"}
 		proxy.TLSConfig = tc
 		proxyLn = tls.NewListener(proxyLn, tc)
+	} else {
+		ln.answer = connsRefusal
 	}
 	var adminBusy tracker // the admin handlers running, waited for at the end
 	adminH := g.AdminHandler()
