@@ -313,6 +313,10 @@ var refusedValues = []struct {
 		`line 1: backends: backend 1 ("http://user:secret@a:1") has user info`},
 	{"backend with a fragment", `backends: ["http://a:1/#x"]`,
 		`line 1: backends: backend 1 ("http://a:1/#x") has a fragment`},
+	// A backend's breaker and its breaker_state series are named by its
+	// URL: twice, the series collide and every scrape fails.
+	{"backend listed twice", `backends: [http://a:1, http://b:1, http://a:1]`,
+		`line 1: backends: backend 3 ("http://a:1") is backend 1 again`},
 	// An admin address whose port the proxy's already takes: refused at
 	// load, not by the second listen.
 	{"admin on the port listen takes on every address", "listen: \":8080\"\nadmin: 127.0.0.1:8080",

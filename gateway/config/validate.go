@@ -69,7 +69,16 @@ func (c *Config) validate(present func(string) bool) []problem {
 	if len(c.Backends) == 0 {
 		ck.bad("backends", "at least one backend URL is required")
 	}
+	seen := make(map[string]int, len(c.Backends)) // URL to its number
 	for i, b := range c.Backends {
+		// A backend's breaker, and its breaker_state series, are named
+		// by its URL: listed twice, the two series collide and every
+		// scrape of /metrics fails.
+		if j, ok := seen[b]; ok {
+			ck.bad("backends", "backend %d (%q) is backend %d again: list each backend once", i+1, b, j)
+			continue
+		}
+		seen[b] = i + 1
 		u, err := url.Parse(b)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			ck.bad("backends", "backend %d (%q) is not an absolute http or https URL", i+1, b)
