@@ -250,9 +250,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the gateway's.
 // nginx drops every header with an underscore by default; only these
 // matter to the gateway.
+//
+// A tenant header configured with an underscore ("X_Tenant") has aliases
+// without one: the client's "X-Tenant" is the same variable.
 func dropAliases(h http.Header, tenantHeader string) {
+	underscored := strings.IndexByte(tenantHeader, '_') >= 0
 	for k := range h {
-		if strings.IndexByte(k, '_') < 0 || k == tenantHeader {
+		if k == tenantHeader {
+			continue
+		}
+		if strings.IndexByte(k, '_') < 0 {
+			if underscored && sameVariable(k, tenantHeader) {
+				delete(h, k)
+			}
 			continue
 		}
 		if sameVariable(k, tenantHeader) || sameVariable(k, "X-Forwarded-For") ||

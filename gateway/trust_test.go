@@ -257,6 +257,21 @@ func TestTenantHeaderAliasesDropped(t *testing.T) {
 	}
 }
 
+// A tenant header configured with an underscore is the same CGI variable
+// as its spellings with hyphens: the client's X-Tenant, beside the
+// X_tenant the gateway sets, is not proxied.
+func TestUnderscoredTenantHeaderAliasesDropped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Join(r.Header.Values("X_tenant"), ",")+" "+strings.Join(r.Header.Values("X-Tenant"), ","))
+	})
+	gw := start(t, be.URL, minimal+"tenant: {header: X_Tenant, trusted_proxies: [10.0.0.0/8]}\n")
+	c := client(t)
+	resp, body := do(t, c, http.MethodGet, gw.url, "", nil, "X-Tenant", "victim")
+	if resp.StatusCode != 200 || body != "anonymous " {
+		t.Errorf("%d, the backend got %q; want X_tenant anonymous and no X-Tenant", resp.StatusCode, body)
+	}
+}
+
 // X-Real-IP, which nginx's realip module and many frameworks trust, names
 // the connection's peer, as X-Forwarded-For does, whatever the client sent
 // (in its own name, with underscores, or named in Connection to drop it),
