@@ -67,10 +67,15 @@ func Parse(data []byte) (*Config, error) {
 	for _, e := range errs {
 		failed[e.Key] = true
 	}
+	// The decoder leaves a mapping with a key given twice undecoded, whole:
+	// its keys are present but zero, and checking them would report
+	// problems the file does not have (every key of the file, for a
+	// duplicate at the top).
+	undecoded := duplicated(&root)
 	present := func(path string) bool { return keys.has(path) }
 	c.setDefaults(present)
 	for _, p := range c.validate(present) {
-		if !failed[p.key] {
+		if !failed[p.key] && !within(p.key, undecoded) {
 			errs = append(errs, &Error{Line: keys.line(p.key), Key: p.key, Reason: p.reason})
 		}
 	}
@@ -141,6 +146,48 @@ func indexKeys(root *yaml.Node) keyIndex {
 	}
 	walk(root, "")
 	return keys
+}
+
+// duplicated returns the paths of the mappings that have a key twice ("" for
+// the document's own).
+func duplicated(root *yaml.Node) []string {
+	var paths []string
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		switch n.Kind {
+		case yaml.DocumentNode, yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c, prefix)
+			}
+		case yaml.MappingNode:
+			seen := make(map[string]bool, len(n.Content)/2)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if seen[k] && !slices.Contains(paths, prefix) {
+					paths = append(paths, prefix)
+				}
+				seen[k] = true
+				path := k
+				if prefix != "" {
+					path = prefix + "." + k
+				}
+				walk(n.Content[i+1], path)
+			}
+		}
+	}
+	walk(root, "")
+	return paths
+}
+
+// within reports whether the key at path is in one of the mappings at
+// prefixes, or is one.
+func within(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if p == "" || path == p || strings.HasPrefix(path, p+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // has reports whether the file has a key at path.

@@ -404,3 +404,22 @@ func TestDefaultBurstOfAHugeRate(t *testing.T) {
 		}
 	}
 }
+
+// The decoder leaves a mapping with a key given twice undecoded: the
+// duplicate is reported, and the mapping's keys are not also reported as
+// the zeros the decoder left (nor, for a duplicate at the top, the
+// backends as missing). Problems elsewhere in the file still are.
+func TestDuplicateKeyReportedAlone(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"backends: [http://a:1]\nmax_conns: 100\nlisten: 127.0.0.1:1\nlisten: 127.0.0.1:2\n",
+			`config: line 4: listen: mapping key "listen" already defined at line 3`},
+		{"backends: [http://a:1]\nmax_header_bytes: -1\ntimeouts: {read: 1s, write: 2s, read: 2s}\n",
+			"config: line 2: max_header_bytes: -1 is negative\n" +
+				`config: line 3: timeouts: mapping key "read" already defined at line 3`},
+	} {
+		_, err := config.Parse([]byte(tc.yaml))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n%v\nwant\n%s", tc.yaml, err, tc.want)
+		}
+	}
+}
