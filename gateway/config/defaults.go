@@ -78,6 +78,11 @@ func rateDefaults(present func(string) bool, key string, r *RateLimit) {
 // fewer), so that the clients behind one NAT of a small gateway are not
 // turned away for sharing an address.
 func defaultMaxConnsPerClient(maxConns int) int {
+	if maxConns <= 0 {
+		// max_conns is refused: derived from it, the default would be
+		// refused too, a problem of a key the file does not have.
+		return MinDefaultMaxConnsPerClient
+	}
 	share := maxConns/MaxConnsPerClientShare + min(maxConns%MaxConnsPerClientShare, 1)
 	return min(maxConns, max(share, MinDefaultMaxConnsPerClient))
 }

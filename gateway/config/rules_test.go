@@ -317,6 +317,10 @@ var refusedValues = []struct {
 	// URL: twice, the series collide and every scrape fails.
 	{"backend listed twice", `backends: [http://a:1, http://b:1, http://a:1]`,
 		`line 1: backends: backend 3 ("http://a:1") is backend 1 again`},
+	// max_conns_per_client's default is derived from max_conns: a
+	// negative max_conns is the one problem, not one of a key the file
+	// does not have.
+	{"negative max_conns", "max_conns: -8", `line 2: max_conns: -8 is negative`},
 	// An admin address whose port the proxy's already takes: refused at
 	// load, not by the second listen.
 	{"admin on the port listen takes on every address", "listen: \":8080\"\nadmin: 127.0.0.1:8080",
