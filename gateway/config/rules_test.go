@@ -132,6 +132,19 @@ func TestTrustedProxies(t *testing.T) {
 			t.Errorf("Trusts(%s) = %v, want %v", addr, got, want)
 		}
 	}
+	// An IPv4-mapped address or prefix is the IPv4 one, as the peer's
+	// address is read: listed so, it trusts that address.
+	mapped, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {trusted_proxies: [\"::ffff:192.0.2.7\", \"::ffff:10.0.0.0/104\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]bool{
+		"192.0.2.7": true, "::ffff:192.0.2.7": true, "10.9.9.9": true, "192.0.2.8": false, "11.0.0.1": false,
+	} {
+		if got := mapped.Tenant.Trusts(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("with IPv4-mapped trusted_proxies, Trusts(%s) = %v, want %v", addr, got, want)
+		}
+	}
 	open, _ := config.Parse([]byte("backends: [http://a:1]\n"))
 	if !open.Tenant.Trusts(netip.MustParseAddr("203.0.113.9")) {
 		t.Error("with no trusted_proxies, every address should be trusted")

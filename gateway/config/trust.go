@@ -18,12 +18,18 @@ type prefix = netip.Prefix
 // parsePrefix accepts a CIDR or a single address.
 func parsePrefix(s string) (prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
+		// Trusts unmaps the peer's address: an IPv4-mapped prefix
+		// ("::ffff:10.0.0.0/104") is its IPv4 one, or would never match.
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
 		return prefix{}, err
 	}
+	a = a.Unmap() // as Trusts unmaps the peer's
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
