@@ -440,3 +440,27 @@ func TestDuplicateKeyReportedAlone(t *testing.T) {
 		}
 	}
 }
+
+// body.spool_dir is checked when the config is parsed, as the files a
+// config names are: a directory that is not there would fail every body
+// over buffer_bytes with 500 spool_failed, long after the config was
+// taken.
+func TestSpoolDirChecked(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{filepath.Join(dir, "missing"), fmt.Sprintf("config: line 2: body.spool_dir: %q: no such file or directory", filepath.Join(dir, "missing"))},
+		{file, fmt.Sprintf("config: line 2: body.spool_dir: %q is not a directory", file)},
+	} {
+		_, err := config.Parse(fmt.Appendf(nil, "backends: [http://a:1]\nbody: {spool_dir: %q}\n", tc.dir))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("spool_dir %s: %v; want %s", tc.dir, err, tc.want)
+		}
+	}
+	if _, err := config.Parse(fmt.Appendf(nil, "backends: [http://a:1]\nbody: {spool_dir: %q}\n", dir)); err != nil {
+		t.Errorf("spool_dir %s, a directory: %v", dir, err)
+	}
+}

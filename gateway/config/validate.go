@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/textproto"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -192,6 +193,17 @@ func (c *Config) validate(present func(string) bool) []problem {
 	positive(ck, "body.max_decoded_bytes", c.Body.MaxDecodedBytes)
 	positive(ck, "body.max_ratio", c.Body.MaxRatio)
 	nonNegative(ck, "body.buffer_bytes", c.Body.BufferBytes)
+	if d := c.Body.SpoolDir; d != "" {
+		// Checked now, as the files a config names are loaded now: a
+		// directory that is not there fails every body over
+		// buffer_bytes (500 spool_failed), long after the config was
+		// taken.
+		if fi, err := os.Stat(d); err != nil {
+			ck.bad("body.spool_dir", "%q: %v", d, errors.Unwrap(err))
+		} else if !fi.IsDir() {
+			ck.bad("body.spool_dir", "%q is not a directory", d)
+		}
+	}
 	nonNegative(ck, "response.buffer_bytes", c.Response.BufferBytes)
 	nonNegative(ck, "drain_delay", c.DrainDelay)
 	positive(ck, "drain_timeout", c.DrainTimeout)
