@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -538,6 +539,30 @@ func TestConnectionOverClientCapAnswered(t *testing.T) {
 		if got := metric(t, m, "gateway_connections_refused_total"); got != float64(i+1) {
 			t.Errorf("gateway_connections_refused_total = %v, want %d", got, i+1)
 		}
+	}
+}
+
+// The HTTP/2 connection preface on a plain connection, which net/http
+// hands to the handler as a request, is refused 505, its connection
+// closed, and never reaches a backend.
+func TestPlainHTTP2PrefaceRefused(t *testing.T) {
+	var reached atomic.Int64
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) { reached.Add(1) })
+	gw := start(t, be.URL, minimal)
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	br := bufio.NewReader(c)
+	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if code, _, _ := refusal(t, string(body)); resp.StatusCode != http.StatusHTTPVersionNotSupported || code != "method_not_supported" || !resp.Close {
+		t.Errorf("%d %q, close %v; want 505 method_not_supported closing the connection", resp.StatusCode, body, resp.Close)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("%d requests reached the backend", n)
 	}
 }
 

@@ -110,6 +110,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "CONNECT is not proxied", 0)
 		return
 	}
+	if r.ProtoMajor == 2 && r.Method == "PRI" {
+		// The HTTP/2 connection preface ("PRI * HTTP/2.0") on an HTTP/1
+		// connection, which net/http hands to the handler (a real HTTP/2
+		// connection, negotiated over TLS, never shows it): proxied, it
+		// reached a backend as a request of the default tenant, and was
+		// answered 200 to a client then expecting HTTP/2 frames.
+		w.Header().Set("Connection", "close")
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusHTTPVersionNotSupported, "method_not_supported", "HTTP/2 is served over TLS only, negotiated by ALPN", 0)
+		return
+	}
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	rc := http.NewResponseController(w)
 	if hasBody {
