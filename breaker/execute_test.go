@@ -180,6 +180,45 @@ func TestTicketFinishesOnce(t *testing.T) {
 	wantCounts(t, cb, breaker.Counts{Requests: 2, TotalSuccesses: 1, TotalFailures: 1, ConsecutiveFailures: 1})
 }
 
+// A finished Ticket is the zero Ticket, as Ticket's doc says: a caller
+// may compare it with Ticket{} to tell whether it is finished. Closed and
+// half-open tickets alike, whichever way they were finished.
+func TestFinishedTicketIsTheZeroTicket(t *testing.T) {
+	finish := map[string]func(*breaker.Ticket){
+		"Success": (*breaker.Ticket).Success,
+		"Failure": (*breaker.Ticket).Failure,
+		"Ignore":  (*breaker.Ticket).Ignore,
+	}
+	for name, f := range finish {
+		for _, spread := range []bool{false, true} {
+			cb := mustNew(t, breaker.Settings{ReadyToTrip: func(breaker.Counts) bool { return false }})
+			if spread {
+				breaker.Spread(cb)
+			}
+			tk, err := cb.AllowTicket()
+			wantErr(t, err, nil)
+			f(&tk)
+			if tk != (breaker.Ticket{}) {
+				t.Errorf("closed (spread %v), after %s: %+v, want the zero Ticket", spread, name, tk)
+			}
+		}
+
+		clk := &fakeClock{}
+		cb := mustNew(t, breaker.Settings{Clock: clk})
+		trip(t, cb)
+		clk.Advance(breaker.DefaultTimeout)
+		tk, err := cb.AllowTicket()
+		wantErr(t, err, nil)
+		if !tk.Probe() {
+			t.Fatal("the ticket after the timeout is not a probe")
+		}
+		f(&tk)
+		if tk != (breaker.Ticket{}) {
+			t.Errorf("half-open, after %s: %+v, want the zero Ticket", name, tk)
+		}
+	}
+}
+
 func TestTicketFinishedInAnotherGoroutine(t *testing.T) {
 	cb := mustNew(t, breaker.Settings{})
 	tickets := make(chan breaker.Ticket)

@@ -114,16 +114,16 @@ func (cb *CircuitBreaker) AllowTicket() (Ticket, error) {
 
 // Success records a success.
 func (t *Ticket) Success() {
-	if ep := t.ep; ep != nil {
-		t.ep = nil
-		ep.cb.success(ep, t.cell)
+	if ep, i := t.ep, t.cell; ep != nil {
+		*t = Ticket{} // the cell too: a finished Ticket compares equal to Ticket{}
+		ep.cb.success(ep, i)
 	}
 }
 
 // Failure records a failure.
 func (t *Ticket) Failure() {
 	if ep := t.ep; ep != nil {
-		t.ep = nil
+		*t = Ticket{}
 		ep.cb.failure(ep)
 	}
 }
@@ -131,9 +131,9 @@ func (t *Ticket) Failure() {
 // Ignore records nothing and takes the request back off Counts.Requests; a
 // half-open probe gives its slot back, so another probe may start.
 func (t *Ticket) Ignore() {
-	if ep := t.ep; ep != nil {
-		t.ep = nil
-		ep.cb.ignore(ep, t.cell)
+	if ep, i := t.ep, t.cell; ep != nil {
+		*t = Ticket{}
+		ep.cb.ignore(ep, i)
 	}
 }
 
