@@ -126,19 +126,25 @@ func (cb *CircuitBreaker) admit() (*epoch, int, error) {
 }
 
 func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
+	var next *epoch // the period this request found started after the one it saw end
 	for {
 		ep := cb.cur.Load()
 		switch ep.state {
 		case StateClosed:
-			if !ep.fast && !cb.clock.Now().Before(ep.expiry) {
+			if !ep.fast && ep != next && !cb.clock.Now().Before(ep.expiry) {
 				// The period has ended: this request belongs to the next
 				// one. Every caller that sees the end tries to start it
 				// and exactly one swap wins; none counts in ep meanwhile,
 				// where its failure could trip the breaker on the ended
-				// period's counts, and none waits for another.
+				// period's counts, and none waits for another. The
+				// request counts in the period that follows, without
+				// asking the clock again: with an Interval shorter than
+				// the time between two readings, it would find each new
+				// period ended too, for ever.
 				if cb.cur.Load() == ep {
 					cb.cur.CompareAndSwap(ep, cb.newEpoch(StateClosed))
 				}
+				next = cb.cur.Load()
 				continue
 			}
 			if cs := ep.cells.Load(); cs != nil {

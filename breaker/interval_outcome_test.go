@@ -28,3 +28,47 @@ func TestFailureAfterIntervalEndDoesNotTripOnTheEndedPeriod(t *testing.T) {
 	wantErr(t, run(cb, true), nil)
 	wantCounts(t, cb, breaker.Counts{Requests: 1, TotalSuccesses: 1, ConsecutiveSuccesses: 1})
 }
+
+// steppingClock moves on by step at every reading, as a real clock does
+// between two readings of a request: an Interval shorter than that time
+// ends each period before the request that started it looks at it again.
+type steppingClock struct {
+	fakeClock
+	step time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.Advance(c.step)
+	return c.fakeClock.Now()
+}
+
+// A request that finds the period ended starts the next one and counts in
+// it, however short the Interval: it does not look at the clock again and
+// find that period ended too, which loops for ever once each reading of the
+// clock is more than the Interval after the last.
+func TestIntervalShorterThanAClockReading(t *testing.T) {
+	clk := &steppingClock{step: time.Second}
+	cb := mustNew(t, breaker.Settings{Interval: time.Nanosecond, Clock: clk})
+	done := make(chan error, 1)
+	go func() {
+		done <- run(cb, true)
+		if err := run(cb, false); err != errBoom {
+			done <- err
+			return
+		}
+		tk, err := cb.AllowTicket()
+		if err == nil {
+			tk.Success()
+		}
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			wantErr(t, err, nil)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request never got through a breaker whose periods end between two readings of its clock")
+		}
+	}
+	wantState(t, cb, breaker.StateClosed)
+}
