@@ -10,6 +10,13 @@ import "context"
 // timeout, a displacement, a cluster limiter's refusal) or Cancelled. It
 // tells the listener first, and settles j for the drain after.
 func (ex *Executor) completeRemoved(j *job, st Status, err error) {
+	if x := j.x.Load(); x != nil && x.stopAfter != nil {
+		// Never runs: Submit's context no longer needs watching (nor keeps
+		// j). Removed, j is no longer the group's: its lock is not needed.
+		stop := x.stopAfter
+		x.stopAfter = nil
+		stopWatcher(stop)
+	}
 	queued := ex.since() - j.submitted
 	// Deferred, so that j completes, and its drain counts it, even if the
 	// listener exits the goroutine (runtime.Goexit, which notify cannot
@@ -139,4 +146,20 @@ func (ex *Executor) cancel(j *job, cause error) bool {
 	}
 	ex.unlockDrained(g)
 	return false
+}
+
+// stopWatcher stops a watcher armed by context.AfterFunc and reports
+// whether it stopped it before it fired. A context with an AfterFunc method
+// of its own makes stop call the function that method returned, user code:
+// it is called with no lock held, and a panic in it is recovered and
+// ignored, so that the task's permits and completion do not depend on it.
+// context.AfterFunc calls that function only once it has made sure the
+// watcher never fires: a panic means that stop stopped it.
+func stopWatcher(stop func() bool) (stopped bool) {
+	defer func() {
+		if recover() != nil {
+			stopped = true
+		}
+	}()
+	return stop()
 }

@@ -348,34 +348,20 @@ func (ex *Executor) startsOnFreedLocked(g *group, hw int) bool {
 // goroutine or a wake-up goes in b, unless b is nil (the caller runs it).
 func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch) {
 	ex.dequeueLocked(g, j)
-	ended := false
-	if x := j.x.Load(); x != nil {
-		switch {
-		case x.stopAfter != nil:
-			// The run context derives from Submit's: no watcher needed. A
-			// watcher already under way means that context ended while j
-			// waited, so j was cancelled waiting: it does not run.
-			ended = !x.stopAfter()
-			x.parentEnded = ended
-			x.stopAfter = nil
-		case x.unwatched:
-			// Started before Submit armed the watcher: nothing has
-			// looked at the context since Submit did, so j's worker asks
-			// it before running Fn, as a Do call asks its own on waking.
-			x.askParent = true
-		}
+	if x := j.x.Load(); x != nil && x.unwatched {
+		// Started before Submit armed the watcher: nothing has looked at
+		// the context since Submit did, so j's worker asks it before
+		// running Fn, as a Do call asks its own on waking. A watcher
+		// armed (x.stopAfter) is stopped by j's worker too: its stop is
+		// user code (a context's own AfterFunc method), not called under
+		// the group's lock (endedAtStart).
+		x.askParent = true
 	}
 	if ps[0] != nil || ps[1] != nil {
 		x := j.extra()
 		x.cluster, x.bound = ps, true
 	}
 	ex.runLocked(g, j)
-	if ended {
-		// It takes its permits only to hand them on (worker.go): no start
-		// in the counts, as it never runs.
-		g.counts.Started--
-		g.served -= uint64(j.weight)
-	}
 	if b != nil {
 		ex.launchLocked(j, b)
 	}
@@ -431,13 +417,9 @@ func (ex *Executor) runLocked(g *group, j *job) {
 
 // removeWaitingLocked takes waiting j out of g's queue, never to run, and
 // counts it as st. The caller completes it after unlocking and resyncs g
-// (its head may have changed).
+// (its head may have changed); completeRemoved stops the watcher on
+// Submit's context, if any, outside the lock.
 func (ex *Executor) removeWaitingLocked(g *group, j *job, st Status) {
-	if x := j.x.Load(); x != nil && x.stopAfter != nil {
-		// Never runs: Submit's context no longer needs watching (nor keeps j).
-		x.stopAfter()
-		x.stopAfter = nil
-	}
 	if g.waiting.front == j {
 		// The group waited for its cluster limiter on j's behalf (j's
 		// weight): the next head asks the limiter afresh, for its own.

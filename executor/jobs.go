@@ -18,20 +18,23 @@ import (
 // Each field is guarded as the comment says; the pointer to it is set once
 // (job.extra) and never changes.
 type jobExtra struct {
-	// guarded by the group's mutex
-	stopAfter func() bool // stops the Submit-ctx watcher, if any
+	// guarded by the group's mutex while the job waits
+	//
+	// stopAfter stops the Submit-ctx watcher, if any. Once the job has
+	// left its queue it is no longer the group's: the one goroutine that
+	// started the job's run (its worker, endedAtStart) or completes it
+	// removed (completeRemoved) calls it, with no lock held.
+	stopAfter func() bool
 	// unwatched: Submit's (or Go's) context can end, and the job is queued
 	// while its watcher is not armed yet (watchParent), which Submit does
 	// once the group's lock is released.
 	unwatched bool
-	// parentEnded: Submit's context ended while the job waited, and its
-	// start came before the watcher could remove it. askParent: the job
-	// started while unwatched, so whether its context ended is not known;
-	// asking is a call to the context, user code, not made under the
-	// group's lock. Set at the start, before a worker is given the job:
-	// its worker does not run Fn if the context has ended (worker.go).
-	parentEnded bool
-	askParent   bool
+	// askParent: the job started while unwatched, so whether its context
+	// ended is not known; asking is a call to the context, user code, not
+	// made under the group's lock. Set at the start, before a worker is
+	// given the job: its worker does not run Fn if the context has ended
+	// (worker.go), nor if its watcher fired (stopAfter).
+	askParent bool
 	// cluster holds the cluster permits while running (global, group; see
 	// cluster.go), when bound is set.
 	cluster [2]LimiterPermit

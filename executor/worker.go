@@ -137,7 +137,7 @@ func (ex *Executor) work(j *job) {
 			}
 		}
 		queued = start - j.submitted
-		if x := j.x.Load(); x != nil && (x.parentEnded || x.askParent && ex.endedAtStart(j)) {
+		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.askParent) && ex.endedAtStart(j, x) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
 			// is read while cur is set: the context is user code.
@@ -169,13 +169,20 @@ func (ex *Executor) work(j *job) {
 	}
 }
 
-// endedAtStart reports whether Submit's context of j, which started before
-// its watcher was armed (startLocked), has ended; if so j is not counted
-// as started, as one that startLocked found ended is not. It asks the
-// context on j's worker, with j as its current task: the context is user
-// code.
-func (ex *Executor) endedAtStart(j *job) bool {
-	if j.parent.Err() == nil {
+// endedAtStart reports whether Submit's context of started j ended while j
+// waited: its watcher, which j's start leaves to its worker, had fired
+// (its stop reports false), or, for j started before its watcher was
+// armed (startLocked), the context reports an error. If so j is not
+// counted as started: it never runs. It runs on j's worker, with j as its
+// current task, and no lock held: the stop and the context are user code.
+func (ex *Executor) endedAtStart(j *job, x *jobExtra) bool {
+	if stop := x.stopAfter; stop != nil {
+		// The run context derives from Submit's: no watcher needed.
+		x.stopAfter = nil
+		if stopWatcher(stop) {
+			return false
+		}
+	} else if j.parent.Err() == nil {
 		return false
 	}
 	g := j.g

@@ -1,0 +1,106 @@
+package executor_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// stopPanicCtx is a cancellable context with an AfterFunc method of its
+// own, which context.AfterFunc calls to watch it; the stop function that
+// its first call returns panics: the watcher's on a queued task. (A run
+// context derived from it registers next; its stop is called on the
+// task's worker, where a panic goes on as any of a run context's.) It
+// never ends.
+type stopPanicCtx struct {
+	context.Context // Background: no deadline, no values, no error
+	done            chan struct{}
+	calls           atomic.Int32
+}
+
+func (c *stopPanicCtx) Done() <-chan struct{} { return c.done }
+
+func (c *stopPanicCtx) AfterFunc(func()) func() bool {
+	if c.calls.Add(1) > 1 {
+		return func() bool { return true }
+	}
+	return func() bool { panic("stop of a context's AfterFunc") }
+}
+
+// TestWatcherStopPanicLeavesNoLockHeld: the watcher on a queued task's
+// Submit context is stopped when the task starts, or when it is removed
+// (Cancel). A context whose own AfterFunc returns a stop that panics
+// neither leaves its group's lock held nor keeps the task's permits: the
+// task runs (or completes Cancelled), and the group serves the next one.
+func TestWatcherStopPanicLeavesNoLockHeld(t *testing.T) {
+	for _, via := range []string{"start", "cancel"} {
+		t.Run(via, func(t *testing.T) {
+			// A worker that panics is recovered, as a pool does: without
+			// the recover here a panic on a worker would end the test binary.
+			spawn := func(f func()) {
+				go func() {
+					defer func() { _ = recover() }()
+					f()
+				}()
+			}
+			p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := executor.New(p, executor.WithSpawn(spawn))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gt := newGate()
+			submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("a")})
+			gt.waitStarted(t, 1)
+			ctx := &stopPanicCtx{Context: bg, done: make(chan struct{})}
+			hb, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) { return "c", nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := executor.Success
+			if via == "cancel" {
+				want = executor.Cancelled
+				var cancelled bool
+				panicked := true
+				func() {
+					defer func() { _ = recover() }()
+					cancelled = hb.Cancel()
+					panicked = false
+				}()
+				if panicked || !cancelled {
+					t.Errorf("Cancel of a waiting task: panicked %v, reported %v; want true without a panic", panicked, cancelled)
+				}
+			}
+			gt.open()
+			// The next task of the group must run: a hang guard, not a
+			// timing assertion (the group's lock held is a deadlock).
+			done := make(chan executor.Result[string], 1)
+			go func() {
+				hn, _ := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) { return "d", nil }})
+				r, _ := hn.Wait(bg)
+				done <- r
+			}()
+			select {
+			case r := <-done:
+				if r.Status != executor.Success {
+					t.Fatalf("next task: %v %v", r.Status, r.Err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the group serves no task after a watcher's stop panicked: its lock is held or its permits kept")
+			}
+			if r := wait(t, hb); r.Status != want {
+				t.Errorf("task with the context: %v %v, want %v", r.Status, r.Err, want)
+			}
+			if msg := ex.CheckInvariants(); msg != "" {
+				t.Error(msg)
+			}
+			ex.Close()
+		})
+	}
+}
