@@ -193,6 +193,14 @@ func (h *Handle[T]) result() Result[T] {
 // has completed, was already cancelled (by an earlier Cancel or a
 // shutdown), or runs in its submitter's goroutine (CallerRuns), which the
 // executor does not cancel.
+//
+// A task whose Submit context ended while it waited does not run, even if
+// it was started before the executor learned of the context's end: its
+// worker checks before calling Fn. A Cancel meanwhile finds the task
+// running; then the first of the two cancellations the executor records
+// is the one the task completes with. Cancel reports true exactly when it
+// is its own: the task completes Cancelled with context.Canceled. Reporting
+// false, it leaves the task to complete Cancelled with the context's cause.
 func (h *Handle[T]) Cancel() bool {
 	if h.done.Load() {
 		return false

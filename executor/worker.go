@@ -141,7 +141,7 @@ func (ex *Executor) work(j *job) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
 			// is read while cur is set: the context is user code.
-			cause := context.Cause(j.parent)
+			cause := x.endedWith(context.Cause(j.parent))
 			cur = nil
 			j.endRunWith(x)
 			end = -1
@@ -191,6 +191,23 @@ func (ex *Executor) endedAtStart(j *job, x *jobExtra) bool {
 	g.served -= uint64(j.weight)
 	g.mu.Unlock()
 	return true
+}
+
+// endedWith returns the error that a task whose Submit context ended
+// before it could run (endedAtStart), with cause, completes with: the
+// first cancellation recorded for its run. For the executor the task has
+// started, so Handle.Cancel may have come first: it then reported true,
+// and the task completes with its cause, context.Canceled. Otherwise
+// cause is recorded, and a later Cancel reports false, as for any task
+// already cancelled.
+func (x *jobExtra) endedWith(cause error) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cancelled != nil {
+		return x.cancelled
+	}
+	x.cancelled = cause
+	return cause
 }
 
 // taken returns the first of the tasks that the calling worker took from
