@@ -104,3 +104,57 @@ func TestWatcherStopPanicLeavesNoLockHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestDoContextStopPanicReleasesPermits: a Do call's fn that asks its
+// context for Done makes the executor watch the call's context (through
+// its own AfterFunc method, here) until the call ends. A stop of that watch
+// that panics neither keeps the call's permits nor leaves the run
+// context's lock held: Do returns fn's error, the context that fn kept
+// answers, and the group serves the next call.
+func TestDoContextStopPanicReleasesPermits(t *testing.T) {
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not closed if the call's permits are kept: Close would wait for ever.
+	ex, err := executor.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &stopPanicCtx{Context: bg, done: make(chan struct{})}
+	var kept context.Context
+	panicked := true
+	func() {
+		defer func() { _ = recover() }()
+		err = ex.Do(ctx, "g", func(ctx context.Context) error {
+			kept = ctx
+			_ = ctx.Done() // a channel is made, and ctx watched
+			return errBackend
+		})
+		panicked = false
+	}()
+	if panicked || err != errBackend {
+		t.Errorf("Do: panicked %v, returned %v; want fn's error without a panic", panicked, err)
+	}
+	// A hang guard, not a timing assertion: a lock held or permits kept
+	// is a deadlock.
+	done := make(chan error, 1)
+	go func() {
+		if kept != nil {
+			<-kept.Done() // closed by the call's end
+		}
+		done <- ex.Do(bg, "g", func(context.Context) error { return nil })
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("next Do: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's context or its group is stuck after the stop of its watch panicked")
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Error(msg)
+	}
+	ex.Close()
+}

@@ -83,10 +83,12 @@ func (j *job) endRunWith(x *jobExtra) {
 	x.ended = true
 	cancel := x.cancelRun
 	x.cancelRun = nil
-	if x.stopParent != nil {
-		x.stopParent()
-		x.stopParent = nil
-	}
+	// The merge of the parent into cancelCh is stopped once x.mu is
+	// released: a parent with an AfterFunc method of its own makes the
+	// stop user code (stopWatcher). Its call meanwhile finds the context
+	// cancelled below, and does nothing.
+	stop := x.stopParent
+	x.stopParent = nil
 	if x.cancelCh != nil && x.cancelled == nil {
 		// Nothing closes the channel once the parent is no longer
 		// watched: it is cancelled now, as a standard run context is
@@ -101,6 +103,9 @@ func (j *job) endRunWith(x *jobExtra) {
 		j.g.unwatch(j)
 	}
 	x.mu.Unlock()
+	if stop != nil {
+		stopWatcher(stop)
+	}
 	if cancel != nil {
 		cancel(context.Canceled)
 	}
