@@ -158,3 +158,51 @@ func TestDoContextStopPanicReleasesPermits(t *testing.T) {
 	}
 	ex.Close()
 }
+
+// TestDoBoundContextStopPanicReleasesPermits: a Do call holding a cluster
+// permit runs with a context derived from the call's (a standard one, for
+// the permit's cancel), cancelled when the call ends, which stops its
+// watch on the call's context. A context whose own AfterFunc returns a
+// stop that panics makes that end panic, after fn returned: the panic goes
+// on up Do's caller, as any of a run context's, but the call's permits,
+// its group's and the cluster's, are given back.
+func TestDoBoundContextStopPanicReleasesPermits(t *testing.T) {
+	m := newMemLimiter()
+	m.avail[""] = 1
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not closed if the call's permits are kept: Close would wait for ever.
+	ex, err := executor.New(p, executor.WithGlobalLimiter(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &stopPanicCtx{Context: bg, done: make(chan struct{})}
+	ran := false
+	func() {
+		defer func() { _ = recover() }()
+		_ = ex.Do(ctx, "g", func(context.Context) error { ran = true; return nil })
+	}()
+	if !ran {
+		t.Fatal("fn did not run")
+	}
+	// A hang guard, not a timing assertion: permits kept is a deadlock.
+	done := make(chan error, 1)
+	go func() { done <- ex.Do(bg, "g", func(context.Context) error { return nil }) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("next Do: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group serves no call after the end of one whose context's stop panicked: its permits are kept")
+	}
+	if n := m.outstanding(); n != 0 {
+		t.Errorf("%d cluster permits still out", n)
+	}
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Error(msg)
+	}
+	ex.Close()
+}

@@ -226,7 +226,9 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 	defer func() {
 		if !returned {
 			// fn panicked or called runtime.Goexit, or its run context or
-			// the listener exited the goroutine before it ran: its permits
+			// the listener exited the goroutine before it ran, or the run
+			// context's end did after it returned (a call's context may be
+			// user code, as its own AfterFunc method's stop): its permits
 			// come back, and the panic goes on up the stack, unrecovered.
 			if c != nil {
 				c.end()
@@ -244,12 +246,12 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 	}
 	c, _ = ctx.(*doCtx)
 	err = d.fn(ctx)
-	returned = true
 	// Reused, if nothing but this call can refer to it once finished: its
 	// run context was its group's, or a doCtx that lets it go. A task that
 	// took anything extra (x) is left alone.
 	reuse := d.reusable() || c != nil && c.end()
 	d.endRun()
+	returned = true
 	ex.finish(&d.job, classify(err), err, queued, ex.ranSince(start), false)
 	if reuse && d.x.Load() == nil {
 		*d = doTask{}
