@@ -206,3 +206,41 @@ func TestDoBoundContextStopPanicReleasesPermits(t *testing.T) {
 	}
 	ex.Close()
 }
+
+// TestCallerRunsContextStopPanicCompletes: a task run in its caller
+// (CallerRuns, or Rejection.RunInCaller) runs with a context derived from
+// Submit's, cancelled once Fn returns, which stops its watch on Submit's
+// context. A context whose own AfterFunc returns a stop that panics makes
+// that end panic: the panic goes on up the caller, but the task is counted
+// and its handle completes with Fn's outcome.
+func TestCallerRunsContextStopPanicCompletes(t *testing.T) {
+	for _, via := range []string{"CallerRuns", "RunInCaller"} {
+		t.Run(via, func(t *testing.T) {
+			var ex *executor.Executor
+			if via == "CallerRuns" {
+				ex, _ = full(t, policy.CallerRuns)
+			} else {
+				ex, _ = full(t, policy.Abort, executor.WithRejectionHandler(func(r *executor.Rejection) error {
+					r.RunInCaller()
+					return nil
+				}))
+			}
+			ctx := &stopPanicCtx{Context: bg, done: make(chan struct{})}
+			var h *executor.Handle[int]
+			func() {
+				defer func() { _ = recover() }()
+				h, _ = executor.Submit(ex, ctx, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 7, nil }})
+			}()
+			s := groupStats(t, ex, "g")
+			if s.CallerRuns != 1 || s.Succeeded != 1 {
+				t.Errorf("counts %+v; want the task run in its caller counted, Succeeded", s.TaskCounts)
+			}
+			if h == nil {
+				return // Submit's caller panicked: no handle to look at
+			}
+			if r := wait(t, h); r.Status != executor.Success || r.Value != 7 {
+				t.Errorf("result %v %v %v; want Success 7", r.Status, r.Value, r.Err)
+			}
+		})
+	}
+}

@@ -87,21 +87,28 @@ func (ex *Executor) runInCaller(j *job, rej error) {
 	var c *doCtx // a Do call's context
 	defer func() {
 		ran := ex.since() - start
+		// Deferred, so that j is counted and completes even if the end of
+		// its run context panics: derived from Submit's context, its cancel
+		// may call that context's own stop of an AfterFunc, user code. The
+		// panic goes on up the caller; j's handle may be waited on by
+		// another goroutine (RunInCaller's caller, the handler's).
+		defer func() {
+			j.settle(st)
+			ex.countOutcome(j.g, st, true)
+			// Deferred, so that j completes even if the listener exits the
+			// goroutine (runtime.Goexit): with RunInCaller it may be another
+			// than the submitter's, which holds j's handle.
+			defer j.complete(st, err, queued, ran)
+			if ex.listener != nil {
+				e := ex.event(j)
+				e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
+				ex.notify(onCompleted, e)
+			}
+		}()
 		if c != nil {
 			c.end() // the task is not reused: it only ends fn's context
 		}
 		j.endRun()
-		j.settle(st)
-		ex.countOutcome(j.g, st, true)
-		// Deferred, so that j completes even if the listener exits the
-		// goroutine (runtime.Goexit): with RunInCaller it may be another
-		// than the submitter's, which holds j's handle.
-		defer j.complete(st, err, queued, ran)
-		if ex.listener != nil {
-			e := ex.event(j)
-			e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
-			ex.notify(onCompleted, e)
-		}
 	}()
 	if ex.listener != nil {
 		e := ex.event(j)
