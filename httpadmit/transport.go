@@ -167,9 +167,9 @@ type exchange struct {
 	goexited   bool // base called runtime.Goexit
 	handedOver bool // fn closed ready
 
-	// detach stops the request's context from ending the admission's
-	// (admission); nil when that context can never end.
-	detach func() bool
+	// adm is the admission's context (admission), which detach stops the
+	// request's context from ending; nil when that context can never end.
+	adm *admissionCtx
 
 	ready  chan struct{} // the outcome is set
 	closed chan struct{} // the body was closed
@@ -191,8 +191,8 @@ func (x *exchange) run(group string, weight int) {
 		}
 	}()
 	ctx := x.admission()
-	if x.detach != nil {
-		defer x.detach() // the request is done with: nothing to watch
+	if x.adm != nil {
+		defer x.adm.detach() // the request is done with: nothing to watch
 	}
 	err := x.t.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
 		ran = true
@@ -218,8 +218,9 @@ func (x *exchange) admission() context.Context {
 		return parent // it never ends: nothing to detach from
 	}
 	inner, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	x.detach = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
-	return &admissionCtx{Context: inner, parent: parent}
+	x.adm = &admissionCtx{Context: inner, parent: parent, cancel: cancel}
+	x.adm.stop = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	return x.adm
 }
 
 // admissionCtx is the request's context until detached: its values and its
@@ -227,14 +228,32 @@ func (x *exchange) admission() context.Context {
 type admissionCtx struct {
 	context.Context // ended by the request's context until detached
 	parent          context.Context
+	cancel          context.CancelCauseFunc // ends Context
+	stop            func() bool             // stops the request's context from calling cancel
+	detached        atomic.Bool
+}
+
+// detach stops the request's context from ending this one.
+func (c *admissionCtx) detach() {
+	c.detached.Store(true)
+	c.stop()
 }
 
 func (c *admissionCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Err is the request context's error, as the context that ended this one.
+// Until detached, it asks the request's context first: its end reaches
+// this one only through a function run once it has ended
+// (context.AfterFunc), a moment later, and meanwhile the executor, which
+// asks Err before it starts the request, would count as started a request
+// that send then refuses unsent. Err ends this context itself first, so
+// that Err and Done agree.
 func (c *admissionCtx) Err() error {
 	if c.Context.Err() == nil {
-		return nil
+		if c.detached.Load() || c.parent.Err() == nil {
+			return nil
+		}
+		c.cancel(context.Cause(c.parent))
 	}
 	if err := c.parent.Err(); err != nil {
 		return err
@@ -338,8 +357,8 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		// The connection outlives the request's context, as in net/http:
 		// from now on only its Close, or the executor's stop, frees the
 		// slot.
-		if x.detach != nil {
-			x.detach()
+		if x.adm != nil {
+			x.adm.detach()
 		}
 		resp.Body = &upgradedBody{rw, x}
 	} else {
