@@ -84,7 +84,8 @@ func (ex *Executor) runInCaller(j *job, rej error) {
 	start := ex.since()
 	queued := start - j.submitted
 	st, err := Failed, error(ErrGoexit)
-	var c *doCtx // a Do call's context
+	var c *doCtx   // a Do call's context
+	begun := false // the listener is told it started
 	defer func() {
 		ran := ex.since() - start
 		// Deferred, so that j is counted and completes even if the end of
@@ -102,6 +103,7 @@ func (ex *Executor) runInCaller(j *job, rej error) {
 			if ex.listener != nil {
 				e := ex.event(j)
 				e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
+				e.Started = begun
 				ex.notify(onCompleted, e)
 			}
 		}()
@@ -115,6 +117,7 @@ func (ex *Executor) runInCaller(j *job, rej error) {
 		e.Status, e.Err = Rejected, rej
 		ex.notify(onRejected, e)
 	}
+	begun = true
 	ctx, berr := ex.begin(j, queued)
 	if berr != nil {
 		st, err = Failed, berr

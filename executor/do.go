@@ -208,7 +208,7 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 		g.counts.Started--
 		g.served -= uint64(d.weight)
 		g.mu.Unlock()
-		ex.finish(&d.job, Cancelled, context.Cause(ctx), ex.since()-d.submitted, 0, false)
+		ex.finish(&d.job, Cancelled, context.Cause(ctx), ex.since()-d.submitted, 0, finishUnstarted)
 		return err
 	}
 	return ex.runDo(d)
@@ -234,14 +234,14 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 				c.end()
 			}
 			d.endRun()
-			ex.finish(&d.job, Failed, errNotReturned, queued, ex.ranSince(start), false)
+			ex.finish(&d.job, Failed, errNotReturned, queued, ex.ranSince(start), 0)
 		}
 	}()
 	ctx, err := ex.begin(&d.job, queued)
 	if err != nil { // a cluster permit's Bind panicked: fn does not run
 		returned = true
 		d.endRun()
-		ex.finish(&d.job, Failed, err, queued, 0, false)
+		ex.finish(&d.job, Failed, err, queued, 0, 0)
 		return err
 	}
 	c, _ = ctx.(*doCtx)
@@ -252,7 +252,7 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 	reuse := d.reusable() || c != nil && c.end()
 	d.endRun()
 	returned = true
-	ex.finish(&d.job, classify(err), err, queued, ex.ranSince(start), false)
+	ex.finish(&d.job, classify(err), err, queued, ex.ranSince(start), 0)
 	if reuse && d.x.Load() == nil {
 		*d = doTask{}
 		doTaskPool.Put(d)
@@ -267,7 +267,8 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 	start := ex.since()
 	st := Failed
 	err = errNotReturned
-	var c *doCtx // fn's context
+	var c *doCtx   // fn's context
+	begun := false // the listener is told it started
 	// Deferred before the listener hears of the refusal, as in runInCaller:
 	// a listener call that exits the goroutine leaves the outcome counted
 	// (Failed, unrun), else the call would be submitted and never end.
@@ -278,12 +279,13 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 		d.endRun()
 		ex.countOutcome(d.g, st, true)
 		if ex.listener != nil {
-			ex.notify(onCompleted, Event{Group: rej.Group, Weight: d.weight, Status: st, Err: err, Duration: ex.since() - start})
+			ex.notify(onCompleted, Event{Group: rej.Group, Weight: d.weight, Status: st, Err: err, Duration: ex.since() - start, Started: begun})
 		}
 	}()
 	if ex.listener != nil {
 		ex.notify(onRejected, Event{Group: rej.Group, Weight: d.weight, Status: Rejected, Err: rej})
 	}
+	begun = true
 	ctx, berr := ex.begin(&d.job, 0)
 	if berr != nil {
 		return berr

@@ -17,6 +17,11 @@ type Event struct {
 	// Queued and Duration are as in Result; Queued is set from OnStarted on.
 	Queued   time.Duration
 	Duration time.Duration
+	// Started, set for OnCompleted, reports whether OnStarted was called
+	// for the task: false for one Cancelled while it waited, or whose
+	// context had ended by its start, which never ran. Duration alone
+	// cannot tell them from a task that ran for a measured 0.
+	Started bool
 }
 
 // Listener observes tasks. It is for metrics, logs and traces only: its calls

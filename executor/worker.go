@@ -99,7 +99,7 @@ func (ex *Executor) work(j *job) {
 			return
 		}
 		// Its next task, if the finish starts one, gets a worker of its own.
-		defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, false)
+		defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, 0)
 		// Its run context is released as after a Fn that returns (its
 		// watcher on Submit's context, its place in the group's watched
 		// set); the deferred finish runs even if this panics.
@@ -145,7 +145,7 @@ func (ex *Executor) work(j *job) {
 			cur = nil
 			j.endRunWith(x)
 			end = -1
-			if j = ex.finish(j, Cancelled, cause, queued, 0, true); j == nil {
+			if j = ex.finish(j, Cancelled, cause, queued, 0, finishWorker|finishUnstarted); j == nil {
 				j = ex.taken(ex.runq.spin())
 			}
 			continue
@@ -163,7 +163,7 @@ func (ex *Executor) work(j *job) {
 		}
 		j.endRun()
 		cur = nil
-		if j = ex.finish(j, st, err, queued, ran, true); j == nil {
+		if j = ex.finish(j, st, err, queued, ran, finishWorker); j == nil {
 			j = ex.taken(ex.runq.spin())
 		}
 	}
@@ -311,6 +311,16 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 	return ctx, err
 }
 
+// finishHow says how finish is called: by a worker (finishWorker), and for
+// a task that never started (finishUnstarted: its context had ended by its
+// start; the listener was not told it started).
+type finishHow uint8
+
+const (
+	finishWorker finishHow = 1 << iota
+	finishUnstarted
+)
+
 // finish ends running j, whose outcome is st and err: it settles j's
 // breaker ticket, releases j's permits, starts what now fits, and completes
 // j after its permits are back. It returns the task of j's group that the
@@ -321,10 +331,11 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 // so that no drain accounting is needed. With one, the listener is told
 // first, outside the lock, and j completes after it, counted unsettled
 // until then (drain.go).
-func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, worker bool) (next *job) {
+func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Duration, how finishHow) (next *job) {
 	if x := j.x.Load(); x != nil && x.hasTicket() {
-		ex.settleFinishing(x, j, st, err, queued, ran) // the breaker calls user code: no lock held
+		ex.settleFinishing(x, j, st, err, queued, ran, how) // the breaker calls user code: no lock held
 	}
+	worker := how&finishWorker != 0
 	g := j.g
 	if !g.mu.TryLock() {
 		// Finishing workers that find their group locked queue on the
@@ -421,6 +432,7 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		}()
 		e := ex.event(j)
 		e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
+		e.Started = how&finishUnstarted == 0
 		ex.notify(onCompleted, e)
 		exited = false
 	}
@@ -439,11 +451,11 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 // that exits its goroutine; x's ticket is settled by then (a finished
 // Ticket is zero), and a task that the release starts gets a worker of
 // its own.
-func (ex *Executor) settleFinishing(x *jobExtra, j *job, st Status, err error, queued, ran time.Duration) {
+func (ex *Executor) settleFinishing(x *jobExtra, j *job, st Status, err error, queued, ran time.Duration, how finishHow) {
 	settled := false
 	defer func() {
 		if !settled {
-			ex.finish(j, st, err, queued, ran, false)
+			ex.finish(j, st, err, queued, ran, how&^finishWorker)
 		}
 	}()
 	x.settle(st)

@@ -163,7 +163,7 @@ func (c *Collector) OnCompleted(e executor.Event) {
 		return
 	}
 	c.completed.Add(context.Background(), 1, s.completed[i])
-	if e.Duration > 0 || e.Status != executor.Cancelled { // a task cancelled while it waited never ran
+	if e.Started { // a task cancelled while it waited never ran; one that ran may have for a measured 0
 		c.run.Record(context.Background(), e.Duration.Seconds(), s.group)
 	}
 }

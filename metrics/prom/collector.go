@@ -206,7 +206,7 @@ func (c *Collector) OnStarted(e executor.Event) {
 func (c *Collector) OnCompleted(e executor.Event) {
 	g := c.label(e.Group)
 	c.completed.WithLabelValues(g, strings.ToLower(e.Status.String())).Inc()
-	if e.Duration > 0 || e.Status != executor.Cancelled { // a task cancelled while it waited never ran
+	if e.Started { // a task cancelled while it waited never ran; one that ran may have for a measured 0
 		c.run.WithLabelValues(g).Observe(e.Duration.Seconds())
 	}
 }
