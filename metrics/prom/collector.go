@@ -2,6 +2,7 @@ package prom
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -38,7 +39,9 @@ type Options struct {
 	// nil. 0 means DefaultMaxGroups; negative is invalid.
 	MaxGroups int
 	// Buckets are the histograms' bucket bounds, in seconds, in strictly
-	// increasing order; nil or empty means prometheus.DefBuckets.
+	// increasing order; nil or empty means prometheus.DefBuckets. A last
+	// bound of +Inf is dropped, as prometheus.NewHistogram drops it: every
+	// histogram has that bucket; +Inf alone is invalid.
 	Buckets []float64
 }
 
@@ -66,8 +69,9 @@ var _ prometheus.Collector = (*Collector)(nil)
 // Observe with the executor, then register it. It panics, naming the
 // option and its values, if Options.Buckets are not in strictly increasing
 // order or hold a NaN, as prometheus.NewHistogram does: the histograms
-// would otherwise fail at their first observation, in the listener. It
-// panics too if Options.MaxGroups is negative.
+// would otherwise fail at their first observation, in the listener; or if
+// they are +Inf alone, which metrics/otel refuses too. It panics too if
+// Options.MaxGroups is negative.
 func New(o Options) *Collector {
 	if err := checkBuckets(o.Buckets); err != nil {
 		panic(err)
@@ -107,9 +111,15 @@ func New(o Options) *Collector {
 
 // checkBuckets reports buckets that prometheus would refuse when the first
 // series of a histogram is made, or that would misplace every observation.
+// +Inf alone is refused too, as metrics/otel refuses it: prometheus drops
+// that bound, every histogram having it, which leaves histograms of a
+// single bucket that no quantile can be read from.
 func checkBuckets(b []float64) error {
 	if !metricnames.ValidBuckets(b) {
 		return fmt.Errorf("prom: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", b)
+	}
+	if len(b) == 1 && math.IsInf(b[0], +1) {
+		return fmt.Errorf("prom: New: Options.Buckets %v: a finite bound is needed", b)
 	}
 	return nil
 }
