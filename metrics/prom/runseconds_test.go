@@ -166,3 +166,69 @@ func TestRunSecondsOfCancelledTasksRunByTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// heldWatchCtx is a context whose context.AfterFunc registration (the
+// executor's watcher of a waiting task) waits, once entered, until the
+// test lets it go: the task can start, and the context end, before the
+// watcher is armed.
+type heldWatchCtx struct {
+	errOnlyCtx
+	entered, proceed chan struct{}
+}
+
+func (c *heldWatchCtx) AfterFunc(func()) func() bool {
+	close(c.entered)
+	<-c.proceed
+	return func() bool { return true }
+}
+
+// A Submit task whose context has ended by its start never runs: it is not
+// in group_run_seconds, though its worker took it.
+func TestRunSecondsOfSubmitEndedAtStart(t *testing.T) {
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := prom.New(prom.Options{})
+	ex, err := executor.New(p, executor.WithListener(c), executor.WithClock(clock.NewFake(time.Unix(0, 0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	bg := context.Background()
+	release, started := make(chan struct{}), make(chan struct{})
+	held, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	ctx := &heldWatchCtx{errOnlyCtx: errOnlyCtx{Context: bg, done: make(chan struct{})},
+		entered: make(chan struct{}), proceed: make(chan struct{})}
+	submitted := make(chan *executor.Handle[int], 1)
+	go func() {
+		h, _ := executor.Submit(ex, ctx, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
+		submitted <- h
+	}()
+	<-ctx.entered // queued, its watcher not armed yet
+	ctx.ended.Store(true)
+	close(release)
+	held.Wait(bg)
+	adaptertest.Eventually(t, "the task started", func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == 0 })
+	close(ctx.proceed)
+	if r, _ := (<-submitted).Wait(bg); r.Status != executor.Cancelled {
+		t.Fatalf("the task: %v, want Cancelled", r.Status)
+	}
+	close(ctx.done)
+	if n, _ := histogram(t, reg, "group_run_seconds", "a"); n != 1 {
+		t.Errorf("%d samples, want 1: the held task only", n)
+	}
+	if s, _ := ex.GroupStats("a"); s.Started != 1 {
+		t.Errorf("%d started, want 1", s.Started)
+	}
+}
