@@ -90,7 +90,13 @@
 // give-back while others wait is published too, and the
 // refused holders ask again then (at most once per poll interval), and at
 // every renewal round, rather than polling; a holder that no longer waits
-// ends its waiting record (again, if that call fails). A notice missed (a
+// ends its waiting record (again, if that call fails). The executor does
+// not tell a limiter that a waiting task gave up (its context ended, or its
+// queue timeout fired): before a holder asks again for a refused key no
+// task has asked for since its last request, it has the executor dispatch
+// the key, and ends the record if no task asks within a poll interval, so
+// a record whose tasks all gave up ends by the next renewal round. A
+// notice missed (a
 // dropped subscription) costs at most one renew interval. Notices and
 // replies come by different connections, in no order: each tells the
 // shares as of a version of the key, and a holder ignores what is older

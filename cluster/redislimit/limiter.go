@@ -105,6 +105,7 @@ type keyState struct {
 	waiting  bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
 	freed    bool      // a notice that permits were freed came since the last refill request was sent
 	recorded bool      // Redis counts this holder as waiting for the key
+	probing  bool      // the executor was told to ask again, to learn whether a task still waits (refillLocked)
 	unwait   bool      // tell Redis it no longer is; set until Redis has answered that it ended the record
 	lastReq  uint64    // the number of the last refill request sent for the key (Holder.leaseSeq): an unwait ends no record of a later one
 	orphans  []orphan  // leases Redis may have granted whose reply never came: given back by id once Redis answers

@@ -347,13 +347,43 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 		a.notify = append(a.notify, ks)
 		return nil
 	}
-	if now.Before(ks.retryAt) {
+	switch {
+	case ks.probing && ks.asked == 0:
+		if now.Before(ks.retryAt) {
+			ks.retry = true // the executor has until then to ask
+			return nil
+		}
+		// No task asked within a poll interval of the probe: the one
+		// that waited gave up (its context ended, or its queue timeout
+		// fired), and the executor does not tell a limiter so. Its
+		// waiting record ends now, rather than be refreshed by requests
+		// for no one until the demand is a TTL old.
+		ks.waiting = false
+		h.dropDemandLocked(ks)
+		return nil
+	case ks.probing:
+		// A task asked since the probe: ask Redis for it now (the probe
+		// began once the refusal's poll interval was over).
+	case now.Before(ks.retryAt):
 		// Refused or failed a moment ago: ask at most once per poll
 		// interval, however often the refiller wakes for this key (a
 		// task's new demand, a notice, a give-back).
 		ks.retry = true
 		return nil
+	case ks.asked == 0 && ks.waiting:
+		// Refused, and asked for again (a notice, a renewal round) with
+		// no task asking since the last request: the task that waited
+		// may have given up. Probe: tell the executor to ask again, as
+		// for permits freed; a task that still waits asks (its executor
+		// dispatches in notify), and the request goes for it. The
+		// request is not sent before that, so that a record no task
+		// needs is not refreshed.
+		ks.probing = true
+		ks.retryLocked(h.cfg.poll)
+		a.notify = append(a.notify, ks)
+		return nil
 	}
+	ks.probing = false
 	ks.waiting, ks.freed = false, false
 	ks.asked = 0
 	h.leaseSeq++
@@ -476,7 +506,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 // would be refused for a share no one wants) for up to two renew
 // intervals.
 func (h *Holder) dropDemandLocked(ks *keyState) {
-	ks.demand, ks.asked = 0, 0
+	ks.demand, ks.asked, ks.probing = 0, 0, false
 	if ks.recorded {
 		ks.recorded, ks.unwait = false, true
 		h.enqueueLocked(ks)

@@ -26,6 +26,41 @@ func attach(t *testing.T, l *redislimit.Limiter) notifier {
 	return n
 }
 
+// waitingTask attaches l to a notify that does what an executor does for a
+// task of weight w of key that waits for l: each notify asks again, before
+// it returns (the executor dispatches in notify), until a permit comes (kept
+// until the test ends) or l refuses the task. The test asks first. The
+// channel is closed when the permit comes.
+func waitingTask(t *testing.T, l *redislimit.Limiter, key string, w int) <-chan struct{} {
+	t.Helper()
+	var mu sync.Mutex
+	var p executor.LimiterPermit
+	done, got := false, make(chan struct{})
+	if err := l.Attach(func(string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		var err error
+		p, err = l.TryAcquire(key, w)
+		done = p != nil || err != nil
+		if p != nil {
+			close(got)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if p != nil {
+			p.Release()
+		}
+	})
+	return got
+}
+
 // Two holders both below their fair share, both refused for lack of room:
 // each refusal is published, and wakes the other's refiller. A refused key
 // must still be asked for at the poll rate, not each time the refiller
@@ -392,7 +427,8 @@ func TestDemandDroppedOnGoingDownEndsTheWaitingRecordOnceUp(t *testing.T) {
 	}))...)
 	b := newHolder(t, addr, manualRenewals()...)
 	la, lb := a.Groups(1), b.Groups(1)
-	_, nb := attach(t, la), attach(t, lb)
+	waitingTask(t, la, "g", 1)
+	nb := attach(t, lb)
 	p := acquire(t, lb, nb, "g", 1, 5*time.Second)
 	defer p.Release()
 	if q, err := la.TryAcquire("g", 1); q != nil || err != nil {
@@ -600,7 +636,8 @@ func testCapRaisedByAGrant(t *testing.T, noticeFirst bool) {
 	x, y, z := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
 	subscribed(t, addr, 3, x)
 	lx, ly, lz := x.Groups(3), y.Groups(3), z.Groups(3)
-	nx, _, nz := attach(t, lx), attach(t, ly), attach(t, lz)
+	waitingTask(t, ly, "g", 1)
+	xGot, nz := waitingTask(t, lx, "g", 2), attach(t, lz)
 	pz := acquire(t, lz, nz, "g", 3, 5*time.Second)
 	w := "t:" + t.Name() + ":{group:g}:w"
 	wait := func(l *redislimit.Limiter, h *redislimit.Holder, n int) {
@@ -661,19 +698,13 @@ func testCapRaisedByAGrant(t *testing.T, noticeFirst bool) {
 			_, c, _ := redislimit.Share(lx, "g")
 			return c == 2
 		})
-		drain(nx)
 		xOpen()
 	} else {
 		eventually(t, "X refused for its share", 5*time.Second, func() bool { return x.Stats().RefillsDenied >= 2 })
 		if _, c, _ := redislimit.Share(lx, "g"); c != 1 {
 			t.Fatalf("X's cap after its refusal: %d; want 1", c)
 		}
-		drain(nx)
 		yOpen()
 	}
-	if key := waitFor(t, "X told that it may get its permits", nx); key != "g" {
-		t.Fatalf("X's executor told of %q; want g", key)
-	}
-	p := acquire(t, lx, nx, "g", 2, time.Second)
-	p.Release()
+	waitFor(t, "X's task given its permits", xGot)
 }

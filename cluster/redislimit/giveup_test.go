@@ -1,0 +1,71 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A task of B waits for a group limit of 1 that A's running task holds:
+// Redis refuses B and records it as waiting. Then B's task gives up (its
+// context is cancelled, or its queue timeout fires): the executor does not
+// tell the limiter. At B's next renewal round, which asks Redis again for a
+// refused key, B must learn that no task waits any more and end its
+// record, not refresh it for the task that is gone (A and the others would
+// split the limit with B, and hear B's refusals, until the demand is a TTL
+// old). The renewal rounds are the test's own and the TTL is long: nothing
+// else ends the record within the hang guard.
+func TestGivenUpWaitEndsTheWaitingRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		popts []policy.Option
+		end   func(cancel context.CancelFunc)
+	}{
+		{"cancelled", nil, func(cancel context.CancelFunc) { cancel() }},
+		{"queue timeout", []policy.Option{policy.WithQueueTimeout(300 * time.Millisecond)}, func(context.CancelFunc) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startRedis(t)
+			hA := newHolder(t, addr, manualRenewals()...)
+			hB := newHolder(t, addr, manualRenewals()...)
+			exA := newExec(t, nil, hA.Groups(1), nil)
+			exB := newExec(t, tc.popts, hB.Groups(1), nil)
+
+			release, started := make(chan struct{}), make(chan struct{})
+			defer close(release)
+			if _, err := executor.Submit(exA, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
+				close(started)
+				<-release
+				return 0, nil
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			<-started
+
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			waiter, err := executor.Submit(exB, ctx, executor.Task[int]{Group: "g",
+				Fn: func(context.Context) (int, error) { return 0, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t, addr)
+			w := "t:" + t.Name() + ":{group:g}:w"
+			recorded := func() bool { n, err := c.ZCard(bg, w).Result(); return err == nil && n > 0 }
+			eventually(t, "B refused and recorded as waiting", 10*time.Second, func() bool {
+				return hB.Stats().RefillsDenied > 0 && recorded()
+			})
+
+			tc.end(cancel)
+			if r, _ := waiter.Wait(ctxTimeout(t, 10*time.Second)); r.Status == executor.Success {
+				t.Fatalf("B's task ran with the limit held by A: %v", r.Status)
+			}
+			redislimit.RenewNow(hB)
+			eventually(t, "B's waiting record ended once its task gave up", 10*time.Second, func() bool { return !recorded() })
+		})
+	}
+}
