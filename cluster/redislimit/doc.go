@@ -165,6 +165,21 @@
 // validity): up to twice the limit for that long. FailClosed lists the
 // others.
 //
+// Redis's clock. Leases expire, and the scripts judge every time, by the
+// clock of the Redis host (TIME, and its key expiries), while a holder
+// times its trust in a lease by its own monotonic clock: the two must run
+// at about the same rate, and Redis's must never step. A step forward by J
+// shortens the life in Redis of every lease by J: past a fifth of the TTL,
+// a slot can be leased again while its holder still trusts it (and Valid
+// still says so), until that holder's next renewal finds the lease gone
+// (fencing still refuses the old lease's writes: tokens are at least
+// Redis's time in µs); past what the leases have left, every holder loses
+// them at its next renewal; past twice the TTL, Redis expires the keys
+// themselves, as if it had lost its data. A step back keeps a crashed
+// holder's slots, and a gone holder's waiting record, J longer. No holder
+// can see a step before its next call: run the Redis hosts with a clock
+// that slews, never steps (docs/cluster.md, "Redis's clock").
+//
 // All holders sharing a prefix must be given the same limits and TTL. The
 // Redis keys, their layout and the scripts are described in scripts.go.
 // Redis must not evict them: run it with maxmemory-policy noeviction (the
