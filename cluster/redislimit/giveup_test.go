@@ -21,19 +21,29 @@ import (
 // else ends the record within the hang guard.
 func TestGivenUpWaitEndsTheWaitingRecord(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		popts []policy.Option
-		end   func(cancel context.CancelFunc)
+		name   string
+		global bool
+		popts  []policy.Option
+		end    func(cancel context.CancelFunc)
 	}{
-		{"cancelled", nil, func(cancel context.CancelFunc) { cancel() }},
-		{"queue timeout", []policy.Option{policy.WithQueueTimeout(300 * time.Millisecond)}, func(context.CancelFunc) {}},
+		{"cancelled", false, nil, func(cancel context.CancelFunc) { cancel() }},
+		{"queue timeout", false, []policy.Option{policy.WithQueueTimeout(300 * time.Millisecond)}, func(context.CancelFunc) {}},
+		{"global limit", true, nil, func(cancel context.CancelFunc) { cancel() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := startRedis(t)
 			hA := newHolder(t, addr, manualRenewals()...)
 			hB := newHolder(t, addr, manualRenewals()...)
-			exA := newExec(t, nil, hA.Groups(1), nil)
-			exB := newExec(t, tc.popts, hB.Groups(1), nil)
+			limit := func(h *redislimit.Holder) (group, global *redislimit.Limiter) {
+				if tc.global {
+					return nil, h.Global(1)
+				}
+				return h.Groups(1), nil
+			}
+			gA, glA := limit(hA)
+			gB, glB := limit(hB)
+			exA := newExec(t, nil, gA, glA)
+			exB := newExec(t, tc.popts, gB, glB)
 
 			release, started := make(chan struct{}), make(chan struct{})
 			defer close(release)
@@ -55,6 +65,9 @@ func TestGivenUpWaitEndsTheWaitingRecord(t *testing.T) {
 			}
 			c := newClient(t, addr)
 			w := "t:" + t.Name() + ":{group:g}:w"
+			if tc.global {
+				w = "t:" + t.Name() + ":{global:}:w"
+			}
 			recorded := func() bool { n, err := c.ZCard(bg, w).Result(); return err == nil && n > 0 }
 			eventually(t, "B refused and recorded as waiting", 10*time.Second, func() bool {
 				return hB.Stats().RefillsDenied > 0 && recorded()
