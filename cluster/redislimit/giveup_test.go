@@ -82,3 +82,42 @@ func TestGivenUpWaitEndsTheWaitingRecord(t *testing.T) {
 		})
 	}
 }
+
+// A task of B waits for a group limit of 1 that A's running task holds:
+// Redis refuses B, and B asks again only when it hears that permits were
+// freed, or at its renewal round (neither comes here: the renewal rounds
+// are the test's own, and A frees nothing). Asking the executor whether a
+// task still waits (which B does before it asks again) must not turn into
+// asking Redis at the poll rate.
+func TestRefusedWaiterDoesNotPoll(t *testing.T) {
+	addr := startRedis(t)
+	hA := newHolder(t, addr, manualRenewals()...)
+	hB := newHolder(t, addr, manualRenewals()...)
+	exA := newExec(t, nil, hA.Groups(1), nil)
+	exB := newExec(t, nil, hB.Groups(1), nil)
+	release, started := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	if _, err := executor.Submit(exA, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if _, err := executor.Submit(exB, bg, executor.Task[int]{Group: "g",
+		Fn: func(context.Context) (int, error) { return 0, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "B refused", 10*time.Second, func() bool { return hB.Stats().RefillsDenied > 0 })
+	// One renewal round: B asks again (after asking its executor), is
+	// refused, and waits for a notice.
+	redislimit.RenewNow(hB)
+	eventually(t, "B refused again", 10*time.Second, func() bool { return hB.Stats().RefillsDenied > 1 })
+	before := hB.Stats().RoundTrips
+	time.Sleep(50 * testPoll)
+	if n := hB.Stats().RoundTrips - before; n > 1 {
+		t.Fatalf("B made %d calls to Redis in %v (poll %v) with nothing freed and no renewal round; want none",
+			n, 50*testPoll, testPoll)
+	}
+}

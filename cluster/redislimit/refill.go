@@ -383,7 +383,11 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 		a.notify = append(a.notify, ks)
 		return nil
 	}
-	ks.probing = false
+	// The request serves whatever retry is pending (a probe's, above, when
+	// the executor answered before it was due): left set, it would ask
+	// again when due, for a task that waits for a notice, so that a
+	// refused key would be asked for at the poll rate.
+	ks.probing, ks.retry = false, false
 	ks.waiting, ks.freed = false, false
 	ks.asked = 0
 	h.leaseSeq++
