@@ -16,7 +16,8 @@ func TestCloseEndsTheWaitingRecord(t *testing.T) {
 	rdb := newClient(t, addr)
 	a, b := newHolder(t, addr), newHolder(t, addr)
 	la, lb := a.Groups(1), b.Groups(1)
-	na, _ := attach(t, la), attach(t, lb)
+	na := attach(t, la)
+	waitingTask(t, lb, "g", 1)
 	p := acquire(t, la, na, "g", 1, 5*time.Second)
 	defer p.Release()
 	if q, err := lb.TryAcquire("g", 1); q != nil || err != nil {

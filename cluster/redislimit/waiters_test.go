@@ -33,20 +33,33 @@ func attach(t *testing.T, l *redislimit.Limiter) notifier {
 // channel is closed when the permit comes.
 func waitingTask(t *testing.T, l *redislimit.Limiter, key string, w int) <-chan struct{} {
 	t.Helper()
+	start, got := laterWaitingTask(t, l, nil, key, w)
+	start()
+	return got
+}
+
+// laterWaitingTask is waitingTask for a task that begins to wait when start
+// is called: until then (while the test takes permits with acquire, say)
+// a notify only goes on to n.
+func laterWaitingTask(t *testing.T, l *redislimit.Limiter, n notifier, key string, w int) (start func(), got <-chan struct{}) {
+	t.Helper()
 	var mu sync.Mutex
 	var p executor.LimiterPermit
-	done, got := false, make(chan struct{})
-	if err := l.Attach(func(string) {
+	waits, done, gotc := false, false, make(chan struct{})
+	if err := l.Attach(func(k string) {
+		if n != nil {
+			n.notify(k)
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		if done {
+		if !waits || done {
 			return
 		}
 		var err error
 		p, err = l.TryAcquire(key, w)
 		done = p != nil || err != nil
 		if p != nil {
-			close(got)
+			close(gotc)
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -58,7 +71,7 @@ func waitingTask(t *testing.T, l *redislimit.Limiter, key string, w int) <-chan 
 			p.Release()
 		}
 	})
-	return got
+	return func() { mu.Lock(); waits = true; mu.Unlock() }, gotc
 }
 
 // Two holders both below their fair share, both refused for lack of room:
@@ -77,7 +90,10 @@ func TestRefusalsDoNotAnswerEachOther(t *testing.T) {
 	hB := newHolder(t, addr, redislimit.WithPollInterval(poll), redislimit.WithLeaseTTL(ttl))
 	hC := newHolder(t, addr, redislimit.WithLeaseTTL(ttl))
 	lA, lB, lC := hA.Groups(5), hB.Groups(5), hC.Groups(5)
-	nA, nB, nC := attach(t, lA), attach(t, lB), attach(t, lC)
+	// A and B each take a permit, then a task of each waits for another.
+	nA, nB, nC := make(notifier, 1), make(notifier, 1), attach(t, lC)
+	startA, _ := laterWaitingTask(t, lA, nA, "g", 1)
+	startB, _ := laterWaitingTask(t, lB, nB, "g", 1)
 
 	var held []executor.LimiterPermit
 	for range 3 {
@@ -91,6 +107,8 @@ func TestRefusalsDoNotAnswerEachOther(t *testing.T) {
 		}
 	}()
 	// The whole limit is out: one more each is refused until a release.
+	startA()
+	startB()
 	for _, l := range []*redislimit.Limiter{lA, lB} {
 		if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
 			t.Fatalf("TryAcquire with the whole limit out: %v, %v; want to wait", p, err)
