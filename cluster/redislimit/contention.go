@@ -12,7 +12,8 @@ import (
 //
 //   - "w|holder|leases_key|version|deprived|holder=cap,...": a holder was
 //     refused a block of the key, or granted one while others wait
-//     (acquireScript). Each holder of the key learns that someone waits,
+//     (acquireScript); with no caps, the last waiter ended its record
+//     (unwaitScript) and nobody waits any more. Each holder of the key learns that someone waits,
 //     how many wait below their cap, and the most it may keep meanwhile
 //     (its cap); it gives back what it holds above the cap (once its
 //     quantum is over) and, while someone waits below its cap, what no
@@ -125,12 +126,19 @@ func (h *Holder) hear(payload string) {
 		held, _ := ks.held()
 		fitted := capFits(held, ks.demand, ks.cap)
 		ks.ver = ver
-		ks.others = max(ks.others, 1)
-		if c, ok := capOf(caps, l.id); ok {
-			ks.cap = c
-		}
-		if d, err := strconv.Atoi(deprived); err == nil {
-			ks.deprived = d
+		switch {
+		case caps == "":
+			// The last waiter ended its record: nobody waits, and no one
+			// is capped.
+			ks.others, ks.deprived, ks.cap = 0, 0, ks.limit
+		default:
+			ks.others = max(ks.others, 1)
+			if c, ok := capOf(caps, l.id); ok {
+				ks.cap = c
+			}
+			if d, err := strconv.Atoi(deprived); err == nil {
+				ks.deprived = d
+			}
 		}
 		if !fitted && capFits(held, ks.demand, ks.cap) {
 			// Refused for its share, it may have it now (a grant moved
@@ -141,7 +149,7 @@ func (h *Holder) hear(payload string) {
 			// refusal asks again: refilledLocked.)
 			h.askAgainLocked(ks)
 		}
-		if len(ks.leases) == 0 {
+		if len(ks.leases) == 0 || ks.others == 0 {
 			continue // nothing to give back
 		}
 		ks.giveUp = true

@@ -121,3 +121,42 @@ func TestRefusedWaiterDoesNotPoll(t *testing.T) {
 			n, 50*testPoll, testPoll)
 	}
 }
+
+// Limit 2, both permits held by X's running tasks; Y's task waits, and X
+// hears that its share is 1 while Y waits. Then Y's task gives up, and Y,
+// the only waiter, ends its record: X must hear that nobody waits any
+// more, not keep its share of 1 (and give back the permit above it once
+// its quantum is over, for no one) until its next renewal round, minutes
+// away here.
+func TestLastWaiterLeavingRestoresTheShares(t *testing.T) {
+	addr := startRedis(t)
+	x := newHolder(t, addr, manualRenewals()...)
+	y := newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, x)
+	lx := x.Groups(2)
+	nx := attach(t, lx)
+	for range 2 {
+		defer acquire(t, lx, nx, "g", 1, 5*time.Second).Release()
+	}
+	exY := newExec(t, nil, y.Groups(2), nil)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	waiter, err := executor.Submit(exY, ctx, executor.Task[int]{Group: "g",
+		Fn: func(context.Context) (int, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "X hears that Y waits", 10*time.Second, func() bool {
+		others, c, _ := redislimit.Share(lx, "g")
+		return others == 1 && c == 1
+	})
+	cancel()
+	if r, _ := waiter.Wait(ctxTimeout(t, 10*time.Second)); r.Status != executor.Cancelled {
+		t.Fatalf("Y's task: %v %v, want Cancelled", r.Status, r.Err)
+	}
+	redislimit.RenewNow(y) // Y learns that its task is gone, and ends its record
+	eventually(t, "X hears that nobody waits", 10*time.Second, func() bool {
+		others, c, _ := redislimit.Share(lx, "g")
+		return others == 0 && c == 2
+	})
+}

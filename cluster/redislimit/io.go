@@ -121,7 +121,7 @@ func (h *Holder) dropCall(ks *keyState, o orphan) *scriptCall {
 // record of a later request (this call may reach it late).
 func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
 	k := ks.keys
-	return &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7], k[8]},
+	return &scriptCall{s: unwaitScript, keys: []string{k[0], k[5], k[7], k[8], k[9]},
 		args: []any{ks.l.id, h.channel(), h.nonce, ks.lastReq, h.cfg.ttl.Milliseconds()}}
 }
 

@@ -476,19 +476,28 @@ return left
 // (see Requests), so that an acquire it covers that reaches Redis later
 // does not record the holder again, and it ends the record unless another
 // process of the holder id made it. If others still wait, their caps may
-// have risen: it publishes "f|leases_key" so that they ask again.
-// KEYS: l w q r. ARGV: holder_id channel nonce seq ttl_ms. Returns 1 if
+// have risen: it publishes "f|leases_key" so that they ask again (their
+// refusals or grants then publish the new caps). If it ended the last
+// record, nobody waits any more, and no refusal or grant will say so: it
+// publishes "w|holder_id|leases_key|version||" (no caps: no one is capped),
+// so that the holders of the key keep their permits again, rather than
+// hold to the caps of a contention that is over until their next renewal.
+// KEYS: l w q r v. ARGV: holder_id channel nonce seq ttl_ms. Returns 1 if
 // the holder was recorded and the record ended.
 var unwaitScript = redis.NewScript(sharesLua + `
-local now = clock()
+local now, nowus = clock()
 local me, nonce, seq = ARGV[1], ARGV[3], tonumber(ARGV[4])
 if latest(KEYS[4], me, nonce) > seq then return 0 end
 ran(KEYS[4], me, nonce, seq, now, tonumber(ARGV[5]) * 2)
 if not mine(KEYS[2], KEYS[3], me, nonce, now) then return 0 end
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
-if removed > 0 and redis.call('ZCARD', KEYS[2]) > 0 then
-  redis.call('PUBLISH', ARGV[2], 'f|' .. KEYS[1])
+if removed > 0 then
+  if redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf') > 0 then
+    redis.call('PUBLISH', ARGV[2], 'f|' .. KEYS[1])
+  else
+    redis.call('PUBLISH', ARGV[2], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', version(KEYS[5], nowus)) .. '|0|')
+  end
 end
 return removed
 `)
