@@ -12,8 +12,9 @@ import (
 //
 //   - "w|holder|leases_key|version|deprived|holder=cap,...": a holder was
 //     refused a block of the key, or granted one while others wait
-//     (acquireScript); with no caps, the last waiter ended its record
-//     (unwaitScript) and nobody waits any more. Each holder of the key learns that someone waits,
+//     (acquireScript); with no caps, the last waiter ended its record, or
+//     was granted what it waited for (unwaitScript, acquireScript), and
+//     nobody waits any more. Each holder of the key learns that someone waits,
 //     how many wait below their cap, and the most it may keep meanwhile
 //     (its cap); it gives back what it holds above the cap (once its
 //     quantum is over) and, while someone waits below its cap, what no

@@ -95,8 +95,10 @@
 // queue timeout fired): before a holder asks again for a refused key no
 // task has asked for since its last request, it has the executor dispatch
 // the key, and ends the record if no task asks within a poll interval, so
-// a record whose tasks all gave up ends by the next renewal round. A
-// notice missed (a
+// a record whose tasks all gave up ends by the next renewal round. When
+// the last wait ends (served, or its record ended), that is published too:
+// the holders of the key hear that nobody waits, and keep their permits
+// again. A notice missed (a
 // dropped subscription) costs at most one renew interval. Notices and
 // replies come by different connections, in no order: each tells the
 // shares as of a version of the key, and a holder ignores what is older

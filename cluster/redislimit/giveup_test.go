@@ -160,3 +160,38 @@ func TestLastWaiterLeavingRestoresTheShares(t *testing.T) {
 		return others == 0 && c == 2
 	})
 }
+
+// Limit 3: X's tasks hold 2, Y's task of weight 2 waits, and X hears that
+// its share is 1 while Y waits (and that Y waits below its share, so that
+// X gives back what it does not use). X's first task ends, its permit goes
+// back, and Y, the only waiter, is granted its 2: X must hear that nobody
+// waits any more, not hold to its share of 1 until its next renewal round,
+// minutes away here.
+func TestLastWaiterGrantedRestoresTheShares(t *testing.T) {
+	addr := startRedis(t)
+	x := newHolder(t, addr, manualRenewals()...)
+	y := newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, x)
+	lx := x.Groups(3)
+	nx := attach(t, lx)
+	first := acquire(t, lx, nx, "g", 1, 5*time.Second)
+	defer acquire(t, lx, nx, "g", 1, 5*time.Second).Release()
+	exY := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, y.Groups(3), nil)
+	waiter, err := executor.Submit(exY, bg, executor.Task[int]{Group: "g", Weight: 2,
+		Fn: func(context.Context) (int, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "X hears that Y waits", 10*time.Second, func() bool {
+		others, c, _ := redislimit.Share(lx, "g")
+		return others == 1 && c == 1
+	})
+	first.Release()
+	if r, err := waiter.Wait(ctxTimeout(t, 10*time.Second)); err != nil || r.Status != executor.Success {
+		t.Fatalf("Y's task: %v %v %v, want Success", r.Status, r.Err, err)
+	}
+	eventually(t, "X hears that nobody waits", 10*time.Second, func() bool {
+		others, c, _ := redislimit.Share(lx, "g")
+		return others == 0 && c == 3
+	})
+}

@@ -303,7 +303,9 @@ end
 // their cap (for room), and what each may keep. A grant ends the holder's
 // wait and marks it served (unless the record is another process's);
 // while others wait, it is published the same way, since it changes their
-// caps.
+// caps; when it ended the last wait, it is published without caps
+// ("w|holder_id|leases_key|version|0|": nobody waits, as unwaitScript
+// publishes it), so that the holders of the key keep their permits again.
 //
 // When it reaped expired leases (a crashed or cut-off holder's) and some
 // of their slots are still free after the grant or refusal while others
@@ -364,8 +366,9 @@ redis.call('SET', KEYS[5], string.format('%.0f', tok), 'PX', 86400000)
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[5])
 redis.call('HSET', KEYS[2], ARGV[5], grant)
 redis.call('HSET', KEYS[3], ARGV[5], table.concat(slots, ','))
+local waited = false
 if own then
-  redis.call('ZREM', KEYS[6], me)
+  waited = redis.call('ZREM', KEYS[6], me) > 0
   redis.call('HDEL', KEYS[8], me)
   redis.call('HSET', KEYS[7], me, now)
   redis.call('PEXPIRE', KEYS[7], ttl * 2)
@@ -381,6 +384,10 @@ if others2 > 0 then
   if reaped > 0 and free > grant then
     redis.call('PUBLISH', ARGV[7], 'f|' .. KEYS[1])
   end
+elseif waited then
+  -- The grant ended the last wait: nobody waits any more (as unwaitScript
+  -- publishes it).
+  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|0|')
 end
 local out = {grant, tok, free - grant, others2, cap2, deprived2, ver}
 for _, x in ipairs(slots) do out[#out + 1] = x end
@@ -479,7 +486,7 @@ return left
 // have risen: it publishes "f|leases_key" so that they ask again (their
 // refusals or grants then publish the new caps). If it ended the last
 // record, nobody waits any more, and no refusal or grant will say so: it
-// publishes "w|holder_id|leases_key|version||" (no caps: no one is capped),
+// publishes "w|holder_id|leases_key|version|0|" (no caps: no one is capped),
 // so that the holders of the key keep their permits again, rather than
 // hold to the caps of a contention that is over until their next renewal.
 // KEYS: l w q r v. ARGV: holder_id channel nonce seq ttl_ms. Returns 1 if
