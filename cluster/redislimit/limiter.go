@@ -222,9 +222,17 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 		h.st.acquired.Add(1)
 		return p, nil
 	}
-	if h.down {
+	// The whole limit is here and in use: Redis has nothing to grant. A
+	// task of the key that ends here makes the executor ask again (so
+	// does the loss of a lease).
+	held, free := ks.held()
+	whole := held >= ks.limit && free < n
+	if h.down && (h.cfg.policy == FailOpen || !whole) {
 		// The renewal loop probes Redis and ends the outage; the
-		// refiller reports these to the listener.
+		// refiller reports these to the listener. Under FailClosed, a
+		// task that the leases here will serve waits for them, as one
+		// queued before the outage does: the policy refuses a task that
+		// needs a permit the holder has no lease for.
 		h.enqueueLocked(ks)
 		if h.cfg.policy == FailOpen {
 			h.st.fallbacks.Add(1)
@@ -235,10 +243,7 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 		ks.refused++
 		return nil, h.unavailableLocked()
 	}
-	if held, free := ks.held(); held >= ks.limit && free < n {
-		// The whole limit is here and in use: Redis has nothing to
-		// grant. A task of the key that ends here makes the executor
-		// ask again.
+	if whole {
 		return nil, nil
 	}
 	ks.demand, ks.asked, ks.since = max(ks.demand, n), max(ks.asked, n), now
