@@ -164,7 +164,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
 		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
-	dropAliases(r.Header, cfg.Tenant.Header)
+	dropAliases(r.Header, cfg.Tenant.Header, cfg.Tenant.From == config.FromPath)
 	if cs := r.Header["Connection"]; len(cs) > 0 {
 		// The proxy drops from the proxied request every header the
 		// client's Connection names: naming the tenant header there
@@ -264,10 +264,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //
 // A tenant header configured with an underscore ("X_Tenant") has aliases
 // without one: the client's "X-Tenant" is the same variable.
-func dropAliases(h http.Header, tenantHeader string) {
+//
+// With paths set (tenant.from: path), it also deletes the headers that
+// some backends take for the request's path (pathOverrides), in any
+// spelling: the gateway admitted the request under the tenant of the path
+// it read, and the backend must not serve another.
+func dropAliases(h http.Header, tenantHeader string, paths bool) {
 	underscored := strings.IndexByte(tenantHeader, '_') >= 0
 	for k := range h {
 		if k == tenantHeader {
+			continue
+		}
+		if paths && pathOverride(k) {
+			delete(h, k)
 			continue
 		}
 		if strings.IndexByte(k, '_') < 0 {
@@ -282,6 +291,31 @@ func dropAliases(h http.Header, tenantHeader string) {
 			delete(h, k)
 		}
 	}
+}
+
+// pathOverrides are the headers a backend or its framework may route by
+// instead of the request's path, as a front proxy that rewrote the path
+// would have set them: X-Original-URL and X-Rewrite-URL (IIS URL Rewrite,
+// Symfony and Zend before they stopped trusting them, some Java
+// frameworks), X-Override-URL, X-Original-URI (nginx's auth_request
+// convention), and X-Forwarded-Prefix, -Path and -Uri, which Spring's
+// ForwardedHeaderFilter and some routers prepend to, or take for, the path.
+// From the client, each would have the backend serve a path the gateway
+// never read a tenant from.
+var pathOverrides = [...]string{
+	"X-Original-Url", "X-Rewrite-Url", "X-Override-Url", "X-Original-Uri",
+	"X-Forwarded-Prefix", "X-Forwarded-Path", "X-Forwarded-Uri",
+}
+
+// pathOverride reports whether header name k is one of pathOverrides, in
+// any case, an underscore matching a hyphen.
+func pathOverride(k string) bool {
+	for _, name := range pathOverrides {
+		if sameVariable(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameVariable reports whether header names a and b are the same CGI

@@ -257,6 +257,49 @@ func TestTenantHeaderAliasesDropped(t *testing.T) {
 	}
 }
 
+// With tenant.from: path, the headers a backend may route by instead of
+// the path (X-Original-URL, X-Rewrite-URL, ... in any spelling) are not
+// proxied: the backend would serve another tenant's path than the one the
+// gateway admitted the request under. With another tenant source the path
+// names no tenant, and they are proxied as sent.
+func TestPathOverrideHeadersDropped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			switch k {
+			case "X-Tenant", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip":
+				continue
+			}
+			if strings.HasPrefix(strings.ToLower(k), "x") {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		io.WriteString(w, r.Header.Get("X-Tenant")+" "+strings.Join(names, ","))
+	})
+	hdr := []string{
+		"X-Original-URL", "/t/victim/x", "X-Rewrite-URL", "/t/victim/x", "X-Override-URL", "/t/victim/x",
+		"X-Original-URI", "/t/victim/x", "X_Original_URL", "/t/victim/x", "x-forwarded-prefix", "/t/victim",
+		"X-Forwarded-Path", "/t/victim/x", "X-Forwarded-Uri", "/t/victim/x", "X-Other", "kept",
+	}
+	gw := start(t, be.URL, minimal+"tenant: {from: path, path_prefix: /t, default: anon}\n")
+	c := client(t)
+	for _, p := range []string{"/x", "/t/acme/x"} {
+		want := "anon X-Other"
+		if p != "/x" {
+			want = "acme X-Other"
+		}
+		if resp, body := do(t, c, http.MethodGet, gw.url+p, "", nil, hdr...); resp.StatusCode != 200 || body != want {
+			t.Errorf("from: path, %s: %d, the backend got %q; want %q", p, resp.StatusCode, body, want)
+		}
+	}
+	gw = start(t, be.URL, minimal)
+	const all = "acme X-Forwarded-Path,X-Forwarded-Prefix,X-Forwarded-Uri,X-Original-Uri,X-Original-Url,X-Other,X-Override-Url,X-Rewrite-Url,X_original_url"
+	if resp, body := do(t, c, http.MethodGet, gw.url+"/x", "acme", nil, hdr...); resp.StatusCode != 200 || body != all {
+		t.Errorf("from: header: %d, the backend got %q; want %q", resp.StatusCode, body, all)
+	}
+}
+
 // A tenant header configured with an underscore is the same CGI variable
 // as its spellings with hyphens: the client's X-Tenant, beside the
 // X_tenant the gateway sets, is not proxied.
