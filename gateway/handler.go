@@ -97,6 +97,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "0")
 		return
 	}
+	if r.Method == http.MethodTrace {
+		// A backend answers TRACE with the request it got: the headers
+		// the gateway set (the tenant, the client's address as the
+		// gateway saw it) and any credential a browser added (cross-site
+		// tracing), echoed to the client. Refused before the tenant is
+		// read, as nginx refuses it; Max-Forwards, which would have the
+		// gateway answer it itself (RFC 9110 7.6.2), is then moot.
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "TRACE is not proxied", 0)
+		return
+	}
 	if r.Method == http.MethodConnect {
 		// A tunnel is a forward proxy's to open, not a backend's: proxied,
 		// CONNECT reached the backend as a request for "/", and its 2xx
