@@ -631,3 +631,33 @@ func TestTraceRefused(t *testing.T) {
 		t.Errorf("rejected_total{reason=method} = %v, want 3", n)
 	}
 }
+
+// OPTIONS with Max-Forwards 0 is the gateway's to answer (RFC 9110 section
+// 7.6.2): 200 with no body, never proxied. With more, the backend gets it
+// less the gateway's hop; a value that is no number is proxied as sent.
+func TestOptionsMaxForwards(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, fmt.Sprintf("%q", r.Header.Values("Max-Forwards")))
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal)
+	c := client(t)
+	for _, mf := range []string{"0", " 0", "3", "x", ""} {
+		hdr := []string{"Max-Forwards", mf}
+		if mf == "" {
+			hdr = nil
+		}
+		resp, body := do(t, c, http.MethodOptions, gw.url+"/x", "acme", nil, hdr...)
+		if resp.StatusCode != 200 || body != "" {
+			t.Errorf("Max-Forwards %q: %d %q, want 200 and no body", mf, resp.StatusCode, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := `[["2"] ["x"] []]`; fmt.Sprint(got) != want {
+		t.Errorf("the backend got Max-Forwards %v, want %s", got, want)
+	}
+}

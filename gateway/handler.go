@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +107,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// gateway answer it itself (RFC 9110 7.6.2), is then moot.
 		g.m.rejected.WithLabelValues("method").Inc()
 		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "TRACE is not proxied", 0)
+		return
+	}
+	if r.Method == http.MethodOptions && !forwardable(r.Header) {
+		// Max-Forwards: 0 asks the first recipient to answer (RFC 9110
+		// 7.6.2): a backend must not see it. Answered as "OPTIONS *".
+		w.Header().Set("Content-Length", "0")
 		return
 	}
 	if r.Method == http.MethodConnect {
@@ -262,6 +269,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that the client sees the answer is incomplete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// forwardable reports whether an OPTIONS request with header h may be
+// forwarded, and counts the gateway's hop in its Max-Forwards when it may:
+// RFC 9110 7.6.2 has a recipient answer one with Max-Forwards 0 itself,
+// and decrement it in one it forwards. A value that is not a number is
+// left as it is.
+func forwardable(h http.Header) bool {
+	mf := h["Max-Forwards"]
+	if len(mf) == 0 {
+		return true
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(mf[0]), 10, 31)
+	switch {
+	case err != nil:
+		return true
+	case n == 0:
+		return false
+	}
+	h["Max-Forwards"] = []string{strconv.FormatUint(n-1, 10)}
+	return true
 }
 
 // dropAliases deletes from h the headers that spell the tenant header, or
