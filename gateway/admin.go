@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -137,8 +138,8 @@ func (h *health) backendUp() bool {
 // /readyz (503 while draining, while no backend is reachable, or while
 // every backend's breaker is open; each open breaker is listed in the body,
 // one a line) and POST /reload (ReloadFile: 200, or 400 with every problem
-// of the file, one a line, the old config kept). Serve runs it on the admin
-// address, off the proxy port.
+// of the file, one a line, the old config kept; 409 without WithConfigFile).
+// Serve runs it on the admin address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: errLogger(g)}))
@@ -148,7 +149,14 @@ func (g *Gateway) AdminHandler() http.Handler {
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := g.ReloadFile(); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
+			// Without a file the gateway, not the request, is at fault,
+			// and asking again will not help until it is restarted with
+			// one: 409, not the 400 of a file with errors.
+			code := http.StatusBadRequest
+			if errors.Is(err, ErrNoConfigFile) {
+				code = http.StatusConflict
+			}
+			w.WriteHeader(code)
 			fmt.Fprintf(w, "%v\n", err)
 			return
 		}

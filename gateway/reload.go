@@ -27,11 +27,15 @@ func WithConfigFile(path string) Option { return func(g *Gateway) { g.reload.pat
 var ErrNoConfigFile = errors.New("gateway: no config file to reload (WithConfigFile)")
 
 // ReloadFile reads WithConfigFile's file again and applies it with Reload.
+// Without WithConfigFile it returns ErrNoConfigFile, counted as a refused
+// reload: whoever asked for one is told, by the metric too, that the
+// config in force was not reloaded.
 func (g *Gateway) ReloadFile() error {
 	g.reload.mu.Lock()
 	path := g.reload.path
 	g.reload.mu.Unlock()
 	if path == "" {
+		g.m.reloads.WithLabelValues("error").Inc()
 		return ErrNoConfigFile
 	}
 	cfg, err := config.Load(path)

@@ -281,3 +281,17 @@ func TestReloadConfiguredTenantKeepsLimitsWhenItsLastRequestLeaves(t *testing.T)
 		t.Errorf("the tenant the reload configured runs under %d, want 7", got)
 	}
 }
+
+// POST /reload on a gateway given no config file (WithConfigFile) is the
+// gateway's condition, not a fault of the request: 409, naming it, and
+// counted as a refused reload, as a reload that changed nothing.
+func TestReloadWithoutConfigFile(t *testing.T) {
+	gw := start(t, tenantEcho(t), minimal)
+	resp, body := do(t, client(t), http.MethodPost, gw.admin+"/reload", "", nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "no config file") {
+		t.Errorf("POST /reload: %d %q, want 409 naming the missing file", resp.StatusCode, body)
+	}
+	if got := metric(t, gw.gw.Metrics(), "config_reloads_total", "result", "error"); got != 1 {
+		t.Errorf("config_reloads_total{result=error} = %v, want 1", got)
+	}
+}
