@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +150,53 @@ func TestServeClosesAdminConnections(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(bound))
 	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("the admin connection is still open after Serve returned (read: %v)", err)
+	}
+}
+
+// Every 503 draining closes its connection, as the one for a request
+// arriving during the drain does: here a request running and one waiting
+// in its group when a gateway served by a server of its own (not Serve,
+// whose shutdown closes connections anyway) is closed. Kept open, the
+// client would send its next request to a gateway that takes none.
+func TestDrainingAnswersCloseConnection(t *testing.T) {
+	g := newGate()
+	gw := build(t, backend(t, g.ServeHTTP).URL, minimal+"limits: {max_concurrency_per_group: 1}\n")
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	answers := make(chan *http.Response, 2)
+	send := func() {
+		c := dialRaw(t, srv.URL)
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Errorf("no answer: %v", err)
+				answers <- nil
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(body), `"error":"draining"`) {
+				t.Errorf("%d %q, want draining", resp.StatusCode, body) // refusal's t.Fatal is the test goroutine's
+			}
+			answers <- resp
+		}()
+	}
+	send()
+	g.await(t, 1) // running
+	send()
+	eventually(t, "the second request to wait", func() bool {
+		s, _ := gw.Executor().GroupStats("a")
+		return s.Waiting == 1
+	})
+	gw.Close()
+	for range 2 {
+		resp := <-answers
+		if resp == nil {
+			continue
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+			t.Errorf("%d, close %v; want 503 draining closing the connection", resp.StatusCode, resp.Close)
+		}
 	}
 }

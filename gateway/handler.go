@@ -78,8 +78,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		exchanges.Put(x)
 	}()
 	if !g.inflight.enter() {
-		w.Header().Set("Connection", "close")
-		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+		g.refuseDraining(w, x)
 		return
 	}
 	defer g.inflight.leave()
@@ -495,7 +494,7 @@ func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx cont
 			g.tenantOpens.retryAfter(x.group, err, g.clk.Now()))
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
 		errors.Is(context.Cause(ctx), ErrAborted):
-		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+		g.refuseDraining(w, x)
 	case errors.As(err, &re) && re.Limit == executor.LimitQueueTimeout:
 		g.m.queueDropped.Inc()
 		g.m.busy.WithLabelValues(endpointProxy).Inc()
@@ -511,6 +510,17 @@ func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx cont
 		g.m.canceled.WithLabelValues("queued").Inc()
 		x.code = statusClientClosed
 	}
+}
+
+// refuseDraining answers 503 draining and closes the connection, whichever
+// step of the drain refused the request: a client keeping it would send
+// its next request to a gateway that takes none. A server shutting down
+// closes its connections after their answers itself, but not one the
+// gateway is served by without Serve, and not between the drain's start
+// and the server's shutdown.
+func (g *Gateway) refuseDraining(w http.ResponseWriter, x *exchange) {
+	w.Header().Set("Connection", "close")
+	g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
 }
 
 // statusClientClosed is recorded (never sent) for a request whose client
@@ -533,7 +543,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
 	case errors.Is(context.Cause(ctx), ErrAborted):
 		x.verdict = context.Canceled // says nothing of the backend
-		g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
+		g.refuseDraining(w, x)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		x.verdict = err
 		g.m.ioTimeouts.WithLabelValues("upstream").Inc()
