@@ -303,17 +303,19 @@ func forwardable(h http.Header) bool {
 // A tenant header configured with an underscore ("X_Tenant") has aliases
 // without one: the client's "X-Tenant" is the same variable.
 //
-// With paths set (tenant.from: path), it also deletes the headers that
-// some backends take for the request's path (pathOverrides), in any
-// spelling: the gateway admitted the request under the tenant of the path
-// it read, and the backend must not serve another.
+// It deletes too, in any spelling, the other headers that tell a backend
+// who the client is or how it connected (forwardingHeaders), which are the
+// gateway's to tell; and with paths set (tenant.from: path), the headers
+// that some backends take for the request's path (pathOverrides): the
+// gateway admitted the request under the tenant of the path it read, and
+// the backend must not serve another.
 func dropAliases(h http.Header, tenantHeader string, paths bool) {
 	underscored := strings.IndexByte(tenantHeader, '_') >= 0
 	for k := range h {
 		if k == tenantHeader {
 			continue
 		}
-		if paths && pathOverride(k) {
+		if oneOf(k, forwardingHeaders[:]) || paths && oneOf(k, pathOverrides[:]) {
 			delete(h, k)
 			continue
 		}
@@ -345,10 +347,27 @@ var pathOverrides = [...]string{
 	"X-Forwarded-Prefix", "X-Forwarded-Path", "X-Forwarded-Uri",
 }
 
-// pathOverride reports whether header name k is one of pathOverrides, in
-// any case, an underscore matching a hyphen.
-func pathOverride(k string) bool {
-	for _, name := range pathOverrides {
+// forwardingHeaders are the headers, besides the X-Forwarded ones and
+// X-Real-IP that the proxy sets, that backends read for the client's
+// scheme, port or address, as a front proxy would have set them:
+// X-Forwarded-Ssl, -Scheme, -Protocol and -Port and Front-End-Https (Rack,
+// gunicorn's secure_scheme_headers, Symfony, IIS), and Client-IP (Rails'
+// remote_ip), X-Client-IP, True-Client-IP, X-Cluster-Client-IP,
+// CF-Connecting-IP, Fastly-Client-IP, X-Forwarded and Forwarded-For (the
+// headers common client-address libraries try before X-Forwarded-For).
+// From the client, each would contradict what the gateway tells in
+// X-Forwarded-Proto and X-Forwarded-For: the request's scheme, and the
+// connection's peer.
+var forwardingHeaders = [...]string{
+	"X-Forwarded-Ssl", "X-Forwarded-Scheme", "X-Forwarded-Protocol", "X-Forwarded-Port", "Front-End-Https",
+	"Client-Ip", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip",
+	"X-Forwarded", "Forwarded-For",
+}
+
+// oneOf reports whether header name k is one of names, in any case, an
+// underscore matching a hyphen.
+func oneOf(k string, names []string) bool {
+	for _, name := range names {
 		if sameVariable(k, name) {
 			return true
 		}

@@ -300,6 +300,40 @@ func TestPathOverrideHeadersDropped(t *testing.T) {
 	}
 }
 
+// The headers a backend may read for the client's scheme, port or address
+// instead of X-Forwarded-Proto and X-Forwarded-For (X-Forwarded-Ssl,
+// True-Client-IP, Client-IP, ...), in any spelling, are not proxied: the
+// gateway tells those, whatever the client claims, from a trusted proxy or
+// not.
+func TestForwardingHeadersDropped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			switch k {
+			case "Accept-Encoding", "User-Agent", "X-Tenant", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip":
+				continue
+			}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "%s %s %s", r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-For"), strings.Join(names, ","))
+	})
+	hdr := []string{
+		"X-Forwarded-Ssl", "on", "X-Forwarded-Scheme", "https", "X-Forwarded-Protocol", "ssl", "X-Forwarded-Port", "443",
+		"Front-End-Https", "on", "X_Forwarded_Ssl", "on", "Client-IP", "10.9.9.9", "X-Client-IP", "10.9.9.9",
+		"True-Client-IP", "10.9.9.9", "X-Cluster-Client-IP", "10.9.9.9", "CF-Connecting-IP", "10.9.9.9",
+		"Fastly-Client-IP", "10.9.9.9", "X-Forwarded", "for=10.9.9.9", "Forwarded-For", "10.9.9.9",
+		"True_Client_IP", "10.9.9.9", "X-Other", "kept",
+	}
+	for _, trust := range []string{"[10.0.0.0/8]", "[127.0.0.0/8]"} {
+		gw := start(t, be.URL, minimal+"tenant: {trusted_proxies: "+trust+"}\n")
+		const want = "http 127.0.0.1 X-Other"
+		if resp, body := do(t, client(t), http.MethodGet, gw.url, "acme", nil, hdr...); resp.StatusCode != 200 || body != want {
+			t.Errorf("trusted_proxies %s: %d, the backend got %q; want %q", trust, resp.StatusCode, body, want)
+		}
+	}
+}
+
 // A tenant header configured with an underscore is the same CGI variable
 // as its spellings with hyphens: the client's X-Tenant, beside the
 // X_tenant the gateway sets, is not proxied.
