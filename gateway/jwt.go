@@ -20,14 +20,27 @@ import (
 // maxTokenLen bounds the bearer tokens the gateway will look at.
 const maxTokenLen = 8 << 10
 
-// bearerToken returns the token of r's "Authorization: Bearer" header.
-func bearerToken(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+// bearerToken returns the token of r's "Authorization: Bearer" header, or
+// ok false when r has none. The header is read as a backend reading it
+// most leniently would, so that the token the gateway verifies is the one
+// the backend acts on: a tab after the scheme is a space (a backend
+// splitting on any whitespace took "Bearer\t<token>" for the token, which
+// the gateway served as the default tenant); and two Authorization headers
+// are refused, since the gateway would verify one and a backend might read
+// the other, which no one verified.
+func bearerToken(r *http.Request) (tok string, ok bool, err error) {
+	vs := r.Header["Authorization"]
+	switch {
+	case len(vs) == 0:
+		return "", false, nil
+	case len(vs) > 1:
+		return "", false, tokenError("more than one Authorization header")
 	}
-	return strings.TrimSpace(tok), true
+	i := strings.IndexAny(vs[0], " \t")
+	if i < 0 || !strings.EqualFold(vs[0][:i], "Bearer") {
+		return "", false, nil
+	}
+	return strings.Trim(vs[0][i:], " \t"), true, nil
 }
 
 // tokenError says why a bearer token was refused; it matches

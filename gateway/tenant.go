@@ -26,7 +26,8 @@ const OverflowGroup = "_overflow"
 // a path that a lenient backend would read with a dot-segment or as naming
 // another tenant: see lenientPath),
 // or one matching ErrUnauthenticated when its bearer token or client
-// certificate is refused or names no tenant (an empty claim or common name).
+// certificate is refused or names no tenant (an empty claim or common name),
+// or r has more than one Authorization header.
 // The gateway also refuses a path key that is a configured tenant's only in
 // another case, which t alone cannot tell (see state.caseTwin).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {
@@ -49,11 +50,10 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			return "", certError("it has no common name")
 		}
 	case config.FromBearer:
-		tok, ok := bearerToken(r)
-		if !ok {
-			return "", nil
+		tok, ok, err := bearerToken(r)
+		if err != nil || !ok {
+			return "", err
 		}
-		var err error
 		if key, err = verifyToken(&t.Bearer, tok, now); err != nil {
 			return "", err
 		}

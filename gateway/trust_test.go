@@ -219,6 +219,55 @@ func TestBearerTenant(t *testing.T) {
 	}
 }
 
+// With tenant.from: bearer, the token the gateway verifies is the one a
+// backend reads: "Bearer", a tab, then the token is that token's tenant
+// (not the default tenant, while a backend splitting on whitespace acts
+// on the token), and two Authorization headers, of which a backend may
+// read the one the gateway did not verify, are refused 401.
+func TestBearerTokenReadAsBackendsRead(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	file := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(file, secret, 0o600)
+	now := time.Unix(1_700_000_000, 0)
+	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
+		gateway.WithClock(clock.NewFake(now)))
+	sign := func(key []byte, tenant string) string {
+		p, _ := json.Marshal(map[string]any{"tenant": tenant, "exp": now.Add(time.Minute).Unix()})
+		s := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(s))
+		return s + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	acme, forged := sign(secret, "acme"), sign([]byte(strings.Repeat("x", 32)), "victim")
+	c := client(t)
+	for _, tc := range []struct {
+		name  string
+		auth  []string
+		code  int
+		reads string // the tenant the backend is told
+	}{
+		{"tab", []string{"Bearer\t" + acme}, 200, "acme"},
+		{"tab and spaces", []string{"bearer \t " + acme}, 200, "acme"},
+		{"valid then forged", []string{"Bearer " + acme, "Bearer " + forged}, 401, ""},
+		{"valid twice", []string{"Bearer " + acme, "Bearer " + acme}, 401, ""},
+		{"basic then valid", []string{"Basic YTpi", "Bearer " + acme}, 401, ""},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+		for _, a := range tc.auth {
+			req.Header.Add("Authorization", a)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || tc.code == 200 && string(body) != tc.reads {
+			t.Errorf("%s: %d, the backend was told %q; want %d %s", tc.name, resp.StatusCode, body, tc.code, tc.reads)
+		}
+	}
+}
+
 // A client cannot keep the backend from being told its tenant by naming
 // the tenant header in Connection, which makes it a hop-by-hop header the
 // proxy would drop from the proxied request.
