@@ -181,7 +181,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hv := r.Header[cfg.Tenant.Header]; len(hv) != 1 || hv[0] != tenant {
 		r.Header.Set(cfg.Tenant.Header, tenant)
 	}
-	dropAliases(r.Header, cfg.Tenant.Header, cfg.Tenant.From == config.FromPath)
+	dropAliases(r.Header, &cfg.Tenant)
 	if cs := r.Header["Connection"]; len(cs) > 0 {
 		// The proxy drops from the proxied request every header the
 		// client's Connection names: naming the tenant header there
@@ -305,17 +305,21 @@ func forwardable(h http.Header) bool {
 //
 // It deletes too, in any spelling, the other headers that tell a backend
 // who the client is or how it connected (forwardingHeaders), which are the
-// gateway's to tell; and with paths set (tenant.from: path), the headers
-// that some backends take for the request's path (pathOverrides): the
-// gateway admitted the request under the tenant of the path it read, and
-// the backend must not serve another.
-func dropAliases(h http.Header, tenantHeader string, paths bool) {
+// gateway's to tell; with tenant.from path, the headers that some backends
+// take for the request's path (pathOverrides); and with tenant.from
+// client_cert, those that some backends take for the client's certificate
+// (certHeaders): the gateway admitted the request under the tenant of the
+// path it read, or the certificate it verified, and the backend must not
+// serve another.
+func dropAliases(h http.Header, t *config.Tenant) {
+	tenantHeader := t.Header
+	paths, certs := t.From == config.FromPath, t.From == config.FromClientCert
 	underscored := strings.IndexByte(tenantHeader, '_') >= 0
 	for k := range h {
 		if k == tenantHeader {
 			continue
 		}
-		if oneOf(k, forwardingHeaders[:]) || paths && oneOf(k, pathOverrides[:]) {
+		if oneOf(k, forwardingHeaders[:]) || paths && oneOf(k, pathOverrides[:]) || certs && oneOf(k, certHeaders[:]) {
 			delete(h, k)
 			continue
 		}
@@ -362,6 +366,21 @@ var forwardingHeaders = [...]string{
 	"X-Forwarded-Ssl", "X-Forwarded-Scheme", "X-Forwarded-Protocol", "X-Forwarded-Port", "Front-End-Https",
 	"Client-Ip", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip",
 	"X-Forwarded", "Forwarded-For",
+}
+
+// certHeaders are the headers a backend or its framework may read for the
+// client's certificate, as a front proxy that verified it would have set
+// them: X-Forwarded-Client-Cert (Envoy, Istio), X-Forwarded-Tls-Client-Cert
+// and -Info (Traefik), X-SSL-Client-Cert, -DN, -S-DN and -Verify (nginx
+// setups), SSL-Client-Cert and -Verify (Tomcat's SSLValve reads
+// ssl_client_cert), X-Client-Cert (Google's load balancers),
+// X-ARR-ClientCert (Azure, ASP.NET Core's certificate forwarding) and
+// X-Amzn-Mtls-Clientcert (AWS load balancers). From the client, each
+// would name a certificate the gateway never verified.
+var certHeaders = [...]string{
+	"X-Forwarded-Client-Cert", "X-Forwarded-Tls-Client-Cert", "X-Forwarded-Tls-Client-Cert-Info",
+	"X-Ssl-Client-Cert", "X-Ssl-Client-Dn", "X-Ssl-Client-S-Dn", "X-Ssl-Client-Verify",
+	"Ssl-Client-Cert", "Ssl-Client-Verify", "X-Client-Cert", "X-Arr-Clientcert", "X-Amzn-Mtls-Clientcert",
 }
 
 // oneOf reports whether header name k is one of names, in any case, an

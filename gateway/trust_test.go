@@ -157,6 +157,42 @@ func TestClientCertTenant(t *testing.T) {
 	}
 }
 
+// With tenant.from: client_cert, the headers a backend may read for the
+// client's certificate (X-Forwarded-Client-Cert, X-SSL-Client-Cert, ...
+// in any spelling) are not proxied: the client's would name a certificate
+// the gateway never verified, another tenant's.
+func TestClientCertHeadersDropped(t *testing.T) {
+	p := newPKI(t)
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			switch k {
+			case "Accept-Encoding", "User-Agent", "X-Tenant", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip":
+				continue
+			}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		io.WriteString(w, r.Header.Get("X-Tenant")+" "+strings.Join(names, ","))
+	})
+	gw := start(t, be.URL, minimal+fmt.Sprintf("tls: {cert_file: %s, key_file: %s, client_ca_file: %s}\ntenant: {from: client_cert}\n",
+		p.certFile, p.keyFile, p.caFile))
+	roots := x509.NewCertPool()
+	roots.AddCert(p.ca)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{p.issue(t, "acme", x509.ExtKeyUsageClientAuth)}},
+		DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	const victim = "Subject=\"CN=victim\""
+	resp, body := do(t, &http.Client{Transport: tr, Timeout: bound}, http.MethodGet, strings.Replace(gw.url, "http://", "https://", 1), "", nil,
+		"X-Forwarded-Client-Cert", victim, "X-Forwarded-Tls-Client-Cert", victim, "X-Forwarded-Tls-Client-Cert-Info", victim,
+		"X-SSL-Client-Cert", victim, "X-SSL-Client-DN", "CN=victim", "X-SSL-Client-S-DN", "CN=victim", "X-SSL-Client-Verify", "SUCCESS",
+		"SSL-Client-Cert", victim, "ssl_client_cert", victim, "SSL-Client-Verify", "SUCCESS", "X-Client-Cert", victim,
+		"X-ARR-ClientCert", victim, "X-Amzn-Mtls-Clientcert", victim, "X-Other", "kept")
+	if want := "acme X-Other"; resp.StatusCode != 200 || body != want {
+		t.Errorf("%d, the backend got %q; want %q", resp.StatusCode, body, want)
+	}
+}
+
 // With tenant.from: bearer, the tenant is a claim of a verified token: a
 // forged, expired or algorithm-swapped token is refused with 401, as is a
 // valid one whose claim is missing or empty; no token is the default tenant.
