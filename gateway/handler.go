@@ -306,20 +306,30 @@ func forwardable(h http.Header) bool {
 // It deletes too, in any spelling, the other headers that tell a backend
 // who the client is or how it connected (forwardingHeaders), which are the
 // gateway's to tell; with tenant.from path, the headers that some backends
-// take for the request's path (pathOverrides); and with tenant.from
+// take for the request's path (pathOverrides); with tenant.from
 // client_cert, those that some backends take for the client's certificate
-// (certHeaders): the gateway admitted the request under the tenant of the
-// path it read, or the certificate it verified, and the backend must not
-// serve another.
+// (certHeaders); and with tenant.from bearer, those that some backends take
+// for the user an authenticating proxy vouches for (userHeaders): the
+// gateway admitted the request under the tenant of the path it read, the
+// certificate or the token it verified, and the backend must not serve
+// another.
 func dropAliases(h http.Header, t *config.Tenant) {
 	tenantHeader := t.Header
-	paths, certs := t.From == config.FromPath, t.From == config.FromClientCert
+	var only []string // the headers dropped for this tenant source
+	switch t.From {
+	case config.FromPath:
+		only = pathOverrides[:]
+	case config.FromClientCert:
+		only = certHeaders[:]
+	case config.FromBearer:
+		only = userHeaders[:]
+	}
 	underscored := strings.IndexByte(tenantHeader, '_') >= 0
 	for k := range h {
 		if k == tenantHeader {
 			continue
 		}
-		if oneOf(k, forwardingHeaders[:]) || paths && oneOf(k, pathOverrides[:]) || certs && oneOf(k, certHeaders[:]) {
+		if oneOf(k, forwardingHeaders[:]) || oneOf(k, only) {
 			delete(h, k)
 			continue
 		}
@@ -381,6 +391,27 @@ var certHeaders = [...]string{
 	"X-Forwarded-Client-Cert", "X-Forwarded-Tls-Client-Cert", "X-Forwarded-Tls-Client-Cert-Info",
 	"X-Ssl-Client-Cert", "X-Ssl-Client-Dn", "X-Ssl-Client-S-Dn", "X-Ssl-Client-Verify",
 	"Ssl-Client-Cert", "Ssl-Client-Verify", "X-Client-Cert", "X-Arr-Clientcert", "X-Amzn-Mtls-Clientcert",
+}
+
+// userHeaders are the headers a backend or its framework may read for the
+// authenticated user, as an authenticating proxy in front of it would have
+// set them: X-Forwarded-User, -Email, -Preferred-Username, -Groups and
+// -Access-Token and X-Auth-Request-* alike (oauth2-proxy), Remote-User and
+// X-Remote-User (Apache-style setups), X-Webauth-User (Grafana's auth
+// proxy), X-Userinfo (Kong's OpenID Connect plugin), X-Amzn-Oidc-Data,
+// -Identity and -Accesstoken (AWS load balancers),
+// X-Goog-Authenticated-User-Email and -Id and X-Goog-Iap-Jwt-Assertion
+// (Google's IAP) and X-Ms-Client-Principal, -Name and -Id (Azure App
+// Service). From the
+// client, each would name a user the gateway never verified, of another
+// tenant than the token's.
+var userHeaders = [...]string{
+	"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
+	"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Groups", "X-Auth-Request-Access-Token",
+	"Remote-User", "X-Remote-User", "X-Webauth-User", "X-Userinfo",
+	"X-Amzn-Oidc-Data", "X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Accesstoken",
+	"X-Goog-Authenticated-User-Email", "X-Goog-Authenticated-User-Id", "X-Goog-Iap-Jwt-Assertion",
+	"X-Ms-Client-Principal", "X-Ms-Client-Principal-Name", "X-Ms-Client-Principal-Id",
 }
 
 // oneOf reports whether header name k is one of names, in any case, an

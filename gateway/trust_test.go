@@ -304,6 +304,50 @@ func TestBearerTokenReadAsBackendsRead(t *testing.T) {
 	}
 }
 
+// With tenant.from: bearer, the headers a backend may read for the user an
+// authenticating proxy vouches for (X-Forwarded-User, X-Auth-Request-Email,
+// Remote-User, ... in any spelling) are not proxied: the client's would
+// name a user the gateway never verified, of another tenant than the
+// token's.
+func TestUserHeadersDropped(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	file := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(file, secret, 0o600)
+	now := time.Unix(1_700_000_000, 0)
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			switch k {
+			case "Accept-Encoding", "Authorization", "User-Agent", "X-Tenant", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip":
+				continue
+			}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		io.WriteString(w, r.Header.Get("X-Tenant")+" "+strings.Join(names, ","))
+	})
+	gw := start(t, be.URL, minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
+		gateway.WithClock(clock.NewFake(now)))
+	p, _ := json.Marshal(map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
+	tok := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(tok))
+	tok += "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	hdr := []string{"Authorization", "Bearer " + tok, "X-Other", "kept", "X_Forwarded_User", "victim", "remote_user", "victim"}
+	for _, h := range []string{
+		"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
+		"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Groups",
+		"X-Auth-Request-Access-Token", "Remote-User", "X-Remote-User", "X-WEBAUTH-USER", "X-Userinfo", "X-Amzn-Oidc-Data",
+		"X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Accesstoken", "X-Goog-Authenticated-User-Email", "X-Goog-Authenticated-User-Id",
+		"X-Goog-IAP-JWT-Assertion", "X-MS-CLIENT-PRINCIPAL", "X-MS-CLIENT-PRINCIPAL-NAME", "X-MS-CLIENT-PRINCIPAL-ID",
+	} {
+		hdr = append(hdr, h, "victim")
+	}
+	if resp, body := do(t, client(t), http.MethodGet, gw.url, "", nil, hdr...); resp.StatusCode != 200 || body != "acme X-Other" {
+		t.Errorf("%d, the backend got %q; want %q", resp.StatusCode, body, "acme X-Other")
+	}
+}
+
 // A client cannot keep the backend from being told its tenant by naming
 // the tenant header in Connection, which makes it a hop-by-hop header the
 // proxy would drop from the proxied request.
