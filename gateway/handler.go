@@ -402,9 +402,8 @@ var certHeaders = [...]string{
 // -Identity and -Accesstoken (AWS load balancers),
 // X-Goog-Authenticated-User-Email and -Id and X-Goog-Iap-Jwt-Assertion
 // (Google's IAP) and X-Ms-Client-Principal, -Name and -Id (Azure App
-// Service). From the
-// client, each would name a user the gateway never verified, of another
-// tenant than the token's.
+// Service). From the client, each would name a user the gateway never
+// verified, of another tenant than the token's.
 var userHeaders = [...]string{
 	"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
 	"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Groups", "X-Auth-Request-Access-Token",
