@@ -608,27 +608,30 @@ func TestConnectRefused(t *testing.T) {
 	}
 }
 
-// TRACE is refused 501 and never reaches a backend, which would echo the
-// request it got: the headers the gateway set included. With Max-Forwards
-// 0 too, which would have the gateway answer it itself.
+// TRACE, and TRACK, IIS's name for it, are refused 501 and never reach a
+// backend, which would echo the request it got: the headers the gateway
+// set included. With Max-Forwards 0 too, which would have the gateway
+// answer TRACE itself.
 func TestTraceRefused(t *testing.T) {
 	var reached atomic.Int64
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) { reached.Add(1) })
 	gw := start(t, be.URL, minimal)
 	c := client(t)
-	for _, mf := range []string{"", "0", "5"} {
-		resp, body := do(t, c, http.MethodTrace, gw.url+"/x", "acme", nil, "Max-Forwards", mf)
-		if resp.StatusCode != http.StatusNotImplemented {
-			t.Errorf("Max-Forwards %q: %d %q, want 501 method_not_supported", mf, resp.StatusCode, body)
-		} else if code, _, _ := refusal(t, body); code != "method_not_supported" {
-			t.Errorf("Max-Forwards %q: 501 %q, want method_not_supported", mf, body)
+	for _, method := range []string{http.MethodTrace, "TRACK"} {
+		for _, mf := range []string{"", "0", "5"} {
+			resp, body := do(t, c, method, gw.url+"/x", "acme", nil, "Max-Forwards", mf)
+			if resp.StatusCode != http.StatusNotImplemented {
+				t.Errorf("%s, Max-Forwards %q: %d %q, want 501 method_not_supported", method, mf, resp.StatusCode, body)
+			} else if code, _, _ := refusal(t, body); code != "method_not_supported" {
+				t.Errorf("%s, Max-Forwards %q: 501 %q, want method_not_supported", method, mf, body)
+			}
 		}
 	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("%d requests reached the backend", n)
 	}
-	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != 3 {
-		t.Errorf("rejected_total{reason=method} = %v, want 3", n)
+	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != 6 {
+		t.Errorf("rejected_total{reason=method} = %v, want 6", n)
 	}
 }
 

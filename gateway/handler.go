@@ -97,15 +97,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "0")
 		return
 	}
-	if r.Method == http.MethodTrace {
+	if r.Method == http.MethodTrace || r.Method == "TRACK" {
 		// A backend answers TRACE with the request it got: the headers
 		// the gateway set (the tenant, the client's address as the
 		// gateway saw it) and any credential a browser added (cross-site
-		// tracing), echoed to the client. Refused before the tenant is
-		// read, as nginx refuses it; Max-Forwards, which would have the
-		// gateway answer it itself (RFC 9110 7.6.2), is then moot.
+		// tracing), echoed to the client. IIS answers TRACK, its own
+		// name for it, alike. Refused before the tenant is read, as
+		// nginx refuses them; Max-Forwards, which would have the gateway
+		// answer TRACE itself (RFC 9110 7.6.2), is then moot.
 		g.m.rejected.WithLabelValues("method").Inc()
-		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "TRACE is not proxied", 0)
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", r.Method+" is not proxied", 0)
 		return
 	}
 	if r.Method == http.MethodOptions && !forwardable(r.Header) {
