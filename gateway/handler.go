@@ -305,8 +305,8 @@ func forwardable(h http.Header) bool {
 // without one: the client's "X-Tenant" is the same variable.
 //
 // It deletes too, in any spelling, the other headers that tell a backend
-// who the client is or how it connected (forwardingHeaders), which are the
-// gateway's to tell; with tenant.from path, the headers that some backends
+// who the client is or how it connected (forwardingHeaders), and the host
+// it asked for (hostHeaders), which are the gateway's to tell; with tenant.from path, the headers that some backends
 // take for the request's path (pathOverrides); with tenant.from
 // client_cert, those that some backends take for the client's certificate
 // (certHeaders); and with tenant.from bearer, those that some backends take
@@ -330,7 +330,7 @@ func dropAliases(h http.Header, t *config.Tenant) {
 		if k == tenantHeader {
 			continue
 		}
-		if oneOf(k, forwardingHeaders[:]) || oneOf(k, only) {
+		if oneOf(k, forwardingHeaders[:]) || oneOf(k, hostHeaders[:]) || oneOf(k, only) {
 			delete(h, k)
 			continue
 		}
@@ -377,6 +377,20 @@ var forwardingHeaders = [...]string{
 	"X-Forwarded-Ssl", "X-Forwarded-Scheme", "X-Forwarded-Protocol", "X-Forwarded-Port", "Front-End-Https",
 	"Client-Ip", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip",
 	"X-Forwarded", "Forwarded-For",
+}
+
+// hostHeaders are the headers a backend or its framework may route virtual
+// hosts by instead of Host, or of the X-Forwarded-Host the proxy sets, as
+// a front proxy would have set them: X-Forwarded-Server (Apache's
+// mod_proxy), X-Original-Host (IIS ARR, Azure's gateways), X-Host and
+// X-HTTP-Host-Override (some frameworks and routers). From the client,
+// each would have the backend serve another host than the one the
+// request named: with tenant.from host, another tenant's, under the
+// limits of the tenant the gateway admitted the request as. The gateway
+// tells the request's Host in X-Forwarded-Host whatever the tenant
+// source, so they are dropped in every mode.
+var hostHeaders = [...]string{
+	"X-Forwarded-Server", "X-Original-Host", "X-Host", "X-Http-Host-Override",
 }
 
 // certHeaders are the headers a backend or its framework may read for the

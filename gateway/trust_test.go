@@ -463,6 +463,44 @@ func TestForwardingHeadersDropped(t *testing.T) {
 	}
 }
 
+// The headers a backend may route virtual hosts by instead of Host or
+// X-Forwarded-Host (X-Forwarded-Server, X-Original-Host, X-Host, ... in
+// any spelling) are not proxied, whatever the tenant source: with
+// tenant.from host the backend would serve another tenant's host under
+// the limits of the tenant the gateway admitted the request as, and in
+// every mode they would contradict the X-Forwarded-Host the gateway sets.
+func TestHostHeadersDropped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		for k := range r.Header {
+			switch k {
+			case "X-Tenant", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip":
+				continue
+			}
+			if strings.HasPrefix(strings.ToLower(k), "x") {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "%s %q %s", r.Header.Get("X-Tenant"), r.Header.Values("X-Forwarded-Host"), strings.Join(names, ","))
+	})
+	hdr := []string{
+		"X-Forwarded-Server", "victim.example", "X-Original-Host", "victim.example", "X-Host", "victim.example",
+		"X-HTTP-Host-Override", "victim.example", "X_Original_Host", "victim.example", "x-forwarded-host", "victim.example",
+		"X-Other", "kept",
+	}
+	for _, tc := range []struct{ tenant, want string }{
+		{"{from: host}", `127.0.0.1 ["127.0.0.1:%s"] X-Other`},
+		{"{}", `acme ["127.0.0.1:%s"] X-Other`},
+	} {
+		gw := start(t, be.URL, minimal+"tenant: "+tc.tenant+"\n")
+		want := fmt.Sprintf(tc.want, gw.url[strings.LastIndexByte(gw.url, ':')+1:])
+		if resp, body := do(t, client(t), http.MethodGet, gw.url, "acme", nil, hdr...); resp.StatusCode != 200 || body != want {
+			t.Errorf("tenant %s: %d, the backend got %q; want %q", tc.tenant, resp.StatusCode, body, want)
+		}
+	}
+}
+
 // A tenant header configured with an underscore is the same CGI variable
 // as its spellings with hyphens: the client's X-Tenant, beside the
 // X_tenant the gateway sets, is not proxied.
