@@ -29,9 +29,15 @@
 //     (or the tenant's, with breaker.per: tenant) or the gateway is
 //     draining; a backend whose breaker is open is skipped while others
 //     serve, and its open time backs off from breaker.timeout to
-//     breaker.max_timeout while its probes fail;
-//   - 401 for a refused bearer token, or a token or client certificate
-//     that names no tenant (an empty claim or common name);
+//     breaker.max_timeout while its probes fail; and, on plain HTTP, for
+//     a new connection while the client's address holds
+//     max_conns_per_client busy ones;
+//   - 401 for a refused bearer token or two Authorization headers, or a
+//     token or client certificate that names no tenant (an empty claim
+//     or common name);
+//   - 501 for CONNECT, TRACE and TRACK, which are never proxied, and 505
+//     for the HTTP/2 connection preface on an HTTP/1 connection (HTTP/2
+//     is served over TLS only);
 //   - 502 when the backend fails, 504 when it misses the request's deadline;
 //   - 413 for a body over the cap (as received, or decoded), 415 for a
 //     Content-Encoding other than gzip, x-gzip, deflate and identity, 408
@@ -59,7 +65,8 @@
 // Reload (SIGHUP in the groupexec command, POST /reload on the admin
 // address) applies a new config in place, through the executor's runtime
 // limit API; a bad file, or one changing a key that needs a restart, is
-// refused whole.
+// refused whole (400 from /reload, which answers 409 on a gateway built
+// without a config file to read).
 //
 // Serve drains on cancellation: /readyz fails first (and for drain_delay the
 // gateway still serves), the proxy listener stops accepting, in-flight
