@@ -24,7 +24,8 @@ const OverflowGroup = "_overflow"
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
 // (with tenant.from path, an empty segment followed by more path too, and
 // a path that a lenient backend would read with a dot-segment or as naming
-// another tenant: see lenientPath),
+// another tenant: see lenientPath; with tenant.from host, a port that is
+// not a number),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name),
 // or r has more than one Authorization header.
@@ -64,7 +65,16 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 		switch t.From {
 		case config.FromHost:
 			key = r.Host
-			if h, _, err := net.SplitHostPort(key); err == nil {
+			if h, port, err := net.SplitHostPort(key); err == nil {
+				if strings.Trim(port, "0123456789") != "" {
+					// Neither net/http nor SplitHostPort checks the
+					// port: "acme.example:1,victim.example" would be
+					// acme's, while the backend gets the Host whole,
+					// in X-Forwarded-Host, and one taking the last
+					// host of a list there (Rails, Werkzeug's
+					// ProxyFix) serves victim.example.
+					return "", ErrInvalidTenant
+				}
 				key = h
 			}
 			// Each spelling of one host is one key: without this a

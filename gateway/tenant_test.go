@@ -510,3 +510,52 @@ func rawRequest(t *testing.T, target string) *http.Request {
 	}
 	return r
 }
+
+// With tenant.from host, a Host whose port is not a number names no
+// tenant: the backend gets the Host whole, in X-Forwarded-Host, and one
+// that takes the last host of a list there (Rails, Werkzeug's ProxyFix)
+// would serve victim.example for "acme.example:1,victim.example", which
+// the gateway read as acme.example, under acme's limits.
+func TestHostTenantPortNotANumberRefused(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Tenant")+" "+r.Header.Get("X-Forwarded-Host"))
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal+"tenant: {from: host}\n")
+	c := client(t)
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"acme.example:1,victim.example", http.StatusBadRequest},
+		{"acme.example:victim.example", http.StatusBadRequest},
+		{"acme.example:+80", http.StatusBadRequest},
+		{"[::1]:1,victim.example", http.StatusBadRequest},
+		{"acme.example:8080", http.StatusOK},
+		{"acme.example:", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+		req.Host = tc.host
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("Host %q: %v", tc.host, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Host %q: %d %q, want %d", tc.host, resp.StatusCode, body, tc.want)
+		} else if tc.want != http.StatusOK {
+			if code, _, _ := refusal(t, string(body)); code != "invalid_tenant" {
+				t.Errorf("Host %q: %d %q, want invalid_tenant", tc.host, resp.StatusCode, body)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "[acme.example acme.example:8080 acme.example acme.example:]"; fmt.Sprint(got) != want {
+		t.Errorf("the backend got %q, want %s", got, want)
+	}
+}
