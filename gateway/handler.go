@@ -366,8 +366,9 @@ var pathOverrides = [...]string{
 // X-Real-IP that the proxy sets, that backends read for the client's
 // scheme, port or address, as a front proxy would have set them:
 // X-Forwarded-Ssl, -Scheme, -Protocol and -Port and Front-End-Https (Rack,
-// gunicorn's secure_scheme_headers, Symfony, IIS), and Client-IP (Rails'
-// remote_ip), X-Client-IP, True-Client-IP, X-Cluster-Client-IP,
+// gunicorn's secure_scheme_headers, Symfony, IIS), X-Scheme (Tornado's
+// xheaders, before X-Forwarded-Proto) and X-Forwarded-Https (Mojolicious),
+// and Client-IP (Rails' remote_ip), X-Client-IP, True-Client-IP, X-Cluster-Client-IP,
 // CF-Connecting-IP, Fastly-Client-IP, X-Forwarded and Forwarded-For (the
 // headers common client-address libraries try before X-Forwarded-For).
 // From the client, each would contradict what the gateway tells in
@@ -375,6 +376,7 @@ var pathOverrides = [...]string{
 // connection's peer.
 var forwardingHeaders = [...]string{
 	"X-Forwarded-Ssl", "X-Forwarded-Scheme", "X-Forwarded-Protocol", "X-Forwarded-Port", "Front-End-Https",
+	"X-Scheme", "X-Forwarded-Https",
 	"Client-Ip", "X-Client-Ip", "True-Client-Ip", "X-Cluster-Client-Ip", "Cf-Connecting-Ip", "Fastly-Client-Ip",
 	"X-Forwarded", "Forwarded-For",
 }

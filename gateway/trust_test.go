@@ -431,7 +431,8 @@ func TestPathOverrideHeadersDropped(t *testing.T) {
 
 // The headers a backend may read for the client's scheme, port or address
 // instead of X-Forwarded-Proto and X-Forwarded-For (X-Forwarded-Ssl,
-// True-Client-IP, Client-IP, ...), in any spelling, are not proxied: the
+// X-Scheme, True-Client-IP, Client-IP, ...), in any spelling, are not
+// proxied: the
 // gateway tells those, whatever the client claims, from a trusted proxy or
 // not.
 func TestForwardingHeadersDropped(t *testing.T) {
@@ -452,7 +453,7 @@ func TestForwardingHeadersDropped(t *testing.T) {
 		"Front-End-Https", "on", "X_Forwarded_Ssl", "on", "Client-IP", "10.9.9.9", "X-Client-IP", "10.9.9.9",
 		"True-Client-IP", "10.9.9.9", "X-Cluster-Client-IP", "10.9.9.9", "CF-Connecting-IP", "10.9.9.9",
 		"Fastly-Client-IP", "10.9.9.9", "X-Forwarded", "for=10.9.9.9", "Forwarded-For", "10.9.9.9",
-		"True_Client_IP", "10.9.9.9", "X-Other", "kept",
+		"True_Client_IP", "10.9.9.9", "X-Scheme", "https", "X-Forwarded-HTTPS", "on", "X-Other", "kept",
 	}
 	for _, trust := range []string{"[10.0.0.0/8]", "[127.0.0.0/8]"} {
 		gw := start(t, be.URL, minimal+"tenant: {trusted_proxies: "+trust+"}\n")
