@@ -399,7 +399,8 @@ var hostHeaders = [...]string{
 // client's certificate, as a front proxy that verified it would have set
 // them: X-Forwarded-Client-Cert (Envoy, Istio), X-Forwarded-Tls-Client-Cert
 // and -Info (Traefik), X-SSL-Client-Cert, -DN, -S-DN and -Verify (nginx
-// setups), SSL-Client-Cert and -Verify (Tomcat's SSLValve reads
+// setups), X-SSL-Client-CN and -SHA1 and X-SSL-Issuer (HAProxy's documented
+// setup), SSL-Client-Cert and -Verify (Tomcat's SSLValve reads
 // ssl_client_cert), X-Client-Cert (Google's load balancers),
 // X-ARR-ClientCert (Azure, ASP.NET Core's certificate forwarding) and
 // X-Amzn-Mtls-Clientcert (AWS load balancers). From the client, each
@@ -407,6 +408,7 @@ var hostHeaders = [...]string{
 var certHeaders = [...]string{
 	"X-Forwarded-Client-Cert", "X-Forwarded-Tls-Client-Cert", "X-Forwarded-Tls-Client-Cert-Info",
 	"X-Ssl-Client-Cert", "X-Ssl-Client-Dn", "X-Ssl-Client-S-Dn", "X-Ssl-Client-Verify",
+	"X-Ssl-Client-Cn", "X-Ssl-Client-Sha1", "X-Ssl-Issuer",
 	"Ssl-Client-Cert", "Ssl-Client-Verify", "X-Client-Cert", "X-Arr-Clientcert", "X-Amzn-Mtls-Clientcert",
 }
 

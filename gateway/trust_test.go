@@ -187,7 +187,8 @@ func TestClientCertHeadersDropped(t *testing.T) {
 		"X-Forwarded-Client-Cert", victim, "X-Forwarded-Tls-Client-Cert", victim, "X-Forwarded-Tls-Client-Cert-Info", victim,
 		"X-SSL-Client-Cert", victim, "X-SSL-Client-DN", "CN=victim", "X-SSL-Client-S-DN", "CN=victim", "X-SSL-Client-Verify", "SUCCESS",
 		"SSL-Client-Cert", victim, "ssl_client_cert", victim, "SSL-Client-Verify", "SUCCESS", "X-Client-Cert", victim,
-		"X-ARR-ClientCert", victim, "X-Amzn-Mtls-Clientcert", victim, "X-Other", "kept")
+		"X-ARR-ClientCert", victim, "X-Amzn-Mtls-Clientcert", victim, "X-SSL-Client-CN", "victim",
+		"X-SSL-Client-SHA1", "00", "X-SSL-Issuer", "CN=ca", "X-Other", "kept")
 	if want := "acme X-Other"; resp.StatusCode != 200 || body != want {
 		t.Errorf("%d, the backend got %q; want %q", resp.StatusCode, body, want)
 	}
