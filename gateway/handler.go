@@ -416,9 +416,12 @@ var certHeaders = [...]string{
 // authenticated user, as an authenticating proxy in front of it would have
 // set them: X-Forwarded-User, -Email, -Preferred-Username, -Groups and
 // -Access-Token and X-Auth-Request-* alike (oauth2-proxy), Remote-User and
-// X-Remote-User (Apache-style setups), X-Webauth-User (Grafana's auth
-// proxy), X-Userinfo (Kong's OpenID Connect plugin), X-Amzn-Oidc-Data,
-// -Identity and -Accesstoken (AWS load balancers),
+// X-Remote-User (Apache-style setups), Remote-Groups, -Email and -Name
+// (Authelia's trusted header SSO), X-Remote-Group (Kubernetes' front
+// proxy authentication), X-Authentik-Username, -Groups, -Entitlements,
+// -Email, -Name and -Uid (authentik's proxy outpost), X-Webauth-User
+// (Grafana's auth proxy), X-Userinfo (Kong's OpenID Connect plugin),
+// X-Amzn-Oidc-Data, -Identity and -Accesstoken (AWS load balancers),
 // X-Goog-Authenticated-User-Email and -Id and X-Goog-Iap-Jwt-Assertion
 // (Google's IAP) and X-Ms-Client-Principal, -Name and -Id (Azure App
 // Service). From the client, each would name a user the gateway never
@@ -427,6 +430,8 @@ var userHeaders = [...]string{
 	"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
 	"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Groups", "X-Auth-Request-Access-Token",
 	"Remote-User", "X-Remote-User", "X-Webauth-User", "X-Userinfo",
+	"Remote-Groups", "Remote-Email", "Remote-Name", "X-Remote-Group",
+	"X-Authentik-Username", "X-Authentik-Groups", "X-Authentik-Entitlements", "X-Authentik-Email", "X-Authentik-Name", "X-Authentik-Uid",
 	"X-Amzn-Oidc-Data", "X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Accesstoken",
 	"X-Goog-Authenticated-User-Email", "X-Goog-Authenticated-User-Id", "X-Goog-Iap-Jwt-Assertion",
 	"X-Ms-Client-Principal", "X-Ms-Client-Principal-Name", "X-Ms-Client-Principal-Id",

@@ -341,6 +341,8 @@ func TestUserHeadersDropped(t *testing.T) {
 		"X-Auth-Request-Access-Token", "Remote-User", "X-Remote-User", "X-WEBAUTH-USER", "X-Userinfo", "X-Amzn-Oidc-Data",
 		"X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Accesstoken", "X-Goog-Authenticated-User-Email", "X-Goog-Authenticated-User-Id",
 		"X-Goog-IAP-JWT-Assertion", "X-MS-CLIENT-PRINCIPAL", "X-MS-CLIENT-PRINCIPAL-NAME", "X-MS-CLIENT-PRINCIPAL-ID",
+		"Remote-Groups", "Remote-Email", "Remote-Name", "X-Remote-Group", "X-authentik-username", "X-authentik-groups",
+		"X-authentik-entitlements", "X-authentik-email", "X-authentik-name", "X-authentik-uid",
 	} {
 		hdr = append(hdr, h, "victim")
 	}
