@@ -79,29 +79,45 @@ func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(
 			again = append(again, c)
 		}
 	}
+	// The pipeline's own error is its first call's: a script's error reply
+	// (WRONGTYPE on one key) would hide a later call's reply that says
+	// Redis cannot serve (NOPERM on another key, OOM, BUSY, READONLY...),
+	// and the failure policy and the outage accounting would miss it. So
+	// would a NOSCRIPT, which the second round trip makes good.
+	first := worst(cmds, err)
 	if len(again) == 0 {
-		return err
+		return first
 	}
-	// The first round trip's error may be a NOSCRIPT, which the second
-	// makes good, while another of its calls got a reply that says Redis
-	// cannot serve (OOM, BUSY, READONLY...): that one must still count, or
-	// the failure policy and the outage accounting miss it.
-	var first error
-	for _, c := range cmds {
-		if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
-			first = e
-			break
-		}
-	}
-	_, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err = h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range again {
 			c.cmd = c.s.Eval(ctx, p, c.keys, c.args...)
 		}
 		return nil
 	})
 	h.st.roundTrips.Add(1)
+	err = worst(cmds, err)
 	if first != nil && (err == nil || failed(first) && !failed(err)) {
 		return first
 	}
 	return err
+}
+
+// worst is the error of a pipeline's cmds that runScripts returns: the
+// first that says Redis failed (failed), else the first other one but
+// NOSCRIPT; err, the pipeline's, when no cmd has one.
+func worst(cmds []redis.Cmder, err error) error {
+	var other error
+	for _, c := range cmds {
+		switch e := c.Err(); {
+		case e == nil || redis.HasErrorPrefix(e, "NOSCRIPT"):
+		case failed(e):
+			return e
+		case other == nil:
+			other = e
+		}
+	}
+	if other == nil && err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return err
+	}
+	return other
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
+	"github.com/redis/go-redis/v9"
 )
 
 // A Redis that answers every call with an error reply that says it cannot
@@ -123,4 +124,55 @@ func runOne(t *testing.T, ex *executor.Executor, group string) (executor.Result[
 		t.Fatal(err)
 	}
 	return hd.Wait(ctxTimeout(t, 5*time.Second))
+}
+
+// A reply that says Redis cannot serve the holder must count even when an
+// earlier call of the same round trip got a reply that does not (a
+// script's error: here WRONGTYPE, a key of the first limit's overwritten
+// with a hash). The holder's user may no longer touch the second limit's
+// keys (NOPERM): its renewals fail whatever is asked, and three rounds in a
+// row must bring the holder down, not count as calls Redis answered. The
+// rounds renew the limits in the order they were attached, so the
+// WRONGTYPE reply comes first in every round.
+func TestFailureReplyAfterScriptErrorCounts(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	if err := rdb.Do(bg, "ACL", "SETUSER", "lim", "on", ">pw", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, Username: "lim", Password: "pw", DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	prefix := "t:" + t.Name()
+	h, err := redislimit.New(c, append(manualRenewals(), redislimit.WithPrefix(prefix), redislimit.WithPollInterval(testPoll))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	la, lb := h.Groups(2), h.Groups(2)
+	na, nb := attach(t, la), attach(t, lb)
+	pa := acquire(t, la, na, "a", 1, 5*time.Second)
+	defer pa.Release()
+	pb := acquire(t, lb, nb, "b", 1, 5*time.Second)
+	defer pb.Release()
+	redislimit.RenewNow(h) // Redis now knows the renewal script: no NOSCRIPT below
+	if !redislimit.LastFailure(h).IsZero() {
+		t.Fatalf("a call failed before the test broke anything: %+v", h.Stats())
+	}
+	if err := rdb.Del(bg, prefix+":{group:a}:v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(bg, prefix+":{group:a}:v", "x", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(bg, "ACL", "SETUSER", "lim", "resetkeys", "~"+prefix+":{group:a}:*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		redislimit.RenewNow(h)
+	}
+	if s := h.Stats(); s.Mode != redislimit.ModeDown || s.Outages != 1 {
+		t.Fatalf("after three rounds refused NOPERM behind a WRONGTYPE: mode %v, outages %d; want down, 1 outage",
+			s.Mode, s.Outages)
+	}
 }
