@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,5 +108,51 @@ func TestLeaseExpiringDuringCloseIsGivenBack(t *testing.T) {
 	nKey := "t:" + t.Name() + ":{group:g}:n"
 	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
 		t.Fatalf("HLEN %s = %d, %v after Close; want the lease that ran out during Close given back", nKey, n, err)
+	}
+}
+
+// The leases Close gives back are not lost: it cancels the tasks still
+// running on them (TestCloseCancelsWithErrClosed), but counts no lost
+// lease and no cancelled task, and emits no EventLeaseLost, so that
+// stopping a process does not read as leases lost to an outage or a pause:
+// neither a task bound before Close nor one whose permit, taken before
+// Close, is bound after it. A closed holder leases nothing more: its mode
+// no longer reads up.
+func TestCloseCountsNoLostLease(t *testing.T) {
+	addr := startRedis(t)
+	var mu sync.Mutex
+	var evs []redislimit.Event
+	h := newHolder(t, addr, redislimit.WithListener(func(e redislimit.Event) {
+		mu.Lock()
+		evs = append(evs, e)
+		mu.Unlock()
+	}))
+	l := h.Groups(2)
+	n := attach(t, l)
+	p := acquire(t, l, n, "g", 1, 5*time.Second)
+	q := acquire(t, l, n, "g", 1, 5*time.Second)
+	var rec, late cancelRecorder
+	p.Bind(bg, rec.cancel)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q.Bind(bg, late.cancel)
+	for _, got := range [][]error{rec.calls(), late.calls()} {
+		if len(got) != 1 || !errors.Is(got[0], redislimit.ErrClosed) {
+			t.Fatalf("a task's cancel calls %v, want one with ErrClosed", got)
+		}
+	}
+	p.Release()
+	q.Release()
+	if s := h.Stats(); s.LeasesLost != 0 || s.TasksCancelled != 0 || s.Mode != redislimit.ModeClosed {
+		t.Fatalf("after Close: leases lost %d, tasks cancelled %d, mode %v; want 0, 0, closed",
+			s.LeasesLost, s.TasksCancelled, s.Mode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range evs {
+		if e.Kind == redislimit.EventLeaseLost {
+			t.Fatalf("Close emitted %v for lease %d", e.Kind, e.Token)
+		}
 	}
 }

@@ -131,8 +131,9 @@
 // answers again), dispatch again, and each head that then asks is refused
 // (FailClosed) or runs (FailOpen); with the global limiter that is the head
 // of every group's queue, then the next ones, until the outage is over.
-// Stats reports the mode (ModeUp, ModeDown), the policy, and counts every
-// fallback, refusal, outage and lost lease; a listener (WithListener)
+// Stats reports the mode (ModeUp, ModeDown; ModeClosed after Close), the
+// policy, and counts every fallback, refusal, outage and lost lease (not
+// the leases Close gives back); a listener (WithListener)
 // receives EventUnavailable, EventRecovered, EventFallback, EventRejected
 // and EventLeaseLost. The renewal loop probes Redis while it is down and
 // the holder returns to leasing as soon as it answers.

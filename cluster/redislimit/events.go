@@ -20,7 +20,7 @@ const (
 	EventRejected
 	// EventLeaseLost: a lease of Key (Token, Permits) was lost; Tasks is
 	// how many running tasks had their context cancelled. Err is the
-	// *LeaseLostError.
+	// *LeaseLostError. Close's give-backs emit none.
 	EventLeaseLost
 )
 
@@ -63,11 +63,17 @@ const (
 	// ModeDown: the last three calls to Redis failed, and none has
 	// succeeded since; the failure policy applies.
 	ModeDown
+	// ModeClosed: Close was called; the holder leases nothing more, and
+	// its Limiters refuse every task with ErrClosed.
+	ModeClosed
 )
 
 func (m Mode) String() string {
-	if m == ModeDown {
+	switch m {
+	case ModeDown:
 		return "down"
+	case ModeClosed:
+		return "closed"
 	}
 	return "up"
 }
@@ -90,10 +96,12 @@ type Stats struct {
 	Returned uint64
 	// Renewals counts renewal rounds that reached Redis.
 	Renewals uint64
-	// LeasesLost counts leases lost; TasksCancelled the running tasks
-	// whose context was cancelled for it, each once (a task that loses
-	// both its global and its group lease is one task; EventLeaseLost
-	// counts it in each lease's event).
+	// LeasesLost counts leases lost (not renewed in time, or gone from
+	// Redis); TasksCancelled the running tasks whose context was cancelled
+	// for it, each once (a task that loses both its global and its group
+	// lease is one task; EventLeaseLost counts it in each lease's event).
+	// The leases Close gives back are not lost: neither counts them, nor
+	// the tasks Close cancels, and no EventLeaseLost reports them.
 	LeasesLost, TasksCancelled uint64
 	// Outages counts transitions to ModeDown.
 	Outages uint64

@@ -113,7 +113,9 @@ func (h *Holder) ID() string { return h.id }
 // its waiting records (best effort, one round trip bounded by the op
 // timeout). Tasks still running on its permits have their context
 // cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
-// refuse with ErrClosed. Close the executors first. It is idempotent.
+// refuse with ErrClosed. The leases it gives back do not count as lost
+// (Stats.LeasesLost, TasksCancelled, EventLeaseLost), and Stats.Mode reads
+// ModeClosed from its start. Close the executors first. It is idempotent.
 func (h *Holder) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -146,7 +148,12 @@ func (h *Holder) Close() error {
 			for len(ks.leases) > 0 {
 				le := ks.leases[0]
 				rel = append(rel, le)
-				lost = append(lost, h.loseLocked(le, "holder closed", ErrClosed))
+				// Given back, not lost: its tasks are cancelled, but
+				// neither the lost leases' counters nor a listener
+				// count it.
+				l, _ := h.endLocked(le, "holder closed", ErrClosed)
+				l.ev = nil
+				lost = append(lost, l)
 			}
 		}
 	}
@@ -170,7 +177,10 @@ func (h *Holder) Close() error {
 func (h *Holder) Stats() Stats {
 	h.mu.Lock()
 	s := Stats{Mode: ModeUp, Policy: h.cfg.policy, Leases: h.leases}
-	if h.down {
+	switch {
+	case h.closed:
+		s.Mode = ModeClosed
+	case h.down:
 		s.Mode = ModeDown
 	}
 	for _, l := range h.scopes {

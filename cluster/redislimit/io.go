@@ -231,9 +231,20 @@ func (h *Holder) expire(le *lease) {
 	}
 }
 
-// loseLocked marks le lost, removes it from its key, and returns the event
-// and the cancellations to run once the lock is released.
+// loseLocked marks le lost, removes it from its key, counts it lost, and
+// returns the event and the cancellations to run once the lock is
+// released.
 func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
+	l, first := h.endLocked(le, reason, cause)
+	h.st.leasesLost.Add(1)
+	h.st.tasksCancelled.Add(first)
+	return l
+}
+
+// endLocked is loseLocked without the counting: it also returns how many
+// of le's tasks were not cancelled before (by the loss of their other
+// lease).
+func (h *Holder) endLocked(le *lease, reason string, cause error) (lostLease, uint64) {
 	ks := le.ks
 	for i, x := range ks.leases {
 		if x == le {
@@ -242,7 +253,6 @@ func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
 		}
 	}
 	h.dropLocked(le)
-	h.st.leasesLost.Add(1)
 	err := &LeaseLostError{Key: ks.key, Token: le.token, Reason: reason, Err: cause}
 	var cancels []func()
 	var first uint64 // tasks not cancelled before by the loss of their other lease
@@ -256,7 +266,6 @@ func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
 		}
 	}
 	tasks := len(cancels)
-	h.st.tasksCancelled.Add(first)
 	clear(le.permits)
 	if notify := ks.l.notify; notify != nil && !h.closed {
 		// A task of the key waiting for a release here (the whole limit
@@ -266,7 +275,7 @@ func (h *Holder) loseLocked(le *lease, reason string, cause error) lostLease {
 		cancels = append(cancels, func() { notify(key) })
 	}
 	return lostLease{&Event{Kind: EventLeaseLost, Time: time.Now(), Policy: h.cfg.policy, Key: ks.key,
-		Token: le.token, Permits: len(le.slots), Tasks: tasks, Err: err}, cancels}
+		Token: le.token, Permits: len(le.slots), Tasks: tasks, Err: err}, cancels}, first
 }
 
 func (h *Holder) cancelAll(ls []lostLease) {

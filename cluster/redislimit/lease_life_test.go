@@ -239,8 +239,9 @@ func TestRenewalGiveBackWakesAWaiter(t *testing.T) {
 
 // A task runs on a global and a group permit of one holder, bound as an
 // executor with both limiters binds them. When both leases are lost (here
-// by Close) its context is cancelled for each, but it is one task:
-// TasksCancelled counts the tasks, so two such tasks count two.
+// Redis lost them: the next renewal round finds them gone) its context is
+// cancelled for each, but it is one task: TasksCancelled counts the tasks,
+// so two such tasks count two.
 func TestTasksCancelledCountsEachTaskOnce(t *testing.T) {
 	addr := startRedis(t)
 	h := newHolder(t, addr, manualRenewals()...)
@@ -254,11 +255,12 @@ func TestTasksCancelledCountsEachTaskOnce(t *testing.T) {
 		cancel := func(error) {}
 		p.Bind(gp.Bind(bg, cancel), cancel)
 	}
-	if err := h.Close(); err != nil {
+	if err := newClient(t, addr).FlushAll(bg).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if s := h.Stats(); s.TasksCancelled != 2 {
-		t.Fatalf("stats after Close with two tasks running: %+v; want TasksCancelled 2", s)
+	redislimit.RenewNow(h)
+	if s := h.Stats(); s.TasksCancelled != 2 || s.Leases != 0 {
+		t.Fatalf("stats after every lease of two running tasks was lost: %+v; want TasksCancelled 2, no lease", s)
 	}
 }
 
@@ -353,9 +355,10 @@ func TestTaskCancelledAtBindIsCountedOnce(t *testing.T) {
 	if causes := rec.calls(); len(causes) != 1 || !errors.Is(causes[0], redislimit.ErrLeaseLost) {
 		t.Fatalf("cancel calls at Bind %v, want one with ErrLeaseLost", causes)
 	}
-	if err := h.Close(); err != nil {
+	if err := newClient(t, addr).Del(bg, "t:"+t.Name()+":{global:}:l").Err(); err != nil {
 		t.Fatal(err)
 	}
+	redislimit.RenewNow(h) // finds the global lease gone
 	if s := h.Stats(); s.LeasesLost != 2 || s.TasksCancelled != 1 {
 		t.Fatalf("stats after both leases of the one task were lost: %+v; want LeasesLost 2, TasksCancelled 1", s)
 	}

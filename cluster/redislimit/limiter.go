@@ -264,9 +264,10 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 	if outer != nil && outer.p.h == p.h {
 		p.peer, outer.p.peer = outer.p, p
 	}
-	if lost != nil && (p.peer == nil || p.peer.lostErr == nil) {
+	if lost != nil && !errors.Is(lost, ErrClosed) && (p.peer == nil || p.peer.lostErr == nil) {
 		// Lost before its task was bound: cancelled here, not by
-		// loseLocked, so counted here (once, as there).
+		// loseLocked, so counted here (once, as there). One given back
+		// by Close is not lost, and counts no more here than there.
 		p.h.st.tasksCancelled.Add(1)
 	}
 	p.h.mu.Unlock()

@@ -6,7 +6,7 @@ package clusternames
 import "github.com/groupexec/groupexec/cluster/redislimit"
 
 // Up is cluster_up's help text.
-const Up = "1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies."
+const Up = "1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies, or once it is closed."
 
 // A Counter is a counter of redislimit.Stats: its name after "cluster_",
 // its help text, and how to read it.
@@ -31,8 +31,8 @@ var Counters = []Counter{
 	{"refills_denied_total", "Refills Redis refused for lack of room.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
 	{"permits_returned_total", "Permits given back to Redis unused.", func(s redislimit.Stats) uint64 { return s.Returned }},
 	{"renewals_total", "Renewal rounds that reached Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
-	{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis).", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
-	{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
+	{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis); not those given back at Close.", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
+	{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost; not those cancelled by Close.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
 	{"outages_total", "Transitions to down (three failed calls in a row).", func(s redislimit.Stats) uint64 { return s.Outages }},
 }
 

@@ -34,7 +34,7 @@ var _ Source = (*redislimit.Holder)(nil)
 // from mp's meter otel.ScopeName. Unregister the returned registration to
 // stop.
 //
-//	cluster_up{policy}                 1 while the holder reaches Redis, else 0
+//	cluster_up{policy}                 1 while the holder reaches Redis, else 0 (down, or closed)
 //	cluster_*_total                    each counter of redislimit.Stats (observable counters)
 //	cluster_leases, cluster_permits_leased, cluster_permits_in_use   gauges
 func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Registration, error) {

@@ -1,6 +1,8 @@
 package clusterprom_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -33,7 +35,7 @@ app_cluster_fallbacks_total 3
 # HELP app_cluster_leases Leases held now.
 # TYPE app_cluster_leases gauge
 app_cluster_leases 12
-# HELP app_cluster_leases_lost_total Leases lost (not renewed in time, or gone from Redis).
+# HELP app_cluster_leases_lost_total Leases lost (not renewed in time, or gone from Redis); not those given back at Close.
 # TYPE app_cluster_leases_lost_total counter
 app_cluster_leases_lost_total 9
 # HELP app_cluster_outages_total Transitions to down (three failed calls in a row).
@@ -66,10 +68,10 @@ app_cluster_renewals_total 8
 # HELP app_cluster_round_trips_total Calls to Redis (a pipeline counts once).
 # TYPE app_cluster_round_trips_total counter
 app_cluster_round_trips_total 1
-# HELP app_cluster_tasks_cancelled_total Running tasks cancelled because their lease was lost.
+# HELP app_cluster_tasks_cancelled_total Running tasks cancelled because their lease was lost; not those cancelled by Close.
 # TYPE app_cluster_tasks_cancelled_total counter
 app_cluster_tasks_cancelled_total 10
-# HELP app_cluster_up 1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies.
+# HELP app_cluster_up 1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies, or once it is closed.
 # TYPE app_cluster_up gauge
 app_cluster_up{policy="fail-open"} 0
 `
@@ -176,4 +178,73 @@ func TestNilSourcePanicsInNew(t *testing.T) {
 		}
 	}()
 	clusterprom.New(nil, "")
+}
+
+// A closed Holder does not read up, and the lease Close gives back (its
+// task cancelled) is counted neither as lost nor as a cancelled task:
+// stopping a process is not an outage or a lease lost to one.
+func TestClosedHolderShows(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second})
+	defer c.Close()
+	h, err := redislimit.New(c, redislimit.WithPrefix("t:"+t.Name()), redislimit.WithPollInterval(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	l := h.Groups(1)
+	notified := make(chan string, 1)
+	if err := l.Attach(func(k string) {
+		select {
+		case notified <- k:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	var p interface {
+		Bind(context.Context, context.CancelCauseFunc) context.Context
+		Release()
+	}
+	for p == nil {
+		q, err := l.TryAcquire("g", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q != nil {
+			p = q
+			break
+		}
+		select {
+		case <-notified:
+		case <-deadline:
+			t.Fatal("no permit within 30s")
+		}
+	}
+	cancelled := make(chan error, 1)
+	p.Bind(context.Background(), func(err error) { cancelled <- err })
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cancelled; !errors.Is(err, redislimit.ErrClosed) {
+		t.Fatalf("task cancelled with %v, want ErrClosed", err)
+	}
+	p.Release()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(clusterprom.New(h, ""))
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP cluster_leases_lost_total Leases lost (not renewed in time, or gone from Redis); not those given back at Close.
+# TYPE cluster_leases_lost_total counter
+cluster_leases_lost_total 0
+# HELP cluster_tasks_cancelled_total Running tasks cancelled because their lease was lost; not those cancelled by Close.
+# TYPE cluster_tasks_cancelled_total counter
+cluster_tasks_cancelled_total 0
+# HELP cluster_up 1 while the holder reaches Redis (ModeUp), 0 while it is down and its failure policy applies, or once it is closed.
+# TYPE cluster_up gauge
+cluster_up{policy="fail-closed"} 0
+`), "cluster_leases_lost_total", "cluster_tasks_cancelled_total", "cluster_up"); err != nil {
+		t.Fatal(err)
+	}
 }
