@@ -183,6 +183,13 @@
 // can see a step before its next call: run the Redis hosts with a clock
 // that slews, never steps (docs/cluster.md, "Redis's clock").
 //
+// The scripts need Redis 5.0 or later: each reads TIME and then writes,
+// which a Redis before 5.0 refuses (unless a script calls
+// redis.replicate_commands), as does a 5.x or 6.x run with
+// lua-replicate-commands no. Such a Redis refuses every call alike: the
+// holder counts it as an outage (ModeDown after three calls, its failure
+// policy applies, and ErrUnavailable carries the reply), never as a reply.
+//
 // All holders sharing a prefix must be given the same limits and TTL. The
 // Redis keys, their layout and the scripts are described in scripts.go.
 // Redis must not evict them: run it with maxmemory-policy noeviction (the

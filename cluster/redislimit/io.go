@@ -129,8 +129,8 @@ func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
 // not be reached, did not answer in time, or answered that it cannot serve
 // the call now (unavailableReplies: a replica after a failover, a server
 // loading its data, out of memory, busy with a script, refusing the
-// holder's credentials); any other error Redis replied with (a script's)
-// does not.
+// holder's credentials, too old for the scripts); any other error Redis
+// replied with (a script's) does not.
 func failed(err error) bool {
 	var re redis.Error
 	if err == nil {
@@ -144,8 +144,16 @@ func failed(err error) bool {
 			return true
 		}
 	}
-	return false
+	// A plain ERR, but it refuses every script call alike, for good.
+	return strings.Contains(re.Error(), nondeterministicRefusal)
 }
+
+// nondeterministicRefusal is in the error reply of a Redis that runs a
+// script by replicating the script itself (before 5.0, or a 5.x or 6.x run
+// with lua-replicate-commands no) to a script that writes after reading
+// TIME, as every script here does. Counted as a reply, it would keep the
+// holder up and its tasks waiting for leases that never come.
+const nondeterministicRefusal = "Write commands not allowed after non deterministic commands"
 
 // unavailableReplies are the error replies of a Redis that cannot lease
 // now, whatever is asked of it: each call fails the same way until it

@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +176,87 @@ func TestFailureReplyAfterScriptErrorCounts(t *testing.T) {
 		t.Fatalf("after three rounds refused NOPERM behind a WRONGTYPE: mode %v, outages %d; want down, 1 outage",
 			s.Mode, s.Outages)
 	}
+}
+
+// A Redis before 5.0 (or a 5.x or 6.x run with lua-replicate-commands no)
+// refuses a script's writes after it read TIME, as every script here does:
+// every call is refused alike, for good. The holder must count that as an
+// outage and apply its failure policy (FailClosed: the task is refused with
+// ErrUnavailable, which carries the reply), not keep the task waiting for a
+// lease that never comes. The client here answers every script call with
+// that reply, as such a server does.
+func TestScriptsRefusedByAnOldRedisAreAnOutage(t *testing.T) {
+	addr := startRedis(t)
+	c := holderClient(t, addr)
+	c.AddHook(refuseScripts{oldRedisReply})
+	h, err := redislimit.New(c, redislimit.WithPrefix("t:"+t.Name()), redislimit.WithLeaseTTL(testTTL),
+		redislimit.WithRenewInterval(testRenew), redislimit.WithPollInterval(testPoll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
+	r, err := runOne(t, ex, "a")
+	if err != nil || r.Status != executor.Rejected || !errors.Is(r.Err, redislimit.ErrUnavailable) ||
+		!strings.Contains(r.Err.Error(), "non deterministic") {
+		t.Fatalf("task while Redis refuses the scripts' writes after TIME: %v %v %v (stats %+v); "+
+			"want Rejected with ErrUnavailable and the reply", r.Status, r.Err, err, h.Stats())
+	}
+	if s := h.Stats(); s.Mode != redislimit.ModeDown {
+		t.Fatalf("stats %+v, want down", s)
+	}
+}
+
+// oldRedisReply is what Redis 4.0 answers a script that writes after TIME.
+const oldRedisReply = replyError("ERR Error running script (call to f_0123): @user_script:4: @user_script: 4: " +
+	"Write commands not allowed after non deterministic commands. Call redis.replicate_commands() at the start " +
+	"of your script in order to switch to single commands replication mode.")
+
+// replyError is an error reply of Redis, as the client returns one.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// refuseScripts is a client hook that answers every script call (EVAL,
+// EVALSHA) with err, without sending it; other commands go to Redis.
+type refuseScripts struct{ err replyError }
+
+func (r refuseScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r refuseScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if r.refuse(cmd) {
+			return r.err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (r refuseScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var rest []redis.Cmder
+		for _, c := range cmds {
+			if !r.refuse(c) {
+				rest = append(rest, c)
+			}
+		}
+		if len(rest) > 0 {
+			_ = next(ctx, rest)
+		}
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func (r refuseScripts) refuse(c redis.Cmder) bool {
+	if n := c.Name(); n == "eval" || n == "evalsha" {
+		c.SetErr(r.err)
+		return true
+	}
+	return false
 }
