@@ -90,7 +90,9 @@ type Stats struct {
 	// Rejected the tasks refused under FailClosed.
 	Acquired, Fallbacks, Rejected uint64
 	// Refills counts blocks leased; RefillsDenied the refills Redis
-	// refused for lack of room.
+	// refused: too few of the key's permits free in Redis for the task
+	// asked for, or, while other holders wait, the holder at its share
+	// (its cap) already.
 	Refills, RefillsDenied uint64
 	// Returned counts permits given back to Redis unused.
 	Returned uint64

@@ -28,7 +28,7 @@ var Counters = []Counter{
 	{"fallbacks_total", "Fallback permits handed out under FailOpen while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Fallbacks }},
 	{"rejected_total", "Tasks refused under FailClosed while Redis was unreachable.", func(s redislimit.Stats) uint64 { return s.Rejected }},
 	{"refills_total", "Blocks of permits leased.", func(s redislimit.Stats) uint64 { return s.Refills }},
-	{"refills_denied_total", "Refills Redis refused for lack of room.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
+	{"refills_denied_total", "Refills Redis refused: too few permits free, or the holder at its share while others wait.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
 	{"permits_returned_total", "Permits given back to Redis unused.", func(s redislimit.Stats) uint64 { return s.Returned }},
 	{"renewals_total", "Renewal rounds that reached Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
 	{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis); not those given back at Close.", func(s redislimit.Stats) uint64 { return s.LeasesLost }},

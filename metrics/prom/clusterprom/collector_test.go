@@ -53,7 +53,7 @@ app_cluster_permits_leased 13
 # HELP app_cluster_permits_returned_total Permits given back to Redis unused.
 # TYPE app_cluster_permits_returned_total counter
 app_cluster_permits_returned_total 7
-# HELP app_cluster_refills_denied_total Refills Redis refused for lack of room.
+# HELP app_cluster_refills_denied_total Refills Redis refused: too few permits free, or the holder at its share while others wait.
 # TYPE app_cluster_refills_denied_total counter
 app_cluster_refills_denied_total 6
 # HELP app_cluster_refills_total Blocks of permits leased.
