@@ -139,13 +139,18 @@ func failed(err error) bool {
 	if !errors.As(err, &re) {
 		return true
 	}
+	msg := re.Error()
 	for _, p := range unavailableReplies {
-		if redis.HasErrorPrefix(re, p+" ") {
+		// Before Redis 7, the reply to a command a script runs comes
+		// wrapped in the script's ERR, its own code after ": -"
+		// ("ERR Error running script (...): @user_script:4:
+		// @user_script: 4: -READONLY You can't write...").
+		if redis.HasErrorPrefix(re, p+" ") || strings.Contains(msg, ": -"+p+" ") {
 			return true
 		}
 	}
 	// A plain ERR, but it refuses every script call alike, for good.
-	return strings.Contains(re.Error(), nondeterministicRefusal)
+	return strings.Contains(msg, nondeterministicRefusal)
 }
 
 // nondeterministicRefusal is in the error reply of a Redis that runs a

@@ -260,3 +260,33 @@ func (r refuseScripts) refuse(c redis.Cmder) bool {
 	}
 	return false
 }
+
+// Before Redis 7, an error reply to a command a script runs reaches the
+// client wrapped in the script's ERR, its own code after ": -": a primary
+// demoted to a replica by a failover answers every script that writes
+// with "ERR Error running script (...): ...: -READONLY ...". That is the
+// outage TestReadOnlyRedisIsAnOutage shows on Redis 7, and must count as
+// one (FailOpen here: the task runs on a fallback permit), not keep the
+// task waiting for a lease that never comes. The client here answers every
+// script call with that reply, as a Redis 6 replica does.
+func TestWrappedFailureReplyIsAnOutage(t *testing.T) {
+	addr := startRedis(t)
+	c := holderClient(t, addr)
+	c.AddHook(refuseScripts{replyError("ERR Error running script (call to f_0123): @user_script:4: " +
+		"@user_script: 4: -READONLY You can't write against a read only replica.")})
+	h, err := redislimit.New(c, redislimit.WithPrefix("t:"+t.Name()), redislimit.WithLeaseTTL(testTTL),
+		redislimit.WithRenewInterval(testRenew), redislimit.WithPollInterval(testPoll),
+		redislimit.WithFailurePolicy(redislimit.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
+	r, err := runOne(t, ex, "a")
+	if err != nil || r.Status != executor.Success {
+		t.Fatalf("task while Redis refuses writes, FailOpen: %v %v %v (stats %+v)", r.Status, r.Err, err, h.Stats())
+	}
+	if s := h.Stats(); s.Mode != redislimit.ModeDown || s.Fallbacks == 0 {
+		t.Fatalf("stats %+v, want down with a fallback", s)
+	}
+}
