@@ -38,13 +38,21 @@
 //   - 501 for CONNECT, TRACE and TRACK, which are never proxied, and 505
 //     for the HTTP/2 connection preface on an HTTP/1 connection (HTTP/2
 //     is served over TLS only);
-//   - 502 when the backend fails, 504 when it misses the request's deadline;
+//   - 502 when the backend fails, 504 when it misses the request's deadline
+//     or the deadline passes while the request waits in its group;
 //   - 413 for a body over the cap (as received, or decoded), 415 for a
-//     Content-Encoding other than gzip, x-gzip, deflate and identity, 408
-//     for a body not received within timeouts.read, 400 for a body that did
-//     not arrive whole or does not decode, 431 for headers over the cap,
-//     400 for an invalid tenant key, 500 when the body cannot be stored in
-//     body.spool_dir.
+//     Content-Encoding other than gzip, x-gzip, deflate and identity, or
+//     more than two stacked, 408 for a body not received within
+//     timeouts.read, 400 for a body that did not arrive whole or does not
+//     decode, 400 for an invalid tenant key, 500 when the body cannot be
+//     stored in body.spool_dir;
+//   - 200 with no body, from the gateway itself, for OPTIONS * and for
+//     OPTIONS with Max-Forwards: 0;
+//   - in plain text, from net/http before the gateway sees the request,
+//     its connection then closed: 431 for headers over the cap, 400 for a
+//     request it cannot read (or plain HTTP on a TLS address), 417 for an
+//     Expect other than 100-continue, 501 for a Transfer-Encoding other
+//     than chunked alone, and 505 for an HTTP version other than 1.x.
 //
 // Every request has one deadline, timeouts.upstream from the moment its body
 // is in: time in the queue, every try and every backoff fit inside it.
