@@ -102,7 +102,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 		"Requests that waited in a tenant's queue and left it without running: queue timeout, deadline, client gone.", "queue")
 	spawned := counter("tasks_spawned_total", "Requests admitted to run (proxied to a backend).", "kind")
 	reclaimed := counter("gateway_connections_reclaimed_total", "Idle client connections closed to make room under max_conns, or under their client address's max_conns_per_client.")
-	refused := counter("gateway_connections_refused_total", "Client connections closed as accepted, their client address holding max_conns_per_client.")
+	refused := counter("gateway_connections_refused_total", "Client connections refused as accepted, their client address holding max_conns_per_client: answered 503 too_many_connections on a plain listener, then closed.")
 	m := &metrics{
 		reg:    prometheus.NewRegistry(),
 		series: make(map[string]*groupSeries),
