@@ -12,12 +12,16 @@
 //
 // Unknown keys are errors, not warnings: a misspelt limit silently left at its
 // default is exactly the kind of mistake an admission gateway must not make.
-// Every problem of a file is reported at once, in line order. A key left out
+// Every problem of a file is reported at once, in line order, but within a
+// mapping with a key given twice, which the YAML decoder leaves undecoded:
+// there the duplicate is reported, and the mapping's other keys are checked
+// once it is fixed. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning
 // (each field's comment says which), an error everywhere else; a duration
 // is written with its unit (0s: a bare 0 is not a duration). Parse also
-// loads the files a config names (TLS certificates, the bearer token's key),
-// and Config.RestartOnly names the keys a running gateway cannot change.
+// loads the files a config names (TLS certificates, the bearer token's key)
+// and checks that body.spool_dir is a directory, and Config.RestartOnly
+// names the keys a running gateway cannot change.
 // example.yaml in this directory sets every key.
 //
 // The limits map onto package policy with the same meaning and defaults: a
