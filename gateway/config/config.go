@@ -99,7 +99,10 @@ type Tenant struct {
 	// TrustedProxies are the CIDRs whose connections may name their tenant
 	// with From header, host or path: a request from any other address is
 	// served as the default tenant, whatever it names. Empty (the default):
-	// every address is trusted, so any client can claim any tenant.
+	// every address is trusted, so any client can claim any tenant. An
+	// IPv4-mapped entry ("::ffff:10.0.0.7", "::ffff:10.0.0.0/104") is its
+	// IPv4 address or prefix: a dual-stack listener's peer address is
+	// unmapped before it is matched.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Bearer verifies the token of From bearer.
 	Bearer Bearer `yaml:"bearer"`
