@@ -469,7 +469,7 @@ func dialFrom(t *testing.T, url, ip string) net.Conn {
 // A connection sending its body slowly is busy, not idle: max_conns cannot
 // reclaim it for a newcomer. max_conns_per_client keeps one client address
 // sending slowly on every connection from holding every place: its
-// connection over the cap is closed as accepted, and another client is
+// connection over the cap is refused as accepted, and another client is
 // served at once. A trusted proxy's connections carry many clients, and are
 // not capped.
 func TestSlowClientCannotHoldEveryConnection(t *testing.T) {

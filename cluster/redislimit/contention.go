@@ -14,8 +14,8 @@ import (
 //     refused a block of the key, or granted one while others wait
 //     (acquireScript); with no caps, the last waiter ended its record, or
 //     was granted what it waited for (unwaitScript, acquireScript), and
-//     nobody waits any more. Each holder of the key learns that someone waits,
-//     how many wait below their cap, and the most it may keep meanwhile
+//     nobody waits any more. Each holder of the key learns that someone
+//     waits, how many wait below their cap, and the most it may keep meanwhile
 //     (its cap); it gives back what it holds above the cap (once its
 //     quantum is over) and, while someone waits below its cap, what no
 //     task holds (limiter.go). A holder Redis refused for its share, with
@@ -25,8 +25,11 @@ import (
 //     round. Nothing orders the notices with the replies to the holder's
 //     own calls: one older than what the holder last heard of the key (its
 //     version) is ignored (scripts.go).
-//   - "f|leases_key": a holder gave back permits of the key while others
-//     wait (releaseScript). Each holder Redis refused asks again now (at
+//   - "f|leases_key": permits of the key were freed while others wait: a
+//     holder gave them back (releaseScript), ended its waiting record
+//     (unwaitScript), or a request or renewal reclaimed the slots of
+//     expired leases (acquireScript, renewScript). Each holder Redis
+//     refused asks again now (at
 //     most once per poll interval), instead of polling. One heard while a
 //     refill of the key is on its way may tell of permits freed after
 //     Redis refused it: a refusal used after such a notice asks again too.

@@ -77,7 +77,8 @@
 // contenders served longest ago, so that with limit 1 the permit
 // alternates. Redis grants a holder no more than its share (its cap) while
 // others wait, tells each holder its cap in every reply and publishes the
-// caps with every refusal and grant (pub/sub, one channel per prefix). A
+// caps with every refusal, and with every grant while others still wait
+// (pub/sub, one channel per prefix). A
 // holder above its cap gives the excess back as its tasks finish, once it
 // has held its last block for a quantum (the renew interval), so that a
 // block's tasks get to run and a contended key's permits change hands once
@@ -95,7 +96,8 @@
 // queue timeout fired): before a holder asks again for a refused key no
 // task has asked for since its last request, it has the executor dispatch
 // the key, and ends the record if no task asks within a poll interval, so
-// a record whose tasks all gave up ends by the next renewal round. When
+// a record whose tasks all gave up ends a poll interval after the next
+// notice or renewal round. When
 // the last wait ends (served, or its record ended), that is published too:
 // the holders of the key hear that nobody waits, and keep their permits
 // again. A notice missed (a
@@ -121,7 +123,9 @@
 // While the holder is down, the failure policy (WithFailurePolicy) applies
 // to every task that needs a permit it has no lease for: FailClosed (the
 // default) refuses it (it completes Rejected, matching ErrUnavailable and
-// executor.ErrRejected, whatever the executor's rejection policy); FailOpen
+// executor.ErrRejected, whatever the executor's rejection policy), unless
+// the whole limit of its key is leased here and in use, when it waits for
+// those leases' permits as a task queued before the outage does; FailOpen
 // lets it run under the executor's local limits alone, on a fallback permit
 // without a lease or token, so the cluster limit can be exceeded until those
 // tasks end. This applies to tasks already queued as well as to new ones:

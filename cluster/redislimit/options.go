@@ -13,15 +13,17 @@ type FailurePolicy uint8
 
 const (
 	// FailClosed refuses the task: it completes Rejected with an error
-	// matching ErrUnavailable. No permit is granted without a lease, so
+	// matching ErrUnavailable; a task of a key whose whole limit is leased
+	// here and in use waits for those permits instead, as one queued
+	// before the outage does. No permit is granted without a lease, so
 	// the cluster limit holds while Redis keeps its data and its clock,
 	// except that: a Redis restart or failover that loses the leases (no
 	// persistence, or a replica behind) lets new holders lease all N while
 	// the old holders keep running on their leases until their next
 	// renewal tells them (at most a renew interval, or their local
-	// validity); a jump forward of Redis's clock (TIME) expires leases
-	// early and gives their slots away while their holders still trust
-	// them; a process paused past its lease's local validity runs its
+	// validity); a step forward of Redis's clock (TIME) of more than a
+	// fifth of the TTL expires leases early and gives their slots away
+	// while their holders still trust them; a process paused past its lease's local validity runs its
 	// tasks on for a moment after it resumes (Valid and Fence guard their
 	// writes); a task on a lost lease has its context cancelled but runs
 	// until its Fn returns; and the executor's CallerRuns rejection policy
