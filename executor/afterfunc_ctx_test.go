@@ -244,3 +244,42 @@ func TestCallerRunsContextStopPanicCompletes(t *testing.T) {
 		})
 	}
 }
+
+// TestRunningTaskCancelWithStopPanic: a started task's run context derives
+// from its Submit context, and cancelling it stops its watch on that
+// context, through the stop that the context's own AfterFunc method
+// returned. Cancelling the running task, by Handle.Cancel or by Close,
+// does not panic when that stop does: the run context is cancelled by
+// then, and the canceller is not the task's goroutine.
+func TestRunningTaskCancelWithStopPanic(t *testing.T) {
+	for _, via := range []string{"cancel", "close"} {
+		t.Run(via, func(t *testing.T) {
+			ex := newExec(t, nil)
+			// The run context's watch is the context's first AfterFunc
+			// call: its stop panics.
+			ctx := &stopPanicCtx{Context: bg, done: make(chan struct{})}
+			started := make(chan struct{})
+			h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: func(ctx context.Context) (string, error) {
+				close(started)
+				<-ctx.Done()
+				return "", ctx.Err()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-started
+			if via == "cancel" {
+				var cancelled bool
+				mustNotPanic(t, "Cancel of a running task", func() { cancelled = h.Cancel() })
+				if !cancelled {
+					t.Error("Cancel of a running task reported false")
+				}
+			} else {
+				mustNotPanic(t, "Close with a running task", func() { ex.Close() })
+			}
+			if r := wait(t, h); r.Status != executor.Cancelled {
+				t.Errorf("task: %v %v, want Cancelled", r.Status, r.Err)
+			}
+		})
+	}
+}

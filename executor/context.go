@@ -236,9 +236,22 @@ func (j *job) cancelContext(cause error) bool {
 	live := !x.ended && j.stopped() == nil
 	x.mu.Unlock()
 	if cancel != nil {
-		cancel(cause)
+		cancelRecovered(cancel, cause)
 	}
 	return live
+}
+
+// cancelRecovered cancels a standard run context with cause. Its parent,
+// Submit's context, with an AfterFunc method of its own makes the call
+// user code: the cancel stops the watch that method armed, through the
+// stop it returned. A panic there is recovered and ignored: the context is
+// cancelled by then (a standard context stops watching its parent last),
+// and the caller (Handle.Cancel, a shutdown, the watcher on Submit's
+// context) is not the task's goroutine, which a panic of its run context
+// goes on up (runContext, endRunWith).
+func cancelRecovered(cancel context.CancelCauseFunc, cause error) {
+	defer func() { _ = recover() }()
+	cancel(cause)
 }
 
 // runCtx is a job seen as the context of its Fn. It delegates values and
