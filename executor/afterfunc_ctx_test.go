@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,12 +21,13 @@ type stopPanicCtx struct {
 	context.Context // Background: no deadline, no values, no error
 	done            chan struct{}
 	calls           atomic.Int32
+	panicAt         int32 // the call whose stop panics, from 1; 0 for the first
 }
 
 func (c *stopPanicCtx) Done() <-chan struct{} { return c.done }
 
 func (c *stopPanicCtx) AfterFunc(func()) func() bool {
-	if c.calls.Add(1) > 1 {
+	if c.calls.Add(1) != max(c.panicAt, 1) {
 		return func() bool { return true }
 	}
 	return func() bool { panic("stop of a context's AfterFunc") }
@@ -281,5 +283,45 @@ func TestRunningTaskCancelWithStopPanic(t *testing.T) {
 				t.Errorf("task: %v %v, want Cancelled", r.Status, r.Err)
 			}
 		})
+	}
+}
+
+// TestWatcherArmedLateStopPanic: a task that starts before the watcher on
+// its Submit context is armed has that watcher stopped at once by Submit,
+// once it finds the task no longer waiting. A stop that panics there (the
+// context's own AfterFunc method's) does not go up Submit's caller, which
+// would lose the handle of a task that runs: it is ignored, as where the
+// task's worker or its removal stops the watcher.
+func TestWatcherArmedLateStopPanic(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+	gt := newGate()
+	defer gt.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+	gt.waitStarted(t, 1)
+	// The task's run context watches the context first (call 1), on its
+	// worker; the watcher that Submit arms after is call 2.
+	ctx := &stopPanicCtx{Context: bg, done: make(chan struct{}), panicAt: 2}
+	ran := make(chan struct{})
+	var once sync.Once
+	executor.SetHookQueued(func() {
+		once.Do(func() {
+			gt.open() // the blocker ends: the queued task starts, and runs
+			<-ran
+		})
+	})
+	defer executor.SetHookQueued(nil)
+	var h *executor.Handle[string]
+	mustNotPanic(t, "Submit", func() {
+		var err error
+		h, err = executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) {
+			close(ran)
+			return "ran", nil
+		}})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	if r := wait(t, h); r.Status != executor.Success {
+		t.Errorf("task: %v %v, want Success", r.Status, r.Err)
 	}
 }

@@ -547,7 +547,11 @@ func (ex *Executor) watchParent(j *job) {
 	}
 	g.mu.Unlock()
 	if stop != nil {
-		stop()
+		// j started meanwhile: its worker asks the context (askParent).
+		// The stop may be user code that panics: ignored, as wherever a
+		// watcher is stopped, rather than unwinding Submit's caller, who
+		// would lose the handle of a task that runs.
+		stopWatcher(stop)
 	}
 }
 
