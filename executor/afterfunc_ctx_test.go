@@ -325,3 +325,58 @@ func TestWatcherArmedLateStopPanic(t *testing.T) {
 		t.Errorf("task: %v %v, want Success", r.Status, r.Err)
 	}
 }
+
+// watchPanicCtx is a cancellable context whose own AfterFunc method
+// panics: a run context derived from it panics as it is made. It never
+// ends.
+type watchPanicCtx struct {
+	context.Context // Background: no deadline, no values, no error
+	done            chan struct{}
+}
+
+func (c *watchPanicCtx) Done() <-chan struct{} { return c.done }
+
+func (c *watchPanicCtx) AfterFunc(func()) func() bool { panic("a context's AfterFunc") }
+
+// TestRunContextPanicStartedEvent: a task whose run context panics as it
+// is made (its Submit context is user code) never runs Fn, and ends its
+// worker, as a panic of a run context does. It was started under the
+// limits, and the listener hears so: OnStarted, then OnCompleted with
+// Event.Started set, and TaskCounts.Started counts it, once.
+func TestRunContextPanicStartedEvent(t *testing.T) {
+	var started, completedStarted, completed atomic.Int32
+	l := executor.ListenerFuncs{
+		Started: func(executor.Event) { started.Add(1) },
+		Completed: func(e executor.Event) {
+			if e.Started {
+				completedStarted.Add(1)
+			}
+			completed.Add(1)
+		},
+	}
+	// The panic goes on up the worker: recovered here, as a pool does.
+	spawn := func(f func()) {
+		go func() {
+			defer func() { _ = recover() }()
+			f()
+		}()
+	}
+	ex := newExec(t, nil, executor.WithListener(l), executor.WithSpawn(spawn))
+	ctx := &watchPanicCtx{Context: bg, done: make(chan struct{})}
+	h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) {
+		t.Error("Fn ran with a run context that panicked")
+		return "", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, h); r.Status != executor.Failed {
+		t.Errorf("task: %v %v, want Failed", r.Status, r.Err)
+	}
+	drain(t, ex)
+	s := ex.Stats()
+	if completed.Load() != 1 || started.Load() != 1 || completedStarted.Load() != 1 || s.Started != 1 {
+		t.Errorf("OnStarted %d, OnCompleted %d (%d with Event.Started), TaskCounts.Started %d; want 1 each",
+			started.Load(), completed.Load(), completedStarted.Load(), s.Started)
+	}
+}

@@ -299,16 +299,19 @@ func (ex *Executor) timed(j *job) bool {
 	return j.kind == kindHandle || ex.listener != nil || ex.timeout > 0
 }
 
-// begin makes j's run context and tells the listener that j starts, queued
-// after its submission. An error is a cluster permit's Bind that panicked.
+// begin tells the listener that j starts, queued after its submission,
+// and makes j's run context. An error is a cluster permit's Bind that
+// panicked. The listener hears first: making the context may call
+// Submit's context, user code that can panic or exit the goroutine, and
+// then j, counted started, completes with Event.Started set as it must,
+// OnStarted having been called.
 func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error) {
-	ctx, err := j.runContext()
 	if ex.listener != nil {
 		e := ex.event(j)
 		e.Queued = queued
 		ex.notify(onStarted, e)
 	}
-	return ctx, err
+	return j.runContext()
 }
 
 // finishHow says how finish is called: by a worker (finishWorker), and for
