@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,4 +81,102 @@ func watchers() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	return strings.Count(string(buf), "created by context.(*cancelCtx).propagateCancel")
+}
+
+// exitingCtx is a context that ends (errCtxEnded) when end is called,
+// and whose Err or Value calls exit the goroutine (runtime.Goexit) while
+// armed, once.
+type exitingCtx struct {
+	context.Context // Background: no deadline
+	done            chan struct{}
+	ended           atomic.Bool
+	exitErr         atomic.Bool // the next Err call exits
+	exitValue       atomic.Bool // the next Value call exits
+}
+
+func (c *exitingCtx) Done() <-chan struct{} { return c.done }
+
+func (c *exitingCtx) Err() error {
+	if c.exitErr.CompareAndSwap(true, false) {
+		runtime.Goexit()
+	}
+	if c.ended.Load() {
+		return errCtxEnded
+	}
+	return nil
+}
+
+func (c *exitingCtx) end() {
+	c.ended.Store(true)
+	close(c.done)
+}
+
+func (c *exitingCtx) Value(any) any {
+	if c.exitValue.CompareAndSwap(true, false) {
+		runtime.Goexit()
+	}
+	return nil
+}
+
+// TestGoexitAskingEndedContextAtStart: a task started before the watcher
+// on its Submit context was armed has its worker ask that context whether
+// it ended (Err, then context.Cause), before Fn. A context that exits the
+// worker's goroutine as it is asked leaves the task completed (Failed,
+// ErrGoexit) without running: not counted Started, and the listener,
+// never told it started, hears of its completion with Event.Started false.
+func TestGoexitAskingEndedContextAtStart(t *testing.T) {
+	for _, via := range []string{"Err", "Value"} {
+		t.Run(via, func(t *testing.T) {
+			var started, completedStarted atomic.Int32
+			completed := make(chan struct{})
+			l := executor.ListenerFuncs{
+				Started: func(executor.Event) { started.Add(1) },
+				Completed: func(e executor.Event) {
+					if e.Started {
+						completedStarted.Add(1)
+					}
+					if e.Group == "g" && e.ID == "t" {
+						close(completed)
+					}
+				},
+			}
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithListener(l))
+			gt := newGate()
+			defer gt.open()
+			submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+			gt.waitStarted(t, 1)
+			ctx := &exitingCtx{Context: bg, done: make(chan struct{})}
+			var once sync.Once
+			executor.SetHookQueued(func() {
+				once.Do(func() {
+					// The task is queued, its watcher not armed: the
+					// blocker's end starts it, and its worker asks ctx.
+					ctx.end()
+					if via == "Err" {
+						ctx.exitErr.Store(true)
+					} else {
+						ctx.exitValue.Store(true)
+					}
+					gt.open()
+					<-completed
+				})
+			})
+			defer executor.SetHookQueued(nil)
+			h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", ID: "t", Fn: func(context.Context) (string, error) {
+				t.Error("Fn ran after its context ended")
+				return "", nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := wait(t, h); r.Status != executor.Failed || r.Err != executor.ErrGoexit {
+				t.Errorf("task: %v %v, want Failed with ErrGoexit", r.Status, r.Err)
+			}
+			drain(t, ex)
+			if s := ex.Stats(); started.Load() != 1 || completedStarted.Load() != 1 || s.Started != 1 {
+				t.Errorf("OnStarted %d, OnCompleted with Event.Started %d, TaskCounts.Started %d; want 1 each (the blocker's)",
+					started.Load(), completedStarted.Load(), s.Started)
+			}
+		})
+	}
 }

@@ -94,12 +94,23 @@ func (ex *Executor) work(j *job) {
 	defer ex.workers.Done()
 	var cur *job
 	var queued, start time.Duration
+	// asking: cur's worker asks Submit's context whether it ended before
+	// cur could run (endedAtStart): counted started, cur has not run, and
+	// the listener has not been told it started.
+	asking := false
 	defer func() {
 		if cur == nil {
 			return
 		}
+		how := finishHow(0)
+		if asking {
+			// The context exited the goroutine (or panicked) as it was
+			// asked: cur never runs, and is counted as never started.
+			ex.uncountStart(cur)
+			how = finishUnstarted
+		}
 		// Its next task, if the finish starts one, gets a worker of its own.
-		defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, 0)
+		defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, how)
 		// Its run context is released as after a Fn that returns (its
 		// watcher on Submit's context, its place in the group's watched
 		// set); the deferred finish runs even if this panics.
@@ -137,12 +148,14 @@ func (ex *Executor) work(j *job) {
 			}
 		}
 		queued = start - j.submitted
-		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.askParent) && ex.endedAtStart(j, x) {
+		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.askParent) && ex.askedEnded(j, x, &asking) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
 			// is read while cur is set: the context is user code.
 			cause := x.endedWith(context.Cause(j.parent))
+			asking = false
 			cur = nil
+			ex.uncountStart(j)
 			j.endRunWith(x)
 			end = -1
 			if j = ex.finish(j, Cancelled, cause, queued, 0, finishWorker|finishUnstarted); j == nil {
@@ -169,28 +182,38 @@ func (ex *Executor) work(j *job) {
 	}
 }
 
+// askedEnded reports endedAtStart of j, with *asking set meanwhile, and
+// left set if it reports true: the caller reads the context's cause next.
+func (ex *Executor) askedEnded(j *job, x *jobExtra, asking *bool) bool {
+	*asking = true
+	ended := ex.endedAtStart(j, x)
+	*asking = ended
+	return ended
+}
+
 // endedAtStart reports whether Submit's context of started j ended while j
 // waited: its watcher, which j's start leaves to its worker, had fired
 // (its stop reports false), or, for j started before its watcher was
-// armed (startLocked), the context reports an error. If so j is not
-// counted as started: it never runs. It runs on j's worker, with j as its
-// current task, and no lock held: the stop and the context are user code.
+// armed (startLocked), the context reports an error. If so j never runs,
+// and its worker counts it as never started (uncountStart). It runs on
+// j's worker, with j as its current task, and no lock held: the stop and
+// the context are user code.
 func (ex *Executor) endedAtStart(j *job, x *jobExtra) bool {
 	if stop := x.stopAfter; stop != nil {
 		// The run context derives from Submit's: no watcher needed.
 		x.stopAfter = nil
-		if stopWatcher(stop) {
-			return false
-		}
-	} else if j.parent.Err() == nil {
-		return false
+		return !stopWatcher(stop)
 	}
+	return j.parent.Err() != nil
+}
+
+// uncountStart takes back the start counted for j, which never runs.
+func (ex *Executor) uncountStart(j *job) {
 	g := j.g
 	g.mu.Lock()
 	g.counts.Started--
 	g.served -= uint64(j.weight)
 	g.mu.Unlock()
-	return true
 }
 
 // endedWith returns the error that a task whose Submit context ended
