@@ -10,6 +10,14 @@ import "context"
 // timeout, a displacement, a cluster limiter's refusal) or Cancelled. It
 // tells the listener first, and settles j for the drain after.
 func (ex *Executor) completeRemoved(j *job, st Status, err error) {
+	queued := ex.since() - j.submitted
+	// Deferred, so that j completes, and its drain counts it, even if the
+	// listener, or the stop of the watcher below, exits the goroutine
+	// (runtime.Goexit, which neither notify nor stopWatcher can recover):
+	// the goroutine is the caller of Cancel, a displacing Submit's or the
+	// queue timeout's, and j's handle is another's.
+	defer ex.settled(j.g)
+	defer j.complete(st, err, queued, 0)
 	if x := j.x.Load(); x != nil && x.stopAfter != nil {
 		// Never runs: Submit's context no longer needs watching (nor keeps
 		// j). Removed, j is no longer the group's: its lock is not needed.
@@ -17,13 +25,6 @@ func (ex *Executor) completeRemoved(j *job, st Status, err error) {
 		x.stopAfter = nil
 		stopWatcher(stop)
 	}
-	queued := ex.since() - j.submitted
-	// Deferred, so that j completes, and its drain counts it, even if the
-	// listener exits the goroutine (runtime.Goexit, which notify cannot
-	// recover): the goroutine is the caller of Cancel, a displacing
-	// Submit's or the queue timeout's, and j's handle is another's.
-	defer ex.settled(j.g)
-	defer j.complete(st, err, queued, 0)
 	if ex.listener != nil {
 		e := ex.event(j)
 		e.Status, e.Err, e.Queued = st, err, queued

@@ -180,3 +180,44 @@ func TestGoexitAskingEndedContextAtStart(t *testing.T) {
 		})
 	}
 }
+
+// exitStopCtx is a cancellable context that never ends, with an AfterFunc
+// method of its own whose stops exit the goroutine (runtime.Goexit).
+type exitStopCtx struct {
+	context.Context // Background: no deadline, no values, no error
+	done            chan struct{}
+}
+
+func (c *exitStopCtx) Done() <-chan struct{} { return c.done }
+
+func (c *exitStopCtx) AfterFunc(func()) func() bool {
+	return func() bool { runtime.Goexit(); return false }
+}
+
+// TestGoexitStoppingRemovedTaskWatcher: a queued task removed by Cancel
+// has the watcher on its Submit context stopped by the canceller. A stop
+// that exits that goroutine (the context's own AfterFunc method's) still
+// leaves the task completed, Cancelled, and its drain settled.
+func TestGoexitStoppingRemovedTaskWatcher(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+	gt := newGate()
+	defer gt.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+	gt.waitStarted(t, 1)
+	ctx := &exitStopCtx{Context: bg, done: make(chan struct{})}
+	h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: gt.fn("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		h.Cancel()
+	}()
+	<-exited
+	if r := wait(t, h); r.Status != executor.Cancelled {
+		t.Errorf("task: %v %v, want Cancelled", r.Status, r.Err)
+	}
+	gt.open()
+	drain(t, ex)
+}
