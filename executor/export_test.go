@@ -177,7 +177,12 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 }
 
 // WatchesParent reports whether h still has a watcher registered on its
-// Submit context.
+// Submit context. It is safe only on a task that waits, or whose
+// completion the caller has seen (Wait, Done, Result): the group's lock
+// guards the watcher while the task waits, but once the task has left its
+// queue the goroutine that started or removed it clears the watcher
+// without that lock (endedAtStart, completeRemoved), ordered before the
+// completion only.
 func WatchesParent[T any](h *Handle[T]) bool {
 	g := h.g
 	g.mu.Lock()
