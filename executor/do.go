@@ -198,20 +198,36 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 	if d.status != 0 {
 		return d.err // removed: a queue timeout, a displacement, a shutdown
 	}
-	if err := ctx.Err(); err != nil {
-		// Started after ctx ended: fn does not run, and its permits go to
-		// the next in line (the rule x/sync's semaphore follows since
-		// golang/go#63615). It is not counted as started, as a Submit or
-		// Go task started after its context ended is not (startLocked).
-		g := d.g
-		g.mu.Lock()
-		g.counts.Started--
-		g.served -= uint64(d.weight)
-		g.mu.Unlock()
-		ex.finish(&d.job, Cancelled, context.Cause(ctx), ex.since()-d.submitted, 0, finishUnstarted)
+	if err := ex.doEndedAtStart(ctx, d); err != nil {
 		return err
 	}
 	return ex.runDo(d)
+}
+
+// doEndedAtStart reports ctx's error if it ended before d, started, could
+// run: then fn does not run, and d's permits go to the next in line (the
+// rule x/sync's semaphore follows since golang/go#63615). d is not counted
+// as started, as a Submit or Go task whose context ended by its start is
+// not (endedAtStart). ctx is user code: if asking it panics or exits the
+// goroutine, d still finishes, unstarted, before that goes on up the
+// caller, as a panic in fn does, so that its permits come back.
+func (ex *Executor) doEndedAtStart(ctx context.Context, d *doTask) (err error) {
+	asked := false
+	defer func() {
+		if !asked {
+			ex.uncountStart(&d.job)
+			ex.finish(&d.job, Failed, errNotReturned, ex.since()-d.submitted, 0, finishUnstarted)
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		asked = true
+		return nil
+	}
+	cause := context.Cause(ctx)
+	asked = true
+	ex.uncountStart(&d.job)
+	ex.finish(&d.job, Cancelled, cause, ex.since()-d.submitted, 0, finishUnstarted)
+	return err
 }
 
 // runDo runs d, started, in the calling goroutine, and finishes it.

@@ -221,3 +221,59 @@ func TestGoexitStoppingRemovedTaskWatcher(t *testing.T) {
 	gt.open()
 	drain(t, ex)
 }
+
+// panicErrCtx is a cancellable context that never ends, whose Err panics
+// while armed.
+type panicErrCtx struct {
+	context.Context // Background: no deadline, no values
+	done            chan struct{}
+	panics          atomic.Bool
+}
+
+func (c *panicErrCtx) Done() <-chan struct{} { return c.done }
+
+func (c *panicErrCtx) Err() error {
+	if c.panics.Load() {
+		panic("a context's Err")
+	}
+	return nil
+}
+
+// TestDoContextPanicsAtStart: a queued Do call asks its context whether
+// it ended once it has started, before fn: a call to user code. One that
+// panics, or exits the goroutine, goes on up the caller, as a panic in fn
+// does, but the call's permits come back first: its group serves its
+// next task, and the call is not counted started.
+func TestDoContextPanicsAtStart(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
+	gt := newGate()
+	defer gt.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+	gt.waitStarted(t, 1)
+	ctx := &panicErrCtx{Context: bg, done: make(chan struct{})}
+	returned := make(chan any, 1)
+	go func() {
+		defer func() { returned <- recover() }()
+		_ = ex.Do(ctx, "g", func(context.Context) error {
+			t.Error("fn ran though its context panicked")
+			return nil
+		})
+	}()
+	// A hang guard, not a timing assertion: the call queues at once.
+	for deadline := time.Now().Add(10 * time.Second); groupStats(t, ex, "g").Waiting != 1; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the Do call does not queue")
+		}
+	}
+	ctx.panics.Store(true)
+	gt.open() // the blocker ends: the call starts, and asks ctx
+	if v := <-returned; v == nil {
+		t.Error("Do returned without the context's panic")
+	}
+	if s := groupStats(t, ex, "g"); s.Running != 0 || s.InFlight != 0 {
+		t.Fatalf("after the call: running %d, in flight %d; want its permits back", s.Running, s.InFlight)
+	}
+	if s := ex.Stats(); s.Started != 1 {
+		t.Errorf("Started %d, want 1 (the blocker)", s.Started)
+	}
+}
