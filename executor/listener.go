@@ -19,8 +19,10 @@ type Event struct {
 	Duration time.Duration
 	// Started, set for OnCompleted, reports whether OnStarted was called
 	// for the task: false for one Cancelled while it waited, or whose
-	// context had ended by its start, which never ran. Duration alone
-	// cannot tell them from a task that ran for a measured 0.
+	// context had ended by its start (Cancelled), or panicked or exited
+	// the goroutine as the executor asked it then (Failed): none of them
+	// ran. Duration alone cannot tell them from a task that ran for a
+	// measured 0.
 	Started bool
 }
 
@@ -30,10 +32,10 @@ type Event struct {
 //
 // For each task: OnSubmitted once its input is valid, then either OnRejected
 // (refused, or timed out in the queue), or OnStarted followed by OnCompleted,
-// or OnCompleted alone (Cancelled while waiting). A task run in its caller
-// (CallerRuns, or a rejection handler's Rejection.RunInCaller) sees
-// OnRejected, then OnStarted and OnCompleted. Invalid input gets
-// OnRejected only.
+// or OnCompleted alone (Cancelled while waiting, or never run: see
+// Event.Started). A task run in its caller (CallerRuns, or a rejection
+// handler's Rejection.RunInCaller) sees OnRejected, then OnStarted and
+// OnCompleted. Invalid input gets OnRejected only.
 type Listener interface {
 	OnSubmitted(Event)
 	OnStarted(Event)

@@ -14,7 +14,7 @@ import (
 // run by the submitter, whose outcome is also counted.
 type TaskCounts struct {
 	Submitted  uint64
-	Started    uint64 // tasks started under the limits; not one whose context had ended by then, which never runs (counted Cancelled)
+	Started    uint64 // tasks started under the limits; not one whose context had ended by then (counted Cancelled), nor one whose context panicked or exited the goroutine as it was asked then (counted Failed): those never run
 	Succeeded  uint64
 	Failed     uint64
 	Cancelled  uint64
