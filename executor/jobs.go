@@ -35,6 +35,13 @@ type jobExtra struct {
 	// given the job: its worker does not run Fn if the context has ended
 	// (worker.go), nor if its watcher fired (stopAfter).
 	askParent bool
+	// asking: the job's worker is asking Submit's context whether it
+	// ended (endedAtStart), and then its cause: the job is counted
+	// started, has not run, and the listener has not been told it
+	// started. Read and written by that worker only: if the context exits
+	// the goroutine or panics, the worker's deferred finish counts the job
+	// as never started.
+	asking bool
 	// cluster holds the cluster permits while running (global, group; see
 	// cluster.go), when bound is set.
 	cluster [2]LimiterPermit

@@ -94,16 +94,12 @@ func (ex *Executor) work(j *job) {
 	defer ex.workers.Done()
 	var cur *job
 	var queued, start time.Duration
-	// asking: cur's worker asks Submit's context whether it ended before
-	// cur could run (endedAtStart): counted started, cur has not run, and
-	// the listener has not been told it started.
-	asking := false
 	defer func() {
 		if cur == nil {
 			return
 		}
 		how := finishHow(0)
-		if asking {
+		if x := cur.x.Load(); x != nil && x.asking {
 			// The context exited the goroutine (or panicked) as it was
 			// asked: cur never runs, and is counted as never started.
 			ex.uncountStart(cur)
@@ -148,12 +144,12 @@ func (ex *Executor) work(j *job) {
 			}
 		}
 		queued = start - j.submitted
-		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.askParent) && ex.askedEnded(j, x, &asking) {
+		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.askParent) && ex.endedAtStart(j, x) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
 			// is read while cur is set: the context is user code.
 			cause := x.endedWith(context.Cause(j.parent))
-			asking = false
+			x.asking = false
 			cur = nil
 			ex.uncountStart(j)
 			j.endRunWith(x)
@@ -182,29 +178,26 @@ func (ex *Executor) work(j *job) {
 	}
 }
 
-// askedEnded reports endedAtStart of j, with *asking set meanwhile, and
-// left set if it reports true: the caller reads the context's cause next.
-func (ex *Executor) askedEnded(j *job, x *jobExtra, asking *bool) bool {
-	*asking = true
-	ended := ex.endedAtStart(j, x)
-	*asking = ended
-	return ended
-}
-
 // endedAtStart reports whether Submit's context of started j ended while j
 // waited: its watcher, which j's start leaves to its worker, had fired
 // (its stop reports false), or, for j started before its watcher was
 // armed (startLocked), the context reports an error. If so j never runs,
 // and its worker counts it as never started (uncountStart). It runs on
 // j's worker, with j as its current task, and no lock held: the stop and
-// the context are user code.
+// the context are user code. It marks x asking meanwhile, and leaves it
+// so if it reports true: the worker reads the context's cause next.
 func (ex *Executor) endedAtStart(j *job, x *jobExtra) bool {
+	x.asking = true
+	var ended bool
 	if stop := x.stopAfter; stop != nil {
 		// The run context derives from Submit's: no watcher needed.
 		x.stopAfter = nil
-		return !stopWatcher(stop)
+		ended = !stopWatcher(stop)
+	} else {
+		ended = j.parent.Err() != nil
 	}
-	return j.parent.Err() != nil
+	x.asking = ended
+	return ended
 }
 
 // uncountStart takes back the start counted for j, which never runs.
