@@ -43,7 +43,7 @@ func Parse(data []byte) (*Config, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Reason: "empty file: at least `backends` is required"}
 	}
-	keys := indexKeys(&root)
+	keys, undecoded := indexKeys(&root)
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -70,8 +70,7 @@ func Parse(data []byte) (*Config, error) {
 	// The decoder leaves a mapping with a key given twice undecoded, whole:
 	// its keys are present but zero, and checking them would report
 	// problems the file does not have (every key of the file, for a
-	// duplicate at the top).
-	undecoded := duplicated(&root)
+	// duplicate at the top): they are not checked (undecoded).
 	present := func(path string) bool { return keys.has(path) }
 	c.setDefaults(present)
 	for _, p := range c.validate(present) {
@@ -122,36 +121,10 @@ type key struct {
 
 type keyIndex []key
 
-// indexKeys lists every mapping key in document order.
-func indexKeys(root *yaml.Node) keyIndex {
-	var keys keyIndex
-	var walk func(n *yaml.Node, prefix string)
-	walk = func(n *yaml.Node, prefix string) {
-		switch n.Kind {
-		case yaml.DocumentNode, yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, prefix)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				path := k.Value
-				if prefix != "" {
-					path = prefix + "." + k.Value
-				}
-				keys = append(keys, key{path: path, line: k.Line, value: v.Value})
-				walk(v, path)
-			}
-		}
-	}
-	walk(root, "")
-	return keys
-}
-
-// duplicated returns the paths of the mappings that have a key twice ("" for
-// the document's own).
-func duplicated(root *yaml.Node) []string {
-	var paths []string
+// indexKeys lists every mapping key in document order, and the paths of
+// the mappings that have a key twice ("" for the document's own), which
+// the decoder leaves undecoded.
+func indexKeys(root *yaml.Node) (keys keyIndex, twice []string) {
 	var walk func(n *yaml.Node, prefix string)
 	walk = func(n *yaml.Node, prefix string) {
 		switch n.Kind {
@@ -162,21 +135,22 @@ func duplicated(root *yaml.Node) []string {
 		case yaml.MappingNode:
 			seen := make(map[string]bool, len(n.Content)/2)
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i].Value
-				if seen[k] && !slices.Contains(paths, prefix) {
-					paths = append(paths, prefix)
+				k, v := n.Content[i], n.Content[i+1]
+				if seen[k.Value] && !slices.Contains(twice, prefix) {
+					twice = append(twice, prefix)
 				}
-				seen[k] = true
-				path := k
+				seen[k.Value] = true
+				path := k.Value
 				if prefix != "" {
-					path = prefix + "." + k
+					path = prefix + "." + k.Value
 				}
-				walk(n.Content[i+1], path)
+				keys = append(keys, key{path: path, line: k.Line, value: v.Value})
+				walk(v, path)
 			}
 		}
 	}
 	walk(root, "")
-	return paths
+	return keys, twice
 }
 
 // within reports whether the key at path is in one of the mappings at
