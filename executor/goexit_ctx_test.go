@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -178,6 +179,67 @@ func TestGoexitAskingEndedContextAtStart(t *testing.T) {
 					started.Load(), completedStarted.Load(), s.Started)
 			}
 		})
+	}
+}
+
+// clockedExitingCtx is an exitingCtx whose Err, armed to exit the
+// goroutine, first moves clk on: the time spent asking it.
+type clockedExitingCtx struct {
+	*exitingCtx
+	clk *clock.Fake
+}
+
+func (c clockedExitingCtx) Err() error {
+	if c.exitErr.Load() {
+		c.clk.Advance(time.Second)
+	}
+	return c.exitingCtx.Err()
+}
+
+// TestGoexitAskingContextAtStartRanZero: a task whose Submit context exits
+// its worker's goroutine as it is asked at the task's start never ran Fn,
+// so its Result and its OnCompleted event report a Duration of 0, as for
+// any task that never ran, however long the asking took.
+func TestGoexitAskingContextAtStartRanZero(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	var completedRan atomic.Int64
+	completed := make(chan struct{})
+	l := executor.ListenerFuncs{Completed: func(e executor.Event) {
+		if e.Group == "g" && e.ID == "t" {
+			completedRan.Store(int64(e.Duration))
+			close(completed)
+		}
+	}}
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithClock(clk), executor.WithListener(l))
+	gt := newGate()
+	defer gt.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+	gt.waitStarted(t, 1)
+	ctx := clockedExitingCtx{&exitingCtx{Context: bg, done: make(chan struct{})}, clk}
+	var once sync.Once
+	executor.SetHookQueued(func() {
+		once.Do(func() {
+			// Queued, its watcher not armed: the blocker's end starts it,
+			// and its worker asks ctx, which moves the clock on and exits.
+			ctx.end()
+			ctx.exitErr.Store(true)
+			gt.open()
+			<-completed
+		})
+	})
+	defer executor.SetHookQueued(nil)
+	h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", ID: "t", Fn: func(context.Context) (string, error) {
+		t.Error("Fn ran after its context ended")
+		return "", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, h); r.Status != executor.Failed || r.Err != executor.ErrGoexit || r.Duration != 0 {
+		t.Errorf("task: %v %v ran %v, want Failed with ErrGoexit, ran 0", r.Status, r.Err, r.Duration)
+	}
+	if d := time.Duration(completedRan.Load()); d != 0 {
+		t.Errorf("OnCompleted: Duration %v, want 0", d)
 	}
 }
 

@@ -98,15 +98,18 @@ func (ex *Executor) work(j *job) {
 		if cur == nil {
 			return
 		}
-		how := finishHow(0)
+		how, ran := finishHow(0), time.Duration(0)
 		if x := cur.x.Load(); x != nil && x.asking {
 			// The context exited the goroutine (or panicked) as it was
-			// asked: cur never runs, and is counted as never started.
+			// asked: cur never runs (it ran for 0, however long the asking
+			// took), and is counted as never started.
 			ex.uncountStart(cur)
 			how = finishUnstarted
+		} else {
+			ran = ex.since() - start
 		}
 		// Its next task, if the finish starts one, gets a worker of its own.
-		defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, how)
+		defer ex.finish(cur, Failed, ErrGoexit, queued, ran, how)
 		// Its run context is released as after a Fn that returns (its
 		// watcher on Submit's context, its place in the group's watched
 		// set); the deferred finish runs even if this panics.
