@@ -215,8 +215,7 @@ func (ex *Executor) doEndedAtStart(ctx context.Context, d *doTask) (err error) {
 	asked := false
 	defer func() {
 		if !asked {
-			ex.uncountStart(&d.job)
-			ex.finish(&d.job, Failed, errNotReturned, ex.since()-d.submitted, 0, finishUnstarted)
+			ex.finishUnrun(&d.job, Failed, errNotReturned, ex.since()-d.submitted, 0)
 		}
 	}()
 	if err = ctx.Err(); err == nil {
@@ -225,8 +224,7 @@ func (ex *Executor) doEndedAtStart(ctx context.Context, d *doTask) (err error) {
 	}
 	cause := context.Cause(ctx)
 	asked = true
-	ex.uncountStart(&d.job)
-	ex.finish(&d.job, Cancelled, cause, ex.since()-d.submitted, 0, finishUnstarted)
+	ex.finishUnrun(&d.job, Cancelled, cause, ex.since()-d.submitted, 0)
 	return err
 }
 

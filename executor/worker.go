@@ -98,18 +98,14 @@ func (ex *Executor) work(j *job) {
 		if cur == nil {
 			return
 		}
-		how, ran := finishHow(0), time.Duration(0)
+		// Its next task, if the finish starts one, gets a worker of its own.
 		if x := cur.x.Load(); x != nil && x.asking {
 			// The context exited the goroutine (or panicked) as it was
-			// asked: cur never runs (it ran for 0, however long the asking
-			// took), and is counted as never started.
-			ex.uncountStart(cur)
-			how = finishUnstarted
+			// asked: cur never runs.
+			defer ex.finishUnrun(cur, Failed, ErrGoexit, queued, 0)
 		} else {
-			ran = ex.since() - start
+			defer ex.finish(cur, Failed, ErrGoexit, queued, ex.since()-start, 0)
 		}
-		// Its next task, if the finish starts one, gets a worker of its own.
-		defer ex.finish(cur, Failed, ErrGoexit, queued, ran, how)
 		// Its run context is released as after a Fn that returns (its
 		// watcher on Submit's context, its place in the group's watched
 		// set); the deferred finish runs even if this panics.
@@ -154,10 +150,9 @@ func (ex *Executor) work(j *job) {
 			cause := x.endedWith(context.Cause(j.parent))
 			x.asking = false
 			cur = nil
-			ex.uncountStart(j)
 			j.endRunWith(x)
 			end = -1
-			if j = ex.finish(j, Cancelled, cause, queued, 0, finishWorker|finishUnstarted); j == nil {
+			if j = ex.finishUnrun(j, Cancelled, cause, queued, finishWorker); j == nil {
 				j = ex.taken(ex.runq.spin())
 			}
 			continue
@@ -185,7 +180,7 @@ func (ex *Executor) work(j *job) {
 // waited: its watcher, which j's start leaves to its worker, had fired
 // (its stop reports false), or, for j started before its watcher was
 // armed (startLocked), the context reports an error. If so j never runs,
-// and its worker counts it as never started (uncountStart). It runs on
+// and its worker finishes it as never started (finishUnrun). It runs on
 // j's worker, with j as its current task, and no lock held: the stop and
 // the context are user code. It marks x asking meanwhile, and leaves it
 // so if it reports true: the worker reads the context's cause next.
@@ -203,13 +198,18 @@ func (ex *Executor) endedAtStart(j *job, x *jobExtra) bool {
 	return ended
 }
 
-// uncountStart takes back the start counted for j, which never runs.
-func (ex *Executor) uncountStart(j *job) {
+// finishUnrun finishes j, counted started but never run: its context had
+// ended by its start, or panicked or exited the goroutine as it was asked
+// then (endedAtStart, doEndedAtStart). Its start is taken back, it ran for
+// 0, and the listener, never told it started, hears of its completion
+// with Event.Started false (finishUnstarted).
+func (ex *Executor) finishUnrun(j *job, st Status, err error, queued time.Duration, how finishHow) *job {
 	g := j.g
 	g.mu.Lock()
 	g.counts.Started--
 	g.served -= uint64(j.weight)
 	g.mu.Unlock()
+	return ex.finish(j, st, err, queued, 0, how|finishUnstarted)
 }
 
 // endedWith returns the error that a task whose Submit context ended
