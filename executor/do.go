@@ -212,19 +212,18 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 // goroutine, d still finishes, unstarted, before that goes on up the
 // caller, as a panic in fn does, so that its permits come back.
 func (ex *Executor) doEndedAtStart(ctx context.Context, d *doTask) (err error) {
-	asked := false
+	// Failed until ctx has answered: 0 (no status) if it has not ended.
+	st, cause := Failed, error(errNotReturned)
 	defer func() {
-		if !asked {
-			ex.finishUnrun(&d.job, Failed, errNotReturned, ex.since()-d.submitted, 0)
+		if st != 0 {
+			ex.finishUnrun(&d.job, st, cause, ex.since()-d.submitted, 0)
 		}
 	}()
 	if err = ctx.Err(); err == nil {
-		asked = true
+		st = 0
 		return nil
 	}
-	cause := context.Cause(ctx)
-	asked = true
-	ex.finishUnrun(&d.job, Cancelled, cause, ex.since()-d.submitted, 0)
+	st, cause = Cancelled, context.Cause(ctx)
 	return err
 }
 
