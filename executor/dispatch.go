@@ -347,16 +347,10 @@ func (ex *Executor) startsOnFreedLocked(g *group, hw int) bool {
 // the queue and takes its running permits. A task that needs a new
 // goroutine or a wake-up goes in b, unless b is nil (the caller runs it).
 func (ex *Executor) startLocked(g *group, j *job, ps [2]LimiterPermit, b *batch) {
+	// Submit's context, if it can end, is left to j's worker to ask
+	// (endedAtStart): the watcher's stop, or the context itself if j
+	// starts unwatched, is user code, not called under the group's lock.
 	ex.dequeueLocked(g, j)
-	if x := j.x.Load(); x != nil && x.unwatched {
-		// Started before Submit armed the watcher: nothing has looked at
-		// the context since Submit did, so j's worker asks it before
-		// running Fn, as a Do call asks its own on waking. A watcher
-		// armed (x.stopAfter) is stopped by j's worker too: its stop is
-		// user code (a context's own AfterFunc method), not called under
-		// the group's lock (endedAtStart).
-		x.askParent = true
-	}
 	if ps[0] != nil || ps[1] != nil {
 		x := j.extra()
 		x.cluster, x.bound = ps, true

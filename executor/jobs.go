@@ -27,14 +27,13 @@ type jobExtra struct {
 	stopAfter func() bool
 	// unwatched: Submit's (or Go's) context can end, and the job is queued
 	// while its watcher is not armed yet (watchParent), which Submit does
-	// once the group's lock is released.
+	// once the group's lock is released. Only watchParent clears it, while
+	// the job waits: a job that starts unwatched stays so, and whether its
+	// context ended is not known; asking is a call to the context, user
+	// code, not made under the group's lock. Its worker asks before Fn, as
+	// a Do call asks its own on waking, and does not run Fn if the context
+	// has ended (endedAtStart), nor if its watcher fired (stopAfter).
 	unwatched bool
-	// askParent: the job started while unwatched, so whether its context
-	// ended is not known; asking is a call to the context, user code, not
-	// made under the group's lock. Set at the start, before a worker is
-	// given the job: its worker does not run Fn if the context has ended
-	// (worker.go), nor if its watcher fired (stopAfter).
-	askParent bool
 	// asking: the job's worker is asking Submit's context whether it
 	// ended (endedAtStart), and then its cause: the job is counted
 	// started, has not run, and the listener has not been told it

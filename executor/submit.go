@@ -547,7 +547,7 @@ func (ex *Executor) watchParent(j *job) {
 	}
 	g.mu.Unlock()
 	if stop != nil {
-		// j started meanwhile: its worker asks the context (askParent).
+		// j started meanwhile, unwatched: its worker asks the context.
 		// The stop may be user code that panics: ignored, as wherever a
 		// watcher is stopped, rather than unwinding Submit's caller, who
 		// would lose the handle of a task that runs.

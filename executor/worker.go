@@ -143,7 +143,7 @@ func (ex *Executor) work(j *job) {
 			}
 		}
 		queued = start - j.submitted
-		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.askParent) && ex.endedAtStart(j, x) {
+		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.unwatched) && ex.endedAtStart(j, x) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
 			// is read while cur is set: the context is user code.
@@ -179,7 +179,7 @@ func (ex *Executor) work(j *job) {
 // endedAtStart reports whether Submit's context of started j ended while j
 // waited: its watcher, which j's start leaves to its worker, had fired
 // (its stop reports false), or, for j started before its watcher was
-// armed (startLocked), the context reports an error. If so j never runs,
+// armed (unwatched), the context reports an error. If so j never runs,
 // and its worker finishes it as never started (finishUnrun). It runs on
 // j's worker, with j as its current task, and no lock held: the stop and
 // the context are user code. It marks x asking meanwhile, and leaves it
