@@ -334,8 +334,8 @@ func (ex *Executor) begin(j *job, queued time.Duration) (context.Context, error)
 }
 
 // finishHow says how finish is called: by a worker (finishWorker), and for
-// a task that never started (finishUnstarted: its context had ended by its
-// start; the listener was not told it started).
+// a task that never started (finishUnstarted, set by finishUnrun only: the
+// listener was not told it started).
 type finishHow uint8
 
 const (
