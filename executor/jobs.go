@@ -39,7 +39,8 @@ type jobExtra struct {
 	// started, has not run, and the listener has not been told it
 	// started. Read and written by that worker only: if the context exits
 	// the goroutine or panics, the worker's deferred finish counts the job
-	// as never started.
+	// as never started. It is read only while the job is the worker's
+	// current task, so a job whose context ended is left with it set.
 	asking bool
 	// cluster holds the cluster permits while running (global, group; see
 	// cluster.go), when bound is set.

@@ -146,9 +146,9 @@ func (ex *Executor) work(j *job) {
 		if x := j.x.Load(); x != nil && (x.stopAfter != nil || x.unwatched) && ex.endedAtStart(j, x) {
 			// Submit's context ended while j waited: as for Do, Fn does
 			// not run and the permits go to the next in line. The cause
-			// is read while cur is set: the context is user code.
+			// is read while cur is set, and x asking: the context is user
+			// code. Once cur is cleared, nothing reads x.asking again.
 			cause := x.endedWith(context.Cause(j.parent))
-			x.asking = false
 			cur = nil
 			j.endRunWith(x)
 			end = -1
