@@ -194,6 +194,14 @@
 // holder counts it as an outage (ModeDown after three calls, its failure
 // policy applies, and ErrUnavailable carries the reply), never as a reply.
 //
+// An error reply that is no outage (WRONGTYPE: a key under the prefix holds
+// a value of another type) is Redis's answer for one key: the holder stays
+// up, and the key's tasks that no lease here serves are refused with
+// ErrKeyFailed, which names the key and carries the reply, for a renew
+// interval; the first task of the key to ask after that asks Redis again.
+// Such a reply comes again at every call until the key is fixed: asked at
+// the poll rate, the key's tasks would wait for ever.
+//
 // All holders sharing a prefix must be given the same limits and TTL. The
 // Redis keys, their layout and the scripts are described in scripts.go.
 // Redis must not evict them: run it with maxmemory-policy noeviction (the

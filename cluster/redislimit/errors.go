@@ -15,6 +15,14 @@ var (
 	// ErrUnavailable marks a task refused under FailClosed because Redis
 	// could not be reached and no leased permit was at hand.
 	ErrUnavailable = errors.New("redislimit: redis unavailable")
+	// ErrKeyFailed marks a task refused because Redis answered its key's
+	// refill with an error reply that is no outage (WRONGTYPE: a key under
+	// the limiter's prefix holds a value of another type): such a reply
+	// comes again at every call, so the key's tasks would wait for ever.
+	// The error names the key and carries the reply. The key's tasks are
+	// refused for a renew interval after it, with no call to Redis; the
+	// first to ask after that asks Redis again. Other keys are served.
+	ErrKeyFailed = errors.New("redislimit: redis refused the key's script")
 	// ErrClosed marks a task refused, or whose lease was dropped, because
 	// the Holder was closed.
 	ErrClosed = errors.New("redislimit: holder closed")

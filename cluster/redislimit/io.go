@@ -130,7 +130,8 @@ func (h *Holder) unwaitCall(ks *keyState) *scriptCall {
 // the call now (unavailableReplies: a replica after a failover, a server
 // loading its data, out of memory, busy with a script, refusing the
 // holder's credentials, too old for the scripts); any other error Redis
-// replied with (a script's) does not.
+// replied with (a script's) does not: it is an answer for one key, whose
+// tasks are refused with ErrKeyFailed (refilledLocked).
 func failed(err error) bool {
 	var re redis.Error
 	if err == nil {

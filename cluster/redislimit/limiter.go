@@ -118,6 +118,12 @@ type keyState struct {
 	giveAt   time.Time // serve again then, for idle permits; zero: not due
 
 	fellBack, refused int // fallbacks and refusals not yet reported
+
+	// keyErr refuses the key's tasks that no lease here serves until
+	// keyErrUntil: Redis answered the key's last refill with an error
+	// reply (ErrKeyFailed).
+	keyErr      error
+	keyErrUntil time.Time
 }
 
 // lease is a block of permits leased from Redis: one slot each.
@@ -245,6 +251,14 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 	}
 	if whole {
 		return nil, nil
+	}
+	if ks.keyErr != nil {
+		if now.Before(ks.keyErrUntil) {
+			return nil, ks.keyErr
+		}
+		// Asked again once a renew interval is over: the key's data may
+		// have been fixed since.
+		ks.keyErr = nil
 	}
 	ks.demand, ks.asked, ks.since = max(ks.demand, n), max(ks.asked, n), now
 	h.enqueueLocked(ks)

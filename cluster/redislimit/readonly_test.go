@@ -178,6 +178,45 @@ func TestFailureReplyAfterScriptErrorCounts(t *testing.T) {
 	}
 }
 
+// A key of one limit that holds a value of another type (here WRONGTYPE:
+// its version key overwritten with a hash) makes Redis answer every refill
+// of that key with the same error reply, which is no outage. The key's task
+// must be refused with an error naming the key and the reply, not wait for
+// ever while the refiller asks Redis at the poll rate; the next task of
+// the key within a renew interval is refused with no call to Redis; and
+// the other keys are served.
+func TestKeyErrorReplyRefusesTheKeysTasks(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	prefix := "t:" + t.Name()
+	if err := rdb.HSet(bg, prefix+":{group:a}:v", "x", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := newHolder(t, addr, manualRenewals()...)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
+	r, err := runOne(t, ex, "a")
+	if err != nil || r.Status != executor.Rejected || !errors.Is(r.Err, redislimit.ErrKeyFailed) ||
+		!strings.Contains(r.Err.Error(), `"a"`) || !strings.Contains(r.Err.Error(), "WRONGTYPE") {
+		t.Fatalf("task of a key whose data Redis cannot use: %v %v %v (stats %+v); "+
+			"want Rejected with ErrKeyFailed naming the key and the reply", r.Status, r.Err, err, h.Stats())
+	}
+	trips := h.Stats().RoundTrips
+	// Refused as it is submitted: the executor asks the limiter then.
+	_, err = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 1, nil }})
+	if !errors.Is(err, redislimit.ErrKeyFailed) {
+		t.Fatalf("second task of the key: %v; want refused with ErrKeyFailed", err)
+	}
+	if got := h.Stats().RoundTrips; got != trips {
+		t.Fatalf("round trips %d, then %d after a task refused within the renew interval; want no call", trips, got)
+	}
+	if r, err := runOne(t, ex, "b"); err != nil || r.Status != executor.Success {
+		t.Fatalf("task of another key: %v %v %v; want it run", r.Status, r.Err, err)
+	}
+	if s := h.Stats(); s.Mode != redislimit.ModeUp {
+		t.Fatalf("stats %+v, want up", s)
+	}
+}
+
 // A Redis before 5.0 (or a 5.x or 6.x run with lua-replicate-commands no)
 // refuses a script's writes after it read TIME, as every script here does:
 // every call is refused alike, for good. The holder must count that as an

@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -411,6 +412,19 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		// for the key (once Redis answers, if the holder is now down).
 		ks.recorded = true
 		ks.orphans = append(ks.orphans, orphan{r.id, r.seq})
+		if !failed(r.err) {
+			// Redis answered, with an error its script met on the key's
+			// data (WRONGTYPE): asked again at the poll rate it answers
+			// the same, and the key's tasks would wait for ever. Refuse
+			// them, naming the key and the reply, and ask Redis for the
+			// key again no sooner than a renew interval from now.
+			ks.keyErr = fmt.Errorf("%w: %s limit %q: %w", ErrKeyFailed, ks.l.scope, ks.key, r.err)
+			ks.keyErrUntil = time.Now().Add(h.cfg.renew)
+			ks.waiting = false
+			h.dropDemandLocked(ks)
+			a.notify = append(a.notify, ks)
+			return
+		}
 		if !h.down {
 			// One failure is not an outage: ask again at the poll rate.
 			ks.retryLocked(h.cfg.poll)
