@@ -156,3 +156,28 @@ func TestCloseCountsNoLostLease(t *testing.T) {
 		}
 	}
 }
+
+// The free permits of the leases Close gives back are permits given back
+// unused, as a renewal round's give-backs are: Stats.Returned counts them,
+// and not those of the tasks still running.
+func TestCloseCountsTheFreePermitsReturned(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(4)
+	n := attach(t, l)
+	p1 := acquire(t, l, n, "g", 1, 5*time.Second)
+	p2 := acquire(t, l, n, "g", 1, 5*time.Second)
+	defer p2.Release()
+	p1.Release()
+	s := h.Stats()
+	free := s.PermitsLeased - s.PermitsInUse
+	if free < 1 || s.PermitsInUse != 1 || s.Returned != 0 {
+		t.Fatalf("before Close: %+v; want a permit in use, at least one free, none returned", s)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Stats().Returned; got != uint64(free) {
+		t.Fatalf("Returned after Close %d, want the %d free permits it gave back", got, free)
+	}
+}

@@ -94,7 +94,10 @@ type Stats struct {
 	// asked for, or, while other holders wait, the holder at its share
 	// (its cap) already.
 	Refills, RefillsDenied uint64
-	// Returned counts permits given back to Redis unused.
+	// Returned counts permits given back to Redis unused: those no task
+	// needed (renewal rounds), those above the cap while others wait, and
+	// the free permits of the leases Close gives back (not those of the
+	// tasks it cancels).
 	Returned uint64
 	// Renewals counts renewal rounds that reached Redis.
 	Renewals uint64

@@ -148,6 +148,9 @@ func (h *Holder) Close() error {
 			for len(ks.leases) > 0 {
 				le := ks.leases[0]
 				rel = append(rel, le)
+				// Its free permits go back unused, as a renewal round's
+				// do; those of its running tasks do not count.
+				h.st.returned.Add(uint64(len(le.free)))
 				// Given back, not lost: its tasks are cancelled, but
 				// neither the lost leases' counters nor a listener
 				// count it.
