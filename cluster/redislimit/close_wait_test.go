@@ -181,3 +181,65 @@ func TestCloseCountsTheFreePermitsReturned(t *testing.T) {
 		t.Fatalf("Returned after Close %d, want the %d free permits it gave back", got, free)
 	}
 }
+
+// The fallbacks a holder granted that its refiller has not reported yet
+// when Close stops it are reported by Close: Stats counts them, and so must
+// the listener's EventFallback. Here the refiller is held up in a pass for
+// another key (a refill on its way to Redis) while the fallback is granted,
+// and Close begins before that pass ends.
+func TestCloseReportsPendingFallbacks(t *testing.T) {
+	addr := startRedis(t)
+	var mu sync.Mutex
+	fellBack := 0
+	h := newHolder(t, addr, append(manualRenewals(), redislimit.WithOpTimeout(time.Minute),
+		redislimit.WithFailurePolicy(redislimit.FailOpen), redislimit.WithListener(func(e redislimit.Event) {
+			if e.Kind == redislimit.EventFallback {
+				mu.Lock()
+				fellBack += e.Count
+				mu.Unlock()
+			}
+		}))...)
+	l := h.Groups(2)
+	n := attach(t, l)
+	p := acquire(t, l, n, "y", 1, 5*time.Second) // a lease, for the renewal rounds to fail on
+	defer p.Release()
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	defer open()
+	parked := make(chan struct{}, 1)
+	redislimit.SetRefillHook(h, func() error {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	if q, err := l.TryAcquire("x", 2); q != nil || err != nil {
+		t.Fatalf("TryAcquire(x) with no lease for it: %v, %v", q, err)
+	}
+	<-parked
+	redislimit.SetRenewHook(h, func() error { return errors.New("partition") })
+	for range 3 {
+		redislimit.RenewNow(h)
+	}
+	if m := h.Stats().Mode; m != redislimit.ModeDown {
+		t.Fatalf("mode %v after three failed rounds, want down", m)
+	}
+	f, err := l.TryAcquire("g", 1)
+	if f == nil || err != nil {
+		t.Fatalf("TryAcquire(g) while down under FailOpen: %v, %v; want a fallback permit", f, err)
+	}
+	f.Release()
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	eventually(t, "Close begun", 5*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeClosed })
+	open()
+	<-closed
+	mu.Lock()
+	defer mu.Unlock()
+	if s := h.Stats(); fellBack != int(s.Fallbacks) || s.Fallbacks != 1 {
+		t.Fatalf("EventFallback counts %d after Close, Stats.Fallbacks %d; want both 1", fellBack, s.Fallbacks)
+	}
+}

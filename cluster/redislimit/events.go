@@ -13,10 +13,12 @@ const (
 	// EventRecovered: Redis answers again after EventUnavailable.
 	EventRecovered
 	// EventFallback: under FailOpen, Count tasks of Key got fallback
-	// permits (no lease) since the last such event.
+	// permits (no lease) since the last such event. Close reports those
+	// not reported yet, so that the events count every Stats.Fallbacks.
 	EventFallback
 	// EventRejected: under FailClosed, Count tasks of Key were refused with
-	// ErrUnavailable since the last such event.
+	// ErrUnavailable since the last such event; Close reports those not
+	// reported yet, as for EventFallback.
 	EventRejected
 	// EventLeaseLost: a lease of Key (Token, Permits) was lost; Tasks is
 	// how many running tasks had their context cancelled. Err is the

@@ -115,7 +115,9 @@ func (h *Holder) ID() string { return h.id }
 // cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
 // refuse with ErrClosed. The leases it gives back do not count as lost
 // (Stats.LeasesLost, TasksCancelled, EventLeaseLost), and Stats.Mode reads
-// ModeClosed from its start. Close the executors first. It is idempotent.
+// ModeClosed from its start. The fallbacks and refusals the listener has
+// not been told of yet are reported (EventFallback, EventRejected) before
+// Close returns. Close the executors first. It is idempotent.
 func (h *Holder) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -123,17 +125,22 @@ func (h *Holder) Close() error {
 		return nil
 	}
 	h.closed = true
-	h.mu.Unlock()
+	// Under the lock, with closed: whoever sees the holder closed (Stats)
+	// sees its goroutines told to stop.
 	close(h.stop)
+	h.mu.Unlock()
 	h.wg.Wait()
 
 	h.mu.Lock()
 	var lost []lostLease
+	var evs []*Event // the fallbacks and refusals the refiller did not report
+	now := time.Now()
 	rel := h.expired
 	var unwaits []*keyState
 	var drops []*scriptCall
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
+			evs = h.reportLocked(ks, now, evs)
 			for _, o := range ks.orphans {
 				drops = append(drops, h.dropCall(ks, o))
 			}
@@ -161,6 +168,7 @@ func (h *Holder) Close() error {
 		}
 	}
 	h.mu.Unlock()
+	h.emit(evs...)
 	h.cancelAll(lost)
 	if len(rel) == 0 && len(unwaits) == 0 && len(drops) == 0 {
 		return nil

@@ -30,6 +30,14 @@ func (h *Holder) refiller() {
 		case <-h.work:
 		case <-poll.C:
 		}
+		select {
+		case <-h.stop:
+			// Close has begun (the select above picks at random among
+			// what is ready): it reports and gives back what is left.
+			poll.Stop()
+			return
+		default:
+		}
 		h.mu.Lock()
 		q := h.queue
 		h.queue = nil
@@ -81,6 +89,20 @@ func (h *Holder) refiller() {
 			poll.Reset(max(time.Until(next), 0))
 		}
 	}
+}
+
+// reportLocked appends to evs the events of the fallbacks and refusals of
+// ks not yet reported, and returns it.
+func (h *Holder) reportLocked(ks *keyState, now time.Time, evs []*Event) []*Event {
+	if ks.fellBack > 0 {
+		evs = append(evs, &Event{Kind: EventFallback, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.fellBack})
+		ks.fellBack = 0
+	}
+	if ks.refused > 0 {
+		evs = append(evs, &Event{Kind: EventRejected, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
+		ks.refused = 0
+	}
+	return evs
 }
 
 // retryLocked makes the refiller serve ks again after d (0: at its next
@@ -159,14 +181,7 @@ func (h *Holder) serve(q []*keyState) {
 	h.mu.Lock()
 	now := time.Now()
 	for _, ks := range q {
-		if ks.fellBack > 0 {
-			a.evs = append(a.evs, &Event{Kind: EventFallback, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.fellBack})
-			ks.fellBack = 0
-		}
-		if ks.refused > 0 {
-			a.evs = append(a.evs, &Event{Kind: EventRejected, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
-			ks.refused = 0
-		}
+		a.evs = h.reportLocked(ks, now, a.evs)
 		r := h.refillLocked(ks, now, &a)
 		if r != nil {
 			reqs = append(reqs, r)
