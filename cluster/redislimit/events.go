@@ -101,7 +101,9 @@ type Stats struct {
 	// the free permits of the leases Close gives back (not those of the
 	// tasks it cancels).
 	Returned uint64
-	// Renewals counts renewal rounds that reached Redis.
+	// Renewals counts renewal rounds that asked Redis to renew leases and
+	// had its answer; not the rounds with no lease to renew, which only
+	// give permits back or probe Redis while it is down.
 	Renewals uint64
 	// LeasesLost counts leases lost (not renewed in time, or gone from
 	// Redis); TasksCancelled the running tasks whose context was cancelled

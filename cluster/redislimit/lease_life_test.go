@@ -363,3 +363,26 @@ func TestTaskCancelledAtBindIsCountedOnce(t *testing.T) {
 		t.Fatalf("stats after both leases of the one task were lost: %+v; want LeasesLost 2, TasksCancelled 1", s)
 	}
 }
+
+// Stats.Renewals counts the rounds that renewed leases in Redis: a round
+// that has no lease to renew, and only gives back the permits no task
+// needed, renews nothing.
+func TestRenewalsCountsOnlyRoundsThatRenew(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(2)
+	n := attach(t, l)
+	acquire(t, l, n, "g", 1, 5*time.Second).Release()
+	redislimit.RenewNow(h) // renews the lease; its permit has been free since
+	if s := h.Stats(); s.Renewals != 1 || s.Leases != 1 {
+		t.Fatalf("after a round that renewed the lease: %+v; want 1 renewal, 1 lease", s)
+	}
+	redislimit.RenewNow(h) // free throughout the round: given back, nothing left to renew
+	s := h.Stats()
+	if s.Leases != 0 || s.Returned != 1 {
+		t.Fatalf("after a round that gave the free permit back: %+v; want no lease, 1 returned", s)
+	}
+	if s.Renewals != 1 {
+		t.Fatalf("Renewals %d after a round that only gave permits back, want 1", s.Renewals)
+	}
+}

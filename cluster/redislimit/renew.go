@@ -104,7 +104,9 @@ func (h *Holder) renewOnce() {
 	var stale []shrink
 	h.mu.Lock()
 	ev := h.resultLocked(err)
-	if !failed(err) {
+	if !failed(err) && len(rs) > 0 {
+		// A round with no lease to renew (it gives permits back, or
+		// probes Redis while down) is no renewal.
 		h.st.renewals.Add(1)
 	}
 	if ran {

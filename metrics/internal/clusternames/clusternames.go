@@ -30,7 +30,7 @@ var Counters = []Counter{
 	{"refills_total", "Blocks of permits leased.", func(s redislimit.Stats) uint64 { return s.Refills }},
 	{"refills_denied_total", "Refills Redis refused: too few permits free, or the holder at its share while others wait.", func(s redislimit.Stats) uint64 { return s.RefillsDenied }},
 	{"permits_returned_total", "Permits given back to Redis unused.", func(s redislimit.Stats) uint64 { return s.Returned }},
-	{"renewals_total", "Renewal rounds that reached Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
+	{"renewals_total", "Renewal rounds that renewed leases in Redis.", func(s redislimit.Stats) uint64 { return s.Renewals }},
 	{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis); not those given back at Close.", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
 	{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost; not those cancelled by Close.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
 	{"outages_total", "Transitions to down (three failed calls in a row).", func(s redislimit.Stats) uint64 { return s.Outages }},

@@ -62,7 +62,7 @@ app_cluster_refills_total 5
 # HELP app_cluster_rejected_total Tasks refused under FailClosed while Redis was unreachable.
 # TYPE app_cluster_rejected_total counter
 app_cluster_rejected_total 4
-# HELP app_cluster_renewals_total Renewal rounds that reached Redis.
+# HELP app_cluster_renewals_total Renewal rounds that renewed leases in Redis.
 # TYPE app_cluster_renewals_total counter
 app_cluster_renewals_total 8
 # HELP app_cluster_round_trips_total Calls to Redis (a pipeline counts once).
