@@ -30,7 +30,10 @@ import (
 //
 // A panic in fn, or a runtime.Goexit, releases its permits and goes on up
 // Do's caller's stack, as if Do were not there; the listener and Stats see
-// the task Failed.
+// the task Failed. One in ctx's own code that Do calls (its Err or Value
+// as a queued call starts, the stop of an AfterFunc method of its own as
+// fn's context ends) keeps no permit either: they come back before it goes
+// on up the stack, unless Do takes a stop that panics as done.
 //
 // An admitted call costs one small allocation, fn's context (32 B), unless
 // ctx is context.Background: then, as for Go, fn's context is its group's,
