@@ -19,18 +19,7 @@ import (
 // for a measured 0 s (the clock stands still); one cancelled while it
 // waited, or whose context had ended by its start, never ran and is not.
 func TestRunSecondsOfCancelledTasks(t *testing.T) {
-	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := prom.New(prom.Options{})
-	ex, err := executor.New(p, executor.WithListener(c), executor.WithClock(clock.NewFake(time.Unix(0, 0))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
+	ex, reg := stillExecutor(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	bg := context.Background()
 	if err := ex.Do(bg, "a", func(context.Context) error { return context.Canceled }); err != context.Canceled {
 		t.Fatalf("Do: %v, want Canceled", err)
@@ -39,16 +28,7 @@ func TestRunSecondsOfCancelledTasks(t *testing.T) {
 		t.Errorf("after a run cancelled in 0 s: %d samples, want 1", n)
 	}
 
-	release, started := make(chan struct{}), make(chan struct{})
-	held, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) {
-		close(started)
-		<-release
-		return 0, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	release := holdOne(t, ex, "a")
 	ctx, cancel := context.WithCancel(bg)
 	waiting, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
 	if err != nil {
@@ -65,8 +45,7 @@ func TestRunSecondsOfCancelledTasks(t *testing.T) {
 	go func() { doErr <- ex.Do(late, "a", func(context.Context) error { return nil }) }()
 	adaptertest.Eventually(t, "the Do call queued", func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == 1 })
 	late.ended.Store(true)
-	close(release)
-	held.Wait(bg)
+	release()
 	if err := <-doErr; err != context.Canceled {
 		t.Fatalf("Do: %v, want Canceled", err)
 	}
@@ -128,35 +107,13 @@ func TestRunSecondsOfCancelledTasksRunByTheCaller(t *testing.T) {
 		{"RunInCaller", []executor.Option{executor.WithRejectionHandler(func(r *executor.Rejection) error { r.RunInCaller(); return nil })}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := policy.New(policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(1),
-				policy.WithRejectionPolicy(policy.CallerRuns))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := prom.New(prom.Options{})
-			ex, err := executor.New(p, append([]executor.Option{executor.WithListener(c),
-				executor.WithClock(clock.NewFake(time.Unix(0, 0)))}, tc.opts...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ex.Close()
-			reg := prometheus.NewPedanticRegistry()
-			reg.MustRegister(c)
+			ex, reg := stillExecutor(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(1),
+				policy.WithRejectionPolicy(policy.CallerRuns)}, tc.opts...)
 			bg := context.Background()
-			release, started := make(chan struct{}), make(chan struct{})
-			held, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) {
-				close(started)
-				<-release
-				return 0, nil
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			<-started
+			release := holdOne(t, ex, "a")
 			h, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, context.Canceled }})
 			doErr := ex.Do(bg, "a", func(context.Context) error { return context.Canceled })
-			close(release)
-			held.Wait(bg)
+			release()
 			if r, _ := h.Wait(bg); r.Status != executor.Cancelled || doErr != context.Canceled {
 				t.Fatalf("run by the caller: %v and %v, want Cancelled", r.Status, doErr)
 			}
@@ -185,29 +142,9 @@ func (c *heldWatchCtx) AfterFunc(func()) func() bool {
 // A Submit task whose context has ended by its start never runs: it is not
 // in group_run_seconds, though its worker took it.
 func TestRunSecondsOfSubmitEndedAtStart(t *testing.T) {
-	p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := prom.New(prom.Options{})
-	ex, err := executor.New(p, executor.WithListener(c), executor.WithClock(clock.NewFake(time.Unix(0, 0))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
+	ex, reg := stillExecutor(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	bg := context.Background()
-	release, started := make(chan struct{}), make(chan struct{})
-	held, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) {
-		close(started)
-		<-release
-		return 0, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	release := holdOne(t, ex, "a")
 	ctx := &heldWatchCtx{errOnlyCtx: errOnlyCtx{Context: bg, done: make(chan struct{})},
 		entered: make(chan struct{}), proceed: make(chan struct{})}
 	submitted := make(chan *executor.Handle[int], 1)
@@ -217,8 +154,7 @@ func TestRunSecondsOfSubmitEndedAtStart(t *testing.T) {
 	}()
 	<-ctx.entered // queued, its watcher not armed yet
 	ctx.ended.Store(true)
-	close(release)
-	held.Wait(bg)
+	release()
 	adaptertest.Eventually(t, "the task started", func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == 0 })
 	close(ctx.proceed)
 	if r, _ := (<-submitted).Wait(bg); r.Status != executor.Cancelled {
@@ -230,5 +166,45 @@ func TestRunSecondsOfSubmitEndedAtStart(t *testing.T) {
 	}
 	if s, _ := ex.GroupStats("a"); s.Started != 1 {
 		t.Errorf("%d started, want 1", s.Started)
+	}
+}
+
+// stillExecutor returns an executor of policy opts and exOpts whose clock
+// stands still (every run lasts a measured 0 s), told to a collector
+// registered in the registry returned.
+func stillExecutor(t *testing.T, opts []policy.Option, exOpts ...executor.Option) (*executor.Executor, *prometheus.Registry) {
+	t.Helper()
+	p, err := policy.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := prom.New(prom.Options{})
+	ex, err := executor.New(p, append([]executor.Option{executor.WithListener(c), executor.WithClock(clock.NewFake(time.Unix(0, 0)))}, exOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	return ex, reg
+}
+
+// holdOne starts a task of group that runs until the function returned is
+// called, which returns once the task has completed.
+func holdOne(t *testing.T, ex *executor.Executor, group string) (release func()) {
+	t.Helper()
+	done, started := make(chan struct{}), make(chan struct{})
+	held, err := executor.Submit(ex, context.Background(), executor.Task[int]{Group: group, Fn: func(context.Context) (int, error) {
+		close(started)
+		<-done
+		return 0, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	return func() {
+		close(done)
+		held.Wait(context.Background())
 	}
 }
