@@ -82,18 +82,7 @@ func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *ex
 	addr := redistest.Shared(t)
 	h := newHolder(t, addr, redislimit.WithLeaseTTL(60*time.Second), redislimit.WithRenewInterval(20*time.Second))
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(8)}, h.Groups(4), nil)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	started := make(chan struct{})
-	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
-		close(started)
-		<-release
-		return 0, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	holdTask(t, ex, "g")
 	hctx, cancel := context.WithCancel(bg)
 	t.Cleanup(cancel)
 	heavy, err := executor.Submit(ex, hctx, executor.Task[int]{Group: "g", Weight: 4,

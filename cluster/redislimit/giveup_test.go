@@ -45,16 +45,7 @@ func TestGivenUpWaitEndsTheWaitingRecord(t *testing.T) {
 			exA := newExec(t, nil, gA, glA)
 			exB := newExec(t, tc.popts, gB, glB)
 
-			release, started := make(chan struct{}), make(chan struct{})
-			defer close(release)
-			if _, err := executor.Submit(exA, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
-				close(started)
-				<-release
-				return 0, nil
-			}}); err != nil {
-				t.Fatal(err)
-			}
-			<-started
+			holdTask(t, exA, "g")
 
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
@@ -95,16 +86,7 @@ func TestRefusedWaiterDoesNotPoll(t *testing.T) {
 	hB := newHolder(t, addr, manualRenewals()...)
 	exA := newExec(t, nil, hA.Groups(1), nil)
 	exB := newExec(t, nil, hB.Groups(1), nil)
-	release, started := make(chan struct{}), make(chan struct{})
-	defer close(release)
-	if _, err := executor.Submit(exA, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
-		close(started)
-		<-release
-		return 0, nil
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	holdTask(t, exA, "g")
 	if _, err := executor.Submit(exB, bg, executor.Task[int]{Group: "g",
 		Fn: func(context.Context) (int, error) { return 0, nil }}); err != nil {
 		t.Fatal(err)

@@ -142,3 +142,20 @@ func park(h *redislimit.Holder, set func(*redislimit.Holder, func() error)) (res
 		})
 	}
 }
+
+// holdTask starts a task of group on ex that runs until the test ends, and
+// returns once it runs. Registered after ex's cleanup, its release runs
+// before ex is closed.
+func holdTask(t testing.TB, ex *executor.Executor, group string) {
+	t.Helper()
+	release, started := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: group, Fn: func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 0, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+}
