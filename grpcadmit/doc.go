@@ -71,7 +71,13 @@
 // this process (a *RefusalError, whatever its code: a deadline that passed
 // in the local queue is DeadlineExceeded) never reached its dependency:
 // ClientFailure does not count it, and a client interceptor chained before
-// the one that refused it counts it Cancelled. A panic in a handler
+// the one that refused it counts it Cancelled. Likewise a server interceptor
+// chained before another (one group per tenant, then one per method)
+// counts a call the inner one refused as Cancelled, whatever its code: the
+// handler never ran, and an inner group's open breaker or shutdown
+// (Unavailable) must not open the outer group's. A client interceptor's
+// refusal that a handler returns (its own outgoing call was refused) is
+// the handler's error, counted by ServerFailure. A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
 // does).

@@ -116,7 +116,9 @@ func WithRetryAfter(d time.Duration) Option {
 // Cancelled (work given up on, as outcome.Classify says). In the client
 // interceptor a *RefusalError, a call that an interceptor chained after it
 // refused in this process and never sent, counts as Cancelled too: it says
-// nothing of the dependency. Default
+// nothing of the dependency. In a server interceptor, so does a server
+// interceptor's *RefusalError, a call that one chained after it refused
+// before its handler ran; f sees neither. Default
 // ServerFailure in the server interceptors, ClientFailure in the client
 // interceptor. f must not be nil.
 func WithFailure(f func(err error) bool) Option {

@@ -25,6 +25,7 @@ type RefusalError struct {
 	Err      error
 	status   *status.Status
 	pushback string // the grpc-retry-pushback-ms trailer a server sends; "" for none
+	server   bool   // a server interceptor's: the call's handler never ran
 }
 
 // Error is the message of the gRPC status sent for the refusal.

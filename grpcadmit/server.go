@@ -57,11 +57,21 @@ func newServerAdmitter(ex *executor.Executor, opts []Option) *admitter {
 	return a
 }
 
+// refuse returns the refusal of a call for err, marked as a server
+// interceptor's on the server side.
+func (a *admitter) refuse(err error) error {
+	r := refusal(err, a.retryAfter)
+	if re, ok := r.(*RefusalError); ok && !a.client {
+		re.server = true
+	}
+	return r
+}
+
 // groupOf returns the call's group, or the refusal of an invalid tenant.
 func (a *admitter) groupOf(ctx context.Context) (string, error) {
 	group, err := a.tenant(ctx)
 	if err != nil {
-		return "", refusal(err, a.retryAfter)
+		return "", a.refuse(err)
 	}
 	if group == "" {
 		group = a.group
@@ -77,7 +87,7 @@ func (a *admitter) weightOf(ctx context.Context, method string) (int, error) {
 	}
 	w, err := adapt.Weight(a.weight(ctx, method))
 	if err != nil {
-		return 0, refusal(err, a.retryAfter)
+		return 0, a.refuse(err)
 	}
 	return w, nil
 }
@@ -105,7 +115,14 @@ func streamMethod(info *grpc.StreamServerInfo) string {
 // that an interceptor chained after this one refused in this process (its
 // local queue's deadline passed, its breaker is open): it never reached the
 // dependency, so it counts as Cancelled, neither a failure nor a success of
-// the dependency.
+// the dependency. Server-side, so is a server interceptor's *RefusalError:
+// one chained after this one (one group per tenant, then one per method)
+// refused the call, whose handler never ran. Counted by ServerFailure, an
+// inner group's open breaker or shutdown (Unavailable) would open the outer
+// group's breaker, shedding all of a tenant's methods for one method's.
+// A client interceptor's *RefusalError that a handler returns (its own
+// outgoing call was refused) is the handler's error, counted as any other:
+// the handler ran, and could not serve.
 func (a *admitter) outcome(err error) error {
 	var re *RefusalError
 	switch {
@@ -117,6 +134,8 @@ func (a *admitter) outcome(err error) error {
 		return context.Canceled
 	case a.client && errors.As(err, &re):
 		return errNotSent
+	case errors.As(err, &re) && re.server:
+		return errNotRun
 	case a.failure(err):
 		return err
 	}
@@ -126,6 +145,10 @@ func (a *admitter) outcome(err error) error {
 // errNotSent is the outcome of an outgoing call refused in this process by
 // an interceptor chained after the client's: Cancelled.
 var errNotSent = fmt.Errorf("grpcadmit: the call was refused in this process, never sent: %w", context.Canceled)
+
+// errNotRun is the outcome of an incoming call refused by a server
+// interceptor chained after this one: Cancelled.
+var errNotRun = fmt.Errorf("grpcadmit: the call was refused by an interceptor chained after this one, its handler never ran: %w", context.Canceled)
 
 // UnaryServerInterceptor returns an interceptor that admits each unary call
 // with ex.DoWeighted for its tenant and runs the handler once it is
@@ -151,7 +174,7 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
 		unaryCalls.Put(c)
 		if !ran {
-			return nil, unaryPushback(ctx, refusal(err, a.retryAfter))
+			return nil, unaryPushback(ctx, a.refuse(err))
 		}
 		if !returned {
 			notReturned(err)
@@ -223,7 +246,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			return a.outcome(herr)
 		})
 		if !ran {
-			return sendPushback(refusal(err, a.retryAfter), ss.SetTrailer)
+			return sendPushback(a.refuse(err), ss.SetTrailer)
 		}
 		if !returned {
 			notReturned(err)
