@@ -71,7 +71,7 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	group, err := h.tenant(r)
 	if err != nil {
-		h.refuse(w, r, err)
+		h.refused(w, r, err)
 		return
 	}
 	if group == "" {
@@ -80,7 +80,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	weight := 1
 	if h.weight != nil {
 		if weight, err = adapt.Weight(h.weight(r)); err != nil {
-			h.refuse(w, r, err)
+			h.refused(w, r, err)
 			return
 		}
 	}
@@ -92,11 +92,38 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	calls.Put(c)
 	switch {
 	case !ran:
-		h.refuse(w, r, err)
+		h.refused(w, r, err)
 	case aborted:
 		panic(http.ErrAbortHandler) // recovered by serve, for the server to abort the response
 	case !returned:
 		notReturned(err)
+	}
+}
+
+// refused answers a request that next never served, with the refusal
+// writer, once each Handler chained before this one, whose status
+// recording writer w wraps, knows it (markRefused).
+func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
+	markRefused(w)
+	h.refuse(w, r, err)
+}
+
+// markRefused marks each statusWriter that w is or wraps (through Unwrap)
+// refused: the Handler that made it, chained before this one (one group
+// per tenant, then one per route), then counts the request as Cancelled
+// whatever the refusal's status. Judged by WithFailureStatus, an inner
+// group's open breaker or shutdown (503) would open the outer group's
+// breaker, though next never ran.
+func markRefused(w http.ResponseWriter) {
+	for {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.refused = true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
 	}
 }
 
@@ -137,7 +164,8 @@ var calls = sync.Pool{New: func() any {
 }}
 
 // serve runs next: it is Do's fn, so nothing it returns other than nil, a
-// *StatusError, a *cancelledStatusError or errAborted comes from it.
+// *StatusError, a *cancelledStatusError, errNotServed or errAborted comes
+// from it.
 func (c *call) serve(ctx context.Context) (err error) {
 	h, w, r := c.h, c.w, c.r
 	if ctx != r.Context() {
@@ -153,6 +181,9 @@ func (c *call) serve(ctx context.Context) (err error) {
 	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
 	h.next.ServeHTTP(sw, r)
 	c.returned = true
+	if sw.refused {
+		return errNotServed
+	}
 	code, late := sw.code()
 	err = failed(h.failure, code)
 	if err != nil && late {
@@ -163,6 +194,11 @@ func (c *call) serve(ctx context.Context) (err error) {
 	}
 	return err
 }
+
+// errNotServed is serve's error for a request that a Handler chained after
+// this one refused (markRefused): Cancelled, neither a failure nor a
+// success of the group, whose next never served it.
+var errNotServed = fmt.Errorf("httpadmit: the request was refused by a Handler chained after this one, never served: %w", context.Canceled)
 
 // errAborted is serve's error for a next that panicked with
 // http.ErrAbortHandler. It matches context.Canceled, so that Do counts the
@@ -202,9 +238,10 @@ func failed(f func(int) bool, code int) error {
 // its client may have gone away because of it.
 type statusWriter struct {
 	http.ResponseWriter
-	ctx    context.Context // next's
-	status int
-	late   bool // the context was cancelled when status was written
+	ctx     context.Context // next's
+	status  int
+	late    bool // the context was cancelled when status was written
+	refused bool // a Handler chained after this one refused the request
 }
 
 // set records code as the response's status, if none is yet.

@@ -171,7 +171,13 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // written after the request's context was cancelled (its client went away,
 // or the executor stopped it) counts as Cancelled, not as a failure: it
 // answers for work given up on, as a ReverseProxy's 502 for an upstream call
-// cancelled with its client's request does.
+// cancelled with its client's request does. A Handler chained before
+// another (one group per tenant, then one per route) counts a request the
+// inner one refused as Cancelled, whatever the refusal's status, and f
+// does not see it: next never ran, and an inner group's open breaker or
+// shutdown (503) must not open the outer group's. The inner Handler finds
+// the outer one's writer through Unwrap: a middleware between the two must
+// keep it reachable, as http.ResponseController asks.
 //
 // Handler then passes next a ResponseWriter that records the status. It
 // implements http.Flusher (http.ResponseController's Flush returns the
