@@ -664,3 +664,45 @@ func TestOptionsMaxForwards(t *testing.T) {
 		t.Errorf("the backend got Max-Forwards %v, want %s", got, want)
 	}
 }
+
+// Methods are case-sensitive (RFC 9110 section 9.1), but net/http takes
+// "trace" or "Connect" as sent, and a backend may not: Symfony and
+// Werkzeug upper-case the method. TRACE, TRACK and CONNECT are refused in
+// any case, CONNECT's connection closed, and none reaches a backend.
+func TestRefusedMethodsInAnyCase(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal)
+	for _, tc := range []struct {
+		req   string
+		close bool
+	}{
+		{"trace /x HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n", false},
+		{"Trace /x HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n", false},
+		{"track /x HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n", false},
+		{"connect victim.internal:22 HTTP/1.1\r\nHost: victim.internal:22\r\nX-Tenant: a\r\n\r\n", true},
+		{"Connect /x HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n", true},
+	} {
+		c := dialRaw(t, gw.url)
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, tc.req)
+		resp := readResponse(t, bufio.NewReader(c))
+		if resp.StatusCode != http.StatusNotImplemented || tc.close && !resp.Close {
+			t.Errorf("%q: %d, close %v; want 501, closing the connection %v", tc.req, resp.StatusCode, resp.Close, tc.close)
+		}
+		c.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) > 0 {
+		t.Errorf("the backend got %q, want nothing", got)
+	}
+	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != 5 {
+		t.Errorf("rejected_total{reason=method} = %v, want 5", n)
+	}
+}

@@ -97,7 +97,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "0")
 		return
 	}
-	if r.Method == http.MethodTrace || r.Method == "TRACK" {
+	// Methods are case-sensitive (RFC 9110 9.1), but net/http serves
+	// "trace" or "Connect" as sent, and a backend that upper-cases the
+	// method (Symfony, Werkzeug) runs TRACE or CONNECT: they are refused
+	// in any case.
+	if strings.EqualFold(r.Method, http.MethodTrace) || strings.EqualFold(r.Method, "TRACK") {
 		// A backend answers TRACE with the request it got: the headers
 		// the gateway set (the tenant, the client's address as the
 		// gateway saw it) and any credential a browser added (cross-site
@@ -115,7 +119,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "0")
 		return
 	}
-	if r.Method == http.MethodConnect {
+	if strings.EqualFold(r.Method, http.MethodConnect) {
 		// A tunnel is a forward proxy's to open, not a backend's: proxied,
 		// CONNECT reached the backend as a request for "/", and its 2xx
 		// told a front proxy that forwarded it to switch to a blind
@@ -125,7 +129,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// proxy made of the answer.
 		w.Header().Set("Connection", "close")
 		g.m.rejected.WithLabelValues("method").Inc()
-		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "CONNECT is not proxied", 0)
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", r.Method+" is not proxied", 0)
 		return
 	}
 	if r.ProtoMajor == 2 && r.Method == "PRI" {
