@@ -706,3 +706,61 @@ func TestRefusedMethodsInAnyCase(t *testing.T) {
 		t.Errorf("rejected_total{reason=method} = %v, want 5", n)
 	}
 }
+
+// A method override (X-HTTP-Method-Override and its kin, in any spelling,
+// or a _method query parameter as PHP reads its name) to TRACE, TRACK or
+// CONNECT is refused as the method itself is: a backend honouring it runs
+// the method it names. An override to another method is proxied as sent.
+func TestMethodOverrideToRefusedMethodRefused(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.RequestURI+" "+r.Header.Get("X-Http-Method-Override"))
+		mu.Unlock()
+	})
+	gw := start(t, be.URL, minimal)
+	c := client(t)
+	refused := []struct {
+		query string
+		hdr   []string
+	}{
+		{"", []string{"X-HTTP-Method-Override", "TRACE"}},
+		{"", []string{"X-HTTP-Method", " trace "}},
+		{"", []string{"X-Method-Override", "Track"}},
+		{"", []string{"X_HTTP_Method_Override", "CONNECT"}},
+		{"?a=1&_method=TRACE", nil},
+		{"?.method=trace", nil},
+		{"?+_method=track", nil},
+		{"?%5Fmethod=connect", nil},
+		{"?_method[]=TRACE", nil},
+		{"?_method=GET&_method=TRACE", nil},
+	}
+	for _, tc := range refused {
+		resp, body := do(t, c, http.MethodPost, gw.url+"/x"+tc.query, "acme", nil, tc.hdr...)
+		if resp.StatusCode != http.StatusNotImplemented {
+			t.Errorf("%s %q: %d %q, want 501 method_not_supported", tc.query, tc.hdr, resp.StatusCode, body)
+		} else if code, _, _ := refusal(t, body); code != "method_not_supported" {
+			t.Errorf("%s %q: 501 %q, want method_not_supported", tc.query, tc.hdr, body)
+		}
+	}
+	for _, tc := range []struct {
+		query string
+		hdr   []string
+	}{
+		{"", []string{"X-HTTP-Method-Override", "PATCH"}},
+		{"?_method=DELETE&x_method=TRACE&method=TRACE", nil},
+	} {
+		if resp, body := do(t, c, http.MethodPost, gw.url+"/x"+tc.query, "acme", nil, tc.hdr...); resp.StatusCode != 200 {
+			t.Errorf("%s %q: %d %q, want 200", tc.query, tc.hdr, resp.StatusCode, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := `["/x PATCH" "/x?_method=DELETE&x_method=TRACE&method=TRACE "]`; fmt.Sprintf("%q", got) != want {
+		t.Errorf("the backend got %q, want %s", got, want)
+	}
+	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != float64(len(refused)) {
+		t.Errorf("rejected_total{reason=method} = %v, want %d", n, len(refused))
+	}
+}

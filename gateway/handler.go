@@ -132,6 +132,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", r.Method+" is not proxied", 0)
 		return
 	}
+	if anyOverride(r.Header, r.URL.RawQuery, refusedMethod) {
+		// A method override (X-HTTP-Method-Override: TRACE, ?_method=trace)
+		// has a backend run the method it names, one the gateway refuses
+		// when it is the request's own.
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "a method override to TRACE, TRACK or CONNECT is not proxied", 0)
+		return
+	}
 	if r.ProtoMajor == 2 && r.Method == "PRI" {
 		// The HTTP/2 connection preface ("PRI * HTTP/2.0") on an HTTP/1
 		// connection, which net/http hands to the handler (a real HTTP/2

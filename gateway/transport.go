@@ -206,11 +206,21 @@ func pick(st *state, at uint64) (int, breaker.Ticket, *openError) {
 	return 0, breaker.Ticket{}, &openError{retryAfter: soonest}
 }
 
-// retryable reports whether req may be sent again after a transport error.
+// retryable reports whether req may be sent again after a transport error:
+// its method is idempotent, and so is every method it asks the backend to
+// run instead (anyOverride), which the backend runs, not req.Method.
 func retryable(req *http.Request) bool {
-	switch req.Method {
+	if !idempotent(req.Method) || req.Body != nil && req.Body != http.NoBody {
+		return false
+	}
+	return !anyOverride(req.Header, req.URL.RawQuery, func(m string) bool { return !idempotent(strings.ToUpper(m)) })
+}
+
+// idempotent reports whether method is idempotent (RFC 9110 9.2.2).
+func idempotent(method string) bool {
+	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return req.Body == nil || req.Body == http.NoBody
+		return true
 	}
 	return false
 }

@@ -68,3 +68,38 @@ func TestTransportLeavesRequestAlone(t *testing.T) {
 		t.Error("the tries share a URL")
 	}
 }
+
+// A request is retried only if the method the backend runs is idempotent:
+// its own, and the one a method override (a header, or a _method query
+// parameter) asks for. A GET overridden to POST has the backend run a POST,
+// which a retry would run twice.
+func TestRetryJudgesMethodOverride(t *testing.T) {
+	b, _ := url.Parse("http://10.0.0.1:8081")
+	st := &state{backends: []*url.URL{b}}
+	for _, tc := range []struct {
+		target, header, value string
+		tries                 int
+	}{
+		{"/x", "X-HTTP-Method-Override", "POST", 1},
+		{"/x", "X-Http-Method", "patch", 1},
+		{"/x", "X_Method_Override", "POST", 1},
+		{"/x?_method=POST", "", "", 1},
+		{"/x?.method=post", "", "", 1},
+		{"/x", "X-HTTP-Method-Override", "delete", 2},
+		{"/x?_method=PUT", "", "", 2},
+		{"/x?method=POST", "", "", 2},
+	} {
+		rt := &recordingRT{fail: 1}
+		tr := &transport{base: rt, state: func() *state { return st }, retried: func() {}}
+		req, _ := http.NewRequest(http.MethodGet, "http://gateway.example"+tc.target, nil)
+		if tc.header != "" {
+			req.Header[tc.header] = []string{tc.value}
+		}
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+		if len(rt.seen) != tc.tries {
+			t.Errorf("GET %s, %s: %s: %d tries, want %d", tc.target, tc.header, tc.value, len(rt.seen), tc.tries)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// methodOverrides are the headers with which a client asks a backend to
+// run another method than the request's: X-HTTP-Method-Override (Symfony
+// and Laravel, Rack's MethodOverride, ASP.NET Core, Express's
+// method-override, gorilla/handlers, Google's APIs), X-HTTP-Method (OData,
+// Symfony's list) and X-Method-Override (some routers). The gateway judges a
+// request by every method it may run as: the method it was sent with, and
+// each of these.
+var methodOverrides = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// overrideParam is the query parameter Symfony and Laravel read a method
+// override from (as from the form body, which the gateway does not read).
+const overrideParam = "_method"
+
+// anyOverride reports whether f holds for a method that the header h or the
+// escaped query q asks a backend to run instead of the request's: a
+// methodOverrides header in any spelling (a CGI backend reads
+// X_HTTP_Method_Override as X-HTTP-Method-Override), or a _method
+// parameter as PHP reads its name. The method is passed as sent, blanks
+// trimmed; backends upper-case it.
+func anyOverride(h http.Header, q string, f func(method string) bool) bool {
+	for k, vs := range h {
+		if len(k) < len("X-Http-Method") || len(k) > len("X-Http-Method-Override") || !oneOf(k, methodOverrides[:]) {
+			continue
+		}
+		for _, v := range vs {
+			if f(strings.TrimSpace(v)) {
+				return true
+			}
+		}
+	}
+	found := false
+	queryParams(q, overrideParam, func(v string) bool {
+		found = f(strings.TrimSpace(v))
+		return !found
+	})
+	return found
+}
+
+// queryParams calls yield with the value, unescaped, of each parameter of
+// the escaped query q whose name PHP reads as name, until yield returns
+// false. PHP, which Symfony, Laravel and Phalcon run on, unescapes a name
+// ('+' being a blank), drops its leading blanks, reads "a[...]" as a's
+// array, and takes a blank or a dot in it for an underscore: " _method",
+// ".method", "%5Fmethod" and "_method[]" are all _method. A parameter
+// given twice is PHP's last, another framework's first: every one counts.
+func queryParams(q, name string, yield func(value string) bool) {
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if phpName(k) != name {
+			continue
+		}
+		if d, err := url.QueryUnescape(v); err == nil {
+			v = d
+		}
+		if !yield(v) {
+			return
+		}
+	}
+}
+
+// phpName returns the escaped query parameter name k as PHP reads it (see
+// queryParams).
+func phpName(k string) string {
+	if strings.ContainsAny(k, "%+") {
+		if d, err := url.QueryUnescape(k); err == nil {
+			k = d
+		}
+	}
+	k = strings.TrimLeft(k, " ")
+	if i := strings.IndexByte(k, '['); i > 0 && strings.IndexByte(k[i:], ']') > 0 {
+		k = k[:i] // an array's name
+	}
+	if strings.ContainsAny(k, " .[") {
+		// A '[' without its ']' is an underscore too (the first one only,
+		// which is all a name equal to another without '[' can hold).
+		k = strings.NewReplacer(" ", "_", ".", "_", "[", "_").Replace(k)
+	}
+	return k
+}
+
+// refusedMethod reports whether method, in any case, is one the gateway
+// never proxies: TRACE, TRACK (IIS's TRACE) and CONNECT.
+func refusedMethod(method string) bool {
+	return strings.EqualFold(method, http.MethodTrace) || strings.EqualFold(method, "TRACK") ||
+		strings.EqualFold(method, http.MethodConnect)
+}
