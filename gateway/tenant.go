@@ -22,10 +22,11 @@ const OverflowGroup = "_overflow"
 // ExtractTenant returns the tenant key of r as t says where to find it: ""
 // when r carries none (or names one from an address t does not trust), an
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
-// (with tenant.from path, an empty segment followed by more path too, and
-// a path that a lenient backend would read with a dot-segment or as naming
-// another tenant: see lenientPath; with tenant.from host, a port that is
-// not a number),
+// (with tenant.from path, an empty segment followed by more path too, a
+// path that a lenient backend would read with a dot-segment or as naming
+// another tenant, see lenientPath, and a query with a parameter a backend
+// routes by, see pathParam; with tenant.from host, a port that is not a
+// number),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name),
 // or r has more than one Authorization header.
@@ -126,6 +127,14 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 					return "", ErrInvalidTenant
 				}
 			}
+			if r.URL.RawQuery != "" && hasParam(r.URL.RawQuery, pathParam) {
+				// Phalcon routes by its _url parameter, not the path
+				// ("/t/acme/x?_url=/t/victim/y" is victim's path to it),
+				// and behind nginx's documented rewrite, which appends
+				// the client's query after its own _url, PHP reads the
+				// client's, the last.
+				return "", ErrInvalidTenant
+			}
 		default:
 			vs := r.Header.Values(t.Header)
 			if len(vs) > 1 {
@@ -147,6 +156,21 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 		return "", ErrInvalidTenant
 	}
 	return key, nil
+}
+
+// pathParam is the query parameter a backend may route by instead of the
+// path: Phalcon's _url, its name read as PHP reads it (queryParams).
+const pathParam = "_url"
+
+// hasParam reports whether the escaped query q has a parameter that PHP
+// reads as name.
+func hasParam(q, name string) bool {
+	found := false
+	queryParams(q, name, func(string) bool {
+		found = true
+		return false
+	})
+	return found
 }
 
 // pathKey returns the segment of the escaped path p after prefix, "" when

@@ -559,3 +559,42 @@ func TestHostTenantPortNotANumberRefused(t *testing.T) {
 		t.Errorf("the backend got %q, want %s", got, want)
 	}
 }
+
+// With tenant.from path, a query with a _url parameter, its name read as
+// PHP reads it, is refused: Phalcon routes by it instead of the path, and
+// would serve "/t/victim/y" for "/t/acme/x?_url=/t/victim/y" under acme's
+// limits. Other parameters, and _url with another tenant source, pass.
+func TestExtractTenantPathQueryRoute(t *testing.T) {
+	cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t"}
+	for _, target := range []string{
+		"/t/acme/x?_url=/t/victim/y",
+		"/t/acme/x?a=1&_url=%2Ft%2Fvictim",
+		"/t/acme/x?.url=/t/victim/y",
+		"/t/acme/x?+_url=/t/victim/y",
+		"/t/acme/x?%5Furl=/t/victim/y",
+		"/t/acme/x?_url[]=/t/victim/y",
+		"/t/acme/x?_url",
+		"/x?_url=/t/victim/y",
+	} {
+		r := rawRequest(t, target)
+		if got, err := gateway.ExtractTenant(&cfg, r); !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Errorf("%s: %q, %v; want ErrInvalidTenant", target, got, err)
+		}
+	}
+	for _, tc := range []struct{ target, want string }{
+		{"/t/acme/x?url=/t/victim/y", "acme"},
+		{"/t/acme/x?x_url=1&_urls=2&_URL=3", "acme"},
+		{"/t/acme/x?q=_url", "acme"},
+	} {
+		r := rawRequest(t, tc.target)
+		if got, err := gateway.ExtractTenant(&cfg, r); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.target, got, err, tc.want)
+		}
+	}
+	hdr := config.Tenant{From: config.FromHeader, Header: "X-Tenant"}
+	r := rawRequest(t, "/t/acme/x?_url=/t/victim/y")
+	r.Header.Set("X-Tenant", "acme")
+	if got, err := gateway.ExtractTenant(&hdr, r); err != nil || got != "acme" {
+		t.Errorf("from: header: %q, %v; want acme", got, err)
+	}
+}
