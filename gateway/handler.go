@@ -318,31 +318,34 @@ func forwardable(h http.Header) bool {
 //
 // It deletes too, in any spelling, the other headers that tell a backend
 // who the client is or how it connected (forwardingHeaders), and the host
-// it asked for (hostHeaders), which are the gateway's to tell; with tenant.from path, the headers that some backends
-// take for the request's path (pathOverrides); with tenant.from
-// client_cert, those that some backends take for the client's certificate
-// (certHeaders); and with tenant.from bearer, those that some backends take
-// for the user an authenticating proxy vouches for (userHeaders): the
+// it asked for (hostHeaders), which are the gateway's to tell, and those
+// of a proxy between the gateway and the backend (proxyFamilies); with
+// tenant.from path, the headers that some backends take for the request's
+// path (pathOverrides); with tenant.from client_cert, those that some
+// backends take for the client's certificate (certHeaders); and with
+// tenant.from bearer, those that some backends take for the user an
+// authenticating proxy vouches for (userHeaders, userFamilies): the
 // gateway admitted the request under the tenant of the path it read, the
 // certificate or the token it verified, and the backend must not serve
 // another.
 func dropAliases(h http.Header, t *config.Tenant) {
 	tenantHeader := t.Header
-	var only []string // the headers dropped for this tenant source
+	var only, onlyFamilies []string // the headers, and families, dropped for this tenant source
 	switch t.From {
 	case config.FromPath:
 		only = pathOverrides[:]
 	case config.FromClientCert:
 		only = certHeaders[:]
 	case config.FromBearer:
-		only = userHeaders[:]
+		only, onlyFamilies = userHeaders[:], userFamilies[:]
 	}
 	underscored := strings.IndexByte(tenantHeader, '_') >= 0
 	for k := range h {
 		if k == tenantHeader {
 			continue
 		}
-		if oneOf(k, forwardingHeaders[:]) || oneOf(k, hostHeaders[:]) || oneOf(k, only) {
+		if oneOf(k, forwardingHeaders[:]) || oneOf(k, hostHeaders[:]) || oneOf(k, only) ||
+			ofFamily(k, proxyFamilies[:]) || ofFamily(k, onlyFamilies) {
 			delete(h, k)
 			continue
 		}
@@ -436,17 +439,50 @@ var certHeaders = [...]string{
 // X-Amzn-Oidc-Data, -Identity and -Accesstoken (AWS load balancers),
 // X-Goog-Authenticated-User-Email and -Id and X-Goog-Iap-Jwt-Assertion
 // (Google's IAP) and X-Ms-Client-Principal, -Name and -Id (Azure App
-// Service). From the client, each would name a user the gateway never
-// verified, of another tenant than the token's.
+// Service), and the families of userFamilies. From the client, each would
+// name a user the gateway never verified, of another tenant than the
+// token's.
 var userHeaders = [...]string{
 	"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
-	"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Groups", "X-Auth-Request-Access-Token",
 	"Remote-User", "X-Remote-User", "X-Webauth-User", "X-Userinfo",
 	"Remote-Groups", "Remote-Email", "Remote-Name", "X-Remote-Group",
-	"X-Authentik-Username", "X-Authentik-Groups", "X-Authentik-Entitlements", "X-Authentik-Email", "X-Authentik-Name", "X-Authentik-Uid",
-	"X-Amzn-Oidc-Data", "X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Accesstoken",
-	"X-Goog-Authenticated-User-Email", "X-Goog-Authenticated-User-Id", "X-Goog-Iap-Jwt-Assertion",
-	"X-Ms-Client-Principal", "X-Ms-Client-Principal-Name", "X-Ms-Client-Principal-Id",
+	"X-Goog-Iap-Jwt-Assertion", "X-Ms-Client-Principal",
+}
+
+// userFamilies are the prefixes of header families that authenticating
+// proxies set for the user, each name of which a backend may read:
+// X-Remote-Extra-* (the user's extra attributes in Kubernetes' front proxy
+// authentication, which an API server behind takes as the user's), and
+// X-Auth-Request-* (oauth2-proxy), X-Authentik-* (authentik's proxy
+// outpost, which adds X-Authentik-Meta-*), X-Amzn-Oidc-* (AWS load
+// balancers), X-Goog-Authenticated-User-* (Google's IAP) and
+// X-Ms-Client-Principal-* (Azure App Service, -Idp too), whose members
+// grow with their proxies' versions.
+var userFamilies = [...]string{
+	"X-Remote-Extra-", "X-Auth-Request-", "X-Authentik-", "X-Amzn-Oidc-", "X-Goog-Authenticated-User-", "X-Ms-Client-Principal-",
+}
+
+// proxyFamilies are the prefixes of header families dropped whatever the
+// tenant source: X-Envoy-*, which Envoy (and Istio's sidecars) in front of
+// a backend takes from its downstream as its own unless configured as an
+// edge proxy. From the client, X-Envoy-Max-Retries and -Retry-On would have
+// it send one admitted request to the backend many times, past the
+// capacity the gateway gave the tenant, X-Envoy-Upstream-Rq-Timeout-Ms
+// hold the backend longer than the gateway's deadline, X-Envoy-Original-Path
+// name another path, and X-Envoy-Internal make the request internal.
+var proxyFamilies = [...]string{"X-Envoy-"}
+
+// ofFamily reports whether header name k starts with one of prefixes, in
+// any case, an underscore matching a hyphen. It runs over the names a
+// request has, so that a family costs a comparison of each name's first
+// bytes, however many names the family has.
+func ofFamily(k string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if len(k) > len(p) && sameVariable(k[:len(p)], p) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneOf reports whether header name k is one of names, in any case, an

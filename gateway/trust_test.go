@@ -518,3 +518,48 @@ func clientHeaders(r *http.Request) string {
 	sort.Strings(names)
 	return strings.Join(names, ",")
 }
+
+// Header families a front proxy sets, each member of which a backend or a
+// proxy before it may read, are not proxied, in any spelling: X-Envoy-*
+// whatever the tenant source (Envoy takes them from its downstream: the
+// client's X-Envoy-Max-Retries would have it send one admitted request
+// many times), and with tenant.from bearer X-Remote-Extra-* (Kubernetes'
+// user extras), X-Authentik-*, X-Auth-Request-*, ... of another user than
+// the token's. A name that is only the family's prefix without its hyphen
+// is proxied, and so is a member of a bearer family with another source.
+func TestHeaderFamiliesDropped(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	file := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(file, secret, 0o600)
+	now := time.Unix(1_700_000_000, 0)
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get("X-Tenant")+" "+clientHeaders(r))
+	})
+	p, _ := json.Marshal(map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
+	tok := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(tok))
+	tok += "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	hdr := []string{
+		"Authorization", "Bearer " + tok, "X-Other", "kept", "X-Envoy", "kept", "X-Remote-Extra", "kept",
+		"X-Envoy-Max-Retries", "100", "x-envoy-retry-on", "5xx", "X_Envoy_Original_Path", "/victim",
+		"X-Envoy-Upstream-Rq-Timeout-Ms", "0",
+	}
+	bearerOnly := []string{
+		"X-Remote-Extra-Scopes", "victim", "x_remote_extra_tenant", "victim", "X-Authentik-Meta-App", "victim",
+		"X-Auth-Request-Tenant", "victim", "X-Amzn-Oidc-Foo", "victim", "X-Goog-Authenticated-User-Tenant", "victim",
+		"X-MS-CLIENT-PRINCIPAL-IDP", "victim",
+	}
+	gw := start(t, be.URL, minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
+		gateway.WithClock(clock.NewFake(now)))
+	const want = "acme X-Envoy,X-Other,X-Remote-Extra"
+	if resp, body := do(t, client(t), http.MethodGet, gw.url, "", nil, append(hdr, bearerOnly...)...); resp.StatusCode != 200 || body != want {
+		t.Errorf("from: bearer: %d, the backend got %q; want %q", resp.StatusCode, body, want)
+	}
+	gw = start(t, be.URL, minimal)
+	const wantHeader = "acme X-Amzn-Oidc-Foo,X-Auth-Request-Tenant,X-Authentik-Meta-App,X-Envoy,X-Goog-Authenticated-User-Tenant," +
+		"X-Ms-Client-Principal-Idp,X-Other,X-Remote-Extra,X-Remote-Extra-Scopes,X_remote_extra_tenant"
+	if resp, body := do(t, client(t), http.MethodGet, gw.url, "acme", nil, append(hdr, bearerOnly...)...); resp.StatusCode != 200 || body != wantHeader {
+		t.Errorf("from: header: %d, the backend got %q; want %q", resp.StatusCode, body, wantHeader)
+	}
+}
