@@ -27,8 +27,12 @@ const maxTokenLen = 8 << 10
 // splitting on any whitespace took "Bearer\t<token>" for the token, which
 // the gateway served as the default tenant); and two Authorization headers
 // are refused, since the gateway would verify one and a backend might read
-// the other, which no one verified.
+// the other, which no one verified. So is a request with an access_token
+// query parameter (see tokenParam).
 func bearerToken(r *http.Request) (tok string, ok bool, err error) {
+	if r.URL.RawQuery != "" && hasParam(r.URL.RawQuery, tokenParam) {
+		return "", false, tokenError("an access_token in the query is not read: send it in Authorization")
+	}
 	vs := r.Header["Authorization"]
 	switch {
 	case len(vs) == 0:
@@ -42,6 +46,15 @@ func bearerToken(r *http.Request) (tok string, ok bool, err error) {
 	}
 	return strings.Trim(vs[0][i:], " \t"), true, nil
 }
+
+// tokenParam is the query parameter RFC 6750 (2.3) lets a client send its
+// token in, which many backends read when Authorization has none
+// (passport-http-bearer by default, Spring Security and Keycloak when
+// allowed), or instead of it: the gateway, which reads Authorization only,
+// served such a request as the default tenant (or as the header's), while
+// the backend acted on a token the gateway never verified. A tenant over
+// its limits moved its requests onto the default tenant's so.
+const tokenParam = "access_token"
 
 // tokenError says why a bearer token was refused; it matches
 // ErrUnauthenticated.

@@ -29,7 +29,8 @@ const OverflowGroup = "_overflow"
 // number),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name),
-// or r has more than one Authorization header.
+// or r has more than one Authorization header or an access_token query
+// parameter.
 // The gateway also refuses a path key that is a configured tenant's only in
 // another case, which t alone cannot tell (see state.caseTwin).
 func ExtractTenant(t *config.Tenant, r *http.Request) (string, error) {

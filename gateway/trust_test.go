@@ -563,3 +563,51 @@ func TestHeaderFamiliesDropped(t *testing.T) {
 		t.Errorf("from: header: %d, the backend got %q; want %q", resp.StatusCode, body, wantHeader)
 	}
 }
+
+// With tenant.from: bearer, a request with an access_token query
+// parameter (RFC 6750 section 2.3), its name read as PHP reads it, is
+// refused 401, with a token in Authorization or without: a backend that
+// reads the parameter acted on a token the gateway never verified, for a
+// request it served as the default tenant (or as the header token's).
+func TestBearerTokenInQueryRefused(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	file := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(file, secret, 0o600)
+	now := time.Unix(1_700_000_000, 0)
+	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
+		gateway.WithClock(clock.NewFake(now)))
+	p, _ := json.Marshal(map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
+	tok := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(tok))
+	tok += "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	c := client(t)
+	for _, tc := range []struct {
+		query, auth string
+		code        int
+		tenant      string
+	}{
+		{"?access_token=" + tok, "", 401, ""},
+		{"?a=1&access_token=" + tok, "Bearer " + tok, 401, ""},
+		{"?access.token=x", "", 401, ""},
+		{"?%61ccess_token=x", "", 401, ""},
+		{"?token=x&access_tokens=y", "Bearer " + tok, 200, "acme"},
+		{"?token=x", "", 200, "anonymous"},
+	} {
+		var hdr []string
+		if tc.auth != "" {
+			hdr = []string{"Authorization", tc.auth}
+		}
+		resp, body := do(t, c, http.MethodGet, gw.url+"/x"+tc.query, "", nil, hdr...)
+		switch {
+		case resp.StatusCode != tc.code:
+			t.Errorf("%s, Authorization %t: %d %q, want %d", tc.query, tc.auth != "", resp.StatusCode, body, tc.code)
+		case tc.code == 401:
+			if code, _, _ := refusal(t, body); code != "unauthenticated" {
+				t.Errorf("%s: 401 %q, want unauthenticated", tc.query, body)
+			}
+		case body != tc.tenant:
+			t.Errorf("%s: the backend was told %q, want %q", tc.query, body, tc.tenant)
+		}
+	}
+}
