@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"iter"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,8 +25,8 @@ const OverflowGroup = "_overflow"
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
 // (with tenant.from path, an empty segment followed by more path too, a
 // path that a lenient backend would read with a dot-segment or as naming
-// another tenant, see lenientPath, and a query with a parameter a backend
-// routes by, see pathParam; with tenant.from host, a port that is not a
+// another tenant, see lenientPath and pathInfos, and a query with a
+// parameter a backend routes by, see pathParam; with tenant.from host, a port that is not a
 // number),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name),
@@ -128,6 +129,15 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 					return "", ErrInvalidTenant
 				}
 			}
+			for info := range pathInfos(lp) {
+				// "/index.php/t/victim/x" names no tenant as sent, but
+				// PHP runs index.php with the rest as its PATH_INFO, and
+				// Symfony and Laravel, which strip the script's name
+				// from the path, route it as "/t/victim/x".
+				if ik, err := pathKey(info, t.PathPrefix); err != nil || ik != "" && ik != key {
+					return "", ErrInvalidTenant
+				}
+			}
 			if r.URL.RawQuery != "" && hasParam(r.URL.RawQuery, pathParam) {
 				// Phalcon routes by its _url parameter, not the path
 				// ("/t/acme/x?_url=/t/victim/y" is victim's path to it),
@@ -225,6 +235,26 @@ func lenientPath(p string) string {
 		}
 	}
 	return string(b)
+}
+
+// pathInfos yields, for each segment of the path p that ends in ".php" (in
+// any case) with more path after it, that path, from its slash: the
+// PATH_INFO PHP runs the script with, which a front controller may route
+// by instead of the path. A path without a dot costs a byte search.
+func pathInfos(p string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := 0; ; i++ {
+			j := strings.IndexByte(p[i:], '.')
+			if j < 0 {
+				return
+			}
+			i += j
+			if i+5 <= len(p) && lower(p[i+1]) == 'p' && lower(p[i+2]) == 'h' && lower(p[i+3]) == 'p' && p[i+4] == '/' &&
+				!yield(p[i+4:]) {
+				return
+			}
+		}
+	}
 }
 
 // hasDotSegment reports whether the escaped path p has a "." or ".."

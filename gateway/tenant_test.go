@@ -598,3 +598,40 @@ func TestExtractTenantPathQueryRoute(t *testing.T) {
 		t.Errorf("from: header: %q, %v; want acme", got, err)
 	}
 }
+
+// With tenant.from path, a path whose rest after a ".php" segment (the
+// PATH_INFO PHP runs the script with, which Symfony and Laravel route by)
+// names another tenant than the path as sent is refused: the backend
+// would serve "/t/victim/x" for "/index.php/t/victim/x" under the default
+// tenant's limits. A rest naming no tenant, or the path's own, passes.
+func TestExtractTenantPHPPathInfo(t *testing.T) {
+	cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t"}
+	for _, target := range []string{
+		"/index.php/t/victim/x",
+		"/app.PHP/t/victim",
+		"/x/index.php/t/victim/x",
+		"/t/acme/index.php/t/victim/x",
+		"/index%2Ephp/t/victim/x",
+		"/index.php//t/victim/x",
+		"/a.php/b.php/t/victim",
+	} {
+		r := rawRequest(t, target)
+		if got, err := gateway.ExtractTenant(&cfg, r); !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Errorf("%s: %q, %v; want ErrInvalidTenant", target, got, err)
+		}
+	}
+	for _, tc := range []struct{ target, want string }{
+		{"/index.php/x", ""},
+		{"/index.php", ""},
+		{"/t/acme/index.php/page", "acme"},
+		{"/t/acme/index.php/t/acme/y", "acme"},
+		{"/t/acme/x.phpx/t/victim", "acme"},
+		{"/t/acme/x.ph/t/victim", "acme"},
+		{"/t/acme/a.b.c/d", "acme"},
+	} {
+		r := rawRequest(t, tc.target)
+		if got, err := gateway.ExtractTenant(&cfg, r); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.target, got, err, tc.want)
+		}
+	}
+}
