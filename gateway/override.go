@@ -8,8 +8,8 @@ import (
 // methodOverrides are the headers with which a client asks a backend to
 // run another method than the request's: X-HTTP-Method-Override (Symfony
 // and Laravel, Rack's MethodOverride, ASP.NET Core, Express's
-// method-override, gorilla/handlers, Google's APIs), X-HTTP-Method (OData,
-// Symfony's list) and X-Method-Override (some routers). The gateway judges a
+// method-override, gorilla/handlers, Google's APIs), X-HTTP-Method (OData
+// services) and X-Method-Override (some routers). The gateway judges a
 // request by every method it may run as: the method it was sent with, and
 // each of these.
 var methodOverrides = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
