@@ -25,8 +25,9 @@ const OverflowGroup = "_overflow"
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
 // (with tenant.from path, an empty segment followed by more path too, a
 // path that a lenient backend would read with a dot-segment or as naming
-// another tenant, see lenientPath and pathInfos, and a query with a
-// parameter a backend routes by, see pathParam; with tenant.from host, a port that is not a
+// another tenant, see lenientPath and pathInfos, and a query that names
+// another tenant's path or has a parameter a backend routes by, see
+// pathParam; with tenant.from host, a port that is not a
 // number),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name),
@@ -135,6 +136,16 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// Symfony and Laravel, which strip the script's name
 				// from the path, route it as "/t/victim/x".
 				if ik, err := pathKey(info, t.PathPrefix); err != nil || ik != "" && ik != key {
+					return "", ErrInvalidTenant
+				}
+			}
+			if q := r.URL.RawQuery; strings.HasPrefix(q, "/") {
+				// "/index.php?/t/victim/x" or "/?/t/victim/x": CodeIgniter
+				// routes a query starting with a slash, on a path naming
+				// nothing past the script, as the path (the form nginx
+				// setups rewrite to).
+				q, _, _ = strings.Cut(q, "?")
+				if qk, err := pathKey(lenientPath(q), t.PathPrefix); err != nil || qk != "" && qk != key {
 					return "", ErrInvalidTenant
 				}
 			}

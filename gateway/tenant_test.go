@@ -635,3 +635,36 @@ func TestExtractTenantPHPPathInfo(t *testing.T) {
 		}
 	}
 }
+
+// With tenant.from path, a query starting with a slash that names another
+// tenant than the path is refused: CodeIgniter routes such a query, on a
+// path naming nothing past its script, as the path, and would serve
+// "/t/victim/x" for "/index.php?/t/victim/x" under the default tenant's
+// limits. A query path naming no tenant, or the path's own, passes.
+func TestExtractTenantQueryPath(t *testing.T) {
+	cfg := config.Tenant{From: config.FromPath, Header: "X-Tenant", PathPrefix: "/t"}
+	for _, target := range []string{
+		"/index.php?/t/victim/x",
+		"/?/t/victim/x&a=1",
+		"/?/t/victim?a=1",
+		"/?//t/victim",
+		"/?/%74/victim",
+		"/t/acme/?/t/victim/x",
+	} {
+		r := rawRequest(t, target)
+		if got, err := gateway.ExtractTenant(&cfg, r); !errors.Is(err, gateway.ErrInvalidTenant) {
+			t.Errorf("%s: %q, %v; want ErrInvalidTenant", target, got, err)
+		}
+	}
+	for _, tc := range []struct{ target, want string }{
+		{"/index.php?/x/y", ""},
+		{"/?/t", ""},
+		{"/t/acme/x?/t/acme/y", "acme"},
+		{"/t/acme/x?a=/t/victim", "acme"},
+	} {
+		r := rawRequest(t, tc.target)
+		if got, err := gateway.ExtractTenant(&cfg, r); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.target, got, err, tc.want)
+		}
+	}
+}
