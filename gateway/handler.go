@@ -467,9 +467,8 @@ var userFamilies = [...]string{
 // a backend takes from its downstream as its own unless configured as an
 // edge proxy. From the client, X-Envoy-Max-Retries and -Retry-On would have
 // it send one admitted request to the backend many times, past the
-// capacity the gateway gave the tenant, X-Envoy-Upstream-Rq-Timeout-Ms
-// hold the backend longer than the gateway's deadline, X-Envoy-Original-Path
-// name another path, and X-Envoy-Internal make the request internal.
+// capacity the gateway gave the tenant, X-Envoy-Original-Path name another
+// path, and X-Envoy-Internal make the request internal.
 var proxyFamilies = [...]string{"X-Envoy-"}
 
 // ofFamily reports whether header name k starts with one of prefixes, in
