@@ -30,10 +30,11 @@ import (
 //
 // A panic in fn, or a runtime.Goexit, releases its permits and goes on up
 // Do's caller's stack, as if Do were not there; the listener and Stats see
-// the task Failed. One in ctx's own code that Do calls (its Err or Value
-// as a queued call starts, the stop of an AfterFunc method of its own as
-// fn's context ends) keeps no permit either: they come back before it goes
-// on up the stack, unless Do takes a stop that panics as done.
+// the task Failed. One in ctx's own code that Do calls (its Done or Value
+// as a queued call waits, its Err or Value as it starts, the stop of an
+// AfterFunc method of its own as fn's context ends) keeps no permit, nor
+// a place in the queue, either: they come back before it goes on up the
+// stack, unless Do takes a stop that panics as done.
 //
 // An admitted call costs one small allocation, fn's context (32 B), unless
 // ctx is context.Background: then, as for Go, fn's context is its group's,
@@ -182,22 +183,36 @@ var errNotReturned = errors.New("executor: Do's fn panicked or called runtime.Go
 
 // waitDo waits until d, queued, starts or leaves its queue, then runs it.
 func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
+	// ctx is user code: if its Done, or once it is done its Value
+	// (context.Cause), panics or exits the goroutine while d is in line,
+	// d leaves its queue first (abandonDo), as a panic in fn gives its
+	// permits back. A deferred call costs no allocation, and the call
+	// waits anyway.
+	waiting := true
+	defer func() {
+		if waiting {
+			ex.abandonDo(d)
+		}
+	}()
 	select {
 	case <-d.wake:
 	case <-ctx.Done():
+		cause := context.Cause(ctx) // user code: not under the group's lock
 		g := d.g
 		g.mu.Lock()
 		if d.state == stateWaiting {
 			// Cancelled while waiting: it leaves the queue, freeing its place.
 			ex.removeWaitingLocked(g, &d.job, Cancelled)
+			waiting = false
 			var b batch
 			ex.unlock(g, &b)
-			ex.completeRemoved(&d.job, Cancelled, context.Cause(ctx))
+			ex.completeRemoved(&d.job, Cancelled, cause)
 			return ctx.Err()
 		}
 		g.mu.Unlock()
 		<-d.wake // started or removed meanwhile: closed, or about to be
 	}
+	waiting = false
 	if d.status != 0 {
 		return d.err // removed: a queue timeout, a displacement, a shutdown
 	}
@@ -205,6 +220,28 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 		return err
 	}
 	return ex.runDo(d)
+}
+
+// abandonDo ends d, a queued call whose context panicked or exited the
+// goroutine as the call waited: d leaves its queue, completing Failed, or,
+// if it started meanwhile, finishes unrun, as when asking ctx at its start
+// fails so (doEndedAtStart). Nothing is left to do if it was removed
+// meanwhile (a queue timeout, a displacement, a shutdown).
+func (ex *Executor) abandonDo(d *doTask) {
+	g := d.g
+	g.mu.Lock()
+	if d.state == stateWaiting {
+		ex.removeWaitingLocked(g, &d.job, Failed)
+		var b batch
+		ex.unlock(g, &b)
+		ex.completeRemoved(&d.job, Failed, errNotReturned)
+		return
+	}
+	g.mu.Unlock()
+	<-d.wake // started or removed: closed, or about to be
+	if d.status == 0 {
+		ex.finishUnrun(&d.job, Failed, errNotReturned, ex.since()-d.submitted, 0)
+	}
 }
 
 // doEndedAtStart reports ctx's error if it ended before d, started, could

@@ -339,3 +339,131 @@ func TestDoContextPanicsAtStart(t *testing.T) {
 		t.Errorf("Started %d, want 1 (the blocker)", s.Started)
 	}
 }
+
+// donePanicCtx is a cancellable context that never ends, whose Done
+// panics, or exits the goroutine (exits), from its call number panicAt
+// (from 1) on.
+type donePanicCtx struct {
+	context.Context // Background: no deadline, no values, no error
+	done            chan struct{}
+	calls           atomic.Int32
+	panicAt         int32
+	exits           bool
+}
+
+func (c *donePanicCtx) Done() <-chan struct{} {
+	if c.calls.Add(1) >= c.panicAt {
+		if c.exits {
+			runtime.Goexit()
+		}
+		panic("a context's Done")
+	}
+	return c.done
+}
+
+// valuePanicCtx is a context that ends when done is closed, and whose
+// Value panics: context.Cause asks it.
+type valuePanicCtx struct {
+	context.Context // Background: no deadline
+	done            chan struct{}
+}
+
+func (c *valuePanicCtx) Done() <-chan struct{} { return c.done }
+func (c *valuePanicCtx) Err() error {
+	select {
+	case <-c.done:
+		return errCtxEnded
+	default:
+		return nil
+	}
+}
+func (c *valuePanicCtx) Value(any) any { panic("a context's Value") }
+
+// TestDoContextDonePanicsWhileQueued: a Do call that queues waits on its
+// context's Done, user code, and asks the context for its cause if it
+// ends. One that panics, or exits the goroutine, goes on up the caller,
+// but the call leaves its queue first, and its place with it: it never
+// starts, and its group serves the next call.
+func TestDoContextDonePanicsWhileQueued(t *testing.T) {
+	for _, via := range []string{"panic", "Goexit", "Value"} {
+		t.Run(via, func(t *testing.T) {
+			var completed atomic.Int32
+			l := executor.ListenerFuncs{Completed: func(e executor.Event) {
+				if e.Status == executor.Failed && !e.Started {
+					completed.Add(1)
+				}
+			}}
+			p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Not closed if the call's permits are kept: Close would wait
+			// for ever.
+			ex, err := executor.New(p, executor.WithListener(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gt := newGate()
+			defer gt.open()
+			submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+			gt.waitStarted(t, 1)
+			var ctx context.Context = &donePanicCtx{Context: bg, done: make(chan struct{}), panicAt: 1, exits: via == "Goexit"}
+			vctx := &valuePanicCtx{Context: bg, done: make(chan struct{})}
+			if via == "Value" {
+				ctx = vctx
+			}
+			returned := make(chan any, 1)
+			go func() {
+				panicked := true
+				defer func() {
+					v := recover()
+					if v == nil && panicked {
+						v = "Goexit"
+					}
+					returned <- v
+				}()
+				_ = ex.Do(ctx, "g", func(context.Context) error {
+					t.Error("fn ran though its context panicked")
+					return nil
+				})
+				panicked = false
+			}()
+			if via == "Value" {
+				// A hang guard, not a timing assertion: the call queues at once.
+				for deadline := time.Now().Add(10 * time.Second); groupStats(t, ex, "g").Waiting != 1; runtime.Gosched() {
+					if time.Now().After(deadline) {
+						t.Fatal("the Do call does not queue")
+					}
+				}
+				close(vctx.done) // the call wakes, and asks ctx its cause
+			}
+			if v := <-returned; v == nil {
+				t.Error("Do returned without the context's panic")
+			}
+			if s := groupStats(t, ex, "g"); s.Waiting != 0 || s.InFlight != 1 {
+				t.Errorf("after the call: waiting %d, in flight %d; want the call out of the queue (0, 1)", s.Waiting, s.InFlight)
+			}
+			gt.open()
+			// A hang guard, not a timing assertion: a call left in line
+			// starts, never to run, and keeps the group's one permit.
+			done := make(chan error, 1)
+			go func() { done <- ex.Do(bg, "g", func(context.Context) error { return nil }) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("next Do: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the group serves no call after a queued call's context panicked: its permits are kept")
+			}
+			drain(t, ex)
+			if s := ex.Stats(); s.Started != 2 || completed.Load() != 1 {
+				t.Errorf("Started %d, Failed unstarted completions %d; want 2 (the blocker, the next call) and 1", s.Started, completed.Load())
+			}
+			if msg := ex.CheckInvariants(); msg != "" {
+				t.Error(msg)
+			}
+			ex.Close()
+		})
+	}
+}
