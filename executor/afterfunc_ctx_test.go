@@ -380,3 +380,76 @@ func TestRunContextPanicStartedEvent(t *testing.T) {
 			started.Load(), completed.Load(), completedStarted.Load(), s.Started)
 	}
 }
+
+// TestWatcherArmPanicLeavesNoQueuedTask: a queued task whose Submit (or
+// Go) context can end is watched, through context.AfterFunc, which calls
+// the context: its own AfterFunc method, or its Done again. One that
+// panics goes on up the caller, who has no handle then: the task leaves
+// its queue first (Failed, ErrGoexit, never started), rather than
+// starting later on a worker, where its context would panic again.
+func TestWatcherArmPanicLeavesNoQueuedTask(t *testing.T) {
+	for _, via := range []string{"Submit", "Go"} {
+		for _, ctxKind := range []string{"AfterFunc", "Done"} {
+			t.Run(via+"/"+ctxKind, func(t *testing.T) {
+				var failed, started atomic.Int32
+				l := executor.ListenerFuncs{
+					Started: func(executor.Event) { started.Add(1) },
+					Completed: func(e executor.Event) {
+						if e.Status == executor.Failed && !e.Started && e.Err == executor.ErrGoexit {
+							failed.Add(1)
+						}
+					},
+				}
+				// A worker that panics is recovered, as a pool does, and
+				// counted: the task must not start.
+				var workerPanics atomic.Int32
+				spawn := func(f func()) {
+					go func() {
+						defer func() {
+							if recover() != nil {
+								workerPanics.Add(1)
+							}
+						}()
+						f()
+					}()
+				}
+				ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithListener(l), executor.WithSpawn(spawn))
+				gt := newGate()
+				defer gt.open()
+				submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("blocker")})
+				gt.waitStarted(t, 1)
+				var ctx context.Context = &watchPanicCtx{Context: bg, done: make(chan struct{})}
+				if ctxKind == "Done" {
+					// Its first Done is the caller's; context.AfterFunc asks again.
+					ctx = &donePanicCtx{Context: bg, done: make(chan struct{}), panicAt: 2}
+				}
+				fn := func(context.Context) error {
+					t.Error("the task ran though its context panicked as it was watched")
+					return nil
+				}
+				panicked := true
+				func() {
+					defer func() { _ = recover() }()
+					if via == "Submit" {
+						_, _ = executor.Submit(ex, ctx, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }})
+					} else {
+						_ = ex.Go(ctx, "g", fn)
+					}
+					panicked = false
+				}()
+				if !panicked {
+					t.Fatalf("%s returned though its context panicked", via)
+				}
+				if s := groupStats(t, ex, "g"); s.Waiting != 0 {
+					t.Errorf("after %s panicked: %d waiting, want 0", via, s.Waiting)
+				}
+				gt.open()
+				drain(t, ex)
+				if s := ex.Stats(); s.Started != 1 || started.Load() != 1 || failed.Load() != 1 || workerPanics.Load() != 0 {
+					t.Errorf("Started %d, OnStarted %d, failed unstarted with ErrGoexit %d, worker panics %d; want 1, 1, 1, 0",
+						s.Started, started.Load(), failed.Load(), workerPanics.Load())
+				}
+			})
+		}
+	}
+}

@@ -536,7 +536,19 @@ func (ex *Executor) countOutcome(g *group, st Status, callerRuns bool) {
 // Until it is armed, j is marked unwatched (jobExtra): a start meanwhile
 // leaves it to j's worker to ask the context whether it ended.
 func (ex *Executor) watchParent(j *job) {
+	// Arming calls the context, user code (its own AfterFunc method, or
+	// its Done again): if that panics or exits the goroutine, the caller,
+	// Submit's or Go's, gets no handle, so j leaves its queue first
+	// (unwatchable) rather than start later, unwatched, on a worker where
+	// its context would fail again. An open-coded defer: no allocation.
+	armed := false
+	defer func() {
+		if !armed {
+			ex.unwatchable(j)
+		}
+	}()
 	stop := context.AfterFunc(j.parent, func() { ex.cancel(j, context.Cause(j.parent)) })
+	armed = true
 	g := j.g
 	g.mu.Lock()
 	if j.state == stateWaiting {
@@ -553,6 +565,24 @@ func (ex *Executor) watchParent(j *job) {
 		// would lose the handle of a task that runs.
 		stopWatcher(stop)
 	}
+}
+
+// unwatchable removes waiting j, whose Submit context panicked or exited
+// the goroutine as its watcher was armed (watchParent): j completes
+// Failed with ErrGoexit, never started, as a task whose context fails so
+// as its worker asks it at its start. A j that started meanwhile is left
+// to that worker, which asks the context itself (endedAtStart).
+func (ex *Executor) unwatchable(j *job) {
+	g := j.g
+	ex.lockDrained(g)
+	if j.state != stateWaiting {
+		ex.unlockDrained(g)
+		return
+	}
+	ex.removeWaitingLocked(g, j, Failed)
+	var b batch
+	ex.unlock(g, &b)
+	ex.completeRemoved(j, Failed, ErrGoexit)
 }
 
 // testHookQueued, when set by a test, runs in Submit and Go between the
