@@ -467,3 +467,63 @@ func TestDoContextDonePanicsWhileQueued(t *testing.T) {
 		})
 	}
 }
+
+// TestGoexitStoppingRunContextWatchInGroupCancel: a group's cancel (a
+// shutdown's deadline, Close) cancels its running tasks' contexts, whose
+// cancel stops their watch on Submit's context, through the stop that the
+// context's own AfterFunc method returned, then completes its removed
+// waiting tasks. A stop that exits the goroutine ends the caller's only
+// once the rest is done: the waiting task completes Cancelled.
+func TestGoexitStoppingRunContextWatchInGroupCancel(t *testing.T) {
+	for _, via := range []string{"ShutdownGroup", "Close"} {
+		t.Run(via, func(t *testing.T) {
+			p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Not closed if a removed task is left incomplete: Close would
+			// wait for ever.
+			ex, err := executor.New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := &exitStopCtx{Context: bg, done: make(chan struct{})}
+			started := make(chan struct{})
+			h, err := executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: func(ctx context.Context) (string, error) {
+				close(started)
+				<-ctx.Done()
+				return "", ctx.Err()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-started
+			waiting := submit(t, ex, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) {
+				t.Error("a task removed by its group's cancel ran")
+				return "", nil
+			}})
+			exited := make(chan struct{})
+			go func() {
+				defer close(exited)
+				if via == "Close" {
+					_ = ex.Close()
+					return
+				}
+				ended, cancel := context.WithCancel(bg)
+				cancel()
+				_ = ex.ShutdownGroup(ended, "g")
+			}()
+			<-exited
+			if r := wait(t, waiting); r.Status != executor.Cancelled {
+				t.Errorf("waiting task: %v %v, want Cancelled", r.Status, r.Err)
+			}
+			if r := wait(t, h); r.Status != executor.Cancelled {
+				t.Errorf("running task: %v %v, want Cancelled", r.Status, r.Err)
+			}
+			if msg := ex.CheckInvariants(); msg != "" {
+				t.Error(msg)
+			}
+			ex.Close()
+		})
+	}
+}

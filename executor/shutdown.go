@@ -282,8 +282,11 @@ func (ex *Executor) cancelGroup(g *group, reason error) {
 	}
 	running := g.stopRuns(cause)
 	ex.unlock(g, &b)
-	for _, j := range running {
-		j.cancelContext(cause)
-	}
-	completeEach(len(removed), func(i int) { ex.completeRemoved(removed[i], Cancelled, cause) })
+	// A running task's cancel may call the stop of its Submit context's
+	// own AfterFunc method, user code: one that exits the goroutine
+	// (runtime.Goexit) ends it only once the other running tasks are
+	// cancelled and the removed ones complete (deferred), whose handles
+	// are other callers'.
+	defer completeEach(len(removed), func(i int) { ex.completeRemoved(removed[i], Cancelled, cause) })
+	completeEach(len(running), func(i int) { running[i].cancelContext(cause) })
 }
