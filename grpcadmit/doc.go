@@ -32,9 +32,10 @@
 //   - codes.Canceled or codes.DeadlineExceeded: the call's context ended while
 //     it waited. It never reaches the handler and its place is freed at once;
 //   - a rejection handler's own status (executor.WithRejectionHandler): its
-//     error, when it carries a gRPC status, is sent with that status; any
-//     other error of its is sent as codes.Internal, "internal error", its
-//     text kept in the server (RefusalError.Err).
+//     error, when it carries a gRPC status other than OK, is sent with that
+//     status; any other error of its (an OK status too: the call did not
+//     run) is sent as codes.Internal, "internal error", its text kept in
+//     the server (RefusalError.Err).
 //
 // The server interceptors send, with each refusal, the
 // grpc-retry-pushback-ms trailer that a gRPC client's retry policy reads

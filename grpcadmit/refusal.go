@@ -20,7 +20,9 @@ import (
 // httpadmit.ErrInvalidTenant or httpadmit.ErrInvalidWeight, the call
 // context's error, or a rejection handler's own error
 // (executor.WithRejectionHandler). A rejection handler's error that carries
-// a gRPC status is sent with that status, its code and details unchanged.
+// a gRPC status other than OK is sent with that status, its code and
+// details unchanged; one whose status is OK, which would tell the caller
+// that the refused call succeeded, is sent as codes.Internal.
 type RefusalError struct {
 	Err      error
 	status   *status.Status
@@ -46,7 +48,7 @@ func refusal(err error, retryAfter time.Duration) error {
 	case adapt.DeadlineExceeded:
 		msg = "the call's deadline passed while it waited"
 	case adapt.Unknown:
-		if st, ok := status.FromError(err); ok {
+		if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
 			// A rejection handler's own answer (executor.WithRejectionHandler),
 			// with its code and details: Internal would tell the caller, and
 			// its ClientFailure, that the server failed.
@@ -54,7 +56,10 @@ func refusal(err error, retryAfter time.Duration) error {
 			return &RefusalError{Err: err, status: st}
 		}
 		// The server's own failure: its text (hosts, keys) stays here,
-		// in Err, for the server's logs; httpadmit answers the same.
+		// in Err, for the server's logs; httpadmit answers the same. So is
+		// an error whose status is OK: sent as it is, it would tell the
+		// caller that a call that never ran succeeded (and status.Err of
+		// an OK status is nil, which Error would dereference).
 		msg = "internal error"
 	}
 	st := status.New(codeOf(r), msg)

@@ -103,3 +103,35 @@ func TestRejectionHandlerErrorTextStaysInTheServer(t *testing.T) {
 		t.Errorf("%v does not unwrap to the rejection handler's error", err)
 	}
 }
+
+// okStatusError is an error whose gRPC status is OK, as a rejection
+// handler's custom error type may carry by mistake.
+type okStatusError struct{}
+
+func (okStatusError) Error() string              { return "quota ok" }
+func (okStatusError) GRPCStatus() *status.Status { return status.New(codes.OK, "") }
+
+// A rejection handler's error whose status is OK must not be sent as OK: the
+// call never ran. It is the server's own failure, Internal, and its Error
+// has a text (status.Err of an OK status is nil).
+func TestRejectionHandlerOKStatusIsInternal(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(*executor.Rejection) error { return okStatusError{} }))
+	defer adaptertest.FillSlot(t, ex, "a")()
+	icp := grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+	_, err := icp(context.Background(), "req", &grpc.UnaryServerInfo{FullMethod: "/t.S/M"},
+		func(context.Context, any) (any, error) { t.Error("a refused call ran"); return nil, nil })
+	if err == nil {
+		t.Fatal("a refused call returned nil")
+	}
+	if msg := err.Error(); msg == "" {
+		t.Error("empty error text")
+	}
+	st := status.Convert(err)
+	if st.Code() != codes.Internal || st.Message() != "internal error" {
+		t.Fatalf("got %v, want Internal with the message \"internal error\"", st)
+	}
+	if !errors.Is(err, okStatusError{}) {
+		t.Errorf("%v does not unwrap to the rejection handler's error", err)
+	}
+}
