@@ -31,7 +31,9 @@ import (
 // which errors.Is sees through), or the request context's error if it ended
 // while the request waited or by the time it was admitted. A request with
 // an invalid tenant or weight is not sent either; its error matches
-// ErrInvalidTenant or ErrInvalidWeight.
+// ErrInvalidTenant or ErrInvalidWeight. A panic in the tenant or weight
+// function goes on to RoundTrip's caller, the request's body closed and no
+// slot taken.
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
@@ -116,20 +118,9 @@ func hostPort(u *url.URL) string {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	group, err := t.tenant(req)
+	group, weight, err := t.admissionOf(req)
 	if err != nil {
-		closeBody(req)
 		return nil, &notSentError{err}
-	}
-	if group == "" {
-		group = t.group
-	}
-	weight := 1
-	if t.weight != nil {
-		if weight, err = adapt.Weight(t.weight(req)); err != nil {
-			closeBody(req)
-			return nil, &notSentError{err}
-		}
 	}
 	x := &exchange{t: t, req: req, ready: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{})}
 	go x.run(group, weight)
@@ -141,6 +132,35 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		runtime.Goexit() // as base did: the slot is free
 	}
 	return x.resp, x.err
+}
+
+// admissionOf returns the request's group and weight, or the error of an
+// invalid tenant or weight. The body of a request it does not pass on is
+// closed, as the RoundTripper contract asks of every outcome: an invalid
+// one's, and one whose tenant or weight function panicked, whose panic
+// goes on to RoundTrip's caller, as a panic of base does, before any slot
+// is taken.
+func (t *transport) admissionOf(req *http.Request) (group string, weight int, err error) {
+	passed := false
+	defer func() {
+		if !passed {
+			closeBody(req)
+		}
+	}()
+	if group, err = t.tenant(req); err != nil {
+		return "", 0, err
+	}
+	if group == "" {
+		group = t.group
+	}
+	weight = 1
+	if t.weight != nil {
+		if weight, err = adapt.Weight(t.weight(req)); err != nil {
+			return "", 0, err
+		}
+	}
+	passed = true
+	return group, weight, nil
 }
 
 // closeBody closes the body of a request that base never saw, as the
