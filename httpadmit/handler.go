@@ -268,6 +268,18 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 	return s.ResponseWriter.Write(p)
 }
 
+// WriteString writes str through the server's writer's WriteString when it
+// has one (net/http's does), as io.WriteString asks: through Write, str
+// would be copied to a new slice on every call. The status is 200 unless
+// next wrote one, as for Write.
+func (s *statusWriter) WriteString(str string) (int, error) {
+	s.set(http.StatusOK)
+	if sw, ok := s.ResponseWriter.(io.StringWriter); ok {
+		return sw.WriteString(str)
+	}
+	return s.ResponseWriter.Write([]byte(str))
+}
+
 // Flush sends what is buffered, as the server's writer does.
 func (s *statusWriter) Flush() { _ = s.FlushError() }
 

@@ -184,7 +184,8 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // server's writer's error), http.Pusher (Push returns http.ErrNotSupported
 // where the server's writer cannot push, over HTTP/1), io.ReaderFrom
 // (io.Copy of a file reaches the server's writer's, which uses
-// sendfile(2)) and Unwrap (so http.ResponseController reaches the server's
+// sendfile(2)), io.StringWriter (io.WriteString reaches the server's
+// writer's without copying the string) and Unwrap (so http.ResponseController reaches the server's
 // writer for hijacking, deadlines and flushes), but not http.Hijacker
 // directly: a handler that type-asserts it should use
 // http.NewResponseController instead. f must not be nil.

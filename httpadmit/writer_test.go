@@ -191,3 +191,64 @@ func withTenant(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// stringWriter is a server's writer with a WriteString that does not
+// allocate, as net/http's: it counts the bytes and the first status.
+type stringWriter struct {
+	header  http.Header
+	status  int
+	n       int
+	strings int // WriteString calls
+}
+
+func (w *stringWriter) Header() http.Header { return w.header }
+
+func (w *stringWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *stringWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.n += len(p)
+	return len(p), nil
+}
+
+func (w *stringWriter) WriteString(s string) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.strings++
+	w.n += len(s)
+	return len(s), nil
+}
+
+// With WithFailureStatus, io.WriteString to next's writer reaches the
+// server's writer's WriteString without copying the string to a new slice
+// on each call, and a WriteString before any status is judged 200, the
+// status sent: a 500 written after it is too late to be the client's.
+func TestHandlerFailureStatusKeepsWriteString(t *testing.T) {
+	ex := newExec(t, nil)
+	var statuses []int
+	var allocs float64
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.WriteString(w, "first"); err != nil {
+			t.Errorf("WriteString: %v", err)
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		allocs = testing.AllocsPerRun(100, func() { io.WriteString(w, "a line of the response\n") })
+	}), httpadmit.WithFailureStatus(func(c int) bool { statuses = append(statuses, c); return c >= 500 }))
+	w := &stringWriter{header: http.Header{}}
+	serveWith(h, w)
+	if allocs != 0 {
+		t.Errorf("io.WriteString allocates %v times a call, want 0", allocs)
+	}
+	if w.strings == 0 {
+		t.Error("the server's writer's WriteString never ran")
+	}
+	if w.status != http.StatusOK || len(statuses) != 1 || statuses[0] != http.StatusOK {
+		t.Fatalf("the client got %d, statuses judged %v; want 200 and [200]", w.status, statuses)
+	}
+	if s, _ := ex.GroupStats("a"); s.Succeeded != 1 {
+		t.Errorf("%+v, want 1 succeeded", s.TaskCounts)
+	}
+}
