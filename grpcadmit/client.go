@@ -12,7 +12,12 @@ import (
 // UnaryClientInterceptor returns an interceptor that admits each outgoing
 // unary call with ex.DoWeighted before sending it: by default one group per
 // connection target (ClientConn.Target), so each dependency has its own
-// bulkhead and a slow one cannot take all of the outgoing capacity. With
+// bulkhead and a slow one cannot take all of the outgoing capacity. The
+// target is the one the ClientConn was made with, as it was written: it is
+// not resolved nor normalised, so two ClientConns that name one server
+// differently ("localhost:50051", "dns:///localhost:50051") are two groups,
+// each with limits of its own. Make one ClientConn per dependency and share
+// it, as gRPC advises, or name the group with a tenant option. With
 // WithTenantKey the group is the outgoing metadata's tenant, with
 // WithTenantFunc what it returns. The call holds its slot until the reply
 // (or error) is in. Its error counts as a failure for the group's breaker by
