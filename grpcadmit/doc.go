@@ -1,6 +1,6 @@
 // Package grpcadmit admits gRPC calls through a grouped executor: server
-// interceptors that run each call under its tenant's limits, and a client
-// interceptor that bounds the calls made to each destination.
+// interceptors that run each call under its tenant's limits, and client
+// interceptors that bound the calls and streams made to each destination.
 //
 //	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
 //	ex, _ := executor.New(p)
@@ -52,8 +52,9 @@
 // breaker.ErrOpenState, ...).
 //
 // A stream holds its slot for its whole life: from the call's admission until
-// the handler returns, however long the stream stays open and whatever it
-// sends. Size the limits of groups that serve long-lived streams for the
+// the handler returns (client-side, with StreamClientInterceptor, until gRPC
+// ends the stream: see its doc), however long the stream stays open and
+// whatever it sends. Size the limits of groups that serve long-lived streams for the
 // streams, not for the messages. A stream's Context is done when the
 // executor stops the call (Close, ShutdownGroup's deadline), but its
 // RecvMsg and SendMsg wait on gRPC's own context, which only the client or

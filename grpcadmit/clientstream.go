@@ -1,0 +1,193 @@
+package grpcadmit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/groupexec/groupexec/executor"
+)
+
+// StreamClientInterceptor returns an interceptor that admits each outgoing
+// stream with ex.DoWeighted before creating it, in the groups
+// UnaryClientInterceptor uses (by default one per connection target), with
+// the same options, refusals and failure rule (ClientFailure unless
+// WithFailure says otherwise). A refused stream is not created: its error
+// is a *RefusalError, as for a unary call.
+//
+// An admitted stream holds its slot for its whole life, like a server
+// stream, until gRPC ends it, which is when gRPC itself frees what the
+// stream holds:
+//   - RecvMsg returns an error: io.EOF after the server's OK status, or the
+//     call's status; or RecvMsg returns the reply of a stream whose server
+//     does not stream (a client-streaming call's CloseAndRecv);
+//   - SendMsg or Header returns an error other than io.EOF;
+//   - the stream's context ends (cancelled, its deadline passed), whether
+//     the stream is in use or never used after its creation;
+//   - the ClientConn is closed;
+//   - its creation fails, or panics.
+//
+// The slot is free by the time RecvMsg, SendMsg or Header returns the error
+// that ends the stream, and soon after the context ends. As gRPC says of
+// NewStream, a stream none of these happen to (a server stream whose
+// messages are never read to the end, with a context that never ends)
+// keeps what it holds, its slot included: read it to the end or cancel its
+// context. The stream's error counts for the group's breaker when the
+// stream ends; the end of its context counts as for a unary call (a
+// cancellation is no failure, a deadline is one).
+//
+// Holding the slot takes one goroutine per admitted stream, which waits in
+// DoWeighted until the stream ends. The stream is created with the context
+// Do gives, which the executor's Close and shutdown deadline also cancel.
+// It panics if ex is nil or an option is invalid.
+func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamClientInterceptor {
+	a := newAdmitter(ex, opts, outgoing)
+	a.client = true
+	if a.failure == nil {
+		a.failure = ClientFailure
+	}
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		var group string
+		var err error
+		if a.tenant == nil {
+			group = cc.Target()
+		} else if group, err = a.groupOf(ctx); err != nil {
+			return nil, err
+		}
+		weight, err := a.weightOf(ctx, method)
+		if err != nil {
+			return nil, err
+		}
+		h := &held{a: a, admitted: make(chan struct{}), end: make(chan error, 1), done: make(chan struct{})}
+		go h.hold(ctx, group, weight)
+		<-h.admitted
+		if h.refused != nil {
+			return nil, h.refused
+		}
+		return h.create(desc, cc, method, streamer, callOpts)
+	}
+}
+
+// held is one outgoing stream's admission: a goroutine in DoWeighted whose
+// fn holds the slot until the stream ends (end) or its context does.
+type held struct {
+	a        *admitter
+	ctx      context.Context // fn's: the stream is created with it
+	refused  error           // the stream was not admitted, or admitted as its context ended
+	admitted chan struct{}   // closed once ctx or refused is set
+	end      chan error      // the stream's end, sent once
+	ended    atomic.Bool     // end was sent
+	done     chan struct{}   // Do has returned: the slot is free
+}
+
+func (h *held) hold(ctx context.Context, group string, weight int) {
+	defer close(h.done)
+	ran := false
+	err := h.a.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
+		ran = true
+		if err := ctx.Err(); err != nil {
+			// Admitted as its context ended: gRPC would fail it at once,
+			// unsent, as it would a unary call (UnaryClientInterceptor).
+			h.refused = refusal(err, h.a.retryAfter)
+			close(h.admitted)
+			return errNotSent
+		}
+		h.ctx = ctx
+		close(h.admitted)
+		var err error
+		select {
+		case err = <-h.end:
+		case <-ctx.Done():
+			// gRPC ends the stream too, as it watches the context.
+			err = ctx.Err()
+		}
+		return h.a.outcome(err)
+	})
+	if !ran {
+		h.refused = refusal(err, h.a.retryAfter)
+		close(h.admitted)
+	}
+}
+
+// finish tells fn that the stream ended with err (io.EOF: its OK status),
+// once; the first end told is the stream's.
+func (h *held) finish(err error) {
+	if h.ended.CompareAndSwap(false, true) {
+		if err == io.EOF {
+			err = nil
+		}
+		h.end <- err
+	}
+}
+
+// release is finish, returning once the slot is free.
+func (h *held) release(err error) {
+	h.finish(err)
+	<-h.done
+}
+
+// errStreamerPanicked is the outcome of a stream whose creation panicked:
+// a failure, while the panic goes on to the caller.
+var errStreamerPanicked = errors.New("grpcadmit: the stream's creation panicked")
+
+// create creates the stream with the admission's context. gRPC calls
+// OnFinish when it ends the stream, however it ends (the ClientConn's Close
+// too, which the stream's own methods may never report); the stream's
+// methods report its end too, for a streamer chained after this
+// interceptor that does not pass the call options on.
+func (h *held) create(desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts []grpc.CallOption) (grpc.ClientStream, error) {
+	created := false
+	defer func() {
+		if !created {
+			h.release(errStreamerPanicked)
+		}
+	}()
+	callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.OnFinish(h.finish))
+	cs, err := streamer(h.ctx, desc, cc, method, callOpts...)
+	created = true
+	if err != nil {
+		h.release(err)
+		return nil, err
+	}
+	return &clientStream{ClientStream: cs, h: h, serverStreams: desc.ServerStreams}, nil
+}
+
+// clientStream frees its slot when one of its methods reports that the
+// stream has ended, as NewStream's doc lists the ends.
+type clientStream struct {
+	grpc.ClientStream
+	h             *held
+	serverStreams bool
+}
+
+func (s *clientStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil || !s.serverStreams {
+		// A server that does not stream sends one reply, then its
+		// status: gRPC has read both and ended the stream.
+		s.h.release(err)
+	}
+	return err
+}
+
+func (s *clientStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if err != nil && err != io.EOF {
+		// io.EOF: the server has ended the stream, whose status RecvMsg
+		// reads; gRPC has not ended it yet.
+		s.h.release(err)
+	}
+	return err
+}
+
+func (s *clientStream) Header() (metadata.MD, error) {
+	md, err := s.ClientStream.Header()
+	if err != nil && err != io.EOF {
+		s.h.release(err)
+	}
+	return md, err
+}
