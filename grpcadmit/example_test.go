@@ -75,3 +75,32 @@ func ExampleUnaryClientInterceptor() {
 	// Output:
 	// calls to the target: 3
 }
+
+// A client whose streams are bounded per target: a stream holds its slot
+// until it ends, so with one slot a second stream to the same target is
+// refused while the first is open.
+func ExampleStreamClientInterceptor() {
+	p, _ := policy.New(policy.WithDefaultMaxInFlight(1))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, _ := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainStreamInterceptor(grpcadmit.StreamClientInterceptor(ex)))
+	defer cc.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the stream, and frees its slot
+	first, _ := healthpb.NewHealthClient(cc).Watch(ctx, &healthpb.HealthCheckRequest{})
+	resp, _ := first.Recv()
+	fmt.Println("first:", resp.Status)
+	_, err := healthpb.NewHealthClient(cc).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	fmt.Println("second:", status.Code(err))
+	// Output:
+	// first: SERVING
+	// second: ResourceExhausted
+}
