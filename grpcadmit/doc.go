@@ -67,7 +67,7 @@
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with
 // a code that says the server failed: Unknown, Internal, Unavailable and
-// DataLoss (ServerFailure). The client interceptor also counts
+// DataLoss (ServerFailure). The client interceptors also count
 // DeadlineExceeded (ClientFailure): for a caller, a dependency that does not
 // answer in time has failed. A call that a client interceptor refused in
 // this process (a *RefusalError, whatever its code: a deadline that passed

@@ -53,7 +53,7 @@ func build(opts []Option) config {
 
 // WithTenantKey reads the tenant from the metadata key (lower-cased) instead
 // of x-tenant: from the incoming metadata in the server interceptors, from the
-// outgoing metadata in the client interceptor. An absent key names no tenant
+// outgoing metadata in the client interceptors. An absent key names no tenant
 // (the default group); a key sent more than once, or empty, makes the call
 // invalid. key must be a metadata key: letters, digits, '-', '_' and '.';
 // and not a header gRPC writes itself (content-type, user-agent, te,
@@ -133,7 +133,7 @@ func WithFailure(f func(err error) bool) Option {
 
 // WithWeightFunc gives each call the weight f returns for its context (the
 // incoming metadata in the server interceptors, the outgoing one in the
-// client interceptor) and its full method name ("/pkg.Service/Method"): the
+// client interceptors) and its full method name ("/pkg.Service/Method"): the
 // call takes that many permits at every limit of its group and the executor
 // (Executor.DoWeighted), so an expensive method counts for more than a cheap
 // one. f runs for every call, after its tenant is read, possibly
