@@ -20,8 +20,9 @@ import (
 // httpadmit.ErrInvalidTenant or httpadmit.ErrInvalidWeight, the call
 // context's error, or a rejection handler's own error
 // (executor.WithRejectionHandler). A rejection handler's error that carries
-// a gRPC status other than OK is sent with that status, its code and
-// details unchanged; one whose status is OK, which would tell the caller
+// a gRPC status other than OK, itself or an error it wraps, is sent with
+// that status, its code, message and details unchanged (a wrapper's text
+// stays in the server, in Err); one whose status is OK, which would tell the caller
 // that the refused call succeeded, is sent as codes.Internal.
 type RefusalError struct {
 	Err      error
@@ -48,7 +49,7 @@ func refusal(err error, retryAfter time.Duration) error {
 	case adapt.DeadlineExceeded:
 		msg = "the call's deadline passed while it waited"
 	case adapt.Unknown:
-		if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
+		if st := handlerStatus(err); st != nil && st.Code() != codes.OK {
 			// A rejection handler's own answer (executor.WithRejectionHandler),
 			// with its code and details: Internal would tell the caller, and
 			// its ClientFailure, that the server failed.
@@ -126,4 +127,16 @@ func codeOf(r adapt.Reason) codes.Code {
 		return codes.DeadlineExceeded
 	}
 	return codes.Internal
+}
+
+// handlerStatus returns the gRPC status that err, or an error it wraps,
+// carries, as that error gives it: status.FromError would make the whole
+// chain's text the message of a wrapped one's, the wrapper's text (hosts,
+// keys) included, which stays in the server.
+func handlerStatus(err error) *status.Status {
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return nil
+	}
+	return se.GRPCStatus()
 }

@@ -3,6 +3,8 @@ package grpcadmit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -133,5 +135,29 @@ func TestRejectionHandlerOKStatusIsInternal(t *testing.T) {
 	}
 	if !errors.Is(err, okStatusError{}) {
 		t.Errorf("%v does not unwrap to the rejection handler's error", err)
+	}
+}
+
+// A rejection handler's error that wraps one with a gRPC status is sent
+// with that status as it is: its code, message and details. status.FromError
+// would send the whole chain's text as the message, and with it the
+// wrapper's, which may name internal hosts or keys.
+func TestRejectionHandlerWrappedStatusKeepsItsMessage(t *testing.T) {
+	want := status.New(codes.ResourceExhausted, "tenant quota exceeded")
+	want, _ = want.WithDetails(&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "a"}}})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(*executor.Rejection) error {
+			return fmt.Errorf("quota lookup at 10.0.0.7:6379: %w", want.Err())
+		}))
+	defer adaptertest.FillSlot(t, ex, "a")()
+	icp := grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+	_, err := icp(context.Background(), "req", &grpc.UnaryServerInfo{FullMethod: "/t.S/M"},
+		func(context.Context, any) (any, error) { t.Error("a refused call ran"); return nil, nil })
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted || st.Message() != want.Message() || len(st.Details()) != 1 {
+		t.Fatalf("got %v (details %v), want the wrapped status %v", st, st.Details(), want)
+	}
+	if !strings.Contains(fmt.Sprint(errors.Unwrap(err)), "10.0.0.7") {
+		t.Errorf("Unwrap gives %v, want the rejection handler's error, for the server's logs", errors.Unwrap(err))
 	}
 }
