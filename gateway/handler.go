@@ -180,6 +180,22 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusBadRequest, "invalid_tenant", err.Error(), 0)
 		return
 	}
+	if key == "" && cfg.Tenant.Require {
+		// Served as the default tenant, a request naming none would take
+		// that tenant's capacity: a tenant over its limits could move its
+		// requests onto it by leaving its key out, or by sending other
+		// credentials a backend accepts (Basic, a cookie) than the token.
+		g.m.rejected.WithLabelValues("missing-tenant").Inc()
+		if cfg.Tenant.From == config.FromBearer {
+			// RFC 6750 3.1: a request without a token is challenged
+			// without an error code.
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			g.refuse(w, x, http.StatusUnauthorized, "missing_tenant", "no bearer token, and tenant.require refuses a request without one", 0)
+			return
+		}
+		g.refuse(w, x, http.StatusBadRequest, "missing_tenant", "the request names no tenant, or not from an address in tenant.trusted_proxies, and tenant.require refuses it", 0)
+		return
+	}
 	if key != "" && st.caseTwin(key) {
 		g.m.rejected.WithLabelValues("invalid-tenant").Inc()
 		g.refuse(w, x, http.StatusBadRequest, "invalid_tenant", ErrInvalidTenant.Error()+": a configured tenant's in another case", 0)

@@ -110,6 +110,17 @@ type Tenant struct {
 	// token or client certificate that names none (an empty claim or common
 	// name) is refused, never given Default.
 	Default string `yaml:"default"`
+	// Require refuses a request that carries no tenant key instead of
+	// serving it as Default: 401 with a Bearer challenge with From bearer
+	// (a request without a token, or with other credentials), 400
+	// missing_tenant with header, host and path (a request from an address
+	// TrustedProxies leaves out names none). With it, no client can move
+	// its requests onto the default tenant's capacity by naming none. With
+	// client_cert it changes nothing: a request without a certificate is
+	// refused (401) already. Default is then the name only of the group
+	// that requests refused before their tenant is read are counted in,
+	// and setting it in the file is an error. Default false.
+	Require bool `yaml:"require"`
 	// MaxGroups caps the unconfigured tenants with requests in flight at
 	// once, each in its own group; a request of any other tenant goes to the
 	// shared overflow group. Configured tenants and the default group are

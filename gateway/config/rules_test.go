@@ -464,3 +464,22 @@ func TestSpoolDirChecked(t *testing.T) {
 		t.Errorf("spool_dir %s, a directory: %v", dir, err)
 	}
 }
+
+// tenant.require with tenant.default set is refused, naming both keys: the
+// default tenant would never serve a request. Either alone is accepted, and
+// require leaves the default group its default name.
+func TestTenantRequireWithDefault(t *testing.T) {
+	_, err := config.Parse([]byte("backends: [http://a:1]\ntenant:\n  require: true\n  default: guests\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: tenant.default") || !strings.Contains(err.Error(), "tenant.require") {
+		t.Errorf("require with default: %v, want an error at line 4 naming tenant.default and tenant.require", err)
+	}
+	c, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {require: true}\n"))
+	if err != nil || !c.Tenant.Require || c.Tenant.Default != config.DefaultTenant {
+		t.Errorf("require alone: %v, %+v", err, c)
+	}
+	for _, keys := range []string{"tenant: {default: guests}", "tenant: {require: false, default: guests}"} {
+		if c, err := config.Parse([]byte("backends: [http://a:1]\n" + keys + "\n")); err != nil || c.Tenant.Require {
+			t.Errorf("%s: %v", keys, err)
+		}
+	}
+}

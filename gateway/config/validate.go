@@ -250,6 +250,10 @@ func (c *Config) checkTenant(ck *checker) {
 	}
 	if !ValidTenant(t.Default) {
 		ck.bad("tenant.default", "%q is not a valid tenant key (%s)", t.Default, tenantRule)
+	} else if t.Require && ck.present("tenant.default") {
+		// An operator setting both expects the default tenant to serve
+		// something, which under require it never does.
+		ck.bad("tenant.default", "%q is never used with tenant.require: true, which refuses a request naming no tenant: leave one of them out", t.Default)
 	}
 	nonNegative(ck, "tenant.max_groups", t.MaxGroups)
 }
