@@ -16,6 +16,9 @@ type reloader struct {
 	// limitsSet, if not nil, is called by Reload once the executor has the
 	// new limits (tests).
 	limitsSet func()
+	// fileRead, if not nil, is called by ReloadFile once it has read the
+	// file (tests).
+	fileRead func()
 }
 
 // WithConfigFile names the file the gateway's config came from, for
@@ -29,21 +32,28 @@ var ErrNoConfigFile = errors.New("gateway: no config file to reload (WithConfigF
 // ReloadFile reads WithConfigFile's file again and applies it with Reload.
 // Without WithConfigFile it returns ErrNoConfigFile, counted as a refused
 // reload: whoever asked for one is told, by the metric too, that the
-// config in force was not reloaded.
+// config in force was not reloaded. Reloads run one at a time, each
+// reading the file once the one before has been applied, so that the
+// last one applies the file as it was last written.
 func (g *Gateway) ReloadFile() error {
+	// The file is read under the lock too: read before it, a file read
+	// first could be applied after a newer one that another reload (a
+	// SIGHUP beside a POST /reload) read later, undoing it.
 	g.reload.mu.Lock()
-	path := g.reload.path
-	g.reload.mu.Unlock()
-	if path == "" {
+	defer g.reload.mu.Unlock()
+	if g.reload.path == "" {
 		g.m.reloads.WithLabelValues("error").Inc()
 		return ErrNoConfigFile
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(g.reload.path)
+	if g.reload.fileRead != nil {
+		g.reload.fileRead()
+	}
 	if err != nil {
 		g.m.reloads.WithLabelValues("error").Inc()
 		return err
 	}
-	return g.Reload(cfg)
+	return g.reloadLocked(cfg)
 }
 
 // Reload applies cfg in place, without dropping a connection or a request:
@@ -64,9 +74,14 @@ func (g *Gateway) ReloadFile() error {
 // config.ErrInvalid, in line order). So it does if cfg cannot be built or
 // gives a group limits the executor would refuse: every limit is checked
 // before the first is set.
-func (g *Gateway) Reload(cfg *config.Config) (err error) {
+func (g *Gateway) Reload(cfg *config.Config) error {
 	g.reload.mu.Lock()
 	defer g.reload.mu.Unlock()
+	return g.reloadLocked(cfg)
+}
+
+// reloadLocked is Reload, with reload.mu held.
+func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 	defer func() {
 		result := "ok"
 		if err != nil {
