@@ -19,7 +19,9 @@ import (
 // after idling that long; random keys can only cost the LRU's bound.
 //
 // A reload makes a new rateLimits from the old one: a bucket whose settings
-// did not change is carried over with its state, a changed one starts full.
+// did not change is carried over with its state, a changed one starts full,
+// whether the tenant stays configured or unconfigured or moves between the
+// two.
 type rateLimits struct {
 	def     *config.RateLimit
 	fixed   map[string]*rate.Limiter     // configured tenants; nil entry: no limit
@@ -54,6 +56,15 @@ func newRateLimits(cfg *config.Config, prev *rateLimits) *rateLimits {
 				rl.fixed[name], rl.fixedBy[name] = prev.fixed[name], old
 				return
 			}
+			// A tenant configured now, under the rate it had unconfigured,
+			// keeps its bucket: made afresh, it would be full, a refill
+			// for a tenant that spent its burst.
+			if _, ok := prev.fixed[name]; !ok && r != nil && sameRate(prev.def, r) {
+				if lim := prev.lru.peek(name); lim != nil {
+					rl.fixed[name], rl.fixedBy[name] = lim, r
+					return
+				}
+			}
 		}
 		rl.fixed[name], rl.fixedBy[name] = newLimiter(r), r
 	}
@@ -67,6 +78,17 @@ func newRateLimits(cfg *config.Config, prev *rateLimits) *rateLimits {
 		rl.lru = prev.lru
 	} else {
 		rl.lru = &rateLRU{max: max(cfg.Tenant.MaxGroups, minRateLRU), byID: make(map[string]*list.Element)}
+	}
+	if prev != nil && cfg.RateLimit != nil {
+		// A tenant no longer configured, whose bucket was made with the
+		// rate unconfigured tenants now have, keeps it among theirs, for
+		// the same reason. The previous state, which may share the LRU,
+		// reads its bucket from fixed, never from the LRU.
+		for name, lim := range prev.fixed {
+			if _, ok := rl.fixed[name]; !ok && sameRate(prev.fixedBy[name], cfg.RateLimit) {
+				rl.lru.put(name, lim)
+			}
+		}
 	}
 	return rl
 }
@@ -123,6 +145,32 @@ func delayOf(lim *rate.Limiter, now time.Time) time.Duration {
 		return max(time.Duration(ns), 1)
 	}
 	return 1 // a token came in between: come back at once
+}
+
+// peek returns tenant's bucket, or nil if it has none, leaving the order
+// as it is.
+func (l *rateLRU) peek(tenant string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.byID[tenant]; ok {
+		return e.Value.(*bucket).lim
+	}
+	return nil
+}
+
+// put makes lim tenant's bucket, in place of any it has.
+func (l *rateLRU) put(tenant string, lim *rate.Limiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.byID[tenant]; ok {
+		e.Value.(*bucket).lim = lim
+		return
+	}
+	if l.lru.Len() >= l.max {
+		old := l.lru.Remove(l.lru.Back()).(*bucket)
+		delete(l.byID, old.tenant)
+	}
+	l.byID[tenant] = l.lru.PushFront(&bucket{tenant: tenant, lim: lim})
 }
 
 // get returns tenant's bucket, made with def if it has none.

@@ -37,6 +37,35 @@ func TestReloadKeepsUnchangedRateBuckets(t *testing.T) {
 	}
 }
 
+// A tenant a reload configures without a rate of its own, or removes from
+// the config, is under the same rate before and after: it keeps its
+// bucket, and a tenant that spent its burst is still refused, rather than
+// given a full bucket by the move between the configured tenants' buckets
+// and the unconfigured ones'.
+func TestReloadKeepsBucketOfTenantConfiguredOrRemoved(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	const base = "backends: [%s]\nrate_limit: {rps: 1, burst: 1}\n"
+	path, write := configFile(t, be.URL, base+"tenants: {b: {max_concurrency: 2}}\n")
+	gw := start(t, be.URL, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\n"+base+"tenants: {b: {max_concurrency: 2}}\n",
+		gateway.WithConfigFile(path), gateway.WithClock(clk))
+	c := client(t)
+	for _, tenant := range []string{"a", "b"} {
+		if resp, _ := do(t, c, http.MethodGet, gw.url, tenant, nil); resp.StatusCode != 200 {
+			t.Fatalf("tenant %s's first request: %d", tenant, resp.StatusCode)
+		}
+	}
+	write(base + "tenants: {a: {max_concurrency: 2}}\n")
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	for tenant, what := range map[string]string{"a": "configured without a rate of its own", "b": "removed from the config"} {
+		if resp, _ := do(t, c, http.MethodGet, gw.url, tenant, nil); resp.StatusCode != 429 {
+			t.Errorf("tenant %s, %s: %d, want 429 (its bucket kept, still empty)", tenant, what, resp.StatusCode)
+		}
+	}
+}
+
 // A reload that adds a backend keeps the breakers of the backends it had:
 // an open one stays open, and the backend stays out of the rotation.
 func TestReloadKeepsUnchangedBackendBreakers(t *testing.T) {
