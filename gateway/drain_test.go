@@ -200,3 +200,47 @@ func TestDrainingAnswersCloseConnection(t *testing.T) {
 		}
 	}
 }
+
+// drain_timeout reloads in place, also during drain_delay: a drain reads it
+// once the delay has passed, not as the shutdown begins. A request still
+// running is cut off after the drain_timeout in force then.
+func TestDrainTimeoutReloadedDuringDelay(t *testing.T) {
+	g := newGate()
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	gw := start(t, backend(t, g.ServeHTTP).URL, minimal+"drain_delay: 30s\ndrain_timeout: 1h\n", gateway.WithClock(clk))
+	c, admin := client(t), client(t)
+	codes := make(chan int, 1)
+	go func() {
+		resp, err := c.Get(gw.url)
+		if err != nil {
+			codes <- 0 // the connection was closed under it: also fine
+			return
+		}
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}()
+	g.await(t, 1) // never released: it runs until the drain cuts it off
+	stopped := make(chan error, 1)
+	go func() { stopped <- gw.stop() }()
+	eventually(t, "readyz to fail", func() bool {
+		code, _ := get(t, admin, gw.admin+"/readyz")
+		return code == 503
+	})
+	cfg := *gw.gw.Config()
+	cfg.DrainTimeout = 50 * time.Millisecond
+	if err := gw.gw.Reload(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(30 * time.Second)
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatal("the drain waits on the drain_timeout it began with (1h), not the reloaded one (50ms)")
+	}
+	if code := <-codes; code != 503 && code != 0 {
+		t.Errorf("the request cut off got %d, want 503 or a closed connection", code)
+	}
+}

@@ -159,8 +159,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 
 func (g *Gateway) drain(proxy, admin *http.Server, adminBusy *tracker) {
 	start := time.Now()
-	cfg := g.state.Load().cfg
-	if d := cfg.DrainDelay; d > 0 {
+	if d := g.state.Load().cfg.DrainDelay; d > 0 {
 		// Load balancers see /readyz fail and stop sending requests; those
 		// they send meanwhile are served as usual.
 		delayed := make(chan struct{})
@@ -170,8 +169,10 @@ func (g *Gateway) drain(proxy, admin *http.Server, adminBusy *tracker) {
 		<-delayed
 	}
 	idle := g.inflight.close() // readiness fails from here on, if it did not already
-	g.log.Info("draining", "timeout", cfg.DrainTimeout.String())
-	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	// Read after the delay: a reload during it changes drain_timeout too.
+	timeout := g.state.Load().cfg.DrainTimeout
+	g.log.Info("draining", "timeout", timeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// Shutdown closes the listener and idle connections, and returns once
 	// every connection has finished its response and closed. Waiting for
