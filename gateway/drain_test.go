@@ -69,15 +69,7 @@ func TestDrainAbortsStragglers(t *testing.T) {
 	const n = 2
 	codes := make(chan int, n)
 	for range n {
-		go func() {
-			resp, err := c.Get(gw.url)
-			if err != nil {
-				codes <- 0 // the connection was closed under it: also fine
-				return
-			}
-			resp.Body.Close()
-			codes <- resp.StatusCode
-		}()
+		go func() { codes <- statusOf(c, gw.url) }()
 	}
 	g.await(t, n)
 	if err := gw.stop(); err != nil {
@@ -210,15 +202,7 @@ func TestDrainTimeoutReloadedDuringDelay(t *testing.T) {
 	gw := start(t, backend(t, g.ServeHTTP).URL, minimal+"drain_delay: 30s\ndrain_timeout: 1h\n", gateway.WithClock(clk))
 	c, admin := client(t), client(t)
 	codes := make(chan int, 1)
-	go func() {
-		resp, err := c.Get(gw.url)
-		if err != nil {
-			codes <- 0 // the connection was closed under it: also fine
-			return
-		}
-		resp.Body.Close()
-		codes <- resp.StatusCode
-	}()
+	go func() { codes <- statusOf(c, gw.url) }()
 	g.await(t, 1) // never released: it runs until the drain cuts it off
 	stopped := make(chan error, 1)
 	go func() { stopped <- gw.stop() }()
@@ -243,4 +227,15 @@ func TestDrainTimeoutReloadedDuringDelay(t *testing.T) {
 	if code := <-codes; code != 503 && code != 0 {
 		t.Errorf("the request cut off got %d, want 503 or a closed connection", code)
 	}
+}
+
+// statusOf GETs url and returns the answer's status, or 0 if the
+// connection was closed under the request, as a drain may close it.
+func statusOf(c *http.Client, url string) int {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
