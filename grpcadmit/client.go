@@ -33,20 +33,9 @@ import (
 // it. The call's own error is returned unchanged. It panics if ex is nil
 // or an option is invalid.
 func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryClientInterceptor {
-	a := newAdmitter(ex, opts, outgoing)
-	a.client = true
-	if a.failure == nil {
-		a.failure = ClientFailure
-	}
+	a := newClientAdmitter(ex, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		group := cc.Target()
-		if a.tenant != nil {
-			var err error
-			if group, err = a.groupOf(ctx); err != nil {
-				return err
-			}
-		}
-		weight, err := a.weightOf(ctx, method)
+		group, weight, err := a.outgoingCall(ctx, cc, method)
 		if err != nil {
 			return err
 		}
@@ -64,6 +53,30 @@ func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryCli
 		}
 		return cerr
 	}
+}
+
+// newClientAdmitter is the admitter of the client interceptors: their
+// refusals are a client's, and a call's error a failure by ClientFailure
+// unless WithFailure says otherwise.
+func newClientAdmitter(ex *executor.Executor, opts []Option) *admitter {
+	a := newAdmitter(ex, opts, outgoing)
+	a.client = true
+	if a.failure == nil {
+		a.failure = ClientFailure
+	}
+	return a
+}
+
+// outgoingCall returns the group and the weight of an outgoing call of
+// method on cc: by default the group is cc's target, as written.
+func (a *admitter) outgoingCall(ctx context.Context, cc *grpc.ClientConn, method string) (group string, weight int, err error) {
+	if a.tenant == nil {
+		group = cc.Target()
+	} else if group, err = a.groupOf(ctx); err != nil {
+		return "", 0, err
+	}
+	weight, err = a.weightOf(ctx, method)
+	return group, weight, err
 }
 
 // A clientCall is one outgoing call's fn for Do and its outcome, pooled as

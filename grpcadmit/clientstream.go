@@ -45,20 +45,9 @@ import (
 // Do gives, which the executor's Close and shutdown deadline also cancel.
 // It panics if ex is nil or an option is invalid.
 func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamClientInterceptor {
-	a := newAdmitter(ex, opts, outgoing)
-	a.client = true
-	if a.failure == nil {
-		a.failure = ClientFailure
-	}
+	a := newClientAdmitter(ex, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		var group string
-		var err error
-		if a.tenant == nil {
-			group = cc.Target()
-		} else if group, err = a.groupOf(ctx); err != nil {
-			return nil, err
-		}
-		weight, err := a.weightOf(ctx, method)
+		group, weight, err := a.outgoingCall(ctx, cc, method)
 		if err != nil {
 			return nil, err
 		}
