@@ -30,12 +30,19 @@ import (
 // happen, by construction, three times in the run: an interlude (see
 // interlude) takes the whole bulkhead while the TryAcquires of the others go
 // on, and checks that each way to be refused refuses as it must.
+//
+// The bulkheads are plain (acquires and releases lock-free), observed (both
+// under the mutex) and gated by a required capability (acquires under the
+// mutex, releases lock-free, so that the two sides meet on every permit).
 func TestStress(t *testing.T) {
 	for _, tc := range []struct {
-		name           string
-		observed, fake bool
-	}{{"plain-real-clock", false, false}, {"plain", false, true}, {"observed", true, true}} {
-		t.Run(tc.name, func(t *testing.T) { stress(t, tc.observed, tc.fake) })
+		name                  string
+		observed, fake, gated bool
+	}{
+		{"plain-real-clock", false, false, false}, {"plain", false, true, false},
+		{"observed", true, true, false}, {"gated", false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { stress(t, tc.observed, tc.fake, tc.gated) })
 	}
 }
 
@@ -73,7 +80,7 @@ func (h *heldSet) remove(p bulkhead.Permit) {
 	h.mu.Unlock()
 }
 
-func stress(t *testing.T, observed, fake bool) {
+func stress(t *testing.T, observed, fake, gated bool) {
 	goroutines, ops := 1000, 40
 	if testing.Short() {
 		goroutines, ops = 200, 20
@@ -84,6 +91,11 @@ func stress(t *testing.T, observed, fake bool) {
 	if fake {
 		clk = clock.NewFake(t0)
 		opts = append(opts, bulkhead.WithClock(clk))
+	}
+	ctx := bg // every request's: it carries the capability a gated bulkhead requires
+	if gated {
+		opts = append(opts, bulkhead.WithRequiredCapability("remote"))
+		ctx = remote
 	}
 	if observed {
 		opts = append(opts, bulkhead.WithEventLog(256), bulkhead.WithListener(bulkhead.ListenerFunc(func(e bulkhead.Event) {
@@ -190,7 +202,7 @@ func stress(t *testing.T, observed, fake bool) {
 					}
 					limits.RUnlock()
 				case op < 72:
-					p, err := b.TryAcquire(bg, 1+rng.IntN(2))
+					p, err := b.TryAcquire(ctx, 1+rng.IntN(2))
 					if err == nil {
 						got(p)
 						give(rng, p)
@@ -198,11 +210,11 @@ func stress(t *testing.T, observed, fake bool) {
 						t.Errorf("TryAcquire: %v", err)
 					}
 				case op < 136:
-					ctx, cancel := context.WithCancel(bg)
+					wctx, cancel := context.WithCancel(ctx)
 					if rng.IntN(3) == 0 {
 						go cancel() // a waiter giving up at a random moment
 					}
-					p, err := b.Acquire(ctx, 1+rng.IntN(2))
+					p, err := b.Acquire(wctx, 1+rng.IntN(2))
 					cancel()
 					if err == nil {
 						got(p)
@@ -212,7 +224,7 @@ func stress(t *testing.T, observed, fake bool) {
 					}
 				default:
 					var runs atomic.Int32
-					h, err := bulkhead.Submit(b, bg, func(ctx context.Context) (int, error) {
+					h, err := bulkhead.Submit(b, ctx, func(ctx context.Context) (int, error) {
 						if runs.Add(1) != 1 {
 							t.Error("a function ran twice")
 						}
@@ -262,7 +274,7 @@ func stress(t *testing.T, observed, fake bool) {
 	rng := rand.New(rand.NewPCG(uint64(goroutines), 8))
 	for _, mark := range marks {
 		<-mark
-		interlude(t, b, clk, &gate, &limits, rng, got, give)
+		interlude(t, ctx, b, clk, &gate, &limits, rng, got, give)
 	}
 	wg.Wait()
 
@@ -294,8 +306,8 @@ const (
 )
 
 // interlude makes every way to be refused happen, on b as the stress has
-// left it, while the stress's TryAcquires go on; clk is the fake clock, or
-// nil for the real one. It takes limits, so that nobody else changes the
+// left it, while the stress's TryAcquires go on; ctx is the context of the
+// stress's requests, clk the fake clock, or nil for the real one. It takes limits, so that nobody else changes the
 // limit, and raises it to the most anyone asks for, so that every waiter
 // can be served (one heavier than a lowered limit is passed over); then
 // the gate, so that nobody else queues or moves the clock. The operations
@@ -303,7 +315,8 @@ const (
 // the whole limit is granted once the permits out have come back (a
 // TryAcquire refuses while anyone waits). Holding it, with the queue its
 // own:
-//   - a TryAcquire is refused with ErrAtCapacity;
+//   - a TryAcquire is refused with ErrAtCapacity, and on a gated bulkhead
+//     one without the capability (ctx carries it) with ErrCapabilityRequired;
 //   - with the fake clock, 48 waiters fill the queue, one more is refused
 //     with ErrQueueSaturated, the 48 time out together when the clock moves
 //     on 5 ms, and a waiter whose context is cancelled as it waits fails with
@@ -313,7 +326,7 @@ const (
 //     5 ms of real time after it came, and 48 at once would depend on the
 //     machine's speed;
 //   - the limit lowered below what it holds refuses with ErrDraining.
-func interlude(t *testing.T, b *bulkhead.Bulkhead, clk *clock.Fake, gate, limits *sync.RWMutex, rng *rand.Rand,
+func interlude(t *testing.T, ctx context.Context, b *bulkhead.Bulkhead, clk *clock.Fake, gate, limits *sync.RWMutex, rng *rand.Rand,
 	got func(bulkhead.Permit), give func(*rand.Rand, bulkhead.Permit)) {
 	t.Helper()
 	limits.Lock()
@@ -330,7 +343,7 @@ func interlude(t *testing.T, b *bulkhead.Bulkhead, clk *clock.Fake, gate, limits
 	}
 	var all bulkhead.Permit
 	for {
-		p, err := acquireAsync(bg, b, limit).wait(t)
+		p, err := acquireAsync(ctx, b, limit).wait(t)
 		if err == nil {
 			all = p
 			break
@@ -343,30 +356,34 @@ func interlude(t *testing.T, b *bulkhead.Bulkhead, clk *clock.Fake, gate, limits
 		runtime.Gosched()
 	}
 	got(all)
-	_, err := b.TryAcquire(bg, 1)
+	_, err := b.TryAcquire(ctx, 1)
 	wantErr(t, err, bulkhead.ErrAtCapacity)
+	if ctx != bg { // gated
+		_, err := b.TryAcquire(bg, 1)
+		wantErr(t, err, bulkhead.ErrCapabilityRequired)
+	}
 
 	if clk != nil {
-		ws := queueWith(t, bg, b, stressDepth)
-		_, err = acquireAsync(bg, b, 1).wait(t)
+		ws := queueWith(t, ctx, b, stressDepth)
+		_, err = acquireAsync(ctx, b, 1).wait(t)
 		wantErr(t, err, bulkhead.ErrQueueSaturated)
 		clk.Advance(stressWait)
 		for _, w := range ws {
 			_, err := w.wait(t)
 			wantErr(t, err, bulkhead.ErrQueueTimeout)
 		}
-		ctx, cancel := context.WithCancel(bg)
-		w := queueWith(t, ctx, b, 1)[0]
+		wctx, cancel := context.WithCancel(ctx)
+		w := queueWith(t, wctx, b, 1)[0]
 		cancel()
 		if _, err := w.wait(t); !errors.Is(err, context.Canceled) {
 			t.Fatalf("waiter cancelled in the queue: %v", err)
 		}
 	} else {
-		_, err := acquireAsync(bg, b, 1).wait(t)
+		_, err := acquireAsync(ctx, b, 1).wait(t)
 		wantErr(t, err, bulkhead.ErrQueueTimeout)
-		ctx, cancel := context.WithCancel(bg)
+		wctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := acquireAsync(ctx, b, 1).wait(t); !errors.Is(err, context.Canceled) {
+		if _, err := acquireAsync(wctx, b, 1).wait(t); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Acquire with an ended context: %v", err)
 		}
 	}
@@ -374,7 +391,7 @@ func interlude(t *testing.T, b *bulkhead.Bulkhead, clk *clock.Fake, gate, limits
 	if err := b.SetLimit(limit - 1); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.TryAcquire(bg, 1)
+	_, err = b.TryAcquire(ctx, 1)
 	wantErr(t, err, bulkhead.ErrDraining)
 	give(rng, all)
 	if err := b.CheckInvariants(); err != nil {
