@@ -1,6 +1,7 @@
 package breaker_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -17,7 +18,10 @@ import (
 // exactly: at most MaxRequests probes in flight; TotalSuccesses +
 // TotalFailures <= Requests; a valid state; and, at the end, one
 // OnStateChange per transition (the reported transitions form a path from
-// closed to the final state).
+// closed to the final state). Some Execute functions panic, and
+// OnStateChange calls back into the breaker (it holds no lock), checking
+// the invariants and taking a request it ignores: neither may leak a probe
+// slot, which the end of the run checks.
 func TestConcurrentInvariants(t *testing.T) {
 	const (
 		goroutines  = 1000
@@ -31,13 +35,19 @@ func TestConcurrentInvariants(t *testing.T) {
 		t.Run(fmt.Sprintf("interval=%v", interval), func(t *testing.T) {
 			clk := &fakeClock{}
 			var edges [3][3]atomic.Int64
-			cb := mustNew(t, breaker.Settings{
+			var cb *breaker.CircuitBreaker
+			var check func()
+			cb = mustNew(t, breaker.Settings{
 				MaxRequests: maxRequests,
 				Interval:    interval,
 				Timeout:     100 * time.Microsecond,
 				Clock:       clk,
 				OnStateChange: func(_ string, from, to breaker.State) {
 					edges[from][to].Add(1)
+					check()
+					if tk, err := cb.AllowTicket(); err == nil {
+						tk.Ignore()
+					}
 				},
 			})
 
@@ -53,7 +63,7 @@ func TestConcurrentInvariants(t *testing.T) {
 					t.Errorf(format, args...)
 				}
 			}
-			check := func() {
+			check = func() {
 				if s := cb.State(); s != breaker.StateClosed && s != breaker.StateOpen && s != breaker.StateHalfOpen {
 					fail("invalid state %d", int(s))
 				}
@@ -70,6 +80,31 @@ func TestConcurrentInvariants(t *testing.T) {
 					return r.IntN(2) == 0
 				}
 				return r.IntN(100) != 0
+			}
+			// execute runs Execute with a function that succeeds if ok,
+			// fails otherwise, or panics; it returns Execute's refusal, if
+			// any. The panic must come up through Execute unchanged.
+			execute := func(ok, panics bool) (err error) {
+				ran := false
+				defer func() {
+					if v := recover(); (v != nil || ran && panics) && v != errPanic {
+						fail("Execute: recovered %v, want the function's panic", v)
+					}
+				}()
+				_, err = breaker.Execute(cb, func() (int, error) {
+					ran = true
+					switch {
+					case panics:
+						panic(errPanic)
+					case !ok:
+						return 0, errBoom
+					}
+					return 0, nil
+				})
+				if err == errBoom {
+					err = nil
+				}
+				return err
 			}
 			probe := func(r *rand.Rand) {
 				n := inFlightProbes.Add(1)
@@ -98,15 +133,7 @@ func TestConcurrentInvariants(t *testing.T) {
 						var err error
 						switch i % 4 {
 						case 0: // Execute: cannot see whether it probes, only loads the breaker
-							_, err = breaker.Execute(cb, func() (int, error) {
-								if !ok {
-									return 0, errBoom
-								}
-								return 0, nil
-							})
-							if err == errBoom {
-								err = nil
-							}
+							err = execute(ok, r.IntN(32) == 0)
 						case 1: // Allow
 							var done func(bool)
 							if done, err = cb.Allow(); err == nil {
@@ -210,6 +237,9 @@ func TestConcurrentInvariants(t *testing.T) {
 		})
 	}
 }
+
+// errPanic is what the race tests' panicking functions panic with.
+var errPanic = errors.New("panicked")
 
 // TestOneCallbackPerTransitionUnderContention releases 1,000 goroutines at
 // once at each transition and checks it is made, and reported, exactly once.
