@@ -72,6 +72,33 @@ func TestExecutePanicCountsAsFailureAndPropagates(t *testing.T) {
 	}
 }
 
+// A panic in ReadyToTrip, called as Execute records the failure of a
+// function that panicked (or of an IsSuccessful that did), does not replace
+// that panic: the caller recovers the first one, unchanged, and the failure
+// is counted.
+func TestExecutePanicSurvivesReadyToTripPanic(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fn   func() (int, error)
+		ok   func(error) bool
+		want any
+	}{
+		{"fn", func() (int, error) { panic("fn") }, nil, "fn"},
+		{"IsSuccessful", func() (int, error) { return 0, errBoom }, func(error) bool { panic("IsSuccessful") }, "IsSuccessful"},
+	} {
+		cb := mustNew(t, breaker.Settings{ReadyToTrip: func(breaker.Counts) bool { panic("ReadyToTrip") }, IsSuccessful: c.ok})
+		func() {
+			defer func() {
+				if r := recover(); r != c.want {
+					t.Errorf("%s: recovered %v, want %v", c.name, r, c.want)
+				}
+			}()
+			_, _ = breaker.Execute(cb, c.fn)
+		}()
+		wantCounts(t, cb, breaker.Counts{Requests: 1, TotalFailures: 1, ConsecutiveFailures: 1})
+	}
+}
+
 func TestExecutePanicInHalfOpenReopensAndFreesTheSlot(t *testing.T) {
 	clk := &fakeClock{}
 	cb := mustNew(t, breaker.Settings{Timeout: time.Second, Clock: clk})

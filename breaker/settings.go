@@ -44,7 +44,10 @@ type Settings struct {
 	// counted, with the counts including that failure; when it returns true
 	// the breaker opens. nil means: trip on the DefaultConsecutiveFailures-th
 	// (5th) consecutive failure. It may be called concurrently and must not
-	// block; a panic in it propagates to the caller that recorded the failure.
+	// block; a panic in it propagates to the caller that recorded the
+	// failure, unless Execute records it for a function (or IsSuccessful)
+	// that panicked or called runtime.Goexit: that goes on up unchanged,
+	// and ReadyToTrip's panic is dropped.
 	ReadyToTrip func(counts Counts) bool
 	// IsSuccessful tells Execute whether the error its function returned is
 	// a success. nil means err == nil. It may be called concurrently.

@@ -31,7 +31,7 @@ func Execute[T any](cb *CircuitBreaker, fn func() (T, error)) (T, error) {
 	recorded := false
 	defer func() {
 		if !recorded { // fn panicked or called runtime.Goexit
-			cb.failure(ep)
+			cb.failureUnwinding(ep)
 		}
 	}()
 	v, err := fn()
@@ -140,3 +140,12 @@ func (t *Ticket) Ignore() {
 // Probe reports whether t is an unfinished half-open probe: one of the at
 // most MaxRequests requests let through while the breaker is half-open.
 func (t *Ticket) Probe() bool { return t.ep != nil && t.ep.state == StateHalfOpen }
+
+// failureUnwinding records a failure as Execute's caller unwinds, from fn's
+// panic (or IsSuccessful's) or runtime.Goexit: a panic in ReadyToTrip is
+// dropped, so that the one under way goes on up unchanged, as Execute's
+// doc says, instead of being replaced by it.
+func (cb *CircuitBreaker) failureUnwinding(ep *epoch) {
+	defer func() { _ = recover() }()
+	cb.failure(ep)
+}
