@@ -243,3 +243,45 @@ func TestCloseReportsPendingFallbacks(t *testing.T) {
 		t.Fatalf("EventFallback counts %d after Close, Stats.Fallbacks %d; want both 1", fellBack, s.Fallbacks)
 	}
 }
+
+// A block whose grant is on its way when Close begins is given back by the
+// refiller once the reply comes: its permits go back unused, as the free
+// permits of the leases Close gives back itself, and Stats.Returned counts
+// them too, so that Returned does not depend on when the reply came.
+func TestCloseCountsALateGrantReturned(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(4)
+	attach(t, l)
+	parked, gate := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	defer open()
+	redislimit.SetReplyHook(h, func() error {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
+	}
+	<-parked // the grant's reply has come, and waits to be used
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	eventually(t, "Close begun", 5*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeClosed })
+	open()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if s := h.Stats(); s.Refills != 1 || s.Returned != 1 || s.Leases != 0 {
+		t.Fatalf("after Close: refills %d, returned %d, leases %d; want the block of 1 leased and given back, counted returned",
+			s.Refills, s.Returned, s.Leases)
+	}
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
+		t.Fatalf("HLEN %s = %d, %v after Close; want the late grant given back", nKey, n, err)
+	}
+}

@@ -99,7 +99,8 @@ type Stats struct {
 	// Returned counts permits given back to Redis unused: those no task
 	// needed (renewal rounds), those above the cap while others wait, and
 	// the free permits of the leases Close gives back (not those of the
-	// tasks it cancels).
+	// tasks it cancels), with the whole of a block whose grant came after
+	// Close began.
 	Returned uint64
 	// Renewals counts renewal rounds that asked Redis to renew leases and
 	// had its answer; not the rounds with no lease to renew, which only

@@ -507,7 +507,10 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		permits: make(map[*permit]struct{})}
 	le.setValid(sent.Add(h.localValidity()))
 	if h.closed {
-		// Close is giving every lease back; this one too.
+		// Close is giving every lease back; this one too, and its permits
+		// go back unused, as the free permits of those Close gives back
+		// itself: counted as those are.
+		h.st.returned.Add(uint64(len(slots)))
 		a.dropped = append(a.dropped, le)
 		return
 	}
