@@ -139,7 +139,7 @@
 // policy, and counts every fallback, refusal, outage and lost lease (not
 // the leases Close gives back); a listener (WithListener)
 // receives EventUnavailable, EventRecovered, EventFallback, EventRejected
-// and EventLeaseLost. The renewal loop probes Redis while it is down and
+// and EventLeaseLost (and EventKeyFailed, below). The renewal loop probes Redis while it is down and
 // the holder returns to leasing as soon as it answers.
 //
 // A reply lost after Redis executed an acquire (the connection dropped, or
@@ -200,7 +200,9 @@
 // ErrKeyFailed, which names the key and carries the reply, for a renew
 // interval; the first task of the key to ask after that asks Redis again.
 // Such a reply comes again at every call until the key is fixed: asked at
-// the poll rate, the key's tasks would wait for ever.
+// the poll rate, the key's tasks would wait for ever. Stats.KeyFailed
+// counts these refusals, and EventKeyFailed reports them (with the reply),
+// as EventRejected reports the refusals of an outage.
 //
 // All holders sharing a prefix must be given the same limits and TTL. The
 // Redis keys, their layout and the scripts are described in scripts.go.

@@ -24,6 +24,12 @@ const (
 	// how many running tasks had their context cancelled. Err is the
 	// *LeaseLostError. Close's give-backs emit none.
 	EventLeaseLost
+	// EventKeyFailed: Count tasks of Key were refused with ErrKeyFailed
+	// since the last such event (Redis answered the key's refill with an
+	// error reply that is no outage); Err is the last one's error, which
+	// names the key and carries the reply. Close reports those not
+	// reported yet, as for EventFallback.
+	EventKeyFailed
 )
 
 func (k EventKind) String() string {
@@ -38,6 +44,8 @@ func (k EventKind) String() string {
 		return "rejected"
 	case EventLeaseLost:
 		return "lease-lost"
+	case EventKeyFailed:
+		return "key-failed"
 	}
 	return "EventKind(?)"
 }
@@ -115,6 +123,9 @@ type Stats struct {
 	LeasesLost, TasksCancelled uint64
 	// Outages counts transitions to ModeDown.
 	Outages uint64
+	// KeyFailed counts the tasks refused with ErrKeyFailed: Redis answered
+	// their key's refill with an error reply that is no outage (WRONGTYPE).
+	KeyFailed uint64
 	// Leases is the leases held now; PermitsLeased their permits and
 	// PermitsInUse those handed to running tasks.
 	Leases, PermitsLeased, PermitsInUse int

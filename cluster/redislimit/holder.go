@@ -63,8 +63,8 @@ type Holder struct {
 }
 
 type counters struct {
-	roundTrips, acquired, fallbacks, rejected, refills, refillsDenied atomic.Uint64
-	returned, renewals, leasesLost, tasksCancelled, outages           atomic.Uint64
+	roundTrips, acquired, fallbacks, rejected, refills, refillsDenied  atomic.Uint64
+	returned, renewals, leasesLost, tasksCancelled, outages, keyFailed atomic.Uint64
 }
 
 // New returns a Holder leasing from the Redis rdb reaches, and starts its
@@ -214,6 +214,7 @@ func (h *Holder) Stats() Stats {
 	s.LeasesLost = h.st.leasesLost.Load()
 	s.TasksCancelled = h.st.tasksCancelled.Load()
 	s.Outages = h.st.outages.Load()
+	s.KeyFailed = h.st.keyFailed.Load()
 	return s
 }
 

@@ -117,7 +117,9 @@ type keyState struct {
 	giveUp   bool      // give back what is held above the cap, and what is idle while others wait
 	giveAt   time.Time // serve again then, for idle permits; zero: not due
 
-	fellBack, refused int // fallbacks and refusals not yet reported
+	fellBack, refused int   // fallbacks and refusals not yet reported
+	keyRefused        int   // ErrKeyFailed refusals not yet reported
+	keyRefusedErr     error // the last of them's error, for its event
 
 	// keyErr refuses the key's tasks that no lease here serves until
 	// keyErrUntil: Redis answered the key's last refill with an error
@@ -254,6 +256,12 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 	}
 	if ks.keyErr != nil {
 		if now.Before(ks.keyErrUntil) {
+			// Counted, and reported by the refiller (no call to Redis),
+			// as the other refusals are.
+			h.st.keyFailed.Add(1)
+			ks.keyRefused++
+			ks.keyRefusedErr = ks.keyErr
+			h.enqueueLocked(ks)
 			return nil, ks.keyErr
 		}
 		// Asked again once a renew interval is over: the key's data may

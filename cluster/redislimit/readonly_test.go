@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,6 +220,56 @@ func TestKeyErrorReplyRefusesTheKeysTasks(t *testing.T) {
 	}
 	if s := h.Stats(); s.Mode != redislimit.ModeUp {
 		t.Fatalf("stats %+v, want up", s)
+	}
+}
+
+// The tasks refused with ErrKeyFailed are counted (Stats.KeyFailed) and
+// reported (EventKeyFailed, with the key and the reply), as the refusals
+// of an outage are: the events' counts add up to the counter once Close
+// has reported those not reported yet.
+func TestKeyErrorRefusalsAreCountedAndReported(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	prefix := "t:" + t.Name()
+	if err := rdb.HSet(bg, prefix+":{group:a}:v", "x", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var evs []redislimit.Event
+	h := newHolder(t, addr, append(manualRenewals(), redislimit.WithListener(func(e redislimit.Event) {
+		mu.Lock()
+		evs = append(evs, e)
+		mu.Unlock()
+	}))...)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(2), nil)
+	if r, err := runOne(t, ex, "a"); err != nil || !errors.Is(r.Err, redislimit.ErrKeyFailed) {
+		t.Fatalf("task of a key whose data Redis cannot use: %v %v %v; want refused with ErrKeyFailed", r.Status, r.Err, err)
+	}
+	_, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 1, nil }})
+	if !errors.Is(err, redislimit.ErrKeyFailed) {
+		t.Fatalf("second task of the key: %v; want refused with ErrKeyFailed", err)
+	}
+	ex.Close()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.Stats(); s.KeyFailed != 2 || s.Rejected != 0 || s.Outages != 0 {
+		t.Fatalf("stats %+v; want the 2 tasks counted in KeyFailed, no refusal for an outage", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, e := range evs {
+		if e.Kind != redislimit.EventKeyFailed {
+			continue
+		}
+		if e.Key != "a" || !errors.Is(e.Err, redislimit.ErrKeyFailed) || !strings.Contains(e.Err.Error(), "WRONGTYPE") {
+			t.Fatalf("%v event: key %q, err %v; want key a, ErrKeyFailed with the reply", e.Kind, e.Key, e.Err)
+		}
+		n += e.Count
+	}
+	if n != 2 {
+		t.Fatalf("EventKeyFailed counts %d refusals (events %+v); want 2, as Stats.KeyFailed", n, evs)
 	}
 }
 

@@ -92,7 +92,7 @@ func (h *Holder) refiller() {
 }
 
 // reportLocked appends to evs the events of the fallbacks and refusals of
-// ks not yet reported, and returns it.
+// ks not yet reported (ErrKeyFailed's too), and returns it.
 func (h *Holder) reportLocked(ks *keyState, now time.Time, evs []*Event) []*Event {
 	if ks.fellBack > 0 {
 		evs = append(evs, &Event{Kind: EventFallback, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.fellBack})
@@ -101,6 +101,11 @@ func (h *Holder) reportLocked(ks *keyState, now time.Time, evs []*Event) []*Even
 	if ks.refused > 0 {
 		evs = append(evs, &Event{Kind: EventRejected, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.refused})
 		ks.refused = 0
+	}
+	if ks.keyRefused > 0 {
+		evs = append(evs, &Event{Kind: EventKeyFailed, Time: now, Policy: h.cfg.policy, Key: ks.key, Count: ks.keyRefused,
+			Err: ks.keyRefusedErr})
+		ks.keyRefused, ks.keyRefusedErr = 0, nil
 	}
 	return evs
 }

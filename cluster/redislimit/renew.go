@@ -49,7 +49,7 @@ func (h *Holder) renewOnce() {
 			_, ks.minFree = ks.held()
 			h.askAgainLocked(ks)
 			if len(ks.leases) == 0 {
-				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && !ks.unwait && len(ks.orphans) == 0 {
+				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && ks.keyRefused == 0 && !ks.unwait && len(ks.orphans) == 0 {
 					delete(l.keys, key) // an idle key costs nothing
 				}
 				continue

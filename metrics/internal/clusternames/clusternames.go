@@ -34,6 +34,7 @@ var Counters = []Counter{
 	{"leases_lost_total", "Leases lost (not renewed in time, or gone from Redis); not those given back at Close.", func(s redislimit.Stats) uint64 { return s.LeasesLost }},
 	{"tasks_cancelled_total", "Running tasks cancelled because their lease was lost; not those cancelled by Close.", func(s redislimit.Stats) uint64 { return s.TasksCancelled }},
 	{"outages_total", "Transitions to down (three failed calls in a row).", func(s redislimit.Stats) uint64 { return s.Outages }},
+	{"key_failed_total", "Tasks refused because Redis answered their key's refill with an error reply that is no outage (WRONGTYPE).", func(s redislimit.Stats) uint64 { return s.KeyFailed }},
 }
 
 // Gauges are the levels of redislimit.Stats.

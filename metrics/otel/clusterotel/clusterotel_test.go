@@ -20,7 +20,8 @@ func (s *source) Stats() redislimit.Stats { return s.s }
 func TestObserveEqualsStats(t *testing.T) {
 	src := &source{redislimit.Stats{Mode: redislimit.ModeUp, Policy: redislimit.FailClosed,
 		RoundTrips: 1, Acquired: 2, Fallbacks: 3, Rejected: 4, Refills: 5, RefillsDenied: 6, Returned: 7,
-		Renewals: 8, LeasesLost: 9, TasksCancelled: 10, Outages: 11, Leases: 12, PermitsLeased: 13, PermitsInUse: 14}}
+		Renewals: 8, LeasesLost: 9, TasksCancelled: 10, Outages: 11, Leases: 12, PermitsLeased: 13, PermitsInUse: 14,
+		KeyFailed: 15}}
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	reg, err := clusterotel.Observe(mp, src, "app")
@@ -31,7 +32,7 @@ func TestObserveEqualsStats(t *testing.T) {
 	want := map[string]int64{"round_trips_total": 1, "permits_acquired_total": 2, "fallbacks_total": 3, "rejected_total": 4,
 		"refills_total": 5, "refills_denied_total": 6, "permits_returned_total": 7, "renewals_total": 8,
 		"leases_lost_total": 9, "tasks_cancelled_total": 10, "outages_total": 11, "leases": 12, "permits_leased": 13,
-		"permits_in_use": 14, "up": 1}
+		"permits_in_use": 14, "key_failed_total": 15, "up": 1}
 	check := func() {
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(context.Background(), &rm); err != nil {

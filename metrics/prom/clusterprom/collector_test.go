@@ -25,13 +25,16 @@ func (f fixed) Stats() redislimit.Stats { return redislimit.Stats(f) }
 func TestEveryStatIsExported(t *testing.T) {
 	s := redislimit.Stats{Mode: redislimit.ModeDown, Policy: redislimit.FailOpen, RoundTrips: 1, Acquired: 2,
 		Fallbacks: 3, Rejected: 4, Refills: 5, RefillsDenied: 6, Returned: 7, Renewals: 8, LeasesLost: 9,
-		TasksCancelled: 10, Outages: 11, Leases: 12, PermitsLeased: 13, PermitsInUse: 14}
+		TasksCancelled: 10, Outages: 11, Leases: 12, PermitsLeased: 13, PermitsInUse: 14, KeyFailed: 15}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(clusterprom.New(fixed(s), "app"))
 	want := `
 # HELP app_cluster_fallbacks_total Fallback permits handed out under FailOpen while Redis was unreachable.
 # TYPE app_cluster_fallbacks_total counter
 app_cluster_fallbacks_total 3
+# HELP app_cluster_key_failed_total Tasks refused because Redis answered their key's refill with an error reply that is no outage (WRONGTYPE).
+# TYPE app_cluster_key_failed_total counter
+app_cluster_key_failed_total 15
 # HELP app_cluster_leases Leases held now.
 # TYPE app_cluster_leases gauge
 app_cluster_leases 12
