@@ -195,8 +195,10 @@
 // policy applies, and ErrUnavailable carries the reply), never as a reply.
 //
 // An error reply that is no outage (WRONGTYPE: a key under the prefix holds
-// a value of another type) is Redis's answer for one key: the holder stays
-// up, and the key's tasks that no lease here serves are refused with
+// a value of another type) is Redis's answer for one key (every script
+// checks its keys before its first write, since Redis does not roll back a
+// script that fails midway: the call leaves nothing half done): the holder
+// stays up, and the key's tasks that no lease here serves are refused with
 // ErrKeyFailed, which names the key and carries the reply, for a renew
 // interval; the first task of the key to ask after that asks Redis again.
 // Such a reply comes again at every call until the key is fixed: asked at

@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -220,6 +221,81 @@ func TestKeyErrorReplyRefusesTheKeysTasks(t *testing.T) {
 	}
 	if s := h.Stats(); s.Mode != redislimit.ModeUp {
 		t.Fatalf("stats %+v, want up", s)
+	}
+}
+
+// Redis does not roll back a script that fails midway. A key of the wrong
+// type that an acquire meets only once it has written (here the fencing
+// counter, a hash, read after the slot's bit is set) must make it refuse
+// before its first write: else the slot stays taken in Redis for a lease
+// never recorded, and once the key is fixed no holder can lease it (the
+// limit here is 1). The holder's own give-back of the refused request by
+// its id (which records the request as run) is all it leaves.
+func TestAcquireFailingLateWritesNothing(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	prefix := "t:" + t.Name()
+	base := prefix + ":{group:a}:"
+	if err := rdb.HSet(bg, base+"f", "x", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a := newHolder(t, addr, manualRenewals()...)
+	la := a.Groups(1)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, la, nil)
+	if r, err := runOne(t, ex, "a"); err != nil || !errors.Is(r.Err, redislimit.ErrKeyFailed) ||
+		!strings.Contains(r.Err.Error(), "WRONGTYPE") {
+		t.Fatalf("task of a key whose fencing counter is a hash: %v %v %v; want refused with ErrKeyFailed, WRONGTYPE",
+			r.Status, r.Err, err)
+	}
+	eventually(t, "the refused request given back", 5*time.Second, func() bool { return redislimit.Orphans(la, "a") == 0 })
+	keys, err := rdb.Keys(bg, base+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{base + "f", base + "r"}; !slices.Equal(keys, want) {
+		t.Fatalf("keys after the refused acquire: %v; want %v (the key of the wrong type, and the give-back's record)", keys, want)
+	}
+	if err := rdb.Del(bg, base+"f").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := newHolder(t, addr, manualRenewals()...)
+	lb := b.Groups(1)
+	p := acquire(t, lb, attach(t, lb), "a", 1, 5*time.Second) // the one slot is free
+	p.Release()
+}
+
+// Likewise a renewal that meets a key of the wrong type (the served
+// times, read only while someone waits) refuses before it writes: the
+// key's version is not bumped, and no lease extended that its holder
+// does not know renewed.
+func TestRenewalFailingLateWritesNothing(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	prefix := "t:" + t.Name()
+	base := prefix + ":{group:a}:"
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(2)
+	p := acquire(t, l, attach(t, l), "a", 1, 5*time.Second)
+	defer p.Release()
+	if err := rdb.ZAdd(bg, base+"w", redis.Z{Score: 1e15, Member: "someone"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(bg, base+"g", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]string{}
+	for _, k := range []string{"l", "n", "s", "b", "v"} {
+		before[k], _ = rdb.Dump(bg, base+k).Result()
+	}
+	redislimit.RenewNow(h)
+	if s := h.Stats(); s.Mode != redislimit.ModeUp || s.LeasesLost != 0 {
+		t.Fatalf("stats %+v after a round refused WRONGTYPE; want up, no lease lost", s)
+	}
+	for k, d := range before {
+		if got, _ := rdb.Dump(bg, base+k).Result(); got != d {
+			t.Fatalf("key %s changed by a renewal Redis refused", base+k)
+		}
 	}
 }
 

@@ -76,8 +76,39 @@ import "github.com/redis/go-redis/v9"
 // someone is deprived, the permits no task of it has used for a poll
 // interval (share.go).
 
+// Failures. Redis does not roll back a script that fails midway: the
+// writes it made before the failing command stay. A key under the prefix
+// holding a value of another type (written by something else) would make
+// a command on it fail, maybe after the script's first write: an acquire
+// could leave a slot's bit set for a lease it never recorded (lost to
+// every holder until the key expires), or a renewal extend leases whose
+// holder hears only the error. So every script first checks the type of
+// each key it touches, and that the numbers it reads as such are numbers,
+// and refuses (WRONGTYPE, or ERR) before it writes anything.
+
 // sharesLua is the code the scripts share.
 const sharesLua = `
+-- check returns the error a script must refuse with, before its first
+-- write, or nil: types gives the type of each of KEYS (false: a key it
+-- does not touch), numbers the KEYS whose values it reads as numbers (a
+-- string's, or every field's of a hash).
+local function check(types, numbers)
+  for i, want in ipairs(types) do
+    local got = redis.call('TYPE', KEYS[i])['ok']
+    if want and got ~= 'none' and got ~= want then
+      return 'WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. got .. ', not a ' .. want
+    end
+  end
+  for _, i in ipairs(numbers) do
+    local vs = {}
+    if types[i] == 'hash' then vs = redis.call('HVALS', KEYS[i]) else vs = {redis.call('GET', KEYS[i])} end
+    for _, v in ipairs(vs) do
+      if v and not tonumber(v) then return 'ERR ' .. KEYS[i] .. ' holds ' .. string.format('%q', v) .. ', not a number' end
+    end
+  end
+  return nil
+end
+
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -319,6 +350,8 @@ end
 // holder may keep (the limit when nobody else waits), deprived how many
 // others wait below their cap.
 var acquireScript = redis.NewScript(sharesLua + `
+local bad = check({'zset', 'hash', 'hash', 'string', 'string', 'zset', 'hash', 'hash', 'hash', 'string'}, {2, 5, 10})
+if bad then return redis.error_reply(bad) end
 local now, nowus = clock()
 local limit, want, need, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local me, nonce, seq = ARGV[6], ARGV[9], tonumber(ARGV[10])
@@ -410,6 +443,8 @@ return out
 // Returns {other_waiters, cap (-1: nobody else waits), deprived, version,
 // alive_1, alive_2, ...} (1 alive, 0 lost).
 var renewScript = redis.NewScript(sharesLua + `
+local bad = check({'zset', 'hash', 'hash', 'string', 'zset', 'hash', 'hash', 'string'}, {2, 8})
+if bad then return redis.error_reply(bad) end
 local now, nowus = clock()
 local ver = version(KEYS[8], nowus)
 local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -457,6 +492,8 @@ return out
 // KEYS: l n s b w g r. ARGV: id slots holder_id channel ttl_ms [nonce seq].
 // Returns the permits left in the lease, or -1 if it was gone.
 var releaseScript = redis.NewScript(sharesLua + `
+local bad = check({'zset', 'hash', 'hash', 'string', 'zset', 'hash', 'hash'}, {})
+if bad then return redis.error_reply(bad) end
 local now = clock()
 if ARGV[7] then
   local seq = tonumber(ARGV[7])
@@ -492,6 +529,8 @@ return left
 // KEYS: l w q r v. ARGV: holder_id channel nonce seq ttl_ms. Returns 1 if
 // the holder was recorded and the record ended.
 var unwaitScript = redis.NewScript(sharesLua + `
+local bad = check({false, 'zset', 'hash', 'hash', 'string'}, {5})
+if bad then return redis.error_reply(bad) end
 local now, nowus = clock()
 local me, nonce, seq = ARGV[1], ARGV[3], tonumber(ARGV[4])
 if latest(KEYS[4], me, nonce) > seq then return 0 end
