@@ -287,7 +287,11 @@ func TestFallbackGroupPermitHidesTheGlobalToken(t *testing.T) {
 // tasks run).
 func TestFailedGiveBackIsMadeGoodByTheRenewal(t *testing.T) {
 	addr := startRedis(t)
-	a, b := newHolder(t, addr), newHolder(t, addr)
+	// A's renewal loop is held below while its tasks run: a lease of the
+	// suite's TTL would be lost (and the test fail) if the machine stalled
+	// for half a second meanwhile. A long TTL keeps the suite's renew
+	// interval, A's quantum.
+	a, b := newHolder(t, addr, redislimit.WithLeaseTTL(time.Minute)), newHolder(t, addr)
 	la, lb := a.Groups(4), b.Groups(4)
 	na := make(notifier, 1)
 	if err := la.Attach(na.notify); err != nil {

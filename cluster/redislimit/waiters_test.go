@@ -380,7 +380,10 @@ func TestCloseCancelsWithErrClosed(t *testing.T) {
 func TestIdlePermitsGoToAWaiter(t *testing.T) {
 	addr := startRedis(t)
 	slow := []redislimit.Option{redislimit.WithLeaseTTL(3 * time.Second), redislimit.WithRenewInterval(time.Second)}
-	a, b, c := newHolder(t, addr, slow...), newHolder(t, addr), newHolder(t, addr, slow...)
+	// A's renewal loop is held below: its lease must outlast any stall of
+	// the machine meanwhile, or it is lost rather than given back.
+	a := newHolder(t, addr, redislimit.WithLeaseTTL(time.Minute), redislimit.WithRenewInterval(time.Second))
+	b, c := newHolder(t, addr), newHolder(t, addr, slow...)
 	la, lb, lc := a.Groups(6), b.Groups(6), c.Groups(6)
 	na, nb, nc := attach(t, la), attach(t, lb), attach(t, lc)
 	acquire(t, la, na, "g", 1, 5*time.Second).Release()
