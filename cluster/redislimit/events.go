@@ -112,7 +112,8 @@ type Stats struct {
 	Returned uint64
 	// Renewals counts renewal rounds that asked Redis to renew leases and
 	// had its answer; not the rounds with no lease to renew, which only
-	// give permits back or probe Redis while it is down.
+	// give permits back or probe Redis while it is down, nor those whose
+	// every renewal Redis refused with an error reply (WRONGTYPE).
 	Renewals uint64
 	// LeasesLost counts leases lost (not renewed in time, or gone from
 	// Redis); TasksCancelled the running tasks whose context was cancelled

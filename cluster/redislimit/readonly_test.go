@@ -299,6 +299,34 @@ func TestRenewalFailingLateWritesNothing(t *testing.T) {
 	}
 }
 
+// A renewal round whose every renewal Redis refuses with an error reply
+// (WRONGTYPE: the key's version counter overwritten with a hash) renewed
+// nothing: Stats.Renewals does not count it, as it counts no round with no
+// lease to renew.
+func TestRefusedRenewalIsNoRenewal(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(2)
+	p := acquire(t, l, attach(t, l), "a", 1, 5*time.Second)
+	defer p.Release()
+	redislimit.RenewNow(h)
+	if s := h.Stats(); s.Renewals != 1 {
+		t.Fatalf("stats %+v after a round that renewed the lease; want 1 renewal", s)
+	}
+	v := "t:" + t.Name() + ":{group:a}:v"
+	if err := rdb.Del(bg, v).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(bg, v, "x", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redislimit.RenewNow(h)
+	if s := h.Stats(); s.Renewals != 1 || s.Mode != redislimit.ModeUp {
+		t.Fatalf("stats %+v after a round Redis refused WRONGTYPE; want still 1 renewal, up", s)
+	}
+}
+
 // The tasks refused with ErrKeyFailed are counted (Stats.KeyFailed) and
 // reported (EventKeyFailed, with the key and the reply), as the refusals
 // of an outage are: the events' counts add up to the counter once Close

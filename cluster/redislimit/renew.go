@@ -104,11 +104,11 @@ func (h *Holder) renewOnce() {
 	var stale []shrink
 	h.mu.Lock()
 	ev := h.resultLocked(err)
-	if !failed(err) && len(rs) > 0 {
-		// A round with no lease to renew (it gives permits back, or
-		// probes Redis while down) is no renewal.
-		h.st.renewals.Add(1)
-	}
+	// A round with no lease to renew (it gives permits back, or probes
+	// Redis while down) is no renewal; nor is one whose every renewal
+	// Redis refused with an error reply (WRONGTYPE on the key's data):
+	// it renewed nothing.
+	renewed := false
 	if ran {
 		// Each call's own reply, whatever happened to the others: a
 		// renewal Redis made in the first round trip counts even when the
@@ -121,6 +121,7 @@ func (h *Holder) renewOnce() {
 			if cerr != nil || len(res) != 4+len(r.leases) {
 				continue // the local deadline decides
 			}
+			renewed = true
 			r.ks.setShareLocked(res[3], int(res[0]), int(res[1]), int(res[2]))
 			if r.ks.others > 0 {
 				// What to give back may have changed with the caps.
@@ -146,6 +147,9 @@ func (h *Holder) renewOnce() {
 				}
 			}
 		}
+	}
+	if renewed && !failed(err) {
+		h.st.renewals.Add(1)
 	}
 	h.mu.Unlock()
 	h.emit(ev)
