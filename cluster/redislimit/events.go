@@ -108,7 +108,7 @@ type Stats struct {
 	// needed (renewal rounds), those above the cap while others wait, and
 	// the free permits of the leases Close gives back (not those of the
 	// tasks it cancels), with the whole of a block whose grant came after
-	// Close began.
+	// Close began, or too late to use (after its local validity).
 	Returned uint64
 	// Renewals counts renewal rounds that asked Redis to renew leases and
 	// had its answer; not the rounds with no lease to renew, which only

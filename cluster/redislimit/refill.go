@@ -523,8 +523,10 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	// renewal: a slow reply leaves less of it.
 	left := le.valid.Sub(now)
 	if left <= 0 {
-		// The reply came too late to trust the lease: give it back and
-		// ask again.
+		// The reply came too late to trust the lease: give it back (its
+		// permits unused, counted as Close's late grants are) and ask
+		// again.
+		h.st.returned.Add(uint64(len(slots)))
 		ks.retryLocked(0)
 		a.dropped = append(a.dropped, le)
 		return
