@@ -33,6 +33,7 @@ mkdir -p "$OUT"
 
 # workload: file name, then the -bench pattern
 declare -A pattern=(
+	[work]='^BenchmarkWork$'
 	[server]='^BenchmarkServer$'
 	[overload]='^BenchmarkOverload$'
 	[submitters]='^BenchmarkGroupedSubmitters$'
@@ -49,7 +50,7 @@ declare -A pattern=(
 )
 workloads=("$@")
 if [[ ${#workloads[@]} -eq 0 ]]; then
-	workloads=(server overload submitters flatwork groupedwork flat grouped isolation memory dispatch shares breaker bulkhead)
+	workloads=(work server overload submitters flatwork groupedwork flat grouped isolation memory dispatch shares breaker bulkhead)
 fi
 
 for w in "${workloads[@]}"; do
@@ -58,6 +59,7 @@ for w in "${workloads[@]}"; do
 	case $w in
 	isolation) args+=(-test.benchtime "$ISOLATION_RUNS" -test.cpu "$CPUS") ;;
 	memory) args+=(-test.cpu 2) ;;
+	work) args+=(-test.benchtime "$BENCHTIME" -test.cpu 1) ;; # the work alone, one goroutine
 	*) args+=(-test.benchtime "$BENCHTIME" -test.cpu "$CPUS") ;;
 	esac
 	echo "== $w: $BIN ${args[*]}" >&2
