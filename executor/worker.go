@@ -359,17 +359,13 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	}
 	worker := how&finishWorker != 0
 	g := j.g
-	if !g.mu.TryLock() {
+	if !g.mu.TryLock() && !(worker && ex.runq.few && yieldLock(g)) {
 		// Finishing workers that find their group locked queue on the
 		// gate, so that at most one of them at a time waits on the
 		// group's mutex: a group with many workers and tiny tasks otherwise
 		// has dozens queued on it, with its submitter behind them all. On
 		// the flat batch (one group, 64 workers, two cores) Go took ~0.7x
-		// the time per task with the gate. With ~200 ns of work between
-		// finishes it costs instead: most workers wait on the gate, each
-		// hand-over a wake-up, and the flat batch with work took 0.89x the
-		// time without it at GOMAXPROCS 2, where the empty-task one took
-		// 2.7x (benchmarks/README.md).
+		// the time per task with the gate.
 		g.gate.Lock()
 		g.mu.Lock()
 		g.gate.Unlock()
@@ -513,4 +509,23 @@ func (ex *Executor) spawnHook(j *job) {
 	}()
 	ex.spawn(f)
 	returned = true
+}
+
+// yieldLock yields the P once, for the goroutine holding g's mutex or one
+// with work to do, and then tries the mutex again, where Ps are few. A
+// worker that queues on the gate parks, and its turn comes only through a
+// wake-up: with work between finishes, most of a group's workers waited
+// there, each hand-over a wake-up after the last, one of two Ps busy (a
+// trace of the flat batch with ~200 ns of work at GOMAXPROCS 2: 94% of
+// the goroutines' blocked time there). Go's mutex does not spin while its
+// P has other goroutines to run, which a pool's P always has. One yield
+// first took that batch with Go to 0.60x the time per task, with Submit
+// 0.85x, the empty-task flat batch to 1.02x-1.05x, and the grouped
+// batches within the noise (six alternating rounds at GOMAXPROCS 2, the
+// 2-core machine); two yields gained no more and cost the empty-task batch
+// 1.2x-1.4x. With more Ps it is not used: it was not measured there, where
+// a yield goes through the scheduler's shared run queue.
+func yieldLock(g *group) bool {
+	runtime.Gosched()
+	return g.mu.TryLock()
 }
