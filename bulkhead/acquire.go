@@ -33,8 +33,8 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // Acquire issues n permits, waiting in the queue (WithQueue) while none are
 // free; without a queue it is TryAcquire. It fails with ErrQueueSaturated
 // when the queue is full, ErrQueueTimeout after the queue's maximum wait,
-// ErrDraining while a lowered limit drains, ErrAtCapacity when n exceeds the
-// limit (it could never be issued), or ctx's error when ctx ends first: a
+// ErrDraining while a lowered limit drains (whatever n), ErrAtCapacity when
+// n exceeds the limit (it could never be issued), or ctx's error when ctx ends first: a
 // request whose context has ended when its turn comes never gets a permit,
 // which goes to the next in line. A request that fails holds nothing. With
 // a queue, ctx is waited on and must not be nil (a *ConfigError).
