@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,13 +87,9 @@ func TestLengthWithChunkedClosesConnection(t *testing.T) {
 // of the header's name, a value folded onto the next line, a name on a
 // folded line, and after earlier requests kept the connection.
 func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+	be := recording(t, func(r *http.Request) string {
 		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		got = append(got, r.URL.Path+" "+r.Header.Get("X-Tenant"))
-		mu.Unlock()
+		return r.URL.Path + " " + r.Header.Get("X-Tenant")
 	})
 	p := newPKI(t)
 	plain := start(t, be.URL, minimal)
@@ -118,9 +113,7 @@ func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 		{"tls", "", first + "Transfer-Encoding: chunked\r\n\r\n" + smuggled, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu.Lock()
-			got = nil
-			mu.Unlock()
+			be.reset()
 			var c net.Conn
 			if tc.tls {
 				c = dialTLS1(t, tlsGW.url, p)
@@ -144,8 +137,7 @@ func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 			if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
 				t.Errorf("after the answer: %q, %v; want the connection closed", b, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			got := be.got()
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("the backend got %q, want only %q", got, want)
 			}
@@ -158,13 +150,7 @@ func TestHTTP10TransferEncodingClosesConnection(t *testing.T) {
 // so that what a front proxy sent as its body reached the backend as a
 // request of its own. One without is answered 200, keeping the connection.
 func TestOptionsAsteriskSmuggling(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Method+" "+r.RequestURI)
-		mu.Unlock()
-	})
+	be := recording(t, func(r *http.Request) string { return r.Method + " " + r.RequestURI })
 	gw := start(t, be.URL, minimal)
 	const smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\nX-Tenant: victim\r\n\r\n"
 	for _, tc := range []struct {
@@ -176,9 +162,7 @@ func TestOptionsAsteriskSmuggling(t *testing.T) {
 		{"plain", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu.Lock()
-			got = nil
-			mu.Unlock()
+			be.reset()
 			c := dialRaw(t, gw.url)
 			c.SetDeadline(time.Now().Add(bound))
 			br := bufio.NewReader(c)
@@ -196,8 +180,7 @@ func TestOptionsAsteriskSmuggling(t *testing.T) {
 					t.Fatalf("next request: %d", resp.StatusCode)
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			got := be.got()
 			want := "[]"
 			if !tc.closed {
 				want = "[GET /next]"
@@ -579,13 +562,7 @@ func boolInt(b bool) int {
 // blind tunnel, through which the client's requests would reach the
 // gateway with a tenant header of its own.
 func TestConnectRefused(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Method+" "+r.RequestURI)
-		mu.Unlock()
-	})
+	be := recording(t, func(r *http.Request) string { return r.Method + " " + r.RequestURI })
 	gw := start(t, be.URL, minimal)
 	c := dialRaw(t, gw.url)
 	c.SetDeadline(time.Now().Add(bound))
@@ -598,9 +575,7 @@ func TestConnectRefused(t *testing.T) {
 	if b, err := io.ReadAll(br); err != nil || len(b) > 0 {
 		t.Errorf("after the answer: %q, %v; want the connection closed", b, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) > 0 {
+	if got := be.got(); len(got) > 0 {
 		t.Errorf("the backend got %q, want nothing", got)
 	}
 	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != 1 {
@@ -639,13 +614,7 @@ func TestTraceRefused(t *testing.T) {
 // 7.6.2): 200 with no body, never proxied. With more, the backend gets it
 // less the gateway's hop; a value that is no number is proxied as sent.
 func TestOptionsMaxForwards(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, fmt.Sprintf("%q", r.Header.Values("Max-Forwards")))
-		mu.Unlock()
-	})
+	be := recording(t, func(r *http.Request) string { return fmt.Sprintf("%q", r.Header.Values("Max-Forwards")) })
 	gw := start(t, be.URL, minimal)
 	c := client(t)
 	for _, mf := range []string{"0", " 0", "3", "x", ""} {
@@ -658,8 +627,7 @@ func TestOptionsMaxForwards(t *testing.T) {
 			t.Errorf("Max-Forwards %q: %d %q, want 200 and no body", mf, resp.StatusCode, body)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := be.got()
 	if want := `[["2"] ["x"] []]`; fmt.Sprint(got) != want {
 		t.Errorf("the backend got Max-Forwards %v, want %s", got, want)
 	}
@@ -670,13 +638,7 @@ func TestOptionsMaxForwards(t *testing.T) {
 // Werkzeug upper-case the method. TRACE, TRACK and CONNECT are refused in
 // any case, CONNECT's connection closed, and none reaches a backend.
 func TestRefusedMethodsInAnyCase(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Method+" "+r.RequestURI)
-		mu.Unlock()
-	})
+	be := recording(t, func(r *http.Request) string { return r.Method + " " + r.RequestURI })
 	gw := start(t, be.URL, minimal)
 	for _, tc := range []struct {
 		req   string
@@ -697,9 +659,7 @@ func TestRefusedMethodsInAnyCase(t *testing.T) {
 		}
 		c.Close()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) > 0 {
+	if got := be.got(); len(got) > 0 {
 		t.Errorf("the backend got %q, want nothing", got)
 	}
 	if n := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "method"); n != 5 {
@@ -712,13 +672,7 @@ func TestRefusedMethodsInAnyCase(t *testing.T) {
 // CONNECT is refused as the method itself is: a backend honouring it runs
 // the method it names. An override to another method is proxied as sent.
 func TestMethodOverrideToRefusedMethodRefused(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.RequestURI+" "+r.Header.Get("X-Http-Method-Override"))
-		mu.Unlock()
-	})
+	be := recording(t, func(r *http.Request) string { return r.RequestURI + " " + r.Header.Get("X-Http-Method-Override") })
 	gw := start(t, be.URL, minimal)
 	c := client(t)
 	refused := []struct {
@@ -755,8 +709,7 @@ func TestMethodOverrideToRefusedMethodRefused(t *testing.T) {
 			t.Errorf("%s %q: %d %q, want 200", tc.query, tc.hdr, resp.StatusCode, body)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := be.got()
 	if want := `["/x PATCH" "/x?_method=DELETE&x_method=TRACE&method=TRACE "]`; fmt.Sprintf("%q", got) != want {
 		t.Errorf("the backend got %q, want %s", got, want)
 	}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +98,41 @@ func backend(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// recorder is a backend that notes a line for each request it gets.
+type recorder struct {
+	*httptest.Server
+	mu    sync.Mutex
+	lines []string
+}
+
+// recording starts a backend that answers 200 and notes line(r) for each
+// request r.
+func recording(t testing.TB, line func(r *http.Request) string) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.Server = backend(t, func(w http.ResponseWriter, r *http.Request) {
+		l := line(r)
+		rec.mu.Lock()
+		rec.lines = append(rec.lines, l)
+		rec.mu.Unlock()
+	})
+	return rec
+}
+
+// got returns the lines noted so far.
+func (rec *recorder) got() []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.lines)
+}
+
+// reset forgets the lines noted so far.
+func (rec *recorder) reset() {
+	rec.mu.Lock()
+	rec.lines = nil
+	rec.mu.Unlock()
 }
 
 // client makes requests without keeping connections between tests.

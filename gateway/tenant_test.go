@@ -517,13 +517,7 @@ func rawRequest(t *testing.T, target string) *http.Request {
 // would serve victim.example for "acme.example:1,victim.example", which
 // the gateway read as acme.example, under acme's limits.
 func TestHostTenantPortNotANumberRefused(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Header.Get("X-Tenant")+" "+r.Header.Get("X-Forwarded-Host"))
-		mu.Unlock()
-	})
+	be := recording(t, func(r *http.Request) string { return r.Header.Get("X-Tenant") + " " + r.Header.Get("X-Forwarded-Host") })
 	gw := start(t, be.URL, minimal+"tenant: {from: host}\n")
 	c := client(t)
 	for _, tc := range []struct {
@@ -553,8 +547,7 @@ func TestHostTenantPortNotANumberRefused(t *testing.T) {
 			}
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := be.got()
 	if want := "[acme.example acme.example:8080 acme.example acme.example:]"; fmt.Sprint(got) != want {
 		t.Errorf("the backend got %q, want %s", got, want)
 	}
