@@ -18,6 +18,24 @@ import (
 
 var bg = context.Background()
 
+// wantServes fails t unless group serves a Do call: one whose permits were
+// kept makes it wait for ever. A hang guard, not a timing assertion: the
+// bound is far above any wait of a served call. after says what came
+// before.
+func wantServes(t *testing.T, ex *executor.Executor, group, after string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- ex.Do(bg, group, func(context.Context) error { return nil }) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("next Do: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the group serves no call %s: its permits are kept", after)
+	}
+}
+
 // newExec builds an executor from policy options and closes it when the test
 // ends, checking its bookkeeping first.
 func newExec(t testing.TB, popts []policy.Option, eopts ...executor.Option) *executor.Executor {
