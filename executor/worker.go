@@ -519,12 +519,13 @@ func (ex *Executor) spawnHook(j *job) {
 // trace of the flat batch with ~200 ns of work at GOMAXPROCS 2: 94% of
 // the goroutines' blocked time there). Go's mutex does not spin while its
 // P has other goroutines to run, which a pool's P always has. One yield
-// first took that batch with Go to 0.60x the time per task, with Submit
-// 0.85x, the empty-task flat batch to 1.02x-1.05x, and the grouped
-// batches within the noise (six alternating rounds at GOMAXPROCS 2, the
-// 2-core machine); two yields gained no more and cost the empty-task batch
-// 1.2x-1.4x. With more Ps it is not used: it was not measured there, where
-// a yield goes through the scheduler's shared run queue.
+// took that batch with Go to 0.60x-0.63x the time per task, with Submit
+// 0.80x-0.83x, and the grouped batches within the noise, but the
+// empty-task flat batch's Go, whose finishes are all its work, to 1.22x
+// (six and eight alternating rounds at GOMAXPROCS 2, the 2-core machine);
+// two yields gained no more and cost that batch 1.42x. With more Ps it is
+// not used: it was not measured there, where a yield goes through the
+// scheduler's shared run queue.
 func yieldLock(g *group) bool {
 	runtime.Gosched()
 	return g.mu.TryLock()
