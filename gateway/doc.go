@@ -11,8 +11,9 @@
 // A request's tenant is read from a header, the host or a path prefix,
 // honoured only from tenant.trusted_proxies when that is set, or from a
 // verified client certificate or bearer token (config.Tenant); a request
-// without one goes to the default group, and the backend is told the tenant
-// the gateway used (tenant.header). The
+// without one goes to the default group (or, with tenant.require, is
+// refused), and the backend is told the tenant the gateway used
+// (tenant.header). The
 // request's body is then received whole (body.max_bytes; in memory up to
 // body.buffer_bytes, in a temporary file beyond), and only then is the
 // request admitted, with executor.Do, in its tenant's group, under the
@@ -32,10 +33,12 @@
 //     breaker.max_timeout while its probes fail; and, on plain HTTP, for
 //     a new connection while the client's address holds
 //     max_conns_per_client busy ones;
-//   - 401 for a refused bearer token or two Authorization headers, or a
-//     token or client certificate that names no tenant (an empty claim
-//     or common name);
-//   - 501 for CONNECT, TRACE and TRACK, which are never proxied, and 505
+//   - 401 for a refused bearer token, two Authorization headers or an
+//     access_token query parameter, or a token or client certificate
+//     that names no tenant (an empty claim or common name), and, with
+//     tenant.require, for a request without a bearer token;
+//   - 501 for CONNECT, TRACE and TRACK, in any case, and for a method
+//     override naming one of them, which are never proxied, and 505
 //     for the HTTP/2 connection preface on an HTTP/1 connection (HTTP/2
 //     is served over TLS only);
 //   - 502 when the backend fails, 504 when it misses the request's deadline
@@ -44,22 +47,24 @@
 //     Content-Encoding other than gzip, x-gzip, deflate and identity, or
 //     more than two stacked, 408 for a body not received within
 //     timeouts.read, 400 for a body that did not arrive whole or does not
-//     decode, 400 for an invalid tenant key, 500 when the body cannot be
-//     stored in body.spool_dir;
+//     decode, 400 for an invalid tenant key (or, with tenant.require, a
+//     request naming none), 500 when the body cannot be stored in
+//     body.spool_dir;
 //   - 200 with no body, from the gateway itself, for OPTIONS * and for
 //     OPTIONS with Max-Forwards: 0;
 //   - in plain text, from net/http before the gateway sees the request,
-//     its connection then closed: 431 for headers over the cap, 400 for a
+//     its connection then closed (over HTTP/1; docs/gateway.md says what
+//     HTTP/2 does instead): 431 for headers over the cap, 400 for a
 //     request it cannot read (or plain HTTP on a TLS address), 417 for an
 //     Expect other than 100-continue, 501 for a Transfer-Encoding other
 //     than chunked alone, and 505 for an HTTP version other than 1.x.
 //
 // Every request has one deadline, timeouts.upstream from the moment its body
 // is in: time in the queue, every try and every backoff fit inside it.
-// Requests with an idempotent method and no body are retried on transport
-// errors, at most 3 tries, with jittered exponential backoff (50-100 ms,
-// doubling, capped at 2 s), each try on the next backend whose breaker lets
-// it through. A tenant over its rate limit (golang.org/x/time/rate) is
+// Requests with an idempotent method (and a method override, if any,
+// naming one) and no body are retried on transport errors, at most 3
+// tries, with jittered exponential backoff (50-100 ms, doubling, capped at
+// 2 s), each try on the next backend whose breaker lets it through. A tenant over its rate limit (golang.org/x/time/rate) is
 // refused before its body is read; every refusal's Retry-After comes from
 // the state that refused (the bucket's delay, the breaker's time left, the
 // queue's depth over its drain rate).

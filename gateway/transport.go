@@ -26,8 +26,9 @@ const (
 // transport sends each proxied request to a backend, taking the backends in
 // turn, and retries what is safe to retry.
 //
-// Only requests with an idempotent method (RFC 9110 9.2.2) and no body are
-// retried, and only on a transport error (refused or reset connection, a
+// Only requests with no body whose method, and every method override
+// they carry (retryable), is idempotent (RFC 9110 9.2.2) are retried, and
+// only on a transport error (refused or reset connection, a
 // response cut short): the request may have reached the backend, so the
 // method must make a repeat harmless, and a streamed body cannot be sent
 // twice without buffering it. A 5xx answer is passed to the client as it is:
