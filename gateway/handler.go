@@ -446,18 +446,15 @@ var certHeaders = [...]string{
 // userHeaders are the headers a backend or its framework may read for the
 // authenticated user, as an authenticating proxy in front of it would have
 // set them: X-Forwarded-User, -Email, -Preferred-Username, -Groups and
-// -Access-Token and X-Auth-Request-* alike (oauth2-proxy), Remote-User and
-// X-Remote-User (Apache-style setups), Remote-Groups, -Email and -Name
-// (Authelia's trusted header SSO), X-Remote-Group (Kubernetes' front
-// proxy authentication), X-Authentik-Username, -Groups, -Entitlements,
-// -Email, -Name and -Uid (authentik's proxy outpost), X-Webauth-User
-// (Grafana's auth proxy), X-Userinfo (Kong's OpenID Connect plugin),
-// X-Amzn-Oidc-Data, -Identity and -Accesstoken (AWS load balancers),
-// X-Goog-Authenticated-User-Email and -Id and X-Goog-Iap-Jwt-Assertion
-// (Google's IAP) and X-Ms-Client-Principal, -Name and -Id (Azure App
-// Service), and the families of userFamilies. From the client, each would
-// name a user the gateway never verified, of another tenant than the
-// token's.
+// -Access-Token (oauth2-proxy), Remote-User and X-Remote-User
+// (Apache-style setups), Remote-Groups, -Email and -Name (Authelia's
+// trusted header SSO), X-Remote-Group (Kubernetes' front proxy
+// authentication), X-Webauth-User (Grafana's auth proxy), X-Userinfo
+// (Kong's OpenID Connect plugin), X-Goog-Iap-Jwt-Assertion (Google's IAP)
+// and X-Ms-Client-Principal (Azure App Service); the other names those
+// proxies set are matched by their families' prefixes (userFamilies).
+// From the client, each would name a user the gateway never verified, of
+// another tenant than the token's.
 var userHeaders = [...]string{
 	"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
 	"Remote-User", "X-Remote-User", "X-Webauth-User", "X-Userinfo",
