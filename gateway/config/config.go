@@ -98,7 +98,8 @@ type Tenant struct {
 	PathPrefix string `yaml:"path_prefix"`
 	// TrustedProxies are the CIDRs whose connections may name their tenant
 	// with From header, host or path: a request from any other address is
-	// served as the default tenant, whatever it names. Empty (the default):
+	// served as the default tenant, whatever it names (refused, with
+	// Require). Empty (the default):
 	// every address is trusted, so any client can claim any tenant. An
 	// IPv4-mapped entry ("::ffff:10.0.0.7", "::ffff:10.0.0.0/104") is its
 	// IPv4 address or prefix: a dual-stack listener's peer address is
@@ -106,9 +107,10 @@ type Tenant struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Bearer verifies the token of From bearer.
 	Bearer Bearer `yaml:"bearer"`
-	// Default is the group of requests that carry no tenant key. A bearer
-	// token or client certificate that names none (an empty claim or common
-	// name) is refused, never given Default.
+	// Default is the group of requests that carry no tenant key (unless
+	// Require refuses them). A bearer token or client certificate that
+	// names none (an empty claim or common name) is refused, never given
+	// Default.
 	Default string `yaml:"default"`
 	// Require refuses a request that carries no tenant key instead of
 	// serving it as Default: 401 with a Bearer challenge with From bearer
