@@ -114,13 +114,13 @@ func WithRetryAfter(d time.Duration) Option {
 // breaker; the others count as successes, except an error that wraps
 // context.Canceled or has the gRPC code Canceled, which counts as
 // Cancelled (work given up on, as outcome.Classify says). In the client
-// interceptor a *RefusalError, a call that an interceptor chained after it
+// interceptors a *RefusalError, a call that an interceptor chained after it
 // refused in this process and never sent, counts as Cancelled too: it says
 // nothing of the dependency. In a server interceptor, so does a server
 // interceptor's *RefusalError, a call that one chained after it refused
 // before its handler ran; f sees neither. Default
 // ServerFailure in the server interceptors, ClientFailure in the client
-// interceptor. f must not be nil.
+// interceptors. f must not be nil.
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -177,7 +177,7 @@ func ServerFailure(err error) bool {
 // caller's deadline against itself, since the caller chose it; for the
 // caller, a dependency that does not answer in time has failed, and one that
 // keeps timing out must open the breaker that sheds the calls to it. A
-// *RefusalError is no failure: the client interceptor refused the call in
+// *RefusalError is no failure: a client interceptor refused the call in
 // this process, so the dependency never saw it, whatever its code (a
 // deadline that passed in the local queue is DeadlineExceeded, a local
 // breaker's or shutdown's refusal Unavailable).
