@@ -38,18 +38,24 @@ func blockers(t *testing.T, ex *executor.Executor, n int) (started chan int64, c
 // TestKilledHolderSlotsReturn kills a holder process (SIGKILL) while its
 // tasks hold every slot of a group: its slots come back within the lease
 // TTL plus one renewal period and this process's waiting tasks get them,
-// with fencing tokens greater than every token the killed holder had. The
-// TTL and the renew interval, and with them every wait and bound, are
-// three times the suite's: the child must keep its leases while this
-// process watches that its tasks wait, and with the suite's a stall of the
-// child of under a second (a loaded machine, a GC pause under -race) lost
-// them and let this process's tasks start.
+// with fencing tokens greater than every token the killed holder had.
+//
+// The child must keep its leases until it is killed: a stall of the child
+// longer than its validity less a renew interval (80% of the TTL less a
+// quarter of it) loses them, and this process's tasks rightly start. With
+// the suite's TTL tripled that was 1.65s, and this process watched its
+// tasks wait for 1.5s before the kill. The child now leases for six times
+// the suite's TTL (a stall of 3.3s), and this process kills it as soon as
+// Redis has recorded its holder as waiting, rather than after a fixed
+// watch; its renew interval, and with it every bound after the kill, stay
+// three times the suite's.
 func TestKilledHolderSlotsReturn(t *testing.T) {
 	addr := startRedis(t)
 	const n, scale = 3, 3
-	const ttl, renew = scale * testTTL, scale * testRenew
+	const ttl, renew = 2 * scale * testTTL, scale * testRenew
 	t.Setenv(childTTL, ttl.String())
-	k := startChild(t, "hold", addr, "t:"+t.Name(), strconv.Itoa(n))
+	prefix := "t:" + t.Name()
+	k := startChild(t, "hold", addr, prefix, strconv.Itoa(n))
 	var childMax int64
 	for range n {
 		tok, _ := strconv.ParseInt(k.expect(t, "TOKEN", 30*time.Second), 10, 64)
@@ -60,10 +66,18 @@ func TestKilledHolderSlotsReturn(t *testing.T) {
 	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl), redislimit.WithRenewInterval(renew))
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(n)}, h.Groups(n), nil)
 	started, _ := blockers(t, ex, n)
+	c := newClient(t, addr)
+	eventually(t, "this holder is refused and recorded as waiting", 30*time.Second, func() bool {
+		w, err := c.ZCard(bg, prefix+":{group:held}:w").Result()
+		return err == nil && w == 1
+	})
+	if s := h.Stats(); s.Leases != 0 {
+		t.Fatalf("this holder has %d leases while the child held every slot", s.Leases)
+	}
 	select {
 	case tok := <-started:
 		t.Fatalf("a task started (token %d) while the child held every slot", tok)
-	case <-time.After(2 * renew):
+	default:
 	}
 	killed := time.Now()
 	if err := k.cmd.Process.Kill(); err != nil {
