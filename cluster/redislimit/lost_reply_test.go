@@ -124,9 +124,14 @@ func TestGrantBeforeAFailedResendIsUsed(t *testing.T) {
 //
 // The validity is the monotonic clock's (no clock is injected into a
 // holder): the test waits for the end of the first round's validity, half
-// a validity after the second round renewed it.
+// a validity after the second round renewed it. Both margins are 40% of
+// the TTL: the second round must be sent before the first validity ends,
+// and the check, 300ms after that end, must come before the second one
+// ends. With a 3s TTL a stall of the machine of 0.9s before the check
+// passed for a renewal that was not used; with 6s, only a stall of 2.1s
+// does.
 func TestRenewalBeforeAFailedResendIsUsed(t *testing.T) {
-	const ttl = 3 * time.Second
+	const ttl = 6 * time.Second
 	addr := startRedis(t) // its own: no script is loaded yet
 	hook := &failResend{fired: make(chan struct{})}
 	c := holderClient(t, addr)
