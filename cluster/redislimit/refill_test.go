@@ -145,11 +145,16 @@ func TestMixedWeightsTwoHoldersAllComplete(t *testing.T) {
 // takes a second leaves a second less of it. The holder here cannot renew,
 // so the task on the lease must be cancelled by 80% of the TTL after the
 // request, not 80% of the TTL after the slow reply. The times are judged
-// against when the slow reply came, as measured, not against a margin for
-// a machine's stalls: the request went at least the delay before it.
+// against when the slow reply came, as measured: the request went at
+// least the delay before it. What tells the two apart is the delay: a
+// stall of the machine that long between the end of the validity and the
+// cancel passes for the bug, and one of the validity less the delay
+// between the reply and its use makes it late. With a 3s TTL and a 1.2s
+// delay a stall of 1.2s failed the test; the delay is now half the
+// validity of a 6s TTL, 2.4s either way.
 func TestFreshLeaseValidityCountsFromTheRequest(t *testing.T) {
 	addr := startRedis(t)
-	const ttl, delay = 3 * time.Second, 1200 * time.Millisecond
+	const ttl, delay = 6 * time.Second, 2400 * time.Millisecond
 	const validity = ttl * 4 / 5
 	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl))
 	var mu sync.Mutex
