@@ -74,9 +74,11 @@
 // holder that holds permits of the key or waits for some), max-min fair:
 // one that holds little and does not ask for more keeps it, the rest is
 // split evenly, and what does not split evenly goes one permit each to the
-// contenders served longest ago, so that with limit 1 the permit
-// alternates. Redis grants a holder no more than its share (its cap) while
-// others wait, tells each holder its cap in every reply and publishes the
+// contenders served longest ago, so that with limit 1 a permit freed
+// while another holder waits for it goes to that holder (a holder waits
+// only while a task of it asks for the key). Redis grants a holder no
+// more than its share (its cap) while others wait, tells each holder its
+// cap in every reply and publishes the
 // caps with every refusal, and with every grant while others still wait
 // (pub/sub, one channel per prefix). A
 // holder above its cap gives the excess back as its tasks finish, once it

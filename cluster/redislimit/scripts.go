@@ -66,8 +66,9 @@ import "github.com/redis/go-redis/v9"
 // wait first, one permit each; the first of them is given at least the
 // weight it waits for, so that a task heavier than an even share is not
 // starved (not even behind a holder that keeps its even split busy with
-// light tasks, and so never waits or gives back). So with limit 1
-// and two holders that both want it, the permit alternates. Each holder is
+// light tasks, and so never waits or gives back). So with limit 1 a
+// permit freed while another holder waits goes to it: two holders that
+// each wait while the other holds it take it in turn. Each holder is
 // told its share (its cap) in every reply and in every contention notice,
 // and how many holders are deprived: waiting for room within their cap
 // while they hold less than an even split. It is granted no more than its
