@@ -75,11 +75,15 @@ func main() {
 }
 
 func run() error {
+	// A light tenant's 6 tasks wait 3 task times and some global room, a
+	// wait a loaded machine stretches past a queue timeout of a few task
+	// times (40ms was): the timeout is far past it, and the flood is cut
+	// back at the door by its bulkhead.
 	pol, err := policy.New(
-		policy.WithGlobalMaxInFlight(8),              // the whole service runs at most 8 tasks
-		policy.WithDefaultMaxConcurrency(2),          // a tenant runs at most 2
-		policy.WithDefaultMaxInFlight(20),            // and holds at most 20 admitted (its bulkhead)
-		policy.WithQueueTimeout(40*time.Millisecond), // a task that cannot start by then never will
+		policy.WithGlobalMaxInFlight(8),        // the whole service runs at most 8 tasks
+		policy.WithDefaultMaxConcurrency(2),    // a tenant runs at most 2
+		policy.WithDefaultMaxInFlight(20),      // and holds at most 20 admitted (its bulkhead)
+		policy.WithQueueTimeout(2*time.Second), // no light task waits that long
 		policy.WithRejectionPolicy(policy.Abort),
 	)
 	if err != nil {
