@@ -581,12 +581,21 @@ func TestGoReusesTasks(t *testing.T) {
 	for i := range calls {
 		calls[i] = func(context.Context) error { done <- i; return nil }
 	}
+	var finished uint64
 	run := func(i int) {
 		if err := ex.Go(bg, "g", calls[i]); err != nil {
 			t.Fatal(err)
 		}
 		if got := <-done; got != i {
 			t.Fatalf("ran function %d, want %d", got, i)
+		}
+		// The function's signal comes before its task's finish, which
+		// keeps the task for the next Go: wait for the finish, or a
+		// worker paused in between (a loaded machine) has the next Go
+		// allocate.
+		finished++
+		for s, _ := ex.GroupStats("g"); s.Succeeded < finished; s, _ = ex.GroupStats("g") {
+			runtime.Gosched()
 		}
 	}
 	run(0) // a task to keep
