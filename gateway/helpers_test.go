@@ -2,12 +2,17 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -98,6 +103,27 @@ func backend(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// hmacSecretFile writes a 32-byte HS256 secret to a file, for
+// tenant.bearer.hmac_secret_file, and returns the secret and the file.
+func hmacSecretFile(t testing.TB) ([]byte, string) {
+	t.Helper()
+	secret := []byte(strings.Repeat("s", 32))
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return secret, file
+}
+
+// hs256 returns claims as a JWT signed with HS256 and key.
+func hs256(key []byte, claims map[string]any) string {
+	p, _ := json.Marshal(claims)
+	s := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(s))
+	return s + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // recorder is a backend that notes a line for each request it gets.

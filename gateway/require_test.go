@@ -1,16 +1,9 @@
 package gateway_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -23,17 +16,9 @@ import (
 // counted in rejected_total{reason="missing-tenant"}. A reload switches it
 // off, serving such requests as the default tenant again, and on.
 func TestRequireTenant(t *testing.T) {
-	secret := []byte(strings.Repeat("s", 32))
-	file := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(file, secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret, file := hmacSecretFile(t)
 	token := func(tenant string) string {
-		p, _ := json.Marshal(map[string]any{"tenant": tenant, "exp": time.Now().Add(time.Hour).Unix()})
-		s := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
-		mac := hmac.New(sha256.New, secret)
-		mac.Write([]byte(s))
-		return s + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+		return hs256(secret, map[string]any{"tenant": tenant, "exp": time.Now().Add(time.Hour).Unix()})
 	}
 	header := func(k, v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set(k, v) } }
 	for _, tc := range []struct {

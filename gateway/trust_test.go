@@ -189,9 +189,7 @@ func TestClientCertHeadersDropped(t *testing.T) {
 // forged, expired or algorithm-swapped token is refused with 401, as is a
 // valid one whose claim is missing or empty; no token is the default tenant.
 func TestBearerTenant(t *testing.T) {
-	secret := []byte(strings.Repeat("s", 32))
-	file := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(file, secret, 0o600)
+	secret, file := hmacSecretFile(t)
 	now := time.Unix(1_700_000_000, 0)
 	clk := clock.NewFake(now)
 	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant, audience: gw}\n",
@@ -253,18 +251,12 @@ func TestBearerTenant(t *testing.T) {
 // on the token), and two Authorization headers, of which a backend may
 // read the one the gateway did not verify, are refused 401.
 func TestBearerTokenReadAsBackendsRead(t *testing.T) {
-	secret := []byte(strings.Repeat("s", 32))
-	file := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(file, secret, 0o600)
+	secret, file := hmacSecretFile(t)
 	now := time.Unix(1_700_000_000, 0)
 	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
 		gateway.WithClock(clock.NewFake(now)))
 	sign := func(key []byte, tenant string) string {
-		p, _ := json.Marshal(map[string]any{"tenant": tenant, "exp": now.Add(time.Minute).Unix()})
-		s := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(s))
-		return s + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+		return hs256(key, map[string]any{"tenant": tenant, "exp": now.Add(time.Minute).Unix()})
 	}
 	acme, forged := sign(secret, "acme"), sign([]byte(strings.Repeat("x", 32)), "victim")
 	c := client(t)
@@ -302,20 +294,14 @@ func TestBearerTokenReadAsBackendsRead(t *testing.T) {
 // name a user the gateway never verified, of another tenant than the
 // token's.
 func TestUserHeadersDropped(t *testing.T) {
-	secret := []byte(strings.Repeat("s", 32))
-	file := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(file, secret, 0o600)
+	secret, file := hmacSecretFile(t)
 	now := time.Unix(1_700_000_000, 0)
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Header.Get("X-Tenant")+" "+clientHeaders(r))
 	})
 	gw := start(t, be.URL, minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
 		gateway.WithClock(clock.NewFake(now)))
-	p, _ := json.Marshal(map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
-	tok := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(tok))
-	tok += "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	tok := hs256(secret, map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
 	hdr := []string{"Authorization", "Bearer " + tok, "X-Other", "kept", "X_Forwarded_User", "victim", "remote_user", "victim"}
 	for _, h := range []string{
 		"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
@@ -528,18 +514,12 @@ func clientHeaders(r *http.Request) string {
 // the token's. A name that is only the family's prefix without its hyphen
 // is proxied, and so is a member of a bearer family with another source.
 func TestHeaderFamiliesDropped(t *testing.T) {
-	secret := []byte(strings.Repeat("s", 32))
-	file := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(file, secret, 0o600)
+	secret, file := hmacSecretFile(t)
 	now := time.Unix(1_700_000_000, 0)
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Header.Get("X-Tenant")+" "+clientHeaders(r))
 	})
-	p, _ := json.Marshal(map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
-	tok := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(tok))
-	tok += "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	tok := hs256(secret, map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
 	hdr := []string{
 		"Authorization", "Bearer " + tok, "X-Other", "kept", "X-Envoy", "kept", "X-Remote-Extra", "kept",
 		"X-Envoy-Max-Retries", "100", "x-envoy-retry-on", "5xx", "X_Envoy_Original_Path", "/victim",
@@ -570,17 +550,11 @@ func TestHeaderFamiliesDropped(t *testing.T) {
 // reads the parameter acted on a token the gateway never verified, for a
 // request it served as the default tenant (or as the header token's).
 func TestBearerTokenInQueryRefused(t *testing.T) {
-	secret := []byte(strings.Repeat("s", 32))
-	file := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(file, secret, 0o600)
+	secret, file := hmacSecretFile(t)
 	now := time.Unix(1_700_000_000, 0)
 	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
 		gateway.WithClock(clock.NewFake(now)))
-	p, _ := json.Marshal(map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
-	tok := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + base64.RawURLEncoding.EncodeToString(p)
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(tok))
-	tok += "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	tok := hs256(secret, map[string]any{"tenant": "acme", "exp": now.Add(time.Minute).Unix()})
 	c := client(t)
 	for _, tc := range []struct {
 		query, auth string
