@@ -115,7 +115,10 @@ func TestReapedSlotsAreAnnounced(t *testing.T) {
 	addr := startRedis(t)
 	const scale = 3
 	const ttl, renew = scale * testTTL, scale * testRenew // see TestKilledHolderSlotsReturn
-	t.Setenv(childTTL, ttl.String())
+	// The child leases for twice that, as TestKilledHolderSlotsReturn's: a
+	// stall of it that lost its leases before the kill would let a waiting
+	// task start early, and fail the test.
+	t.Setenv(childTTL, (2 * ttl).String())
 	prefix := "t:" + t.Name()
 	k := startChild(t, "hold", addr, prefix, "1/2")
 	k.expect(t, "READY", 30*time.Second)
@@ -161,7 +164,10 @@ func TestReapedSlotsLeftFreeAreAnnounced(t *testing.T) {
 	addr := startRedis(t)
 	const scale = 3
 	const ttl, renew = scale * testTTL, scale * testRenew // see TestKilledHolderSlotsReturn
-	t.Setenv(childTTL, ttl.String())
+	// The child leases for twice that, as TestKilledHolderSlotsReturn's: a
+	// stall of it that lost its leases before the kill would let a waiting
+	// task start early, and fail the test.
+	t.Setenv(childTTL, (2 * ttl).String())
 	prefix := "t:" + t.Name()
 	k := startChild(t, "hold", addr, prefix, "2/2")
 	k.expect(t, "READY", 30*time.Second)
