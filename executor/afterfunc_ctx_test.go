@@ -99,9 +99,7 @@ func TestWatcherStopPanicLeavesNoLockHeld(t *testing.T) {
 			if r := wait(t, hb); r.Status != want {
 				t.Errorf("task with the context: %v %v, want %v", r.Status, r.Err, want)
 			}
-			if msg := ex.CheckInvariants(); msg != "" {
-				t.Error(msg)
-			}
+			wantInvariants(t, ex)
 			ex.Close()
 		})
 	}
@@ -155,9 +153,7 @@ func TestDoContextStopPanicReleasesPermits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call's context or its group is stuck after the stop of its watch panicked")
 	}
-	if msg := ex.CheckInvariants(); msg != "" {
-		t.Error(msg)
-	}
+	wantInvariants(t, ex)
 	ex.Close()
 }
 
@@ -193,9 +189,7 @@ func TestDoBoundContextStopPanicReleasesPermits(t *testing.T) {
 	if n := m.outstanding(); n != 0 {
 		t.Errorf("%d cluster permits still out", n)
 	}
-	if msg := ex.CheckInvariants(); msg != "" {
-		t.Error(msg)
-	}
+	wantInvariants(t, ex)
 	ex.Close()
 }
 

@@ -40,8 +40,6 @@ func TestDoClusterBindGoexitReleases(t *testing.T) {
 	}
 	// Only now: Close waits for the running calls, and would wait for ever
 	// for one leaked above.
-	if msg := ex.CheckInvariants(); msg != "" {
-		t.Error(msg)
-	}
+	wantInvariants(t, ex)
 	ex.Close()
 }

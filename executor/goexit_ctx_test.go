@@ -451,9 +451,7 @@ func TestDoContextDonePanicsWhileQueued(t *testing.T) {
 			if s := ex.Stats(); s.Started != 2 || completed.Load() != 1 {
 				t.Errorf("Started %d, Failed unstarted completions %d; want 2 (the blocker, the next call) and 1", s.Started, completed.Load())
 			}
-			if msg := ex.CheckInvariants(); msg != "" {
-				t.Error(msg)
-			}
+			wantInvariants(t, ex)
 			ex.Close()
 		})
 	}
@@ -511,9 +509,7 @@ func TestGoexitStoppingRunContextWatchInGroupCancel(t *testing.T) {
 			if r := wait(t, h); r.Status != executor.Cancelled {
 				t.Errorf("running task: %v %v, want Cancelled", r.Status, r.Err)
 			}
-			if msg := ex.CheckInvariants(); msg != "" {
-				t.Error(msg)
-			}
+			wantInvariants(t, ex)
 			ex.Close()
 		})
 	}

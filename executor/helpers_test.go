@@ -36,6 +36,15 @@ func wantServes(t *testing.T, ex *executor.Executor, group, after string) {
 	}
 }
 
+// wantInvariants reports, as an error, an executor bookkeeping invariant
+// that does not hold.
+func wantInvariants(t *testing.T, ex *executor.Executor) {
+	t.Helper()
+	if msg := ex.CheckInvariants(); msg != "" {
+		t.Error(msg)
+	}
+}
+
 // newExec builds an executor from policy options and closes it when the test
 // ends, checking its bookkeeping first.
 func newExec(t testing.TB, popts []policy.Option, eopts ...executor.Option) *executor.Executor {
