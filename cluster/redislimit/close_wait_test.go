@@ -203,19 +203,8 @@ func TestCloseReportsPendingFallbacks(t *testing.T) {
 	n := attach(t, l)
 	p := acquire(t, l, n, "y", 1, 5*time.Second) // a lease, for the renewal rounds to fail on
 	defer p.Release()
-	gate := make(chan struct{})
-	var once sync.Once
-	open := func() { once.Do(func() { close(gate) }) }
+	parked, open := holdCalls(h, redislimit.SetRefillHook)
 	defer open()
-	parked := make(chan struct{}, 1)
-	redislimit.SetRefillHook(h, func() error {
-		select {
-		case parked <- struct{}{}:
-		default:
-		}
-		<-gate
-		return nil
-	})
 	if q, err := l.TryAcquire("x", 2); q != nil || err != nil {
 		t.Fatalf("TryAcquire(x) with no lease for it: %v, %v", q, err)
 	}
@@ -253,18 +242,8 @@ func TestCloseCountsALateGrantReturned(t *testing.T) {
 	h := newHolder(t, addr, manualRenewals()...)
 	l := h.Groups(4)
 	attach(t, l)
-	parked, gate := make(chan struct{}, 1), make(chan struct{})
-	var once sync.Once
-	open := func() { once.Do(func() { close(gate) }) }
+	parked, open := holdCalls(h, redislimit.SetReplyHook)
 	defer open()
-	redislimit.SetReplyHook(h, func() error {
-		select {
-		case parked <- struct{}{}:
-		default:
-		}
-		<-gate
-		return nil
-	})
 	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
 		t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
 	}

@@ -124,18 +124,25 @@ func parkRenewals(h *redislimit.Holder) (resume func()) {
 // it returns once one is parked, and what it returns lets that call, and
 // the ones after it, go on.
 func park(h *redislimit.Holder, set func(*redislimit.Holder, func() error)) (resume func()) {
-	parked, gate := make(chan struct{}, 1), make(chan struct{})
+	parked, resume := holdCalls(h, set)
+	<-parked
+	return resume
+}
+
+// holdCalls is park for a call that the caller makes next: parked receives once
+// one is held. resume may be called more than once.
+func holdCalls(h *redislimit.Holder, set func(*redislimit.Holder, func() error)) (parked <-chan struct{}, resume func()) {
+	held, gate := make(chan struct{}, 1), make(chan struct{})
 	set(h, func() error {
 		select {
-		case parked <- struct{}{}:
+		case held <- struct{}{}:
 		default:
 		}
 		<-gate
 		return nil
 	})
-	<-parked
 	var once sync.Once
-	return func() {
+	return held, func() {
 		once.Do(func() {
 			set(h, nil)
 			close(gate)

@@ -80,15 +80,8 @@ func TestGrantBeforeAFailedResendIsUsed(t *testing.T) {
 
 	// Hold the refill of a second task of "a" on its way to Redis; meanwhile
 	// the first one ends here, and a task of "b" asks.
-	parked, gate := make(chan struct{}, 1), make(chan struct{})
-	redislimit.SetRefillHook(h, func() error {
-		select {
-		case parked <- struct{}{}:
-		default:
-		}
-		<-gate
-		return nil
-	})
+	parked, open := holdCalls(h, redislimit.SetRefillHook)
+	defer open()
 	if p, err := lh.TryAcquire("a", 1); p != nil || err != nil {
 		t.Fatalf("TryAcquire(a) = %v, %v; want it to wait for a refill", p, err)
 	}
@@ -98,8 +91,7 @@ func TestGrantBeforeAFailedResendIsUsed(t *testing.T) {
 		t.Fatalf("TryAcquire(b) = %v, %v; want it to wait for a refill", p, err)
 	}
 	hook.armed.Store(true)
-	redislimit.SetRefillHook(h, nil)
-	close(gate)
+	open()
 	// Redis refuses "a" (it is all leased) and records the holder as
 	// waiting; the permit freed here serves the task, so the next round
 	// trip ends that record (its first call of that script) along with
