@@ -1,0 +1,243 @@
+package otel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/groupexec/groupexec/executor"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
+	"github.com/groupexec/groupexec/metrics/prom"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// both passes every event to the two exporters.
+type both struct {
+	p *prom.Collector
+	o *gotel.Collector
+}
+
+func (b both) OnSubmitted(e executor.Event) { b.p.OnSubmitted(e); b.o.OnSubmitted(e) }
+func (b both) OnStarted(e executor.Event)   { b.p.OnStarted(e); b.o.OnStarted(e) }
+func (b both) OnCompleted(e executor.Event) { b.p.OnCompleted(e); b.o.OnCompleted(e) }
+func (b both) OnRejected(e executor.Event)  { b.p.OnRejected(e); b.o.OnRejected(e) }
+
+// One executor observed by both exporters, driven concurrently through
+// successes, failures, panics, refusals, tasks run by their caller, cancels,
+// invalid input, evictions and limit changes: once it is quiescent, every
+// series metrics/prom gives has the same value in metrics/otel (histograms
+// by their counts), the levels are zero, and the counters add up to Stats.
+func TestPromAndOtelAgree(t *testing.T) {
+	mp, reader := newProvider()
+	// Which groups are the first MaxGroups seen depends on how the two
+	// exporters' calls interleave: a Labelled func makes it the same set.
+	labelled := func(g string) bool { return g == "a" || g == "cr1" || g == "d" }
+	oc, err := gotel.New(mp, gotel.Options{Labelled: labelled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Unregister()
+	pc := prom.New(prom.Options{Labelled: labelled})
+	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Groups named "cr..." run their refused tasks in the caller; the others
+	// are refused.
+	handler := func(r *executor.Rejection) error {
+		if strings.HasPrefix(r.Group, "cr") {
+			r.RunInCaller()
+			return nil
+		}
+		return r.Err
+	}
+	ex, err := executor.New(p, executor.WithListener(both{pc, oc}), executor.WithRejectionHandler(handler), executor.WithMaxIdleGroups(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	pc.Observe(ex)
+	oc.Observe(ex)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(pc)
+
+	groups := []string{"a", "b", "cr1", "cr2", "d", "e"}
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(w), 1))
+			var hs []*executor.Handle[int]
+			for range 300 {
+				g := groups[rnd.IntN(len(groups))]
+				fn := func(context.Context) (int, error) { return 0, nil }
+				ctx := context.Background()
+				switch rnd.IntN(8) {
+				case 0:
+					fn = func(context.Context) (int, error) { return 0, boom }
+				case 1:
+					fn = func(context.Context) (int, error) { panic("boom") }
+				case 2:
+					c, cancel := context.WithCancel(ctx)
+					ctx = c
+					defer cancel()
+					fn = func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() }
+					go cancel()
+				case 3:
+					g = "" // invalid
+				case 4:
+					ex.EvictGroup(g)
+				case 5:
+					_ = ex.SetGroupLimits(g, policy.GroupLimits{MaxInFlight: 1 + rnd.IntN(3), MaxConcurrency: 1 + rnd.IntN(2)})
+				}
+				h, _ := executor.Submit(ex, ctx, executor.Task[int]{Group: g, Fn: fn})
+				hs = append(hs, h)
+			}
+			for _, h := range hs {
+				h.Wait(context.Background())
+			}
+		}()
+	}
+	wg.Wait()
+
+	pv := promValues(t, reg)
+	ov := otelValues(collect(t, reader))
+	for k, v := range pv {
+		if got, ok := ov[k]; !ok || got != v {
+			t.Errorf("%s: prom %v, otel %v (present %v)", k, v, got, ok)
+		}
+	}
+	for k, v := range ov {
+		if _, ok := pv[k]; !ok && sharedName(k) {
+			t.Errorf("%s: otel %v, not in prom", k, v)
+		}
+	}
+	s := ex.Stats()
+	sum := func(prefix string) (n float64) {
+		for k, v := range pv {
+			if strings.HasPrefix(k, prefix) {
+				n += v
+			}
+		}
+		return n
+	}
+	for status, want := range map[string]uint64{"success": s.Succeeded, "failed": s.Failed, "cancelled": s.Cancelled} {
+		if got := sumWhere(pv, "group_completed_total", "status="+status); got != float64(want) {
+			t.Errorf("completed %s: %v, Stats %d", status, got, want)
+		}
+	}
+	if got, want := sum("group_rejected_total"), float64(s.Rejected+s.CallerRuns); got != want {
+		t.Errorf("rejected: %v, Stats Rejected+CallerRuns %v", got, want)
+	}
+	if got := sum("group_queued_seconds_count"); got != float64(s.Started+s.CallerRuns) {
+		t.Errorf("queued times: %v, Stats Started+CallerRuns %d", got, s.Started+s.CallerRuns)
+	}
+	for _, level := range []string{"group_running_tasks", "group_waiting_tasks", "queue_depth", "executor_running_permits"} {
+		if got := sum(level); got != 0 {
+			t.Errorf("%s: %v once quiescent", level, got)
+		}
+	}
+	if s.CallerRuns == 0 || s.Cancelled == 0 || s.Failed == 0 || s.Rejected == 0 {
+		t.Errorf("the workload missed an outcome: %+v", s.TaskCounts)
+	}
+}
+
+// sharedName reports whether key is of an instrument both exporters give.
+func sharedName(key string) bool {
+	for _, n := range []string{"group_rejected_total", "group_completed_total", "group_queued_seconds", "group_run_seconds",
+		"queue_depth", "executor_running_permits", "executor_groups", "group_running_tasks", "group_waiting_tasks"} {
+		if strings.HasPrefix(key, n+"{") || strings.HasPrefix(key, n+"_count{") {
+			return true
+		}
+	}
+	return false
+}
+
+func sumWhere(m map[string]float64, name, label string) (n float64) {
+	for k, v := range m {
+		if strings.HasPrefix(k, name+"{") && strings.Contains(k, label) {
+			n += v
+		}
+	}
+	return n
+}
+
+// key is a series' name and its labels, sorted.
+func key(name string, labels map[string]string) string {
+	var ls []string
+	for k, v := range labels {
+		ls = append(ls, k+"="+v)
+	}
+	sort.Strings(ls)
+	return name + "{" + strings.Join(ls, ",") + "}"
+}
+
+func promValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]float64)
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			labels := make(map[string]string)
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key(mf.GetName(), labels)] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key(mf.GetName(), labels)] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[key(mf.GetName()+"_count", labels)] = float64(m.GetHistogram().GetSampleCount())
+			default:
+				panic(fmt.Sprint(mf.GetType()))
+			}
+		}
+	}
+	return out
+}
+
+func otelValues(r reading) map[string]float64 {
+	out := make(map[string]float64)
+	labels := func(s attribute.Set) map[string]string {
+		m := make(map[string]string)
+		for _, kv := range s.ToSlice() {
+			m[string(kv.Key)] = kv.Value.AsString()
+		}
+		return m
+	}
+	for _, sm := range r.rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, labels(p.Attributes))] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, labels(p.Attributes))] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name+"_count", labels(p.Attributes))] = float64(p.Count)
+				}
+			}
+		}
+	}
+	return out
+}
