@@ -220,7 +220,12 @@ func (cb *CircuitBreaker) success(ep *epoch, i int) {
 // its success. Any failure ends a half-open epoch, so its successes are
 // consecutive.
 func (cb *CircuitBreaker) probeSuccess(ep *epoch) {
-	cb.probes.Add(-1)
+	// The slot goes back after the success may have closed the breaker:
+	// given back first, it would let a request in as a probe of the
+	// half-open epoch this success ends, whose outcome would count nowhere.
+	// Deferred, so that it goes back even if OnStateChange exits the
+	// goroutine.
+	defer cb.probes.Add(-1)
 	if ep.base.n[kSuccesses].Add(1) >= uint64(cb.maxRequests) {
 		cb.transition(ep, StateClosed)
 	}
@@ -229,7 +234,10 @@ func (cb *CircuitBreaker) probeSuccess(ep *epoch) {
 // failure records a failure of a request admitted by ep.
 func (cb *CircuitBreaker) failure(ep *epoch) {
 	if ep.state == StateHalfOpen {
-		cb.probes.Add(-1)
+		// After the failure has reopened the breaker, as in probeSuccess:
+		// given back first, the slot would let a request through the
+		// half-open epoch this failure ends.
+		defer cb.probes.Add(-1)
 	}
 	ep.failures.Add(1)
 	raise(&ep.sMark, ep.sum(ep.cells.Load(), kSuccesses))
