@@ -102,8 +102,15 @@ func TestPromAndOtelAgree(t *testing.T) {
 				case 5:
 					_ = ex.SetGroupLimits(g, policy.GroupLimits{MaxInFlight: 1 + rnd.IntN(3), MaxConcurrency: 1 + rnd.IntN(2)})
 				}
-				h, _ := executor.Submit(ex, ctx, executor.Task[int]{Group: g, Fn: fn})
-				hs = append(hs, h)
+				if rnd.IntN(2) == 0 {
+					h, _ := executor.Submit(ex, ctx, executor.Task[int]{Group: g, Fn: fn, Weight: 1 + rnd.IntN(2)})
+					hs = append(hs, h)
+					continue
+				}
+				func() {
+					defer func() { _ = recover() }() // Do's panics go on up
+					_ = ex.DoWeighted(ctx, g, 1+rnd.IntN(2), func(ctx context.Context) error { _, err := fn(ctx); return err })
+				}()
 			}
 			for _, h := range hs {
 				h.Wait(context.Background())
