@@ -34,6 +34,49 @@ func ExampleSubmit() {
 	// Output: tenant-a answer Success 42
 }
 
+// Do admits work and runs it in the calling goroutine, as a request handler
+// wants: a tenant whose limit is full is refused at once, with the limit
+// named, while the other tenants are served.
+func ExampleExecutor_Do() {
+	p, err := policy.New(policy.WithDefaultMaxInFlight(1)) // one request admitted per tenant
+	if err != nil {
+		panic(err)
+	}
+	ex, err := executor.New(p)
+	if err != nil {
+		panic(err)
+	}
+	defer ex.Close()
+
+	ctx := context.Background()
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- ex.Do(ctx, "tenant-a", func(context.Context) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started // tenant-a's one place is taken until its request returns
+
+	err = ex.Do(ctx, "tenant-a", func(context.Context) error { return nil })
+	var rej *executor.RejectedError
+	if errors.As(err, &rej) { // shed it: a 429
+		fmt.Printf("tenant-a refused by the %s limit\n", rej.Limit)
+	}
+	err = ex.Do(ctx, "tenant-b", func(context.Context) error {
+		return errors.New("report failed") // Do returns fn's error
+	})
+	fmt.Println("tenant-b:", err)
+
+	close(release)
+	fmt.Println("tenant-a:", <-done)
+	// Output:
+	// tenant-a refused by the group in-flight limit
+	// tenant-b: report failed
+	// tenant-a: <nil>
+}
+
 func ExampleExecutor_Go() {
 	p, err := policy.New(policy.WithGlobalMaxInFlight(8), policy.WithDefaultMaxConcurrency(2))
 	if err != nil {
