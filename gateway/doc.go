@@ -3,8 +3,10 @@
 // tenant flooding the gateway is refused at its own limits while the others
 // are served as before.
 //
-//	cfg, _ := config.Load("gateway.yaml")
-//	gw, _ := gateway.New(cfg)
+//	cfg, err := config.Load("gateway.yaml")
+//	if err != nil { ... } // every problem of the file, in line order
+//	gw, err := gateway.New(cfg)
+//	if err != nil { ... }
 //	defer gw.Close()
 //	err := gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
 //

@@ -2,10 +2,12 @@
 // on the server side, one group per tenant, and Transport on the client side,
 // one group per destination host.
 //
-//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
-//	ex, _ := executor.New(p)
+//	p, err := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
+//	if err != nil { ... }
+//	ex, err := executor.New(p)
+//	if err != nil { ... }
 //	defer ex.Close()
-//	http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant
+//	err = http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant
 //
 // Handler admits each request with Executor.DoWeighted for its tenant and
 // serves it with next once admitted. A tenant that floods the service fills

@@ -5,6 +5,7 @@
 // causes show beside the executor's numbers (package otel).
 //
 //	reg, err := clusterotel.Observe(provider, holder, "")
+//	if err != nil { ... }
 //	defer reg.Unregister()
 //
 // It is a package of its own so that programs without cluster limits do not
