@@ -42,4 +42,7 @@
 // function Allow hands out, 24 more, plus 128 bytes per cell, 2 cells per
 // core from 4 to 64, once the breaker has been contended), at that first
 // collision, and in Allow for a half-open probe's done.
+//
+// The examples (example_test.go), run by go test, show New, Execute, Allow
+// and AllowTicket.
 package breaker

@@ -61,4 +61,7 @@
 // Cancelling a Submit handle releases its permit at once and cancels the
 // function's context: capacity follows the caller's interest. A function that
 // ignores its context is then no longer bounded by the bulkhead.
+//
+// The examples (example_test.go), run by go test, show TryAcquire and
+// Release, Submit, SetLimit, WithCapability, WithEventLog and P99.
 package bulkhead

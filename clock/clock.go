@@ -1,6 +1,13 @@
 // Package clock is the time source of groupexec's packages. Production code
 // uses Real; tests inject a Fake and move time by hand, so nothing depends on
-// how fast the machine is.
+// how fast the machine is:
+//
+//	c := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+//	ex, err := executor.New(p, executor.WithClock(c))
+//	...
+//	c.Advance(2 * time.Second) // a task queued under policy.WithQueueTimeout(2 * time.Second) times out now
+//
+// ExampleFake (example_test.go) runs a Fake's timers.
 package clock
 
 import "time"

@@ -52,4 +52,9 @@
 // capacity being back. Fn runs at most once, only while its permits are
 // held; a panic in Fn is recovered into a *PanicError and costs the executor
 // nothing.
+//
+// The examples (example_test.go), run by go test, show Executor.Do, Submit,
+// Executor.Go and ExecuteAll, a refusal (RejectedError), a cancellation
+// (Handle.Cancel), GroupStats, a listener (ListenerFuncs) and a limit
+// changed at runtime (Executor.SetGroupLimits).
 package executor

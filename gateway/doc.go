@@ -89,5 +89,6 @@
 // cancelled and counted in tasks_aborted_total{kind="request"}.
 //
 // docs/gateway.md describes all of it, with the threat the tenant trust
-// model answers and every metric.
+// model answers and every metric. ExampleGateway_Serve (example_test.go),
+// run by go test, proxies a request to a backend and drains.
 package gateway

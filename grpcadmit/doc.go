@@ -86,4 +86,7 @@
 //
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.
+//
+// The examples (example_test.go), run by go test, show
+// UnaryServerInterceptor, UnaryClientInterceptor and StreamClientInterceptor.
 package grpcadmit

@@ -50,4 +50,7 @@
 //
 // httpadmit is a package of its own so that the core packages never import
 // net/http: only programs that use it compile it.
+//
+// The examples (example_test.go), run by go test, show Handler, Transport
+// and WithWeightFunc.
 package httpadmit

@@ -13,5 +13,6 @@
 // Rejected is for work refused before it ran; Classify never returns it.
 // The package imports only the standard library, and executor and bulkhead
 // re-export its names (executor.Status, bulkhead.Success, ...), so a caller
-// of either need not import it.
+// of either need not import it. ExampleClassify (example_test.go) runs the
+// rule on the errors a function may return.
 package outcome

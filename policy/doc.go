@@ -24,4 +24,7 @@
 //
 // Options are validated once, by New, which names the option and value of the
 // first invalid one. An option given twice takes its later value.
+//
+// The examples (example_test.go), run by go test, show New with its
+// defaults, the OptionError an invalid option gives, a resolver and shares.
 package policy

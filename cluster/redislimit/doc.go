@@ -218,4 +218,7 @@
 // A Holder keeps every Limiter attached to it until Close (its renewal loop
 // serves them all): make one Holder per process and Limiters for
 // long-lived executors, not one per short-lived executor.
+//
+// Example (example_test.go), run by go test against a real redis-server,
+// shares one tenant's limit between two executors.
 package redislimit

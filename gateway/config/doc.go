@@ -27,4 +27,6 @@
 // The limits map onto package policy with the same meaning and defaults: a
 // limit left out takes policy's default, so Config.Policy builds the same
 // policy a Go program would by calling policy.New without that option.
+// ExampleParse (example_test.go), run by go test, parses a file and reports
+// its errors.
 package config

@@ -49,4 +49,7 @@
 // OpenTelemetry: only programs that use it compile it. The package is named
 // otel like its directory; import it under another name beside
 // go.opentelemetry.io/otel.
+//
+// Example (example_test.go), run by go test, reads a Collector's instruments
+// with the SDK's manual reader.
 package otel

@@ -40,4 +40,7 @@
 // handler's RunInCaller) is counted in both group_rejected_total, since a
 // limit refused it, and group_completed_total, since it ran; Stats counts
 // it in CallerRuns and by its outcome, not in Rejected.
+//
+// ExampleNew (example_test.go), run by go test, gathers a Collector's
+// metrics from a registry.
 package prom

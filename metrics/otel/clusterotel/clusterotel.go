@@ -10,6 +10,9 @@
 //
 // It is a package of its own so that programs without cluster limits do not
 // link the Redis client.
+//
+// ExampleObserve (example_test.go), run by go test, reads the instruments
+// with the SDK's manual reader.
 package clusterotel
 
 import (

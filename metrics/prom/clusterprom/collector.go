@@ -4,8 +4,13 @@
 // causes show on the same dashboards as the executor's metrics
 // (metrics/prom).
 //
+//	prometheus.MustRegister(clusterprom.New(holder, "")) // holder: the process's *redislimit.Holder
+//
 // It is a package of its own so that programs without cluster limits do not
 // link the Redis client, and programs without Prometheus do not link it.
+//
+// Example (example_test.go), run by go test, gathers the metrics of a holder
+// in an outage.
 package clusterprom
 
 import (
