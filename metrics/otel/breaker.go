@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/metrics/internal/metricnames"
 )
 
 // ObserveBreakers exports the state and current counts of each breaker,
@@ -30,11 +31,11 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	}
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: namespace}
-	state := in.gauge("breaker_state", "The breaker's state: 0 closed, 1 open, 2 half-open.", "")
-	reqs := in.gauge("breaker_requests", "Requests let through in the current period.", "{request}")
-	succ := in.gauge("breaker_successes", "Successes recorded in the current period.", "{request}")
-	fail := in.gauge("breaker_failures", "Failures recorded in the current period.", "{request}")
-	consec := in.gauge("breaker_consecutive_failures", "Failures recorded since the last success.", "{request}")
+	state := in.gauge(metricnames.BreakerState.Name, metricnames.BreakerState.Help, "")
+	reqs := in.gauge(metricnames.BreakerRequests.Name, metricnames.BreakerRequests.Help, "{request}")
+	succ := in.gauge(metricnames.BreakerSuccesses.Name, metricnames.BreakerSuccesses.Help, "{request}")
+	fail := in.gauge(metricnames.BreakerFailures.Name, metricnames.BreakerFailures.Help, "{request}")
+	consec := in.gauge(metricnames.BreakerConsecutiveFailures.Name, metricnames.BreakerConsecutiveFailures.Help, "{request}")
 	if in.err != nil {
 		return nil, in.err
 	}
@@ -71,7 +72,7 @@ func BreakerTransitions(mp metric.MeterProvider, namespace string, next func(nam
 		return nil, errors.New("otel: BreakerTransitions: nil MeterProvider")
 	}
 	in := instruments{m: mp.Meter(ScopeName), ns: namespace}
-	c := in.counterUnit("breaker_transitions_total", "Changes of state, by breaker, from and to.", "{transition}")
+	c := in.counterUnit(metricnames.BreakerTransitions.Name, metricnames.BreakerTransitions.Help, "{transition}")
 	if in.err != nil {
 		return nil, in.err
 	}
@@ -85,7 +86,7 @@ func BreakerTransitions(mp metric.MeterProvider, namespace string, next func(nam
 		o, ok := sets.Load(k)
 		if !ok {
 			o, _ = sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", name),
-				attribute.String("from", from.String()), attribute.String("to", to.String()))))
+				attribute.String("from", metricnames.StateLabel(from)), attribute.String("to", metricnames.StateLabel(to)))))
 		}
 		c.Add(context.Background(), 1, o.(metric.MeasurementOption))
 		if next != nil {

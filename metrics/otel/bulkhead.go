@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/groupexec/groupexec/bulkhead"
+	"github.com/groupexec/groupexec/metrics/internal/metricnames"
 )
 
 // Bulkhead exports one bulkhead's numbers, under the attribute
@@ -61,16 +62,16 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 	in := instruments{m: m, ns: namespace}
 	b := &Bulkhead{attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("bulkhead", name))),
 		byCode: make(map[string]metric.MeasurementOption)}
-	for _, code := range rejectionCodes {
+	for _, code := range metricnames.RejectionCodes() {
 		b.byCode[code] = metric.WithAttributeSet(attribute.NewSet(
 			attribute.String("bulkhead", name), attribute.String("code", code)))
 	}
-	b.acquired = in.counterUnit("bulkhead_acquired_total", "Acquires granted, whatever their weight.", "{request}")
-	b.queued = in.counterUnit("bulkhead_queued_total", "Acquires that had to wait in the queue.", "{request}")
-	b.rejected = in.counterUnit("bulkhead_rejected_total", "Acquires refused, by error code.", "{request}")
-	b.inFlight = in.gauge("bulkhead_in_flight_permits", "Permits out.", "{permit}")
-	b.limit = in.gauge("bulkhead_limit_permits", "The limit in force.", "{permit}")
-	b.depth = in.gauge("bulkhead_queue_depth", "Requests waiting for a permit.", "{request}")
+	b.acquired = in.counterUnit(metricnames.BulkheadAcquired.Name, metricnames.BulkheadAcquired.Help, "{request}")
+	b.queued = in.counterUnit(metricnames.BulkheadQueued.Name, metricnames.BulkheadQueued.Help, "{request}")
+	b.rejected = in.counterUnit(metricnames.BulkheadRejected.Name, metricnames.BulkheadRejected.Help, "{request}")
+	b.inFlight = in.gauge(metricnames.BulkheadInFlight.Name, metricnames.BulkheadInFlight.Help, "{permit}")
+	b.limit = in.gauge(metricnames.BulkheadLimit.Name, metricnames.BulkheadLimit.Help, "{permit}")
+	b.depth = in.gauge(metricnames.BulkheadQueueDepth.Name, metricnames.BulkheadQueueDepth.Help, "{request}")
 	if in.err != nil {
 		return nil, in.err
 	}
@@ -102,47 +103,8 @@ func (b *Bulkhead) OnEvent(e bulkhead.Event) {
 			// its request is already counted under acquired.
 			return
 		}
-		b.rejected.Add(ctx, 1, b.byCode[rejectionCode(e.Detail)])
+		b.rejected.Add(ctx, 1, b.byCode[metricnames.RejectionCode(e.Detail)])
 	}
-}
-
-// The codes a refusal is counted under.
-const (
-	codeCancelled = "cancelled"
-	codeDeadline  = "deadline_exceeded"
-	codeOther     = "other"
-)
-
-// refusals are the bulkhead's errors an acquire can fail with.
-var refusals = []*bulkhead.Error{bulkhead.ErrAtCapacity, bulkhead.ErrQueueSaturated, bulkhead.ErrQueueTimeout,
-	bulkhead.ErrDraining, bulkhead.ErrCapabilityRequired, bulkhead.ErrGoexit}
-
-// rejectionCodes are every code a refusal can be counted under.
-var rejectionCodes = func() []string {
-	codes := []string{codeCancelled, codeDeadline, codeOther}
-	for _, e := range refusals {
-		codes = append(codes, e.Code())
-	}
-	return codes
-}()
-
-// rejectionCode maps the Detail of a rejection event to its code. Detail is
-// the error's code, but the error's text for a request whose context ended:
-// the text of a context's error is not a stable code, and a custom
-// context's is unbounded.
-func rejectionCode(detail string) string {
-	switch detail {
-	case context.Canceled.Error():
-		return codeCancelled
-	case context.DeadlineExceeded.Error():
-		return codeDeadline
-	}
-	for _, e := range refusals {
-		if detail == e.Code() || detail == e.Error() {
-			return e.Code()
-		}
-	}
-	return codeOther
 }
 
 func (b *Bulkhead) observe(_ context.Context, o metric.Observer) error {

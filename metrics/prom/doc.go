@@ -1,4 +1,8 @@
-// Package prom exports a grouped executor's activity to Prometheus.
+// Package prom exports groupexec's numbers to Prometheus: a grouped
+// executor's activity (Collector), a bulkhead's (Bulkhead) and circuit
+// breakers' (Breakers, BreakerTransitions). Package clusterprom does the
+// same for a cluster limiter. Each is a prometheus.Collector the program
+// registers.
 //
 // A Collector is both an executor.Listener, which counts outcomes and times
 // tasks as they happen, and a prometheus.Collector, which reads the
@@ -40,6 +44,33 @@
 // handler's RunInCaller) is counted in both group_rejected_total, since a
 // limit refused it, and group_completed_total, since it ran; Stats counts
 // it in CallerRuns and by its outcome, not in Rejected.
+//
+// A standalone bulkhead and circuit breakers are exported under the names,
+// labels and meanings of metrics/otel's NewBulkhead, ObserveBreakers and
+// BreakerTransitions, so that a dashboard works with either exporter:
+//
+//	m := prom.NewBulkhead("payments", "")
+//	b, _ := bulkhead.New(10, bulkhead.WithListener(m))
+//	m.Observe(b)
+//	tr := prom.NewBreakerTransitions("", nil)
+//	cb, _ := breaker.New(breaker.Settings{Name: "db", OnStateChange: tr.OnStateChange})
+//	prometheus.MustRegister(m, prom.NewBreakers("", cb), tr)
+//
+//	bulkhead_in_flight_permits{bulkhead}        permits out
+//	bulkhead_limit_permits{bulkhead}            the limit in force
+//	bulkhead_queue_depth{bulkhead}              requests waiting
+//	bulkhead_acquired_total{bulkhead}           acquires granted, whatever their weight
+//	bulkhead_queued_total{bulkhead}             acquires that had to wait
+//	bulkhead_rejected_total{bulkhead,code}      acquires refused, by code
+//	breaker_state{breaker}                      0 closed, 1 open, 2 half-open
+//	breaker_requests{breaker}                   requests let through in the current period
+//	breaker_successes{breaker}                  successes recorded in the current period
+//	breaker_failures{breaker}                   failures recorded in the current period
+//	breaker_consecutive_failures{breaker}       failures since the last success
+//	breaker_transitions_total{breaker,from,to}  changes of state
+//
+// Several bulkheads, each with its own name, register side by side; all the
+// breakers of a namespace go in one Breakers.
 //
 // ExampleNew (example_test.go), run by go test, gathers a Collector's
 // metrics from a registry.

@@ -1,0 +1,18 @@
+package metricnames
+
+import "github.com/groupexec/groupexec/breaker"
+
+// Circuit breakers' metrics, each with the label breaker; the transitions
+// with the labels from and to too.
+var (
+	BreakerState               = Metric{"breaker_state", "The breaker's state: 0 closed, 1 open, 2 half-open."}
+	BreakerRequests            = Metric{"breaker_requests", "Requests let through in the current period."}
+	BreakerSuccesses           = Metric{"breaker_successes", "Successes recorded in the current period."}
+	BreakerFailures            = Metric{"breaker_failures", "Failures recorded in the current period."}
+	BreakerConsecutiveFailures = Metric{"breaker_consecutive_failures", "Failures recorded since the last success."}
+	BreakerTransitions         = Metric{"breaker_transitions_total", "Changes of state, by breaker, from and to."}
+)
+
+// StateLabel is a breaker state's label value: "closed", "open" or
+// "half-open".
+func StateLabel(s breaker.State) string { return s.String() }
