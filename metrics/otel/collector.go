@@ -61,6 +61,7 @@ type Collector struct {
 	groups *groups
 	ex     atomic.Pointer[executor.Executor]
 	reg    metric.Registration
+	claim  *claimKey // the pair c holds; nil for a provider that is not a pointer
 
 	rejected, completed metric.Int64Counter
 	queued, run         metric.Float64Histogram
@@ -74,7 +75,11 @@ var _ executor.Listener = (*Collector)(nil)
 
 // New returns a Collector whose instruments come from mp's meter ScopeName.
 // Pass it to executor.WithListener, then call Observe with the executor. It
-// fails if an option is invalid or the provider refuses an instrument.
+// fails if an option is invalid or the provider refuses an instrument, and,
+// with an error matching ErrNamespaceInUse, if a Collector on mp with the
+// same Namespace has not been unregistered: the two would report into the
+// same instruments. mp is kept until Unregister, for that check; a provider
+// that is not a pointer is not checked.
 func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	if mp == nil {
 		return nil, errors.New("otel: New: nil MeterProvider")
@@ -124,9 +129,13 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	if in.err != nil {
 		return nil, in.err
 	}
+	if err := claim(mp, o.Namespace, c); err != nil {
+		return nil, err
+	}
 	reg, err := m.RegisterCallback(c.observe, c.queueDepth, c.running, c.groupCount, c.globalMax,
 		c.groupRunning, c.groupWaiting, c.groupMaxIn, c.groupMaxCon, c.groupBreaker)
 	if err != nil {
+		unclaim(c)
 		return nil, err
 	}
 	c.reg = reg
@@ -137,8 +146,17 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 // called, only the listener's counters and histograms have values.
 func (c *Collector) Observe(ex *executor.Executor) { c.ex.Store(ex) }
 
-// Unregister stops the gauges' callback, for a Collector no longer used.
-func (c *Collector) Unregister() error { return c.reg.Unregister() }
+// Unregister stops the gauges' callback, for a Collector no longer used, and
+// frees its MeterProvider and Namespace for another Collector. The
+// counters and histograms are the provider's: a later Collector with the
+// same names goes on from their totals.
+func (c *Collector) Unregister() error {
+	if err := c.reg.Unregister(); err != nil {
+		return err // the callback may still run: the pair stays taken
+	}
+	unclaim(c)
+	return nil
+}
 
 // OnSubmitted does nothing: the level of submitted work is read from Stats.
 func (c *Collector) OnSubmitted(executor.Event) {}

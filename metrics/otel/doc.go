@@ -45,6 +45,17 @@
 // own. The levels and limits are
 // exported for the labelled groups only.
 //
+// Two Collectors on one MeterProvider with the same Namespace would report
+// into the same instruments: their counters would sum and each gauge would
+// show whichever callback observed last. So New refuses a second one
+// (ErrNamespaceInUse, naming the namespace) until the first is
+// unregistered. To export two executors, give each Collector its own
+// Namespace, or its own MeterProvider (with a resource attribute that tells
+// them apart). New keeps the provider, for that check, until Unregister;
+// a provider that is not a pointer (such as a no-op one) is not checked.
+// NewBulkhead and ObserveBreakers are not checked: give each bulkhead its
+// own name, and observe each breaker once per namespace.
+//
 // It lives in a package of its own so that the core packages never import
 // OpenTelemetry: only programs that use it compile it. The package is named
 // otel like its directory; import it under another name beside

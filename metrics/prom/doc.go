@@ -14,6 +14,20 @@
 //	c.Observe(ex)
 //	prometheus.MustRegister(c)
 //
+// A registry takes each metric name once per set of label values, so two
+// executors' Collectors under the same names cannot both be registered: the
+// second Register fails with a prometheus.AlreadyRegisteredError (and
+// MustRegister panics). Give each a distinct Options.Namespace
+// (one_group_completed_total, two_group_completed_total), or register each
+// through prometheus.WrapRegistererWith with the same label name on both,
+// which keeps the names and tells the series apart by the label:
+//
+//	prometheus.WrapRegistererWith(prometheus.Labels{"executor": "api"}, reg).MustRegister(apiCollector)
+//	prometheus.WrapRegistererWith(prometheus.Labels{"executor": "jobs"}, reg).MustRegister(jobsCollector)
+//
+// The label must be on both: registered beside one without it, the names
+// would have two sets of label names, which the registry refuses too.
+//
 // It lives in a package of its own so that the executor, policy and breaker
 // packages never import Prometheus: only programs that want these metrics
 // compile it.

@@ -29,3 +29,23 @@ func ExampleNew() {
 	fmt.Println(n, "completed series")
 	// Output: 1 completed series
 }
+
+// Two executors export into one registry under the same names, told apart
+// by a label that WrapRegistererWith adds to every series of each.
+func ExampleNew_twoExecutors() {
+	reg := prometheus.NewRegistry()
+	ctx := context.Background()
+	for _, name := range []string{"api", "jobs"} {
+		p, _ := policy.New()
+		c := prom.New(prom.Options{})
+		ex, _ := executor.New(p, executor.WithListener(c))
+		defer ex.Close()
+		c.Observe(ex)
+		prometheus.WrapRegistererWith(prometheus.Labels{"executor": name}, reg).MustRegister(c)
+		_ = ex.Do(ctx, "tenant-a", func(context.Context) error { return nil })
+	}
+	printSeries(reg, "group_completed_total")
+	// Output:
+	// group_completed_total{executor="api",group="tenant-a",status="success"} 1
+	// group_completed_total{executor="jobs",group="tenant-a",status="success"} 1
+}
