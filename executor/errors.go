@@ -76,9 +76,16 @@ type RejectedError struct {
 }
 
 // Error names the task, its group and the limit that refused it, with the
-// limit's use and maximum where it has them, and the cause.
+// limit's use and maximum where it has them, and the cause. A task without
+// an ID, as every Do and Go call is, is not named: an empty quoted ID in
+// every refusal a service logs says nothing.
 func (e *RejectedError) Error() string {
-	msg := fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
+	var msg string
+	if e.ID == "" {
+		msg = fmt.Sprintf("executor: task of group %q rejected by %s", e.Group, e.Limit)
+	} else {
+		msg = fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
+	}
 	switch e.Limit {
 	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker, LimitResolver:
 	default:

@@ -41,6 +41,21 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// TestRefusalOfATaskWithoutID checks that a refused Do, which has no ID,
+// reads as the refusal of its group's task, not of a task named "".
+func TestRefusalOfATaskWithoutID(t *testing.T) {
+	ex, _ := full(t, policy.Abort)
+	err := ex.Do(bg, "g", func(context.Context) error { return nil })
+	const want = `executor: task of group "g" rejected by group queue threshold (weight 1, used 0 of 0)`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+	var rej *executor.RejectedError
+	if !errors.As(err, &rej) || rej.ID != "" {
+		t.Errorf("err = %#v, want a *RejectedError without ID", err)
+	}
+}
+
 func TestDiscard(t *testing.T) {
 	ex, _ := full(t, policy.Discard)
 	ran := false
