@@ -138,9 +138,9 @@ func (p *Policy) Group(group string) (GroupLimits, error) {
 
 // String describes the policy's defaults, for logs.
 func (p *Policy) String() string {
-	return fmt.Sprintf("policy{global=%s groupInFlight=%s groupConcurrency=%s groupQueue=%s globalQueue=%s share=%d timeout=%v rejection=%v overrides=%d}",
+	return fmt.Sprintf("policy{global=%s groupInFlight=%s groupConcurrency=%s groupQueue=%s globalQueue=%s share=%s timeout=%v rejection=%v overrides=%d}",
 		limitString(p.globalMaxInFlight), limitString(p.defaultMaxInFlight), limitString(p.defaultMaxConcurrency),
-		limitString(p.defaultQueueThreshold), limitString(p.globalQueueThreshold), p.defaultShare, p.queueTimeout, p.rejection,
+		limitString(p.defaultQueueThreshold), limitString(p.globalQueueThreshold), limitString(p.defaultShare), p.queueTimeout, p.rejection,
 		len(p.groupMaxInFlight)+len(p.groupMaxConcurrency)+len(p.groupQueueThreshold)+len(p.groupShare))
 }
 

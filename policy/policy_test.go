@@ -209,6 +209,19 @@ func TestShares(t *testing.T) {
 	}
 }
 
+// String prints every Unlimited default as "unlimited", a share included,
+// not as the number that stands for it.
+func TestStringPrintsUnlimitedShare(t *testing.T) {
+	p, err := policy.New(policy.WithDefaultShare(policy.Unlimited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.String()
+	if !strings.Contains(s, " share=unlimited ") || strings.Contains(s, fmt.Sprint(policy.Unlimited)) {
+		t.Errorf("String() = %q; want share=unlimited", s)
+	}
+}
+
 func TestRejectionPolicyNames(t *testing.T) {
 	for r, want := range map[policy.RejectionPolicy]string{
 		policy.Abort: "Abort", policy.Discard: "Discard", policy.CallerRuns: "CallerRuns", policy.DiscardOldest: "DiscardOldest",
