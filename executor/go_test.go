@@ -24,14 +24,42 @@ type countingClock struct {
 
 func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.Fake.Now() }
 
-// drain shuts ex down, failing t if that takes longer than a hang guard.
+// drain shuts ex down, failing t if no task starts or completes for a hang
+// guard's time while it waits. The guard bounds a stall, not the whole
+// drain: a drain's length grows with the tasks left and shrinks with the
+// CPU the machine lends, and a stress test's invariant loop, which holds
+// every lock while it walks every queue, makes it grow with their square.
 func drain(t *testing.T, ex *executor.Executor) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	const stall = 30 * time.Second // a hang guard
+	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
-	if err := ex.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	done := make(chan error, 1)
+	go func() { done <- ex.Shutdown(ctx) }()
+	tick := time.NewTicker(stall)
+	defer tick.Stop()
+	last := moved(ex.Stats().TaskCounts)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			return
+		case <-tick.C:
+			n := moved(ex.Stats().TaskCounts)
+			if n == last {
+				cancel()
+				t.Fatalf("Shutdown: no task started or completed in %v (%v); %+v", stall, <-done, ex.Stats())
+			}
+			last = n
+		}
 	}
+}
+
+// moved counts the starts and outcomes in c: it grows while tasks move.
+func moved(c executor.TaskCounts) uint64 {
+	return c.Started + c.Succeeded + c.Failed + c.Cancelled + c.Rejected + c.CallerRuns
 }
 
 func TestGoOutcomesAreCounted(t *testing.T) {
