@@ -348,6 +348,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// eventuallyMoving is eventually for a wait whose length grows with the work
+// it waits for, and with how little CPU the machine lends: it polls cond
+// until it holds, failing the test only when progress has not changed for
+// bound, so that its margin comes from the work's pace, not the machine's.
+func eventuallyMoving(t *testing.T, what string, progress func() int64, cond func() bool) {
+	t.Helper()
+	last := progress()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if p := progress(); p != last {
+			last, deadline = p, time.Now().Add(bound)
+		} else if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: no progress in %v (at %d)", what, bound, p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // get is do for a GET without body or tenant.
 func get(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()

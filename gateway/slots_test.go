@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -59,16 +60,26 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 // answered, as long as the answer fits in response.buffer_bytes; a longer
 // answer is streamed and holds its slot until the client has taken it.
 func TestSlowReadersHoldNoSlot(t *testing.T) {
-	const size = 16 << 20 // far more than the sockets hold
+	size := unheldSize()
 	big := bytes.Repeat([]byte("x"), size)
 	writing := make(chan struct{}, 1)
+	// written counts the bytes of the answer the backend has sent: the wait
+	// for a kept answer lasts while it grows.
+	var written atomic.Int64
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Tenant") == "light" {
 			io.WriteString(w, "ok")
 			return
 		}
 		writing <- struct{}{}
-		w.Write(big)
+		for b := big; len(b) > 0; {
+			n, err := w.Write(b[:min(len(b), 64<<10)])
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+			b = b[n:]
+		}
 	})
 	for _, tc := range []struct {
 		name   string
@@ -81,11 +92,15 @@ func TestSlowReadersHoldNoSlot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gw := start(t, be.URL, minimal+"limits: {global_max_in_flight: 1, max_concurrency_per_group: 4, queue_timeout: 100ms}\n"+
 				fmt.Sprintf("response: {buffer_bytes: %d}\ntimeouts: {write: 1m}\n", tc.buffer))
+			written.Store(0)
 			c := dialRaw(t, gw.url)
+			c.(*net.TCPConn).SetReadBuffer(clientBuffer) // and does not read
 			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: reader\r\n\r\n")
 			<-writing
 			if tc.kept {
-				eventually(t, "the backend's answer to be taken", func() bool {
+				// A gateway that streamed the answer would stop taking it
+				// once the sockets are full: the wait would stop moving.
+				eventuallyMoving(t, "the backend's answer to be taken", written.Load, func() bool {
 					return metric(t, gw.gw.Metrics(), "group_completed_total", "status", "success") == 1
 				})
 				if got := gw.gw.Executor().Stats().Running; got != 0 {
@@ -103,11 +118,31 @@ func TestSlowReadersHoldNoSlot(t *testing.T) {
 				t.Fatal(err)
 			}
 			n, err := io.Copy(io.Discard, resp.Body)
-			if err != nil || n != size {
+			if err != nil || n != int64(size) {
 				t.Errorf("read %d bytes of %d: %v", n, size, err)
 			}
 		})
 	}
+}
+
+// clientBuffer is the receive buffer of a client that does not read.
+const clientBuffer = 16 << 10
+
+// unheldSize is the size of an answer that the sockets between the gateway
+// and a client that does not read cannot hold: more than the gateway's send
+// buffer, which Linux grows up to tcp_wmem's maximum, and clientBuffer.
+// Streamed, such an answer keeps its slot until the client reads it; the
+// smaller it is, the less CPU a test that moves it needs.
+func unheldSize() int {
+	const slack = 1 << 20
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 3 {
+			if n, err := strconv.Atoi(f[2]); err == nil && n > 0 {
+				return n + clientBuffer + slack
+			}
+		}
+	}
+	return 16 << 20 // elsewhere: far more than the sockets hold
 }
 
 // A body larger than body.buffer_bytes is spooled to a file, forwarded
