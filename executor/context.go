@@ -298,39 +298,76 @@ func (j *job) stopOf() *stopCause {
 	return s
 }
 
+// Done makes its channel at the first call. The parent is user code, which
+// may use the executor on this task (cancel it through its handle, ask its
+// context's Err): it is asked whether it ended, and armed to close the
+// channel when it does, with x.mu released. A parent that ends in between
+// fires what is armed at once; a run that ends in between stops it.
 func (c *runCtx) Done() <-chan struct{} {
 	j := (*job)(c)
 	x := j.extra()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.cancelCh == nil {
-		if x.cancelled == nil && x.ended {
-			// Asked for after the run ended (by a goroutine that outlived
-			// it): done, as a standard run context is once its run ends.
-			x.cancelled = context.Canceled
+	if ch := x.lockDone(); ch != nil {
+		return ch
+	}
+	x.mu.Unlock()
+	parent := j.parent
+	err := parent.Err()
+	watch := parent.Done() != nil
+	if ch := x.lockDone(); ch != nil { // made by a Done beside this one, or done
+		return ch
+	}
+	// Until now Err read the group's stop: a channel made now must be
+	// closed if the group has stopped, or hear of its stop.
+	if err == nil {
+		err = j.stopped()
+	}
+	if err == nil {
+		err = j.watchGroupLocked(x)
+	}
+	if err != nil {
+		x.cancelled = err
+		x.mu.Unlock()
+		return closedChan
+	}
+	ch := make(chan struct{})
+	x.cancelCh = ch
+	x.mu.Unlock()
+	if watch {
+		stop := context.AfterFunc(parent, func() { j.cancelContext(context.Cause(parent)) })
+		x.mu.Lock()
+		ended := x.ended
+		if !ended {
+			x.stopParent = stop // endRun stops it
 		}
-		if x.cancelled == nil {
-			// Until now Err read the group's stop: a channel made now
-			// must be closed if the group has stopped, or hear of its stop.
-			err := j.parent.Err()
-			if err == nil {
-				err = j.stopped()
-			}
-			if err == nil {
-				err = j.watchGroupLocked(x)
-			}
-			x.cancelled = err
-		}
-		if x.cancelled != nil {
-			return closedChan
-		}
-		x.cancelCh = make(chan struct{})
-		if j.parent.Done() != nil && !x.ended {
-			parent := j.parent
-			x.stopParent = context.AfterFunc(parent, func() { j.cancelContext(context.Cause(parent)) })
+		x.mu.Unlock()
+		if ended {
+			stopWatcher(stop)
 		}
 	}
-	return x.cancelCh
+	return ch
+}
+
+// lockDone locks x.mu and returns what the run context's Done answers
+// without asking its parent, with x.mu released: its channel, or
+// closedChan if it is done without one. Otherwise it returns nil, with
+// x.mu held.
+func (x *jobExtra) lockDone() <-chan struct{} {
+	x.mu.Lock()
+	if x.cancelCh != nil {
+		ch := x.cancelCh
+		x.mu.Unlock()
+		return ch
+	}
+	if x.cancelled == nil && x.ended {
+		// Asked for after the run ended (by a goroutine that outlived
+		// it): done, as a standard run context is once its run ends.
+		x.cancelled = context.Canceled
+	}
+	if x.cancelled != nil {
+		x.mu.Unlock()
+		return closedChan
+	}
+	return nil
 }
 
 // Err takes no lock while the task has never been cancelled through its
