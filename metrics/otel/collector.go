@@ -120,12 +120,12 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	c.queueDepth = in.gauge(metricnames.QueueDepth.Name, metricnames.QueueDepth.Help, "{task}")
 	c.running = in.gauge(metricnames.Running.Name, metricnames.Running.Help, "{permit}")
 	c.groupCount = in.gauge(metricnames.Groups.Name, metricnames.Groups.Help, "{group}")
-	c.globalMax = in.gauge("executor_global_max_in_flight", "The global in-flight limit, in permits.", "{permit}")
+	c.globalMax = in.gauge(metricnames.GlobalMaxInFlight.Name, metricnames.GlobalMaxInFlight.Help, "{permit}")
 	c.groupRunning = in.gauge(metricnames.GroupRunning.Name, metricnames.GroupRunning.Help, "{task}")
 	c.groupWaiting = in.gauge(metricnames.GroupWaiting.Name, metricnames.GroupWaiting.Help, "{task}")
-	c.groupMaxIn = in.gauge("group_max_in_flight", "The group's in-flight limit (its bulkhead), in permits.", "{permit}")
-	c.groupMaxCon = in.gauge("group_max_concurrency", "The group's concurrency limit, in permits.", "{permit}")
-	c.groupBreaker = in.gauge("group_breaker_state", "The group's circuit breaker: 0 closed, 1 open, 2 half-open.", "")
+	c.groupMaxIn = in.gauge(metricnames.GroupMaxInFlight.Name, metricnames.GroupMaxInFlight.Help, "{permit}")
+	c.groupMaxCon = in.gauge(metricnames.GroupMaxConcurrency.Name, metricnames.GroupMaxConcurrency.Help, "{permit}")
+	c.groupBreaker = in.gauge(metricnames.GroupBreakerState.Name, metricnames.GroupBreakerState.Help, "")
 	if in.err != nil {
 		return nil, in.err
 	}

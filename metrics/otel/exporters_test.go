@@ -9,12 +9,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/metrics/prom"
@@ -34,9 +37,9 @@ func (b both) OnRejected(e executor.Event)  { b.p.OnRejected(e); b.o.OnRejected(
 
 // One executor observed by both exporters, driven concurrently through
 // successes, failures, panics, refusals, tasks run by their caller, cancels,
-// invalid input, evictions and limit changes: once it is quiescent, every
-// series metrics/prom gives has the same value in metrics/otel (histograms
-// by their counts), the levels are zero, and the counters add up to Stats.
+// invalid input, evictions and limit changes: once it is quiescent, the two
+// give the same series (histograms by their counts) with the same values,
+// the levels are zero, and the counters add up to Stats.
 func TestPromAndOtelAgree(t *testing.T) {
 	mp, reader := newProvider()
 	// Which groups are the first MaxGroups seen depends on how the two
@@ -127,7 +130,7 @@ func TestPromAndOtelAgree(t *testing.T) {
 		}
 	}
 	for k, v := range ov {
-		if _, ok := pv[k]; !ok && sharedName(k) {
+		if _, ok := pv[k]; !ok {
 			t.Errorf("%s: otel %v, not in prom", k, v)
 		}
 	}
@@ -161,15 +164,68 @@ func TestPromAndOtelAgree(t *testing.T) {
 	}
 }
 
-// sharedName reports whether key is of an instrument both exporters give.
-func sharedName(key string) bool {
-	for _, n := range []string{"group_rejected_total", "group_completed_total", "group_queued_seconds", "group_run_seconds",
-		"queue_depth", "executor_running_permits", "executor_groups", "group_running_tasks", "group_waiting_tasks"} {
-		if strings.HasPrefix(key, n+"{") || strings.HasPrefix(key, n+"_count{") {
-			return true
+// The limits and the group breakers' states agree too: a labelled group
+// with the policy's limits and an open breaker, one with limits of its own,
+// one reclaimed (levels, no limits), and a group summed under OtherGroup
+// (levels, no limits).
+func TestPromAndOtelAgreeOnLimits(t *testing.T) {
+	mp, reader := newProvider()
+	labelled := func(g string) bool { return g != "d" }
+	oc, err := gotel.New(mp, gotel.Options{Labelled: labelled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Unregister()
+	pc := prom.New(prom.Options{Labelled: labelled})
+	p, err := policy.New(policy.WithGlobalMaxInFlight(7), policy.WithDefaultMaxInFlight(5), policy.WithDefaultMaxConcurrency(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Unix(0, 0))
+	ex, err := executor.New(p, executor.WithListener(both{pc, oc}), executor.WithGroupBreaker(breaker.Settings{Clock: clk,
+		Timeout: time.Second, ReadyToTrip: func(n breaker.Counts) bool { return n.ConsecutiveFailures >= 1 }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	pc.Observe(ex)
+	oc.Observe(ex)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(pc)
+
+	ctx := context.Background()
+	ok := func(context.Context) error { return nil }
+	_ = ex.Do(ctx, "a", func(context.Context) error { return errors.New("boom") }) // opens a's breaker
+	for _, g := range []string{"b", "c", "d"} {
+		if err := ex.Do(ctx, g, ok); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return false
+	if err := ex.SetGroupLimits("b", policy.GroupLimits{MaxInFlight: 3, MaxConcurrency: 1, Share: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !ex.EvictGroup("c") {
+		t.Fatal("c not evicted")
+	}
+
+	pv := promValues(t, reg)
+	ov := otelValues(collect(t, reader))
+	for k, v := range pv {
+		if got, ok := ov[k]; !ok || got != v {
+			t.Errorf("%s: prom %v, otel %v (present %v)", k, v, got, ok)
+		}
+	}
+	for k, v := range ov {
+		if _, ok := pv[k]; !ok {
+			t.Errorf("%s: otel %v, not in prom", k, v)
+		}
+	}
+	for k, want := range map[string]float64{"executor_global_max_in_flight{}": 7, "group_breaker_state{group=a}": 1,
+		"group_max_in_flight{group=b}": 3, "group_max_concurrency{group=b}": 1} {
+		if got, ok := ov[k]; !ok || got != want {
+			t.Errorf("%s: %v (present %v), want %v", k, got, ok, want)
+		}
+	}
 }
 
 func sumWhere(m map[string]float64, name, label string) (n float64) {

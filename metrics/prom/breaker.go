@@ -21,9 +21,10 @@ import (
 //	breaker_consecutive_failures{breaker}   failures since the last success
 //
 // (a period is breaker.Counts's: since the last change of state or
-// clearing). The executor's group breakers are not among them: their
-// changes of state are counted by BreakerTransitions. It is a
-// prometheus.Collector, safe for concurrent use.
+// clearing). The executor's group breakers are not among them: Collector's
+// group_breaker_state gives their states, and BreakerTransitions counts
+// their changes of state. It is a prometheus.Collector, safe for concurrent
+// use.
 type Breakers struct {
 	cbs                             []*breaker.CircuitBreaker
 	state, reqs, succ, fail, consec *prometheus.Desc

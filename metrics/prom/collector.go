@@ -59,7 +59,8 @@ type Collector struct {
 	queued    *prometheus.HistogramVec
 	run       *prometheus.HistogramVec
 
-	queueDepth, running, groupsDesc, groupRunning, groupWaiting *prometheus.Desc
+	queueDepth, running, groupsDesc, globalMax                        *prometheus.Desc
+	groupRunning, groupWaiting, groupMaxIn, groupMaxCon, groupBreaker *prometheus.Desc
 }
 
 var _ executor.Listener = (*Collector)(nil)
@@ -104,8 +105,12 @@ func New(o Options) *Collector {
 	c.queueDepth = desc(metricnames.QueueDepth, "queue")
 	c.running = desc(metricnames.Running)
 	c.groupsDesc = desc(metricnames.Groups)
+	c.globalMax = desc(metricnames.GlobalMaxInFlight)
 	c.groupRunning = desc(metricnames.GroupRunning, "group")
 	c.groupWaiting = desc(metricnames.GroupWaiting, "group")
+	c.groupMaxIn = desc(metricnames.GroupMaxInFlight, "group")
+	c.groupMaxCon = desc(metricnames.GroupMaxConcurrency, "group")
+	c.groupBreaker = desc(metricnames.GroupBreakerState, "group")
 	return c
 }
 
@@ -236,13 +241,15 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.completed.Describe(ch)
 	c.queued.Describe(ch)
 	c.run.Describe(ch)
-	for _, d := range []*prometheus.Desc{c.queueDepth, c.running, c.groupsDesc, c.groupRunning, c.groupWaiting} {
+	for _, d := range []*prometheus.Desc{c.queueDepth, c.running, c.groupsDesc, c.globalMax,
+		c.groupRunning, c.groupWaiting, c.groupMaxIn, c.groupMaxCon, c.groupBreaker} {
 		ch <- d
 	}
 }
 
-// Collect sends the current values. Levels are read from the executor: each
-// labelled group's GroupStats, and the remainder of Stats for OtherGroup.
+// Collect sends the current values. Levels and limits are read from the
+// executor: each labelled group's GroupStats, and the remainder of Stats for
+// OtherGroup, which has levels but no limits.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.rejected.Collect(ch)
 	c.completed.Collect(ch)
@@ -263,11 +270,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.queueDepth, prometheus.GaugeValue, float64(s.Waiting), "global")
 	ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(s.Running))
 	ch <- prometheus.MustNewConstMetric(c.groupsDesc, prometheus.GaugeValue, float64(s.Groups))
+	ch <- prometheus.MustNewConstMetric(c.globalMax, prometheus.GaugeValue, float64(s.GlobalMaxInFlight))
 	running, waiting := s.RunningTasks, s.Waiting
 	for _, g := range groups {
-		gs, _ := ex.GroupStats(g) // zero when reclaimed: it has nothing running
+		gs, ok := ex.GroupStats(g) // zero when reclaimed: it has nothing running
 		ch <- prometheus.MustNewConstMetric(c.groupRunning, prometheus.GaugeValue, float64(gs.RunningTasks), g)
 		ch <- prometheus.MustNewConstMetric(c.groupWaiting, prometheus.GaugeValue, float64(gs.Waiting), g)
+		if ok { // a reclaimed group has no limits of its own to show
+			ch <- prometheus.MustNewConstMetric(c.groupMaxIn, prometheus.GaugeValue, float64(gs.MaxInFlight), g)
+			ch <- prometheus.MustNewConstMetric(c.groupMaxCon, prometheus.GaugeValue, float64(gs.MaxConcurrency), g)
+			ch <- prometheus.MustNewConstMetric(c.groupBreaker, prometheus.GaugeValue, float64(gs.Breaker), g)
+		}
 		running -= gs.RunningTasks
 		waiting -= gs.Waiting
 	}

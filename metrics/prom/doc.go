@@ -7,7 +7,8 @@
 // A Collector is both an executor.Listener, which counts outcomes and times
 // tasks as they happen, and a prometheus.Collector, which reads the
 // executor's Stats and GroupStats at scrape time for what is a level rather
-// than an event (running and waiting tasks):
+// than an event (running and waiting tasks, the limits, the group breakers'
+// states):
 //
 //	c := prom.New(prom.Options{})
 //	ex, _ := executor.New(p, executor.WithListener(c))
@@ -40,15 +41,21 @@
 // UTF-8, which no label value may hold, those whose key is longer than
 // MaxGroupLen bytes, which every scrape would repeat in each of their
 // series, and the refusals of tasks with an empty group key (invalid), which
-// take no place of their own.
+// take no place of their own. The levels and limits are exported for the
+// labelled groups only (a reclaimed group has levels of 0 and no limits);
+// OtherGroup has levels, the remainder of all groups', but no limits.
 //
 // Metrics (names as listed; Options.Namespace prefixes them):
 //
 //	queue_depth{queue="global"}              tasks waiting, all groups
 //	executor_running_permits                 permits running, all groups
 //	executor_groups                          groups whose state is kept
+//	executor_global_max_in_flight            the global in-flight limit
 //	group_running_tasks{group}               tasks running
 //	group_waiting_tasks{group}               tasks waiting
+//	group_max_in_flight{group}               the group's in-flight limit (bulkhead)
+//	group_max_concurrency{group}             the group's concurrency limit
+//	group_breaker_state{group}               0 closed, 1 open, 2 half-open
 //	group_rejected_total{group,limit}        tasks refused, by the limit that refused them
 //	group_completed_total{group,status}      tasks completed: success, failed, cancelled
 //	group_queued_seconds{group}              time from submit to start (histogram)

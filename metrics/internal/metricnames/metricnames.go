@@ -42,6 +42,17 @@ var (
 	GroupWaiting = Metric{"group_waiting_tasks", "Tasks waiting, by group."}
 )
 
+// The executor's limits and its groups' breakers, read from Stats and
+// GroupStats. The group ones are given for the groups with series of their
+// own that the executor keeps: the remainder under OtherGroup sums groups
+// with limits of their own, which no one number describes.
+var (
+	GlobalMaxInFlight   = Metric{"executor_global_max_in_flight", "The global in-flight limit, in permits."}
+	GroupMaxInFlight    = Metric{"group_max_in_flight", "The group's in-flight limit (its bulkhead), in permits."}
+	GroupMaxConcurrency = Metric{"group_max_concurrency", "The group's concurrency limit, in permits."}
+	GroupBreakerState   = Metric{"group_breaker_state", "The group's circuit breaker: 0 closed, 1 open, 2 half-open."}
+)
+
 // LimitLabel names, as a label value, the limit that refused a task with
 // err: executor.Limit with spaces as underscores ("group_in-flight"), or
 // "other".
