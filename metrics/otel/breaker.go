@@ -66,7 +66,9 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 //
 // then calls next, when not nil. Group keys name group breakers, so the
 // breaker attribute has as many values as there are groups that ever changed
-// state: use it where groups are a bounded set.
+// state: use it where groups are a bounded set. A name that is not valid
+// UTF-8, which an exporter cannot send, or longer than MaxGroupLen bytes is
+// counted under OtherGroup, as metrics/prom's BreakerTransitions counts it.
 func BreakerTransitions(mp metric.MeterProvider, namespace string, next func(name string, from, to breaker.State)) (func(name string, from, to breaker.State), error) {
 	if mp == nil {
 		return nil, errors.New("otel: BreakerTransitions: nil MeterProvider")
@@ -82,10 +84,12 @@ func BreakerTransitions(mp metric.MeterProvider, namespace string, next func(nam
 	}
 	var sets sync.Map // key -> metric.MeasurementOption
 	return func(name string, from, to breaker.State) {
-		k := key{name, from, to}
+		// Keyed by the label, not the name: a client-chosen key of any
+		// length would otherwise be kept here, for good, as well.
+		k := key{metricnames.BreakerLabel(name), from, to}
 		o, ok := sets.Load(k)
 		if !ok {
-			o, _ = sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", name),
+			o, _ = sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", k.name),
 				attribute.String("from", metricnames.StateLabel(from)), attribute.String("to", metricnames.StateLabel(to)))))
 		}
 		c.Add(context.Background(), 1, o.(metric.MeasurementOption))

@@ -113,13 +113,7 @@ func NewBreakerTransitions(namespace string, next func(name string, from, to bre
 
 // OnStateChange counts the change, then calls next.
 func (t *BreakerTransitions) OnStateChange(name string, from, to breaker.State) {
-	label := name
-	if !utf8.ValidString(name) || len(name) > MaxGroupLen {
-		// WithLabelValues would panic on the one, and a client-chosen
-		// group key of any length would be kept, and scraped, for good.
-		label = OtherGroup
-	}
-	t.c.WithLabelValues(label, metricnames.StateLabel(from), metricnames.StateLabel(to)).Inc()
+	t.c.WithLabelValues(metricnames.BreakerLabel(name), metricnames.StateLabel(from), metricnames.StateLabel(to)).Inc()
 	if t.next != nil {
 		t.next(name, from, to)
 	}

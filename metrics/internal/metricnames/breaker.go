@@ -1,6 +1,10 @@
 package metricnames
 
-import "github.com/groupexec/groupexec/breaker"
+import (
+	"unicode/utf8"
+
+	"github.com/groupexec/groupexec/breaker"
+)
 
 // Circuit breakers' metrics, each with the label breaker; the transitions
 // with the labels from and to too.
@@ -16,3 +20,16 @@ var (
 // StateLabel is a breaker state's label value: "closed", "open" or
 // "half-open".
 func StateLabel(s breaker.State) string { return s.String() }
+
+// BreakerLabel is the breaker label value a change of state of the breaker
+// called name is counted under: name itself, or OtherGroup for a name that
+// is not valid UTF-8, which no Prometheus label value may hold and no OTLP
+// exporter may send, or longer than MaxGroupLen bytes. Group keys name
+// group breakers, and a client-chosen key of any length would be kept, and
+// exported, for good.
+func BreakerLabel(name string) string {
+	if !utf8.ValidString(name) || len(name) > MaxGroupLen {
+		return OtherGroup
+	}
+	return name
+}

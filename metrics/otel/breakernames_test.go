@@ -1,0 +1,79 @@
+package otel_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/groupexec/groupexec/breaker"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
+	"github.com/groupexec/groupexec/metrics/prom"
+)
+
+// Group keys name group breakers and come from clients: a name that is not
+// valid UTF-8, which an exporter cannot send, or longer than MaxGroupLen
+// bytes is counted under OtherGroup, and next still gets the name.
+func TestBreakerTransitionsBoundNames(t *testing.T) {
+	mp, reader := newProvider()
+	var names []string
+	onChange, err := gotel.BreakerTransitions(mp, "app", func(name string, _, _ breaker.State) { names = append(names, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, longest := strings.Repeat("k", gotel.MaxGroupLen+1), strings.Repeat("k", gotel.MaxGroupLen)
+	for _, name := range []string{"\xff", long, longest, "ok"} {
+		onChange(name, breaker.StateClosed, breaker.StateOpen)
+	}
+	r := collect(t, reader)
+	attrs := func(name string) map[string]string {
+		return map[string]string{"breaker": name, "from": "closed", "to": "open"}
+	}
+	if got := r.value("app_breaker_transitions_total", attrs(gotel.OtherGroup)); got != 2 {
+		t.Errorf("%d transitions under %s, want 2", got, gotel.OtherGroup)
+	}
+	for _, name := range []string{longest, "ok"} {
+		if got := r.value("app_breaker_transitions_total", attrs(name)); got != 1 {
+			t.Errorf("%d transitions of %.10q, want 1", got, name)
+		}
+	}
+	for _, name := range []string{"\xff", long} {
+		if got, ok := r.int("app_breaker_transitions_total", attrs(name)); ok {
+			t.Errorf("%d transitions under the name %.10q, want none", got, name)
+		}
+	}
+	if len(names) != 4 || names[0] != "\xff" || names[1] != long {
+		t.Errorf("next got %.10q", names)
+	}
+}
+
+// prom and otel count the same names under the same breaker label.
+func TestPromAndOtelAgreeOnBreakerNames(t *testing.T) {
+	mp, reader := newProvider()
+	onChange, err := gotel.BreakerTransitions(mp, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := prom.NewBreakerTransitions("", onChange)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(tr)
+	for _, name := range []string{"\xff", "a\xffb", strings.Repeat("k", gotel.MaxGroupLen+1), strings.Repeat("k", gotel.MaxGroupLen), "ok", gotel.OtherGroup} {
+		tr.OnStateChange(name, breaker.StateClosed, breaker.StateOpen)
+		tr.OnStateChange(name, breaker.StateOpen, breaker.StateHalfOpen)
+	}
+	pv := promValues(t, reg)
+	ov := otelValues(collect(t, reader))
+	for k, v := range pv {
+		if got, ok := ov[k]; !ok || got != v {
+			t.Errorf("%.60s: prom %v, otel %v (present %v)", k, v, got, ok)
+		}
+	}
+	for k, v := range ov {
+		if _, ok := pv[k]; !ok {
+			t.Errorf("%.60s: otel %v, not in prom", k, v)
+		}
+	}
+	if len(pv) != 6 {
+		t.Errorf("prom gave %d series, want 6: %v", len(pv), pv)
+	}
+}
