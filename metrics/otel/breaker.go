@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -23,8 +24,15 @@ import (
 //
 // (a period is breaker.Counts's: since the last change of state or clearing).
 // namespace, when set, prefixes the names. Unregister the returned
-// registration to stop. The executor's group breakers are exported by
-// Collector's group_breaker_state instead.
+// registration to stop, and to free the breakers' names. The executor's
+// group breakers are exported by Collector's group_breaker_state instead.
+//
+// It fails if a breaker is nil or the provider refuses an instrument, and,
+// with an error matching ErrNameInUse, if two of cbs have the same name, or
+// a registration on mp with the same namespace that has not been
+// unregistered observes a breaker of that name: their series would be one,
+// showing whichever observation came last. mp is kept until Unregister, for
+// that check; a provider that is not a pointer is not checked.
 func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.CircuitBreaker) (metric.Registration, error) {
 	if mp == nil {
 		return nil, errors.New("otel: ObserveBreakers: nil MeterProvider")
@@ -40,13 +48,25 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 		return nil, in.err
 	}
 	attrs := make([]metric.MeasurementOption, len(cbs))
+	seen := make(map[string]bool, len(cbs))
+	r := &breakersRegistration{}
 	for i, cb := range cbs {
 		if cb == nil {
 			return nil, errors.New("otel: ObserveBreakers: nil breaker")
 		}
+		if seen[cb.Name()] {
+			return nil, fmt.Errorf("otel: ObserveBreakers: two breakers named %q: their series would be one: %w", cb.Name(), ErrNameInUse)
+		}
+		seen[cb.Name()] = true
 		attrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", cb.Name())))
+		if k, ok := keyOf(mp, namespace, "breaker", cb.Name()); ok {
+			r.claims = append(r.claims, k)
+		}
 	}
-	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	if k, ok := take(r, r.claims...); !ok {
+		return nil, fmt.Errorf("otel: ObserveBreakers: breaker %q: a live registration on this MeterProvider observes a breaker of that name in namespace %q, and the two would mix (Unregister it first, or observe each breaker once): %w", k.name, namespace, ErrNameInUse)
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for i, cb := range cbs {
 			st, n := cb.State(), cb.Counts()
 			o.ObserveInt64(state, int64(st), attrs[i])
@@ -57,6 +77,28 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 		}
 		return nil
 	}, state, reqs, succ, fail, consec)
+	if err != nil {
+		free(r, r.claims...)
+		return nil, err
+	}
+	r.Registration = reg
+	return r, nil
+}
+
+// breakersRegistration is ObserveBreakers' registration, which frees the
+// breakers' names once the callback is unregistered.
+type breakersRegistration struct {
+	metric.Registration
+	claims []claimKey
+}
+
+// Unregister stops the callback and frees the breakers' names.
+func (r *breakersRegistration) Unregister() error {
+	if err := r.Registration.Unregister(); err != nil {
+		return err // the callback may still run: the names stay taken
+	}
+	free(r, r.claims...)
+	return nil
 }
 
 // BreakerTransitions returns a function for breaker.Settings.OnStateChange

@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -41,6 +42,7 @@ type Bulkhead struct {
 	attrs    metric.MeasurementOption
 	b        atomic.Pointer[bulkhead.Bulkhead]
 	reg      metric.Registration
+	claim    *claimKey // the name b holds; nil for a provider that is not a pointer
 	acquired metric.Int64Counter
 	queued   metric.Int64Counter
 	rejected metric.Int64Counter
@@ -53,7 +55,12 @@ var _ bulkhead.Listener = (*Bulkhead)(nil)
 
 // NewBulkhead returns the instruments of the bulkhead called name; namespace,
 // when set, prefixes their names. Pass it to bulkhead.WithListener, then call
-// Observe with the bulkhead.
+// Observe with the bulkhead. It fails if the provider refuses an
+// instrument, and, with an error matching ErrNameInUse, if a Bulkhead on mp
+// with the same namespace and name has not been unregistered: the two
+// bulkheads would report into the same series. mp is kept until
+// Unregister, for that check; a provider that is not a pointer is not
+// checked.
 func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, error) {
 	if mp == nil {
 		return nil, errors.New("otel: NewBulkhead: nil MeterProvider")
@@ -75,8 +82,15 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 	if in.err != nil {
 		return nil, in.err
 	}
+	if k, ok := keyOf(mp, namespace, "bulkhead", name); ok {
+		if _, ok := take(b, k); !ok {
+			return nil, fmt.Errorf("otel: NewBulkhead: name %q: a live Bulkhead on this MeterProvider has it in namespace %q, and two bulkheads' numbers would mix (Unregister it first, or give each bulkhead its own name): %w", name, namespace, ErrNameInUse)
+		}
+		b.claim = &k
+	}
 	reg, err := m.RegisterCallback(b.observe, b.inFlight, b.limit, b.depth)
 	if err != nil {
+		b.unclaim()
 		return nil, err
 	}
 	b.reg = reg
@@ -86,8 +100,23 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 // Observe sets the bulkhead the gauges read.
 func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) { b.b.Store(bh) }
 
-// Unregister stops the gauges' callback.
-func (b *Bulkhead) Unregister() error { return b.reg.Unregister() }
+// Unregister stops the gauges' callback, for a Bulkhead no longer used, and
+// frees its name for another Bulkhead. The counters are the provider's: a
+// later Bulkhead with the same name goes on from their totals.
+func (b *Bulkhead) Unregister() error {
+	if err := b.reg.Unregister(); err != nil {
+		return err // the callback may still run: the name stays taken
+	}
+	b.unclaim()
+	return nil
+}
+
+// unclaim frees b's name, if b still holds it.
+func (b *Bulkhead) unclaim() {
+	if b.claim != nil {
+		free(b, *b.claim)
+	}
+}
 
 // OnEvent counts permits issued, waits and refusals.
 func (b *Bulkhead) OnEvent(e bulkhead.Event) {

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/bulkhead"
 	"github.com/groupexec/groupexec/executor"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 )
@@ -68,5 +71,117 @@ func TestNewOnNoopProviderIsNotClaimed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Unregister()
+	}
+}
+
+// A second live Bulkhead on one MeterProvider with the same namespace and
+// name is refused, naming both: the two bulkheads' counters would sum and
+// their gauges show the last callback's. Another name, namespace or
+// provider is free, and Unregister frees the name.
+func TestNewBulkheadRefusesALiveName(t *testing.T) {
+	mp, reader := newProvider()
+	first, err := gotel.NewBulkhead(mp, "payments", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gotel.NewBulkhead(mp, "payments", "app")
+	if !errors.Is(err, gotel.ErrNameInUse) || !strings.Contains(err.Error(), `name "payments"`) || !strings.Contains(err.Error(), `namespace "app"`) {
+		t.Fatalf("a second Bulkhead payments in app: %v; want ErrNameInUse naming both", err)
+	}
+	mp2, _ := newProvider()
+	for _, o := range []struct {
+		mp       *sdkmetric.MeterProvider
+		name, ns string
+	}{{mp, "search", "app"}, {mp, "payments", "jobs"}, {mp2, "payments", "app"}} {
+		b, err := gotel.NewBulkhead(o.mp, o.name, o.ns)
+		if err != nil {
+			t.Fatalf("%s in %s: %v", o.name, o.ns, err)
+		}
+		defer b.Unregister()
+	}
+	first.OnEvent(bulkhead.Event{Code: bulkhead.EventPermitAcquired})
+	if err := first.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := gotel.NewBulkhead(mp, "payments", "app")
+	if err != nil {
+		t.Fatalf("after Unregister: %v", err)
+	}
+	defer second.Unregister()
+	if err := first.Unregister(); err != nil { // again: second keeps the name
+		t.Fatal(err)
+	}
+	if _, err := gotel.NewBulkhead(mp, "payments", "app"); !errors.Is(err, gotel.ErrNameInUse) {
+		t.Errorf("a second Unregister of the first freed the name of the second: %v", err)
+	}
+	second.OnEvent(bulkhead.Event{Code: bulkhead.EventPermitAcquired})
+	if got := collect(t, reader).value("app_bulkhead_acquired_total", map[string]string{"bulkhead": "payments"}); got != 2 {
+		t.Errorf("acquired %d, want the two Bulkheads' 2", got)
+	}
+}
+
+// ObserveBreakers refuses a breaker name that a live registration on the
+// same MeterProvider and namespace observes, or that two of its breakers
+// share: their series would be one. A refused call takes no name, and
+// Unregister frees the names.
+func TestObserveBreakersRefusesALiveName(t *testing.T) {
+	mp, _ := newProvider()
+	db, _ := breaker.New(breaker.Settings{Name: "db"})
+	db2, _ := breaker.New(breaker.Settings{Name: "db"})
+	cache, _ := breaker.New(breaker.Settings{Name: "cache"})
+	queue, _ := breaker.New(breaker.Settings{Name: "queue"})
+	if _, err := gotel.ObserveBreakers(mp, "app", db, db2); !errors.Is(err, gotel.ErrNameInUse) || !strings.Contains(err.Error(), `"db"`) {
+		t.Fatalf("two breakers named db: %v; want ErrNameInUse naming it", err)
+	}
+	first, err := gotel.ObserveBreakers(mp, "app", db, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gotel.ObserveBreakers(mp, "app", queue, db2)
+	if !errors.Is(err, gotel.ErrNameInUse) || !strings.Contains(err.Error(), `breaker "db"`) || !strings.Contains(err.Error(), `namespace "app"`) {
+		t.Fatalf("db observed twice in app: %v; want ErrNameInUse naming both", err)
+	}
+	// The refused call took no name: queue is free.
+	q, err := gotel.ObserveBreakers(mp, "app", queue)
+	if err != nil {
+		t.Fatalf("queue after a refused call: %v", err)
+	}
+	defer q.Unregister()
+	other, err := gotel.ObserveBreakers(mp, "jobs", db2)
+	if err != nil {
+		t.Fatalf("another namespace: %v", err)
+	}
+	defer other.Unregister()
+	if err := first.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := gotel.ObserveBreakers(mp, "app", db2, cache)
+	if err != nil {
+		t.Fatalf("after Unregister: %v", err)
+	}
+	defer second.Unregister()
+	if err := first.Unregister(); err != nil { // again: second keeps the names
+		t.Fatal(err)
+	}
+	if _, err := gotel.ObserveBreakers(mp, "app", cache); !errors.Is(err, gotel.ErrNameInUse) {
+		t.Errorf("a second Unregister of the first freed the names of the second: %v", err)
+	}
+}
+
+// A no-op provider is not claimed by NewBulkhead or ObserveBreakers either.
+func TestPoliciesOnNoopProviderAreNotClaimed(t *testing.T) {
+	mp := noop.NewMeterProvider()
+	db, _ := breaker.New(breaker.Settings{Name: "db"})
+	for range 2 {
+		b, err := gotel.NewBulkhead(mp, "payments", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Unregister()
+		r, err := gotel.ObserveBreakers(mp, "", db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Unregister()
 	}
 }

@@ -53,8 +53,11 @@
 // Namespace, or its own MeterProvider (with a resource attribute that tells
 // them apart). New keeps the provider, for that check, until Unregister;
 // a provider that is not a pointer (such as a no-op one) is not checked.
-// NewBulkhead and ObserveBreakers are not checked: give each bulkhead its
-// own name, and observe each breaker once per namespace.
+// Likewise NewBulkhead refuses a second live Bulkhead with the same name and
+// namespace on one provider, and ObserveBreakers a breaker name that a live
+// registration of the same namespace and provider observes, or that two of
+// its breakers share (ErrNameInUse): give each bulkhead its own name, and
+// observe each breaker once per namespace.
 //
 // It lives in a package of its own so that the core packages never import
 // OpenTelemetry: only programs that use it compile it. The package is named
