@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -27,7 +28,9 @@ import (
 // registration to stop, and to free the breakers' names. The executor's
 // group breakers are exported by Collector's group_breaker_state instead.
 //
-// It fails if a breaker is nil or the provider refuses an instrument, and,
+// It fails if a breaker is nil, or its name is not valid UTF-8, which an
+// exporter cannot send (every export would fail), as metrics/prom's
+// NewBreakers refuses them; if the provider refuses an instrument; and,
 // with an error matching ErrNameInUse, if two of cbs have the same name, or
 // a registration on mp with the same namespace that has not been
 // unregistered observes a breaker of that name: their series would be one,
@@ -53,6 +56,9 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	for i, cb := range cbs {
 		if cb == nil {
 			return nil, errors.New("otel: ObserveBreakers: nil breaker")
+		}
+		if !utf8.ValidString(cb.Name()) {
+			return nil, fmt.Errorf("otel: ObserveBreakers: breaker %d's name %q: must be valid UTF-8", i, cb.Name())
 		}
 		if seen[cb.Name()] {
 			return nil, fmt.Errorf("otel: ObserveBreakers: two breakers named %q: their series would be one: %w", cb.Name(), ErrNameInUse)

@@ -77,3 +77,31 @@ func TestPromAndOtelAgreeOnBreakerNames(t *testing.T) {
 		t.Errorf("prom gave %d series, want 6: %v", len(pv), pv)
 	}
 }
+
+// A bulkhead or breaker name that is not valid UTF-8, which no exporter can
+// send, is refused, as metrics/prom refuses it, naming the value.
+func TestPolicyNamesNotUTF8AreRefused(t *testing.T) {
+	mp, _ := newProvider()
+	if b, err := gotel.NewBulkhead(mp, "pay\xff", ""); err == nil || !strings.Contains(err.Error(), `"pay\xff"`) {
+		if b != nil {
+			b.Unregister()
+		}
+		t.Errorf("NewBulkhead of a name not UTF-8: %v; want an error naming it", err)
+	}
+	ok, _ := breaker.New(breaker.Settings{Name: "ok"})
+	bad, err := breaker.New(breaker.Settings{Name: "db\xff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := gotel.ObserveBreakers(mp, "", ok, bad); err == nil || !strings.Contains(err.Error(), `breaker 1's name "db\xff"`) {
+		if r != nil {
+			r.Unregister()
+		}
+		t.Errorf("ObserveBreakers of a name not UTF-8: %v; want an error naming it", err)
+	}
+	r, err := gotel.ObserveBreakers(mp, "", ok) // the refused call took no name
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Unregister()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -55,15 +56,19 @@ var _ bulkhead.Listener = (*Bulkhead)(nil)
 
 // NewBulkhead returns the instruments of the bulkhead called name; namespace,
 // when set, prefixes their names. Pass it to bulkhead.WithListener, then call
-// Observe with the bulkhead. It fails if the provider refuses an
-// instrument, and, with an error matching ErrNameInUse, if a Bulkhead on mp
-// with the same namespace and name has not been unregistered: the two
-// bulkheads would report into the same series. mp is kept until
-// Unregister, for that check; a provider that is not a pointer is not
-// checked.
+// Observe with the bulkhead. It fails if name is not valid UTF-8, which an
+// exporter cannot send (every export would fail), as metrics/prom's
+// NewBulkhead refuses it; if the provider refuses an instrument; and, with
+// an error matching ErrNameInUse, if a Bulkhead on mp with the same
+// namespace and name has not been unregistered: the two bulkheads would
+// report into the same series. mp is kept until Unregister, for that
+// check; a provider that is not a pointer is not checked.
 func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, error) {
 	if mp == nil {
 		return nil, errors.New("otel: NewBulkhead: nil MeterProvider")
+	}
+	if !utf8.ValidString(name) {
+		return nil, fmt.Errorf("otel: NewBulkhead: name %q: must be valid UTF-8", name)
 	}
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: namespace}
