@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -50,6 +51,7 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	if in.err != nil {
 		return nil, in.err
 	}
+	cbs = slices.Clone(cbs) // the callback reads them later: not the caller's slice
 	attrs := make([]metric.MeasurementOption, len(cbs))
 	seen := make(map[string]bool, len(cbs))
 	r := &breakersRegistration{}

@@ -280,3 +280,26 @@ func TestBulkheadGivenBackPermitCountedOnce(t *testing.T) {
 		t.Errorf("two requests counted as %d acquired and %d rejected, want 2 and 0", acquired, rejected)
 	}
 }
+
+// ObserveBreakers observes the breakers it was given: a caller that reuses
+// its slice afterwards changes nothing.
+func TestObserveBreakersKeepsItsBreakers(t *testing.T) {
+	mp, reader := newProvider()
+	db, _ := breaker.New(breaker.Settings{Name: "db"})
+	cbs := []*breaker.CircuitBreaker{db}
+	reg, err := gotel.ObserveBreakers(mp, "", cbs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	other, _ := breaker.New(breaker.Settings{Name: "other"})
+	cbs[0] = other
+	breaker.Execute(db, func() (int, error) { return 1, nil })
+	r := collect(t, reader)
+	if got, ok := r.int("breaker_requests", map[string]string{"breaker": "db"}); !ok || got != 1 {
+		t.Errorf("breaker_requests{db} = %d (%v), want 1", got, ok)
+	}
+	if _, ok := r.int("breaker_requests", map[string]string{"breaker": "other"}); ok {
+		t.Error("a breaker put in the caller's slice afterwards is observed")
+	}
+}
