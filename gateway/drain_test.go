@@ -193,6 +193,37 @@ func TestDrainingAnswersCloseConnection(t *testing.T) {
 	}
 }
 
+// A running request that the executor's shutdown cancels before the
+// abort reaches it is answered 503 draining too, closing its connection:
+// Close aborts a request served by a server of its own on a goroutine of
+// the abort's, and then shuts the executor down at once, so either may
+// cancel the request first. Taken for a client that went away, it was
+// answered nothing: an empty 200, its connection kept.
+func TestRequestCancelledByShutdownAnswersDraining(t *testing.T) {
+	g := newGate()
+	gw := build(t, backend(t, g.ServeHTTP).URL, minimal)
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	c := dialRaw(t, srv.URL)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+	g.await(t, 1) // running
+	// The executor alone, as when its shutdown wins the race with the
+	// abort: the request's own context is not cancelled.
+	if err := gw.Executor().Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close || !strings.Contains(string(body), `"error":"draining"`) {
+		t.Errorf("%d %q, close %v; want 503 draining closing the connection", resp.StatusCode, body, resp.Close)
+	}
+	gw.Close()
+}
+
 // drain_timeout reloads in place, also during drain_delay: a drain reads it
 // once the delay has passed, not as the shutdown begins. A request still
 // running is cut off after the drain_timeout in force then.

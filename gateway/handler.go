@@ -675,6 +675,17 @@ func (g *Gateway) refuseDraining(w http.ResponseWriter, x *exchange) {
 	g.refuse(w, x, http.StatusServiceUnavailable, "draining", "the gateway is shutting down", time.Second)
 }
 
+// drained reports whether ctx, a running request's, was cancelled by the
+// drain: aborted at its deadline, or by Close. Close aborts a request
+// served by another server than ProxyServer on a goroutine of the abort's
+// (context.AfterFunc's), and shuts the executor down right after: the
+// executor's cancellation (cause ErrShutdown) may reach the request's
+// task first, and must not be taken for a client that went away.
+func drained(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, ErrAborted) || errors.Is(cause, executor.ErrShutdown)
+}
+
 // statusClientClosed is recorded (never sent) for a request whose client
 // went away first, as nginx's 499.
 const statusClientClosed = 499
@@ -693,7 +704,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.As(err, &open):
 		x.verdict = context.Canceled // the backends' breakers have counted already
 		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
-	case errors.Is(context.Cause(ctx), ErrAborted):
+	case drained(ctx):
 		x.verdict = context.Canceled // says nothing of the backend
 		g.refuseDraining(w, x)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
