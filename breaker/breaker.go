@@ -78,6 +78,21 @@ func (cb *CircuitBreaker) Name() string { return cb.name }
 // half-open.
 func (cb *CircuitBreaker) State() State { return cb.cur.Load().state }
 
+// RemainingDelay returns how long an open breaker has left of its
+// Settings.Timeout, read on Settings.Clock: the time until the next request
+// moves it to half-open and is let through as a probe. It returns 0 when the
+// breaker is closed or half-open, or open past its Timeout (the next
+// request finds it half-open). Like State, it only reads. A service that
+// refuses a request because the breaker is open can tell its client to
+// come back after it (HTTP's Retry-After).
+func (cb *CircuitBreaker) RemainingDelay() time.Duration {
+	ep := cb.cur.Load()
+	if ep.state != StateOpen {
+		return 0 // no clock read: the common case costs one atomic load
+	}
+	return max(0, ep.expiry.Sub(cb.clock.Now()))
+}
+
 // Counts returns the counts of the current period (see Counts). Like State,
 // it only reads: a closed breaker's counts whose Interval has ended are
 // cleared by the next request, not by Counts.

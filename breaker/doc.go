@@ -19,6 +19,10 @@
 // ended is not counted, so a slow request from before a trip can neither
 // close nor reopen the breaker.
 //
+// RemainingDelay says how long an open breaker has left before it lets a
+// probe through (0 in every other state): what a service refusing a request
+// with ErrOpenState can tell its client to wait.
+//
 // Besides Execute there are two two-step forms: Allow returns a done
 // func(success bool), and AllowTicket returns a Ticket that can also be
 // finished with Ignore, which records nothing and gives a half-open probe

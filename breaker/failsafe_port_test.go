@@ -36,7 +36,8 @@ package breaker_test
 // TestClosedStateFailureWithDefaultConfig, ported here on breaker's
 // documented default: the 5th consecutive failure trips, not the first);
 // RemainingDelay (TestRemainingDelay, TestNoRemainingDelay,
-// TestRemainingDelayInHalfOpenState: breaker has no such method); the
+// TestRemainingDelayInHalfOpenState: they open and half-open the breaker by
+// hand; remaining_test.go checks the same on breaker's transitions); the
 // sliding-window and half-open parts of TestGetSuccessAndFailureStats;
 // half-open failure thresholds and success ratios (above); the event
 // context of OnOpen (breaker has no context); "without conditions" (its

@@ -75,6 +75,32 @@ func TestGroupBreakerRecovers(t *testing.T) {
 	}
 }
 
+// GroupStats says how long an open group breaker has left, on the
+// breaker's clock, so that a server refusing the group's tasks can tell its
+// clients when to come back; 0 while it is closed or half-open.
+func TestGroupStatsBreakerRemainingDelay(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Clock: clk, Timeout: time.Minute, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding}))
+	if s := groupStats(t, ex, "g"); s.BreakerRemainingDelay != 0 {
+		t.Fatalf("closed breaker: BreakerRemainingDelay %v, want 0", s.BreakerRemainingDelay)
+	}
+	wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing}))
+	clk.Advance(20 * time.Second)
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
+		t.Fatalf("err = %v", err)
+	}
+	if s := groupStats(t, ex, "g"); s.Breaker != breaker.StateOpen || s.BreakerRemainingDelay != 40*time.Second {
+		t.Fatalf("open breaker 20s into its 1m: %v, BreakerRemainingDelay %v, want 40s", s.Breaker, s.BreakerRemainingDelay)
+	}
+	clk.Advance(40 * time.Second)
+	if s := groupStats(t, ex, "g"); s.BreakerRemainingDelay != 0 {
+		t.Fatalf("open breaker past its timeout: BreakerRemainingDelay %v, want 0", s.BreakerRemainingDelay)
+	}
+}
+
 // TestCancelledAndTimedOutTasksDoNotCount: only Success and Failed reach the
 // breaker; a half-open probe slot held by a task cancelled while waiting is
 // given back.

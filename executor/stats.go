@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/groupexec/groupexec/breaker"
 )
@@ -70,6 +71,12 @@ type GroupStats struct {
 	// Breaker is the state of the group's breaker (WithGroupBreaker);
 	// breaker.StateClosed when there is none.
 	Breaker breaker.State
+	// BreakerRemainingDelay is how long the group's breaker stays open
+	// before it lets a probe through (breaker's RemainingDelay, on its
+	// Settings.Clock): 0 unless it is open. A server refusing a task of the
+	// group with breaker.ErrOpenState tells its client to come back after
+	// it (Retry-After) rather than be refused again.
+	BreakerRemainingDelay time.Duration
 	// ServedPermits is the permits taken by the group's tasks started under
 	// the limits (Started counts the tasks): the sum of their weights. Over a
 	// period when groups wait for global room, it grows in proportion to
@@ -130,8 +137,8 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		return GroupStats{}, false
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.dead {
+		g.mu.Unlock()
 		return GroupStats{}, false
 	}
 	var br breaker.State
@@ -141,7 +148,7 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 	lane := g.laneLen() // waiting, and submitted (lane.go)
 	counts := g.counts
 	counts.Submitted += uint64(lane)
-	return GroupStats{
+	st := GroupStats{
 		Breaker:        br,
 		Group:          g.key,
 		Running:        g.running,
@@ -155,7 +162,14 @@ func (ex *Executor) GroupStats(group string) (GroupStats, bool) {
 		Shutdown:       g.shutdown,
 		ServedPermits:  g.served,
 		TaskCounts:     counts,
-	}, true
+	}
+	g.mu.Unlock()
+	if g.br != nil && br == breaker.StateOpen {
+		// Outside the lock: it reads the breaker's clock, user code. g.br
+		// is set when g is made and never changes.
+		st.BreakerRemainingDelay = g.br.RemainingDelay()
+	}
+	return st, true
 }
 
 // totals are the counts not kept by a live group: those of groups dropped

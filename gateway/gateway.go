@@ -23,22 +23,21 @@ import (
 // an admin handler beside it; Serve runs both and drains. It is safe for
 // concurrent use. Create it with New; release it with Close.
 type Gateway struct {
-	state       atomic.Pointer[state] // replaced whole by Reload
-	start       *state                // the state New made: the executor's policy
-	ex          *executor.Executor
-	groups      *groups
-	m           *metrics
-	proxy       *httputil.ReverseProxy
-	transport   *http.Transport
-	conns       conns                    // to the backends
-	clients     atomic.Pointer[listener] // the proxy's listener, once Serve runs
-	log         *slog.Logger
-	clk         clock.Clock
-	health      *health
-	inflight    tracker
-	svc         serviceTime // of admitted requests, for Retry-After
-	tenantOpens tenantOpens // when the tenants' breakers opened, for Retry-After
-	reload      reloader
+	state     atomic.Pointer[state] // replaced whole by Reload
+	start     *state                // the state New made: the executor's policy
+	ex        *executor.Executor
+	groups    *groups
+	m         *metrics
+	proxy     *httputil.ReverseProxy
+	transport *http.Transport
+	conns     conns                    // to the backends
+	clients   atomic.Pointer[listener] // the proxy's listener, once Serve runs
+	log       *slog.Logger
+	clk       clock.Clock
+	health    *health
+	inflight  tracker
+	svc       serviceTime // of admitted requests, for Retry-After
+	reload    reloader
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.
@@ -90,9 +89,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	}
 	if bs, on := cfg.BreakerSettings(); on && cfg.Breaker.Per == config.PerTenant {
 		bs.Clock = g.clk
-		g.tenantOpens.timeout = bs.Timeout
 		bs.OnStateChange = func(group string, from, to breaker.State) {
-			g.tenantOpens.changed(group, to, g.clk.Now())
 			g.log.Warn("tenant breaker", "tenant", group, "from", from.String(), "to", to.String())
 		}
 		exOpts = append(exOpts, executor.WithGroupBreaker(bs))

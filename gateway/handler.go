@@ -14,6 +14,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
+	"github.com/groupexec/groupexec/internal/adapt"
 )
 
 // exchange is one request on its way through the gateway. Exchanges are
@@ -642,8 +643,12 @@ func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx cont
 	var re *executor.RejectedError
 	switch {
 	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
+		// Retry-After: the time the tenant's breaker has left before it lets
+		// a probe through (on g.clk, the breakers' clock), as for backend
+		// breakers; a second when it is half-open with its probes out (their
+		// answer comes within a request's time) or its time has passed.
 		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "the tenant's circuit breaker is open",
-			g.tenantOpens.retryAfter(x.group, err, g.clk.Now()))
+			adapt.RetryDelay(g.ex, err, time.Second))
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
 		errors.Is(context.Cause(ctx), ErrAborted):
 		g.refuseDraining(w, x)

@@ -46,7 +46,7 @@ func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryCli
 		*c = clientCall{fn: c.fn} // drop the call before the next one reuses c
 		clientCalls.Put(c)
 		if !ran {
-			return refusal(err, a.retryAfter)
+			return refusal(err, a.retryFor(err))
 		}
 		if !returned {
 			notReturned(err)

@@ -97,7 +97,7 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 		return h.a.outcome(err)
 	})
 	if !ran {
-		h.refused = refusal(err, h.a.retryAfter)
+		h.refused = refusal(err, h.a.retryFor(err))
 		close(h.admitted)
 	}
 }

@@ -98,7 +98,9 @@ func WithDefaultGroup(group string) Option {
 
 // WithRetryAfter sets the delay in the RetryInfo detail of refusals, and in
 // their grpc-retry-pushback-ms trailer, in milliseconds rounded up (default
-// DefaultRetryAfter). d must be > 0.
+// DefaultRetryAfter). A refusal by an open group breaker is sent the time
+// the breaker has left before it lets a probe through instead, when that is
+// longer: a call retried sooner would only be refused again. d must be > 0.
 func WithRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if err := adapt.RetryAfter(d); err != nil {

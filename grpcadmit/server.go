@@ -60,11 +60,18 @@ func newServerAdmitter(ex *executor.Executor, opts []Option) *admitter {
 // refuse returns the refusal of a call for err, marked as a server
 // interceptor's on the server side.
 func (a *admitter) refuse(err error) error {
-	r := refusal(err, a.retryAfter)
+	r := refusal(err, a.retryFor(err))
 	if re, ok := r.(*RefusalError); ok && !a.client {
 		re.server = true
 	}
 	return r
+}
+
+// retryFor returns the retry delay of a call refused with err:
+// WithRetryAfter's, or the time an open group breaker that refused it has
+// left, when that is longer (adapt.RetryDelay).
+func (a *admitter) retryFor(err error) time.Duration {
+	return adapt.RetryDelay(a.ex, err, a.retryAfter)
 }
 
 // groupOf returns the call's group, or the refusal of an invalid tenant.

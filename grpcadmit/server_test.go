@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
 	"github.com/groupexec/groupexec/httpadmit"
@@ -102,10 +103,13 @@ func TestUnaryRefusal(t *testing.T) {
 	}
 }
 
-// Shutdown and an open breaker are Unavailable, with RetryInfo.
+// Shutdown and an open breaker are Unavailable, with RetryInfo: for the
+// breaker, the time it has left before it lets a probe through, longer
+// than WithRetryAfter's second, so that the caller does not retry into it.
 func TestUnaryUnavailable(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
 	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
-		Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+		Clock: clk, Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
 	}))
 	g := newGate()
 	g.reply = func(_ context.Context, in string) error {
@@ -119,9 +123,16 @@ func TestUnaryUnavailable(t *testing.T) {
 	if _, err := call(context.Background(), cc, "bad", "fail"); status.Code(err) != codes.Internal {
 		t.Fatalf("handler's error: %v", err)
 	}
-	_, err := call(context.Background(), cc, "bad", "x")
-	if status.Code(err) != codes.Unavailable || retryDelay(err) != time.Second || !strings.Contains(err.Error(), "breaker") {
-		t.Errorf("open breaker: %v", err)
+	clk.Advance(10 * time.Minute)
+	var trailer metadata.MD
+	out := new(wrapperspb.StringValue)
+	err := cc.Invoke(metadata.AppendToOutgoingContext(context.Background(), "x-tenant", "bad"), "/test.Gate/Call",
+		wrapperspb.String("x"), out, grpc.Trailer(&trailer))
+	if status.Code(err) != codes.Unavailable || retryDelay(err) != 50*time.Minute || !strings.Contains(err.Error(), "breaker") {
+		t.Errorf("open breaker, 50m left: %v (retry %v), want Unavailable, retry in 50m", err, retryDelay(err))
+	}
+	if v := trailer.Get("grpc-retry-pushback-ms"); len(v) != 1 || v[0] != "3000000" {
+		t.Errorf("open breaker, 50m left: pushback %q, want 3000000", v)
 	}
 	if _, err := call(context.Background(), cc, "good", "x"); err != nil {
 		t.Errorf("other tenant: %v", err)

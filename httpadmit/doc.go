@@ -20,7 +20,9 @@
 //     timeout, a cluster limiter refused it);
 //   - 503 Service Unavailable with Retry-After: the executor or the tenant's
 //     group is shut down, or the tenant's circuit breaker is open
-//     (executor.WithGroupBreaker);
+//     (executor.WithGroupBreaker); for an open breaker, Retry-After is the
+//     time it has left before it lets a probe through, when that is longer
+//     than WithRetryAfter's;
 //   - 400 Bad Request: the request names an invalid tenant (see ValidTenant
 //     and WithTenantPathSegment), or its weight function failed or gave a
 //     negative weight;

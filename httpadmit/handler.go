@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -47,7 +48,7 @@ func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Hand
 	}
 	c := build(opts)
 	h := &handler{ex: ex, next: next, tenant: c.tenant, group: c.defaultGroup, weight: c.weight,
-		refuse: c.refuse, failure: c.failure, retryAfter: retryAfter(c.retryAfter)}
+		refuse: c.refuse, failure: c.failure, retryDelay: c.retryAfter, retryAfter: retryAfter(c.retryAfter)}
 	if h.tenant == nil {
 		h.tenant = fromHeader(DefaultHeader)
 	}
@@ -65,7 +66,8 @@ type handler struct {
 	weight     func(*http.Request) (int, error) // nil: 1
 	refuse     func(http.ResponseWriter, *http.Request, error)
 	failure    func(int) bool
-	retryAfter string
+	retryDelay time.Duration // WithRetryAfter's
+	retryAfter string        // retryDelay formatted, for every refusal that waits no longer
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

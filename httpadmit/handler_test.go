@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
 	"github.com/groupexec/groupexec/internal/adaptertest"
@@ -116,6 +117,7 @@ func TestHandlerAnswers503AfterShutdown(t *testing.T) {
 func TestHandlerAnswers503WhileTheBreakerIsOpen(t *testing.T) {
 	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
 		Timeout:     time.Hour,
+		Clock:       clock.NewFake(time.Unix(1_000_000, 0)),
 		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 },
 	}))
 	var calls sync.Map
@@ -137,8 +139,8 @@ func TestHandlerAnswers503WhileTheBreakerIsOpen(t *testing.T) {
 		t.Fatalf("breaker %v, %d failed; want open after 2", s.Breaker, s.Failed)
 	}
 	code, ra, body := mustGet(t, srv.URL, "bad")
-	if code != http.StatusServiceUnavailable || ra != "1" || !strings.Contains(body, "breaker") {
-		t.Errorf("open breaker: %d Retry-After %q %q", code, ra, body)
+	if code != http.StatusServiceUnavailable || ra != "3600" || !strings.Contains(body, "breaker") {
+		t.Errorf("open breaker: %d Retry-After %q %q, want 503, the breaker's hour", code, ra, body)
 	}
 	if code, _, _ := mustGet(t, srv.URL, "good"); code != http.StatusOK {
 		t.Errorf("other tenant: %d", code)
@@ -146,6 +148,69 @@ func TestHandlerAnswers503WhileTheBreakerIsOpen(t *testing.T) {
 	if n, _ := calls.Load("bad"); *n.(*int) != 2 {
 		t.Errorf("next saw bad %d times, want 2", *n.(*int))
 	}
+}
+
+// The Retry-After of a refusal by an open breaker is the time the breaker
+// has left before it lets a probe through, rounded up to whole seconds,
+// when that is longer than WithRetryAfter's: a client told to come back in
+// a second would be refused for the rest of the breaker's Timeout. A
+// half-open breaker's refusal (its probes out) keeps WithRetryAfter's.
+func TestHandlerRetryAfterIsTheOpenBreakersTimeLeft(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+		Clock:       clk, // Timeout: the default 60s
+		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	probing, probe := make(chan struct{}), make(chan struct{})
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Probe") != "" {
+			close(probing)
+			<-probe
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	failure := httpadmit.WithFailureStatus(func(c int) bool { return c >= 500 })
+	srv := serve(t, httpadmit.Handler(ex, next, failure))
+	long := serve(t, httpadmit.Handler(ex, next, failure, httpadmit.WithRetryAfter(90*time.Second)))
+	if code, _, _ := mustGet(t, srv.URL, "bad"); code != http.StatusBadGateway {
+		t.Fatalf("status %d, want next's 502", code)
+	}
+	for _, c := range []struct {
+		advance time.Duration
+		url     string
+		want    string
+	}{
+		{0, srv.URL, "60"},
+		{20*time.Second + time.Millisecond, srv.URL, "40"}, // 39.999s, rounded up
+		{0, long.URL, "90"}, // WithRetryAfter's is longer
+		{39 * time.Second, srv.URL, "1"},
+	} {
+		clk.Advance(c.advance)
+		if code, ra, _ := mustGet(t, c.url, "bad"); code != http.StatusServiceUnavailable || ra != c.want {
+			t.Fatalf("open breaker, %v left: %d Retry-After %q, want 503 and %s",
+				breaker.DefaultTimeout-clk.Now().Sub(time.Unix(1_000_000, 0)), code, ra, c.want)
+		}
+	}
+
+	// Past its Timeout: the next request is the half-open probe; while it is
+	// out, refusals wait WithRetryAfter's second.
+	clk.Advance(time.Second)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		req.Header.Set("X-Tenant", "bad")
+		req.Header.Set("X-Probe", "1")
+		if resp, err := srv.Client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-probing // admitted: the breaker is half-open, its one probe out
+	if code, ra, _ := mustGet(t, srv.URL, "bad"); code != http.StatusServiceUnavailable || ra != "1" {
+		t.Errorf("half-open breaker, probe out: %d Retry-After %q, want 503 and 1", code, ra)
+	}
+	close(probe)
+	<-done
 }
 
 // Without WithFailureStatus a 5xx is a success for the executor.

@@ -47,7 +47,10 @@ func retryAfter(d time.Duration) string {
 
 // writeRefusal is the default refusal writer: RefusalStatus's code, a
 // Retry-After on 429 and on 503 for a shutdown or an open breaker, and a
-// one-line text body naming the cause.
+// one-line text body naming the cause. The Retry-After of a refusal by an
+// open group breaker is the time it has left before it lets a probe
+// through, when that is longer than WithRetryAfter's: a client told to come
+// back sooner would only be refused again.
 func (h *handler) writeRefusal(w http.ResponseWriter, _ *http.Request, err error) {
 	r, reason := adapt.Classify(err)
 	switch r {
@@ -57,7 +60,13 @@ func (h *handler) writeRefusal(w http.ResponseWriter, _ *http.Request, err error
 		reason = "internal error"
 	}
 	if r.Retry() {
-		w.Header().Set("Retry-After", h.retryAfter)
+		ra := h.retryAfter
+		if r == adapt.BreakerOpen {
+			if d := adapt.RetryDelay(h.ex, err, h.retryDelay); d != h.retryDelay {
+				ra = retryAfter(d)
+			}
+		}
+		w.Header().Set("Retry-After", ra)
 	}
 	http.Error(w, reason, statusOf(r))
 }
