@@ -45,6 +45,12 @@
 // error matching executor.ErrRejected; an admitted one holds its slot until
 // its response body is closed.
 //
+// A next behind Handler that answers for a dependency's refusal (a
+// Transport's error matching executor.ErrRejected, an open breaker's
+// breaker.ErrOpenState) calls MarkRefused: the request then counts as
+// Cancelled, not as a failure by WithFailureStatus, so a refusal downstream
+// cannot trip the inbound group's breaker.
+//
 // Tenant keys come from requests, so they are chosen by clients: a key is
 // accepted only if ValidTenant says so, and every distinct key is a group in
 // the executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). Map
@@ -53,6 +59,6 @@
 // httpadmit is a package of its own so that the core packages never import
 // net/http: only programs that use it compile it.
 //
-// The examples (example_test.go), run by go test, show Handler, Transport
-// and WithWeightFunc.
+// The examples (example_test.go), run by go test, show Handler, Transport,
+// WithWeightFunc and MarkRefused.
 package httpadmit

@@ -120,3 +120,51 @@ func ExampleWithWeightFunc() {
 	// /everything: 413 the weight 16 exceeds the group in-flight limit (4)
 	// /other: 400 httpadmit: invalid weight: no weight for /other
 }
+
+// A handler that answers 503 because the Transport it calls through refused
+// marks the answer refused: the inbound request counts as Cancelled, not as
+// a failure, though WithFailureStatus counts 5xx as failures.
+func ExampleMarkRefused() {
+	p, _ := policy.New(policy.WithDefaultMaxInFlight(1))
+	inbound, _ := executor.New(p)
+	defer inbound.Close()
+	outbound, _ := executor.New(p)
+	defer outbound.Close()
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	defer dep.Close()
+	client := &http.Client{Transport: httpadmit.Transport(outbound, nil)}
+	go func() { // takes the dependency's one slot
+		if resp, err := client.Get(dep.URL); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := client.Get(dep.URL)
+		if err != nil {
+			if errors.Is(err, executor.ErrRejected) {
+				httpadmit.MarkRefused(w)
+			}
+			http.Error(w, "the dependency is busy", http.StatusServiceUnavailable)
+			return
+		}
+		resp.Body.Close()
+	})
+	srv := httptest.NewServer(httpadmit.Handler(inbound, api,
+		httpadmit.WithFailureStatus(func(code int) bool { return code >= 500 })))
+	defer srv.Close()
+
+	fmt.Print(fetch(srv.URL, "acme"))
+	close(release)
+	s, _ := inbound.GroupStats("acme")
+	fmt.Printf("failed %d, cancelled %d\n", s.Failed, s.Cancelled)
+	// Output:
+	// acme: 503 the dependency is busy
+	// failed 0, cancelled 1
+}

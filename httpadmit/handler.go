@@ -104,19 +104,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refused answers a request that next never served, with the refusal
 // writer, once each Handler chained before this one, whose status
-// recording writer w wraps, knows it (markRefused).
+// recording writer w wraps, knows it (MarkRefused).
 func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
-	markRefused(w)
+	MarkRefused(w)
 	h.refuse(w, r, err)
 }
 
-// markRefused marks each statusWriter that w is or wraps (through Unwrap)
-// refused: the Handler that made it, chained before this one (one group
-// per tenant, then one per route), then counts the request as Cancelled
-// whatever the refusal's status. Judged by WithFailureStatus, an inner
-// group's open breaker or shutdown (503) would open the outer group's
-// breaker, though next never ran.
-func markRefused(w http.ResponseWriter) {
+// MarkRefused tells every Handler whose next is answering with w that the
+// request was refused, not served: each counts it as Cancelled, whatever
+// status is written, neither a failure nor a success of its group. Judged
+// by WithFailureStatus, the 503 a handler answers because a dependency
+// refused it (an error matching executor.ErrRejected from a Transport, which
+// http.Client wraps in a *url.Error, or from the executor's Do; an open
+// breaker's breaker.ErrOpenState) would count as a failure of the request,
+// though it did no work, and the inbound group's breaker would trip on a
+// refusal downstream. A Handler refusing a request marks the Handlers
+// chained before it (one group per tenant, then one per route) the same
+// way.
+//
+// It finds the Handlers' writers in w and in the writers w wraps, through
+// an Unwrap() http.ResponseWriter method (as http.ResponseController
+// does): a middleware wrapping the writer between Handler and the call
+// must have one. It does nothing on a writer no Handler made, nor on a
+// Handler's without WithFailureStatus, where no status counts as a
+// failure. Call it before next returns.
+func MarkRefused(w http.ResponseWriter) {
 	for {
 		if sw, ok := w.(*statusWriter); ok {
 			sw.refused = true
@@ -197,10 +209,10 @@ func (c *call) serve(ctx context.Context) (err error) {
 	return err
 }
 
-// errNotServed is serve's error for a request that a Handler chained after
-// this one refused (markRefused): Cancelled, neither a failure nor a
-// success of the group, whose next never served it.
-var errNotServed = fmt.Errorf("httpadmit: the request was refused by a Handler chained after this one, never served: %w", context.Canceled)
+// errNotServed is serve's error for a request that next marked refused
+// (MarkRefused), itself or through a Handler chained after this one that
+// refused it: Cancelled, neither a failure nor a success of the group.
+var errNotServed = fmt.Errorf("httpadmit: the request was refused after this Handler admitted it (MarkRefused), never served: %w", context.Canceled)
 
 // errAborted is serve's error for a next that panicked with
 // http.ErrAbortHandler. It matches context.Canceled, so that Do counts the
@@ -243,7 +255,7 @@ type statusWriter struct {
 	ctx     context.Context // next's
 	status  int
 	late    bool // the context was cancelled when status was written
-	refused bool // a Handler chained after this one refused the request
+	refused bool // next marked the request refused (MarkRefused), or a Handler chained after this one refused it
 }
 
 // set records code as the response's status, if none is yet.
