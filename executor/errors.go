@@ -78,7 +78,9 @@ type RejectedError struct {
 // Error names the task, its group and the limit that refused it, with the
 // limit's use and maximum where it has them, and the cause. A task without
 // an ID, as every Do and Go call is, is not named: an empty quoted ID in
-// every refusal a service logs says nothing.
+// every refusal a service logs says nothing. Nor is a cause that only
+// repeats the limit (ErrQueueTimeout for LimitQueueTimeout): errors.Is
+// still finds it.
 func (e *RejectedError) Error() string {
 	var msg string
 	if e.ID == "" {
@@ -91,7 +93,7 @@ func (e *RejectedError) Error() string {
 	default:
 		msg += fmt.Sprintf(" (weight %d, used %d of %d)", e.Weight, e.Used, e.Max)
 	}
-	if e.Err != nil {
+	if e.Err != nil && (e.Limit != LimitQueueTimeout || e.Err != ErrQueueTimeout) {
 		msg += ": " + e.Err.Error()
 	}
 	return msg

@@ -50,6 +50,27 @@ func TestQueueTimeoutRejectsWaitingTask(t *testing.T) {
 	}
 }
 
+// TestQueueTimeoutErrorNamesTheLimitOnce checks that a queue timeout's
+// refusal reads as one, not as the limit followed by the same cause.
+func TestQueueTimeoutErrorNamesTheLimitOnce(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(time.Second)}, executor.WithClock(clk))
+	g := newGate()
+	defer g.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
+	g.waitStarted(t, 1)
+	h := submit(t, ex, executor.Task[int]{Group: "g", ID: "late", Fn: func(context.Context) (int, error) { return 0, nil }})
+	clk.Advance(time.Second)
+	r := wait(t, h)
+	const want = `executor: task "late" of group "g" rejected by queue timeout`
+	if r.Err == nil || r.Err.Error() != want {
+		t.Errorf("err = %v, want %s", r.Err, want)
+	}
+	if !errors.Is(r.Err, executor.ErrQueueTimeout) || !errors.Is(r.Err, executor.ErrRejected) {
+		t.Errorf("err = %v, want it to match ErrQueueTimeout and ErrRejected", r.Err)
+	}
+}
+
 // TestExpiredTaskNeverRunsWhenRoomFrees races the timer with a release: a
 // task past its deadline must be rejected by whichever sees it first.
 func TestExpiredTaskNeverRunsWhenRoomFrees(t *testing.T) {
