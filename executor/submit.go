@@ -146,6 +146,10 @@ func newRefusedHandle[T any](t Task[T], ctx context.Context, w int) *refusedHand
 // their results in the order of tasks. Cancelling ctx cancels the tasks not
 // yet done; ExecuteAll still returns only when each has completed, so a Fn
 // that ignores its context delays it.
+//
+// Called from a task of ex, ExecuteAll waits while that task holds its
+// permits: tasks that fan out this way can take all the room their tasks
+// need (docs/admission.md, "Fan-out from a task").
 func ExecuteAll[T any](ex *Executor, ctx context.Context, tasks []Task[T]) []Result[T] {
 	hs := make([]*Handle[T], len(tasks))
 	for i, t := range tasks {
