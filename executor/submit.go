@@ -147,9 +147,14 @@ func newRefusedHandle[T any](t Task[T], ctx context.Context, w int) *refusedHand
 // yet done; ExecuteAll still returns only when each has completed, so a Fn
 // that ignores its context delays it.
 //
+// Refusals come back as results, not as an error: a task refused without
+// running, under Abort as under Discard, is a Rejected result whose Err is
+// the refusal (matching ErrRejected), and one submitted with ctx done is
+// Cancelled.
+//
 // Called from a task of ex, ExecuteAll waits while that task holds its
-// permits: tasks that fan out this way can take all the room their tasks
-// need (docs/admission.md, "Fan-out from a task").
+// permits: tasks that fan out this way can take all the room their
+// sub-tasks need (docs/admission.md, "Fan-out from a task").
 func ExecuteAll[T any](ex *Executor, ctx context.Context, tasks []Task[T]) []Result[T] {
 	hs := make([]*Handle[T], len(tasks))
 	for i, t := range tasks {
