@@ -2,13 +2,22 @@
 // interceptors that run each call under its tenant's limits, and client
 // interceptors that bound the calls and streams made to each destination.
 //
-//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
+//	p, _ := policy.New(
+//		policy.WithGlobalMaxInFlight(256),    // the service runs 256 calls at once
+//		policy.WithDefaultMaxConcurrency(8),  // a tenant runs 8
+//		policy.WithDefaultMaxInFlight(32),    // and holds 32 admitted (24 waiting)
+//		policy.WithQueueTimeout(time.Second), // none of which waits past 1s
+//	)
 //	ex, _ := executor.New(p)
 //	defer ex.Close()
 //	srv := grpc.NewServer(
 //		grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(ex)),
 //		grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)),
 //	)
+//
+// Without WithDefaultMaxInFlight and WithQueueTimeout, a flooding tenant
+// keeps up to 1024 calls admitted (the default in-flight limit), waiting
+// without a deadline, and is refused only past them.
 //
 // Each call is admitted with Executor.DoWeighted for its tenant, read from
 // the x-tenant metadata key unless WithTenantKey or WithTenantFunc says

@@ -2,12 +2,21 @@
 // on the server side, one group per tenant, and Transport on the client side,
 // one group per destination host.
 //
-//	p, err := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(8))
+//	p, err := policy.New(
+//		policy.WithGlobalMaxInFlight(256),    // the service runs 256 requests at once
+//		policy.WithDefaultMaxConcurrency(8),  // a tenant runs 8
+//		policy.WithDefaultMaxInFlight(32),    // and holds 32 admitted (24 waiting)
+//		policy.WithQueueTimeout(time.Second), // none of which waits past 1s
+//	)
 //	if err != nil { ... }
 //	ex, err := executor.New(p)
 //	if err != nil { ... }
 //	defer ex.Close()
 //	err = http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant
+//
+// Without WithDefaultMaxInFlight and WithQueueTimeout, a flooding tenant
+// keeps up to 1024 requests admitted (the default in-flight limit), waiting
+// without a deadline, and is refused only past them.
 //
 // Handler admits each request with Executor.DoWeighted for its tenant and
 // serves it with next once admitted. A tenant that floods the service fills
