@@ -103,12 +103,19 @@ func WithMaxInFlightResolver(f func(group string) (int, bool)) Option {
 // permits a group may have running, unless a per-group value or the
 // concurrency resolver gives another. n must be >= 1. Default:
 // DefaultMaxConcurrency (1).
+//
+// A concurrency limit above the group's in-flight limit is accepted, here
+// as from a per-group value, a resolver or GroupLimits: running tasks are
+// admitted ones, so the group runs at most its in-flight limit's permits,
+// while the executor's GroupStats reports MaxConcurrency as set.
 func WithDefaultMaxConcurrency(n int) Option {
 	return limit("WithDefaultMaxConcurrency", n, func(p *Policy) { p.defaultMaxConcurrency = n })
 }
 
 // WithGroupMaxConcurrency overrides the concurrency limit of one group. It
-// wins over the concurrency resolver. n must be >= 1.
+// wins over the concurrency resolver. n must be >= 1; above the group's
+// in-flight limit it is accepted, and the in-flight limit bounds what runs
+// (see WithDefaultMaxConcurrency).
 func WithGroupMaxConcurrency(group string, n int) Option {
 	return groupValue("WithGroupMaxConcurrency", group, n, limit, func(p *Policy) *map[string]int { return &p.groupMaxConcurrency })
 }
