@@ -29,6 +29,12 @@
 //	group_queued_seconds{group}              time from submit to start (histogram)
 //	group_run_seconds{group}                 time tasks ran (histogram)
 //
+// The limit attribute takes metrics/prom's limit label values (LimitLabel):
+// group_in-flight, group_queue_threshold, global_queue_threshold,
+// queue_timeout, shutdown, circuit_breaker, limit_resolver, invalid_task,
+// cluster_global_limiter, cluster_group_limiter, global_in-flight and
+// group_concurrency (a task too heavy ever to run), or other.
+//
 // A task the rejection policy runs in its caller (CallerRuns, a rejection
 // handler's RunInCaller) is counted in both group_rejected_total, since a
 // limit refused it, and group_completed_total, since it ran; Stats counts

@@ -61,6 +61,14 @@
 //	group_queued_seconds{group}              time from submit to start (histogram)
 //	group_run_seconds{group}                 time tasks ran (histogram)
 //
+// The limit label is LimitLabel's value, executor.Limit with spaces as
+// underscores: group_in-flight, group_queue_threshold (a task displaced
+// under DiscardOldest too), global_queue_threshold, queue_timeout,
+// shutdown, circuit_breaker, limit_resolver, invalid_task,
+// cluster_global_limiter, cluster_group_limiter, and, for a task too heavy
+// ever to run, the limit it exceeds (global_in-flight, group_in-flight,
+// group_concurrency); other for an error that names no limit.
+//
 // A task the rejection policy runs in its caller (CallerRuns, a rejection
 // handler's RunInCaller) is counted in both group_rejected_total, since a
 // limit refused it, and group_completed_total, since it ran; Stats counts
