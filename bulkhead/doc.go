@@ -43,7 +43,7 @@
 //	// lines, and TryAcquire fails anyway; or a permit frees just after
 //	// Available read 0, and work is shed that would have fit.
 //	if b.Available() > 0 {
-//		p, _ := b.TryAcquire(ctx, 1)
+//		p, err := b.TryAcquire(ctx, 1)
 //		...
 //	}
 //

@@ -21,12 +21,15 @@
 //
 // Submit runs it on a goroutine of the executor's and returns a handle:
 //
-//	p, _ := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(4))
-//	ex, _ := executor.New(p)
+//	p, err := policy.New(policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(4))
+//	if err != nil { return err }
+//	ex, err := executor.New(p)
+//	if err != nil { return err }
 //	defer ex.Close()
 //	h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "tenant-a", Fn: work})
-//	if err != nil { /* refused: errors.Is(err, executor.ErrRejected) */ }
-//	res, _ := h.Wait(ctx) // res.Status: Success, Failed, Cancelled or Rejected
+//	if err != nil { return err } // refused: errors.Is(err, executor.ErrRejected)
+//	res, err := h.Wait(ctx) // res.Status: Success, Failed, Cancelled or Rejected
+//	if err != nil { return err } // ctx ended first; the task goes on
 //
 // Executor.Go admits work nobody waits on the same way, without a handle:
 // its outcome goes to Stats and the listener, and it costs less.

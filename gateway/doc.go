@@ -8,7 +8,7 @@
 //	gw, err := gateway.New(cfg)
 //	if err != nil { ... }
 //	defer gw.Close()
-//	err := gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
+//	err = gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
 //
 // A request's tenant is read from a header, the host or a path prefix,
 // honoured only from tenant.trusted_proxies when that is set, or from a

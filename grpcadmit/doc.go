@@ -2,13 +2,15 @@
 // interceptors that run each call under its tenant's limits, and client
 // interceptors that bound the calls and streams made to each destination.
 //
-//	p, _ := policy.New(
+//	p, err := policy.New(
 //		policy.WithGlobalMaxInFlight(256),    // the service runs 256 calls at once
 //		policy.WithDefaultMaxConcurrency(8),  // a tenant runs 8
 //		policy.WithDefaultMaxInFlight(32),    // and holds 32 admitted (24 waiting)
 //		policy.WithQueueTimeout(time.Second), // none of which waits past 1s
 //	)
-//	ex, _ := executor.New(p)
+//	if err != nil { return err }
+//	ex, err := executor.New(p)
+//	if err != nil { return err }
 //	defer ex.Close()
 //	srv := grpc.NewServer(
 //		grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(ex)),

@@ -10,6 +10,7 @@
 //		policy.WithDefaultMaxInFlight(64),
 //		policy.WithDefaultMaxConcurrency(4),
 //	)
+//	if err != nil { return err } // an *OptionError names the option and value
 //
 // Limits are counted in permits: a task of weight w takes w permits at every
 // limit it passes. Queue thresholds are counted in tasks, because they bound

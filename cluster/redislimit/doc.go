@@ -10,6 +10,7 @@
 //		executor.WithGlobalLimiter(h.Global(1000)), // 1000 running across the fleet
 //		executor.WithGroupLimiter(h.Groups(200)),   // 200 per tenant across the fleet
 //	)
+//	if err != nil { return err }
 //
 // The executor's admission model is unchanged: the cluster limits only
 // supply permits. A task starts when its group's local limits, the global

@@ -4,7 +4,9 @@
 // clusterotel does the same for a cluster limiter.
 //
 //	c, err := otel.New(provider, otel.Options{})
-//	ex, _ := executor.New(p, executor.WithListener(c))
+//	if err != nil { return err }
+//	ex, err := executor.New(p, executor.WithListener(c))
+//	if err != nil { return err }
 //	c.Observe(ex)
 //
 // Names and meanings are those of metrics/prom where both exist, so that

@@ -11,7 +11,8 @@
 // states):
 //
 //	c := prom.New(prom.Options{})
-//	ex, _ := executor.New(p, executor.WithListener(c))
+//	ex, err := executor.New(p, executor.WithListener(c))
+//	if err != nil { return err }
 //	c.Observe(ex)
 //	prometheus.MustRegister(c)
 //
@@ -79,10 +80,12 @@
 // BreakerTransitions, so that a dashboard works with either exporter:
 //
 //	m := prom.NewBulkhead("payments", "")
-//	b, _ := bulkhead.New(10, bulkhead.WithListener(m))
+//	b, err := bulkhead.New(10, bulkhead.WithListener(m))
+//	if err != nil { return err }
 //	m.Observe(b)
 //	tr := prom.NewBreakerTransitions("", nil)
-//	cb, _ := breaker.New(breaker.Settings{Name: "db", OnStateChange: tr.OnStateChange})
+//	cb, err := breaker.New(breaker.Settings{Name: "db", OnStateChange: tr.OnStateChange})
+//	if err != nil { return err }
 //	prometheus.MustRegister(m, prom.NewBreakers("", cb), tr)
 //
 //	bulkhead_in_flight_permits{bulkhead}        permits out
