@@ -48,6 +48,11 @@
 // WithRefusalWriter replaces these answers; RefusalStatus gives the status
 // code the default writer uses for an error.
 //
+// At shutdown, stop the server first (http.Server.Shutdown), so that no new
+// request comes and those in Handler finish, then the executor
+// (Executor.Shutdown), which cancels what is left when its context ends. In
+// the other order the requests still arriving are refused with 503.
+//
 // Transport is the classic bulkhead for outgoing calls: each destination host
 // is a group, so a slow dependency fills its own limits and cannot take all of
 // a service's outgoing capacity. A refused request fails at once with an
