@@ -58,6 +58,7 @@
 //
 // The examples (example_test.go), run by go test, show Executor.Do, Submit,
 // Executor.Go and ExecuteAll, a refusal (RejectedError), a cancellation
-// (Handle.Cancel), GroupStats, a listener (ListenerFuncs) and a limit
-// changed at runtime (Executor.SetGroupLimits).
+// (Handle.Cancel), GroupStats, a listener (ListenerFuncs), several
+// listeners on one executor (Listeners: WithListener may be given once)
+// and a limit changed at runtime (Executor.SetGroupLimits).
 package executor

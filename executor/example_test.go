@@ -266,6 +266,34 @@ func ExampleListenerFuncs() {
 	// completed t1 Success
 }
 
+func ExampleListeners() {
+	// A metrics collector (metrics/prom, metrics/otel) and a log of one's
+	// own: WithListener takes one Listener, Listeners makes one of both.
+	metrics := executor.ListenerFuncs{Completed: func(e executor.Event) { fmt.Println("metrics:", e.Group, e.Status) }}
+	logs := executor.ListenerFuncs{Completed: func(e executor.Event) { fmt.Println("log:", e.Group, e.ID, e.Err) }}
+	p, _ := policy.New()
+	ex, err := executor.New(p, executor.WithListener(executor.Listeners(metrics, logs)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ex.Close()
+
+	h, _ := executor.Submit(ex, context.Background(), executor.Task[int]{
+		Group: "tenant-a", ID: "t1",
+		Fn: func(context.Context) (int, error) { return 0, errors.New("boom") },
+	})
+	<-h.Done()
+
+	// A second WithListener would replace the first: New refuses it.
+	_, err = executor.New(p, executor.WithListener(metrics), executor.WithListener(logs))
+	fmt.Println(err != nil)
+	// Output:
+	// metrics: tenant-a Failed
+	// log: tenant-a t1 boom
+	// true
+}
+
 func ExampleExecutor_SetGroupLimits() {
 	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
 	ex, _ := executor.New(p)

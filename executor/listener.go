@@ -36,6 +36,9 @@ type Event struct {
 // Event.Started). A task run in its caller (CallerRuns, or a rejection
 // handler's Rejection.RunInCaller) sees OnRejected, then OnStarted and
 // OnCompleted. Invalid input gets OnRejected only.
+//
+// An executor has one Listener (WithListener); Listeners makes one of
+// several, a metrics collector and one's own, say.
 type Listener interface {
 	OnSubmitted(Event)
 	OnStarted(Event)

@@ -21,21 +21,43 @@ type optionFunc func(*Executor) error
 func (f optionFunc) apply(ex *Executor) error { return f(ex) }
 
 // WithListener sets the Listener that observes every task; nil means none.
-// A Listener holding a nil pointer or function is refused: it would fail at
-// every event, and a listener's failures are recovered without a word.
+// It may be given once: a second WithListener makes New fail, naming it,
+// since it would silently replace the first (a metrics collector's, say).
+// To attach several listeners, pass Listeners(a, b, ...).
+// A Listener holding a nil pointer or function, itself or among those
+// Listeners combines, is refused: it would fail at every event, and a
+// listener's failures are recovered without a word.
 func WithListener(l Listener) Option {
 	return optionFunc(func(ex *Executor) error {
-		if l != nil {
-			switch v := reflect.ValueOf(l); v.Kind() {
-			case reflect.Pointer, reflect.Func:
-				if v.IsNil() {
-					return fmt.Errorf("executor: WithListener((%T)(nil)): the listener must not be a nil pointer or function", l)
+		if ex.listenerSet {
+			return fmt.Errorf("executor: WithListener(%T) given twice: it would replace the first listener; pass several to one WithListener with executor.Listeners", l)
+		}
+		if m, ok := l.(*listenerList); ok {
+			for i, l := range m.ls {
+				if nilValue(l) {
+					return fmt.Errorf("executor: WithListener(Listeners(...)): listener %d, (%T)(nil), must not be a nil pointer or function", i, l)
 				}
 			}
+		} else if nilValue(l) {
+			return fmt.Errorf("executor: WithListener((%T)(nil)): the listener must not be a nil pointer or function", l)
 		}
+		ex.listenerSet = true
 		ex.listener = l
 		return nil
 	})
+}
+
+// nilValue reports whether l, not nil itself, holds a nil pointer or
+// function.
+func nilValue(l Listener) bool {
+	if l == nil {
+		return false
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Func:
+		return v.IsNil()
+	}
+	return false
 }
 
 // WithRejectionHandler sets the handler called, instead of the policy's
