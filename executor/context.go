@@ -31,7 +31,8 @@ func classifyErr(err error) Status { return outcome.Classify(err) }
 // that it costs no context allocation. Otherwise, and whenever a cluster
 // permit is bound (it cancels with a cause of its own), the job derives a
 // standard cancelable context, which keeps the parent's cancellation and
-// cause.
+// cause, from the parent seen through the job (parentCtx), which answers
+// GroupFromContext as the other run contexts do.
 func (j *job) runContext() (context.Context, error) {
 	x := j.x.Load()
 	if x == nil && j.reusable() {
@@ -47,7 +48,7 @@ func (j *job) runContext() (context.Context, error) {
 	// WithCancelCause may call the parent's methods, user code that can
 	// panic or exit the goroutine: cancelRun is set only once there is a
 	// cancel for endRun to call.
-	ctx, cancel := context.WithCancelCause(j.parent)
+	ctx, cancel := context.WithCancelCause((*parentCtx)(j)) // answers GroupFromContext
 	x = j.extra()
 	x.mu.Lock()
 	x.cancelRun = cancel
@@ -270,6 +271,9 @@ func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 // stop's cause, as for a context derived with context.WithCancelCause.
 func (c *runCtx) Value(key any) any {
 	j := (*job)(c)
+	if isGroupKey(key) {
+		return j.g
+	}
 	if s := j.stopOf(); s != nil {
 		if v := s.ctx.Value(key); v != nil {
 			return v

@@ -17,6 +17,8 @@ import (
 // it waits: it then leaves the queue at once, freeing its place. fn's
 // context is derived from ctx and is also cancelled by a shutdown's
 // deadline or Close; Shutdown and Close wait for fn to return.
+// GroupFromContext of fn's context, or of one derived from it, returns
+// group, so that a request handler run as fn need not derive it again.
 //
 // When fn did not run, Do always returns an error, whatever the rejection
 // policy, since the caller has no handle to look at: a *RejectedError

@@ -34,6 +34,9 @@
 // Executor.Go admits work nobody waits on the same way, without a handle:
 // its outcome goes to Stats and the listener, and it costs less.
 //
+// The context the work is given, whichever way in, tells it the group it
+// was submitted for: GroupFromContext(ctx).
+//
 // Each group guards its own state: a start that fits, a finish and the
 // refusal of a full group lock only their group, and the global limit is an
 // atomic. Groups share a lock only while they wait for global room, which
@@ -59,6 +62,7 @@
 // The examples (example_test.go), run by go test, show Executor.Do, Submit,
 // Executor.Go and ExecuteAll, a refusal (RejectedError), a cancellation
 // (Handle.Cancel), GroupStats, a listener (ListenerFuncs), several
-// listeners on one executor (Listeners: WithListener may be given once)
-// and a limit changed at runtime (Executor.SetGroupLimits).
+// listeners on one executor (Listeners: WithListener may be given once),
+// the group read from the work's context (GroupFromContext) and a limit
+// changed at runtime (Executor.SetGroupLimits).
 package executor

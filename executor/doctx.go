@@ -81,14 +81,19 @@ func (c *doCtx) end() bool {
 func (c *doCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Value is the task's (runCtx.Value) while the call runs. Once it has
-// ended, context.Cause's lookup finds the end's cancelled context, as for
-// a context derived with a cancel deferred by the call, unless the
-// parent had ended first.
+// ended, GroupFromContext's key finds nothing, and context.Cause's lookup
+// finds the end's cancelled context, as for a context derived with a
+// cancel deferred by the call, unless the parent had ended first.
 func (c *doCtx) Value(key any) any {
 	if c.enter(false) {
 		v := (*runCtx)(c.j).Value(key)
 		c.exit()
 		return v
+	}
+	if isGroupKey(key) {
+		// The task, which knew the group, may serve another call now; the
+		// parent must not answer for it (an enclosing task's group).
+		return nil
 	}
 	if c.parent.Err() == nil {
 		if v := endedCtx.Value(key); v != nil {

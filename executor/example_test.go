@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -292,6 +293,39 @@ func ExampleListeners() {
 	// metrics: tenant-a Failed
 	// log: tenant-a t1 boom
 	// true
+}
+
+func ExampleGroupFromContext() {
+	p, _ := policy.New()
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	// A request handler run by Do (as httpadmit.Handler runs one) learns
+	// the group its work was admitted under from its context, rather than
+	// derive the tenant from the request again.
+	handle := func(ctx context.Context) error {
+		group, ok := executor.GroupFromContext(ctx)
+		fmt.Println("serving", group, ok)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ex.Do(ctx, "tenant-a", handle); err != nil {
+		fmt.Println(err)
+	}
+	h, _ := executor.Submit(ex, ctx, executor.Task[int]{
+		Group: "tenant-b",
+		Fn:    func(ctx context.Context) (int, error) { return 0, handle(ctx) },
+	})
+	<-h.Done()
+
+	// A context the executor did not make answers no group.
+	_, ok := executor.GroupFromContext(ctx)
+	fmt.Println(ok)
+	// Output:
+	// serving tenant-a true
+	// serving tenant-b true
+	// false
 }
 
 func ExampleExecutor_SetGroupLimits() {

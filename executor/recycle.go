@@ -138,13 +138,16 @@ func (g *group) trimSparesLocked() {
 // serves all of them, and a fn that keeps its context after returning keeps
 // its group's, not a task since reused. Asking it for Done makes one channel
 // per group, not one per task. It carries no value and no deadline, as
-// context.Background; once stopped, it answers context.Cause's lookup as
+// context.Background, but its group (GroupFromContext); once stopped, it answers context.Cause's lookup as
 // runCtx.Value does.
 type groupCtx group
 
 func (c *groupCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 func (c *groupCtx) Value(key any) any {
+	if isGroupKey(key) {
+		return (*group)(c)
+	}
 	if s := (*group)(c).stop.Load(); s != nil {
 		return s.ctx.Value(key)
 	}

@@ -24,8 +24,9 @@
 // Each call is admitted with Executor.DoWeighted for its tenant, read from
 // the x-tenant metadata key unless WithTenantKey or WithTenantFunc says
 // otherwise; a call without one runs in the default group. A call weighs 1
-// unless WithWeightFunc says otherwise. What a caller sees when the handler
-// does not run:
+// unless WithWeightFunc says otherwise. The handler finds the group its call
+// was admitted under with executor.GroupFromContext(ctx) (ss.Context() for a
+// stream). What a caller sees when the handler does not run:
 //
 //   - codes.ResourceExhausted with a google.rpc.RetryInfo detail: the executor
 //     refused the call (its tenant's bulkhead or queue is full, it waited past

@@ -161,7 +161,8 @@ var errNotRun = fmt.Errorf("grpcadmit: the call was refused by an interceptor ch
 // with ex.DoWeighted for its tenant and runs the handler once it is
 // admitted, in the same goroutine, with the context Do gives (the call's, or
 // one derived from it that the executor's shutdown deadline or Close also
-// cancels). The handler's response and error are returned unchanged. It
+// cancels): executor.GroupFromContext of it returns the group the call was
+// admitted under, its tenant or the default group. The handler's response and error are returned unchanged. It
 // panics if ex is nil or an option is invalid.
 func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryServerInterceptor {
 	a := newServerAdmitter(ex, opts)
@@ -228,7 +229,8 @@ func (c *unaryCall) run(ctx context.Context) error {
 // StreamServerInterceptor returns an interceptor that admits each stream
 // with ex.DoWeighted for its tenant and runs the handler once it is admitted. The
 // stream holds its slot until the handler returns: for its whole life. The
-// handler's stream reports the context Do gives as its Context. It panics if
+// handler's stream reports the context Do gives as its Context, of which
+// executor.GroupFromContext returns the stream's group. It panics if
 // ex is nil or an option is invalid.
 func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
 	a := newServerAdmitter(ex, opts)

@@ -19,7 +19,8 @@
 // without a deadline, and is refused only past them.
 //
 // Handler admits each request with Executor.DoWeighted for its tenant and
-// serves it with next once admitted. A tenant that floods the service fills
+// serves it with next once admitted; next finds the group it was admitted
+// under with executor.GroupFromContext(r.Context()). A tenant that floods the service fills
 // its own limits and is refused there (429) while the other tenants are
 // served. A request weighs 1 unless WithWeightFunc says otherwise. What the
 // client sees when next does not run:

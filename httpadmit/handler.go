@@ -23,7 +23,9 @@ import (
 //
 // next sees the request with the context Do gives it, which is the request's
 // context or one derived from it that the executor's shutdown deadline or
-// Close also cancels. A request whose context ends while it waits never
+// Close also cancels. executor.GroupFromContext(r.Context()) in next returns
+// the group the request was admitted under, the tenant as the tenant option
+// read it or the default group, so next need not read it again. A request whose context ends while it waits never
 // reaches next, and its place is freed at once. A panic in next releases the
 // request's slot and goes on to the server, so http.ErrAbortHandler and every
 // other panic keep net/http's behaviour. A panic with http.ErrAbortHandler is
