@@ -43,18 +43,23 @@ func Parse(data []byte) (*Config, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Reason: "empty file: at least `backends` is required"}
 	}
-	keys, undecoded := indexKeys(&root)
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var errs []*Error
-	if err := dec.Decode(&c); err != nil {
+	err := dec.Decode(&c)
+	var te *yaml.TypeError
+	if err != nil && !errors.As(err, &te) {
+		// Before the keys are indexed: a document the decoder refuses
+		// for its aliases (one containing itself, or expanding too far)
+		// is not expanded here either.
+		return nil, syntaxError(err)
+	}
+	keys, undecoded := indexKeys(&root, reflect.TypeOf(c))
+	if err != nil {
 		// A type error leaves the rest decoded: the other keys are still
 		// checked, so that one run reports every problem.
-		errs = decodeErrors(err, keys)
-		if errs == nil {
-			return nil, syntaxError(err)
-		}
+		errs = decodeErrors(te, keys)
 	}
 	// The decoder cuts a number with a fraction to an integer where it
 	// takes one (a share of 2.7 would be 2): refuse it instead.
@@ -123,19 +128,48 @@ type keyIndex []key
 
 // indexKeys lists every mapping key in document order, and the paths of
 // the mappings that have a key twice ("" for the document's own), which
-// the decoder leaves undecoded.
-func indexKeys(root *yaml.Node) (keys keyIndex, twice []string) {
-	var walk func(n *yaml.Node, prefix string)
-	walk = func(n *yaml.Node, prefix string) {
+// the decoder leaves undecoded. t is the type the document is decoded
+// into. The keys an alias (*name) or a merge (<<: *name) brings in are
+// listed under the key that uses them, at its line: they are set there
+// as surely as if written out, and left out, an omitted key's default
+// would replace what they set. An alias is followed only where t says
+// what it decodes into, which bounds the walk by the type's depth.
+func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) {
+	var walk func(n *yaml.Node, t reflect.Type, prefix string, at int)
+	walk = func(n *yaml.Node, t reflect.Type, prefix string, at int) {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
 		switch n.Kind {
-		case yaml.DocumentNode, yaml.SequenceNode:
+		case yaml.AliasNode:
+			if t != nil && n.Alias != nil {
+				if at == 0 {
+					at = n.Line
+				}
+				walk(n.Alias, t, prefix, at)
+			}
+		case yaml.DocumentNode:
 			for _, c := range n.Content {
-				walk(c, prefix)
+				walk(c, t, prefix, at)
+			}
+		case yaml.SequenceNode:
+			var elem reflect.Type
+			if t != nil && t.Kind() == reflect.Slice {
+				elem = t.Elem()
+			}
+			for _, c := range n.Content {
+				walk(c, elem, prefix, at)
 			}
 		case yaml.MappingNode:
 			seen := make(map[string]bool, len(n.Content)/2)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
+				if k.ShortTag() == "!!merge" {
+					// Its mapping's keys (or each listed mapping's)
+					// are this mapping's own.
+					walk(v, t, prefix, at)
+					continue
+				}
 				if seen[k.Value] && !slices.Contains(twice, prefix) {
 					twice = append(twice, prefix)
 				}
@@ -144,12 +178,26 @@ func indexKeys(root *yaml.Node) (keys keyIndex, twice []string) {
 				if prefix != "" {
 					path = prefix + "." + k.Value
 				}
-				keys = append(keys, key{path: path, line: k.Line, value: v.Value})
-				walk(v, path)
+				line := k.Line
+				if at != 0 {
+					line = at
+				}
+				keys = append(keys, key{path: path, line: line, value: v.Value})
+				var vt reflect.Type
+				switch {
+				case t == nil:
+				case t.Kind() == reflect.Map:
+					vt = t.Elem()
+				case t.Kind() == reflect.Struct:
+					if f, ok := yamlField(t, k.Value); ok {
+						vt = f.Type
+					}
+				}
+				walk(v, vt, path, at)
 			}
 		}
 	}
-	walk(root, "")
+	walk(root, t, "", 0)
 	return keys, twice
 }
 
@@ -232,13 +280,8 @@ func syntaxError(err error) error {
 }
 
 // decodeErrors turns the decoder's messages ("line 3: field foo not found in
-// type config.Limits") into Errors naming the key and line; it returns nil
-// for an error that is not a *yaml.TypeError.
-func decodeErrors(err error, keys keyIndex) []*Error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return nil
-	}
+// type config.Limits") into Errors naming the key and line.
+func decodeErrors(te *yaml.TypeError, keys keyIndex) []*Error {
 	var errs []*Error
 	for _, msg := range te.Errors {
 		m := lineRe.FindStringSubmatch(msg)

@@ -483,3 +483,30 @@ func TestTenantRequireWithDefault(t *testing.T) {
 		}
 	}
 }
+
+// A key set through an alias (*name) or a merge (<<: *name) is set: it
+// keeps its value, which an omitted key's default must not replace, and a
+// 0 where 0 means nothing is refused at the line that uses it.
+func TestAliasedKeysAreSet(t *testing.T) {
+	for _, tc := range []struct{ name, yaml string }{
+		{"alias", "tenants:\n  acme: &std {share: 2, rate_limit: {rps: 10, burst: 50}}\n  globex: *std\n"},
+		{"merge", "tenants:\n  acme: &std {share: 2, rate_limit: {rps: 10, burst: 50}}\n  globex: {<<: *std}\n"},
+		{"nested alias", "rate_limit: &r {rps: 10, burst: 50}\ntenants:\n  acme: {share: 2, rate_limit: *r}\n  globex: {share: 2, rate_limit: *r}\n"},
+	} {
+		c, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, name := range []string{"acme", "globex"} {
+			if rl := c.Tenants[name].RateLimit; rl == nil || rl.Burst != 50 || *c.Tenants[name].Share != 2 {
+				t.Errorf("%s: tenant %s has rate %+v, want burst 50 as set", tc.name, name, rl)
+			}
+		}
+	}
+	_, err := config.Parse([]byte("backends: [http://a:1]\ntenants:\n  acme: &std {rate_limit: {rps: 10, burst: 0}}\n  globex: {<<: *std}\n"))
+	want := "config: line 3: tenants.acme.rate_limit.burst: 0 is not a valid value here: leave the key out for its default\n" +
+		"config: line 4: tenants.globex.rate_limit.burst: 0 is not a valid value here: leave the key out for its default"
+	if err == nil || err.Error() != want {
+		t.Errorf("a burst of 0 through a merge: %v\nwant\n%s", err, want)
+	}
+}
