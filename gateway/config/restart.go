@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"time"
+
+	"github.com/groupexec/groupexec/policy"
 )
 
 // RestartOnly returns, as *Error values naming each key and its line in c,
@@ -37,8 +39,11 @@ func (c *Config) RestartOnly(old *Config) []*Error {
 	check("max_header_bytes", c.MaxHeaderBytes == old.MaxHeaderBytes)
 	check("http2_max_streams", c.HTTP2MaxStreams == old.HTTP2MaxStreams)
 	check("tenant.max_groups", c.Tenant.MaxGroups == old.Tenant.MaxGroups)
-	check("limits.global_queue_threshold", equalPtr(c.Limits.GlobalQueueThreshold, old.Limits.GlobalQueueThreshold))
-	check("limits.queue_timeout", equalPtr(c.Limits.QueueTimeout, old.Limits.QueueTimeout))
+	// The values the executor runs with, policy's default for an omitted
+	// key: writing a key out with its default value changes nothing.
+	check("limits.global_queue_threshold", valueOr(c.Limits.GlobalQueueThreshold, policy.DefaultQueueThreshold) ==
+		valueOr(old.Limits.GlobalQueueThreshold, policy.DefaultQueueThreshold))
+	check("limits.queue_timeout", valueOr(c.Limits.QueueTimeout, 0) == valueOr(old.Limits.QueueTimeout, 0))
 	check("breaker.enabled", c.Breaker.On() == old.Breaker.On())
 	check("breaker.per", c.Breaker.Per == old.Breaker.Per)
 	if c.Breaker.Per == PerTenant && old.Breaker.Per == PerTenant {
@@ -62,8 +67,12 @@ func sameTLS(a, b *tlsFiles) bool {
 		(a.cas == nil) == (b.cas == nil) && (a.cas == nil || a.cas.Equal(b.cas))
 }
 
-func equalPtr[T int | time.Duration](a, b *T) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+// valueOr returns *p, or def when p is nil (the key was left out).
+func valueOr[T int | time.Duration](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 // SameBreakers reports whether a and b configure the breakers alike.

@@ -510,3 +510,29 @@ func TestAliasedKeysAreSet(t *testing.T) {
 		t.Errorf("a burst of 0 through a merge: %v\nwant\n%s", err, want)
 	}
 }
+
+// A restart-only limit written out with the value it had when left out
+// (policy's default) is no change: the reload that adds or drops it is
+// not refused. Another value still is.
+func TestRestartOnlyComparesValuesInForce(t *testing.T) {
+	parse := func(limits string) *config.Config {
+		t.Helper()
+		c, err := config.Parse([]byte("backends: [http://a:1]\n" + limits))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	omitted := parse("")
+	explicit := parse(fmt.Sprintf("limits: {queue_timeout: 0s, global_queue_threshold: %d}\n", math.MaxInt))
+	if errs := explicit.RestartOnly(omitted); len(errs) != 0 {
+		t.Errorf("defaults written out: %v", config.JoinErrors(errs))
+	}
+	if errs := omitted.RestartOnly(explicit); len(errs) != 0 {
+		t.Errorf("defaults left out: %v", config.JoinErrors(errs))
+	}
+	changed := parse("limits: {queue_timeout: 1s, global_queue_threshold: 10}\n")
+	if errs := changed.RestartOnly(omitted); len(errs) != 2 {
+		t.Errorf("both changed: %v; want two errors", config.JoinErrors(errs))
+	}
+}
