@@ -383,8 +383,13 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, errs *[]*Err
 		if !isInteger(t) || n.ShortTag() != "!!float" {
 			return
 		}
+		// Beyond int64's range, the decoder refuses a float above 2^63
+		// itself, but converts 2^63 and any float below -2^63 (-.inf
+		// too) to whatever the machine gives (-2^63 on amd64): refused
+		// as negative, or taken, the value would not be the file's.
 		var f float64
-		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && f != math.Trunc(f) {
+		if n.Decode(&f) == nil && !math.IsNaN(f) && f <= 1<<63 &&
+			(f != math.Trunc(f) || f == 1<<63 || f < -(1<<63)) {
 			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", n.Value)})
 		}
 	}

@@ -243,6 +243,23 @@ func TestFractionIsNotAnInteger(t *testing.T) {
 	}
 }
 
+// A float beyond an integer's range is refused naming the value written,
+// not the -2^63 the decoder would turn it into.
+func TestFloatBeyondIntegerRange(t *testing.T) {
+	for _, tc := range []struct{ yaml, key, value string }{
+		{"max_conns: 9223372036854775808.0", "max_conns", "9223372036854775808.0"},
+		{"max_conns: 9.223372036854775807e18", "max_conns", "9.223372036854775807e18"},
+		{"body: {max_bytes: -1e30}", "body.max_bytes", "-1e30"},
+		{"tenants: {vip: {share: -.inf}}", "tenants.vip.share", "-.inf"},
+		{"max_conns: 1e19", "max_conns", "1e19"}, // refused by the decoder
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		if err == nil || strings.Count(err.Error(), tc.key+": ") != 1 || !strings.Contains(err.Error(), strconv.Quote(tc.value)+" is not a valid integer") {
+			t.Errorf("%s: %v; want one error naming %s and %q as not an integer", tc.yaml, err, tc.key, tc.value)
+		}
+	}
+}
+
 // net/http adds its slack to max_header_bytes: a value near the largest
 // int overflows there, and every request is answered 431. Such a value is
 // refused, naming the key and the value; the largest accepted one serves.
