@@ -85,13 +85,16 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		al.Close()
 		return err
 	}
-	// A bad file is logged and the old config kept.
+	// A bad file is logged and the old config kept. SIGHUP reloads until
+	// Serve returns, through the drain too, as POST /reload does: a reload
+	// during drain_delay sets the drain_timeout that follows it.
+	served := make(chan struct{})
 	reloaded := make(chan struct{})
 	go func() {
 		defer close(reloaded)
 		for {
 			select {
-			case <-ctx.Done():
+			case <-served:
 				return
 			case <-hup:
 				if err := gw.ReloadFile(); err != nil {
@@ -101,7 +104,7 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	err = gw.Serve(ctx, pl, al)
-	stop() // ends the reload loop if Serve failed on its own
+	close(served)
 	<-reloaded
 	return err
 }

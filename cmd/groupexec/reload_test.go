@@ -182,3 +182,52 @@ func TestSIGHUPDuringStartupReloads(t *testing.T) {
 		t.Fatal("the gateway did not exit")
 	}
 }
+
+// SIGHUP reloads during a drain too, as POST /reload does: a reload during
+// drain_delay sets the drain_timeout that follows it.
+func TestSIGHUPReloadsDuringTheDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := build(t, dir)
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer be.Close()
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	write := func(extra string) {
+		os.WriteFile(cfgPath, fmt.Appendf(nil, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nbackends: [%s]\ndrain_delay: 1h\n%s", be.URL, extra), 0o600)
+	}
+	write("")
+	p := startBinary(t, bin, cfgPath)
+	c := &http.Client{Timeout: bound, Transport: &http.Transport{DisableKeepAlives: true}}
+	// poll waits until the admin address answers path with a body holding want.
+	poll := func(what, path string, status int, want string) {
+		t.Helper()
+		deadline := time.Now().Add(bound)
+		for {
+			resp, err := c.Get(p.admin + path)
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == status && strings.Contains(string(body), want) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s\n%s", what, p.logs())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	poll("the drain", "/readyz", http.StatusServiceUnavailable, "")
+	write("drain_timeout: 1s\n")
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	poll("the reload during the drain", "/metrics", http.StatusOK, `groupexec_config_reloads_total{result="ok"} 1`)
+	p.cmd.Process.Signal(syscall.SIGTERM) // the second: stop without waiting out drain_delay
+	select {
+	case <-p.exited:
+	case <-time.After(bound):
+		t.Fatal("the gateway did not exit")
+	}
+}
