@@ -139,3 +139,110 @@ func sampleFiles(t *testing.T, dir string) map[string]string {
 		"hmac_secret_file": write("secret", []byte(strings.Repeat("s", 32))),
 	}
 }
+
+// example.yaml marks "(restart)" the keys a reload cannot change, and
+// "(restart with per: tenant)" those it cannot change while breakers are
+// kept per tenant: each key a reload changes alone is refused by
+// RestartOnly exactly when example.yaml says so.
+func TestExampleRestartMarks(t *testing.T) {
+	data, err := os.ReadFile("example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comments := exampleComments(string(data))
+	spool := t.TempDir()
+	// Each key, with another valid value than its default; {per} is the
+	// breakers' placement of both configs, {other} the other one.
+	for _, tc := range []struct{ key, yaml string }{
+		{"listen", "listen: 127.0.0.1:8081"}, {"admin", "admin: 127.0.0.1:9091"},
+		{"backends", "backends: [http://b:1]"}, {"max_conns", "max_conns: 5"},
+		{"max_conns_per_client", "max_conns_per_client: 5"}, {"http2_max_streams", "http2_max_streams: 5"},
+		{"max_header_bytes", "max_header_bytes: 4096"},
+		{"tenant.from", "tenant: {from: path}"}, {"tenant.header", "tenant: {header: X-T}"},
+		{"tenant.path_prefix", "tenant: {path_prefix: /t/}"}, {"tenant.trusted_proxies", "tenant: {trusted_proxies: [10.0.0.0/8]}"},
+		{"tenant.default", "tenant: {default: guest}"}, {"tenant.require", "tenant: {require: true}"},
+		{"tenant.max_groups", "tenant: {max_groups: 5}"},
+		{"limits.global_max_in_flight", "limits: {global_max_in_flight: 5}"},
+		{"limits.max_in_flight_per_group", "limits: {max_in_flight_per_group: 5}"},
+		{"limits.max_concurrency_per_group", "limits: {max_concurrency_per_group: 5}"},
+		{"limits.queue_threshold_per_group", "limits: {queue_threshold_per_group: 5}"},
+		{"limits.global_queue_threshold", "limits: {global_queue_threshold: 5}"},
+		{"limits.queue_timeout", "limits: {queue_timeout: 1s}"},
+		{"rate_limit", "rate_limit: {rps: 5}"}, {"tenants", "tenants: {vip: {share: 2}}"},
+		{"breaker.enabled", "breaker: {per: {per}, enabled: false}"}, {"breaker.per", "breaker: {per: {other}}"},
+		{"breaker.consecutive_failures", "breaker: {per: {per}, consecutive_failures: 7}"},
+		{"breaker.timeout", "breaker: {per: {per}, timeout: 7s}"},
+		{"breaker.max_timeout", "breaker: {per: {per}, max_timeout: 70s}"},
+		{"breaker.max_requests", "breaker: {per: {per}, max_requests: 2}"},
+		{"timeouts.read_header", "timeouts: {read_header: 7s}"}, {"timeouts.read", "timeouts: {read: 7s}"},
+		{"timeouts.write", "timeouts: {write: 7s}"}, {"timeouts.idle", "timeouts: {idle: 7s}"},
+		{"timeouts.upstream", "timeouts: {upstream: 7s}"},
+		{"body.max_bytes", "body: {max_bytes: 5}"}, {"body.max_decoded_bytes", "body: {max_decoded_bytes: 5}"},
+		{"body.max_ratio", "body: {max_ratio: 5}"}, {"body.buffer_bytes", "body: {buffer_bytes: 5}"},
+		{"body.spool_dir", "body: {spool_dir: " + spool + "}"},
+		{"response.buffer_bytes", "response: {buffer_bytes: 5}"},
+		{"drain_delay", "drain_delay: 1s"}, {"drain_timeout", "drain_timeout: 1s"},
+		{"metrics.namespace", "metrics: {namespace: x}"},
+	} {
+		comment, ok := comments[tc.key]
+		if !ok {
+			t.Errorf("example.yaml has no line for %s", tc.key)
+			continue
+		}
+		for _, per := range []string{config.PerBackend, config.PerTenant} {
+			other := map[string]string{config.PerBackend: config.PerTenant, config.PerTenant: config.PerBackend}[per]
+			parse := func(yaml string) *config.Config {
+				t.Helper()
+				if !strings.HasPrefix(yaml, "breaker:") {
+					yaml += "\nbreaker: {per: {per}}"
+				}
+				if !strings.HasPrefix(yaml, "backends:") {
+					yaml += "\nbackends: [http://a:1]"
+				}
+				yaml = strings.NewReplacer("{per}", per, "{other}", other).Replace(yaml)
+				c, err := config.Parse([]byte(yaml + "\n"))
+				if err != nil {
+					t.Fatalf("%s: %v", tc.key, err)
+				}
+				return c
+			}
+			refused := len(parse(tc.yaml).RestartOnly(parse("breaker: {per: {per}}"))) > 0
+			marked := strings.Contains(comment, "(restart)") ||
+				per == config.PerTenant && strings.Contains(comment, "(restart with per: tenant)")
+			if refused != marked {
+				t.Errorf("breaker.per %s: a reload changing %s is refused: %v; example.yaml's comment marks it so: %v (%q)",
+					per, tc.key, refused, marked, comment)
+			}
+		}
+	}
+}
+
+// exampleComments returns the comment of each key of example.yaml, by
+// dotted path: the text after its # and the comment lines that carry it
+// on, indented to the comment column.
+func exampleComments(text string) map[string]string {
+	keyRe := regexp.MustCompile(`^( *)([a-z0-9_]+):[^#]*(#.*)?$`)
+	more := regexp.MustCompile(`^ {20,}(#.*)$`)
+	comments := map[string]string{}
+	var path []string // the keys enclosing the line, by depth
+	var indent []int  // their indentation
+	last := ""        // the key whose comment a continuation line carries on
+	for line := range strings.SplitSeq(text, "\n") {
+		if m := more.FindStringSubmatch(line); m != nil && last != "" {
+			comments[last] += " " + m[1]
+			continue
+		}
+		m := keyRe.FindStringSubmatch(line)
+		if m == nil {
+			last = ""
+			continue
+		}
+		for len(indent) > 0 && indent[len(indent)-1] >= len(m[1]) {
+			path, indent = path[:len(path)-1], indent[:len(indent)-1]
+		}
+		path, indent = append(path, m[2]), append(indent, len(m[1]))
+		last = strings.Join(path, ".")
+		comments[last] = m[3]
+	}
+	return comments
+}
