@@ -68,9 +68,25 @@ func Parse(data []byte) (*Config, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, &Error{Line: extra.Line, Reason: "more than one YAML document"}
 	}
+	// The decoder decodes, and refuses, an anchored value at each alias
+	// that uses it, and names only the line it is written on: such an
+	// error is reported once, and the keys the aliases bring in are not
+	// checked (the decoder left them zero), as the key itself is not.
+	seen := make(map[Error]bool, len(errs))
+	errs = slices.DeleteFunc(errs, func(e *Error) bool {
+		dup := seen[*e]
+		seen[*e] = true
+		return dup
+	})
 	failed := make(map[string]bool, len(errs))
 	for _, e := range errs {
 		failed[e.Key] = true
+		name := e.Key[strings.LastIndexByte(e.Key, '.')+1:]
+		for _, k := range keys {
+			if k.alias && k.src == e.Line && strings.HasSuffix("."+k.path, "."+name) {
+				failed[k.path] = true
+			}
+		}
 	}
 	// The decoder leaves a mapping with a key given twice undecoded, whole:
 	// its keys are present but zero, and checking them would report
@@ -122,6 +138,11 @@ type key struct {
 	path  string
 	line  int
 	value string
+	// src is the line the key is written on: for a key an alias brings
+	// in (alias), the line in the anchored value, where line is the
+	// alias's.
+	src   int
+	alias bool
 }
 
 type keyIndex []key
@@ -182,7 +203,7 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 				if at != 0 {
 					line = at
 				}
-				keys = append(keys, key{path: path, line: line, value: v.Value})
+				keys = append(keys, key{path: path, line: line, value: v.Value, src: k.Line, alias: at != 0})
 				var vt reflect.Type
 				switch {
 				case t == nil:

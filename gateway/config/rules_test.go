@@ -553,3 +553,21 @@ func TestRestartOnlyComparesValuesInForce(t *testing.T) {
 		t.Errorf("both changed: %v; want two errors", config.JoinErrors(errs))
 	}
 }
+
+// A value an alias repeats is refused once, where it is written, and the
+// keys the aliases bring in are not reported as the zeros the decoder
+// left them: the file has no such values.
+func TestAliasedErrorReportedOnce(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"tenants:\n  a: &x\n    share: abc\n  c: {shar: 1}\n  b: *x\n",
+			"config: line 4: tenants.a.share: \"abc\" is not a valid integer\n" +
+				"config: line 5: tenants.c.shar: unknown key"},
+		{"tenants:\n  a: &x\n    rate_limit: {rps: 1, burst: 1x}\n  b: {<<: *x, share: 2}\n",
+			"config: line 4: tenants.a.rate_limit.burst: \"1x\" is not a valid integer"},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n%v\nwant\n%s", tc.yaml, err, tc.want)
+		}
+	}
+}
