@@ -195,6 +195,24 @@ func TestBearerKeys(t *testing.T) {
 	}
 }
 
+// A bearer setting invalid whatever tenant.from is, is refused with any
+// from, naming the key and the value: --check passing it would not tell
+// that the reload turning bearer on must fail.
+func TestBearerValuesCheckedWithAnyFrom(t *testing.T) {
+	for _, tc := range []struct{ bearer, want string }{
+		{"{leeway: -1s}", "config: line 2: tenant.bearer.leeway: -1s is negative"},
+		{`{claim: ""}`, "config: line 2: tenant.bearer.claim: must name a claim"},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {from: header, bearer: " + tc.bearer + "}\n"))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v; want %s", tc.bearer, err, tc.want)
+		}
+	}
+	if _, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {bearer: {leeway: 5s, claim: tenant}}\n")); err != nil {
+		t.Errorf("valid bearer values, with from header: %v", err)
+	}
+}
+
 func TestTLSKeys(t *testing.T) {
 	if _, err := config.Parse([]byte("backends: [http://a:1]\ntls: {cert_file: /nonexistent.pem, key_file: /nonexistent.key}\n")); err == nil ||
 		!strings.Contains(err.Error(), "tls.cert_file") {

@@ -52,12 +52,18 @@ func (t *Tenant) Trusts(addr netip.Addr) bool {
 // the hash (RFC 7518 3.2).
 const minHMACSecret = 32
 
-// check loads the bearer token's verification key.
-func (b *Bearer) check(ck *checker) {
+// checkValues checks the bearer settings that are invalid whatever
+// tenant.from is: a value refused only once from is bearer would pass a
+// check of the file and fail the reload that turns bearer on.
+func (b *Bearer) checkValues(ck *checker) {
 	if b.Claim == "" {
 		ck.bad("tenant.bearer.claim", "must name a claim")
 	}
 	nonNegative(ck, "tenant.bearer.leeway", b.Leeway)
+}
+
+// check loads the bearer token's verification key.
+func (b *Bearer) check(ck *checker) {
 	switch {
 	case (b.HMACSecretFile == "") == (b.PublicKeyFile == ""):
 		ck.bad("tenant.bearer", "set exactly one of hmac_secret_file and public_key_file")

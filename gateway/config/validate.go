@@ -215,6 +215,7 @@ func (c *Config) validate(present func(string) bool) []problem {
 
 func (c *Config) checkTenant(ck *checker) {
 	t := &c.Tenant
+	t.Bearer.checkValues(ck)
 	switch t.From {
 	case FromHeader, FromHost, FromPath:
 	case FromClientCert:
