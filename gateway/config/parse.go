@@ -64,6 +64,7 @@ func Parse(data []byte) (*Config, error) {
 	// The decoder cuts a number with a fraction to an integer where it
 	// takes one (a share of 2.7 would be 2): refuse it instead.
 	fractions(&root, reflect.TypeOf(c), "", 0, &errs)
+	nullKeys(&root, "", &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, &Error{Line: extra.Line, Reason: "more than one YAML document"}
@@ -220,6 +221,32 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 	}
 	walk(root, t, "", 0)
 	return keys, twice
+}
+
+// nullKeys reports every mapping key in n that is null (null, ~, Null or
+// nothing): the decoder drops such a key and its value without a word,
+// so that "tenants: {null: ...}" would configure no tenant, and an
+// unknown key would go unreported.
+func nullKeys(n *yaml.Node, prefix string, errs *[]*Error) {
+	for i := 0; i < len(n.Content); i++ {
+		c := n.Content[i]
+		if n.Kind != yaml.MappingNode {
+			nullKeys(c, prefix, errs)
+			continue
+		}
+		if i%2 == 1 {
+			continue
+		}
+		path := c.Value
+		if prefix != "" {
+			path = prefix + "." + c.Value
+		}
+		if c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" {
+			*errs = append(*errs, &Error{Line: c.Line, Key: path,
+				Reason: fmt.Sprintf("%q is a null key, which names nothing: quote it to use it as a name", c.Value)})
+		}
+		nullKeys(n.Content[i+1], path, errs)
+	}
 }
 
 // within reports whether the key at path is in one of the mappings at

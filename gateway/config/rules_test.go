@@ -589,3 +589,23 @@ func TestAliasedErrorReportedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A null mapping key (null, ~) is refused, naming its line: the decoder
+// would drop it and its value without a word, so that a tenant named so
+// would get no limits of its own and an unknown key would pass.
+func TestNullKeyRefused(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"tenants:\n  null: {share: 2}\n", `config: line 3: tenants.null: "null" is a null key, which names nothing: quote it to use it as a name`},
+		{"~: 5\n", `config: line 2: ~: "~" is a null key, which names nothing: quote it to use it as a name`},
+		{"limits: {Null: 5}\n", `config: line 2: limits.Null: "Null" is a null key, which names nothing: quote it to use it as a name`},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v; want %s", tc.yaml, err, tc.want)
+		}
+	}
+	c, err := config.Parse([]byte("backends: [http://a:1]\ntenants:\n  \"null\": {share: 2}\n"))
+	if err != nil || c.Tenants["null"].Share == nil {
+		t.Errorf("a quoted null key: %v, %+v", err, c)
+	}
+}
