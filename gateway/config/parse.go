@@ -164,7 +164,11 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 		}
 		switch n.Kind {
 		case yaml.AliasNode:
-			if t != nil && n.Alias != nil {
+			// Followed where the decoder decodes the mapping it names
+			// into a struct or map, as many times as it does: its own
+			// limit on aliases bounds the walk's.
+			if n.Alias != nil && n.Alias.Kind == yaml.MappingNode && t != nil &&
+				(t.Kind() == reflect.Struct || t.Kind() == reflect.Map) {
 				if at == 0 {
 					at = n.Line
 				}
@@ -189,7 +193,13 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 				if k.ShortTag() == "!!merge" {
 					// Its mapping's keys (or each listed mapping's)
 					// are this mapping's own.
-					walk(v, t, prefix, at)
+					merged := []*yaml.Node{v}
+					if v.Kind == yaml.SequenceNode {
+						merged = v.Content
+					}
+					for _, m := range merged {
+						walk(m, t, prefix, at)
+					}
 					continue
 				}
 				if seen[k.Value] && !slices.Contains(twice, prefix) {

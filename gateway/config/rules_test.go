@@ -526,6 +526,7 @@ func TestAliasedKeysAreSet(t *testing.T) {
 	for _, tc := range []struct{ name, yaml string }{
 		{"alias", "tenants:\n  acme: &std {share: 2, rate_limit: {rps: 10, burst: 50}}\n  globex: *std\n"},
 		{"merge", "tenants:\n  acme: &std {share: 2, rate_limit: {rps: 10, burst: 50}}\n  globex: {<<: *std}\n"},
+		{"merge of a list", "tenants:\n  acme: &std {share: 2, rate_limit: {rps: 10, burst: 50}}\n  globex: {<<: [{max_concurrency: 3}, *std]}\n"},
 		{"nested alias", "rate_limit: &r {rps: 10, burst: 50}\ntenants:\n  acme: {share: 2, rate_limit: *r}\n  globex: {share: 2, rate_limit: *r}\n"},
 	} {
 		c, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml))
