@@ -424,6 +424,18 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, errs *[]*Err
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.ShortTag() == "!!merge" {
+				// The merged mapping's keys (or each listed one's)
+				// are decoded as this mapping's own.
+				merged := []*yaml.Node{v}
+				if v.Kind == yaml.SequenceNode {
+					merged = v.Content
+				}
+				for _, m := range merged {
+					fractions(m, t, path, line, errs)
+				}
+				continue
+			}
 			p := k.Value
 			if path != "" {
 				p = path + "." + k.Value

@@ -261,6 +261,21 @@ func TestFractionIsNotAnInteger(t *testing.T) {
 	}
 }
 
+// A number with a fraction in a merged mapping is refused as it is where
+// written out: the decoder would cut it to the integer below.
+func TestFractionInAMerge(t *testing.T) {
+	for _, tc := range []struct{ yaml, key string }{
+		{"tenants:\n  b: {<<: {share: 2.5}}", "tenants.b.share"},
+		{"tenants:\n  b: {<<: [{max_concurrency: 3}, {share: 2.5}]}", "tenants.b.share"},
+		{"<<: {max_conns: 2.5}", "max_conns"},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.key+`: "2.5" is not a valid integer`) {
+			t.Errorf("%s: %v; want %s refused as not an integer", tc.yaml, err, tc.key)
+		}
+	}
+}
+
 // A float beyond an integer's range is refused naming the value written,
 // not the -2^63 the decoder would turn it into.
 func TestFloatBeyondIntegerRange(t *testing.T) {
