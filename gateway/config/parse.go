@@ -82,9 +82,15 @@ func Parse(data []byte) (*Config, error) {
 	failed := make(map[string]bool, len(errs))
 	for _, e := range errs {
 		failed[e.Key] = true
-		name := e.Key[strings.LastIndexByte(e.Key, '.')+1:]
+		typ := ""
 		for _, k := range keys {
-			if k.alias && k.src == e.Line && strings.HasSuffix("."+k.path, "."+name) {
+			if k.path == e.Key {
+				typ = k.typ
+				break
+			}
+		}
+		for _, k := range keys {
+			if k.alias && k.vline == e.Line && k.typ == typ {
 				failed[k.path] = true
 			}
 		}
@@ -140,10 +146,17 @@ type key struct {
 	line  int
 	value string
 	// src is the line the key is written on: for a key an alias brings
-	// in (alias), the line in the anchored value, where line is the
-	// alias's.
-	src   int
+	// in, the line in the anchored value, where line is the alias's.
+	src int
+	// alias is set for a key an alias brings in, or whose value is an
+	// alias: the decoder decodes its value where it is anchored.
 	alias bool
+	// vline is the line the key's value starts on (an alias's, the
+	// anchored value's), and typ the Go type it decodes into, as the
+	// decoder names it ("" when the config has no such key): a value of
+	// the wrong shape is refused by the decoder at vline, naming typ.
+	vline int
+	typ   string
 }
 
 type keyIndex []key
@@ -214,7 +227,6 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 				if at != 0 {
 					line = at
 				}
-				keys = append(keys, key{path: path, line: line, value: v.Value, src: k.Line, alias: at != 0})
 				var vt reflect.Type
 				switch {
 				case t == nil:
@@ -225,6 +237,17 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 						vt = f.Type
 					}
 				}
+				kv := key{path: path, line: line, value: v.Value, src: k.Line, alias: at != 0, vline: v.Line}
+				if v.Kind == yaml.AliasNode && v.Alias != nil {
+					kv.value, kv.vline, kv.alias = v.Alias.Value, v.Alias.Line, true
+				}
+				if vt != nil {
+					for vt.Kind() == reflect.Pointer {
+						vt = vt.Elem()
+					}
+					kv.typ = vt.String()
+				}
+				keys = append(keys, kv)
 				walk(v, vt, path, at)
 			}
 		}
@@ -322,6 +345,47 @@ func (ix keyIndex) at(line int, name, value string) key {
 	return first
 }
 
+// valueAt returns the key whose value, decoded into goType, starts on
+// line, where the decoder refuses a value: a block value starts on the
+// line after its key, and an alias's where it is anchored. Of several (a
+// flow mapping's), it takes the first whose value is value (as the
+// decoder quotes it: see at) and that used does not hold, as the decoder
+// reports them in order. A key written with the value comes before one
+// an alias gives it, and is taken again rather than one of those: the
+// decoder refuses an anchored value at each alias that repeats it, and
+// it is reported where written. Failing all, it returns at(line, "",
+// value).
+func (ix keyIndex) valueAt(line int, goType, value string, used map[int]bool) key {
+	cut, truncated := strings.CutSuffix(value, "...")
+	truncated = truncated && len(cut) == 7
+	for _, alias := range []bool{false, true} {
+		found, free := -1, -1
+		for i, k := range ix {
+			if k.vline != line || k.typ != goType || k.alias != alias {
+				continue
+			}
+			if value != "" && k.value != value && !(truncated && len(k.value) > 10 && strings.HasPrefix(k.value, cut)) {
+				continue
+			}
+			if found < 0 {
+				found = i
+			}
+			if !used[i] {
+				free = i
+				break
+			}
+		}
+		if free >= 0 {
+			used[free] = true
+			return ix[free]
+		}
+		if found >= 0 {
+			return ix[found]
+		}
+	}
+	return ix.at(line, "", value)
+}
+
 var (
 	lineRe    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	unknownRe = regexp.MustCompile(`^field (\S+) not found in type`)
@@ -341,6 +405,7 @@ func syntaxError(err error) error {
 // type config.Limits") into Errors naming the key and line.
 func decodeErrors(te *yaml.TypeError, keys keyIndex) []*Error {
 	var errs []*Error
+	used := make(map[int]bool) // keys a refused value was found for
 	for _, msg := range te.Errors {
 		m := lineRe.FindStringSubmatch(msg)
 		if m == nil {
@@ -355,13 +420,22 @@ func decodeErrors(te *yaml.TypeError, keys keyIndex) []*Error {
 		} else if v := valueRe.FindStringSubmatch(reason); v != nil {
 			// The key whose value it is, and that value whole: the
 			// decoder's message cuts a long one short.
-			k, value := keys.at(line, "", v[1]), v[1]
+			k, value := keys.valueAt(line, v[2], v[1], used), v[1]
 			if cut, ok := strings.CutSuffix(value, "..."); ok && strings.HasPrefix(k.value, cut) {
 				value = k.value
 			}
 			path, reason = k.path, fmt.Sprintf("%q is not a valid %s", value, typeName(v[2]))
+			if k.path != "" {
+				line = k.line
+			}
 		} else if v := shapeRe.FindStringSubmatch(reason); v != nil {
-			path, reason = keys.at(line, "", "").path, fmt.Sprintf("a %s is not a valid %s", yamlKind(v[1]), typeName(v[2]))
+			k := keys.valueAt(line, v[2], "", used)
+			path, reason = k.path, fmt.Sprintf("a %s is not a valid %s", yamlKind(v[1]), typeName(v[2]))
+			if k.path != "" {
+				// The key's line, not its value's, which the decoder
+				// names: a block value starts on the next line.
+				line = k.line
+			}
 		} else {
 			path = keys.at(line, "", "").path
 		}

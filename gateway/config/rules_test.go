@@ -625,3 +625,26 @@ func TestNullKeyRefused(t *testing.T) {
 		t.Errorf("a quoted null key: %v, %+v", err, c)
 	}
 }
+
+// A value of the wrong type is refused naming its key and the key's line,
+// wherever the value starts: a block value on the line after its key, an
+// alias's where it is anchored. Nothing else is reported of the key: not
+// the zero the decoder left it, nor a key its value contains.
+func TestWrongTypeNamesItsKey(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"backends: [http://a:1]\ntenants:\n  - a\n", "config: line 2: tenants: a list is not a valid mapping"},
+		{"backends:\n  x: 1\n", "config: line 1: backends: a mapping is not a valid list"},
+		{"backends: [http://a:1]\nlisten:\n  - a\n", "config: line 2: listen: a list is not a valid string"},
+		{"backends: [http://a:1]\ntimeouts:\n  read:\n    - 1s\n",
+			"config: line 3: timeouts.read: a list is not a valid duration (e.g. 2s, 500ms)"},
+		{"backends: &b [http://a:1]\nlisten: *b\n", "config: line 2: listen: a list is not a valid string"},
+		{"backends: [http://a:1]\ntenants: {a: [x], b: {share: y}}\n",
+			"config: line 2: tenants.a: a list is not a valid mapping\n" +
+				`config: line 2: tenants.b.share: "y" is not a valid integer`},
+	} {
+		_, err := config.Parse([]byte(tc.yaml))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n%v\nwant\n%s", tc.yaml, err, tc.want)
+		}
+	}
+}
