@@ -145,9 +145,6 @@ type key struct {
 	path  string
 	line  int
 	value string
-	// src is the line the key is written on: for a key an alias brings
-	// in, the line in the anchored value, where line is the alias's.
-	src int
 	// alias is set for a key an alias brings in, or whose value is an
 	// alias: the decoder decodes its value where it is anchored.
 	alias bool
@@ -237,7 +234,7 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 						vt = f.Type
 					}
 				}
-				kv := key{path: path, line: line, value: v.Value, src: k.Line, alias: at != 0, vline: v.Line}
+				kv := key{path: path, line: line, value: v.Value, alias: at != 0, vline: v.Line}
 				if v.Kind == yaml.AliasNode && v.Alias != nil {
 					kv.value, kv.vline, kv.alias = v.Alias.Value, v.Alias.Line, true
 				}
