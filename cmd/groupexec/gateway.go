@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -20,7 +21,10 @@ import (
 
 func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("groupexec gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// What the flags print goes to stdout when it is the help asked for
+	// (as groupexec --help's does), to stderr with a refused flag.
+	var printed bytes.Buffer
+	fs.SetOutput(&printed)
 	path := fs.String("config", "", "the gateway's YAML config `file`")
 	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
 	duration := fs.Duration("duration", 10*time.Second, "with --demo, how long to run (0: until interrupted)")
@@ -29,10 +33,13 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE [--check] | --demo [--duration D]\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		stdout.Write(printed.Bytes())
+		return err
+	}
+	stderr.Write(printed.Bytes())
+	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err) // fs has printed the defaults
 	}
 	if *duration < 0 {

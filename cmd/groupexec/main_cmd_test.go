@@ -26,7 +26,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"gateway"}, 2, "", "needs --config FILE or --demo"},
 		{[]string{"gateway", "--demo", "--config", "x"}, 2, "", "exclude each other"},
 		{[]string{"gateway", "--nope"}, 2, "", "flag provided but not defined"},
-		{[]string{"gateway", "--help"}, 0, "", "--duration"},
+		{[]string{"gateway", "--help"}, 0, "--duration", ""},
 		{[]string{"gateway", "--config", bad}, 1, "", "line 3: limits.max_inflight: unknown key"},
 		{[]string{"gateway", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, 1, "", "no such file"},
 		{[]string{"gateway", "--config", bad, "--check"}, 1, "", "line 3: limits.max_inflight: unknown key"},
@@ -90,5 +90,20 @@ func TestCheckRefusesUnlistenableAddress(t *testing.T) {
 				t.Errorf("%q %v: exit %d, stdout %q, stderr %q; want 1 and an error naming %s", tc.yaml, args, code, out.String(), errb.String(), tc.key)
 			}
 		}
+	}
+}
+
+// Help asked for goes to stdout, the gateway's as the command's: piped to
+// a pager or grep, it is there. A refused flag's usage goes to stderr.
+func TestGatewayHelpOnStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"gateway", "--help"}, {"gateway", "-h"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 0 || !strings.Contains(out.String(), "--config") || errb.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 0 and the help on stdout alone", args, code, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"gateway", "--nope"}, &out, &errb); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "-config") {
+		t.Errorf("a refused flag: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr alone", code, out.String(), errb.String())
 	}
 }
