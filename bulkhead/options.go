@@ -102,12 +102,25 @@ func WithEventLog(n int) Option {
 }
 
 // WithListener sets the Listener that observes every event. l must not be
-// nil, nor a nil pointer or nil function in a Listener: either would fail on
-// every event, and the failure, recovered, would go unseen.
+// nil, nor a nil pointer or nil function in a Listener (nor among those
+// Listeners combines): either would fail on every event, and the failure,
+// recovered, would go unseen. It may be given once: a second would replace
+// the first, a metrics exporter's say, without a word; pass several
+// listeners to one WithListener with Listeners.
 func WithListener(l Listener) Option {
 	return optionFunc(func(b *Bulkhead) error {
+		if b.listener != nil {
+			return &ConfigError{"WithListener", l, "given twice: it would replace the first listener; combine them with Listeners"}
+		}
 		if isNilListener(l) {
 			return &ConfigError{"WithListener", l, "must not be nil"}
+		}
+		if m, ok := l.(*listenerList); ok {
+			for _, one := range m.ls {
+				if isNilListener(one) {
+					return &ConfigError{"WithListener", one, "a listener given to Listeners must not be a nil pointer or function"}
+				}
+			}
 		}
 		b.listener = l
 		return nil
