@@ -75,6 +75,35 @@ func TestGroupBreakerRecovers(t *testing.T) {
 	}
 }
 
+// A group breaker without a Clock of its own reads the executor's, whether
+// WithClock comes before WithGroupBreaker or after it; an Option given to
+// two executors times each one's breakers on that executor's clock.
+func TestGroupBreakerUsesExecutorClock(t *testing.T) {
+	brk := executor.WithGroupBreaker(breaker.Settings{
+		Timeout: time.Minute, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	})
+	for _, order := range []string{"clock first", "breaker first", "breaker reused"} {
+		t.Run(order, func(t *testing.T) {
+			clk := fakeClock()
+			var ex *executor.Executor
+			if order == "clock first" {
+				ex = newExec(t, nil, executor.WithClock(clk), brk)
+			} else {
+				ex = newExec(t, nil, brk, executor.WithClock(clk))
+			}
+			wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: failing}))
+			clk.Advance(20 * time.Second)
+			if s := groupStats(t, ex, "g"); s.Breaker != breaker.StateOpen || s.BreakerRemainingDelay != 40*time.Second {
+				t.Fatalf("open breaker 20s into its 1m on the executor's clock: %v, BreakerRemainingDelay %v, want 40s", s.Breaker, s.BreakerRemainingDelay)
+			}
+			clk.Advance(40 * time.Second) // half-open: one probe
+			if r := wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding})); r.Status != executor.Success {
+				t.Fatalf("probe after the breaker's timeout on the executor's clock: %+v", r)
+			}
+		})
+	}
+}
+
 // GroupStats says how long an open group breaker has left, on the
 // breaker's clock, so that a server refusing the group's tasks can tell its
 // clients when to come back; 0 while it is closed or half-open.

@@ -115,6 +115,14 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
+	if ex.breaker != nil && ex.breaker.Clock == nil {
+		// Resolved once all options are applied, WithClock may follow
+		// WithGroupBreaker. A copy: the option's Settings may make
+		// another executor, whose clock may differ.
+		s := *ex.breaker
+		s.Clock = ex.clk
+		ex.breaker = &s
+	}
 	ex.light = ex.lightAllowed()
 	ex.epoch = ex.clk.Now()
 	ex.realClk = ex.clk == clock.Real

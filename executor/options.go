@@ -66,8 +66,10 @@ func WithRejectionHandler(h RejectionHandler) Option {
 	return optionFunc(func(ex *Executor) error { ex.handler = h; return nil })
 }
 
-// WithClock sets the clock used for queue timeouts and task timings. Tests
-// pass a *clock.Fake. Default: clock.Real.
+// WithClock sets the clock used for queue timeouts and task timings, and by
+// the group breakers (WithGroupBreaker) whose Settings.Clock is nil, in
+// whichever order the two options come. Tests pass a *clock.Fake. Default:
+// clock.Real.
 //
 // The executor reads the clock, and arms and stops its timers, under its
 // locks: a panic in the clock's methods is recovered there, so that no
@@ -134,7 +136,12 @@ func WithSpawn(spawn func(f func())) Option {
 // WithGroupBreaker gives every group its own circuit breaker, made from s
 // when the group's state is created. The breaker's name is the group key
 // (prefixed by s.Name and a colon when s.Name is set), so one OnStateChange
-// can tell groups apart.
+// can tell groups apart. A nil s.Clock means the executor's clock
+// (WithClock, whichever option comes first), so that a fake clock given to
+// the executor times the breakers too. A breaker reads its clock itself,
+// not through the executor's recovery: a Now that panics as a task is
+// admitted counts the task Rejected and goes on up its caller; as a
+// task's outcome is recorded, it is recovered and ignored.
 //
 // A group whose breaker refuses (open, or half-open with its probes in
 // flight) has new tasks rejected at once, whatever the rejection policy:
