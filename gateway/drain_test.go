@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -222,6 +223,78 @@ func TestRequestCancelledByShutdownAnswersDraining(t *testing.T) {
 		t.Errorf("%d %q, close %v; want 503 draining closing the connection", resp.StatusCode, body, resp.Close)
 	}
 	gw.Close()
+}
+
+// Requests that the executor's shutdown cancels or refuses before Close's
+// abort reaches their contexts count as aborted, as those the abort
+// reaches first do, never as cancelled by their clients: running, its
+// answer not yet started (proxyError) or streaming (the answer broken
+// off), or waiting in its group. As in
+// TestRequestCancelledByShutdownAnswersDraining, the executor is closed
+// alone, so that the abort never comes.
+func TestRequestsCancelledByShutdownCountAborted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool // the running request's answer has started, streamed
+		queued bool // a second request waits in the group
+	}{
+		{name: "running"},
+		{name: "streaming", stream: true},
+		{name: "queued", queued: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate()
+			url := backend(t, g.ServeHTTP).URL
+			var sent <-chan struct{}
+			if tc.stream {
+				url, sent = breaking(t, true, false)
+			}
+			gw := build(t, url, minimal+"limits: {max_concurrency_per_group: 1}\n")
+			t.Cleanup(func() { gw.Close() })
+			srv := httptest.NewServer(gw)
+			t.Cleanup(srv.Close)
+			send := func() net.Conn {
+				c := dialRaw(t, srv.URL)
+				c.SetDeadline(time.Now().Add(bound))
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+				return c
+			}
+			c := send()
+			if tc.stream {
+				<-sent
+				// Its status is out: the answer has started, and the proxy
+				// copies its body.
+				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("streamed answer: %v %v", resp, err)
+				}
+			} else {
+				g.await(t, 1) // running
+			}
+			want := 1.0
+			if tc.queued {
+				send()
+				eventually(t, "the second request to wait", func() bool {
+					s, _ := gw.Executor().GroupStats("a")
+					return s.Waiting == 1
+				})
+				want = 2
+			}
+			if err := gw.Executor().Close(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the requests to leave the gateway", func() bool {
+				return metric(t, gw.Metrics(), inGatewayGauge) == 0
+			})
+			if got := metric(t, gw.Metrics(), "tasks_aborted_total", "kind", "request"); got != want {
+				t.Errorf("tasks_aborted_total{kind=request} = %v, want %v", got, want)
+			}
+			for _, kind := range []string{"request", "queued"} {
+				if got := metric(t, gw.Metrics(), "tasks_canceled_total", "kind", kind); got != 0 {
+					t.Errorf("tasks_canceled_total{kind=%s} = %v, want 0: no client went away", kind, got)
+				}
+			}
+		})
+	}
 }
 
 // drain_timeout reloads in place, also during drain_delay: a drain reads it

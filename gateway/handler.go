@@ -35,6 +35,10 @@ type exchange struct {
 	// aborted is set when the proxy gave up an answer part of which was
 	// out (forward): ServeHTTP cuts the connection once Do has returned.
 	aborted bool
+	// drained is set when the drain cancelled or refused the request
+	// (drained, notRun), by either cause: ServeHTTP counts it aborted
+	// though its own context may not be cancelled yet.
+	drained bool
 }
 
 var exchanges = sync.Pool{New: func() any {
@@ -290,7 +294,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.notRun(w, x, st, ctx, err)
 	}
-	if errors.Is(context.Cause(ctx), ErrAborted) {
+	if x.drained || errors.Is(context.Cause(ctx), ErrAborted) {
 		g.m.aborted.WithLabelValues("request").Inc()
 	}
 	if x.aborted {
@@ -625,10 +629,12 @@ var errBrokenOff = errors.New("gateway: the answer broke off")
 // brokenOff returns the verdict on x, whose answer broke off once part of
 // it was sent: a failure if the backend broke it off or missed the
 // deadline, context.Canceled if the client went away or did not take it
-// in time, or the drain aborted it.
+// in time, or the drain aborted it (drained: the executor's shutdown too,
+// which is no client going away).
 func (g *Gateway) brokenOff(ctx context.Context, x *exchange) error {
 	switch {
-	case errors.Is(context.Cause(ctx), ErrAborted):
+	case drained(ctx):
+		x.drained = true
 		return context.Canceled
 	case x.resp.err != nil, ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		g.m.canceled.WithLabelValues("request").Inc()
@@ -651,6 +657,9 @@ func (g *Gateway) notRun(w http.ResponseWriter, x *exchange, st *state, ctx cont
 			adapt.RetryDelay(g.ex, err, time.Second))
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown),
 		errors.Is(context.Cause(ctx), ErrAborted):
+		// The executor shuts down only in Close, after the abort, which
+		// may not have reached ctx yet (drained).
+		x.drained = true
 		g.refuseDraining(w, x)
 	case errors.As(err, &re) && re.Limit == executor.LimitQueueTimeout:
 		g.m.queueDropped.Inc()
@@ -711,6 +720,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
 	case drained(ctx):
 		x.verdict = context.Canceled // says nothing of the backend
+		x.drained = true
 		g.refuseDraining(w, x)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		x.verdict = err
