@@ -33,15 +33,22 @@ func Load(path string) (*Config, error) {
 // can, the key. All the problems of a file are reported at once, in line
 // order (errors.Join of *Error); only a syntax error stops it early.
 func Parse(data []byte) (*Config, error) {
+	c, _, err := parse(data)
+	return c, err
+}
+
+// parse is Parse, and returns the key index too (nil before it is built),
+// for the test that counts its lookups.
+func parse(data []byte) (*Config, *keyIndex, error) {
 	// The node tree is parsed first: it reports syntax errors, and it is what
 	// turns the decoder's and the validator's complaints into key paths and
 	// lines.
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, syntaxError(err)
+		return nil, nil, syntaxError(err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, &Error{Reason: "empty file: at least `backends` is required"}
+		return nil, nil, &Error{Reason: "empty file: at least `backends` is required"}
 	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -53,7 +60,7 @@ func Parse(data []byte) (*Config, error) {
 		// Before the keys are indexed: a document the decoder refuses
 		// for its aliases (one containing itself, or expanding too far)
 		// is not expanded here either.
-		return nil, syntaxError(err)
+		return nil, nil, syntaxError(err)
 	}
 	keys, undecoded := indexKeys(&root, reflect.TypeOf(c))
 	if err != nil {
@@ -67,7 +74,7 @@ func Parse(data []byte) (*Config, error) {
 	nullKeys(&root, "", &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, &Error{Line: extra.Line, Reason: "more than one YAML document"}
+		return nil, keys, &Error{Line: extra.Line, Reason: "more than one YAML document"}
 	}
 	// The decoder decodes, and refuses, an anchored value at each alias
 	// that uses it, and names only the line it is written on: such an
@@ -82,15 +89,9 @@ func Parse(data []byte) (*Config, error) {
 	failed := make(map[string]bool, len(errs))
 	for _, e := range errs {
 		failed[e.Key] = true
-		typ := ""
-		for _, k := range keys {
-			if k.path == e.Key {
-				typ = k.typ
-				break
-			}
-		}
-		for _, k := range keys {
-			if k.alias && k.vline == e.Line && k.typ == typ {
+		typ := keys.typ(e.Key)
+		for _, i := range keys.valuesOn(e.Line) {
+			if k := keys.list[i]; k.alias && k.typ == typ {
 				failed[k.path] = true
 			}
 		}
@@ -107,10 +108,10 @@ func Parse(data []byte) (*Config, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, joinInLineOrder(errs)
+		return nil, keys, joinInLineOrder(errs)
 	}
-	c.keys = keys
-	return &c, nil
+	c.keys = *keys
+	return &c, keys, nil
 }
 
 // JoinErrors joins errs sorted by line, as Parse does: errors without a
@@ -156,7 +157,34 @@ type key struct {
 	typ   string
 }
 
-type keyIndex []key
+// keyIndex is the document's keys, indexed by path and by line: Parse
+// looks a key up for each key the config has and for each error, so a
+// scan of every key per lookup would make a file with many tenants cost
+// the square of its keys (on each reload, under the reload lock).
+type keyIndex struct {
+	list   []key          // in document order
+	byPath map[string]int // a path's first key in list
+	// byLine and byValueLine list, in document order, the keys (their
+	// indices in list) whose line, or vline, it is.
+	byLine      map[int][]int
+	byValueLine map[int][]int
+	// probes counts the keys lookups have looked at, so that a test can
+	// check that they stay a few per key, however many keys there are.
+	probes int
+}
+
+func newKeyIndex(list []key) *keyIndex {
+	ix := &keyIndex{list: list, byPath: make(map[string]int, len(list)),
+		byLine: make(map[int][]int), byValueLine: make(map[int][]int)}
+	for i, k := range list {
+		if _, ok := ix.byPath[k.path]; !ok {
+			ix.byPath[k.path] = i
+		}
+		ix.byLine[k.line] = append(ix.byLine[k.line], i)
+		ix.byValueLine[k.vline] = append(ix.byValueLine[k.vline], i)
+	}
+	return ix
+}
 
 // indexKeys lists every mapping key in document order, and the paths of
 // the mappings that have a key twice ("" for the document's own), which
@@ -166,7 +194,8 @@ type keyIndex []key
 // as surely as if written out, and left out, an omitted key's default
 // would replace what they set. An alias is followed only where t says
 // what it decodes into, which bounds the walk by the type's depth.
-func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) {
+func indexKeys(root *yaml.Node, t reflect.Type) (ix *keyIndex, twice []string) {
+	var keys []key
 	var walk func(n *yaml.Node, t reflect.Type, prefix string, at int)
 	walk = func(n *yaml.Node, t reflect.Type, prefix string, at int) {
 		for t != nil && t.Kind() == reflect.Pointer {
@@ -250,7 +279,7 @@ func indexKeys(root *yaml.Node, t reflect.Type) (keys keyIndex, twice []string) 
 		}
 	}
 	walk(root, t, "", 0)
-	return keys, twice
+	return newKeyIndex(keys), twice
 }
 
 // nullKeys reports every mapping key in n that is null (null, ~, Null or
@@ -291,23 +320,34 @@ func within(path string, prefixes []string) bool {
 }
 
 // has reports whether the file has a key at path.
-func (ix keyIndex) has(path string) bool {
-	for _, k := range ix {
-		if k.path == path {
-			return true
-		}
+func (ix *keyIndex) has(path string) bool {
+	ix.probes++
+	_, ok := ix.byPath[path]
+	return ok
+}
+
+// typ returns the Go type of the first key at path, "" if none.
+func (ix *keyIndex) typ(path string) string {
+	ix.probes++
+	if i, ok := ix.byPath[path]; ok {
+		return ix.list[i].typ
 	}
-	return false
+	return ""
+}
+
+// valuesOn returns the keys (their indices) whose value starts on line.
+func (ix *keyIndex) valuesOn(line int) []int {
+	ix.probes += 1 + len(ix.byValueLine[line])
+	return ix.byValueLine[line]
 }
 
 // line returns the line of the key at path, or of its nearest parent present
 // in the file (a missing required key is reported where its parent is), or 0.
-func (ix keyIndex) line(path string) int {
+func (ix *keyIndex) line(path string) int {
 	for p := path; p != ""; {
-		for _, k := range ix {
-			if k.path == p {
-				return k.line
-			}
+		ix.probes++
+		if i, ok := ix.byPath[p]; ok {
+			return ix.list[i].line
 		}
 		i := strings.LastIndexByte(p, '.')
 		if i < 0 {
@@ -323,14 +363,13 @@ func (ix keyIndex) line(path string) int {
 // line in flow mappings ({a: 1, b: 2}). The decoder quotes a value of more
 // than 10 bytes by its first 7 and "...": such a value matches a key's
 // value that starts with them.
-func (ix keyIndex) at(line int, name, value string) key {
+func (ix *keyIndex) at(line int, name, value string) key {
 	first := key{}
 	cut, truncated := strings.CutSuffix(value, "...")
 	truncated = truncated && len(cut) == 7
-	for _, k := range ix {
-		if k.line != line {
-			continue
-		}
+	for _, i := range ix.byLine[line] {
+		ix.probes++
+		k := ix.list[i]
 		if first.path == "" {
 			first = k
 		}
@@ -352,13 +391,15 @@ func (ix keyIndex) at(line int, name, value string) key {
 // decoder refuses an anchored value at each alias that repeats it, and
 // it is reported where written. Failing all, it returns at(line, "",
 // value).
-func (ix keyIndex) valueAt(line int, goType, value string, used map[int]bool) key {
+func (ix *keyIndex) valueAt(line int, goType, value string, used map[int]bool) key {
 	cut, truncated := strings.CutSuffix(value, "...")
 	truncated = truncated && len(cut) == 7
 	for _, alias := range []bool{false, true} {
 		found, free := -1, -1
-		for i, k := range ix {
-			if k.vline != line || k.typ != goType || k.alias != alias {
+		for _, i := range ix.byValueLine[line] {
+			ix.probes++
+			k := ix.list[i]
+			if k.typ != goType || k.alias != alias {
 				continue
 			}
 			if value != "" && k.value != value && !(truncated && len(k.value) > 10 && strings.HasPrefix(k.value, cut)) {
@@ -374,10 +415,10 @@ func (ix keyIndex) valueAt(line int, goType, value string, used map[int]bool) ke
 		}
 		if free >= 0 {
 			used[free] = true
-			return ix[free]
+			return ix.list[free]
 		}
 		if found >= 0 {
-			return ix[found]
+			return ix.list[found]
 		}
 	}
 	return ix.at(line, "", value)
@@ -400,7 +441,7 @@ func syntaxError(err error) error {
 
 // decodeErrors turns the decoder's messages ("line 3: field foo not found in
 // type config.Limits") into Errors naming the key and line.
-func decodeErrors(te *yaml.TypeError, keys keyIndex) []*Error {
+func decodeErrors(te *yaml.TypeError, keys *keyIndex) []*Error {
 	var errs []*Error
 	used := make(map[int]bool) // keys a refused value was found for
 	for _, msg := range te.Errors {
