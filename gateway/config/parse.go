@@ -62,7 +62,7 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 		// is not expanded here either.
 		return nil, nil, syntaxError(err)
 	}
-	keys, undecoded := indexKeys(&root, reflect.TypeOf(c))
+	keys := indexKeys(&root, reflect.TypeOf(c))
 	if err != nil {
 		// A type error leaves the rest decoded: the other keys are still
 		// checked, so that one run reports every problem.
@@ -103,7 +103,7 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	present := func(path string) bool { return keys.has(path) }
 	c.setDefaults(present)
 	for _, p := range c.validate(present) {
-		if !failed[p.key] && !within(p.key, undecoded) {
+		if !failed[p.key] && !keys.undecoded(p.key) {
 			errs = append(errs, &Error{Line: keys.line(p.key), Key: p.key, Reason: p.reason})
 		}
 	}
@@ -168,8 +168,12 @@ type keyIndex struct {
 	// indices in list) whose line, or vline, it is.
 	byLine      map[int][]int
 	byValueLine map[int][]int
-	// probes counts the keys lookups have looked at, so that a test can
-	// check that they stay a few per key, however many keys there are.
+	// twice holds the paths of the mappings that have a key twice ("" for
+	// the document's own), which the decoder leaves undecoded.
+	twice map[string]bool
+	// probes counts the keys (and mappings with a key twice) lookups have
+	// looked at, so that a test can check that they stay a few per key,
+	// however many keys there are.
 	probes int
 }
 
@@ -187,15 +191,15 @@ func newKeyIndex(list []key) *keyIndex {
 }
 
 // indexKeys lists every mapping key in document order, and the paths of
-// the mappings that have a key twice ("" for the document's own), which
-// the decoder leaves undecoded. t is the type the document is decoded
+// the mappings that have a key twice. t is the type the document is decoded
 // into. The keys an alias (*name) or a merge (<<: *name) brings in are
 // listed under the key that uses them, at its line: they are set there
 // as surely as if written out, and left out, an omitted key's default
 // would replace what they set. An alias is followed only where t says
 // what it decodes into, which bounds the walk by the type's depth.
-func indexKeys(root *yaml.Node, t reflect.Type) (ix *keyIndex, twice []string) {
+func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 	var keys []key
+	twice := make(map[string]bool)
 	var walk func(n *yaml.Node, t reflect.Type, prefix string, at int)
 	walk = func(n *yaml.Node, t reflect.Type, prefix string, at int) {
 		for t != nil && t.Kind() == reflect.Pointer {
@@ -241,8 +245,8 @@ func indexKeys(root *yaml.Node, t reflect.Type) (ix *keyIndex, twice []string) {
 					}
 					continue
 				}
-				if seen[k.Value] && !slices.Contains(twice, prefix) {
-					twice = append(twice, prefix)
+				if seen[k.Value] {
+					twice[prefix] = true
 				}
 				seen[k.Value] = true
 				path := k.Value
@@ -279,7 +283,9 @@ func indexKeys(root *yaml.Node, t reflect.Type) (ix *keyIndex, twice []string) {
 		}
 	}
 	walk(root, t, "", 0)
-	return newKeyIndex(keys), twice
+	ix := newKeyIndex(keys)
+	ix.twice = twice
+	return ix
 }
 
 // nullKeys reports every mapping key in n that is null (null, ~, Null or
@@ -308,17 +314,6 @@ func nullKeys(n *yaml.Node, prefix string, errs *[]*Error) {
 	}
 }
 
-// within reports whether the key at path is in one of the mappings at
-// prefixes, or is one.
-func within(path string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if p == "" || path == p || strings.HasPrefix(path, p+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // has reports whether the file has a key at path.
 func (ix *keyIndex) has(path string) bool {
 	ix.probes++
@@ -339,6 +334,27 @@ func (ix *keyIndex) typ(path string) string {
 func (ix *keyIndex) valuesOn(line int) []int {
 	ix.probes += 1 + len(ix.byValueLine[line])
 	return ix.byValueLine[line]
+}
+
+// undecoded reports whether the key at path is in a mapping that has a
+// key twice, or is one: its parents are looked up, not every such
+// mapping, which a file with many might have.
+func (ix *keyIndex) undecoded(path string) bool {
+	ix.probes++
+	if ix.twice[""] {
+		return true
+	}
+	for p := path; ; {
+		ix.probes++
+		if ix.twice[p] {
+			return true
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
 }
 
 // line returns the line of the key at path, or of its nearest parent present
