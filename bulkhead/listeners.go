@@ -1,5 +1,7 @@
 package bulkhead
 
+import "github.com/groupexec/groupexec/internal/fanout"
+
 // Listeners returns one Listener that calls each of ls, in order, for every
 // event, so that a bulkhead can feed a metrics exporter (metrics/prom,
 // metrics/otel) and a listener of its own: WithListener takes only one.
@@ -16,16 +18,12 @@ package bulkhead
 // fail, one exit among them ends the goroutine; otherwise the last panic is
 // the one that goes on.
 func Listeners(ls ...Listener) Listener {
-	var all []Listener
-	for _, l := range ls {
-		switch l := l.(type) {
-		case nil:
-		case *listenerList:
-			all = append(all, l.ls...)
-		default:
-			all = append(all, l)
+	all := fanout.Flatten(ls, func(l Listener) ([]Listener, bool) {
+		if m, ok := l.(*listenerList); ok {
+			return m.ls, true
 		}
-	}
+		return nil, false
+	})
 	switch len(all) {
 	case 0:
 		return nil
@@ -38,26 +36,4 @@ func Listeners(ls ...Listener) Listener {
 // listenerList is the Listener Listeners returns.
 type listenerList struct{ ls []Listener }
 
-func (m *listenerList) OnEvent(e Event) { m.from(0, e) }
-
-// from calls the listeners from the i-th on.
-func (m *listenerList) from(i int, e Event) {
-	for ; i < len(m.ls); i++ {
-		m.one(i, e)
-	}
-}
-
-// one calls the i-th listener. If the call does not return, a panic or a
-// runtime.Goexit, which the deferred call can tell apart from a return but
-// not stop (a recover would hide the panic, and nothing stops an exit), the
-// listeners after it are called first.
-func (m *listenerList) one(i int, e Event) {
-	returned := false
-	defer func() {
-		if !returned {
-			m.from(i+1, e)
-		}
-	}()
-	m.ls[i].OnEvent(e)
-	returned = true
-}
+func (m *listenerList) OnEvent(e Event) { fanout.Call(m.ls, Listener.OnEvent, e) }

@@ -1,5 +1,7 @@
 package executor
 
+import "github.com/groupexec/groupexec/internal/fanout"
+
 // Listeners returns one Listener that calls each of ls, in order, for every
 // event, so that an executor can feed a metrics collector (metrics/prom,
 // metrics/otel) and listeners of its own: WithListener takes only one.
@@ -16,16 +18,12 @@ package executor
 // several fail, one exit among them ends the goroutine; otherwise the last
 // panic is the one that goes on.
 func Listeners(ls ...Listener) Listener {
-	var all []Listener
-	for _, l := range ls {
-		switch l := l.(type) {
-		case nil:
-		case *listenerList:
-			all = append(all, l.ls...)
-		default:
-			all = append(all, l)
+	all := fanout.Flatten(ls, func(l Listener) ([]Listener, bool) {
+		if m, ok := l.(*listenerList); ok {
+			return m.ls, true
 		}
-	}
+		return nil, false
+	})
 	switch len(all) {
 	case 0:
 		return nil
@@ -39,29 +37,7 @@ func Listeners(ls ...Listener) Listener {
 // compares as any Listener does.
 type listenerList struct{ ls []Listener }
 
-func (m *listenerList) OnSubmitted(e Event) { m.from(0, onSubmitted, e) }
-func (m *listenerList) OnStarted(e Event)   { m.from(0, onStarted, e) }
-func (m *listenerList) OnCompleted(e Event) { m.from(0, onCompleted, e) }
-func (m *listenerList) OnRejected(e Event)  { m.from(0, onRejected, e) }
-
-// from calls f for the listeners from the i-th on.
-func (m *listenerList) from(i int, f func(Listener, Event), e Event) {
-	for ; i < len(m.ls); i++ {
-		m.one(i, f, e)
-	}
-}
-
-// one calls f for the i-th listener. If the call does not return, a panic
-// or a runtime.Goexit, which the deferred call can tell apart from a return
-// but not stop (a recover would hide the panic, and nothing stops an exit),
-// the listeners after it are called first.
-func (m *listenerList) one(i int, f func(Listener, Event), e Event) {
-	returned := false
-	defer func() {
-		if !returned {
-			m.from(i+1, f, e)
-		}
-	}()
-	f(m.ls[i], e)
-	returned = true
-}
+func (m *listenerList) OnSubmitted(e Event) { fanout.Call(m.ls, onSubmitted, e) }
+func (m *listenerList) OnStarted(e Event)   { fanout.Call(m.ls, onStarted, e) }
+func (m *listenerList) OnCompleted(e Event) { fanout.Call(m.ls, onCompleted, e) }
+func (m *listenerList) OnRejected(e Event)  { fanout.Call(m.ls, onRejected, e) }
