@@ -70,7 +70,7 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	}
 	// The decoder cuts a number with a fraction to an integer where it
 	// takes one (a share of 2.7 would be 2): refuse it instead.
-	fractions(&root, reflect.TypeOf(c), "", 0, &errs)
+	fractions(&root, reflect.TypeOf(c), "", 0, nil, &errs)
 	nullKeys(&root, "", &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -195,13 +195,19 @@ func newKeyIndex(list []key) *keyIndex {
 // into. The keys an alias (*name) or a merge (<<: *name) brings in are
 // listed under the key that uses them, at its line: they are set there
 // as surely as if written out, and left out, an omitted key's default
-// would replace what they set. An alias is followed only where t says
-// what it decodes into, which bounds the walk by the type's depth.
+// would replace what they set; but not a merged key that a key already in
+// the mapping hides (keysInForce), which the decoder skips with the keys
+// under it: listed, they would count as set. An alias is followed only
+// where t says what it decodes into, which bounds the walk by the type's
+// depth.
 func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 	var keys []key
 	twice := make(map[string]bool)
-	var walk func(n *yaml.Node, t reflect.Type, prefix string, at int)
-	walk = func(n *yaml.Node, t reflect.Type, prefix string, at int) {
+	// hidden is, for a mapping merged into another, the keys set in that
+	// other mapping so far (merges): walk lists only the keys it does not
+	// hide, and adds them to it.
+	var walk func(n *yaml.Node, t reflect.Type, prefix string, at int, hidden map[string]bool)
+	walk = func(n *yaml.Node, t reflect.Type, prefix string, at int, hidden map[string]bool) {
 		for t != nil && t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
@@ -215,11 +221,11 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 				if at == 0 {
 					at = n.Line
 				}
-				walk(n.Alias, t, prefix, at)
+				walk(n.Alias, t, prefix, at, hidden)
 			}
 		case yaml.DocumentNode:
 			for _, c := range n.Content {
-				walk(c, t, prefix, at)
+				walk(c, t, prefix, at, nil)
 			}
 		case yaml.SequenceNode:
 			var elem reflect.Type
@@ -227,21 +233,18 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 				elem = t.Elem()
 			}
 			for _, c := range n.Content {
-				walk(c, elem, prefix, at)
+				walk(c, elem, prefix, at, nil)
 			}
 		case yaml.MappingNode:
+			skip, set := keysInForce(n, hidden)
 			seen := make(map[string]bool, len(n.Content)/2)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
 				if k.ShortTag() == "!!merge" {
 					// Its mapping's keys (or each listed mapping's)
-					// are this mapping's own.
-					merged := []*yaml.Node{v}
-					if v.Kind == yaml.SequenceNode {
-						merged = v.Content
-					}
-					for _, m := range merged {
-						walk(m, t, prefix, at)
+					// are this mapping's own, but those it has already.
+					for _, m := range mergedOf(v) {
+						walk(m, t, prefix, at, set)
 					}
 					continue
 				}
@@ -249,6 +252,9 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 					twice[prefix] = true
 				}
 				seen[k.Value] = true
+				if skip != nil && skip[i/2] {
+					continue
+				}
 				path := k.Value
 				if prefix != "" {
 					path = prefix + "." + k.Value
@@ -278,14 +284,65 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 					kv.typ = vt.String()
 				}
 				keys = append(keys, kv)
-				walk(v, vt, path, at)
+				walk(v, vt, path, at, nil)
 			}
 		}
 	}
-	walk(root, t, "", 0)
+	walk(root, t, "", 0, nil)
 	ix := newKeyIndex(keys)
 	ix.twice = twice
 	return ix
+}
+
+// keysInForce prepares a walk of n, a mapping, over the keys the decoder
+// decodes. A merge is shallow: a key written in a mapping, wherever the
+// merge is, or brought in by a mapping merged before (<<: [*a, *b]: a's),
+// hides the same key of a merged mapping, with all its value holds, which
+// the decoder then skips. hidden is the keys set in the mapping n is
+// merged into (nil if n is merged into none): skip[i/2] tells whether it
+// hides n's key n.Content[i]. n's keys are added to it, and set is what
+// n's own merged mappings are walked with. Both are nil for a mapping
+// neither merged nor merging, which hides nothing.
+func keysInForce(n *yaml.Node, hidden map[string]bool) (skip []bool, set map[string]bool) {
+	set = hidden
+	if set == nil {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if isMergeKey(n.Content[i]) {
+				set = make(map[string]bool)
+				break
+			}
+		}
+		if set == nil {
+			return nil, nil
+		}
+	}
+	skip = make([]bool, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !isMergeKey(k) {
+			skip[i/2] = set[k.Value]
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !isMergeKey(k) {
+			set[k.Value] = true
+		}
+	}
+	return skip, set
+}
+
+// isMergeKey reports whether k is a merge key (<<), its value first: most
+// keys are not, and resolving a key's tag costs more.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Value == "<<" && k.ShortTag() == "!!merge"
+}
+
+// mergedOf returns the mappings a merge key's value v names: itself, or
+// each one listed.
+func mergedOf(v *yaml.Node) []*yaml.Node {
+	if v.Kind == yaml.SequenceNode {
+		return v.Content
+	}
+	return []*yaml.Node{v}
 }
 
 // nullKeys reports every mapping key in n that is null (null, ~, Null or
@@ -531,7 +588,8 @@ func yamlKind(tag string) string {
 // path (its key on line), and reports every number with a fraction given
 // where t takes an integer: the decoder would cut it to the integer below.
 // Floats with an integral value (2.0, 1e3) are the integers they are.
-func fractions(n *yaml.Node, t reflect.Type, path string, line int, errs *[]*Error) {
+// hidden is keysInForce's, for a mapping merged into another.
+func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[string]bool, errs *[]*Error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -541,27 +599,28 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, errs *[]*Err
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			fractions(c, t, path, line, errs)
+			fractions(c, t, path, line, nil, errs)
 		}
 	case yaml.SequenceNode:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for _, c := range n.Content {
-				fractions(c, t.Elem(), path, c.Line, errs)
+				fractions(c, t.Elem(), path, c.Line, nil, errs)
 			}
 		}
 	case yaml.MappingNode:
+		skip, set := keysInForce(n, hidden)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.ShortTag() == "!!merge" {
 				// The merged mapping's keys (or each listed one's)
-				// are decoded as this mapping's own.
-				merged := []*yaml.Node{v}
-				if v.Kind == yaml.SequenceNode {
-					merged = v.Content
+				// are decoded as this mapping's own, but those it
+				// has already.
+				for _, m := range mergedOf(v) {
+					fractions(m, t, path, line, set, errs)
 				}
-				for _, m := range merged {
-					fractions(m, t, path, line, errs)
-				}
+				continue
+			}
+			if skip != nil && skip[i/2] {
 				continue
 			}
 			p := k.Value
@@ -570,10 +629,10 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, errs *[]*Err
 			}
 			switch t.Kind() {
 			case reflect.Map:
-				fractions(v, t.Elem(), p, k.Line, errs)
+				fractions(v, t.Elem(), p, k.Line, nil, errs)
 			case reflect.Struct:
 				if f, ok := yamlField(t, k.Value); ok {
-					fractions(v, f.Type, p, k.Line, errs)
+					fractions(v, f.Type, p, k.Line, nil, errs)
 				}
 			}
 		}

@@ -562,6 +562,41 @@ func TestAliasedKeysAreSet(t *testing.T) {
 	}
 }
 
+// A merge is shallow: a key written beside it (before or after it) is the
+// one in force, with all its value holds, and so is the first of a list of
+// merged mappings to have it. The keys the merged mapping has under it are
+// not set: their defaults apply, a value there is neither refused nor
+// checked, and a refusal of the key in force names its own line.
+func TestKeyBesideAMergeHidesTheMergedOne(t *testing.T) {
+	const std = "tenants:\n  acme: &std {share: 2, rate_limit: {rps: 10, burst: 50}}\n"
+	for _, tc := range []struct{ name, yaml string }{
+		{"after", std + "  globex:\n    <<: *std\n    rate_limit: {rps: 5}\n"},
+		{"before", std + "  globex:\n    rate_limit: {rps: 5}\n    <<: *std\n"},
+		{"listed first", std + "  globex: {<<: [{rate_limit: {rps: 5}}, *std]}\n"},
+		{"a fraction hidden", std + "  globex: {<<: [{share: 2.5}, *std], share: 2, rate_limit: {rps: 5}}\n"},
+	} {
+		c, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		g := c.Tenants["globex"]
+		if rl := g.RateLimit; rl == nil || rl.RPS != 5 || rl.Burst != 5 {
+			t.Errorf("%s: globex's rate %+v, want rps 5 and the default burst, 5", tc.name, rl)
+		}
+		if g.Share == nil || *g.Share != 2 {
+			t.Errorf("%s: globex's share %v, want 2", tc.name, g.Share)
+		}
+	}
+	_, err := config.Parse([]byte("backends: [http://a:1]\ntenants:\n  acme: &std\n    max_in_flight: x\n" +
+		"  globex:\n    <<: *std\n    max_in_flight: -3\n"))
+	want := "config: line 4: tenants.acme.max_in_flight: \"x\" is not a valid integer\n" +
+		"config: line 7: tenants.globex.max_in_flight: -3 is invalid: a limit must be >= 1 (policy.Unlimited for none)"
+	if err == nil || err.Error() != want {
+		t.Errorf("a key beside a merge of a refused one:\n%v\nwant\n%s", err, want)
+	}
+}
+
 // A restart-only limit written out with the value it had when left out
 // (policy's default) is no change: the reload that adds or drops it is
 // not refused. Another value still is.
