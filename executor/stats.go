@@ -129,6 +129,19 @@ func (ex *Executor) Stats() Stats {
 // it, the snapshot may be off by the groups dropped meanwhile.
 const maxStatsTries = 100
 
+// BreakerRemainingDelay returns how long the breaker of the named group
+// stays open before it lets a probe through (GroupStats' field of the same
+// name): 0 if the group has no breaker, its breaker is not open, or the
+// executor keeps no state for it. It is for a server answering a refusal
+// with breaker.ErrOpenState (Retry-After), on every such refusal: it takes
+// no lock, and reads the clock only while the breaker is open.
+func (ex *Executor) BreakerRemainingDelay(group string) time.Duration {
+	if g := ex.groups.load(group); g != nil && g.br != nil { // br is set before g is shared, and never changes
+		return g.br.RemainingDelay()
+	}
+	return 0
+}
+
 // GroupStats returns a snapshot of group, and false if the executor keeps no
 // state for it (never used, evicted or reclaimed while idle).
 func (ex *Executor) GroupStats(group string) (GroupStats, bool) {

@@ -69,16 +69,13 @@ func Classify(err error) (Reason, string) {
 // RetryDelay returns the retry delay of a request refused with err by ex:
 // d (the adapter's WithRetryAfter), or longer for a refusal by an open
 // group breaker, the time the breaker has left before it lets a probe
-// through (executor.GroupStats), so that a client told to wait is not
-// refused again for the rest of the breaker's Timeout. It reads the group's
-// stats only for such a refusal.
+// through (Executor.BreakerRemainingDelay, which takes no lock), so that a
+// client told to wait is not refused again for the rest of the breaker's
+// Timeout.
 func RetryDelay(ex *executor.Executor, err error, d time.Duration) time.Duration {
 	var re *executor.RejectedError
 	if !errors.As(err, &re) || re.Limit != executor.LimitBreaker || !errors.Is(re.Err, breaker.ErrOpenState) {
 		return d
 	}
-	if st, ok := ex.GroupStats(re.Group); ok {
-		return max(d, st.BreakerRemainingDelay)
-	}
-	return d
+	return max(d, ex.BreakerRemainingDelay(re.Group))
 }
