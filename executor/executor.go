@@ -41,10 +41,7 @@ type Executor struct {
 	pol     *policy.Policy
 	clk     clock.Clock
 	realClk bool // clk is clock.Real: one monotonic read per timing
-	// listenerSet: WithListener was given, and a second is refused. Here,
-	// in realClk's padding, so that no field moves.
-	listenerSet bool
-	epoch       time.Time
+	epoch   time.Time
 	// lastRead is the latest reading of an injected clock since epoch,
 	// which stands while its Now panics (clockSince).
 	lastRead atomic.Int64

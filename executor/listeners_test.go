@@ -216,6 +216,18 @@ func TestWithListenerTwiceIsRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), "WithListener") || !strings.Contains(err.Error(), "Listeners") {
 		t.Errorf("the error %q does not name WithListener and Listeners", err)
 	}
+	// After WithListener(nil), none, a listener replaces nothing.
+	ex, err := executor.New(p, executor.WithListener(nil), executor.WithListener(heard{"c", log, nil}))
+	if err != nil {
+		t.Fatalf("WithListener(nil), then a listener: %v", err)
+	}
+	if err := ex.Do(context.Background(), "g", func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ex.Close()
+	if !slices.ContainsFunc(log.get(), func(s string) bool { return strings.HasPrefix(s, "c:") }) {
+		t.Errorf("the listener given after WithListener(nil) heard nothing: %v", log.get())
+	}
 	_, err = executor.New(p, executor.WithListener(executor.Listeners(heard{"a", log, nil}, (*nilListener)(nil))))
 	if err == nil {
 		t.Fatal("WithListener(Listeners(a, (*nilListener)(nil))): New succeeded")

@@ -21,16 +21,17 @@ type optionFunc func(*Executor) error
 func (f optionFunc) apply(ex *Executor) error { return f(ex) }
 
 // WithListener sets the Listener that observes every task; nil means none.
-// It may be given once: a second WithListener makes New fail, naming it,
-// since it would silently replace the first (a metrics collector's, say).
-// To attach several listeners, pass Listeners(a, b, ...).
+// A WithListener after one that set a listener makes New fail, naming it,
+// since it would silently replace the first (a metrics collector's, say);
+// after WithListener(nil) it is taken, as it replaces nothing. To attach
+// several listeners, pass Listeners(a, b, ...).
 // A Listener holding a nil pointer or function, itself or among those
 // Listeners combines, is refused: it would fail at every event, and a
 // listener's failures are recovered without a word.
 func WithListener(l Listener) Option {
 	return optionFunc(func(ex *Executor) error {
-		if ex.listenerSet {
-			return fmt.Errorf("executor: WithListener(%T) given twice: it would replace the first listener; pass several to one WithListener with executor.Listeners", l)
+		if ex.listener != nil {
+			return fmt.Errorf("executor: WithListener(%T) given twice: it would replace the first listener, %T; pass several to one WithListener with executor.Listeners", l, ex.listener)
 		}
 		if m, ok := l.(*listenerList); ok {
 			for i, l := range m.ls {
@@ -41,7 +42,6 @@ func WithListener(l Listener) Option {
 		} else if nilValue(l) {
 			return fmt.Errorf("executor: WithListener((%T)(nil)): the listener must not be a nil pointer or function", l)
 		}
-		ex.listenerSet = true
 		ex.listener = l
 		return nil
 	})
