@@ -174,7 +174,7 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 			if cb.clock.Now().Before(ep.expiry) {
 				return nil, 0, ErrOpenState
 			}
-			cb.transition(ep, StateHalfOpen)
+			cb.transition(ep, StateHalfOpen, nil)
 		case StateHalfOpen:
 			if testHookHalfOpen != nil {
 				testHookHalfOpen()
@@ -235,24 +235,38 @@ func (cb *CircuitBreaker) success(ep *epoch, i int) {
 // its success. Any failure ends a half-open epoch, so its successes are
 // consecutive.
 func (cb *CircuitBreaker) probeSuccess(ep *epoch) {
-	// The slot goes back after the success may have closed the breaker:
+	// The slot goes back once the success may have closed the breaker:
 	// given back first, it would let a request in as a probe of the
 	// half-open epoch this success ends, whose outcome would count nowhere.
-	// Deferred, so that it goes back even if OnStateChange exits the
-	// goroutine.
-	defer cb.probes.Add(-1)
+	// The transition gives it back before OnStateChange, which may take
+	// long; the deferred call, if the breaker stays half-open, or if its
+	// clock panics or exits the goroutine.
+	var given bool
+	defer cb.giveProbe(&given)
 	if ep.base.n[kSuccesses].Add(1) >= uint64(cb.maxRequests) {
-		cb.transition(ep, StateClosed)
+		cb.transition(ep, StateClosed, &given)
+	}
+}
+
+// giveProbe gives a probe's slot back, unless given says it is back
+// already; a nil given means the request was no probe.
+func (cb *CircuitBreaker) giveProbe(given *bool) {
+	if given != nil && !*given {
+		*given = true
+		cb.probes.Add(-1)
 	}
 }
 
 // failure records a failure of a request admitted by ep.
 func (cb *CircuitBreaker) failure(ep *epoch) {
+	var given bool
+	var probe *bool
 	if ep.state == StateHalfOpen {
-		// After the failure has reopened the breaker, as in probeSuccess:
+		// Once the failure has reopened the breaker, as in probeSuccess:
 		// given back first, the slot would let a request through the
 		// half-open epoch this failure ends.
-		defer cb.probes.Add(-1)
+		probe = &given
+		defer cb.giveProbe(probe)
 	}
 	ep.failures.Add(1)
 	raise(&ep.sMark, ep.sum(ep.cells.Load(), kSuccesses))
@@ -266,7 +280,7 @@ func (cb *CircuitBreaker) failure(ep *epoch) {
 		return
 	}
 	if ep.state == StateHalfOpen || cb.readyToTrip(ep.counts()) {
-		cb.transition(ep, StateOpen)
+		cb.transition(ep, StateOpen, probe)
 	}
 }
 
@@ -280,14 +294,18 @@ func (cb *CircuitBreaker) ignore(ep *epoch, i int) {
 }
 
 // transition moves the breaker from epoch from to a new epoch in state to,
-// unless another caller has ended from first, and reports the change.
-func (cb *CircuitBreaker) transition(from *epoch, to State) {
+// unless another caller has ended from first, and reports the change. probe
+// is the slot of the probe whose outcome moves it (giveProbe), or nil.
+func (cb *CircuitBreaker) transition(from *epoch, to State, probe *bool) {
 	if cb.cur.Load() != from {
 		return
 	}
 	if !cb.cur.CompareAndSwap(from, cb.newEpoch(to)) {
 		return
 	}
+	// The probe whose outcome made the change gives its slot back now,
+	// before OnStateChange, user code that may outlast the next Timeout.
+	cb.giveProbe(probe)
 	if cb.onStateChange != nil {
 		cb.notify(from.state, to)
 	}

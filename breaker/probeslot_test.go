@@ -58,3 +58,55 @@ func TestProbeSlotHeldUntilItsOutcomeEndsThePeriod(t *testing.T) {
 		during.Ignore()
 	}
 }
+
+// A probe's slot goes back as its outcome moves the breaker, before
+// OnStateChange: a callback slower than the breaker's Timeout does not keep
+// the next half-open period from letting its probe through.
+func TestProbeSlotBackBeforeOnStateChange(t *testing.T) {
+	for _, ok := range []bool{false, true} {
+		clk := &fakeClock{}
+		entered, release := make(chan struct{}), make(chan struct{})
+		var slow bool
+		cb := mustNew(t, breaker.Settings{MaxRequests: 1, Timeout: time.Second, Interval: time.Minute, Clock: clk,
+			OnStateChange: func(_ string, from, _ breaker.State) {
+				if slow && from == breaker.StateHalfOpen {
+					close(entered)
+					<-release
+				}
+			}})
+		trip(t, cb)
+		clk.Advance(time.Second)
+		probe, err := cb.AllowTicket()
+		if err != nil || !probe.Probe() {
+			t.Fatalf("the probe after the timeout: %v, probe %v", err, probe.Probe())
+		}
+		slow = true
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if ok {
+				probe.Success()
+			} else {
+				probe.Failure()
+			}
+		}()
+		<-entered // the callback of the probe's outcome runs, and waits
+		if ok {
+			// Closed: the next request goes through, no probe needed.
+			next, err := cb.AllowTicket()
+			if err != nil {
+				t.Errorf("closed breaker, its callback still running: %v", err)
+			}
+			next.Ignore()
+		} else {
+			clk.Advance(time.Second) // the reopened breaker's Timeout passes
+			next, err := cb.AllowTicket()
+			if err != nil || !next.Probe() {
+				t.Errorf("the next half-open period's probe, the last one's callback still running: %v, probe %v", err, next.Probe())
+			}
+			next.Ignore()
+		}
+		close(release)
+		<-done
+	}
+}
