@@ -399,15 +399,34 @@ func wantAdminClosed(t *testing.T, admin, request string) {
 // An admin request whose body never comes (its length declared, nothing
 // sent) does not hold its connection for ever: net/http reads an unread
 // body before answering, and the admin server gives that read
-// timeouts.read_header and timeouts.read, as the proxy does, then answers
+// timeouts.read from the end of the headers, as the proxy does, then answers
 // and closes the connection.
 func TestAdminRequestBodyTimesOut(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	// The header timeout runs from the server's first read, which may come
 	// before the test, descheduled between its dial and its write, has
 	// sent the headers: it is long enough for them to arrive. The wait for
-	// the body, the point here, ends at the two timeouts together.
+	// the body, the point here, ends timeouts.read after them.
 	gw := start(t, be.URL, minimal+"timeouts: {read_header: 2s, read: 50ms}\n")
+	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+}
+
+// A reload that shortens timeouts.read reaches the admin address as it
+// reaches the proxy: a request whose body never comes has its connection
+// closed under the new value, not held for the hour the gateway started
+// with.
+func TestAdminRequestBodyTimeoutFollowsReload(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw, write := reloadable(t, be.URL, "backends: [%s]\ntimeouts: {read_header: 2s, read: 1h}\n")
+	// An answer from the admin address: its server has been built, with
+	// the config the gateway started with, before the reload.
+	if code, _ := get(t, client(t), gw.admin+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	write("backends: [%s]\ntimeouts: {read_header: 2s, read: 50ms}\n")
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
 	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
 }
 

@@ -114,7 +114,17 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	adminH := g.AdminHandler()
 	admin := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w = newAdminWriter(w, g.state.Load().cfg.Timeouts.Write)
+			t := g.state.Load().cfg.Timeouts
+			if r.Body != nil && r.Body != http.NoBody {
+				// The body has timeouts.read as it is now, from the end of
+				// the headers, as a proxied request's has: the server's
+				// ReadTimeout keeps the value it started with, and a
+				// reload would not reach it. Only a request with a body
+				// gets one: for one without, the server is already
+				// reading ahead, and a deadline would cut it.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(t.Read))
+			}
+			w = newAdminWriter(w, t.Write)
 			if !adminBusy.enter() {
 				w.Header().Set("Connection", "close")
 				http.Error(w, "shutting down", http.StatusServiceUnavailable)
@@ -127,11 +137,12 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		// timeout, a request declaring a body it never sends would hold
 		// its connection for ever (net/http reads an unread body before
 		// answering), and without an idle timeout a keep-alive connection
-		// would wait for its next request for ever. The proxy's limit on
-		// writing an answer is adminWriter's: not WriteTimeout, which
-		// runs from the end of the request's headers and so would count
-		// the handler's own work (a readiness probe's dials, a reload)
-		// against the client's time to take the answer.
+		// would wait for its next request for ever. The handler moves a
+		// body's deadline to timeouts.read as a reload left it. The
+		// proxy's limit on writing an answer is adminWriter's: not
+		// WriteTimeout, which runs from the end of the request's headers
+		// and so would count the handler's own work (a readiness probe's
+		// dials, a reload) against the client's time to take the answer.
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
 		ReadTimeout:       cfg.Timeouts.ReadHeader + cfg.Timeouts.Read,
 		IdleTimeout:       cfg.Timeouts.Idle,
