@@ -58,6 +58,13 @@ func (b *backendBreaker) onStateChange(_ string, from, to breaker.State) {
 		b.opens++
 		d := b.base
 		for i := 1; i < b.opens && d < b.cap; i++ {
+			// Doubling past the cap stops at it: with a cap over half
+			// the longest Duration (some 146 years), d*2 would
+			// overflow, and a negative open time would hold nothing.
+			if d > b.cap/2 {
+				d = b.cap
+				break
+			}
 			d *= 2
 		}
 		b.until.Store(b.clk.Now().Add(min(d, b.cap)).UnixNano())
