@@ -239,7 +239,8 @@ type Response struct {
 // Metrics names the gateway's Prometheus series.
 type Metrics struct {
 	// Namespace prefixes every gateway and executor metric
-	// (groupexec_gateway_requests_total). Default DefaultNamespace.
+	// (groupexec_gateway_requests_total). Default DefaultNamespace; an
+	// empty one, no prefix at all, is refused.
 	Namespace string `yaml:"namespace"`
 }
 

@@ -392,6 +392,11 @@ var refusedValues = []struct {
 		`line 3: admin: "0.0.0.0:8080" must differ from listen (127.0.0.1:8080)`},
 	{"admin on the same port by its service name", "listen: \"[::]:80\"\nadmin: \"[::1]:http\"",
 		`line 3: admin: "[::1]:http" must differ from listen ([::]:80)`},
+	// An empty namespace is no prefix, which would put every metric
+	// outside the namespace the docs put it under: refused, as a 0 is
+	// where it means nothing.
+	{"empty metrics namespace", `metrics: {namespace: ""}`,
+		`line 2: metrics.namespace: "" is not a metric name prefix ([a-zA-Z_][a-zA-Z0-9_]*): leave the key out for its default`},
 }
 
 func TestRefusedValues(t *testing.T) {

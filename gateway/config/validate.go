@@ -207,7 +207,11 @@ func (c *Config) validate(present func(string) bool) []problem {
 	nonNegative(ck, "response.buffer_bytes", c.Response.BufferBytes)
 	nonNegative(ck, "drain_delay", c.DrainDelay)
 	positive(ck, "drain_timeout", c.DrainTimeout)
-	if !validMetricPrefix(c.Metrics.Namespace) {
+	if c.Metrics.Namespace == "" {
+		// No prefix: every metric would be outside the namespace the
+		// docs put it under. Refused as a 0 is where it means nothing.
+		ck.bad("metrics.namespace", "%q is not a metric name prefix ([a-zA-Z_][a-zA-Z0-9_]*): leave the key out for its default", c.Metrics.Namespace)
+	} else if !validMetricPrefix(c.Metrics.Namespace) {
 		ck.bad("metrics.namespace", "%q is not a metric name prefix ([a-zA-Z_][a-zA-Z0-9_]*)", c.Metrics.Namespace)
 	}
 	return ck.ps
