@@ -138,6 +138,32 @@ func TestReloadRefusesBadFile(t *testing.T) {
 	}
 }
 
+// With breakers disabled before and after, a reload may change where they
+// would be kept and their settings: it is applied, and still no breaker
+// stands between a failing backend and its clients. Enabling them is
+// refused, as the docs say.
+func TestReloadDisabledBreakerSettings(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) })
+	gw, write := reloadable(t, be.URL, "backends: [%s]\nbreaker: {enabled: false}\n")
+	write("backends: [%s]\nbreaker: {enabled: false, per: tenant, consecutive_failures: 1, timeout: 1h}\n")
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatalf("reload keeping breakers disabled: %v", err)
+	}
+	if b := gw.gw.Config().Breaker; b.Per != config.PerTenant || b.ConsecutiveFailures != 1 {
+		t.Errorf("the reload was not applied: %+v", b)
+	}
+	c := client(t)
+	for i := range 3 {
+		if resp, body := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != 500 {
+			t.Fatalf("request %d: %d %q, want the backend's 500", i, resp.StatusCode, body)
+		}
+	}
+	write("backends: [%s]\nbreaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n")
+	if err := gw.gw.ReloadFile(); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "breaker.enabled: cannot change without a restart") {
+		t.Errorf("reload enabling breakers: %v", err)
+	}
+}
+
 // A tenant a reload removes from the config is an unconfigured tenant from
 // then on: its group runs under the unconfigured tenants' limits, not those
 // the config it was configured in gave it, whether the reload changed the

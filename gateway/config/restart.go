@@ -16,8 +16,9 @@ import (
 // timeouts.idle), the executor's
 // fixed settings (limits.queue_timeout, limits.global_queue_threshold,
 // tenant.max_groups, and the breakers when kept per tenant), breaker.per,
-// breaker.enabled and metrics.namespace. Every other key can change in
-// place. It returns nil when there is none.
+// breaker.enabled and metrics.namespace. Breakers disabled in both c and
+// old are none to keep: breaker.per and their settings can change then.
+// Every other key can change in place. It returns nil when there is none.
 func (c *Config) RestartOnly(old *Config) []*Error {
 	var errs []*Error
 	check := func(key string, same bool) {
@@ -45,11 +46,15 @@ func (c *Config) RestartOnly(old *Config) []*Error {
 		valueOr(old.Limits.GlobalQueueThreshold, policy.DefaultQueueThreshold))
 	check("limits.queue_timeout", valueOr(c.Limits.QueueTimeout, 0) == valueOr(old.Limits.QueueTimeout, 0))
 	check("breaker.enabled", c.Breaker.On() == old.Breaker.On())
-	check("breaker.per", c.Breaker.Per == old.Breaker.Per)
-	if c.Breaker.Per == PerTenant && old.Breaker.Per == PerTenant {
-		check("breaker.consecutive_failures", c.Breaker.ConsecutiveFailures == old.Breaker.ConsecutiveFailures)
-		check("breaker.timeout", c.Breaker.Timeout == old.Breaker.Timeout)
-		check("breaker.max_requests", c.Breaker.MaxRequests == old.Breaker.MaxRequests)
+	// Breakers disabled before and after are built nowhere: where they
+	// would be kept, and the executor's settings for them, are unread.
+	if c.Breaker.On() || old.Breaker.On() {
+		check("breaker.per", c.Breaker.Per == old.Breaker.Per)
+		if c.Breaker.Per == PerTenant && old.Breaker.Per == PerTenant {
+			check("breaker.consecutive_failures", c.Breaker.ConsecutiveFailures == old.Breaker.ConsecutiveFailures)
+			check("breaker.timeout", c.Breaker.Timeout == old.Breaker.Timeout)
+			check("breaker.max_requests", c.Breaker.MaxRequests == old.Breaker.MaxRequests)
+		}
 	}
 	check("timeouts.read_header", c.Timeouts.ReadHeader == old.Timeouts.ReadHeader)
 	check("timeouts.idle", c.Timeouts.Idle == old.Timeouts.Idle)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -625,6 +626,46 @@ func TestRestartOnlyComparesValuesInForce(t *testing.T) {
 	changed := parse("limits: {queue_timeout: 1s, global_queue_threshold: 10}\n")
 	if errs := changed.RestartOnly(omitted); len(errs) != 2 {
 		t.Errorf("both changed: %v; want two errors", config.JoinErrors(errs))
+	}
+}
+
+// Breakers disabled before and after a reload are none to keep: where they
+// would be kept (breaker.per) and the per-tenant settings can change. A
+// reload that enables or disables them is refused, naming breaker.enabled
+// and the other keys it changes.
+func TestRestartOnlyDisabledBreakers(t *testing.T) {
+	parse := func(breaker string) *config.Config {
+		t.Helper()
+		c, err := config.Parse([]byte("backends: [http://a:1]\nbreaker: " + breaker + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	offBackend := parse("{enabled: false}")
+	offTenant := parse("{enabled: false, per: tenant, consecutive_failures: 3, timeout: 1s, max_requests: 2}")
+	offTenant2 := parse("{enabled: false, per: tenant, consecutive_failures: 9, timeout: 1m, max_requests: 5}")
+	onTenant := parse("{per: tenant, consecutive_failures: 9, timeout: 1m, max_requests: 5}")
+	for _, tc := range []struct {
+		name     string
+		from, to *config.Config
+		want     []string
+	}{
+		{"disabled, backend to tenant", offBackend, offTenant, nil},
+		{"disabled, tenant to backend", offTenant, offBackend, nil},
+		{"disabled, tenant settings", offTenant, offTenant2, nil},
+		{"disabled to enabled", offBackend, onTenant, []string{"breaker.enabled", "breaker.per"}},
+		{"enabled to disabled", onTenant, offBackend, []string{"breaker.enabled", "breaker.per"}},
+		{"disabled to enabled, tenant settings", offTenant, onTenant, []string{"breaker.enabled",
+			"breaker.consecutive_failures", "breaker.timeout", "breaker.max_requests"}},
+	} {
+		var got []string
+		for _, e := range tc.to.RestartOnly(tc.from) {
+			got = append(got, e.Key)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: refused %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
