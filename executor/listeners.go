@@ -18,19 +18,13 @@ import "github.com/groupexec/groupexec/internal/fanout"
 // several fail, one exit among them ends the goroutine; otherwise the last
 // panic is the one that goes on.
 func Listeners(ls ...Listener) Listener {
-	all := fanout.Flatten(ls, func(l Listener) ([]Listener, bool) {
-		if m, ok := l.(*listenerList); ok {
-			return m.ls, true
+	return fanout.Of(ls, func(l Listener) ([]Listener, bool) {
+		m, ok := l.(*listenerList)
+		if !ok {
+			return nil, false
 		}
-		return nil, false
-	})
-	switch len(all) {
-	case 0:
-		return nil
-	case 1:
-		return all[0]
-	}
-	return &listenerList{ls: all}
+		return m.ls, true
+	}, func(all []Listener) Listener { return &listenerList{ls: all} })
 }
 
 // listenerList is the Listener Listeners returns. A pointer, so that it

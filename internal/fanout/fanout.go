@@ -3,6 +3,20 @@
 // bulkhead.Listeners are built on it.
 package fanout
 
+// Of returns one listener for ls: the zero L (none) if Flatten leaves no
+// listener, the one it leaves, or wrap's list of them all.
+func Of[L comparable](ls []L, inner func(L) ([]L, bool), wrap func([]L) L) L {
+	all := Flatten(ls, inner)
+	switch len(all) {
+	case 0:
+		var none L
+		return none
+	case 1:
+		return all[0]
+	}
+	return wrap(all)
+}
+
 // Flatten returns ls without its nil listeners, and with the listeners of
 // each one that inner reports to be a list itself in its place.
 func Flatten[L comparable](ls []L, inner func(L) ([]L, bool)) []L {

@@ -89,3 +89,18 @@ func TestFlatten(t *testing.T) {
 		t.Errorf("Flatten of nil = %v, want none", got)
 	}
 }
+
+func TestOf(t *testing.T) {
+	a, b := &listener{"a"}, &listener{"b"}
+	inner := func(*listener) ([]*listener, bool) { return nil, false }
+	wrap := func(all []*listener) *listener { return &listener{fmt.Sprint(len(all))} }
+	if got := fanout.Of([]*listener{nil}, inner, wrap); got != nil {
+		t.Errorf("Of none = %v, want nil", got)
+	}
+	if got := fanout.Of([]*listener{nil, a}, inner, wrap); got != a {
+		t.Errorf("Of one = %v, want it", got)
+	}
+	if got := fanout.Of([]*listener{a, nil, b}, inner, wrap); got == nil || got.name != "2" {
+		t.Errorf("Of two = %v, want their list", got)
+	}
+}
