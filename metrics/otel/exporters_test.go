@@ -122,18 +122,8 @@ func TestPromAndOtelAgree(t *testing.T) {
 	}
 	wg.Wait()
 
-	pv := promValues(t, reg)
-	ov := otelValues(collect(t, reader))
-	for k, v := range pv {
-		if got, ok := ov[k]; !ok || got != v {
-			t.Errorf("%s: prom %v, otel %v (present %v)", k, v, got, ok)
-		}
-	}
-	for k, v := range ov {
-		if _, ok := pv[k]; !ok {
-			t.Errorf("%s: otel %v, not in prom", k, v)
-		}
-	}
+	pv, ov := promValues(t, reg), otelValues(collect(t, reader))
+	sameSeries(t, pv, ov, false)
 	s := ex.Stats()
 	sum := func(prefix string) (n float64) {
 		for k, v := range pv {
@@ -208,18 +198,8 @@ func TestPromAndOtelAgreeOnLimits(t *testing.T) {
 		t.Fatal("c not evicted")
 	}
 
-	pv := promValues(t, reg)
 	ov := otelValues(collect(t, reader))
-	for k, v := range pv {
-		if got, ok := ov[k]; !ok || got != v {
-			t.Errorf("%s: prom %v, otel %v (present %v)", k, v, got, ok)
-		}
-	}
-	for k, v := range ov {
-		if _, ok := pv[k]; !ok {
-			t.Errorf("%s: otel %v, not in prom", k, v)
-		}
-	}
+	sameSeries(t, promValues(t, reg), ov, false)
 	for k, want := range map[string]float64{"executor_global_max_in_flight{}": 7, "group_breaker_state{group=a}": 1,
 		"group_max_in_flight{group=b}": 3, "group_max_concurrency{group=b}": 1} {
 		if got, ok := ov[k]; !ok || got != want {
@@ -245,6 +225,23 @@ func key(name string, labels map[string]string) string {
 	}
 	sort.Strings(ls)
 	return name + "{" + strings.Join(ls, ",") + "}"
+}
+
+// sameSeries reports every series prom and otel do not both give with the
+// same value; with zeroAbsent, a prom series at 0 may be absent in otel
+// (otel gives a point only once it has one to give).
+func sameSeries(t *testing.T, pv, ov map[string]float64, zeroAbsent bool) {
+	t.Helper()
+	for k, v := range pv {
+		if got, ok := ov[k]; (ok || !zeroAbsent || v != 0) && (!ok || got != v) {
+			t.Errorf("%.60s: prom %v, otel %v (present %v)", k, v, got, ok)
+		}
+	}
+	for k, v := range ov {
+		if _, ok := pv[k]; !ok {
+			t.Errorf("%.60s: otel %v, not in prom", k, v)
+		}
+	}
 }
 
 func promValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
