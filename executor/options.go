@@ -79,8 +79,11 @@ func WithRejectionHandler(h RejectionHandler) Option {
 // AfterFunc fails to arm leaves the queue timeout of its group's head to
 // be enforced when the head would start; a Stop that panics counts as
 // done. New reads the clock once, with no lock held: a panic there goes
-// on up New's caller. A clock holding a nil pointer (a nil *clock.Fake) is
-// refused, as nil is: its Now would panic in New.
+// on up New's caller. A group breaker that reads the clock is the
+// breaker's own (WithGroupBreaker): a panic as it admits a task refuses
+// the task and goes on up to Submit's, Go's or Do's caller; as it records
+// an outcome, it is recovered and ignored. A clock holding a nil pointer
+// (a nil *clock.Fake) is refused, as nil is: its Now would panic in New.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(ex *Executor) error {
 		if c == nil {
