@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/groupexec/groupexec/breaker"
@@ -25,15 +26,37 @@ import (
 )
 
 // both passes every event to the two exporters.
-type both struct {
-	p *prom.Collector
-	o *gotel.Collector
+// twoExporters are the two exporters of one executor.
+type twoExporters struct {
+	pc     *prom.Collector
+	oc     *gotel.Collector
+	reader *sdkmetric.ManualReader
+	both   executor.Listener // feeds both
 }
 
-func (b both) OnSubmitted(e executor.Event) { b.p.OnSubmitted(e); b.o.OnSubmitted(e) }
-func (b both) OnStarted(e executor.Event)   { b.p.OnStarted(e); b.o.OnStarted(e) }
-func (b both) OnCompleted(e executor.Event) { b.p.OnCompleted(e); b.o.OnCompleted(e) }
-func (b both) OnRejected(e executor.Event)  { b.p.OnRejected(e); b.o.OnRejected(e) }
+// exporters makes the two exporters for one executor, with the same
+// labelled groups: which groups are the first MaxGroups seen depends on
+// how their calls interleave.
+func exporters(t *testing.T, labelled func(string) bool) twoExporters {
+	t.Helper()
+	mp, reader := newProvider()
+	oc, err := gotel.New(mp, gotel.Options{Labelled: labelled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oc.Unregister() })
+	pc := prom.New(prom.Options{Labelled: labelled})
+	return twoExporters{pc, oc, reader, executor.Listeners(pc, oc)}
+}
+
+// observe has both observe ex, and returns prom's registry.
+func (x twoExporters) observe(ex *executor.Executor) *prometheus.Registry {
+	x.pc.Observe(ex)
+	x.oc.Observe(ex)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(x.pc)
+	return reg
+}
 
 // One executor observed by both exporters, driven concurrently through
 // successes, failures, panics, refusals, tasks run by their caller, cancels,
@@ -41,16 +64,7 @@ func (b both) OnRejected(e executor.Event)  { b.p.OnRejected(e); b.o.OnRejected(
 // give the same series (histograms by their counts) with the same values,
 // the levels are zero, and the counters add up to Stats.
 func TestPromAndOtelAgree(t *testing.T) {
-	mp, reader := newProvider()
-	// Which groups are the first MaxGroups seen depends on how the two
-	// exporters' calls interleave: a Labelled func makes it the same set.
-	labelled := func(g string) bool { return g == "a" || g == "cr1" || g == "d" }
-	oc, err := gotel.New(mp, gotel.Options{Labelled: labelled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oc.Unregister()
-	pc := prom.New(prom.Options{Labelled: labelled})
+	x := exporters(t, func(g string) bool { return g == "a" || g == "cr1" || g == "d" })
 	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(2))
 	if err != nil {
 		t.Fatal(err)
@@ -64,15 +78,12 @@ func TestPromAndOtelAgree(t *testing.T) {
 		}
 		return r.Err
 	}
-	ex, err := executor.New(p, executor.WithListener(both{pc, oc}), executor.WithRejectionHandler(handler), executor.WithMaxIdleGroups(1))
+	ex, err := executor.New(p, executor.WithListener(x.both), executor.WithRejectionHandler(handler), executor.WithMaxIdleGroups(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	pc.Observe(ex)
-	oc.Observe(ex)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(pc)
+	reg := x.observe(ex)
 
 	groups := []string{"a", "b", "cr1", "cr2", "d", "e"}
 	boom := errors.New("boom")
@@ -122,7 +133,7 @@ func TestPromAndOtelAgree(t *testing.T) {
 	}
 	wg.Wait()
 
-	pv, ov := promValues(t, reg), otelValues(collect(t, reader))
+	pv, ov := promValues(t, reg), otelValues(collect(t, x.reader))
 	sameSeries(t, pv, ov, false)
 	s := ex.Stats()
 	sum := func(prefix string) (n float64) {
@@ -159,29 +170,19 @@ func TestPromAndOtelAgree(t *testing.T) {
 // one reclaimed (levels, no limits), and a group summed under OtherGroup
 // (levels, no limits).
 func TestPromAndOtelAgreeOnLimits(t *testing.T) {
-	mp, reader := newProvider()
-	labelled := func(g string) bool { return g != "d" }
-	oc, err := gotel.New(mp, gotel.Options{Labelled: labelled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oc.Unregister()
-	pc := prom.New(prom.Options{Labelled: labelled})
+	x := exporters(t, func(g string) bool { return g != "d" })
 	p, err := policy.New(policy.WithGlobalMaxInFlight(7), policy.WithDefaultMaxInFlight(5), policy.WithDefaultMaxConcurrency(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(time.Unix(0, 0))
-	ex, err := executor.New(p, executor.WithListener(both{pc, oc}), executor.WithGroupBreaker(breaker.Settings{Clock: clk,
+	ex, err := executor.New(p, executor.WithListener(x.both), executor.WithGroupBreaker(breaker.Settings{Clock: clk,
 		Timeout: time.Second, ReadyToTrip: func(n breaker.Counts) bool { return n.ConsecutiveFailures >= 1 }}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	pc.Observe(ex)
-	oc.Observe(ex)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(pc)
+	reg := x.observe(ex)
 
 	ctx := context.Background()
 	ok := func(context.Context) error { return nil }
@@ -198,7 +199,7 @@ func TestPromAndOtelAgreeOnLimits(t *testing.T) {
 		t.Fatal("c not evicted")
 	}
 
-	ov := otelValues(collect(t, reader))
+	ov := otelValues(collect(t, x.reader))
 	sameSeries(t, promValues(t, reg), ov, false)
 	for k, want := range map[string]float64{"executor_global_max_in_flight{}": 7, "group_breaker_state{group=a}": 1,
 		"group_max_in_flight{group=b}": 3, "group_max_concurrency{group=b}": 1} {
