@@ -64,9 +64,12 @@ import (
 // takes one goroutine per admitted request, which waits in Do until the body
 // is closed; a panic in base is recovered there and raised again in
 // RoundTrip's caller, and a runtime.Goexit in base ends the caller's
-// goroutine as well, the slot freed first. A panic counts as a failure,
-// except one with http.ErrAbortHandler (an in-process base whose handler
-// gave the response up), which counts as Cancelled, as in Handler.
+// goroutine as well, the slot freed and the request's body closed first:
+// base, which did not return, did not keep the contract of closing it (a
+// body that base closed before it panicked is closed a second time). A
+// panic counts as a failure, except one with http.ErrAbortHandler (an
+// in-process base whose handler gave the response up), which counts as
+// Cancelled, as in Handler.
 //
 // Transport panics if ex is nil or an option is invalid.
 func Transport(ex *executor.Executor, base http.RoundTripper, opts ...Option) http.RoundTripper {
@@ -205,7 +208,10 @@ func (x *exchange) run(group string, weight int) {
 			// base called runtime.Goexit, which ends this goroutine: Do
 			// has freed the slot, and RoundTrip's caller is told. (Once
 			// the response is handed over, RoundTrip has returned, and an
-			// exit later is none of its caller's.)
+			// exit later is none of its caller's.) base did not return, so
+			// it did not keep the contract of closing the body: RoundTrip
+			// keeps it.
+			closeBody(x.req)
 			x.goexited = true
 			close(x.ready)
 		}
@@ -219,9 +225,14 @@ func (x *exchange) run(group string, weight int) {
 		return x.send(ctx)
 	})
 	returned = true
-	if !ran {
+	switch {
+	case !ran:
 		closeBody(x.req)
 		x.err = &notSentError{err}
+	case x.panicked:
+		// base did not return, so it did not keep the contract of closing
+		// the body, which RoundTrip must keep whatever happens.
+		closeBody(x.req)
 	}
 	if !x.handedOver {
 		close(x.ready)
