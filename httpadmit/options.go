@@ -98,7 +98,11 @@ func WithTenantContextValue(key any) Option {
 		if key == nil {
 			return fmt.Errorf("WithTenantContextValue(nil): the key must not be nil")
 		}
-		if !reflect.TypeOf(key).Comparable() {
+		// The value, not only its type: a struct or array type holding an
+		// interface is comparable, but comparing one that holds a slice
+		// panics, and the lookup of every request would, meeting the
+		// middleware's key, which is the same.
+		if !reflect.ValueOf(key).Comparable() {
 			return fmt.Errorf("WithTenantContextValue(%T): the key must be comparable", key)
 		}
 		c.tenant = fromContext(key)

@@ -188,6 +188,9 @@ func TestInvalidOptionsPanic(t *testing.T) {
 		{httpadmit.WithTenantPathSegment(-1), "WithTenantPathSegment(-1)"},
 		{httpadmit.WithTenantContextValue(nil), "WithTenantContextValue(nil)"},
 		{httpadmit.WithTenantContextValue([]int{1}), "WithTenantContextValue([]int)"},
+		// A comparable type holding an uncomparable value: every lookup
+		// that meets the middleware's key of the same type would panic.
+		{httpadmit.WithTenantContextValue(struct{ k any }{[]int{1}}), "WithTenantContextValue(struct { k interface {} })"},
 		{httpadmit.WithTenantFunc(nil), "WithTenantFunc(nil)"},
 		{httpadmit.WithDefaultGroup("a b"), `WithDefaultGroup("a b")`},
 		{httpadmit.WithRetryAfter(0), "WithRetryAfter(0s)"},
