@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
 )
 
@@ -31,5 +32,38 @@ func TestTransportSendsToEveryHost(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+}
+
+// Each spelling of one destination is one group, with one bulkhead: a
+// host's trailing dot, an IPv6 address's other forms and an IPv4-mapped
+// address reach the host that its plain spelling does, and would otherwise
+// each have the destination's limits again.
+func TestTransportGroupsEverySpellingOfAHost(t *testing.T) {
+	ex := newExec(t, nil)
+	var group string
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		group, _ = executor.GroupFromContext(r.Context())
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})
+	rt := httpadmit.Transport(ex, base)
+	for want, urls := range map[string][]string{
+		"api.example:80":  {"http://api.example/", "http://API.Example:80/", "http://api.example./", "http://api.example.:80/"},
+		"api.example:443": {"https://api.example/", "https://api.example./"},
+		"[::1]:8080":      {"http://[::1]:8080/", "http://[0:0::1]:8080/", "http://[0000:0000:0000:0000:0000:0000:0000:0001]:8080/"},
+		"127.0.0.1:8080":  {"http://127.0.0.1:8080/", "http://[::ffff:127.0.0.1]:8080/", "http://[::FFFF:7f00:1]:8080/"},
+	} {
+		for _, u := range urls {
+			req, err := http.NewRequest(http.MethodGet, u, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rt.RoundTrip(req); err != nil {
+				t.Fatalf("%s: %v", u, err)
+			}
+			if group != want {
+				t.Errorf("%s: group %q, want %q", u, group, want)
+			}
+		}
 	}
 }

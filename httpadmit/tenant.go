@@ -57,7 +57,15 @@ func fromHost(r *http.Request) (string, error) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	host = strings.Trim(host, "[]")
+	return adapt.Checked("host", canonicalHost(strings.Trim(host, "[]")))
+}
+
+// canonicalHost returns host (without port or brackets) lower-cased, without
+// a name's trailing dots, and an IPv6 address in its canonical form (an
+// IPv4-mapped one as its IPv4 address): the one spelling of each host, so
+// that the spellings of a host are one group, not one each with the host's
+// limits.
+func canonicalHost(host string) string {
 	if strings.Contains(host, ":") { // only IPv6 is parsed: a failed parse allocates its error
 		if a, err := netip.ParseAddr(host); err == nil {
 			// An IPv4-mapped address ("::ffff:192.0.2.1") is its IPv4
@@ -70,7 +78,7 @@ func fromHost(r *http.Request) (string, error) {
 		// own, with the host's limits (the gateway trims them all too).
 		host = h
 	}
-	return adapt.Checked("host", strings.ToLower(host))
+	return strings.ToLower(host)
 }
 
 // fromPathSegment reads the tenant from the i-th segment (0 is the first) of

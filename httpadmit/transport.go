@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,9 +18,11 @@ import (
 
 // Transport returns a RoundTripper that admits each request with
 // ex.DoWeighted in its destination's group before base sends it: by default
-// one group per destination host and port (lower-cased, the port implied by
-// the scheme when the URL has none), so each dependency has its own bulkhead
-// and a slow one cannot take all of the outgoing capacity. A tenant option
+// one group per destination host and port (lower-cased, without a name's
+// trailing dots, an IPv6 address in its canonical form and an IPv4-mapped
+// one as its IPv4 address, the port implied by the scheme when the URL has
+// none), so each dependency has its own bulkhead, however its URLs spell
+// it, and a slow one cannot take all of the outgoing capacity. A tenant option
 // makes the group the outgoing request's tenant instead. Each request weighs
 // 1 unless WithWeightFunc says otherwise. base nil means
 // http.DefaultTransport.
@@ -108,9 +109,12 @@ func destination(r *http.Request) (string, error) {
 	return hostPort(r.URL), nil
 }
 
-// hostPort is u's host, lower-cased, with its port or the scheme's.
+// hostPort is u's host, in its canonical form (canonicalHost), with its
+// port or the scheme's: each spelling of one destination ("api.example."
+// and "API.example", "[::ffff:192.0.2.1]" and "192.0.2.1") reaches the same
+// host, and must share its bulkhead, not bring one each.
 func hostPort(u *url.URL) string {
-	host, port := strings.ToLower(u.Hostname()), u.Port()
+	host, port := canonicalHost(u.Hostname()), u.Port()
 	if port == "" {
 		port = "80"
 		if u.Scheme == "https" {
