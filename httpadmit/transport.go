@@ -67,7 +67,8 @@ import (
 // RoundTrip's caller, and a runtime.Goexit in base ends the caller's
 // goroutine as well, the slot freed and the request's body closed first:
 // base, which did not return, did not keep the contract of closing it (a
-// body that base closed before it panicked is closed a second time). A
+// body that base closed before it panicked is closed a second time, unless
+// base is a Transport, which closes it before it panics). A
 // panic counts as a failure, except one with http.ErrAbortHandler (an
 // in-process base whose handler gave the response up), which counts as
 // Cancelled, as in Handler.
@@ -212,10 +213,8 @@ func (x *exchange) run(group string, weight int) {
 			// base called runtime.Goexit, which ends this goroutine: Do
 			// has freed the slot, and RoundTrip's caller is told. (Once
 			// the response is handed over, RoundTrip has returned, and an
-			// exit later is none of its caller's.) base did not return, so
-			// it did not keep the contract of closing the body: RoundTrip
-			// keeps it.
-			closeBody(x.req)
+			// exit later is none of its caller's.)
+			x.closeUnreturned()
 			x.goexited = true
 			close(x.ready)
 		}
@@ -234,12 +233,21 @@ func (x *exchange) run(group string, weight int) {
 		closeBody(x.req)
 		x.err = &notSentError{err}
 	case x.panicked:
-		// base did not return, so it did not keep the contract of closing
-		// the body, which RoundTrip must keep whatever happens.
-		closeBody(x.req)
+		x.closeUnreturned()
 	}
 	if !x.handedOver {
 		close(x.ready)
+	}
+}
+
+// closeUnreturned closes the body of a request whose base did not return
+// (it panicked, or called runtime.Goexit), and so did not keep the contract
+// of closing it, which RoundTrip must keep whatever happens. A base that is
+// itself a Transport keeps it before its RoundTrip panics or exits: the
+// body is closed once.
+func (x *exchange) closeUnreturned() {
+	if _, stacked := x.t.base.(*transport); !stacked {
+		closeBody(x.req)
 	}
 }
 

@@ -103,3 +103,35 @@ func TestTransportClosesAnUnsentBodyOnce(t *testing.T) {
 		t.Errorf("after shutdown: %v, body closed %d times; want ErrShutdown and 1", err, b.closes.Load())
 	}
 }
+
+// A Transport stacked above another (one group per tenant above one per
+// destination) does not close again a body that the Transport below closed
+// when its base panicked or exited.
+func TestStackedTransportClosesBodyOnceWhenBaseDoesNotReturn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		base func(*http.Request) (*http.Response, error)
+	}{
+		{"panic", func(*http.Request) (*http.Response, error) { panic("base broke") }},
+		{"goexit", func(*http.Request) (*http.Response, error) { runtime.Goexit(); return nil, nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExec(t, nil)
+			inner := httpadmit.Transport(ex, roundTripper(tc.base))
+			rt := httpadmit.Transport(ex, inner, httpadmit.WithTenantHeader("X-Tenant"))
+			body := &countedBody{Reader: strings.NewReader("payload")}
+			req, _ := http.NewRequest(http.MethodPost, "http://svc.test/", body)
+			req.Header.Set("X-Tenant", "acme")
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				defer func() { _ = recover() }()
+				_, _ = rt.RoundTrip(req)
+			}()
+			<-ended
+			if n := body.closes.Load(); n != 1 {
+				t.Errorf("body closed %d times, want 1", n)
+			}
+		})
+	}
+}
