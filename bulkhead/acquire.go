@@ -14,6 +14,7 @@ import (
 // all under the bulkhead's mutex.
 type waiter struct {
 	node     queue.Node[*waiter]
+	ctx      context.Context // the request's: one that has ended is not served (serveLocked)
 	weight   int
 	deadline time.Time   // by the exact clock: a coarse one could time out early
 	timer    clock.Timer // nil if the clock's AfterFunc panicked (afterFuncLocked)
@@ -172,7 +173,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		rej.Err = ErrQueueSaturated
 		b.event(es, EventAtCapacity, stamp, 0, "")
 	default:
-		w := &waiter{weight: n, deadline: b.nowLocked().Add(b.maxWait), ready: make(chan struct{})}
+		w := &waiter{ctx: ctx, weight: n, deadline: b.nowLocked().Add(b.maxWait), ready: make(chan struct{})}
 		w.node.Value = w
 		b.waiters.PushBack(&w.node)
 		w.timer = b.afterFuncLocked(b.maxWait, func() { b.expire(w) })
@@ -294,15 +295,20 @@ func (b *Bulkhead) leave(w *waiter, err error) bool {
 		b.unlock()
 		return false
 	}
-	b.waiters.Remove(&w.node)
-	stopTimer(w.timer)
-	w.err = err
-	close(w.ready)
-	b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
+	b.giveUpLocked(w, err, b.stamp(), es)
 	b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
 	b.unlock()
 	b.deliver(es)
 	return true
+}
+
+// giveUpLocked takes w, whose request gives up with err, out of the queue.
+func (b *Bulkhead) giveUpLocked(w *waiter, err error, stamp int64, es *events) {
+	b.waiters.Remove(&w.node)
+	stopTimer(w.timer)
+	w.err = err
+	close(w.ready)
+	b.event(es, EventRequestRejected, stamp, 0, detailOf(err))
 }
 
 // giveBack releases a permit issued to a waiter that has given up with err
@@ -438,6 +444,14 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 	for f := b.waiters.Front(); f != nil; {
 		w := f.Value
 		f = f.Next()
+		// A request whose context has ended gives up its place now, not
+		// when its goroutine next runs (leave): a permit issued to it
+		// would stay out until then, the next in line waiting for it, and
+		// a heavy one would hold up those behind it.
+		if err := w.ctx.Err(); err != nil {
+			b.giveUpLocked(w, err, stamp, es)
+			continue
+		}
 		if w.weight > b.sem.Limit() {
 			continue
 		}

@@ -28,11 +28,11 @@ func (g *gate) OnEvent(e bulkhead.Event) {
 }
 
 // An acquire whose context ends before any permit is free fails with the
-// context's error, even when the permit is issued to it before it looks,
-// and the permit goes to the next in line. Each iteration grants the
-// permit to a waiter whose context has already ended before the waiter
-// looks at either: a bulkhead that took whichever came first would return
-// the permit in half of them.
+// context's error, even when a permit comes free before it looks, and the
+// permit goes to the next in line. Each iteration frees the permit for a
+// waiter whose context has already ended before the waiter looks at
+// either: a waiter that took whichever came first would return the permit
+// in half of them.
 func TestAcquireCancelledBeforeGrantFails(t *testing.T) {
 	g := newGate()
 	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour), bulkhead.WithListener(g))
@@ -44,7 +44,7 @@ func TestAcquireCancelledBeforeGrantFails(t *testing.T) {
 		w2 := acquireAsync(bg, b, 1)
 		<-g.queued
 		cancel()
-		release(t, b, held) // issues the permit to w1, whose context has ended
+		release(t, b, held) // w1's context has ended: the permit goes to w2
 		g.proceed <- struct{}{}
 		g.proceed <- struct{}{}
 		if p, err := w1.wait(t); !errors.Is(err, context.Canceled) {
@@ -149,18 +149,70 @@ func TestSubmitCancelledBeforeGrantNeverRuns(t *testing.T) {
 }
 
 // grantAsItGivesUp has a request for one permit wait in b, which must have
-// one permit and g for a listener, ends its context while g holds it at
-// its queuing, then issues it the permit: the request finds both its
-// context ended and a permit issued. It returns the request, let go, and
-// the ID of the permit that was held until then.
+// one permit and g for a listener, issues it the permit while g holds it at
+// its queuing, then ends its context: the request finds both its context
+// ended and a permit issued. It returns the request, let go, and the ID of
+// the permit that was held until then.
 func grantAsItGivesUp(t *testing.T, b *bulkhead.Bulkhead, g *gate) (w *pending, heldID uint64) {
 	t.Helper()
 	held := acquire(t, b, 1)
 	ctx, cancel := context.WithCancel(bg)
 	w = acquireAsync(ctx, b, 1)
 	<-g.queued
+	release(t, b, held) // issues the permit to w
 	cancel()
-	release(t, b, held) // issues the permit to w, whose context has ended
 	g.proceed <- struct{}{}
 	return w, held.ID()
+}
+
+// A permit that comes free while the waiter at the head of the queue has
+// given up (its context has ended) goes to the next in line at once: not to
+// the one that gave up, to be given back only when its goroutine next runs.
+// The gate holds both waiters' goroutines, so neither can act meanwhile.
+func TestPermitSkipsWaiterThatGaveUp(t *testing.T) {
+	g := newGate()
+	b := newBH(t, 1, bulkhead.WithQueue(4, time.Hour), bulkhead.WithListener(g), bulkhead.WithEventLog(64))
+	held := acquire(t, b, 1)
+	ctx, cancel := context.WithCancel(bg)
+	w1 := acquireAsync(ctx, b, 1)
+	<-g.queued
+	w2 := acquireAsync(bg, b, 1)
+	<-g.queued
+	cancel()
+	release(t, b, held)
+	if q := b.QueueDepth(); q != 0 {
+		t.Errorf("%d requests wait after the release, want none: the permit went to the request that gave up", q)
+	}
+	var issued uint64
+	var rejected []bulkhead.Event
+	for _, e := range b.Events() {
+		switch {
+		case e.Code == bulkhead.EventPermitAcquired && e.PermitID != held.ID():
+			issued = e.PermitID
+		case e.Code == bulkhead.EventRequestRejected:
+			rejected = append(rejected, e)
+		}
+	}
+	if len(rejected) != 1 || rejected[0].PermitID != 0 || rejected[0].Detail != context.Canceled.Error() {
+		t.Errorf("rejections %+v, want one with no permit, for the request that gave up", rejected)
+	}
+	g.proceed <- struct{}{}
+	g.proceed <- struct{}{}
+	if _, err := w1.wait(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the request that gave up: %v, want context.Canceled", err)
+	}
+	p2, err := w2.wait(t)
+	if err != nil {
+		t.Fatalf("the next in line: %v", err)
+	}
+	if p2.ID() != issued {
+		t.Errorf("the next in line holds permit %d; permit %d was issued after the release", p2.ID(), issued)
+	}
+	release(t, b, p2)
+	if s := stateOf(b); s.inFlight != 0 || s.queued != 0 {
+		t.Fatalf("%+v", s)
+	}
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -59,8 +59,8 @@ func TestListenerGoexitOnIssueKeepsNoPermit(t *testing.T) {
 	}
 }
 
-// A queued request whose context ended before its grant gives the permit
-// back; a listener told of its rejection that exits the goroutine does not
+// A queued request whose context ends after its grant, before it looks,
+// gives the permit back; a listener told of its rejection that exits the goroutine does not
 // keep it from coming back.
 func TestListenerGoexitOnGiveBackKeepsNoPermit(t *testing.T) {
 	g := newGate()
