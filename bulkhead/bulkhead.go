@@ -42,7 +42,7 @@ type Bulkhead struct {
 	realClk    bool          // clk is clock.Real, which never panics: read without a recover
 	coarse     *coarse.Clock // stamps permits when clk is the real clock and nothing is observed
 	base       time.Time     // stamps are nanoseconds after base, unless coarse
-	lastNow    time.Time     // the latest reading of clk under mu (nowLocked)
+	latest     atomic.Int64  // the latest stamp read from clk, unless coarse (advance)
 	target     time.Duration
 	ring       *eventRing
 	listener   Listener
@@ -76,7 +76,6 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 		b.coarse = coarse.New(b.clk, coarseResolution)
 	} else {
 		b.base = b.clk.Now()
-		b.lastNow = b.base
 	}
 	return b, nil
 }
@@ -91,14 +90,34 @@ func (b *Bulkhead) stamp() int64 {
 
 // exactStamp reads the clock for a permit on the lock-free fast path, where
 // a panic in the clock holds nothing and goes on up to the caller.
-func (b *Bulkhead) exactStamp() int64 { return int64(b.clk.Now().Sub(b.base)) }
+func (b *Bulkhead) exactStamp() int64 { return b.advance(int64(b.clk.Now().Sub(b.base))) }
+
+// advance returns the later of stamp, a reading of the clock, and the
+// latest reading before it, and keeps it as the latest. A clock given to
+// WithClock may be set back (a test's, or a wall clock stepped by hand):
+// taken as it is, it would log an event before the one that caused it, date
+// a permit before one issued earlier, and time a waiter's maximum wait from
+// the earlier time. So to the bulkhead, time stands still until the clock
+// catches up. (The real clock's monotonic reading never goes back.)
+func (b *Bulkhead) advance(stamp int64) int64 {
+	for {
+		latest := b.latest.Load()
+		if stamp <= latest {
+			return latest
+		}
+		if b.latest.CompareAndSwap(latest, stamp) {
+			return stamp
+		}
+	}
+}
 
 // nowLocked reads the clock under the mutex. A clock given to WithClock is
 // user code: a panic going on up from here would leave the mutex held, and
 // every later call blocked for good. So a panic is recovered and the latest
-// reading stands: to the bulkhead, time stands still while Now panics.
-// The real clock is read directly: a deferred recover per event of an
-// observed bulkhead would buy nothing.
+// reading stands: to the bulkhead, time stands still while Now panics, as
+// while it reads earlier than before (advance). The real clock is read
+// directly: a deferred recover per event of an observed bulkhead would buy
+// nothing.
 func (b *Bulkhead) nowLocked() time.Time {
 	if b.realClk {
 		return b.clk.Now()
@@ -110,14 +129,10 @@ func (b *Bulkhead) nowLocked() time.Time {
 func (b *Bulkhead) nowInjectedLocked() (now time.Time) {
 	defer func() {
 		if recover() != nil {
-			now = b.lastNow
+			now = b.base.Add(time.Duration(b.latest.Load()))
 		}
 	}()
-	now = b.clk.Now()
-	if now.After(b.lastNow) {
-		b.lastNow = now
-	}
-	return now
+	return b.base.Add(time.Duration(b.advance(int64(b.clk.Now().Sub(b.base)))))
 }
 
 // afterFuncLocked arms a timer of the clock under the mutex, or returns nil

@@ -152,7 +152,10 @@ func isNilListener(l Listener) bool {
 // mutex: a panic in the clock's methods is recovered there, so that the
 // mutex is not left held. A Now that panics reads as the latest time it
 // gave there: to the bulkhead, time stands still (no wait expires) until it
-// answers again. A waiter whose timer AfterFunc fails to arm times out when
+// answers again. A clock set back reads the same way, as the latest time it
+// gave, until it catches up: event and permit times never go back, and a
+// latency the clock would make negative (a run it saw end before it began)
+// counts as 0. A waiter whose timer AfterFunc fails to arm times out when
 // a later call finds it past its maximum wait; a Stop that panics counts as
 // done. Submit's goroutine times each run: a run whose timing Now panics
 // records no latency. New and a lock-free TryAcquire read the clock
