@@ -448,7 +448,7 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 		// when its goroutine next runs (leave): a permit issued to it
 		// would stay out until then, the next in line waiting for it, and
 		// a heavy one would hold up those behind it.
-		if err := w.ctx.Err(); err != nil {
+		if err := endedLocked(w.ctx); err != nil {
 			b.giveUpLocked(w, err, stamp, es)
 			continue
 		}
@@ -464,6 +464,20 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 		close(w.ready)
 	}
 	return false
+}
+
+// endedLocked returns ctx's error, read under the mutex. A context is the
+// caller's code: a panic going on up from here would leave the mutex held
+// (nowLocked), on the goroutine of whoever serves the queue. So a panic
+// reads as a context that has not ended; the waiter's own goroutine,
+// holding nothing, looks at its context again as it wakes.
+func endedLocked(ctx context.Context) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = nil
+		}
+	}()
+	return ctx.Err()
 }
 
 // issueLocked takes n permits, which fit.

@@ -216,3 +216,45 @@ func TestPermitSkipsWaiterThatGaveUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// brokenContext is a context whose Err panics while broken is set, as a
+// faulty context of the caller's might.
+type brokenContext struct {
+	context.Context
+	broken atomic.Bool
+}
+
+func (c *brokenContext) Err() error {
+	if c.broken.Load() {
+		panic("brokenContext: Err")
+	}
+	return c.Context.Err()
+}
+
+// The queue reads each waiter's context under the bulkhead's mutex, on the
+// goroutine that serves it (here a release): a context's Err that panics
+// there must not leave the mutex held, nor fail that goroutine. The waiter
+// is served as if its context had not ended.
+func TestPanickingContextLeavesNoLockHeld(t *testing.T) {
+	b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour))
+	held := acquire(t, b, 1)
+	ctx := &brokenContext{Context: bg}
+	w := queueWith(t, ctx, b, 1)[0]
+	ctx.broken.Store(true)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Release panicked (%v); the bulkhead's mutex held: %v", r, bulkhead.Locked(b))
+			}
+		}()
+		release(t, b, held)
+	}()
+	p, err := w.wait(t)
+	if err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+	release(t, b, p)
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
