@@ -256,10 +256,10 @@ func TestBulkheadGivenBackPermitCountedOnce(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { _, err := b.Acquire(ctx, 1); errc <- err }()
 	<-g.queued
-	cancel()
-	if err := b.Release(held); err != nil { // issues the permit to the waiter, whose context has ended
+	if err := b.Release(held); err != nil { // issues the permit to the waiter
 		t.Fatal(err)
 	}
+	cancel() // before the waiter looks: it finds both its permit and its context ended
 	close(g.proceed)
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire: %v, want context.Canceled", err)
