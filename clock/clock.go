@@ -17,7 +17,8 @@ type Clock interface {
 	// Now returns the current time. Durations are taken as differences of
 	// Now, so Real keeps Go's monotonic reading.
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed.
+	// AfterFunc calls f in its own goroutine once d has passed. f must not
+	// be nil: Real and Fake panic at the call.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
@@ -33,5 +34,15 @@ var Real Clock = realClock{}
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                            { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (realClock) Now() time.Time { return time.Now() }
+
+// AfterFunc panics if f is nil, as Fake's does: time.AfterFunc accepts it
+// and the program crashes, unrecoverably, in the timer's goroutine when it
+// fires, so a mistake a Fake reports in tests would pass them and crash in
+// production.
+func (realClock) AfterFunc(d time.Duration, f func()) Timer {
+	if f == nil {
+		panic("clock: Real.AfterFunc(" + d.String() + ", nil): the function must not be nil")
+	}
+	return time.AfterFunc(d, f)
+}

@@ -99,3 +99,22 @@ func TestFakeAfterFuncNilPanics(t *testing.T) {
 		t.Fatalf("%d timers pending after refused AfterFuncs", c.Pending())
 	}
 }
+
+// Real refuses a nil function where the mistake is, as Fake does: time's
+// AfterFunc would accept it and crash the program, unrecoverably, in the
+// timer's goroutine when it fires, so code tested on a Fake would pass its
+// tests and crash in production.
+func TestRealAfterFuncNilPanics(t *testing.T) {
+	var timer clock.Timer
+	func() {
+		defer func() {
+			if msg, _ := recover().(string); !strings.Contains(msg, "Real.AfterFunc") {
+				t.Errorf("AfterFunc(1h, nil): recovered %q, want a panic naming Real.AfterFunc", msg)
+			}
+		}()
+		timer = clock.Real.AfterFunc(time.Hour, nil)
+	}()
+	if timer != nil {
+		timer.Stop() // before it fires and crashes the test binary
+	}
+}
