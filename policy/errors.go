@@ -12,11 +12,19 @@ var ErrInvalidOption = errors.New("policy: invalid option")
 // OptionError names the option and value that New refused, and why.
 type OptionError struct {
 	Option string // the option's name, e.g. "WithDefaultMaxConcurrency"
+	// Group is the group a per-group option (WithGroup…) was given for,
+	// "" for other options.
+	Group  string
 	Value  any    // the value it was given
 	Reason string // what a valid value looks like
 }
 
+// Error shows the option as it was called, e.g.
+// policy: WithGroupShare("gold", 0): a share must be >= 1.
 func (e *OptionError) Error() string {
+	if e.Group != "" {
+		return fmt.Sprintf("policy: %s(%q, %v): %s", e.Option, e.Group, e.Value, e.Reason)
+	}
 	return fmt.Sprintf("policy: %s(%v): %s", e.Option, e.Value, e.Reason)
 }
 

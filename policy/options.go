@@ -67,7 +67,15 @@ func groupValue(name, group string, n int, check func(string, int, func(*Policy)
 			return &OptionError{Option: name, Value: `""`, Reason: "the group key must not be empty"}
 		})
 	}
-	return check(name, n, func(p *Policy) { setGroup(m(p), group, n) })
+	o := check(name, n, func(p *Policy) { setGroup(m(p), group, n) })
+	return optionFunc(func(p *Policy) error {
+		err := o.apply(p)
+		if oe, ok := err.(*OptionError); ok {
+			// The same option is often given for many groups: say which.
+			oe.Group = group
+		}
+		return err
+	})
 }
 
 // WithGlobalMaxInFlight bounds the permits running across all groups.

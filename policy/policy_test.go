@@ -100,19 +100,19 @@ func TestInvalidOptions(t *testing.T) {
 		{policy.WithGlobalMaxInFlight(0), "WithGlobalMaxInFlight", "0"},
 		{policy.WithDefaultMaxInFlight(-1), "WithDefaultMaxInFlight", "-1"},
 		{policy.WithDefaultMaxConcurrency(0), "WithDefaultMaxConcurrency", "0"},
-		{policy.WithGroupMaxInFlight("g", 0), "WithGroupMaxInFlight", "0"},
-		{policy.WithGroupMaxConcurrency("g", -5), "WithGroupMaxConcurrency", "-5"},
+		{policy.WithGroupMaxInFlight("g", 0), "WithGroupMaxInFlight", `"g", 0`},
+		{policy.WithGroupMaxConcurrency("g", -5), "WithGroupMaxConcurrency", `"g", -5`},
 		{policy.WithGroupMaxConcurrency("", 5), "WithGroupMaxConcurrency", `""`},
 		{policy.WithGlobalQueueThreshold(-1), "WithGlobalQueueThreshold", "-1"},
 		{policy.WithDefaultQueueThreshold(-2), "WithDefaultQueueThreshold", "-2"},
-		{policy.WithGroupQueueThreshold("g", -1), "WithGroupQueueThreshold", "-1"},
+		{policy.WithGroupQueueThreshold("g", -1), "WithGroupQueueThreshold", `"g", -1`},
 		{policy.WithQueueTimeout(-time.Second), "WithQueueTimeout", "-1s"},
 		{policy.WithRejectionPolicy(policy.RejectionPolicy(9)), "WithRejectionPolicy", "RejectionPolicy(9)"},
 		{policy.WithMaxInFlightResolver(nil), "WithMaxInFlightResolver", "nil"},
 		{policy.WithMaxConcurrencyResolver(nil), "WithMaxConcurrencyResolver", "nil"},
 		{policy.WithQueueThresholdResolver(nil), "WithQueueThresholdResolver", "nil"},
 		{policy.WithDefaultShare(0), "WithDefaultShare", "0"},
-		{policy.WithGroupShare("g", -1), "WithGroupShare", "-1"},
+		{policy.WithGroupShare("g", -1), "WithGroupShare", `"g", -1`},
 		{policy.WithGroupShare("", 2), "WithGroupShare", `""`},
 		{policy.WithShareResolver(nil), "WithShareResolver", "nil"},
 		{policy.WithRejectionPolicy(policy.RejectionPolicy(4)), "WithRejectionPolicy", "RejectionPolicy(4)"},
@@ -231,6 +231,33 @@ func TestRejectionPolicyNames(t *testing.T) {
 		}
 		if _, err := policy.New(policy.WithRejectionPolicy(r)); err != nil {
 			t.Errorf("%v: %v", r, err)
+		}
+	}
+}
+
+// A per-group option's error names the group as well as the value: a policy
+// built from configuration sets the same option for many groups, and the
+// value alone does not say which one is wrong (a resolver's error names the
+// group too). Value stays the number given.
+func TestInvalidGroupOptionNamesGroup(t *testing.T) {
+	tests := []struct {
+		opt  policy.Option
+		want string
+	}{
+		{policy.WithGroupMaxInFlight("vip", 0), `WithGroupMaxInFlight("vip", 0)`},
+		{policy.WithGroupMaxConcurrency("vip", -5), `WithGroupMaxConcurrency("vip", -5)`},
+		{policy.WithGroupQueueThreshold("vip", -1), `WithGroupQueueThreshold("vip", -1)`},
+		{policy.WithGroupShare("vip", 0), `WithGroupShare("vip", 0)`},
+	}
+	for _, tt := range tests {
+		_, err := policy.New(policy.WithGroupMaxInFlight("ok", 3), tt.opt)
+		var oe *policy.OptionError
+		if !errors.As(err, &oe) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("err = %v, want an *OptionError showing %s", err, tt.want)
+			continue
+		}
+		if n, ok := oe.Value.(int); !ok || !strings.HasSuffix(tt.want, fmt.Sprintf(" %d)", n)) {
+			t.Errorf("%s: Value = %#v, want the number given", tt.want, oe.Value)
 		}
 	}
 }
