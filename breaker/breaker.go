@@ -90,7 +90,9 @@ func (cb *CircuitBreaker) RemainingDelay() time.Duration {
 	if ep.state != StateOpen {
 		return 0 // no clock read: the common case costs one atomic load
 	}
-	return max(0, ep.expiry.Sub(cb.clock.Now()))
+	// More than Timeout left means the clock has stepped back past the
+	// opening: the next request restarts the Timeout (admitSlow).
+	return min(cb.timeout, max(0, ep.expiry.Sub(cb.clock.Now())))
 }
 
 // Counts returns the counts of the current period (see Counts). Like State,
@@ -171,7 +173,16 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 			// Another caller got in the way: spread the counters.
 			ep.grow(cb)
 		case StateOpen:
-			if cb.clock.Now().Before(ep.expiry) {
+			if now := cb.clock.Now(); now.Before(ep.expiry) {
+				if ep.expiry.Sub(now) > cb.timeout && cb.cur.Load() == ep {
+					// The clock has stepped back past the moment the
+					// breaker opened (a clock without Go's monotonic
+					// reading): waiting for it to reach the old expiry
+					// would add the step to Timeout. The breaker stays
+					// open for a Timeout from now instead; no change of
+					// state, so nothing to report.
+					cb.cur.CompareAndSwap(ep, cb.newEpoch(StateOpen))
+				}
 				return nil, 0, ErrOpenState
 			}
 			cb.transition(ep, StateHalfOpen, nil)

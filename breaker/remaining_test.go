@@ -61,3 +61,31 @@ func wantRemaining(t *testing.T, cb *breaker.CircuitBreaker, want time.Duration)
 		t.Fatalf("RemainingDelay() = %v, want %v (state %v)", got, want, cb.State())
 	}
 }
+
+// A clock that steps backwards (a Settings.Clock without a monotonic
+// reading, set back by an hour) must not keep the breaker open for the step
+// on top of its Timeout, nor make RemainingDelay promise more than Timeout:
+// the breaker restarts its Timeout from the first request that sees the
+// clock earlier than the moment it opened.
+func TestBackwardClockDoesNotStretchOpen(t *testing.T) {
+	clk := &fakeClock{}
+	clk.Set(2 * time.Hour)
+	var rec recorder
+	cb := mustNew(t, breaker.Settings{Timeout: 30 * time.Second, Clock: clk, OnStateChange: rec.record})
+	trip(t, cb)
+	rec.take()
+	clk.Set(time.Hour) // an hour back
+	if got := cb.RemainingDelay(); got != 30*time.Second {
+		t.Fatalf("RemainingDelay() = %v after the clock stepped back, want the Timeout, 30s", got)
+	}
+	wantErr(t, run(cb, true), breaker.ErrOpenState) // restarts the Timeout
+	clk.Advance(30*time.Second - time.Nanosecond)
+	wantRemaining(t, cb, time.Nanosecond)
+	wantErr(t, run(cb, true), breaker.ErrOpenState)
+	clk.Advance(time.Nanosecond)
+	wantErr(t, run(cb, true), nil) // the probe
+	wantState(t, cb, breaker.StateClosed)
+	if got := rec.take(); !equal(got, []string{"open->half-open", "half-open->closed"}) {
+		t.Fatalf("transitions %v: restarting the Timeout is no change of state", got)
+	}
+}

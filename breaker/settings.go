@@ -38,7 +38,9 @@ type Settings struct {
 	Interval time.Duration
 	// Timeout is how long the breaker stays open: the first request at or
 	// after Timeout since it opened moves it to half-open. 0 means
-	// DefaultTimeout (60 s). Negative is invalid.
+	// DefaultTimeout (60 s). Negative is invalid. A request that finds the
+	// clock earlier than the moment the breaker opened (a Clock stepped
+	// back) restarts the Timeout, so the step does not add to it.
 	Timeout time.Duration
 	// ReadyToTrip is called, in the closed state, after each failure is
 	// counted, with the counts including that failure; when it returns true
