@@ -148,7 +148,7 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 		ep := cb.cur.Load()
 		switch ep.state {
 		case StateClosed:
-			if !ep.fast && ep != next && !cb.clock.Now().Before(ep.expiry) {
+			if !ep.fast && ep != next && cb.periodOver(ep, cb.clock.Now()) {
 				// The period has ended: this request belongs to the next
 				// one. Every caller that sees the end tries to start it
 				// and exactly one swap wins; none counts in ep meanwhile,
@@ -284,7 +284,7 @@ func (cb *CircuitBreaker) failure(ep *epoch) {
 	if cb.cur.Load() != ep {
 		return // a late outcome: its epoch is over
 	}
-	if !ep.fast && ep.state == StateClosed && !cb.clock.Now().Before(ep.expiry) {
+	if !ep.fast && ep.state == StateClosed && cb.periodOver(ep, cb.clock.Now()) {
 		// The period has ended, though no request has started the next
 		// one yet (which clears the counts): its counts have stopped
 		// counting, so they cannot trip the breaker.
@@ -293,6 +293,15 @@ func (cb *CircuitBreaker) failure(ep *epoch) {
 	if ep.state == StateHalfOpen || cb.readyToTrip(ep.counts()) {
 		cb.transition(ep, StateOpen, probe)
 	}
+}
+
+// periodOver reports whether the Interval of closed epoch ep is over at
+// now: now is at or past its end, or more than Interval before it, the
+// clock having stepped back past the period's start (a clock without Go's
+// monotonic reading). Waiting for the old end then would keep the
+// period's counts for the step on top of Interval.
+func (cb *CircuitBreaker) periodOver(ep *epoch, now time.Time) bool {
+	return !now.Before(ep.expiry) || ep.expiry.Sub(now) > cb.interval
 }
 
 // ignore takes back the request of ep counted in cell i, and its probe

@@ -72,3 +72,22 @@ func TestIntervalShorterThanAClockReading(t *testing.T) {
 	}
 	wantState(t, cb, breaker.StateClosed)
 }
+
+// A clock that steps back (a Settings.Clock without a monotonic reading)
+// must not keep the counts of a closed period for the step on top of
+// Interval: the first request that finds the clock earlier than the moment
+// the period started starts the next one, and the failures before it stop
+// counting, as they would have an Interval later.
+func TestBackwardClockDoesNotStretchInterval(t *testing.T) {
+	clk := &fakeClock{}
+	clk.Set(2 * time.Hour)
+	cb := mustNew(t, breaker.Settings{Interval: 10 * time.Second, Clock: clk})
+	for range 4 {
+		wantErr(t, run(cb, false), errBoom)
+	}
+	clk.Set(time.Hour) // an hour back
+	clk.Advance(10 * time.Second)
+	wantErr(t, run(cb, false), errBoom) // the first failure of a new period
+	wantState(t, cb, breaker.StateClosed)
+	wantCounts(t, cb, breaker.Counts{Requests: 1, TotalFailures: 1, ConsecutiveFailures: 1})
+}

@@ -34,7 +34,10 @@ type Settings struct {
 	// and starts the next one; a failure reported after the end and before
 	// that request cannot trip the breaker. 0 means never: counts are
 	// cleared only when the breaker changes state. With Interval > 0 every
-	// closed-state request reads the clock. Negative is invalid.
+	// closed-state request reads the clock. A request that finds the clock
+	// earlier than the start of the period (a Clock stepped back) starts
+	// the next one, so the step does not add to Interval. Negative is
+	// invalid.
 	Interval time.Duration
 	// Timeout is how long the breaker stays open: the first request at or
 	// after Timeout since it opened moves it to half-open. 0 means
