@@ -234,15 +234,21 @@ func (h *Holder) expire(le *lease) {
 		h.wg.Add(1)
 	}
 	h.mu.Unlock()
-	h.cancelAll([]lostLease{l})
 	if !closed {
-		defer h.wg.Done()
-		// Redis may still hold it (a renewal's reply came too late, or
-		// only this process is cut off): give it back, best effort, so
-		// that it does not keep its permits from the others for the rest
-		// of its TTL.
-		h.giveBack([]shrink{{le, nil, 0}})
+		// Deferred before the cancellations run: they call the executor
+		// (and through it its callbacks) and the listener, and one that
+		// ends this goroutine with runtime.Goexit must neither leave Close
+		// waiting for this give-back for ever nor skip it.
+		defer func() {
+			defer h.wg.Done()
+			// Redis may still hold it (a renewal's reply came too late,
+			// or only this process is cut off): give it back, best
+			// effort, so that it does not keep its permits from the
+			// others for the rest of its TTL.
+			h.giveBack([]shrink{{le, nil, 0}})
+		}()
 	}
+	h.cancelAll([]lostLease{l})
 }
 
 // loseLocked marks le lost, removes it from its key, counts it lost, and
