@@ -66,3 +66,57 @@ func TestGoexitInNotifyOnLeaseExpiryLetsCloseReturn(t *testing.T) {
 		t.Fatalf("HLEN %s = %d, %v after Close; want the expired lease given back", nKey, n, err)
 	}
 }
+
+// An executor's notify that ends its goroutine with runtime.Goexit when the
+// refiller tells it of a block must not end the refiller: the holder's
+// other keys would never be leased again.
+func TestGoexitInNotifyKeepsTheRefillerServing(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	l := h.Groups(1)
+	n := make(notifier, 1)
+	if err := l.Attach(func(key string) {
+		if key == "x" {
+			runtime.Goexit()
+		}
+		n.notify(key)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := l.TryAcquire("x", 1); p != nil || err != nil {
+		t.Fatalf("first TryAcquire(x): %v %v; want a wait", p, err)
+	}
+	eventually(t, "x leased", 10*time.Second, func() bool { return h.Stats().Leases == 1 })
+	p := acquire(t, l, n, "y", 1, 10*time.Second)
+	p.Release()
+}
+
+// A listener that ends its goroutine with runtime.Goexit on an event of the
+// renewal loop (here the outage it reports) must not end the loop: it is
+// what probes Redis while the holder is down, and the holder would read
+// down for good.
+func TestGoexitInListenerKeepsTheRenewalLoop(t *testing.T) {
+	addr := startRedis(t)
+	exited := make(chan struct{}, 1)
+	// A lease that outlasts the test: only the renewal loop calls Redis.
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(time.Minute), redislimit.WithListener(func(e redislimit.Event) {
+		if e.Kind == redislimit.EventUnavailable {
+			select {
+			case exited <- struct{}{}:
+			default:
+			}
+			runtime.Goexit()
+		}
+	}))
+	l := h.Groups(1)
+	p := acquire(t, l, attach(t, l), "g", 1, 5*time.Second) // a lease to renew: the rounds call Redis
+	defer p.Release()
+	redislimit.SetRenewHook(h, func() error { return errors.New("Redis cut off (test)") })
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outage reported")
+	}
+	redislimit.SetRenewHook(h, nil)
+	eventually(t, "the holder up again", 10*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeUp })
+}

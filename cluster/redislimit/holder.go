@@ -265,7 +265,7 @@ func (h *Holder) upLocked() *Event {
 	return &Event{Kind: EventRecovered, Time: time.Now(), Policy: h.cfg.policy}
 }
 
-// emit calls the listener, outside every lock, recovering a panic.
+// emit calls the listener, outside every lock, contained (contain).
 func (h *Holder) emit(es ...*Event) {
 	if h.cfg.listener == nil {
 		return
@@ -274,11 +274,24 @@ func (h *Holder) emit(es ...*Event) {
 		if e == nil {
 			continue
 		}
-		func() {
-			defer func() { _ = recover() }()
-			h.cfg.listener(*e)
-		}()
+		contain(func() { h.cfg.listener(*e) })
 	}
+}
+
+// contain runs f, code the holder calls but does not own (the listener, an
+// executor's notify, a task's cancel), on a goroutine of its own and waits
+// for it. A panic in f is recovered; a runtime.Goexit ends that goroutine,
+// not the caller's: the refiller and the renewal loop are never started
+// again, so a callback that ended one of them would leave the holder's
+// keys unleased, or its outage unprobed, for good.
+func contain(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = recover() }()
+		f()
+	}()
+	<-done
 }
 
 // kick wakes the refiller.

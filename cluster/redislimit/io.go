@@ -301,7 +301,7 @@ func (h *Holder) endLocked(le *lease, reason string, cause error) (lostLease, ui
 func (h *Holder) cancelAll(ls []lostLease) {
 	for _, l := range ls {
 		for _, c := range l.cancels {
-			c()
+			contain(c)
 		}
 		h.emit(l.ev)
 	}

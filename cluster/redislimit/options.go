@@ -185,9 +185,11 @@ func WithFailurePolicy(p FailurePolicy) Option {
 	})
 }
 
-// WithListener sets a function that receives every Event. It is called on
-// the holder's goroutines, never under a lock (neither the holder's nor an
-// executor's), possibly concurrently; a panic in it is recovered.
+// WithListener sets a function that receives every Event. The holder's
+// goroutines call it, each on a goroutine of its own that they wait for,
+// never under a lock (neither the holder's nor an executor's), possibly
+// concurrently; a panic in it is recovered, and a runtime.Goexit in it ends
+// that goroutine only.
 func WithListener(f func(Event)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {

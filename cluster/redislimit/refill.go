@@ -171,7 +171,7 @@ func (a *after) run(h *Holder) {
 		h.giveBack(a.ret)
 	}
 	for _, ks := range a.notify {
-		ks.l.notify(ks.key)
+		contain(func() { ks.l.notify(ks.key) })
 	}
 }
 
