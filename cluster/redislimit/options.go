@@ -113,12 +113,18 @@ func WithLeaseTTL(d time.Duration) Option {
 // renews every lease it holds and returns the permits it has not needed
 // since the last round. It is also the quantum of contention: a holder
 // keeps a block it was granted that long before it gives back what it holds
-// above its share. d must be > 0 and at most a third of the lease TTL, so
-// that two renewals can fail before a lease is lost. Default: TTL/3.
+// above its share. d must be at least 1ms and at most a third of the lease
+// TTL, so that two renewals can fail before a lease is lost. Default: TTL/3.
 func WithRenewInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
 			return &OptionError{"WithRenewInterval", d, "must be > 0"}
+		}
+		if d < time.Millisecond {
+			// Redis keeps a waiting record for two renew intervals, in
+			// whole milliseconds: below 1ms, for none, and a refused
+			// holder would never count as waiting (no share, no turn).
+			return &OptionError{"WithRenewInterval", d, "must be >= 1ms"}
 		}
 		c.renew = d
 		return nil

@@ -21,6 +21,7 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 	}{
 		{[]redislimit.Option{redislimit.WithLeaseTTL(50 * time.Millisecond)}, "WithLeaseTTL(50ms)"},
 		{[]redislimit.Option{redislimit.WithRenewInterval(0)}, "WithRenewInterval(0s)"},
+		{[]redislimit.Option{redislimit.WithRenewInterval(500 * time.Microsecond)}, "WithRenewInterval(500µs)"},
 		{[]redislimit.Option{redislimit.WithLeaseTTL(time.Second), redislimit.WithRenewInterval(500 * time.Millisecond)}, "WithRenewInterval(500ms)"},
 		{[]redislimit.Option{redislimit.WithPollInterval(-time.Second)}, "WithPollInterval(-1s)"},
 		{[]redislimit.Option{redislimit.WithOpTimeout(0)}, "WithOpTimeout(0s)"},
