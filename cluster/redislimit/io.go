@@ -32,8 +32,9 @@ import (
 // per lease enforces it even while a call to Redis hangs. A paused holder
 // cannot: see fence.go.
 
-// localValidity is the share of the TTL a holder trusts a lease for.
-func (h *Holder) localValidity() time.Duration { return h.cfg.ttl * 4 / 5 }
+// localValidity is the share of the TTL a holder trusts a lease for: 80%,
+// reckoned so that no TTL overflows (ttl*4 would, above about 73 years).
+func (h *Holder) localValidity() time.Duration { return h.cfg.ttl - h.cfg.ttl/5 }
 
 type lostLease struct {
 	ev      *Event

@@ -233,7 +233,9 @@ func (c *config) finish() error {
 	if c.opTimeout == 0 {
 		c.opTimeout = min(c.ttl/4, time.Second)
 	}
-	if c.opTimeout >= c.ttl*4/5 {
+	// 80% of the TTL as localValidity reckons it: ttl*4/5 overflows for a
+	// TTL above about 73 years.
+	if c.opTimeout >= c.ttl-c.ttl/5 {
 		return &OptionError{"WithOpTimeout", c.opTimeout, "must be below 80% of the lease TTL " + c.ttl.String()}
 	}
 	return nil

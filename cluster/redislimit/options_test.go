@@ -109,3 +109,17 @@ func TestPerGroupLimitsAndTooHeavy(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// A lease TTL long enough that four times it overflows a time.Duration is
+// still a TTL: New must take it (not refuse it naming WithOpTimeout, which
+// the caller did not set), and the holder's leases must be valid.
+func TestLongLeaseTTL(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(100*365*24*time.Hour))
+	l := h.Groups(1)
+	p := acquire(t, l, attach(t, l), "g", 1, 5*time.Second)
+	defer p.Release()
+	if ctx := p.Bind(bg, func(error) {}); !redislimit.Valid(ctx) {
+		t.Fatal("a fresh lease of a long TTL is not valid")
+	}
+}
