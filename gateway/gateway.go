@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,8 @@ type Gateway struct {
 	inflight  tracker
 	svc       serviceTime // of admitted requests, for Retry-After
 	reload    reloader
+	serving   chan struct{} // closed by Serve once it serves: Serving
+	served    sync.Once
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.
@@ -62,7 +65,7 @@ func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 
 // New builds a Gateway from a config made by config.Parse or config.Load.
 func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
-	g := &Gateway{log: slog.Default(), clk: clock.Real}
+	g := &Gateway{log: slog.Default(), clk: clock.Real, serving: make(chan struct{})}
 	for _, o := range opts {
 		o(g)
 	}
@@ -142,6 +145,16 @@ func (g *Gateway) Close() error {
 	g.conns.closeAll()
 	return err
 }
+
+// Serving returns a channel that Serve closes once it serves: it has read
+// the config in force, put its listeners' caps in place and started its
+// servers. A Reload from then on reaches the running servers (one before
+// may be applied before Serve reads the config, or after; either way the
+// last one is in force). A caller that starts Serve and then reloads, or
+// counts on the config Serve started with (a test, a supervisor that
+// reports the gateway up), waits for it. It is never closed if Serve is
+// not called.
+func (g *Gateway) Serving() <-chan struct{} { return g.serving }
 
 // Metrics returns the registry /metrics serves.
 func (g *Gateway) Metrics() prometheus.Gatherer { return g.m.reg }

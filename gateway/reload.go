@@ -19,6 +19,9 @@ type reloader struct {
 	// fileRead, if not nil, is called by ReloadFile once it has read the
 	// file (tests).
 	fileRead func()
+	// configRead, if not nil, is called by Serve once it has read the
+	// config it starts with, before its listener is in place (tests).
+	configRead func()
 }
 
 // WithConfigFile names the file the gateway's config came from, for

@@ -99,8 +99,20 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		t := &g.state.Load().cfg.Tenant
 		return len(t.TrustedProxies) > 0 && t.Trusts(a)
 	}
+	if g.reload.configRead != nil {
+		g.reload.configRead()
+	}
 	ln := newListener(proxyLn, cfg.MaxConns, cfg.MaxConnsPerClient, exempt, g.m.reclaimed.Inc, g.m.refused.Inc)
 	g.clients.Store(ln)
+	// A reload since cfg was read found no listener to give its caps to:
+	// they are taken again here, under the lock reloads hold, so that
+	// whichever of this and a concurrent reload comes second sets them
+	// from the config in force.
+	g.reload.mu.Lock()
+	now := g.state.Load().cfg
+	ln.setMax(now.MaxConns)
+	ln.setPerClient(now.MaxConnsPerClient)
+	g.reload.mu.Unlock()
 	proxy.ConnState = ln.connState
 	proxyLn = ln
 	if tc := cfg.ServerTLS(); tc != nil {
@@ -152,6 +164,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	go func() { errc <- proxy.Serve(proxyLn) }()
 	go func() { errc <- admin.Serve(adminLn) }()
 	g.log.Info("gateway serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String())
+	g.served.Do(func() { close(g.serving) })
 
 	var failed error
 	select {
