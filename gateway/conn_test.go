@@ -417,12 +417,10 @@ func TestAdminRequestBodyTimesOut(t *testing.T) {
 // with.
 func TestAdminRequestBodyTimeoutFollowsReload(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	// reloadable returns once the admin server runs with the config the
+	// gateway started with: the reload does not reach its server's own
+	// read timeout.
 	gw, write := reloadable(t, be.URL, "backends: [%s]\ntimeouts: {read_header: 2s, read: 1h}\n")
-	// An answer from the admin address: its server has been built, with
-	// the config the gateway started with, before the reload.
-	if code, _ := get(t, client(t), gw.admin+"/healthz"); code != http.StatusOK {
-		t.Fatalf("/healthz: %d", code)
-	}
 	write("backends: [%s]\ntimeouts: {read_header: 2s, read: 50ms}\n")
 	if err := gw.gw.ReloadFile(); err != nil {
 		t.Fatal(err)

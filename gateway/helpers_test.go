@@ -62,7 +62,9 @@ func build(t testing.TB, backend, yaml string, opts ...gateway.Option) *gateway.
 	return gw
 }
 
-// serve starts gw, made by build, and stops it at the end of the test.
+// serve starts gw, made by build, and stops it at the end of the test. It
+// returns once gw serves (Gateway.Serving), with the config it was built
+// with: a reload from then on is one of a serving gateway.
 func serve(t testing.TB, gw *gateway.Gateway) *running {
 	t.Helper()
 	cfg := gw.Config()
@@ -92,6 +94,14 @@ func serve(t testing.TB, gw *gateway.Gateway) *running {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	select {
+	case <-gw.Serving():
+	case err := <-r.done:
+		stopped, serr = true, err
+		t.Fatalf("Serve returned before serving: %v", err)
+	case <-time.After(bound):
+		t.Fatal("Serve did not start serving")
+	}
 	return r
 }
 

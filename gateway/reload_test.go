@@ -321,3 +321,15 @@ func TestReloadWithoutConfigFile(t *testing.T) {
 		t.Errorf("config_reloads_total{result=error} = %v, want 1", got)
 	}
 }
+
+// start returns once the gateway serves with the config it was given, so
+// that a test reloading at once reloads a serving gateway, never one whose
+// Serve has yet to read the config (and would start with the reloaded one).
+func TestStartReturnsServing(t *testing.T) {
+	gw := start(t, backend(t, func(w http.ResponseWriter, r *http.Request) {}).URL, minimal)
+	select {
+	case <-gw.gw.Serving():
+	default:
+		t.Fatal("start returned before Serve serves")
+	}
+}
