@@ -138,7 +138,8 @@ func (h *health) backendUp() bool {
 // /readyz (503 while draining, while no backend is reachable, or while
 // every backend's breaker is open; each open breaker is listed in the body,
 // one a line) and POST /reload (ReloadFile: 200, or 400 with every problem
-// of the file, one a line, the old config kept; 409 without WithConfigFile).
+// of the file, one a line, the old config kept; 409 without WithConfigFile;
+// 503 once the gateway is closed).
 // Serve runs it on the admin address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -153,8 +154,13 @@ func (g *Gateway) AdminHandler() http.Handler {
 			// and asking again will not help until it is restarted with
 			// one: 409, not the 400 of a file with errors.
 			code := http.StatusBadRequest
-			if errors.Is(err, ErrNoConfigFile) {
+			switch {
+			case errors.Is(err, ErrNoConfigFile):
 				code = http.StatusConflict
+			case errors.Is(err, ErrClosed):
+				// The end of a drain: the file may be fine, and there
+				// is no gateway left to take it.
+				code = http.StatusServiceUnavailable
 			}
 			w.WriteHeader(code)
 			fmt.Fprintf(w, "%v\n", err)

@@ -81,7 +81,8 @@
 // address) applies a new config in place, through the executor's runtime
 // limit API; a bad file, or one changing a key that needs a restart, is
 // refused whole (400 from /reload, which answers 409 on a gateway built
-// without a config file to read).
+// without a config file to read). Once the gateway is closed, a reload is
+// refused with ErrClosed (503 from /reload).
 //
 // Serve drains on cancellation: /readyz fails first (and for drain_delay the
 // gateway still serves), the proxy listener stops accepting, in-flight

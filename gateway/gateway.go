@@ -136,8 +136,14 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 
 // Close cancels every request, ends a readiness probe in progress, stops
 // the executor and closes the backend connections. Serve calls it after
-// draining.
+// draining. Reloads from then on return ErrClosed.
 func (g *Gateway) Close() error {
+	// Under the reloads' lock: one under way finishes first, so that none
+	// sets limits on an executor half closed, and each one after is
+	// refused as a whole, not by the executor halfway through.
+	g.reload.mu.Lock()
+	g.reload.closed = true
+	g.reload.mu.Unlock()
 	g.abort(ErrAborted) // ends a readiness probe in progress: health.close waits for it
 	g.health.close()
 	err := g.ex.Close()

@@ -11,8 +11,9 @@ import (
 
 // reloader serialises reloads and knows the file to read.
 type reloader struct {
-	mu   sync.Mutex
-	path string // WithConfigFile's
+	mu     sync.Mutex
+	path   string // WithConfigFile's
+	closed bool   // set by Close: every reload from then on is refused
 	// limitsSet, if not nil, is called by Reload once the executor has the
 	// new limits (tests).
 	limitsSet func()
@@ -33,8 +34,8 @@ func WithConfigFile(path string) Option { return func(g *Gateway) { g.reload.pat
 var ErrNoConfigFile = errors.New("gateway: no config file to reload (WithConfigFile)")
 
 // ReloadFile reads WithConfigFile's file again and applies it with Reload.
-// Without WithConfigFile it returns ErrNoConfigFile, counted as a refused
-// reload: whoever asked for one is told, by the metric too, that the
+// Without WithConfigFile it returns ErrNoConfigFile, and after Close
+// ErrClosed, each counted as a refused reload: whoever asked for one is told, by the metric too, that the
 // config in force was not reloaded. Reloads run one at a time, each
 // reading the file once the one before has been applied, so that the
 // last one applies the file as it was last written.
@@ -44,6 +45,10 @@ func (g *Gateway) ReloadFile() error {
 	// SIGHUP beside a POST /reload) read later, undoing it.
 	g.reload.mu.Lock()
 	defer g.reload.mu.Unlock()
+	if g.reload.closed {
+		g.m.reloads.WithLabelValues("error").Inc()
+		return ErrClosed
+	}
 	if g.reload.path == "" {
 		g.m.reloads.WithLabelValues("error").Inc()
 		return ErrNoConfigFile
@@ -76,7 +81,9 @@ func (g *Gateway) ReloadFile() error {
 // Reload changes nothing and returns every such problem (matching
 // config.ErrInvalid, in line order). So it does if cfg cannot be built or
 // gives a group limits the executor would refuse: every limit is checked
-// before the first is set.
+// before the first is set. Once Close has been called it changes nothing
+// and returns ErrClosed; a reload under way when Close is called ends
+// before Close goes on.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	g.reload.mu.Lock()
 	defer g.reload.mu.Unlock()
@@ -92,6 +99,9 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 		}
 		g.m.reloads.WithLabelValues(result).Inc()
 	}()
+	if g.reload.closed {
+		return ErrClosed
+	}
 	prev := g.state.Load()
 	if errs := cfg.RestartOnly(prev.cfg); len(errs) > 0 {
 		return config.JoinErrors(errs)

@@ -333,3 +333,32 @@ func TestStartReturnsServing(t *testing.T) {
 		t.Fatal("start returned before Serve serves")
 	}
 }
+
+// A reload after Close (a SIGHUP or POST /reload as Serve's drain ends)
+// changes nothing and says the gateway is closed: ErrClosed, and 503 at
+// the admin address, not the 400 of a file with errors, which it is not.
+func TestReloadAfterClose(t *testing.T) {
+	be := tenantEcho(t)
+	gw, write := reloadable(t, be, "backends: [%s]\nlimits: {global_max_in_flight: 5}\n")
+	if err := gw.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write("backends: [%s]\nlimits: {global_max_in_flight: 7}\n")
+	if err := gw.gw.ReloadFile(); !errors.Is(err, gateway.ErrClosed) {
+		t.Errorf("ReloadFile after Close: %v, want ErrClosed", err)
+	}
+	cfg, err := config.Parse([]byte(fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nbackends: [%s]\nlimits: {global_max_in_flight: 7}\n", be)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.gw.Reload(cfg); !errors.Is(err, gateway.ErrClosed) {
+		t.Errorf("Reload after Close: %v, want ErrClosed", err)
+	}
+	resp, body := do(t, client(t), http.MethodPost, gw.admin+"/reload", "", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "closed") {
+		t.Errorf("POST /reload after Close: %d %q, want 503 saying the gateway is closed", resp.StatusCode, body)
+	}
+	if got := *gw.gw.Config().Limits.GlobalMaxInFlight; got != 5 {
+		t.Errorf("global_max_in_flight in force: %d, want the 5 the gateway closed with", got)
+	}
+}
