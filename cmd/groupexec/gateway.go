@@ -99,21 +99,35 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	reloaded := make(chan struct{})
 	go func() {
 		defer close(reloaded)
-		for {
-			select {
-			case <-served:
-				return
-			case <-hup:
-				if err := gw.ReloadFile(); err != nil {
-					log.Error("config reload refused, the old config is kept", "err", err.Error())
-				}
-			}
-		}
+		reloadOnSignal(hup, served, gw, log)
 	}()
 	err = gw.Serve(ctx, pl, al)
 	close(served)
 	<-reloaded
 	return err
+}
+
+// reloadOnSignal reloads gw's file for each signal on hup, until served
+// closes or a reload finds gw closed. A file refused is logged and the old
+// config kept. Serve closes the gateway before it returns: a signal
+// arriving then reloads nothing, and is no refused file of a running
+// gateway.
+func reloadOnSignal(hup <-chan os.Signal, served <-chan struct{}, gw *gateway.Gateway, log *slog.Logger) {
+	for {
+		select {
+		case <-served:
+			return
+		case <-hup:
+			err := gw.ReloadFile()
+			switch {
+			case errors.Is(err, gateway.ErrClosed):
+				log.Info("SIGHUP after the gateway closed: not reloaded")
+				return
+			case err != nil:
+				log.Error("config reload refused, the old config is kept", "err", err.Error())
+			}
+		}
+	}
 }
 
 // signalContext returns a context that the first SIGINT or SIGTERM ends,
