@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -166,7 +167,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The response cannot start before the backend answers: the write
 	// deadline covers the whole exchange, and is moved to timeouts.write
 	// from the moment the answer is sent.
-	_ = rc.SetWriteDeadline(start.Add(cfg.Timeouts.Read + cfg.Timeouts.Upstream + cfg.Timeouts.Write))
+	_ = rc.SetWriteDeadline(start.Add(sumDurations(cfg.Timeouts.Read, cfg.Timeouts.Upstream, cfg.Timeouts.Write)))
 
 	key, err := extractTenant(&cfg.Tenant, r, g.clk.Now())
 	if err != nil {
@@ -763,4 +764,19 @@ func (bufferPool) Put(b []byte) {
 	if len(b) == 32<<10 {
 		proxyBufs.Put((*[32 << 10]byte)(b))
 	}
+}
+
+// sumDurations returns the sum of ds, or the longest duration there is if
+// it is longer: timeouts long enough to mean "never" add up past what a
+// time.Duration holds, and the sum wrapped to a negative one, a deadline
+// in the past.
+func sumDurations(ds ...time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		if d > 0 && sum > math.MaxInt64-d {
+			return math.MaxInt64
+		}
+		sum += d
+	}
+	return sum
 }

@@ -156,7 +156,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		// and so would count the handler's own work (a readiness probe's
 		// dials, a reload) against the client's time to take the answer.
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
-		ReadTimeout:       cfg.Timeouts.ReadHeader + cfg.Timeouts.Read,
+		ReadTimeout:       sumDurations(cfg.Timeouts.ReadHeader, cfg.Timeouts.Read),
 		IdleTimeout:       cfg.Timeouts.Idle,
 		ErrorLog:          errLogger(g),
 	}

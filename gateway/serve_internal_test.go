@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -61,5 +62,26 @@ func TestReloadAsServeStartsReachesTheListener(t *testing.T) {
 	l.mu.Unlock()
 	if max != 3 || perMax != 2 {
 		t.Errorf("listener caps: max_conns %d, max_conns_per_client %d; want the reloaded 3 and 2", max, perMax)
+	}
+}
+
+// sumDurations adds timeouts as they are, and stops at the longest
+// duration there is where their sum would wrap to a negative one (the
+// admin server's read timeout, timeouts.read_header plus timeouts.read,
+// would then be none at all).
+func TestSumDurationsSaturates(t *testing.T) {
+	const huge = 1000000 * time.Hour
+	for _, c := range []struct {
+		ds   []time.Duration
+		want time.Duration
+	}{
+		{[]time.Duration{time.Second, 2 * time.Second}, 3 * time.Second},
+		{[]time.Duration{huge, huge, huge}, math.MaxInt64},
+		{[]time.Duration{math.MaxInt64, 1}, math.MaxInt64},
+		{[]time.Duration{math.MaxInt64 - 1, 1}, math.MaxInt64},
+	} {
+		if got := sumDurations(c.ds...); got != c.want {
+			t.Errorf("sumDurations(%v) = %v, want %v", c.ds, got, c.want)
+		}
 	}
 }

@@ -291,3 +291,34 @@ func TestPathTenantInAnotherCaseRefused(t *testing.T) {
 		}
 	}
 }
+
+// Timeouts each long enough to mean "never" (here over a century), whose
+// sum is past what a time.Duration holds, still let a request through: the
+// write deadline, which runs to the end of timeouts.read, upstream and
+// write from the request's start, stops at the longest one there is
+// instead of wrapping into the past, where it failed the server's
+// "100 Continue" and so every request whose client waits for one.
+func TestHugeTimeoutsStillAnswer(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})
+	gw := start(t, be.URL, minimal+"timeouts: {read: 1000000h, upstream: 1000000h, write: 1000000h}\n")
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("no 100 Continue: %v %v", resp, err)
+	}
+	io.WriteString(c, "ok")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || string(b) != "ok" {
+		t.Errorf("%d %q %v, want 200 ok", resp.StatusCode, b, err)
+	}
+}
