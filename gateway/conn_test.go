@@ -734,3 +734,27 @@ func TestMethodOverrideToRefusedMethodRefused(t *testing.T) {
 		t.Errorf("rejected_total{reason=method} = %v, want %d", n, len(refused))
 	}
 }
+
+// The admin address caps a request's line and headers at max_header_bytes,
+// as the proxy does (431 beyond it plus net/http's 4 KiB): it read up to
+// net/http's default of 1 MiB, sixteen times the proxy's default cap, for
+// each connection a client opened to it.
+func TestAdminHeadersCapped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal+"max_header_bytes: 1024\n")
+	for _, addr := range []string{gw.url, gw.admin} {
+		req, err := http.NewRequest(http.MethodGet, addr+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Big", strings.Repeat("b", 16<<10))
+		resp, err := client(t).Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("%s: 16 KiB of headers over max_header_bytes 1024: %d, want 431", addr, resp.StatusCode)
+		}
+	}
+}

@@ -158,7 +158,10 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
 		ReadTimeout:       sumDurations(cfg.Timeouts.ReadHeader, cfg.Timeouts.Read),
 		IdleTimeout:       cfg.Timeouts.Idle,
-		ErrorLog:          errLogger(g),
+		// The proxy's header cap too: net/http's default is 1 MiB a
+		// connection, and the admin requests' headers are short.
+		MaxHeaderBytes: cfg.MaxHeaderBytes,
+		ErrorLog:       errLogger(g),
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()

@@ -40,10 +40,10 @@ type Config struct {
 	// received or answered, and so their buffers. Default
 	// DefaultHTTP2MaxStreams.
 	HTTP2MaxStreams int `yaml:"http2_max_streams"`
-	// MaxHeaderBytes caps the request line and headers: net/http answers
-	// 431 beyond it plus 4 KiB, the slack its reader allows over
-	// http.Server.MaxHeaderBytes. At most MaxHeaderBytesLimit. Default
-	// DefaultMaxHeaderBytes.
+	// MaxHeaderBytes caps the request line and headers, on the admin
+	// address too: net/http answers 431 beyond it plus 4 KiB, the slack
+	// its reader allows over http.Server.MaxHeaderBytes. At most
+	// MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
 	MaxHeaderBytes int                     `yaml:"max_header_bytes"`
 	Tenant         Tenant                  `yaml:"tenant"`
 	Limits         Limits                  `yaml:"limits"`
