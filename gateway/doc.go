@@ -73,7 +73,9 @@
 //
 // Tenant keys are attacker-controlled, so the gateway bounds what they can
 // cost: at most tenant.max_groups unconfigured tenants have groups of their
-// own at once, the rest share the overflow group OverflowGroup, idle groups
+// own at once (a tenant holds its place only from the end of its request's
+// body to the backend's answer, so slow clients hold none), the rest share
+// the overflow group OverflowGroup, idle groups
 // are reclaimed, and metrics give series only to configured tenants, the
 // default group and the overflow group.
 //

@@ -184,8 +184,9 @@ func (g *Gateway) Group(tenant string) string {
 // one Reload applied. It must not be changed.
 func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
 
-// LiveTenants returns how many unconfigured tenants have requests in the
-// gateway (at most tenant.max_groups).
+// LiveTenants returns how many unconfigured tenants have requests being
+// admitted or run (at most tenant.max_groups): a request's body being
+// received, or its kept answer being sent, does not count.
 func (g *Gateway) LiveTenants() int { return g.groups.count() }
 
 // rewrite sets the headers that tell the backend who the client is: the

@@ -68,7 +68,8 @@ func (x *exchange) status() int {
 
 // ServeHTTP proxies r through its tenant's executor group. The request is
 // received whole before it is admitted, and its answer is kept after, so
-// that it holds an execution slot only while the backend works on it.
+// that it holds an execution slot, and its tenant's place among the
+// tracked groups (admit), only while the backend works on it.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	st := g.state.Load()
@@ -240,9 +241,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delete(r.Header, "Upgrade")
 		}
 	}
-	group, counted := g.groups.acquire(tenant)
-	x.group = group // metrics and answers name the group actually used
-	defer g.groups.release(group, counted)
+	// The tenant takes its place among the tracked groups (tenant.max_groups)
+	// only in admit, once its body is in. Until then it has used no group:
+	// its refusals (rate limit, body) and their metrics name the tenant it
+	// was read as, whose group it is for a configured tenant and the default
+	// one, and whose rate bucket refused it; an unconfigured key has no
+	// series of its own (metrics count it as _other), and counting it under
+	// _overflow would name capacity it never took.
+	x.group = tenant
 	if wait, ok := st.rates.allow(tenant, g.clk.Now()); !ok {
 		g.m.rejected.WithLabelValues("rate-limited").Inc()
 		g.refuse(w, x, http.StatusTooManyRequests, "rate_limited", "the tenant's rate limit is reached", wait)
@@ -281,11 +287,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Upstream)
 	defer cancel()
 	x.resp.reset(w, cfg.Response.BufferBytes, cfg.Timeouts.Write)
-	err = g.ex.Do(ctx, x.group, x.run)
+	err = g.admit(ctx, x, tenant)
 	switch {
 	case x.resp.status != 0:
-		// The backend answered (or proxyError did): the slot is free, and
-		// a kept answer goes to the client now.
+		// The backend answered (or proxyError did): the slot and the
+		// tenant's place are free, and a kept answer goes to the client now.
 		x.resp.finish()
 	case errors.Is(err, errProxyPanic):
 		g.refuse(w, x, http.StatusBadGateway, "backend_error", "the gateway failed to proxy the request", 0)
@@ -303,6 +309,22 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that the client sees the answer is incomplete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// admit runs x in tenant's group, and from here x.group names the group
+// used: the tenant's own, or the overflow group. An unconfigured tenant's
+// place among the tracked groups (tenant.max_groups) is taken only now,
+// once the body is in, and given back as soon as Do returns, before a kept
+// answer goes to the client: a client that sends its body slowly, or reads
+// its answer slowly, under many made-up keys holds no place meanwhile, and
+// pushes no other new tenant into the overflow group. An answer streamed
+// to the client (see response) is sent inside Do, and holds the place as
+// it holds the slot.
+func (g *Gateway) admit(ctx context.Context, x *exchange, tenant string) error {
+	group, counted := g.groups.acquire(tenant)
+	defer g.groups.release(group, counted)
+	x.group = group
+	return g.ex.Do(ctx, group, x.run)
 }
 
 // forwardable reports whether an OPTIONS request with header h may be

@@ -75,7 +75,8 @@ func decoders(h http.Header) (codings []string, ok bool) {
 
 // receive reads r's whole body into sp, decoded, under lim, and points r
 // at the spooled copy with its length and without its trailers. It runs
-// before admission, so a slow or broken client holds no execution slot.
+// before admission, so a slow or broken client holds no execution slot,
+// nor its tenant's place among the tracked groups.
 // It returns a *bodyError. A request without a body is only checked for
 // its Content-Encoding.
 func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool) error {

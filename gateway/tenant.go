@@ -301,7 +301,9 @@ func peer(r *http.Request) netip.Addr {
 }
 
 // groups caps how many unconfigured tenants have groups of their own at
-// once. A tenant is live while it has a request in the gateway; the map holds
+// once. A tenant is live while it has a request being admitted or run
+// (Gateway.admit: from the end of its body to the backend's answer, not
+// while its client sends the body or reads a kept answer); the map holds
 // only live tenants, so its size is bounded by max whatever keys arrive.
 // Configured tenants and the default group are always their own groups.
 //
