@@ -8,7 +8,9 @@ import (
 )
 
 // Fake is a Clock that moves only when told to. Timers due at or before the
-// new time fire, in due order, each in its own goroutine, as Real's do.
+// new time are started in due order, each in its own goroutine, as Real's
+// are: their functions may run in any order, and a test that needs one
+// order waits for each in turn.
 // Fake is safe for concurrent use.
 type Fake struct {
 	mu     sync.Mutex
