@@ -291,3 +291,33 @@ func TestCloseRefusesATaskWaitingForABlock(t *testing.T) {
 		t.Fatalf("task waiting for a block when its holder closed: %v %v %v; want Rejected with ErrClosed", r.Status, r.Err, err)
 	}
 }
+
+// A block granted after Close began whose give-back fails (Redis slow or
+// cut off for that call) must not stay in Redis for its TTL, keeping its
+// permits from every other holder: it goes where the grants whose reply
+// was lost go, and Close, which waits for the refiller, gives it back by
+// its id in its own round trip.
+func TestCloseGivesBackALateGrantWhoseGiveBackFailed(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(4)
+	attach(t, l)
+	redislimit.SetReleaseHook(h, func() error { return errors.New("give-back cut (test)") })
+	parked, open := holdCalls(h, redislimit.SetReplyHook)
+	defer open()
+	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
+	}
+	<-parked // the grant's reply has come, and waits to be used
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	eventually(t, "Close begun", 5*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeClosed })
+	open()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
+		t.Fatalf("HLEN %s = %d, %v after Close; want the late grant given back though its first give-back failed", nKey, n, err)
+	}
+}

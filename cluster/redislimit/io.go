@@ -101,7 +101,8 @@ func (h *Holder) releaseCall(s shrink) *scriptCall {
 
 // orphan is a lease Redis may have granted to ks without the holder
 // hearing of it: the acquire's reply was lost, or abandoned at the op
-// timeout (the call may still reach Redis).
+// timeout (the call may still reach Redis); or a block granted too late to
+// use, or after Close began, whose give-back failed.
 type orphan struct {
 	id  string
 	seq uint64 // the acquire's number
@@ -193,8 +194,9 @@ func (h *Holder) dropLocked(le *lease) {
 
 // giveBack tells Redis of returned permits, in one round trip. If it fails,
 // an emptied lease comes back when it expires (it is no longer renewed), and
-// a lowered one at the next renewal, which sends every lease's slots.
-func (h *Holder) giveBack(ret []shrink) {
+// a lowered one at the next renewal, which sends every lease's slots. It
+// returns the call's error (after.run sends a late block again on a failure).
+func (h *Holder) giveBack(ret []shrink) error {
 	h.mu.Lock()
 	hook := h.releaseHook
 	h.mu.Unlock()
@@ -213,6 +215,7 @@ func (h *Holder) giveBack(ret []shrink) {
 	ev := h.resultLocked(err)
 	h.mu.Unlock()
 	h.emit(ev)
+	return err
 }
 
 // expire runs when a lease's local validity ends: unless it was renewed
@@ -246,7 +249,7 @@ func (h *Holder) expire(le *lease) {
 			// or only this process is cut off): give it back, best
 			// effort, so that it does not keep its permits from the
 			// others for the rest of its TTL.
-			h.giveBack([]shrink{{le, nil, 0}})
+			_ = h.giveBack([]shrink{{le, nil, 0}})
 		}()
 	}
 	h.cancelAll([]lostLease{l})

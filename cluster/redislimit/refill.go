@@ -157,18 +157,29 @@ type after struct {
 	evs     []*Event
 	ret     []shrink
 	notify  []*keyState
-	dropped []*lease // leases to give back whole: granted too late, or after Close
+	dropped []drop // leases to give back whole: granted too late, or after Close
 }
 
 func (a *after) run(h *Holder) {
 	h.emit(a.evs...)
-	if len(a.dropped) > 0 {
-		for _, le := range a.dropped {
-			a.ret = append(a.ret, shrink{le, nil, 0})
-		}
+	for _, d := range a.dropped {
+		a.ret = append(a.ret, shrink{d.le, nil, 0})
 	}
-	if len(a.ret) > 0 {
-		h.giveBack(a.ret)
+	if len(a.ret) > 0 && failed(h.giveBack(a.ret)) && len(a.dropped) > 0 {
+		// Unlike a lease renewed until then, such a block is not sent
+		// again by a renewal, and would keep its permits from every
+		// holder for its whole TTL: it is given back by its id as a
+		// grant whose reply was lost is, with the next call for its key
+		// (once Redis answers, if the holder is now down; by Close's own
+		// round trip, if Close has begun: it waits for this goroutine).
+		h.mu.Lock()
+		for _, d := range a.dropped {
+			d.ks.orphans = append(d.ks.orphans, d.o)
+			if !h.down && !h.closed && !d.ks.retry {
+				d.ks.retryLocked(h.cfg.poll) // the refiller's next wake-up is reckoned after this
+			}
+		}
+		h.mu.Unlock()
 	}
 	for _, ks := range a.notify {
 		contain(func() { ks.l.notify(ks.key) })
@@ -211,7 +222,7 @@ func (h *Holder) serve(q []*keyState) {
 			// Sent before the key's refill, so that it may be granted
 			// what they free.
 			for _, o := range ks.orphans {
-				drops = append(drops, drop{ks, o, nil})
+				drops = append(drops, drop{ks: ks, o: o})
 			}
 		}
 		if ks.giveUp {
@@ -334,11 +345,13 @@ func (h *Holder) serve(q []*keyState) {
 	a.run(h)
 }
 
-// drop is the give-back of an orphan lease of ks.
+// drop is the give-back of an orphan lease of ks (le: one granted too
+// late, or after Close, given back whole by after.run).
 type drop struct {
 	ks   *keyState
 	o    orphan
 	call *scriptCall
+	le   *lease
 }
 
 // refillLocked returns the request for a block that ks needs, if it needs
@@ -516,7 +529,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		// go back unused, as the free permits of those Close gives back
 		// itself: counted as those are.
 		h.st.returned.Add(uint64(len(slots)))
-		a.dropped = append(a.dropped, le)
+		a.dropped = append(a.dropped, drop{ks: ks, o: orphan{r.id, r.seq}, le: le})
 		return
 	}
 	// The validity counts from when the request was sent, as for a
@@ -528,7 +541,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		// again.
 		h.st.returned.Add(uint64(len(slots)))
 		ks.retryLocked(0)
-		a.dropped = append(a.dropped, le)
+		a.dropped = append(a.dropped, drop{ks: ks, o: orphan{r.id, r.seq}, le: le})
 		return
 	}
 	le.timer = time.AfterFunc(left, func() { h.expire(le) })

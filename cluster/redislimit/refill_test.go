@@ -232,6 +232,44 @@ func TestLateReplyLeaseIsNotUsed(t *testing.T) {
 	}
 }
 
+// A block whose reply came too late to use, and whose give-back then
+// fails, must not stay in Redis for its TTL (no renewal sends it again, as
+// it does a lowered lease): it is given back by its id with the next call
+// for its key, as a grant whose reply was lost is.
+func TestLateReplyLeaseWhoseGiveBackFailedIsGivenBackAgain(t *testing.T) {
+	addr := startRedis(t)
+	const ttl = time.Second
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl))
+	l := h.Groups(1)
+	n := attach(t, l)
+	redislimit.SetReleaseHook(h, func() error { return errors.New("give-back cut (test)") })
+	parked, openReply := holdCalls(h, redislimit.SetReplyHook)
+	defer openReply()
+	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
+	}
+	<-parked
+	// The lease's local validity (80% of the TTL, from before the reply
+	// came) is over.
+	time.Sleep(ttl)
+	again, openRefill := holdCalls(h, redislimit.SetRefillHook)
+	defer openRefill()
+	openReply()
+	<-again // the next pass, asking for the waiting task again
+	if got := redislimit.Orphans(l, "g"); got != 1 {
+		t.Fatalf("%d leases to give back by id after the late block's give-back failed; want 1", got)
+	}
+	redislimit.SetReleaseHook(h, nil)
+	openRefill()
+	eventually(t, "the late block given back", 10*time.Second, func() bool { return redislimit.Orphans(l, "g") == 0 })
+	p := acquire(t, l, n, "g", 1, 10*time.Second)
+	defer p.Release()
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	if got, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || got != 1 {
+		t.Fatalf("HLEN %s = %d, %v; want only the lease in use", nKey, got, err)
+	}
+}
+
 // TestOneFailedRefillIsNotAnOutage: under FailClosed, one lost reply must
 // not mark the holder down and refuse the waiting task; the refill is
 // tried again and the task runs.

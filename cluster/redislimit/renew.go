@@ -155,6 +155,6 @@ func (h *Holder) renewOnce() {
 	h.emit(ev)
 	h.cancelAll(lost)
 	if len(stale) > 0 {
-		h.giveBack(stale)
+		_ = h.giveBack(stale)
 	}
 }
