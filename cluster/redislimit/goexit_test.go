@@ -120,3 +120,45 @@ func TestGoexitInListenerKeepsTheRenewalLoop(t *testing.T) {
 	redislimit.SetRenewHook(h, nil)
 	eventually(t, "the holder up again", 10*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeUp })
 }
+
+// A listener that closes its holder (here on an outage) must not hang: the
+// holder's goroutine that called it waits for it, and Close waits for that
+// goroutine. Called from the listener, Close begins the close and returns;
+// a later Close waits for that close to end, and no goroutine of the holder
+// is left (goleak).
+func TestCloseFromTheListenerDoesNotHang(t *testing.T) {
+	addr := startRedis(t)
+	var h *redislimit.Holder
+	ready := make(chan struct{})
+	closed := make(chan error, 1)
+	h = newHolder(t, addr, redislimit.WithListener(func(e redislimit.Event) {
+		if e.Kind != redislimit.EventUnavailable {
+			return
+		}
+		<-ready
+		closed <- h.Close()
+	}))
+	close(ready)
+	l := h.Groups(1)
+	attach(t, l)
+	// Three refills fail in a row: the refiller emits EventUnavailable.
+	redislimit.SetRefillHook(h, func() error { return errors.New("Redis cut (test)") })
+	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close from the listener: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close called from the listener has not returned within 10s")
+	}
+	closeWithin(t, h, 10*time.Second)
+	if m := h.Stats().Mode; m != redislimit.ModeClosed {
+		t.Fatalf("mode %v after Close; want closed", m)
+	}
+	if _, err := l.TryAcquire("g", 1); !errors.Is(err, redislimit.ErrClosed) {
+		t.Fatalf("TryAcquire after Close: %v; want ErrClosed", err)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,11 @@ type Holder struct {
 	// expired are the leases lost by their timer once Close began: Close
 	// gives them back.
 	expired []*lease
+
+	// closeDone is closed when the close that the first Close began has
+	// ended; closeErr is its error then.
+	closeDone chan struct{}
+	closeErr  error
 
 	work chan struct{} // wakes the refiller
 	stop chan struct{}
@@ -97,7 +104,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 	var nb [4]byte
 	_, _ = rand.Read(nb[:])
 	h := &Holder{rdb: rdb, cfg: cfg, id: cfg.holderID, nonce: hex.EncodeToString(nb[:]) + ".",
-		work: make(chan struct{}, 1), stop: make(chan struct{})}
+		work: make(chan struct{}, 1), stop: make(chan struct{}), closeDone: make(chan struct{})}
 	h.wg.Add(3)
 	go h.refiller()
 	go h.renewer()
@@ -118,18 +125,50 @@ func (h *Holder) ID() string { return h.id }
 // (Stats.LeasesLost, TasksCancelled, EventLeaseLost), and Stats.Mode reads
 // ModeClosed from its start. The fallbacks and refusals the listener has
 // not been told of yet are reported (EventFallback, EventRejected) before
-// Close returns. Close the executors first. It is idempotent.
+// Close returns. Close the executors first. It is idempotent: a later call
+// waits for the close the first began, and returns its error.
+//
+// Called from a listener (WithListener), of this holder or another, Close
+// begins the close and returns nil at once, without waiting for it: the
+// holder's goroutine that called the listener waits for it to return, and
+// the close waits for that goroutine. The close goes on on a goroutine of
+// its own, which ends with it; a later Close from outside a listener waits
+// for it and returns its error. (A goroutine the listener starts and waits
+// for is not the listener: Close called there waits, for ever.)
 func (h *Holder) Close() error {
+	fromListener := calledFromListener()
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil
+		if fromListener {
+			return nil
+		}
+		<-h.closeDone
+		return h.closeErr
 	}
 	h.closed = true
 	// Under the lock, with closed: whoever sees the holder closed (Stats)
 	// sees its goroutines told to stop.
 	close(h.stop)
 	h.mu.Unlock()
+	if fromListener {
+		go h.finishClose()
+		return nil
+	}
+	h.finishClose()
+	return h.closeErr
+}
+
+// finishClose is the close that Close began: it records its error and
+// marks it ended.
+func (h *Holder) finishClose() {
+	defer close(h.closeDone)
+	h.closeErr = h.closeLeases()
+}
+
+// closeLeases waits for the holder's goroutines, then ends what they left:
+// the leases, the waiting records, the events not reported.
+func (h *Holder) closeLeases() error {
 	h.wg.Wait()
 
 	h.mu.Lock()
@@ -287,7 +326,37 @@ func (h *Holder) emit(es ...*Event) {
 		if e == nil {
 			continue
 		}
-		contain(func() { h.cfg.listener(*e) })
+		contain(func() { runListener(h.cfg.listener, *e) })
+	}
+}
+
+// runListener calls the listener f: Close finds it among its callers when
+// the listener calls it (calledFromListener).
+//
+//go:noinline
+func runListener(f func(Event), e Event) { f(e) }
+
+// listenerFunc is runListener's name in a stack trace.
+var listenerFunc = runtime.FuncForPC(reflect.ValueOf(runListener).Pointer()).Name()
+
+// calledFromListener reports whether the caller's caller runs inside a
+// listener (runListener is on its stack).
+func calledFromListener() bool {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(3, pcs)
+	for n == len(pcs) { // a deep stack: its bottom may be runListener
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(3, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if f.Function == listenerFunc {
+			return true
+		}
+		if !more {
+			return false
+		}
 	}
 }
 

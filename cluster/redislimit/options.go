@@ -195,7 +195,9 @@ func WithFailurePolicy(p FailurePolicy) Option {
 // goroutines call it, each on a goroutine of its own that they wait for,
 // never under a lock (neither the holder's nor an executor's), possibly
 // concurrently; a panic in it is recovered, and a runtime.Goexit in it ends
-// that goroutine only.
+// that goroutine only. It may call the holder's Close: Close then begins
+// the close and returns without waiting for it (see Holder.Close), since
+// the close waits for the goroutine that waits for the listener.
 func WithListener(f func(Event)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
