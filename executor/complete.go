@@ -147,9 +147,13 @@ func (ex *Executor) cancel(j *job, cause error) bool {
 	switch j.state {
 	case stateWaiting:
 		ex.removeWaitingLocked(g, j, Cancelled)
+		// Deferred: the unlock may dispatch, and complete another group's
+		// head found past its queue timeout, telling the listener, whose
+		// call may exit the goroutine (runtime.Goexit). j's handle is
+		// another caller's, and its drain counts it until it completes.
+		defer ex.completeRemoved(j, Cancelled, cause)
 		var b batch
 		ex.unlock(g, &b)
-		ex.completeRemoved(j, Cancelled, cause)
 		return true
 	case stateRunning:
 		ex.unlockDrained(g)

@@ -206,9 +206,12 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 			// Cancelled while waiting: it leaves the queue, freeing its place.
 			ex.removeWaitingLocked(g, &d.job, Cancelled)
 			waiting = false
+			// Deferred, as in cancel: a listener call in the unlock's
+			// dispatch that exits the goroutine leaves d counted
+			// unsettled, and its group's drain waiting, otherwise.
+			defer ex.completeRemoved(&d.job, Cancelled, cause)
 			var b batch
 			ex.unlock(g, &b)
-			ex.completeRemoved(&d.job, Cancelled, cause)
 			return ctx.Err()
 		}
 		g.mu.Unlock()

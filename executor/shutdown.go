@@ -281,12 +281,15 @@ func (ex *Executor) cancelGroup(g *group, reason error) {
 		g.timer = nil
 	}
 	running := g.stopRuns(cause)
-	ex.unlock(g, &b)
 	// A running task's cancel may call the stop of its Submit context's
 	// own AfterFunc method, user code: one that exits the goroutine
 	// (runtime.Goexit) ends it only once the other running tasks are
 	// cancelled and the removed ones complete (deferred), whose handles
-	// are other callers'.
+	// are other callers'. Both are deferred before the unlock, which may
+	// dispatch and tell the listener of another group's head past its
+	// queue timeout: a listener call that exits the goroutine there must
+	// not leave them undone either.
 	defer completeEach(len(removed), func(i int) { ex.completeRemoved(removed[i], Cancelled, cause) })
-	completeEach(len(running), func(i int) { running[i].cancelContext(cause) })
+	defer completeEach(len(running), func(i int) { running[i].cancelContext(cause) })
+	ex.unlock(g, &b)
 }

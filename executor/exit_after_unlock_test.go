@@ -1,0 +1,184 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A section that removes a waiting task (a Cancel, a Do call's context
+// ending, a group's cancel, a displacing Do) unlocks its group, and that
+// unlock may dispatch global room: a dispatch that finds another group's
+// head past its queue timeout completes it there, telling the listener,
+// whose call may exit the goroutine (runtime.Goexit). The removed task
+// must complete all the same, and a displacing Do call must not leave its
+// own task queued with no caller to run it.
+
+// exitTimeoutScene is an executor whose queue timeouts are found by a
+// dispatch alone (its clock arms no timer: AfterFunc panics), with:
+// group "a" running a task of the gate (one of three global permits),
+// group "c" running a task until its context ends (another), group "b"
+// holding the dispatcher's turn for its head of weight 2, which does not
+// fit the permit left and is past its queue timeout, and what c adds:
+// group "c" waiting for global room behind it. The listener exits the goroutine
+// that tells it of a queue timeout while exit is set.
+type exitTimeoutScene struct {
+	ex   *executor.Executor
+	gate *gate
+	exit atomic.Bool
+	b    *executor.Handle[int]
+	c    *executor.Handle[int] // group c's running task
+}
+
+// newExitTimeoutScene makes the scene; c queues group "c"'s task. The
+// executor is closed when the test ends only if the test passed: a
+// failure may leave a drain that never ends.
+func newExitTimeoutScene(t *testing.T, c func(ex *executor.Executor)) *exitTimeoutScene {
+	t.Helper()
+	s := &exitTimeoutScene{gate: newGate()}
+	clk := &panickyClock{Fake: fakeClock()}
+	clk.arm.Store(true)
+	p, err := policy.New(policy.WithGlobalMaxInFlight(3), policy.WithDefaultMaxConcurrency(4), policy.WithQueueTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ex, err = executor.New(p, executor.WithClock(clk), executor.WithListener(executor.ListenerFuncs{
+		Rejected: func(e executor.Event) {
+			if s.exit.Load() && errors.Is(e.Err, executor.ErrQueueTimeout) {
+				runtime.Goexit()
+			}
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.gate.open()
+		if !t.Failed() {
+			s.ex.Close()
+		}
+	})
+	submit(t, s.ex, executor.Task[string]{Group: "a", Fn: s.gate.fn("a")})
+	s.gate.waitStarted(t, 1)
+	ran := make(chan struct{})
+	s.c = submit(t, s.ex, executor.Task[int]{Group: "c", Fn: func(ctx context.Context) (int, error) {
+		close(ran)
+		select {
+		case <-ctx.Done():
+		case <-s.gate.release:
+		}
+		return 0, ctx.Err()
+	}})
+	<-ran
+	s.b = submit(t, s.ex, executor.Task[int]{Group: "b", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
+	c(s.ex)
+	clk.Advance(2 * time.Second) // b's head is past its timeout; no timer fires
+	return s
+}
+
+// exiting runs f on a goroutine of its own with the listener's exit set,
+// and waits for that goroutine to end.
+func (s *exitTimeoutScene) exiting(f func()) {
+	done := make(chan struct{})
+	s.exit.Store(true)
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+	s.exit.Store(false)
+}
+
+// finish checks that b timed out, lets a's task finish, and waits for
+// every group to drain, then checks the books.
+func (s *exitTimeoutScene) finish(t *testing.T) {
+	t.Helper()
+	if r := wait(t, s.b); !errors.Is(r.Err, executor.ErrQueueTimeout) {
+		t.Fatalf("b's head = %+v, want a queue timeout", r)
+	}
+	s.gate.open()
+	wantDrained(t, s.ex, "a", "b", "c")
+	wantInvariants(t, s.ex)
+	st := s.ex.Stats()
+	if st.Running != 0 || st.Waiting != 0 || st.Succeeded+st.Failed+st.Cancelled+st.Rejected != st.Submitted {
+		t.Errorf("stats at quiescence: %+v", st)
+	}
+}
+
+// wantDrained fails t unless each group drains: a hang guard, not a
+// timing assertion.
+func wantDrained(t *testing.T, ex *executor.Executor, groups ...string) {
+	t.Helper()
+	for _, g := range groups {
+		select {
+		case <-ex.Drained(g):
+		case <-time.After(10 * time.Second):
+			t.Fatalf("group %s never drains: stats %+v", g, groupStatsOr(ex, g))
+		}
+	}
+}
+
+func groupStatsOr(ex *executor.Executor, g string) executor.GroupStats {
+	s, _ := ex.GroupStats(g)
+	return s
+}
+
+func TestCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
+	var c *executor.Handle[int]
+	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
+		c = submit(t, ex, executor.Task[int]{Group: "c", Fn: func(context.Context) (int, error) { return 0, nil }})
+	})
+	s.exiting(func() { c.Cancel() })
+	if r := wait(t, c); r.Status != executor.Cancelled {
+		t.Fatalf("cancelled task = %+v, want Cancelled", r)
+	}
+	s.finish(t)
+}
+
+func TestDoCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	called := make(chan struct{})
+	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
+		go func() {
+			defer close(called)
+			ex.Do(ctx, "c", func(context.Context) error { return nil })
+		}()
+		for groupStatsOr(ex, "c").Waiting != 1 {
+			runtime.Gosched()
+		}
+	})
+	// The Do call leaves its queue on its own goroutine.
+	s.exiting(func() {
+		cancel()
+		<-called
+	})
+	s.finish(t)
+	if st := groupStatsOr(s.ex, "c"); st.Cancelled != 1 {
+		t.Errorf("group c: %+v, want its Do call Cancelled", st)
+	}
+}
+
+func TestGroupCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
+	var c *executor.Handle[int]
+	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
+		c = submit(t, ex, executor.Task[int]{Group: "c", Fn: func(context.Context) (int, error) { return 0, nil }})
+	})
+	ended, stop := context.WithCancel(bg)
+	stop()
+	s.exiting(func() { s.ex.ShutdownGroup(ended, "c") })
+	if r := wait(t, c); r.Status != executor.Cancelled || !errors.Is(r.Err, executor.ErrGroupShutdown) {
+		t.Fatalf("waiting task of the group shut down = %+v, want Cancelled", r)
+	}
+	// The group's running task has its context cancelled, the gate shut.
+	if r := wait(t, s.c); r.Status != executor.Cancelled || !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("running task of the group shut down = %+v, want Cancelled", r)
+	}
+	s.finish(t)
+}
