@@ -106,8 +106,7 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		d.submitted = now
 		d.wake = make(chan struct{})
 		ex.queueNewLocked(&a, &d.job)
-		ex.unlock(a.g, b)
-		return ex.waitDo(ctx, d)
+		return ex.waitDo(ctx, d, b) // it unlocks d's group
 	}
 	decided, rej := ex.endRefusal(&a, b, group, w, true, nil)
 	if decided {
@@ -184,7 +183,14 @@ func (d *doTask) call(ctx context.Context) (Status, error) {
 var errNotReturned = errors.New("executor: Do's fn panicked or called runtime.Goexit")
 
 // waitDo waits until d, queued, starts or leaves its queue, then runs it.
-func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
+//
+// d's group is locked, its admission's section ended by b: waitDo unlocks
+// it once its deferred call is in place, since the unlock may call user
+// code too. Under DiscardOldest it completes the tasks d displaced,
+// telling the listener: a listener call that exits the goroutine
+// (runtime.Goexit) would otherwise leave d queued with no caller, to start
+// later and hold its permits for ever.
+func (ex *Executor) waitDo(ctx context.Context, d *doTask, b *batch) error {
 	// ctx is user code: if its Done, or once it is done its Value
 	// (context.Cause), panics or exits the goroutine while d is in line,
 	// d leaves its queue first (abandonDo), as a panic in fn gives its
@@ -196,6 +202,7 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask) error {
 			ex.abandonDo(d)
 		}
 	}()
+	ex.unlock(d.g, b)
 	select {
 	case <-d.wake:
 	case <-ctx.Done():

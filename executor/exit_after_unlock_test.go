@@ -182,3 +182,60 @@ func TestGroupCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 	}
 	s.finish(t)
 }
+
+// TestDisplacingDoLeavesNoTaskWhenListenerExits: a Do call that displaces
+// a waiting task under DiscardOldest completes it, telling the listener,
+// after queueing its own. A listener call that exits the goroutine ends
+// the call there: its task must leave the queue (Failed, as when its
+// context exits the goroutine as it waits), not start later with no
+// caller to run it, holding its permits for ever.
+func TestDisplacingDoLeavesNoTaskWhenListenerExits(t *testing.T) {
+	var exit atomic.Bool
+	p, err := policy.New(policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(1),
+		policy.WithRejectionPolicy(policy.DiscardOldest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithListener(executor.ListenerFuncs{
+		Rejected: func(e executor.Event) {
+			if exit.Load() && errors.Is(e.Err, executor.ErrDisplaced) {
+				runtime.Goexit()
+			}
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	t.Cleanup(func() {
+		g.open()
+		if !t.Failed() {
+			ex.Close()
+		}
+	})
+	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("a")})
+	g.waitStarted(t, 1)
+	old := submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
+	var ran atomic.Bool
+	done := make(chan struct{})
+	exit.Store(true)
+	go func() {
+		defer close(done)
+		ex.Do(bg, "a", func(context.Context) error { ran.Store(true); return nil })
+	}()
+	<-done
+	exit.Store(false)
+	if r := wait(t, old); !errors.Is(r.Err, executor.ErrDisplaced) {
+		t.Fatalf("displaced task = %+v", r)
+	}
+	g.open()
+	wantDrained(t, ex, "a")
+	if ran.Load() {
+		t.Error("the Do call's fn ran after its caller exited")
+	}
+	wantInvariants(t, ex)
+	st := groupStats(t, ex, "a")
+	if st.Running != 0 || st.InFlight != 0 || st.Succeeded != 1 || st.Rejected != 1 || st.Failed != 1 || st.Submitted != 3 {
+		t.Errorf("stats at quiescence: %+v", st)
+	}
+}
