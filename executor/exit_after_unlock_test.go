@@ -239,3 +239,45 @@ func TestDisplacingDoLeavesNoTaskWhenListenerExits(t *testing.T) {
 		t.Errorf("stats at quiescence: %+v", st)
 	}
 }
+
+// laterExitCtx is a cancellable context that never ends, whose own
+// AfterFunc method exits the goroutine once proceed is closed: a Submit
+// whose task waits arms a watcher on it.
+type laterExitCtx struct {
+	context.Context // Background: no deadline, no values, no error
+	done            chan struct{}
+	proceed         chan struct{}
+}
+
+func (c *laterExitCtx) Done() <-chan struct{} { return c.done }
+
+func (c *laterExitCtx) AfterFunc(func()) func() bool {
+	<-c.proceed
+	runtime.Goexit()
+	return nil
+}
+
+// TestSubmitWatchExitCompletesWhenListenerExitsInItsDispatch: a waiting
+// task whose Submit context exits the goroutine as its watcher is armed
+// leaves its queue (unwatchable), completing Failed.
+func TestSubmitWatchExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
+	ctx := &laterExitCtx{Context: bg, done: make(chan struct{}), proceed: make(chan struct{})}
+	called := make(chan struct{})
+	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
+		go func() {
+			defer close(called)
+			executor.Submit(ex, ctx, executor.Task[int]{Group: "c", Fn: func(context.Context) (int, error) { return 0, nil }})
+		}()
+		for groupStatsOr(ex, "c").Waiting != 1 {
+			runtime.Gosched()
+		}
+	})
+	s.exiting(func() {
+		close(ctx.proceed)
+		<-called
+	})
+	s.finish(t)
+	if st := groupStatsOr(s.ex, "c"); st.Failed != 1 {
+		t.Errorf("group c: %+v, want its waiting task Failed", st)
+	}
+}

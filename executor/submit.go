@@ -589,9 +589,12 @@ func (ex *Executor) unwatchable(j *job) {
 		return
 	}
 	ex.removeWaitingLocked(g, j, Failed)
+	// Deferred, as in cancel: the unlock may dispatch and tell the
+	// listener of another group's head past its queue timeout, and a
+	// listener call that exits the goroutine would leave j incomplete.
+	defer ex.completeRemoved(j, Failed, ErrGoexit)
 	var b batch
 	ex.unlock(g, &b)
-	ex.completeRemoved(j, Failed, ErrGoexit)
 }
 
 // testHookQueued, when set by a test, runs in Submit and Go between the
