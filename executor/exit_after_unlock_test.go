@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,18 +142,34 @@ func TestCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 	s.finish(t)
 }
 
+// waitAskedCtx is a context whose Done, asked once its Do call waits in
+// group "c", says so by closing asked.
+type waitAskedCtx struct {
+	context.Context
+	ex    *executor.Executor
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *waitAskedCtx) Done() <-chan struct{} {
+	if c.ex != nil && groupStatsOr(c.ex, "c").Waiting == 1 {
+		c.once.Do(func() { close(c.asked) })
+	}
+	return c.Context.Done()
+}
+
 func TestDoCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
-	ctx, cancel := context.WithCancel(bg)
+	inner, cancel := context.WithCancel(bg)
 	defer cancel()
+	ctx := &waitAskedCtx{Context: inner, asked: make(chan struct{})}
 	called := make(chan struct{})
 	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
+		ctx.ex = ex
 		go func() {
 			defer close(called)
 			ex.Do(ctx, "c", func(context.Context) error { return nil })
 		}()
-		for groupStatsOr(ex, "c").Waiting != 1 {
-			runtime.Gosched()
-		}
+		<-ctx.asked // the call waits, its admission's unlock done
 	})
 	// The Do call leaves its queue on its own goroutine.
 	s.exiting(func() {
@@ -246,12 +263,13 @@ func TestDisplacingDoLeavesNoTaskWhenListenerExits(t *testing.T) {
 type laterExitCtx struct {
 	context.Context // Background: no deadline, no values, no error
 	done            chan struct{}
-	proceed         chan struct{}
+	proceed, armed  chan struct{}
 }
 
 func (c *laterExitCtx) Done() <-chan struct{} { return c.done }
 
 func (c *laterExitCtx) AfterFunc(func()) func() bool {
+	close(c.armed)
 	<-c.proceed
 	runtime.Goexit()
 	return nil
@@ -261,16 +279,14 @@ func (c *laterExitCtx) AfterFunc(func()) func() bool {
 // task whose Submit context exits the goroutine as its watcher is armed
 // leaves its queue (unwatchable), completing Failed.
 func TestSubmitWatchExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
-	ctx := &laterExitCtx{Context: bg, done: make(chan struct{}), proceed: make(chan struct{})}
+	ctx := &laterExitCtx{Context: bg, done: make(chan struct{}), proceed: make(chan struct{}), armed: make(chan struct{})}
 	called := make(chan struct{})
 	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
 		go func() {
 			defer close(called)
 			executor.Submit(ex, ctx, executor.Task[int]{Group: "c", Fn: func(context.Context) (int, error) { return 0, nil }})
 		}()
-		for groupStatsOr(ex, "c").Waiting != 1 {
-			runtime.Gosched()
-		}
+		<-ctx.armed // the task waits, its admission's unlock done
 	})
 	s.exiting(func() {
 		close(ctx.proceed)
