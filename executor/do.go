@@ -244,9 +244,11 @@ func (ex *Executor) abandonDo(d *doTask) {
 	g.mu.Lock()
 	if d.state == stateWaiting {
 		ex.removeWaitingLocked(g, &d.job, Failed)
+		// Deferred, as in cancel: a listener call in the unlock's
+		// dispatch that exits the goroutine would leave d incomplete.
+		defer ex.completeRemoved(&d.job, Failed, errNotReturned)
 		var b batch
 		ex.unlock(g, &b)
-		ex.completeRemoved(&d.job, Failed, errNotReturned)
 		return
 	}
 	g.mu.Unlock()

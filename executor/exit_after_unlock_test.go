@@ -297,3 +297,46 @@ func TestSubmitWatchExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 		t.Errorf("group c: %+v, want its waiting task Failed", st)
 	}
 }
+
+// queuedExitCtx is a context that never ends, whose Done, asked once
+// its Do call waits in group "c", exits the goroutine when proceed is
+// closed.
+type queuedExitCtx struct {
+	context.Context // Background: no deadline, no values, no error
+	ex              atomic.Pointer[executor.Executor]
+	done            chan struct{}
+	proceed, asked  chan struct{}
+}
+
+func (c *queuedExitCtx) Done() <-chan struct{} {
+	if ex := c.ex.Load(); ex != nil && groupStatsOr(ex, "c").Waiting == 1 {
+		close(c.asked)
+		<-c.proceed
+		runtime.Goexit()
+	}
+	return c.done
+}
+
+// TestDoContextExitCompletesWhenListenerExitsInItsDispatch: a Do call
+// whose context exits the goroutine as the call waits leaves its queue
+// (abandonDo), completing Failed.
+func TestDoContextExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
+	ctx := &queuedExitCtx{Context: bg, done: make(chan struct{}), proceed: make(chan struct{}), asked: make(chan struct{})}
+	called := make(chan struct{})
+	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
+		ctx.ex.Store(ex)
+		go func() {
+			defer close(called)
+			ex.Do(ctx, "c", func(context.Context) error { return nil })
+		}()
+		<-ctx.asked
+	})
+	s.exiting(func() {
+		close(ctx.proceed)
+		<-called
+	})
+	s.finish(t)
+	if st := groupStatsOr(s.ex, "c"); st.Failed != 1 {
+		t.Errorf("group c: %+v, want its Do call Failed", st)
+	}
+}
