@@ -33,8 +33,10 @@ type exitTimeoutScene struct {
 	ex   *executor.Executor
 	gate *gate
 	exit atomic.Bool
-	b    *executor.Handle[int]
-	c    *executor.Handle[int] // group c's running task
+	// completed counts the listener's OnCompleted calls for groups a and c
+	completed atomic.Int64
+	b         *executor.Handle[int]
+	c         *executor.Handle[int] // group c's running task
 }
 
 // newExitTimeoutScene makes the scene; c queues group "c"'s task. The
@@ -50,6 +52,11 @@ func newExitTimeoutScene(t *testing.T, c func(ex *executor.Executor)) *exitTimeo
 		t.Fatal(err)
 	}
 	s.ex, err = executor.New(p, executor.WithClock(clk), executor.WithListener(executor.ListenerFuncs{
+		Completed: func(e executor.Event) {
+			if e.Group == "a" || e.Group == "c" {
+				s.completed.Add(1)
+			}
+		},
 		Rejected: func(e executor.Event) {
 			if s.exit.Load() && errors.Is(e.Err, executor.ErrQueueTimeout) {
 				runtime.Goexit()
@@ -339,4 +346,28 @@ func TestDoContextExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 	if st := groupStatsOr(s.ex, "c"); st.Failed != 1 {
 		t.Errorf("group c: %+v, want its Do call Failed", st)
 	}
+}
+
+// TestFinishCompletesWhenListenerExitsInItsDispatch: a worker's finish
+// gives its permits back through the dispatcher, which completes another
+// group's head found past its queue timeout, telling the listener. A
+// listener call that exits the worker there must leave the finished task
+// completed, told to the listener, and the task it started for the worker
+// run on another.
+func TestFinishCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
+	s := newExitTimeoutScene(t, func(*executor.Executor) {})
+	s.exit.Store(true)
+	s.gate.open() // a's and c's tasks finish on their workers, which dispatch
+	wantDrained(t, s.ex, "a", "c")
+	s.exit.Store(false)
+	if r := wait(t, s.b); !errors.Is(r.Err, executor.ErrQueueTimeout) {
+		t.Fatalf("b's head = %+v, want a queue timeout", r)
+	}
+	if r := wait(t, s.c); r.Status != executor.Success {
+		t.Fatalf("c's task = %+v, want a success", r)
+	}
+	if n := s.completed.Load(); n != 2 {
+		t.Errorf("the listener was told of %d completions in groups a and c, want 2", n)
+	}
+	wantInvariants(t, s.ex)
 }

@@ -426,6 +426,37 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		next = nil
 	}
 	b.take = worker && next == nil
+	// With a listener, a listener call may exit the goroutine
+	// (runtime.Goexit): onCompleted's below, or the unlock's, whose
+	// dispatch of the permits given back may complete another group's head
+	// found past its queue timeout and tell the listener. Either ends the
+	// caller, a worker or a Do call, and leaves nothing undone: the
+	// listener is told of j, if the exit came before, j completes, and the
+	// task started for the worker to run next gets a worker of its own.
+	told, exited := false, ex.listener != nil
+	if exited {
+		defer func() {
+			if !exited {
+				return
+			}
+			defer func() { // even if the listener exits again
+				if !inline {
+					j.complete(st, err, queued, ran)
+					ex.settled(g)
+				}
+				if next == nil {
+					next = b.taken
+				}
+				if next != nil {
+					ex.launchNow(next)
+				}
+			}()
+			if !told {
+				told = true
+				ex.tellCompleted(j, st, err, queued, ran, how)
+			}
+		}()
+	}
 	ex.unlock(g, &b)
 	if spare != nil {
 		putSpare(spare)
@@ -434,34 +465,23 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		next = b.taken
 	}
 	if ex.listener != nil {
-		// A listener call that exits the goroutine (runtime.Goexit) ends
-		// the caller, a worker or a Do call, and leaves nothing undone: j
-		// completes, and the task started for the worker to run next gets
-		// a worker of its own.
-		exited := true
-		defer func() {
-			if !exited {
-				return
-			}
-			if !inline {
-				j.complete(st, err, queued, ran)
-				ex.settled(g)
-			}
-			if next != nil {
-				ex.launchNow(next)
-			}
-		}()
-		e := ex.event(j)
-		e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
-		e.Started = how&finishUnstarted == 0
-		ex.notify(onCompleted, e)
-		exited = false
+		told = true
+		ex.tellCompleted(j, st, err, queued, ran, how)
 	}
+	exited = false
 	if !inline {
 		j.complete(st, err, queued, ran)
 		ex.settled(g)
 	}
 	return next
+}
+
+// tellCompleted tells the listener that j, which finish ends, completed.
+func (ex *Executor) tellCompleted(j *job, st Status, err error, queued, ran time.Duration, how finishHow) {
+	e := ex.event(j)
+	e.Status, e.Err, e.Queued, e.Duration = st, err, queued, ran
+	e.Started = how&finishUnstarted == 0
+	ex.notify(onCompleted, e)
 }
 
 // settleFinishing settles x, finishing j's, before finish releases j's
