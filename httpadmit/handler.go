@@ -32,7 +32,11 @@ import (
 // a deliberate abort, which net/http does not log as a fault: the request
 // counts as Cancelled, as outcome.Classify counts work given up on, and not
 // as a failure. Without WithFailureStatus only another panic counts as a
-// failure for the group's circuit breaker.
+// failure for the group's circuit breaker. A runtime.Goexit in next ends its
+// goroutine, as without Handler; when a rejection handler ran next on a
+// goroutine of its own (Rejection.RunInCaller), it ends that goroutine only,
+// and the response is aborted, as net/http aborts that of a handler that
+// exits.
 //
 // A request holds its slot until next returns. A next that hijacks the
 // connection (an upgrade to WebSocket, say) and serves it before returning
@@ -148,10 +152,21 @@ func MarkRefused(w http.ResponseWriter) {
 // it into a *executor.PanicError): as without Handler, the panic goes on to
 // the server with its own value, and no refusal is written after what next
 // wrote.
+//
+// A next that called runtime.Goexit here never gets Do to return; one that
+// Do returns executor.ErrGoexit for ran on another goroutine (a rejection
+// handler called RunInCaller there), which the exit has ended. It ends
+// that goroutine only: the response is aborted, as net/http aborts one
+// whose handler exits, with http.ErrAbortHandler, which the server does
+// not log. The executor's error would be logged as a panic of next, which
+// never panicked.
 func notReturned(err error) {
 	var pe *executor.PanicError
 	if errors.As(err, &pe) {
 		panic(pe.Value)
+	}
+	if errors.Is(err, executor.ErrGoexit) {
+		panic(http.ErrAbortHandler)
 	}
 	if err == nil {
 		err = errors.New("httpadmit: the handler did not return")

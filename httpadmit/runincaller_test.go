@@ -3,6 +3,7 @@ package httpadmit_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -40,5 +41,46 @@ func TestHandlerPanicRunInCallerGoesOn(t *testing.T) {
 	}
 	if rec.Code != http.StatusAccepted || rec.Body.Len() != 0 {
 		t.Errorf("response: %d %q, want 202 and no body as the handler wrote", rec.Code, rec.Body.String())
+	}
+}
+
+// otherGoroutineExec is runInCallerExec whose rejection handler runs the
+// refused request on a goroutine of its own, and waits for it.
+func otherGoroutineExec(t *testing.T) *executor.Executor {
+	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				r.RunInCaller()
+			}()
+			<-ran
+			return nil
+		}))
+}
+
+// A handler that a rejection handler runs on another goroutine, and that
+// calls runtime.Goexit there, ends that goroutine only. The request's
+// response is aborted, as net/http aborts one whose handler exits its
+// goroutine: ServeHTTP panics with http.ErrAbortHandler, which the server
+// neither logs nor answers, not with the executor's error, which it would
+// log as a handler's panic.
+func TestHandlerGoexitOnAnotherGoroutineAborts(t *testing.T) {
+	ex := otherGoroutineExec(t)
+	defer adaptertest.FillSlot(t, ex, "a")()
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		runtime.Goexit()
+	}), httpadmit.WithTenantFunc(func(*http.Request) (string, error) { return "a", nil }))
+	rec := httptest.NewRecorder()
+	panicked := func() (v any) {
+		defer func() { v = recover() }()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		return nil
+	}()
+	if panicked != http.ErrAbortHandler {
+		t.Errorf("ServeHTTP's panic = %v, want http.ErrAbortHandler", panicked)
+	}
+	if rec.Body.Len() != 0 || len(rec.Header()) != 0 {
+		t.Errorf("response: %d %q, want nothing written", rec.Code, rec.Body.String())
 	}
 }
