@@ -49,7 +49,7 @@ func UnaryClientInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryCli
 			return refusal(err, a.retryFor(err))
 		}
 		if !returned {
-			notReturned(err)
+			return notReturned(err)
 		}
 		return cerr
 	}

@@ -94,7 +94,10 @@
 // the handler's error, counted by ServerFailure. A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
-// does).
+// does). A runtime.Goexit in a handler (client-side, an invoker) that a
+// rejection handler ran on a goroutine of its own (Rejection.RunInCaller)
+// ends that goroutine only: the call fails with codes.Internal, "internal
+// error", its error matching executor.ErrGoexit.
 //
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -159,5 +160,72 @@ func TestRejectionHandlerWrappedStatusKeepsItsMessage(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(errors.Unwrap(err)), "10.0.0.7") {
 		t.Errorf("Unwrap gives %v, want the rejection handler's error, for the server's logs", errors.Unwrap(err))
+	}
+}
+
+// otherGoroutineExec is runInCallerExec whose rejection handler runs the
+// refused call on a goroutine of its own, and waits for it.
+func otherGoroutineExec(t *testing.T) *executor.Executor {
+	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				r.RunInCaller()
+			}()
+			<-ran
+			return nil
+		}))
+}
+
+// A handler (client-side, an invoker) that a rejection handler runs on
+// another goroutine, and that calls runtime.Goexit there, ends that
+// goroutine only. The interceptor returns an Internal status that matches
+// executor.ErrGoexit: a panic with the executor's error would end the
+// process, since gRPC does not recover a handler's panics.
+func TestGoexitOnAnotherGoroutineIsInternal(t *testing.T) {
+	tenant := grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil })
+	for _, tc := range []struct {
+		name string
+		call func(ex *executor.Executor) error
+	}{
+		{"unary", func(ex *executor.Executor) error {
+			_, err := grpcadmit.UnaryServerInterceptor(ex, tenant)(context.Background(), "req",
+				&grpc.UnaryServerInfo{FullMethod: "/t.S/M"},
+				func(context.Context, any) (any, error) { runtime.Goexit(); return nil, nil })
+			return err
+		}},
+		{"stream", func(ex *executor.Executor) error {
+			return grpcadmit.StreamServerInterceptor(ex, tenant)(nil, fakeStream{ctx: context.Background()},
+				&grpc.StreamServerInfo{FullMethod: "/t.S/M"},
+				func(any, grpc.ServerStream) error { runtime.Goexit(); return nil })
+		}},
+		{"client", func(ex *executor.Executor) error {
+			return grpcadmit.UnaryClientInterceptor(ex, tenant)(context.Background(), "/t.S/M", "req", nil, nil,
+				func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+					runtime.Goexit()
+					return nil
+				})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := otherGoroutineExec(t)
+			defer adaptertest.FillSlot(t, ex, "a")()
+			var err error
+			panicked := func() (v any) {
+				defer func() { v = recover() }()
+				err = tc.call(ex)
+				return nil
+			}()
+			if panicked != nil {
+				t.Fatalf("the interceptor panicked with %v", panicked)
+			}
+			if st := status.Convert(err); st.Code() != codes.Internal || st.Message() != "internal error" {
+				t.Errorf("got %v, want Internal with the message \"internal error\"", st)
+			}
+			if !errors.Is(err, executor.ErrGoexit) {
+				t.Errorf("%v does not match executor.ErrGoexit", err)
+			}
+		})
 	}
 }

@@ -185,7 +185,7 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 			return nil, unaryPushback(ctx, a.refuse(err))
 		}
 		if !returned {
-			notReturned(err)
+			return nil, notReturned(err)
 		}
 		return resp, herr
 	}
@@ -258,7 +258,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			return sendPushback(a.refuse(err), ss.SetTrailer)
 		}
 		if !returned {
-			notReturned(err)
+			return notReturned(err)
 		}
 		return herr
 	}
@@ -276,13 +276,40 @@ func (s *stream) Context() context.Context { return s.ctx }
 // not return, when Do recovered it (a rejection handler's RunInCaller
 // recovers it into a *executor.PanicError): as without the interceptor, the
 // panic goes on up the stack, and the call is never answered as a success.
-func notReturned(err error) {
+//
+// A handler that called runtime.Goexit here never gets Do to return; one
+// that Do returns executor.ErrGoexit for ran on another goroutine (a
+// rejection handler called RunInCaller there), which the exit has ended.
+// It ends that goroutine only: notReturned returns the call's error, an
+// exitedError. A panic here, which gRPC does not recover, would end the
+// process for a handler that never panicked.
+func notReturned(err error) error {
 	var pe *executor.PanicError
 	if errors.As(err, &pe) {
 		panic(pe.Value)
+	}
+	if errors.Is(err, executor.ErrGoexit) {
+		return &exitedError{err}
 	}
 	if err == nil {
 		err = errors.New("grpcadmit: the handler did not return")
 	}
 	panic(err)
 }
+
+// exitedError is the error of a call whose handler (client-side, invoker)
+// exited the goroutine a rejection handler ran it on. It is sent as the
+// server's own failure, Internal with a fixed message, as a rejection
+// handler's error without a status is; Unwrap gives executor.ErrGoexit,
+// for the server's logs.
+type exitedError struct{ err error }
+
+func (e *exitedError) Error() string {
+	return "grpcadmit: the handler exited the goroutine a rejection handler ran it on: " + e.err.Error()
+}
+
+func (e *exitedError) GRPCStatus() *status.Status {
+	return status.New(codes.Internal, "internal error")
+}
+
+func (e *exitedError) Unwrap() error { return e.err }
