@@ -45,3 +45,8 @@ func OnLimitsSet(g *Gateway, f func()) { g.reload.limitsSet = f }
 func TrustBackends(g *Gateway, roots *x509.CertPool) {
 	g.transport.TLSClientConfig = &tls.Config{RootCAs: roots}
 }
+
+// OnTenantLimits makes f run each time the executor is given an
+// unconfigured tenant's limits as it becomes live, or has them dropped as
+// it leaves. It must be called before g serves.
+func OnTenantLimits(g *Gateway, f func(tenant string)) { g.groups.tenantLimits = f }

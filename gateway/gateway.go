@@ -170,14 +170,13 @@ func (g *Gateway) Executor() *executor.Executor { return g.ex }
 
 // Group returns the executor group a request of tenant would run in now
 // ("" for the default group): the tenant itself, or OverflowGroup when
-// tenant.max_groups other tenants are live.
+// tenant.max_groups other tenants are live. It only looks: the tenant takes
+// no place among the live ones, and the executor's limits are left alone.
 func (g *Gateway) Group(tenant string) string {
 	if tenant == "" {
 		return g.state.Load().cfg.Tenant.Default
 	}
-	grp, counted := g.groups.acquire(tenant)
-	g.groups.release(grp, counted)
-	return grp
+	return g.groups.lookup(tenant)
 }
 
 // Config returns the config in force: the one New was given, or the last

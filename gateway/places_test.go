@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -132,5 +133,65 @@ func TestRefusalBeforeThePlaceNamesTheTenant(t *testing.T) {
 		if code := <-ch; code != http.StatusOK {
 			t.Errorf("held request: %d", code)
 		}
+	}
+}
+
+// Group is a lookup. After a reload that changed the unconfigured tenants'
+// limits, asking for a new tenant's group neither gives the executor the
+// tenant's limits nor drops them, and takes no place among the tracked
+// groups; its answer is still the group a request would run in: the tenant's
+// own while there is room, the overflow group once max_groups others are
+// live. A request of a new tenant does give it the limits as it becomes
+// live, and drops them as it leaves.
+func TestGroupIsALookup(t *testing.T) {
+	g := newGate()
+	be := backend(t, g.ServeHTTP)
+	built := build(t, be.URL, minimal+"tenant: {max_groups: 1}\n")
+	var mu sync.Mutex
+	var touched []string
+	gateway.OnTenantLimits(built, func(tenant string) {
+		mu.Lock()
+		defer mu.Unlock()
+		touched = append(touched, tenant)
+	})
+	touchedNow := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(touched)
+	}
+	r := serve(t, built)
+	cfg := *r.gw.Config()
+	inFlight := 7
+	cfg.Limits.MaxInFlightPerGroup = &inFlight
+	if err := r.gw.Reload(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if grp := r.gw.Group("newcomer"); grp != "newcomer" {
+		t.Errorf("Group(newcomer) = %q with no tenant live, want its own group", grp)
+	}
+	if n := r.gw.LiveTenants(); n != 0 {
+		t.Errorf("%d tenants live after Group, want 0", n)
+	}
+	if got := touchedNow(); len(got) != 0 {
+		t.Errorf("Group touched the executor's limits of %q", got)
+	}
+	done := goDo(t, client(t), r.url, "holder")
+	g.await(t, 1)
+	if grp := r.gw.Group("holder"); grp != "holder" {
+		t.Errorf("Group(holder) = %q while it is live, want its own group", grp)
+	}
+	if grp := r.gw.Group("newcomer"); grp != gateway.OverflowGroup {
+		t.Errorf("Group(newcomer) = %q while max_groups others are live, want %q", grp, gateway.OverflowGroup)
+	}
+	if got := touchedNow(); !slices.Equal(got, []string{"holder"}) {
+		t.Errorf("limits touched for %q while holder is live, want holder's only", got)
+	}
+	close(g.release)
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("holder: %d", code)
+	}
+	eventually(t, "holder to leave", func() bool { return r.gw.LiveTenants() == 0 })
+	if got := touchedNow(); !slices.Equal(got, []string{"holder", "holder"}) {
+		t.Errorf("limits touched for %q, want holder's given and dropped", got)
 	}
 }

@@ -325,6 +325,11 @@ type groups struct {
 	// not live, left it out).
 	cur  *state
 	live map[string]*liveTenant // by unconfigured tenant
+
+	// tenantLimits, if not nil, is called with a tenant each time the
+	// executor is given its limits as it becomes live, or has them dropped
+	// as it leaves (tests).
+	tenantLimits func(tenant string)
 }
 
 type liveTenant struct {
@@ -365,10 +370,30 @@ func (g *groups) acquire(tenant string) (string, bool) {
 		g.live[tenant] = lt
 		if cur.changed && !cur.limited[tenant] {
 			lt.set = g.ex.SetGroupLimits(tenant, cur.defaults) == nil
+			if g.tenantLimits != nil {
+				g.tenantLimits(tenant)
+			}
 		}
 	}
 	lt.n++
 	return tenant, true
+}
+
+// lookup returns the group acquire would return for tenant now, without
+// acquiring it: a tenant made live and let go at once would, after a
+// reload that changed the defaults, have them given to the executor and
+// dropped again, and meanwhile hold a place, sending another new tenant to
+// the overflow group.
+func (g *groups) lookup(tenant string) string {
+	if (*g.fixed.Load())[tenant] {
+		return tenant
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cur.fixed[tenant] || g.live[tenant] != nil || len(g.live) < g.max {
+		return tenant
+	}
+	return OverflowGroup
 }
 
 func (g *groups) release(group string, counted bool) {
@@ -384,6 +409,9 @@ func (g *groups) release(group string, counted bool) {
 	delete(g.live, group)
 	if lt.set {
 		_ = g.ex.ResetGroupLimits(group)
+		if g.tenantLimits != nil {
+			g.tenantLimits(group)
+		}
 	}
 }
 
