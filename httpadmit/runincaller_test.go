@@ -1,9 +1,11 @@
 package httpadmit_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -82,5 +84,28 @@ func TestHandlerGoexitOnAnotherGoroutineAborts(t *testing.T) {
 	}
 	if rec.Body.Len() != 0 || len(rec.Header()) != 0 {
 		t.Errorf("response: %d %q, want nothing written", rec.Code, rec.Body.String())
+	}
+}
+
+// A base RoundTripper that a rejection handler runs on another goroutine,
+// and that calls runtime.Goexit there, ends that goroutine only: RoundTrip
+// returns an error matching executor.ErrGoexit, never a nil response with
+// a nil error, and the request's body, which base did not close, is
+// closed, as the RoundTripper contract asks.
+func TestTransportBaseGoexitOnAnotherGoroutine(t *testing.T) {
+	ex := otherGoroutineExec(t)
+	defer adaptertest.FillSlot(t, ex, "svc.test:80")()
+	rt := httpadmit.Transport(ex, roundTripper(func(*http.Request) (*http.Response, error) {
+		runtime.Goexit()
+		return nil, nil
+	}))
+	body := &countedBody{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequest(http.MethodPost, "http://svc.test/", body)
+	resp, err := rt.RoundTrip(req)
+	if resp != nil || !errors.Is(err, executor.ErrGoexit) {
+		t.Errorf("RoundTrip = %v, %v; want a nil response and an error matching executor.ErrGoexit", resp, err)
+	}
+	if n := body.closes.Load(); n != 1 {
+		t.Errorf("the request's body was closed %d times, want 1", n)
 	}
 }

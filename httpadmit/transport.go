@@ -68,7 +68,10 @@ import (
 // goroutine as well, the slot freed and the request's body closed first:
 // base, which did not return, did not keep the contract of closing it (a
 // body that base closed before it panicked is closed a second time, unless
-// base is a Transport, which closes it before it panics). A
+// base is a Transport, which closes it before it panics). When a rejection
+// handler ran base on a goroutine of its own (Rejection.RunInCaller), a
+// runtime.Goexit there ends that goroutine only: the body is closed, and
+// RoundTrip returns an error matching executor.ErrGoexit. A
 // panic counts as a failure, except one with http.ErrAbortHandler (an
 // in-process base whose handler gave the response up), which counts as
 // Cancelled, as in Handler.
@@ -223,15 +226,25 @@ func (x *exchange) run(group string, weight int) {
 	if x.adm != nil {
 		defer x.adm.detach() // the request is done with: nothing to watch
 	}
+	sent := false // send returned: it recovers base's panics, not a runtime.Goexit
 	err := x.t.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
 		ran = true
-		return x.send(ctx)
+		err := x.send(ctx)
+		sent = true
+		return err
 	})
 	returned = true
 	switch {
 	case !ran:
 		closeBody(x.req)
 		x.err = &notSentError{err}
+	case !sent:
+		// base called runtime.Goexit on the goroutine a rejection handler
+		// ran it on (Rejection.RunInCaller), not this one: the exit ended
+		// that goroutine only, and RoundTrip's caller gets an error, not
+		// a nil response with a nil error.
+		x.closeUnreturned()
+		x.err = fmt.Errorf("httpadmit: the base RoundTripper exited the goroutine a rejection handler ran it on: %w", err)
 	case x.panicked:
 		x.closeUnreturned()
 	}
