@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -43,6 +44,10 @@ import (
 // Holding the slot takes one goroutine per admitted stream, which waits in
 // DoWeighted until the stream ends. The stream is created with the context
 // Do gives, which the executor's Close and shutdown deadline also cancel.
+// User code that the executor calls on that goroutine before the stream
+// is admitted (a rejection handler, a listener) and that calls
+// runtime.Goexit ends the interceptor's caller too, as it would end a
+// unary call's, on whose goroutine it runs.
 // It panics if ex is nil or an option is invalid.
 func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamClientInterceptor {
 	a := newClientAdmitter(ex, opts)
@@ -54,6 +59,9 @@ func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamC
 		h := &held{a: a, admitted: make(chan struct{}), end: make(chan error, 1), done: make(chan struct{})}
 		go h.hold(ctx, group, weight)
 		<-h.admitted
+		if h.goexited {
+			runtime.Goexit() // as the code that exited hold's goroutine did: the slot is free
+		}
 		if h.refused != nil {
 			return nil, h.refused
 		}
@@ -67,7 +75,9 @@ type held struct {
 	a        *admitter
 	ctx      context.Context // fn's: the stream is created with it
 	refused  error           // the stream was not admitted, or admitted as its context ended
-	admitted chan struct{}   // closed once ctx or refused is set
+	goexited bool            // user code exited hold's goroutine before the caller was told
+	admitted chan struct{}   // closed once ctx, refused or goexited is set
+	told     atomic.Bool     // admitted is being closed: ctx, refused and goexited are set by the one that swapped it
 	end      chan error      // the stream's end, sent once
 	ended    atomic.Bool     // end was sent
 	done     chan struct{}   // Do has returned: the slot is free
@@ -75,14 +85,33 @@ type held struct {
 
 func (h *held) hold(ctx context.Context, group string, weight int) {
 	defer close(h.done)
+	defer func() {
+		if h.told.CompareAndSwap(false, true) {
+			// User code that DoWeighted calls here (a rejection handler,
+			// a listener) called runtime.Goexit: Do has freed the slot,
+			// and the caller, which would have exited had it called Do
+			// itself, as a unary call's does, exits too rather than wait
+			// for ever.
+			h.goexited = true
+			close(h.admitted)
+		}
+	}()
 	ran := false
 	err := h.a.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
 		ran = true
 		if err := ctx.Err(); err != nil {
 			// Admitted as its context ended: gRPC would fail it at once,
 			// unsent, as it would a unary call (UnaryClientInterceptor).
-			h.refused = refusal(err, h.a.retryAfter)
-			close(h.admitted)
+			if h.told.CompareAndSwap(false, true) {
+				h.refused = refusal(err, h.a.retryAfter)
+				close(h.admitted)
+			}
+			return errNotSent
+		}
+		if !h.told.CompareAndSwap(false, true) {
+			// Run by a RunInCaller on another goroutine that won its race
+			// with a rejection handler that exited this one: the caller
+			// is gone, and no stream will be made.
 			return errNotSent
 		}
 		h.ctx = ctx
@@ -96,7 +125,7 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 		}
 		return h.a.outcome(err)
 	})
-	if !ran {
+	if !ran && h.told.CompareAndSwap(false, true) {
 		h.refused = refusal(err, h.a.retryFor(err))
 		close(h.admitted)
 	}

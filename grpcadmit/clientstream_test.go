@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -344,5 +346,37 @@ func TestStreamClientRefusalIsNotCreated(t *testing.T) {
 	}
 	if s, _ := outer.GroupStats("a"); s.Cancelled != 1 || s.Failed != 0 || s.InFlight != 0 {
 		t.Errorf("outer group: %+v, want 1 cancelled", s)
+	}
+}
+
+// A rejection handler that calls runtime.Goexit on the goroutine that
+// holds an outgoing stream's admission ends the interceptor's caller too,
+// as it ends a unary call's caller, on whose goroutine it runs: the caller
+// is not left waiting for ever for an admission that will never be told.
+func TestStreamClientRejectionHandlerGoexit(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(*executor.Rejection) error {
+			runtime.Goexit()
+			return nil
+		}))
+	defer adaptertest.FillSlot(t, ex, "a")()
+	icp := grpcadmit.StreamClientInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+	ended, returned := make(chan struct{}), false
+	go func() {
+		defer close(ended)
+		_, _ = icp(context.Background(), &grpc.StreamDesc{}, nil, "/t.S/M",
+			func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+				t.Error("a refused stream was created")
+				return nil, errors.New("refused")
+			})
+		returned = true
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the interceptor's caller is still blocked 10s after the rejection handler called runtime.Goexit")
+	}
+	if returned {
+		t.Error("the interceptor returned; want its caller's goroutine to exit, as the rejection handler's did")
 	}
 }
