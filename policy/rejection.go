@@ -21,10 +21,11 @@ const (
 	// room, complete Rejected at once without running, with an error
 	// matching executor.ErrDisplaced, and the task waits at the tail of the
 	// queue; Submit returns no error. Other groups are untouched. A task
-	// refused for any other reason (its group's in-flight limit, the global
-	// queue threshold, a shutdown, a task too heavy, an open breaker) is
-	// handled as under Discard. It suits latency-sensitive work, where the
-	// newest request is the one still worth serving.
+	// refused by its group's in-flight limit or the global queue threshold
+	// is handled as under Discard; a shutdown, a task too heavy and an open
+	// breaker return their error under every policy. It suits
+	// latency-sensitive work, where the newest request is the one still
+	// worth serving.
 	DiscardOldest
 )
 
