@@ -54,7 +54,7 @@
 //	if err != nil {
 //		return err // errors.Is(err, bulkhead.ErrAtCapacity): shed the work
 //	}
-//	defer b.Release(p)
+//	defer func() { _ = b.Release(p) }() // fails only for a permit released twice
 //
 // # Cancellation
 //
