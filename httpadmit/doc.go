@@ -13,6 +13,7 @@
 //	if err != nil { ... }
 //	defer ex.Close()
 //	err = http.ListenAndServe(addr, httpadmit.Handler(ex, mux)) // tenant from X-Tenant
+//	if err != nil { ... }
 //
 // Without WithDefaultMaxInFlight and WithQueueTimeout, a flooding tenant
 // keeps up to 1024 requests admitted (the default in-flight limit), waiting
