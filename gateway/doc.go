@@ -9,6 +9,7 @@
 //	if err != nil { ... }
 //	defer gw.Close()
 //	err = gw.Serve(ctx, proxyListener, adminListener) // drains when ctx ends
+//	if err != nil { ... }
 //
 // A request's tenant is read from a header, the host or a path prefix,
 // honoured only from tenant.trusted_proxies when that is set, or from a
