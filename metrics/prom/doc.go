@@ -104,6 +104,9 @@
 // Several bulkheads, each with its own name, register side by side; all the
 // breakers of a namespace go in one Breakers.
 //
-// ExampleNew (example_test.go), run by go test, gathers a Collector's
-// metrics from a registry.
+// The examples, run by go test, gather a Collector's metrics from a
+// registry (ExampleNew), register two executors' Collectors through
+// WrapRegistererWith (ExampleNew_twoExecutors), and export a bulkhead and
+// breakers (ExampleNewBulkhead, ExampleNewBreakers,
+// ExampleNewBreakerTransitions, in example_policies_test.go).
 package prom
