@@ -75,39 +75,41 @@
 // holder that holds permits of the key or waits for some), max-min fair:
 // one that holds little and does not ask for more keeps it, the rest is
 // split evenly, and what does not split evenly goes one permit each to the
-// contenders served longest ago, so that with limit 1 a permit freed
-// while another holder waits for it goes to that holder (a holder waits
-// only while a task of it asks for the key). Redis grants a holder no
-// more than its share (its cap) while others wait, tells each holder its
-// cap in every reply and publishes the
-// caps with every refusal, and with every grant while others still wait
-// (pub/sub, one channel per prefix). A
-// holder above its cap gives the excess back as its tasks finish, once it
-// has held its last block for a quantum (the renew interval), so that a
-// block's tasks get to run and a contended key's permits change hands once
-// a quantum, not once a round trip. Permits no task has used for a poll
-// interval go back at once while another holder waits for room below an
-// even split. Under a full global limit that includes the permits of a
-// key whose next task waits for a global permit (the executor asks for it
-// first, and asks for nothing of the key meanwhile): there a contended
-// key's permits change hands after every task, not once a quantum. A
-// give-back while others wait is published too, and the
-// refused holders ask again then (at most once per poll interval), and at
-// every renewal round, rather than polling; a holder that no longer waits
-// ends its waiting record (again, if that call fails). The executor does
-// not tell a limiter that a waiting task gave up (its context ended, or its
-// queue timeout fired): before a holder asks again for a refused key no
-// task has asked for since its last request, it has the executor dispatch
-// the key, and ends the record if no task asks within a poll interval, so
-// a record whose tasks all gave up ends a poll interval after the next
-// notice or renewal round. When
-// the last wait ends (served, or its record ended), that is published too:
-// the holders of the key hear that nobody waits, and keep their permits
-// again. A notice missed (a
-// dropped subscription) costs at most one renew interval. Notices and
-// replies come by different connections, in no order: each tells the
-// shares as of a version of the key, and a holder ignores what is older
-// than what it last heard.
+// contenders served longest ago. So with limit 1 a permit freed while
+// another holder waits for it goes to that holder (a holder waits only
+// while a task of it asks for the key).
+//
+// Redis grants a holder no more than its share (its cap) while others wait.
+// It tells each holder its cap in every reply, and publishes the caps with
+// every refusal, and with every grant while others still wait (pub/sub, one
+// channel per prefix). A holder above its cap gives the excess back as its
+// tasks finish, once it has held its last block for a quantum (the renew
+// interval), so that a block's tasks get to run and a contended key's
+// permits change hands once a quantum, not once a round trip. Permits no
+// task has used for a poll interval go back at once while another holder
+// waits for room below an even split. Under a full global limit that
+// includes the permits of a key whose next task waits for a global permit
+// (the executor asks for it first, and asks for nothing of the key
+// meanwhile): there a contended key's permits change hands after every
+// task, not once a quantum.
+//
+// A give-back while others wait is published too, and the refused holders
+// ask again then (at most once per poll interval), and at every renewal
+// round, rather than polling; a holder that no longer waits ends its
+// waiting record (again, if that call fails). The executor does not tell a
+// limiter that a waiting task gave up (its context ended, or its queue
+// timeout fired): before a holder asks again for a refused key no task has
+// asked for since its last request, it has the executor dispatch the key,
+// and ends the record if no task asks within a poll interval. So a record
+// whose tasks all gave up ends a poll interval after the next notice or
+// renewal round. When the last wait ends (served, or its record ended),
+// that is published too: the holders of the key hear that nobody waits,
+// and keep their permits again.
+//
+// A notice missed (a dropped subscription) costs at most one renew
+// interval. Notices and replies come by different connections, in no
+// order: each tells the shares as of a version of the key, and a holder
+// ignores what is older than what it last heard.
 //
 // Steady load costs a few round trips per renewal round, not per task;
 // contention costs more, about one refusal and one give-back per key and
@@ -142,8 +144,7 @@
 // policy, and counts every fallback, refusal, outage and lost lease (not
 // the leases Close gives back); a listener (WithListener)
 // receives EventUnavailable, EventRecovered, EventFallback, EventRejected
-// and EventLeaseLost (and EventKeyFailed, below). The renewal loop probes Redis while it is down and
-// the holder returns to leasing as soon as it answers.
+// and EventLeaseLost (and EventKeyFailed, below).
 //
 // A reply lost after Redis executed an acquire (the connection dropped, or
 // the op timeout abandoned the call) leaves a lease no one here knows of,
@@ -164,6 +165,7 @@
 // (a late acquire may still lease permits no one uses, which expire after
 // the TTL). A record that a process leaves behind expires within two renew
 // intervals, as a crashed holder's does.
+//
 // Configure the go-redis client without retries (MaxRetries: -1) and with
 // ContextTimeoutEnabled: true, so that a call the op timeout ends also ends
 // in the client and frees its connection.
