@@ -55,9 +55,11 @@
 //
 // Every handle completes exactly once; a task's permits are released before
 // its handle completes, so a caller that has seen a result can rely on the
-// capacity being back. Fn runs at most once, only while its permits are
-// held; a panic in Fn is recovered into a *PanicError and costs the executor
-// nothing.
+// capacity being back. Fn runs at most once, and only while its permits
+// are held, unless the rejection policy CallerRuns (or a rejection
+// handler's Rejection.RunInCaller) runs it in the submitting goroutine,
+// outside every limit; a panic in Fn is recovered into a *PanicError and
+// costs the executor nothing.
 //
 // The examples (example_test.go), run by go test, show Executor.Do, Submit,
 // Executor.Go and ExecuteAll, a refusal (RejectedError), a cancellation
