@@ -28,7 +28,8 @@
 // sees:
 //
 //   - 429 with Retry-After and a JSON body naming the limit, when the
-//     executor refuses the request (a full bulkhead or queue, a queue timeout);
+//     executor refuses the request (a full bulkhead or queue, a queue
+//     timeout) or the tenant is over its rate limit;
 //   - 503 with Retry-After when every backend's circuit breaker is open
 //     (or the tenant's, with breaker.per: tenant) or the gateway is
 //     draining; a backend whose breaker is open is skipped while others
