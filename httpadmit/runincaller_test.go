@@ -109,3 +109,48 @@ func TestTransportBaseGoexitOnAnotherGoroutine(t *testing.T) {
 		t.Errorf("the request's body was closed %d times, want 1", n)
 	}
 }
+
+// A rejection handler that runs a refused request on a goroutine of its
+// own (Rejection.RunInCaller) and exits the Transport's goroutine without
+// waiting for it ends RoundTrip's caller too, as it would end a Do
+// caller's. The request, which the other goroutine sends after all, is
+// handed over to no one: its response's body is closed there, once.
+func TestTransportRejectionHandlerExitsWhileRunInCallerSends(t *testing.T) {
+	entered, proceed, sent := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			go func() {
+				defer close(sent)
+				r.RunInCaller()
+			}()
+			<-entered // RunInCaller won the race: the request is with base
+			runtime.Goexit()
+			return nil
+		}))
+	defer adaptertest.FillSlot(t, ex, "svc.test:80")()
+	respBody := &countedBody{Reader: strings.NewReader("reply")}
+	rt := httpadmit.Transport(ex, roundTripper(func(r *http.Request) (*http.Response, error) {
+		close(entered)
+		<-proceed
+		return &http.Response{StatusCode: http.StatusOK, Body: respBody, Request: r}, nil
+	}))
+	ended, returned := make(chan struct{}), false
+	go func() {
+		defer close(ended)
+		req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		returned = true
+	}()
+	<-ended
+	close(proceed) // base answers only once the caller is gone
+	<-sent
+	if returned {
+		t.Error("RoundTrip returned; want its caller's goroutine to exit, as the rejection handler's did")
+	}
+	if n := respBody.closes.Load(); n != 1 {
+		t.Errorf("the response's body, handed over to no one, was closed %d times, want 1", n)
+	}
+}

@@ -71,7 +71,11 @@ import (
 // base is a Transport, which closes it before it panics). When a rejection
 // handler ran base on a goroutine of its own (Rejection.RunInCaller), a
 // runtime.Goexit there ends that goroutine only: the body is closed, and
-// RoundTrip returns an error matching executor.ErrGoexit. A
+// RoundTrip returns an error matching executor.ErrGoexit; a rejection
+// handler that starts RunInCaller on another goroutine and exits the
+// Transport's without waiting for it ends the caller's goroutine, as it
+// would end a Do caller's, and a response that the other goroutine gets
+// then has its body closed there, handed over to no one. A
 // panic counts as a failure, except one with http.ErrAbortHandler (an
 // in-process base whose handler gave the response up), which counts as
 // Cancelled, as in Handler.
@@ -136,11 +140,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	x := &exchange{t: t, req: req, ready: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{})}
 	go x.run(group, weight)
 	<-x.ready
+	if x.goexited {
+		// Asked first: then the request may still be sent on another
+		// goroutine (RunInCaller), which writes the other fields.
+		runtime.Goexit() // as base did: the slot is free
+	}
 	if x.panicked {
 		panic(x.panicValue)
-	}
-	if x.goexited {
-		runtime.Goexit() // as base did: the slot is free
 	}
 	return x.resp, x.err
 }
@@ -186,6 +192,11 @@ func closeBody(req *http.Request) {
 // request and, for a response with a body, hands the response over (closes
 // ready) and waits until the body is closed. Every other outcome is handed
 // over by run once Do has returned, so the slot is free by then.
+//
+// fn may run on another goroutine (a rejection handler's RunInCaller) while
+// code on run's own goroutine exits it: both may then hand an outcome over.
+// The first to swap told does, and the first to swap taken decides whether
+// the request is sent; the other leaves them be.
 type exchange struct {
 	t   *transport
 	req *http.Request
@@ -195,8 +206,11 @@ type exchange struct {
 	err        error
 	panicked   bool
 	panicValue any
-	goexited   bool // base called runtime.Goexit
-	handedOver bool // fn closed ready
+	goexited   bool // run's goroutine was exited before an outcome was handed over
+	sent       bool // send returned: it recovers base's panics, not a runtime.Goexit
+
+	told  atomic.Bool // ready is closed, by the one that swapped it
+	taken atomic.Bool // fn sends the request, or run's exit dropped it, whichever swapped it
 
 	// adm is the admission's context (admission), which detach stops the
 	// request's context from ending; nil when that context can never end.
@@ -212,44 +226,74 @@ func (x *exchange) run(group string, weight int) {
 	defer close(x.done)
 	ran, returned := false, false
 	defer func() {
-		if !returned && !x.handedOver {
-			// base called runtime.Goexit, which ends this goroutine: Do
-			// has freed the slot, and RoundTrip's caller is told. (Once
-			// the response is handed over, RoundTrip has returned, and an
-			// exit later is none of its caller's.)
-			x.closeUnreturned()
+		if returned {
+			return
+		}
+		// Code on this goroutine called runtime.Goexit: base, or a
+		// rejection handler or listener that the executor calls here. Do
+		// has freed the slot, and RoundTrip's caller, which would have
+		// exited had it called Do itself, exits too, unless an outcome is
+		// handed over already (RoundTrip has returned, and an exit later
+		// is none of its caller's).
+		if x.taken.CompareAndSwap(false, true) {
+			// Before fn took the request: base never saw it, and never
+			// will, though a RunInCaller on another goroutine runs fn.
+			x.detach()
+			closeBody(x.req)
+		}
+		if x.told.CompareAndSwap(false, true) {
 			x.goexited = true
 			close(x.ready)
 		}
 	}()
 	ctx := x.admission()
-	if x.adm != nil {
-		defer x.adm.detach() // the request is done with: nothing to watch
-	}
-	sent := false // send returned: it recovers base's panics, not a runtime.Goexit
 	err := x.t.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
 		ran = true
-		err := x.send(ctx)
-		sent = true
-		return err
+		if !x.taken.CompareAndSwap(false, true) {
+			// Run by a RunInCaller on another goroutine after a rejection
+			// handler exited this one: RoundTrip's caller has exited too,
+			// and the request, its body closed, is not sent.
+			return errNotSent
+		}
+		return x.sendTaken(ctx)
 	})
 	returned = true
 	switch {
 	case !ran:
+		x.detach()
 		closeBody(x.req)
 		x.err = &notSentError{err}
-	case !sent:
+	case !x.sent:
 		// base called runtime.Goexit on the goroutine a rejection handler
 		// ran it on (Rejection.RunInCaller), not this one: the exit ended
 		// that goroutine only, and RoundTrip's caller gets an error, not
 		// a nil response with a nil error.
-		x.closeUnreturned()
 		x.err = fmt.Errorf("httpadmit: the base RoundTripper exited the goroutine a rejection handler ran it on: %w", err)
-	case x.panicked:
-		x.closeUnreturned()
 	}
-	if !x.handedOver {
+	if x.told.CompareAndSwap(false, true) {
 		close(x.ready)
+	}
+}
+
+// sendTaken is send, on whichever goroutine fn runs, for a request that fn
+// took: once it is done with, the request's context is no longer watched,
+// and the body of a request whose base did not return is closed.
+func (x *exchange) sendTaken(ctx context.Context) error {
+	defer func() {
+		x.detach() // the request is done with: nothing to watch
+		if !x.sent {
+			x.closeUnreturned()
+		}
+	}()
+	err := x.send(ctx)
+	x.sent = true
+	return err
+}
+
+// detach stops the request's context from ending the admission's.
+func (x *exchange) detach() {
+	if x.adm != nil {
+		x.adm.detach()
 	}
 }
 
@@ -373,6 +417,7 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	defer func() {
 		// Nothing panics after the hand-over, so RoundTrip is still waiting.
 		if v := recover(); v != nil {
+			x.closeUnreturned()
 			x.panicked, x.panicValue = true, v
 			err = errPanicked
 			if v == http.ErrAbortHandler {
@@ -409,6 +454,13 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return outcome
 	}
+	if !x.told.CompareAndSwap(false, true) {
+		// Sent by a RunInCaller on another goroutine after a rejection
+		// handler exited run's: RoundTrip's caller has exited too, and no
+		// one else will close the body.
+		_ = resp.Body.Close()
+		return outcome
+	}
 	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		// The connection outlives the request's context, as in net/http:
 		// from now on only its Close, or the executor's stop, frees the
@@ -420,7 +472,6 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	} else {
 		resp.Body = &body{resp.Body, x}
 	}
-	x.handedOver = true
 	close(x.ready)
 	select {
 	case <-x.closed:
