@@ -75,7 +75,11 @@ import (
 // handler that starts RunInCaller on another goroutine and exits the
 // Transport's without waiting for it ends the caller's goroutine, as it
 // would end a Do caller's, and a response that the other goroutine gets
-// then has its body closed there, handed over to no one. A
+// then has its body closed there, handed over to no one. A panic in the
+// request context's own code (its Done, Err or Value) that the Transport's
+// goroutine calls, as it watches the context or as the executor asks it,
+// goes on to RoundTrip's caller as well, the request not sent, its body
+// closed and the slot freed first. A
 // panic counts as a failure, except one with http.ErrAbortHandler (an
 // in-process base whose handler gave the response up), which counts as
 // Cancelled, as in Handler.
@@ -145,6 +149,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// goroutine (RunInCaller), which writes the other fields.
 		runtime.Goexit() // as base did: the slot is free
 	}
+	if x.raised {
+		panic(x.raisedValue) // as the request's context did: the slot is free
+	}
 	if x.panicked {
 		panic(x.panicValue)
 	}
@@ -202,12 +209,15 @@ type exchange struct {
 	req *http.Request
 
 	// Written by fn or by run before ready is closed; read by RoundTrip after.
-	resp       *http.Response
-	err        error
-	panicked   bool
-	panicValue any
-	goexited   bool // run's goroutine was exited before an outcome was handed over
-	sent       bool // send returned: it recovers base's panics, not a runtime.Goexit
+	resp        *http.Response
+	err         error
+	panicked    bool
+	panicValue  any
+	goexited    bool // run's goroutine was exited before an outcome was handed over
+	raised      bool // run's goroutine panicked outside base before an outcome was handed over
+	raisedValue any
+	sent        bool // send returned: it recovers base's panics, not a runtime.Goexit
+	called      bool // send called base
 
 	told  atomic.Bool // ready is closed, by the one that swapped it
 	taken atomic.Bool // fn sends the request, or run's exit dropped it, whichever swapped it
@@ -229,12 +239,16 @@ func (x *exchange) run(group string, weight int) {
 		if returned {
 			return
 		}
-		// Code on this goroutine called runtime.Goexit: base, or a
-		// rejection handler or listener that the executor calls here. Do
-		// has freed the slot, and RoundTrip's caller, which would have
-		// exited had it called Do itself, exits too, unless an outcome is
-		// handed over already (RoundTrip has returned, and an exit later
-		// is none of its caller's).
+		// Code on this goroutine called runtime.Goexit (base, or a
+		// rejection handler or listener that the executor calls here), or
+		// the request's context panicked (as it was watched, or as the
+		// executor asked it; base's panics send recovers). No one could
+		// recover that panic on this goroutine, the Transport's: it goes
+		// on to RoundTrip's caller instead, who would have exited, or
+		// panicked, had it called Do itself. Do has freed the slot. An
+		// outcome handed over already stays (RoundTrip has returned, and
+		// an exit or panic later is none of its caller's).
+		v := recover()
 		if x.taken.CompareAndSwap(false, true) {
 			// Before fn took the request: base never saw it, and never
 			// will, though a RunInCaller on another goroutine runs fn.
@@ -242,7 +256,11 @@ func (x *exchange) run(group string, weight int) {
 			closeBody(x.req)
 		}
 		if x.told.CompareAndSwap(false, true) {
-			x.goexited = true
+			if v != nil {
+				x.raised, x.raisedValue = true, v
+			} else {
+				x.goexited = true
+			}
 			close(x.ready)
 		}
 	}()
@@ -281,7 +299,11 @@ func (x *exchange) run(group string, weight int) {
 func (x *exchange) sendTaken(ctx context.Context) error {
 	defer func() {
 		x.detach() // the request is done with: nothing to watch
-		if !x.sent {
+		switch {
+		case x.sent:
+		case !x.called:
+			closeBody(x.req) // the request's context panicked before base saw it
+		default:
 			x.closeUnreturned()
 		}
 	}()
@@ -318,9 +340,10 @@ func (x *exchange) admission() context.Context {
 		return parent // it never ends: nothing to detach from
 	}
 	inner, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	x.adm = &admissionCtx{Context: inner, parent: parent, cancel: cancel}
-	x.adm.stop = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
-	return x.adm
+	adm := &admissionCtx{Context: inner, parent: parent, cancel: cancel}
+	adm.stop = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	x.adm = adm // once stop is set: a parent that panicked above leaves nothing to detach
+	return adm
 }
 
 // admissionCtx is the request's context until detached: its values and its
@@ -425,6 +448,7 @@ func (x *exchange) send(ctx context.Context) (err error) {
 			}
 		}
 	}()
+	x.called = true
 	resp, err := x.t.base.RoundTrip(req)
 	if err == nil && resp == nil {
 		// A faulty base: answered as net/http's Client answers it, rather

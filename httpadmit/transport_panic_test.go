@@ -1,12 +1,14 @@
 package httpadmit_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -51,6 +53,41 @@ func TestTransportClosesBodyWhenAFunctionPanics(t *testing.T) {
 			}
 			if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 || s.TaskCounts.Submitted != 0 {
 				t.Errorf("%d running, %d waiting, %d submitted; want no slot taken", s.Running, s.Waiting, s.TaskCounts.Submitted)
+			}
+		})
+	}
+}
+
+// A request context whose code panics where the Transport's own goroutine
+// calls it (its Done as the admission begins, its Value as it is watched,
+// its Err as the executor asks it) does not crash the process from a
+// goroutine no one can recover on: the panic goes on to RoundTrip's
+// caller, as if it had been called there, the request's body closed once
+// and no slot kept.
+func TestTransportRequestContextPanics(t *testing.T) {
+	for _, method := range []string{"Done", "Value", "Err"} {
+		t.Run(method, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
+			rt := httpadmit.Transport(ex, roundTripper(func(*http.Request) (*http.Response, error) {
+				t.Error("a request whose context panicked was sent")
+				return nil, errors.New("sent")
+			}))
+			body := &countedBody{Reader: strings.NewReader("payload")}
+			ctx := &adaptertest.Panicking{Method: method, Panic: "context broke"}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://svc.test/", body)
+			func() {
+				defer func() {
+					if v := recover(); v != "context broke" {
+						t.Errorf("recovered %v, want %q", v, "context broke")
+					}
+				}()
+				rt.RoundTrip(req)
+			}()
+			if n := body.closes.Load(); n != 1 {
+				t.Errorf("body closed %d times, want 1", n)
+			}
+			if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 {
+				t.Errorf("%d running, %d waiting; want no slot kept", s.Running, s.Waiting)
 			}
 		})
 	}

@@ -1,7 +1,8 @@
 // Package adaptertest holds what the adapters' tests (httpadmit, grpcadmit,
 // metrics/otel) share: the check that the core packages import only the
 // standard library and this module, a poll for states no event announces,
-// a group's only slot held, and a context whose deadline passes on cue.
+// a group's only slot held, a context whose deadline passes on cue, and
+// one whose methods panic.
 package adaptertest
 
 import (
@@ -94,4 +95,37 @@ func (c *Expiring) Err() error {
 	default:
 		return nil
 	}
+}
+
+// Panicking is a context that never ends and whose method named Method
+// (Done, Err or Value) panics with Panic, as a faulty context of the
+// caller's may, on whichever goroutine calls it.
+type Panicking struct {
+	Method string
+	Panic  any
+}
+
+var never = make(chan struct{})
+
+func (c *Panicking) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (c *Panicking) Done() <-chan struct{} {
+	if c.Method == "Done" {
+		panic(c.Panic)
+	}
+	return never
+}
+
+func (c *Panicking) Err() error {
+	if c.Method == "Err" {
+		panic(c.Panic)
+	}
+	return nil
+}
+
+func (c *Panicking) Value(any) any {
+	if c.Method == "Value" {
+		panic(c.Panic)
+	}
+	return nil
 }
