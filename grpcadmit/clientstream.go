@@ -47,7 +47,11 @@ import (
 // User code that the executor calls on that goroutine before the stream
 // is admitted (a rejection handler, a listener) and that calls
 // runtime.Goexit ends the interceptor's caller too, as it would end a
-// unary call's, on whose goroutine it runs.
+// unary call's, on whose goroutine it runs; a panic in the stream
+// context's own code there (its Err or Value, as the executor asks them),
+// or in the admission that a rejection handler ran on another goroutine
+// (RunInCaller), goes on to the caller too, no stream created and the
+// slot freed first.
 // It panics if ex is nil or an option is invalid.
 func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamClientInterceptor {
 	a := newClientAdmitter(ex, opts)
@@ -62,6 +66,9 @@ func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamC
 		if h.goexited {
 			runtime.Goexit() // as the code that exited hold's goroutine did: the slot is free
 		}
+		if h.raised {
+			panic(h.raisedValue) // as the stream's context did on hold's goroutine: the slot is free
+		}
 		if h.refused != nil {
 			return nil, h.refused
 		}
@@ -72,27 +79,37 @@ func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamC
 // held is one outgoing stream's admission: a goroutine in DoWeighted whose
 // fn holds the slot until the stream ends (end) or its context does.
 type held struct {
-	a        *admitter
-	ctx      context.Context // fn's: the stream is created with it
-	refused  error           // the stream was not admitted, or admitted as its context ended
-	goexited bool            // user code exited hold's goroutine before the caller was told
-	admitted chan struct{}   // closed once ctx, refused or goexited is set
-	told     atomic.Bool     // admitted is being closed: ctx, refused and goexited are set by the one that swapped it
-	end      chan error      // the stream's end, sent once
-	ended    atomic.Bool     // end was sent
-	done     chan struct{}   // Do has returned: the slot is free
+	a           *admitter
+	ctx         context.Context // fn's: the stream is created with it
+	refused     error           // the stream was not admitted, or admitted as its context ended
+	goexited    bool            // user code exited hold's goroutine before the caller was told
+	raised      bool            // the stream's context panicked on hold's goroutine before the caller was told
+	raisedValue any
+	admitted    chan struct{} // closed once ctx, refused, goexited or raised is set
+	told        atomic.Bool   // admitted is being closed: what it tells is set by the one that swapped it
+	end         chan error    // the stream's end, sent once
+	ended       atomic.Bool   // end was sent
+	done        chan struct{} // Do has returned: the slot is free
 }
 
 func (h *held) hold(ctx context.Context, group string, weight int) {
 	defer close(h.done)
 	defer func() {
+		// User code that DoWeighted calls here called runtime.Goexit (a
+		// rejection handler, a listener), or panicked (the stream's
+		// context, as the executor asks it). No one could recover that
+		// panic on this goroutine, the interceptor's: it goes on to the
+		// caller instead, which, like a unary call's, would have exited
+		// or panicked had it called Do itself, rather than wait for ever.
+		// Do has freed the slot. Once the caller is told, a panic later
+		// (fn's context, ending) is none of its: the slot is still freed.
+		v := recover()
 		if h.told.CompareAndSwap(false, true) {
-			// User code that DoWeighted calls here (a rejection handler,
-			// a listener) called runtime.Goexit: Do has freed the slot,
-			// and the caller, which would have exited had it called Do
-			// itself, as a unary call's does, exits too rather than wait
-			// for ever.
-			h.goexited = true
+			if v != nil {
+				h.raised, h.raisedValue = true, v
+			} else {
+				h.goexited = true
+			}
 			close(h.admitted)
 		}
 	}()
@@ -108,6 +125,9 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 			}
 			return errNotSent
 		}
+		// Asked before the caller is told: it may call the stream
+		// context's own code, whose panic must reach the caller.
+		done := ctx.Done()
 		if !h.told.CompareAndSwap(false, true) {
 			// Run by a RunInCaller on another goroutine that won its race
 			// with a rejection handler that exited this one: the caller
@@ -119,14 +139,24 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 		var err error
 		select {
 		case err = <-h.end:
-		case <-ctx.Done():
+		case <-done:
 			// gRPC ends the stream too, as it watches the context.
 			err = ctx.Err()
 		}
 		return h.a.outcome(err)
 	})
-	if !ran && h.told.CompareAndSwap(false, true) {
-		h.refused = refusal(err, h.a.retryFor(err))
+	if h.told.CompareAndSwap(false, true) {
+		// fn did not tell the caller: it did not run, or the stream's
+		// context panicked in it before it did, on the goroutine a
+		// rejection handler ran it on (RunInCaller), which recovered the
+		// panic into a *executor.PanicError. The panic goes on to the
+		// caller, as on this goroutine.
+		var pe *executor.PanicError
+		if ran && errors.As(err, &pe) {
+			h.raised, h.raisedValue = true, pe.Value
+		} else {
+			h.refused = refusal(err, h.a.retryFor(err))
+		}
 		close(h.admitted)
 	}
 }

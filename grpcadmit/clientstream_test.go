@@ -380,3 +380,70 @@ func TestStreamClientRejectionHandlerGoexit(t *testing.T) {
 		t.Error("the interceptor returned; want its caller's goroutine to exit, as the rejection handler's did")
 	}
 }
+
+// A stream context whose code panics where the goroutine that holds the
+// stream's admission calls it (its Err and Value, as the executor asks
+// them) does not crash the process from a goroutine no one can recover
+// on: the panic goes on to the interceptor's caller, as it does for a
+// unary call, no stream is created and no slot kept.
+func TestStreamClientContextPanics(t *testing.T) {
+	for _, method := range []string{"Value", "Err"} {
+		t.Run(method, func(t *testing.T) {
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
+			icp := grpcadmit.StreamClientInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+			ctx := &adaptertest.Panicking{Method: method, Panic: "context broke"}
+			func() {
+				defer func() {
+					if v := recover(); v != "context broke" {
+						t.Errorf("recovered %v, want %q", v, "context broke")
+					}
+				}()
+				_, _ = icp(ctx, &grpc.StreamDesc{}, nil, "/t.S/M",
+					func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+						t.Error("a stream whose context panicked was created")
+						return nil, errors.New("created")
+					})
+			}()
+			if s := ex.Stats(); s.Running != 0 || s.Waiting != 0 {
+				t.Errorf("%d running, %d waiting; want no slot kept", s.Running, s.Waiting)
+			}
+		})
+	}
+}
+
+// A stream context that panics in the stream's admission run on another
+// goroutine by a rejection handler (RunInCaller), which recovers it, does
+// not leave the interceptor's caller waiting for ever to be told the
+// admission's outcome: the panic goes on to the caller.
+func TestStreamClientContextPanicsInRunInCaller(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				r.RunInCaller()
+			}()
+			<-ran
+			return nil
+		}))
+	defer adaptertest.FillSlot(t, ex, "a")()
+	icp := grpcadmit.StreamClientInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
+	ctx := &adaptertest.Panicking{Method: "Value", Panic: "context broke"}
+	ended := make(chan any, 1)
+	go func() {
+		defer func() { ended <- recover() }()
+		_, _ = icp(ctx, &grpc.StreamDesc{}, nil, "/t.S/M",
+			func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+				t.Error("a stream whose context panicked was created")
+				return nil, errors.New("created")
+			})
+	}()
+	select {
+	case v := <-ended:
+		if v != "context broke" {
+			t.Errorf("recovered %v, want %q", v, "context broke")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the interceptor's caller is still blocked 10s after the stream's context panicked")
+	}
+}
