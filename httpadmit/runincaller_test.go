@@ -1,11 +1,13 @@
 package httpadmit_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
@@ -152,5 +154,59 @@ func TestTransportRejectionHandlerExitsWhileRunInCallerSends(t *testing.T) {
 	}
 	if n := respBody.closes.Load(); n != 1 {
 		t.Errorf("the response's body, handed over to no one, was closed %d times, want 1", n)
+	}
+}
+
+// armedContext is a context that never ends and whose Err panics once
+// armed, as a faulty context of the caller's may.
+type armedContext struct {
+	context.Context
+	armed atomic.Bool
+}
+
+func (c *armedContext) Done() <-chan struct{} { return make(chan struct{}) }
+
+func (c *armedContext) Err() error {
+	if c.armed.Load() {
+		panic("context broke")
+	}
+	return nil
+}
+
+// A request context that panics where a rejection handler's RunInCaller,
+// on another goroutine, asks it, which the executor recovers into a
+// *executor.PanicError, panics in RoundTrip's caller, as if it had been
+// asked there, rather than fail RoundTrip as a base that exited its
+// goroutine; the request's body is closed once.
+func TestTransportRequestContextPanicsInRunInCaller(t *testing.T) {
+	ctx := &armedContext{Context: context.Background()}
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
+		executor.WithRejectionHandler(func(r *executor.Rejection) error {
+			ctx.armed.Store(true)
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				r.RunInCaller()
+			}()
+			<-ran
+			return nil
+		}))
+	defer adaptertest.FillSlot(t, ex, "svc.test:80")()
+	rt := httpadmit.Transport(ex, roundTripper(func(*http.Request) (*http.Response, error) {
+		t.Error("a request whose context panicked was sent")
+		return nil, errors.New("sent")
+	}))
+	body := &countedBody{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://svc.test/", body)
+	func() {
+		defer func() {
+			if v := recover(); v != "context broke" {
+				t.Errorf("recovered %v, want %q", v, "context broke")
+			}
+		}()
+		rt.RoundTrip(req)
+	}()
+	if n := body.closes.Load(); n != 1 {
+		t.Errorf("the request's body was closed %d times, want 1", n)
 	}
 }

@@ -78,6 +78,7 @@ import (
 // then has its body closed there, handed over to no one. A panic in the
 // request context's own code (its Done, Err or Value) that the Transport's
 // goroutine calls, as it watches the context or as the executor asks it,
+// or that the goroutine a rejection handler ran the request on calls,
 // goes on to RoundTrip's caller as well, the request not sent, its body
 // closed and the slot freed first. A
 // panic counts as a failure, except one with http.ErrAbortHandler (an
@@ -281,12 +282,23 @@ func (x *exchange) run(group string, weight int) {
 		x.detach()
 		closeBody(x.req)
 		x.err = &notSentError{err}
-	case !x.sent:
+	case !x.sent && x.called:
 		// base called runtime.Goexit on the goroutine a rejection handler
 		// ran it on (Rejection.RunInCaller), not this one: the exit ended
 		// that goroutine only, and RoundTrip's caller gets an error, not
 		// a nil response with a nil error.
 		x.err = fmt.Errorf("httpadmit: the base RoundTripper exited the goroutine a rejection handler ran it on: %w", err)
+	case !x.sent:
+		// The request's context panicked before base saw it, on the
+		// goroutine a rejection handler ran fn on, which recovered the
+		// panic into a *executor.PanicError: it goes on to RoundTrip's
+		// caller, as it does from this goroutine.
+		var pe *executor.PanicError
+		if errors.As(err, &pe) {
+			x.raised, x.raisedValue = true, pe.Value
+		} else {
+			x.err = &notSentError{err}
+		}
 	}
 	if x.told.CompareAndSwap(false, true) {
 		close(x.ready)
