@@ -453,6 +453,14 @@ func (ex *Executor) decideRefusal(j *job, rej *RejectedError) error {
 // group's shared refusal handle, under the group's lock.
 func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want bool, last **job) (decided bool, rej *RejectedError) {
 	decided = a.r.forced || (ex.handler == nil && ex.pol.RejectionPolicy() != policy.CallerRuns)
+	if !decided && a.g != nil {
+		return false, ex.endUndecided(a, b, key, w, want)
+	}
+	return decided, ex.endRefusalAs(a, b, key, w, want, last, decided)
+}
+
+// endRefusalAs is endRefusal, decided or not.
+func (ex *Executor) endRefusalAs(a *admission, b *batch, key string, w int, want bool, last **job, decided bool) (rej *RejectedError) {
 	if g := a.g; g == nil {
 		if want {
 			rej = a.r.error(key, "", w)
@@ -498,7 +506,27 @@ func (ex *Executor) endRefusal(a *admission, b *batch, key string, w int, want b
 	if a.g != nil && a.g.br != nil {
 		a.ticket.Ignore() // outside the lock: the breaker may call OnStateChange (a zero Ticket ignores it)
 	}
-	return decided, rej
+	return rej
+}
+
+// endUndecided is endRefusal for a refusal that the handler or CallerRuns
+// decides once it returns, counting the outcome. The unlock may dispatch
+// global room and complete another group's head found past its queue
+// timeout, telling the listener, and the ticket's Ignore may call the
+// breaker's OnStateChange: a call that exits the goroutine
+// (runtime.Goexit) there ends the caller, who was to decide. The refusal
+// then stands, counted, as for a handler that exits. A function of its
+// own, so that a refusal decided at once does not pay for the defer.
+func (ex *Executor) endUndecided(a *admission, b *batch, key string, w int, want bool) *RejectedError {
+	exiting := true
+	defer func() {
+		if exiting {
+			ex.countOutcome(a.g, Rejected, false)
+		}
+	}()
+	rej := ex.endRefusalAs(a, b, key, w, want, nil, false)
+	exiting = false
+	return rej
 }
 
 // sameErr reports whether a and b are the same error, as == does, but
