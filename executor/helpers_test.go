@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -339,4 +341,43 @@ func mustNotPanic(t *testing.T, what string, f func()) {
 	}(); v != nil {
 		t.Fatalf("%s panicked: %v", what, v)
 	}
+}
+
+// seededRuns runs run once per seed, at each GOMAXPROCS of atProcs: runs
+// seeds (short under -short) from the clock, other seeds at each
+// GOMAXPROCS. The environment variables named after prefix replay a seed
+// (prefix_SEED, one run unless prefix_RUNS says more) and set the number
+// of seeds (prefix_RUNS). Each subtest is named by its seed.
+func seededRuns(t *testing.T, prefix string, runs, short int, run func(t *testing.T, seed uint64)) {
+	t.Helper()
+	if testing.Short() {
+		runs = short
+	}
+	if s := os.Getenv(prefix + "_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s_RUNS=%q: want a count >= 1", prefix, s)
+		}
+		runs = n
+	}
+	base, fixed := uint64(time.Now().UnixNano()), false
+	if s := os.Getenv(prefix + "_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s_SEED=%q: want an unsigned integer", prefix, s)
+		}
+		base, fixed = n, true
+		if os.Getenv(prefix+"_RUNS") == "" {
+			runs = 1
+		}
+	}
+	atProcs(t, func(t *testing.T) {
+		for i := range runs {
+			seed := base + uint64(i)
+			if !fixed {
+				seed += uint64(runtime.GOMAXPROCS(0)) << 32 // other seeds at each GOMAXPROCS
+			}
+			t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { run(t, seed) })
+		}
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -37,37 +36,7 @@ import (
 // Each subtest logs its seed and configuration. GROUPEXEC_CHAOS_SEED
 // replays one seed; GROUPEXEC_CHAOS_RUNS sets the seeds per GOMAXPROCS.
 func TestListenerChaosStress(t *testing.T) {
-	runs := 8
-	if testing.Short() {
-		runs = 1
-	}
-	if s := os.Getenv("GROUPEXEC_CHAOS_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("GROUPEXEC_CHAOS_RUNS=%q: want a count >= 1", s)
-		}
-		runs = n
-	}
-	base, fixed := uint64(time.Now().UnixNano()), false
-	if s := os.Getenv("GROUPEXEC_CHAOS_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("GROUPEXEC_CHAOS_SEED=%q: want an unsigned integer", s)
-		}
-		base, fixed = n, true
-		if os.Getenv("GROUPEXEC_CHAOS_RUNS") == "" {
-			runs = 1
-		}
-	}
-	atProcs(t, func(t *testing.T) {
-		for i := range runs {
-			seed := base + uint64(i)
-			if !fixed {
-				seed += uint64(runtime.GOMAXPROCS(0)) << 32
-			}
-			t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runListenerChaos(t, seed) })
-		}
-	})
+	seededRuns(t, "GROUPEXEC_CHAOS", 8, 1, runListenerChaos)
 }
 
 // The listener's event kinds.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,37 +34,7 @@ import (
 // Each subtest logs its seed and configuration. GROUPEXEC_STRESS_SEED
 // replays one seed; GROUPEXEC_STRESS_RUNS sets the seeds per GOMAXPROCS.
 func TestRandomConfigStress(t *testing.T) {
-	runs := 24
-	if testing.Short() {
-		runs = 6
-	}
-	if s := os.Getenv("GROUPEXEC_STRESS_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("GROUPEXEC_STRESS_RUNS=%q: want a count >= 1", s)
-		}
-		runs = n
-	}
-	base, fixed := uint64(time.Now().UnixNano()), false
-	if s := os.Getenv("GROUPEXEC_STRESS_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("GROUPEXEC_STRESS_SEED=%q: want an unsigned integer", s)
-		}
-		base, fixed = n, true
-		if os.Getenv("GROUPEXEC_STRESS_RUNS") == "" {
-			runs = 1
-		}
-	}
-	atProcs(t, func(t *testing.T) {
-		for i := range runs {
-			seed := base + uint64(i)
-			if !fixed {
-				seed += uint64(runtime.GOMAXPROCS(0)) << 32 // other seeds at each GOMAXPROCS
-			}
-			t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runRandomConfig(t, seed) })
-		}
-	})
+	seededRuns(t, "GROUPEXEC_STRESS", 24, 6, runRandomConfig)
 }
 
 // stressConfig is one drawn configuration.
