@@ -417,15 +417,7 @@ func TestStreamClientContextPanics(t *testing.T) {
 // admission's outcome: the panic goes on to the caller.
 func TestStreamClientContextPanicsInRunInCaller(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
-		executor.WithRejectionHandler(func(r *executor.Rejection) error {
-			ran := make(chan struct{})
-			go func() {
-				defer close(ran)
-				r.RunInCaller()
-			}()
-			<-ran
-			return nil
-		}))
+		executor.WithRejectionHandler(adaptertest.RunElsewhere))
 	defer adaptertest.FillSlot(t, ex, "a")()
 	icp := grpcadmit.StreamClientInterceptor(ex, grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "a", nil }))
 	ctx := &adaptertest.Panicking{Method: "Value", Panic: "context broke"}

@@ -167,15 +167,7 @@ func TestRejectionHandlerWrappedStatusKeepsItsMessage(t *testing.T) {
 // refused call on a goroutine of its own, and waits for it.
 func otherGoroutineExec(t *testing.T) *executor.Executor {
 	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
-		executor.WithRejectionHandler(func(r *executor.Rejection) error {
-			ran := make(chan struct{})
-			go func() {
-				defer close(ran)
-				r.RunInCaller()
-			}()
-			<-ran
-			return nil
-		}))
+		executor.WithRejectionHandler(adaptertest.RunElsewhere))
 }
 
 // A handler (client-side, an invoker) that a rejection handler runs on

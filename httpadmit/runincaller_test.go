@@ -52,15 +52,7 @@ func TestHandlerPanicRunInCallerGoesOn(t *testing.T) {
 // refused request on a goroutine of its own, and waits for it.
 func otherGoroutineExec(t *testing.T) *executor.Executor {
 	return newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
-		executor.WithRejectionHandler(func(r *executor.Rejection) error {
-			ran := make(chan struct{})
-			go func() {
-				defer close(ran)
-				r.RunInCaller()
-			}()
-			<-ran
-			return nil
-		}))
+		executor.WithRejectionHandler(adaptertest.RunElsewhere))
 }
 
 // A handler that a rejection handler runs on another goroutine, and that
@@ -183,13 +175,7 @@ func TestTransportRequestContextPanicsInRunInCaller(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)},
 		executor.WithRejectionHandler(func(r *executor.Rejection) error {
 			ctx.armed.Store(true)
-			ran := make(chan struct{})
-			go func() {
-				defer close(ran)
-				r.RunInCaller()
-			}()
-			<-ran
-			return nil
+			return adaptertest.RunElsewhere(r)
 		}))
 	defer adaptertest.FillSlot(t, ex, "svc.test:80")()
 	rt := httpadmit.Transport(ex, roundTripper(func(*http.Request) (*http.Response, error) {

@@ -129,3 +129,17 @@ func (c *Panicking) Value(any) any {
 	}
 	return nil
 }
+
+// RunElsewhere is a rejection handler (executor.WithRejectionHandler) that
+// runs the refused work in its caller's stead on a goroutine of its own
+// (Rejection.RunInCaller), and waits for it: work on a goroutine the
+// adapter does not own.
+func RunElsewhere(r *executor.Rejection) error {
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		r.RunInCaller()
+	}()
+	<-ran
+	return nil
+}
