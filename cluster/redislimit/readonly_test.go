@@ -354,7 +354,11 @@ func TestKeyErrorRefusalsAreCountedAndReported(t *testing.T) {
 		t.Fatalf("second task of the key: %v; want refused with ErrKeyFailed", err)
 	}
 	ex.Close()
-	if err := h.Close(); err != nil {
+	// Close's own round trip may touch the broken key (whether it does
+	// depends on when the refusals came: about one run in thirty under
+	// load), and Redis refuses it with WRONGTYPE, which Close reports.
+	// Any other error fails the test.
+	if err := h.Close(); err != nil && !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatal(err)
 	}
 	if s := h.Stats(); s.KeyFailed != 2 || s.Rejected != 0 || s.Outages != 0 {
