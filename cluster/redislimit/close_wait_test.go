@@ -233,15 +233,11 @@ func TestCloseReportsPendingFallbacks(t *testing.T) {
 	}
 }
 
-// A block whose grant is on its way when Close begins is given back by the
-// refiller once the reply comes: its permits go back unused, as the free
-// permits of the leases Close gives back itself, and Stats.Returned counts
-// them too, so that Returned does not depend on when the reply came.
-func TestCloseCountsALateGrantReturned(t *testing.T) {
-	addr := startRedis(t)
-	h := newHolder(t, addr, manualRenewals()...)
-	l := h.Groups(4)
-	attach(t, l)
+// closeAsGranted closes h while the reply granting a block of key g, asked
+// for by a TryAcquire on l, waits to be used: the grant comes after Close
+// began.
+func closeAsGranted(t *testing.T, h *redislimit.Holder, l *redislimit.Limiter) {
+	t.Helper()
 	parked, open := holdCalls(h, redislimit.SetReplyHook)
 	defer open()
 	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
@@ -255,6 +251,18 @@ func TestCloseCountsALateGrantReturned(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A block whose grant is on its way when Close begins is given back by the
+// refiller once the reply comes: its permits go back unused, as the free
+// permits of the leases Close gives back itself, and Stats.Returned counts
+// them too, so that Returned does not depend on when the reply came.
+func TestCloseCountsALateGrantReturned(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(4)
+	attach(t, l)
+	closeAsGranted(t, h, l)
 	if s := h.Stats(); s.Refills != 1 || s.Returned != 1 || s.Leases != 0 {
 		t.Fatalf("after Close: refills %d, returned %d, leases %d; want the block of 1 leased and given back, counted returned",
 			s.Refills, s.Returned, s.Leases)
@@ -276,19 +284,7 @@ func TestCloseGivesBackALateGrantWhoseGiveBackFailed(t *testing.T) {
 	l := h.Groups(4)
 	attach(t, l)
 	redislimit.SetReleaseHook(h, func() error { return errors.New("give-back cut (test)") })
-	parked, open := holdCalls(h, redislimit.SetReplyHook)
-	defer open()
-	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
-		t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
-	}
-	<-parked // the grant's reply has come, and waits to be used
-	closed := make(chan error, 1)
-	go func() { closed <- h.Close() }()
-	eventually(t, "Close begun", 5*time.Second, func() bool { return h.Stats().Mode == redislimit.ModeClosed })
-	open()
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
+	closeAsGranted(t, h, l)
 	nKey := "t:" + t.Name() + ":{group:g}:n"
 	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
 		t.Fatalf("HLEN %s = %d, %v after Close; want the late grant given back though its first give-back failed", nKey, n, err)
