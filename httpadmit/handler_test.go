@@ -345,11 +345,7 @@ func TestHandlerAbortIsNotABreakerFailure(t *testing.T) {
 		h := httpadmit.Handler(ex, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 			panic(http.ErrAbortHandler)
 		}), append(opts, httpadmit.WithTenantFunc(func(*http.Request) (string, error) { return "a", nil }))...)
-		panicked := func() (v any) {
-			defer func() { v = recover() }()
-			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-			return nil
-		}()
+		panicked := servePanic(h, httptest.NewRecorder())
 		if panicked != http.ErrAbortHandler {
 			t.Errorf("ServeHTTP's panic = %v, want http.ErrAbortHandler", panicked)
 		}

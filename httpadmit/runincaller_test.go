@@ -35,11 +35,7 @@ func TestHandlerPanicRunInCallerGoesOn(t *testing.T) {
 		panic(http.ErrAbortHandler)
 	}), httpadmit.WithTenantFunc(func(*http.Request) (string, error) { return "a", nil }))
 	rec := httptest.NewRecorder()
-	panicked := func() (v any) {
-		defer func() { v = recover() }()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-		return nil
-	}()
+	panicked := servePanic(h, rec)
 	if panicked != http.ErrAbortHandler {
 		t.Errorf("ServeHTTP's panic = %v, want http.ErrAbortHandler", panicked)
 	}
@@ -68,11 +64,7 @@ func TestHandlerGoexitOnAnotherGoroutineAborts(t *testing.T) {
 		runtime.Goexit()
 	}), httpadmit.WithTenantFunc(func(*http.Request) (string, error) { return "a", nil }))
 	rec := httptest.NewRecorder()
-	panicked := func() (v any) {
-		defer func() { v = recover() }()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-		return nil
-	}()
+	panicked := servePanic(h, rec)
 	if panicked != http.ErrAbortHandler {
 		t.Errorf("ServeHTTP's panic = %v, want http.ErrAbortHandler", panicked)
 	}
@@ -195,4 +187,12 @@ func TestTransportRequestContextPanicsInRunInCaller(t *testing.T) {
 	if n := body.closes.Load(); n != 1 {
 		t.Errorf("the request's body was closed %d times, want 1", n)
 	}
+}
+
+// servePanic serves a GET of / with h into rec, and returns the value
+// ServeHTTP panicked with (nil if it returned).
+func servePanic(h http.Handler, rec *httptest.ResponseRecorder) (v any) {
+	defer func() { v = recover() }()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	return nil
 }
