@@ -36,9 +36,11 @@ func TestTransportSendsToEveryHost(t *testing.T) {
 }
 
 // Each spelling of one destination is one group, with one bulkhead: a
-// host's trailing dot, an IPv6 address's other forms and an IPv4-mapped
-// address reach the host that its plain spelling does, and would otherwise
-// each have the destination's limits again.
+// host's trailing dot, an IPv6 address's other forms, an IPv4-mapped
+// address and an internationalized name's Unicode spellings (in either
+// case, with an ideographic full stop) and its Punycode one reach the host
+// that its plain spelling does, and would otherwise each have the
+// destination's limits again.
 func TestTransportGroupsEverySpellingOfAHost(t *testing.T) {
 	ex := newExec(t, nil)
 	var group string
@@ -52,6 +54,10 @@ func TestTransportGroupsEverySpellingOfAHost(t *testing.T) {
 		"api.example:443": {"https://api.example/", "https://api.example./"},
 		"[::1]:8080":      {"http://[::1]:8080/", "http://[0:0::1]:8080/", "http://[0000:0000:0000:0000:0000:0000:0000:0001]:8080/"},
 		"127.0.0.1:8080":  {"http://127.0.0.1:8080/", "http://[::ffff:127.0.0.1]:8080/", "http://[::FFFF:7f00:1]:8080/"},
+		"xn--bcher-kva.example:443": {
+			"https://xn--bcher-kva.example/", "https://XN--BCHER-KVA.Example./", "https://bücher.example/",
+			"https://BÜCHER.example/", "https://bücher.example./", "https://bücher。example/", "https://bücher.example。/",
+		},
 	} {
 		for _, u := range urls {
 			req, err := http.NewRequest(http.MethodGet, u, nil)

@@ -11,6 +11,9 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -20,7 +23,8 @@ import (
 // ex.DoWeighted in its destination's group before base sends it: by default
 // one group per destination host and port (lower-cased, without a name's
 // trailing dots, an IPv6 address in its canonical form and an IPv4-mapped
-// one as its IPv4 address, the port implied by the scheme when the URL has
+// one as its IPv4 address, an internationalized name in its ASCII form as
+// net/http dials it, the port implied by the scheme when the URL has
 // none), so each dependency has its own bulkhead, however its URLs spell
 // it, and a slow one cannot take all of the outgoing capacity. A tenant option
 // makes the group the outgoing request's tenant instead. Each request weighs
@@ -113,8 +117,9 @@ type transport struct {
 // destination returns the request's host and port, as its default group.
 // It is not held to ValidTenant's rule, made for keys that clients choose:
 // the program chooses where it sends, a DNS name may have up to 253 bytes
-// and an internationalized one is not ASCII, and url.Parse has already
-// refused the spaces and control characters a host cannot have.
+// and an internationalized one that idna refuses is left not ASCII, and
+// url.Parse has already refused the spaces and control characters a host
+// cannot have.
 func destination(r *http.Request) (string, error) {
 	if r.URL == nil || r.URL.Host == "" {
 		return "", nil
@@ -124,10 +129,11 @@ func destination(r *http.Request) (string, error) {
 
 // hostPort is u's host, in its canonical form (canonicalHost), with its
 // port or the scheme's: each spelling of one destination ("api.example."
-// and "API.example", "[::ffff:192.0.2.1]" and "192.0.2.1") reaches the same
-// host, and must share its bulkhead, not bring one each.
+// and "API.example", "[::ffff:192.0.2.1]" and "192.0.2.1", "bücher.example"
+// and "xn--bcher-kva.example") reaches the same host, and must share its
+// bulkhead, not bring one each.
 func hostPort(u *url.URL) string {
-	host, port := canonicalHost(u.Hostname()), u.Port()
+	host, port := canonicalHost(idnaHost(u.Hostname())), u.Port()
 	if port == "" {
 		port = "80"
 		if u.Scheme == "https" {
@@ -135,6 +141,23 @@ func hostPort(u *url.URL) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// idnaHost returns an internationalized host name in its ASCII form, as
+// net/http dials it (idna.Lookup, Unicode case and dots mapped): each of
+// its Unicode spellings and its Punycode one are one host. An ASCII host,
+// which needs nothing, is returned as it is without a call, and one that
+// idna refuses is left as it is, as net/http leaves it.
+func idnaHost(host string) string {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			if a, err := idna.Lookup.ToASCII(host); err == nil {
+				return a
+			}
+			return host
+		}
+	}
+	return host
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
