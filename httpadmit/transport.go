@@ -70,9 +70,15 @@ import (
 // is closed; a panic in base is recovered there and raised again in
 // RoundTrip's caller, and a runtime.Goexit in base ends the caller's
 // goroutine as well, the slot freed and the request's body closed first:
-// base, which did not return, did not keep the contract of closing it (a
+// base, which did not return, did not keep the contract of closing it. A
 // body that base closed before it panicked is closed a second time, unless
-// base is a Transport, which closes it before it panics). When a rejection
+// base is a Transport, which closes it before it panics: io.Closer leaves
+// a second Close undefined, but net/http's bodies, io.NopCloser's and an
+// *os.File's (os.ErrClosed, dropped) take it. Telling whether base closed
+// it would take wrapping every request's body, which would hide its type
+// from base and from net/http, which sends an *os.File with sendfile; a
+// body whose second Close does harm (one that returns its buffer to a
+// pool) makes its Close idempotent where base may panic. When a rejection
 // handler ran base on a goroutine of its own (Rejection.RunInCaller), a
 // runtime.Goexit there ends that goroutine only: the body is closed, and
 // RoundTrip returns an error matching executor.ErrGoexit; a rejection
