@@ -35,8 +35,9 @@ import (
 // with an error matching ErrNameInUse, if two of cbs have the same name, or
 // a registration on mp with the same namespace that has not been
 // unregistered observes a breaker of that name: their series would be one,
-// showing whichever observation came last. mp is kept until Unregister, for
-// that check; a provider that is not a pointer is not checked.
+// showing whichever observation came last. A provider that is not a
+// pointer is not checked; one that is is not kept for that check: a
+// provider the program drops is collected with its registrations.
 func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.CircuitBreaker) (metric.Registration, error) {
 	if mp == nil {
 		return nil, errors.New("otel: ObserveBreakers: nil MeterProvider")
@@ -74,17 +75,12 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	if k, ok := take(r, r.claims...); !ok {
 		return nil, fmt.Errorf("otel: ObserveBreakers: breaker %q: a live registration on this MeterProvider observes a breaker of that name in namespace %q, and the two would mix (Unregister it first, or observe each breaker once): %w", k.name, namespace, ErrNameInUse)
 	}
-	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for i, cb := range cbs {
-			st, n := cb.State(), cb.Counts()
-			o.ObserveInt64(state, int64(st), attrs[i])
-			o.ObserveInt64(reqs, int64(n.Requests), attrs[i])
-			o.ObserveInt64(succ, int64(n.TotalSuccesses), attrs[i])
-			o.ObserveInt64(fail, int64(n.TotalFailures), attrs[i])
-			o.ObserveInt64(consec, int64(n.ConsecutiveFailures), attrs[i])
-		}
-		return nil
-	}, state, reqs, succ, fail, consec)
+	r.cbs, r.attrs = cbs, attrs
+	r.state, r.reqs, r.succ, r.fail, r.consec = state, reqs, succ, fail, consec
+	// The callback is r's: the provider, which holds it, keeps r and its
+	// claims while it is registered, whether or not the caller keeps the
+	// registration.
+	reg, err := m.RegisterCallback(r.observe, state, reqs, succ, fail, consec)
 	if err != nil {
 		free(r, r.claims...)
 		return nil, err
@@ -98,6 +94,22 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 type breakersRegistration struct {
 	metric.Registration
 	claims []claimKey
+
+	cbs                             []*breaker.CircuitBreaker
+	attrs                           []metric.MeasurementOption
+	state, reqs, succ, fail, consec metric.Int64ObservableGauge
+}
+
+func (r *breakersRegistration) observe(_ context.Context, o metric.Observer) error {
+	for i, cb := range r.cbs {
+		st, n := cb.State(), cb.Counts()
+		o.ObserveInt64(r.state, int64(st), r.attrs[i])
+		o.ObserveInt64(r.reqs, int64(n.Requests), r.attrs[i])
+		o.ObserveInt64(r.succ, int64(n.TotalSuccesses), r.attrs[i])
+		o.ObserveInt64(r.fail, int64(n.TotalFailures), r.attrs[i])
+		o.ObserveInt64(r.consec, int64(n.ConsecutiveFailures), r.attrs[i])
+	}
+	return nil
 }
 
 // Unregister stops the callback and frees the breakers' names.

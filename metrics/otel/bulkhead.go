@@ -61,8 +61,9 @@ var _ bulkhead.Listener = (*Bulkhead)(nil)
 // NewBulkhead refuses it; if the provider refuses an instrument; and, with
 // an error matching ErrNameInUse, if a Bulkhead on mp with the same
 // namespace and name has not been unregistered: the two bulkheads would
-// report into the same series. mp is kept until Unregister, for that
-// check; a provider that is not a pointer is not checked.
+// report into the same series. A provider that is not a pointer is not
+// checked; one that is is not kept for that check: a provider the program
+// drops is collected with its Bulkheads.
 func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, error) {
 	if mp == nil {
 		return nil, errors.New("otel: NewBulkhead: nil MeterProvider")

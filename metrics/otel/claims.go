@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
+	"slices"
 	"sync"
+	"weak"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -19,14 +22,29 @@ var ErrNamespaceInUse = errors.New("otel: namespace in use on this MeterProvider
 // MeterProvider and namespace (or that two breakers of one call share).
 var ErrNameInUse = errors.New("otel: name in use in this namespace on this MeterProvider")
 
-// claimKey is a MeterProvider, held only when it is a pointer, a
-// namespace, and what in it is claimed: the executor's instruments (kind
-// and name empty), or the series of one bulkhead or breaker name.
+// claimKey is a MeterProvider, only when it is a pointer, a namespace, and
+// what in it is claimed: the executor's instruments (kind and name empty),
+// or the series of one bulkhead or breaker name. The provider is held
+// weakly, by its address and type: a provider that the program drops
+// without unregistering what it observed (one per test, or one replaced
+// as its configuration changes) is collected with all it holds, not kept
+// by the claims for the life of the process.
 type claimKey struct {
-	mp   metric.MeterProvider
+	mp   weak.Pointer[struct{}]
+	typ  reflect.Type // two providers of zero size may share an address
 	ns   string
 	kind string // "", "bulkhead" or "breaker"
 	name string
+}
+
+// holder is a key's owner, held weakly too: a registered owner is kept by
+// its provider, whose callback holds it, and a provider that only the
+// claims would keep is collected, its owners with it. id is the owner's
+// weak pointer, equal for one owner; live reports whether it is still
+// reachable.
+type holder struct {
+	id   any
+	live func() bool
 }
 
 // claims are the keys held by the Collectors, Bulkheads and ObserveBreakers
@@ -36,7 +54,7 @@ type claimKey struct {
 // the two apart.
 var claims struct {
 	sync.Mutex
-	m map[claimKey]any
+	m map[claimKey]holder
 }
 
 // keyOf returns the key of kind and name in mp's namespace ns, and false
@@ -45,37 +63,50 @@ var claims struct {
 // either stateless, as a no-op provider is, where nothing can mix, or
 // copied, so that equal values need not be the same provider.
 func keyOf(mp metric.MeterProvider, ns, kind, name string) (claimKey, bool) {
-	if reflect.ValueOf(mp).Kind() != reflect.Pointer {
+	v := reflect.ValueOf(mp)
+	if v.Kind() != reflect.Pointer {
 		return claimKey{}, false
 	}
-	return claimKey{mp, ns, kind, name}, true
+	// Only the address is kept, never read through: any pointer's type
+	// does, and one of zero size passes the checks of -race.
+	return claimKey{weak.Make((*struct{})(v.UnsafePointer())), v.Type(), ns, kind, name}, true
 }
 
 // take claims every key of keys for owner, or none of them: it returns the
-// first key another owner holds, and false.
-func take(owner any, keys ...claimKey) (claimKey, bool) {
+// first key another live owner holds, and false. The keys of an owner that
+// is collected unregistered (its provider dropped) are freed then.
+func take[T any](owner *T, keys ...claimKey) (claimKey, bool) {
+	w := weak.Make(owner)
 	claims.Lock()
 	defer claims.Unlock()
 	for _, k := range keys {
-		if o, ok := claims.m[k]; ok && o != owner {
+		if h, ok := claims.m[k]; ok && h.id != any(w) && h.live() {
 			return k, false
 		}
 	}
+	if len(keys) == 0 {
+		return claimKey{}, true
+	}
 	if claims.m == nil {
-		claims.m = make(map[claimKey]any)
+		claims.m = make(map[claimKey]holder)
 	}
+	h := holder{id: w, live: func() bool { return w.Value() != nil }}
 	for _, k := range keys {
-		claims.m[k] = owner
+		claims.m[k] = h
 	}
+	runtime.AddCleanup(owner, func(keys []claimKey) { freeID(w, keys) }, slices.Clone(keys))
 	return claimKey{}, true
 }
 
 // free frees those of keys that owner still holds.
-func free(owner any, keys ...claimKey) {
+func free[T any](owner *T, keys ...claimKey) { freeID(weak.Make(owner), keys) }
+
+// freeID frees those of keys that the owner of id still holds.
+func freeID(id any, keys []claimKey) {
 	claims.Lock()
 	defer claims.Unlock()
 	for _, k := range keys {
-		if claims.m[k] == owner {
+		if h, ok := claims.m[k]; ok && h.id == id {
 			delete(claims.m, k)
 		}
 	}

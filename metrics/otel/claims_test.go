@@ -2,15 +2,18 @@ package otel_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/bulkhead"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 )
 
@@ -184,4 +187,75 @@ func TestPoliciesOnNoopProviderAreNotClaimed(t *testing.T) {
 		}
 		defer r.Unregister()
 	}
+}
+
+// A MeterProvider the program drops without unregistering what it
+// observed (a provider per test, or one replaced as its configuration
+// changes) is collected with everything it holds: the claims that refuse
+// a second live Collector, Bulkhead or breaker name must not keep it, nor
+// the Collector whose registration keeps its pipelines, for the life of
+// the process.
+func TestClaimsDoNotKeepADroppedProvider(t *testing.T) {
+	db, _ := breaker.New(breaker.Settings{Name: "db"})
+	for _, tc := range []struct {
+		name     string
+		register func(metric.MeterProvider) error
+	}{
+		{"Collector", func(mp metric.MeterProvider) error {
+			_, err := gotel.New(mp, gotel.Options{Namespace: "api"})
+			return err
+		}},
+		{"Bulkhead", func(mp metric.MeterProvider) error { _, err := gotel.NewBulkhead(mp, "payments", "app"); return err }},
+		{"ObserveBreakers", func(mp metric.MeterProvider) error { _, err := gotel.ObserveBreakers(mp, "app", db); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			collected := make(chan struct{})
+			func() {
+				mp, _ := newProvider()
+				runtime.AddCleanup(mp, func(ch chan struct{}) { close(ch) }, collected)
+				if err := tc.register(mp); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			adaptertest.Eventually(t, "the dropped provider collected", func() bool {
+				runtime.GC()
+				select {
+				case <-collected:
+					return true
+				default:
+					return false
+				}
+			})
+		})
+	}
+}
+
+// A registration the caller drops without unregistering it still reports,
+// its callback held by the provider: its claim stays, and a second one of
+// the same name is refused after any number of collections.
+func TestClaimsOfADroppedRegistrationStay(t *testing.T) {
+	db, _ := breaker.New(breaker.Settings{Name: "db"})
+	mp, _ := newProvider()
+	for _, tc := range []struct {
+		name     string
+		register func() error
+		want     error
+	}{
+		{"Collector", func() error { _, err := gotel.New(mp, gotel.Options{Namespace: "api"}); return err }, gotel.ErrNamespaceInUse},
+		{"Bulkhead", func() error { _, err := gotel.NewBulkhead(mp, "payments", "app"); return err }, gotel.ErrNameInUse},
+		{"ObserveBreakers", func() error { _, err := gotel.ObserveBreakers(mp, "app", db); return err }, gotel.ErrNameInUse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.register(); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				runtime.GC()
+			}
+			if err := tc.register(); !errors.Is(err, tc.want) {
+				t.Errorf("a second registration after the first was dropped: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	runtime.KeepAlive(mp)
 }

@@ -78,8 +78,15 @@ var _ executor.Listener = (*Collector)(nil)
 // fails if an option is invalid or the provider refuses an instrument, and,
 // with an error matching ErrNamespaceInUse, if a Collector on mp with the
 // same Namespace has not been unregistered: the two would report into the
-// same instruments. mp is kept until Unregister, for that check; a provider
-// that is not a pointer is not checked.
+// same instruments. A provider that is not a pointer is not checked; one
+// that is is not kept for that check: a provider the program drops is
+// collected with its Collectors.
+//
+// The provider holds the Collector's callback, and so the Collector and
+// the executor it observes, until Unregister: a Collector made for an
+// executor that is closed is unregistered with it, or the provider keeps
+// both, and goes on exporting the closed executor's last levels, for as
+// long as it lives (see the Collector.Unregister example).
 func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	if mp == nil {
 		return nil, errors.New("otel: New: nil MeterProvider")
@@ -147,9 +154,11 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 func (c *Collector) Observe(ex *executor.Executor) { c.ex.Store(ex) }
 
 // Unregister stops the gauges' callback, for a Collector no longer used, and
-// frees its MeterProvider and Namespace for another Collector. The
-// counters and histograms are the provider's: a later Collector with the
-// same names goes on from their totals.
+// frees its MeterProvider and Namespace for another Collector. Call it
+// once the executor is closed: until then the provider keeps the Collector
+// and the executor, and exports its levels. The counters and histograms
+// are the provider's: a later Collector with the same names goes on from
+// their totals.
 func (c *Collector) Unregister() error {
 	if err := c.reg.Unregister(); err != nil {
 		return err // the callback may still run: the pair stays taken

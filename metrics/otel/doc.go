@@ -59,8 +59,11 @@
 // (ErrNamespaceInUse, naming the namespace) until the first is
 // unregistered. To export two executors, give each Collector its own
 // Namespace, or its own MeterProvider (with a resource attribute that tells
-// them apart). New keeps the provider, for that check, until Unregister;
-// a provider that is not a pointer (such as a no-op one) is not checked.
+// them apart). A provider that is not a pointer (such as a no-op one) is
+// not checked, and one that is is not kept for the check: a provider the
+// program drops is collected. A provider the program keeps holds each
+// Collector registered on it, and the executor it observes, until
+// Unregister: unregister a Collector when its executor is closed.
 // Likewise NewBulkhead refuses a second live Bulkhead with the same name and
 // namespace on one provider, and ObserveBreakers a breaker name that a live
 // registration of the same namespace and provider observes, or that two of

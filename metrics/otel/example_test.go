@@ -56,3 +56,45 @@ func Example() {
 	// group_completed_total{group=tenant-a,status=success} 2
 	// group_completed_total{group=tenant-a,status=failed} 1
 }
+
+// A Collector made for an executor that the program closes before it ends
+// (one per job, or one rebuilt as the configuration changes) is
+// unregistered with it. Left registered, it would be kept by the provider,
+// with the closed executor, for as long as the provider lives, exporting
+// the executor's last levels, and the next job's Collector in the
+// namespace would be refused (ErrNamespaceInUse).
+func ExampleCollector_Unregister() {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	for job := range 2 {
+		if err := runJob(provider, job); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("job %d done\n", job)
+	}
+	// Output:
+	// job 0 done
+	// job 1 done
+}
+
+// runJob runs one job on an executor of its own, exported under the
+// namespace jobs while it lasts.
+func runJob(provider *sdkmetric.MeterProvider, job int) error {
+	c, err := gotel.New(provider, gotel.Options{Namespace: "jobs"})
+	if err != nil {
+		return err
+	}
+	defer c.Unregister() // deferred first, so run last: once the executor is closed
+	p, err := policy.New()
+	if err != nil {
+		return err
+	}
+	ex, err := executor.New(p, executor.WithListener(c))
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	c.Observe(ex)
+	return ex.Do(context.Background(), fmt.Sprintf("job-%d", job), func(context.Context) error { return nil })
+}
