@@ -73,3 +73,32 @@ func TestTransportGroupsEverySpellingOfAHost(t *testing.T) {
 		}
 	}
 }
+
+// A Transport that groups by the outgoing request's Host (WithTenantHost)
+// sends to an internationalized host, which net/http sends in its ASCII
+// form, in the group of that form, however it is spelled: the Unicode
+// name, which no tenant key may be, refused the request as an invalid
+// tenant.
+func TestTransportTenantHostOfAnInternationalizedHost(t *testing.T) {
+	ex := newExec(t, nil)
+	var group string
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		group, _ = executor.GroupFromContext(r.Context())
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})
+	rt := httpadmit.Transport(ex, base, httpadmit.WithTenantHost())
+	for _, u := range []string{"http://bücher.example/", "https://BÜCHER.example:8443/", "http://bücher。example./", "http://xn--bcher-kva.example/"} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		group = ""
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Errorf("%s: %v", u, err)
+			continue
+		}
+		if group != "xn--bcher-kva.example" {
+			t.Errorf("%s: group %q, want %q", u, group, "xn--bcher-kva.example")
+		}
+	}
+}

@@ -58,8 +58,9 @@ func WithTenantHeader(name string) Option {
 
 // WithTenantHost reads the tenant from the request's Host, lower-cased and
 // without its port or trailing dots (an IPv6 address in its canonical
-// form, an IPv4-mapped one as its IPv4 address): one group per virtual
-// host, however a client spells it.
+// form, an IPv4-mapped one as its IPv4 address, an internationalized name
+// in its ASCII form, as net/http sends it): one group per virtual host,
+// however a client spells it.
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {
 		c.tenant = fromHost

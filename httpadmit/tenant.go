@@ -7,6 +7,9 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/groupexec/groupexec/internal/adapt"
 )
@@ -43,8 +46,10 @@ func fromHeader(name string) tenantFunc {
 }
 
 // fromHost reads the tenant from the request's Host, lower-cased, without
-// its port, an IPv6 literal's brackets or a name's trailing dots, and an IPv6
-// address in its canonical form (an IPv4-mapped one as its IPv4 address):
+// its port, an IPv6 literal's brackets or a name's trailing dots, an IPv6
+// address in its canonical form (an IPv4-mapped one as its IPv4 address),
+// and an internationalized name in its ASCII form (a Transport's outgoing
+// request may carry the Unicode one, which net/http sends as ASCII):
 // each spelling of one virtual host is one group, so that a client cannot
 // spread a host's requests over several groups, each with the host's
 // limits, by respelling it. A request without a Host (HTTP/1.0) names no
@@ -61,10 +66,10 @@ func fromHost(r *http.Request) (string, error) {
 }
 
 // canonicalHost returns host (without port or brackets) lower-cased, without
-// a name's trailing dots, and an IPv6 address in its canonical form (an
-// IPv4-mapped one as its IPv4 address): the one spelling of each host, so
-// that the spellings of a host are one group, not one each with the host's
-// limits.
+// a name's trailing dots, an IPv6 address in its canonical form (an
+// IPv4-mapped one as its IPv4 address) and an internationalized name in
+// its ASCII form (idnaHost): the one spelling of each host, so that the
+// spellings of a host are one group, not one each with the host's limits.
 func canonicalHost(host string) string {
 	if strings.Contains(host, ":") { // only IPv6 is parsed: a failed parse allocates its error
 		if a, err := netip.ParseAddr(host); err == nil {
@@ -72,13 +77,31 @@ func canonicalHost(host string) string {
 			// address: one host, one group.
 			host = a.Unmap().String()
 		}
-	} else if h := strings.TrimRight(host, "."); h != "" {
+	} else if h := strings.TrimRight(idnaHost(host), "."); h != "" {
 		// "acme.example." is "acme.example", and so is "acme.example..":
 		// with one dot trimmed, each added dot would spell a group of its
 		// own, with the host's limits (the gateway trims them all too).
 		host = h
 	}
 	return strings.ToLower(host)
+}
+
+// idnaHost returns an internationalized host name in its ASCII form, as
+// net/http dials it and sends it as the Host header (idna.Lookup, Unicode
+// case and dots mapped): each of its Unicode spellings and its Punycode
+// one are one host. An ASCII host, which needs nothing, is returned as it
+// is without a call, and one that idna refuses is left as it is, as
+// net/http leaves it.
+func idnaHost(host string) string {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			if a, err := idna.Lookup.ToASCII(host); err == nil {
+				return a
+			}
+			return host
+		}
+	}
+	return host
 }
 
 // fromPathSegment reads the tenant from the i-th segment (0 is the first) of

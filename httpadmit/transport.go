@@ -11,9 +11,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"golang.org/x/net/idna"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
@@ -139,7 +136,7 @@ func destination(r *http.Request) (string, error) {
 // and "xn--bcher-kva.example") reaches the same host, and must share its
 // bulkhead, not bring one each.
 func hostPort(u *url.URL) string {
-	host, port := canonicalHost(idnaHost(u.Hostname())), u.Port()
+	host, port := canonicalHost(u.Hostname()), u.Port()
 	if port == "" {
 		port = "80"
 		if u.Scheme == "https" {
@@ -147,23 +144,6 @@ func hostPort(u *url.URL) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// idnaHost returns an internationalized host name in its ASCII form, as
-// net/http dials it (idna.Lookup, Unicode case and dots mapped): each of
-// its Unicode spellings and its Punycode one are one host. An ASCII host,
-// which needs nothing, is returned as it is without a call, and one that
-// idna refuses is left as it is, as net/http leaves it.
-func idnaHost(host string) string {
-	for i := 0; i < len(host); i++ {
-		if host[i] >= utf8.RuneSelf {
-			if a, err := idna.Lookup.ToASCII(host); err == nil {
-				return a
-			}
-			return host
-		}
-	}
-	return host
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
