@@ -251,3 +251,15 @@ cluster_up{policy="fail-closed"} 0
 		t.Fatal(err)
 	}
 }
+
+// The metrics follow Prometheus's naming conventions as its linter reads
+// them.
+func TestCollectorLint(t *testing.T) {
+	problems, err := testutil.CollectAndLint(clusterprom.New(fixed(redislimit.Stats{Policy: redislimit.FailOpen}), "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
