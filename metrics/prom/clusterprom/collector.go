@@ -49,9 +49,12 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a Collector for src; namespace, when set, prefixes every
 // metric name. Register it with a prometheus.Registerer. It panics if src
-// is nil, which every scrape would otherwise fail on.
+// is nil, or a nil *redislimit.Holder, which every scrape would otherwise
+// fail on.
 func New(src Source, namespace string) *Collector {
-	if src == nil {
+	// A nil *Holder is a Source that is not nil: its Stats would panic on
+	// every scrape, in the registry's goroutine, which ends the process.
+	if h, ok := src.(*redislimit.Holder); src == nil || ok && h == nil {
 		panic("clusterprom: New: nil Source")
 	}
 	name := func(n string) string { return prometheus.BuildFQName(namespace, "cluster", n) }

@@ -183,6 +183,18 @@ func TestNilSourcePanicsInNew(t *testing.T) {
 	clusterprom.New(nil, "")
 }
 
+// A nil *redislimit.Holder (a holder variable never set) is a Source that
+// is not nil: New refuses it too, rather than every scrape panicking on it.
+func TestNilHolderPanicsInNew(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil Source") {
+			t.Errorf("New((*Holder)(nil)) panicked with %v; want a panic naming the nil Source", r)
+		}
+	}()
+	var h *redislimit.Holder
+	clusterprom.New(h, "")
+}
+
 // A closed Holder does not read up, and the lease Close gives back (its
 // task cancelled) is counted neither as lost nor as a cancelled task:
 // stopping a process is not an outage or a lease lost to one.
