@@ -35,3 +35,28 @@ func TestInvalidBucketsPanicInNew(t *testing.T) {
 		c.OnStarted(executor.Event{Group: "a"})
 	}
 }
+
+// New keeps its own copy of Options.Buckets, the bounds it checked: a
+// caller that reuses its slice afterwards changes neither the histograms of
+// groups first seen later, whose bounds would differ from the first
+// groups', nor their validity, which prometheus checks only as each
+// group's series is made, in the listener.
+func TestBucketsCopiedInNew(t *testing.T) {
+	b := []float64{.1, .2, .3}
+	c := prom.New(prom.Options{Buckets: b})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	b[0], b[1] = 5, 4 // out of order, and other bounds
+	c.OnStarted(executor.Event{Group: "a"})
+	m := metricOf(t, reg, "group_queued_seconds", "a")
+	if m == nil {
+		t.Fatal("no group_queued_seconds{group=\"a\"}: the observation was lost")
+	}
+	var got []float64
+	for _, bk := range m.GetHistogram().GetBucket() {
+		got = append(got, bk.GetUpperBound())
+	}
+	if fmt.Sprint(got) != "[0.1 0.2 0.3]" {
+		t.Errorf("bucket bounds %v, want those given to New, [0.1 0.2 0.3]", got)
+	}
+}

@@ -3,6 +3,7 @@ package prom
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -74,7 +75,12 @@ var _ prometheus.Collector = (*Collector)(nil)
 // they are +Inf alone, which metrics/otel refuses too. It panics too if
 // Options.MaxGroups is negative.
 func New(o Options) *Collector {
-	if err := checkBuckets(o.Buckets); err != nil {
+	// A copy: prometheus keeps the slice it is given and reads it as each
+	// group's histograms are made, in the listener, long after this check;
+	// a caller reusing its slice would change, or break, the groups seen
+	// from then on.
+	buckets := slices.Clone(o.Buckets)
+	if err := checkBuckets(buckets); err != nil {
 		panic(err)
 	}
 	if o.MaxGroups < 0 {
@@ -84,7 +90,6 @@ func New(o Options) *Collector {
 	if c.maxGroups == 0 {
 		c.maxGroups = DefaultMaxGroups
 	}
-	buckets := o.Buckets
 	if len(buckets) == 0 {
 		buckets = prometheus.DefBuckets
 	}
