@@ -36,7 +36,7 @@ type CircuitBreaker struct {
 // New returns a closed breaker configured by s. Zero fields take their
 // documented defaults. It returns an error matching ErrInvalidSettings,
 // naming the field, when s.Interval or s.Timeout is negative or s.Clock
-// holds a nil pointer.
+// holds a nil pointer, function, map, slice or channel.
 func New(s Settings) (*CircuitBreaker, error) {
 	if err := s.validate(); err != nil {
 		return nil, err

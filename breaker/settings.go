@@ -2,10 +2,10 @@ package breaker
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/typednil"
 )
 
 // The defaults New uses for zero Settings fields.
@@ -70,8 +70,8 @@ type Settings struct {
 	// Durations are taken as differences of Now, so clock.Real, whose times
 	// carry Go's monotonic reading, is immune to wall-clock jumps; tests
 	// pass a clock.Fake. Now must be safe for concurrent use. nil means
-	// clock.Real; a Clock holding a nil pointer (a nil *clock.Fake) is
-	// invalid.
+	// clock.Real; a Clock holding a nil pointer (a nil *clock.Fake),
+	// function, map, slice or channel is invalid.
 	Clock clock.Clock
 }
 
@@ -83,23 +83,13 @@ func (s *Settings) validate() error {
 	if s.Timeout < 0 {
 		return &SettingsError{Field: "Timeout", Value: s.Timeout, Reason: "must be >= 0 (0: the default, 60s)"}
 	}
-	if isNilPointer(s.Clock) {
-		// Its Now would panic, and the breaker reads the clock only when
-		// time matters (a trip, or an Interval): long after New, on the
-		// failure that trips it.
-		return &SettingsError{Field: "Clock", Value: fmt.Sprintf("%T(nil)", s.Clock), Reason: "must not hold a nil pointer (nil for clock.Real)"}
+	if typednil.Is(s.Clock) {
+		// Its Now would panic (or, on a nil channel, block for good), and
+		// the breaker reads the clock only when time matters (a trip, or an
+		// Interval): long after New, on the failure that trips it.
+		return &SettingsError{Field: "Clock", Value: fmt.Sprintf("%T(nil)", s.Clock), Reason: "must not hold a nil pointer, function, map, slice or channel (nil for clock.Real)"}
 	}
 	return nil
-}
-
-// isNilPointer reports whether c holds a nil pointer. A nil c is not one: it
-// means clock.Real.
-func isNilPointer(c clock.Clock) bool {
-	if c == nil {
-		return false
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // State is a circuit breaker's state.

@@ -2,6 +2,7 @@ package breaker_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,51 @@ func TestNewRejectsNilPointerClock(t *testing.T) {
 	// A nil Clock is the default, clock.Real.
 	if _, err := breaker.New(breaker.Settings{Clock: nil}); err != nil {
 		t.Errorf("New with a nil Clock: %v", err)
+	}
+}
+
+// Clocks of the other kinds that can be nil inside a non-nil interface.
+type (
+	funcClock  func() time.Time
+	mapClock   map[string]time.Time
+	sliceClock []time.Time
+	chanClock  chan time.Time
+)
+
+func (c funcClock) Now() time.Time { return c() }
+func (c funcClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
+func (c mapClock) Now() time.Time                                  { return c["now"] }
+func (c mapClock) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }
+func (c sliceClock) Now() time.Time                                { return c[len(c)-1] }
+func (c sliceClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
+func (c chanClock) Now() time.Time { return <-c }
+func (c chanClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
+
+// A Clock holding a nil function, map, slice or channel is refused as a nil
+// pointer is: a nil function's or slice's Now panics, a nil channel's
+// blocks for good, a nil map's reads the zero time, all long after New.
+func TestNewRejectsTypedNilClocks(t *testing.T) {
+	for _, c := range []clock.Clock{funcClock(nil), mapClock(nil), sliceClock(nil), chanClock(nil)} {
+		cb, err := breaker.New(breaker.Settings{Clock: c})
+		if cb != nil || !errors.Is(err, breaker.ErrInvalidSettings) {
+			t.Errorf("New with a nil %T = %v, %v; want nil and ErrInvalidSettings", c, cb, err)
+			continue
+		}
+		var se *breaker.SettingsError
+		if !errors.As(err, &se) || se.Field != "Clock" || !strings.Contains(err.Error(), fmt.Sprintf("%T(nil)", c)) {
+			t.Errorf("error %v: want a *SettingsError naming Clock and the nil %T", err, c)
+		}
+	}
+	// The same kinds, not nil, are clocks like any other.
+	for _, c := range []clock.Clock{funcClock(time.Now), mapClock{"now": t0}, sliceClock{t0}, make(chanClock)} {
+		if _, err := breaker.New(breaker.Settings{Clock: c}); err != nil {
+			t.Errorf("New with a %T: %v", c, err)
+		}
 	}
 }
