@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/typednil"
 )
 
 // DefaultLatencyWindow is how many of the latest latency samples P99 reads
@@ -146,8 +147,8 @@ func isNilListener(l Listener) bool {
 
 // WithClock sets the clock for queue waits, permit and event times and
 // Submit's latencies. Tests pass a *clock.Fake. c must not be nil, nor hold
-// a nil pointer (a nil *clock.Fake), whose Now would panic. Default:
-// clock.Real.
+// a nil pointer (a nil *clock.Fake), function, map, slice or channel, whose
+// Now would panic (or block for good). Default: clock.Real.
 //
 // The bulkhead reads the clock, and arms and stops its timers, under its
 // mutex: a panic in the clock's methods is recovered there, so that the
@@ -166,8 +167,8 @@ func WithClock(c clock.Clock) Option {
 		if c == nil {
 			return &ConfigError{"WithClock", nil, "must not be nil"}
 		}
-		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
-			return &ConfigError{"WithClock", fmt.Sprintf("%T(nil)", c), "must not be a nil pointer"}
+		if typednil.Is(c) {
+			return &ConfigError{"WithClock", fmt.Sprintf("%T(nil)", c), "must not be a nil pointer, function, map, slice or channel"}
 		}
 		b.clk = c
 		return nil
