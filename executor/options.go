@@ -6,6 +6,7 @@ import (
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/typednil"
 )
 
 // DefaultMaxIdleGroups is how many idle groups keep their state by default.
@@ -83,14 +84,15 @@ func WithRejectionHandler(h RejectionHandler) Option {
 // breaker's own (WithGroupBreaker): a panic as it admits a task refuses
 // the task and goes on up to Submit's, Go's or Do's caller; as it records
 // an outcome, it is recovered and ignored. A clock holding a nil pointer
-// (a nil *clock.Fake) is refused, as nil is: its Now would panic in New.
+// (a nil *clock.Fake), function, map, slice or channel is refused, as nil
+// is: its Now would panic (or block) in New, or read the zero time.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(ex *Executor) error {
 		if c == nil {
 			return fmt.Errorf("executor: WithClock(nil): the clock must not be nil")
 		}
-		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
-			return fmt.Errorf("executor: WithClock((%T)(nil)): the clock must not be a nil pointer", c)
+		if typednil.Is(c) {
+			return fmt.Errorf("executor: WithClock((%T)(nil)): the clock must not be a nil pointer, function, map, slice or channel", c)
 		}
 		ex.clk = c
 		return nil
