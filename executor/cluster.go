@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/groupexec/groupexec/internal/typednil"
 )
 
 // Cluster limits. A Limiter supplies permits for a limit shared with other
@@ -70,10 +72,15 @@ type LimiterPermit interface {
 // WithGlobalLimiter adds l's permits as a condition on the global in-flight
 // limit: a task starts only when it also gets its weight in permits from l
 // (key ""). The policy's GlobalMaxInFlight still applies in this process.
+// l must not be nil, nor hold a nil pointer, function, map, slice or
+// channel: New calls its Attach.
 func WithGlobalLimiter(l Limiter) Option {
 	return optionFunc(func(ex *Executor) error {
 		if l == nil {
 			return errors.New("executor: WithGlobalLimiter(nil): the limiter must not be nil")
+		}
+		if typednil.Is(l) {
+			return fmt.Errorf("executor: WithGlobalLimiter((%T)(nil)): the limiter must not be a nil pointer, function, map, slice or channel", l)
 		}
 		if ex.cluster == nil {
 			ex.cluster = &clusterLimits{}
@@ -87,10 +94,15 @@ func WithGlobalLimiter(l Limiter) Option {
 // concurrency limit: a task starts only when it also gets its weight in
 // permits from l under its group's key. The group's own limits still apply
 // in this process.
+// l must not be nil, nor hold a nil pointer, function, map, slice or
+// channel, as for WithGlobalLimiter.
 func WithGroupLimiter(l Limiter) Option {
 	return optionFunc(func(ex *Executor) error {
 		if l == nil {
 			return errors.New("executor: WithGroupLimiter(nil): the limiter must not be nil")
+		}
+		if typednil.Is(l) {
+			return fmt.Errorf("executor: WithGroupLimiter((%T)(nil)): the limiter must not be a nil pointer, function, map, slice or channel", l)
 		}
 		if ex.cluster == nil {
 			ex.cluster = &clusterLimits{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -241,6 +242,36 @@ func TestClusterAttachErrorFailsNew(t *testing.T) {
 	}
 	if _, err := executor.New(p, executor.WithGlobalLimiter(nil)); err == nil {
 		t.Fatal("WithGlobalLimiter(nil): New succeeded")
+	}
+}
+
+// A limiter holding a nil pointer (a *memLimiter declared and never made)
+// would panic in New, which calls its Attach, with no word of the option:
+// New refuses it, naming the option and the value.
+func TestClusterNilPointerLimiterFailsNew(t *testing.T) {
+	p, _ := policy.New()
+	for _, tc := range []struct {
+		option string
+		opt    executor.Option
+	}{
+		{"WithGlobalLimiter", executor.WithGlobalLimiter((*memLimiter)(nil))},
+		{"WithGroupLimiter", executor.WithGroupLimiter((*memLimiter)(nil))},
+	} {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			var ex *executor.Executor
+			if ex, err = executor.New(p, tc.opt); err == nil {
+				ex.Close()
+			}
+		}()
+		if want := tc.option + "((*executor_test.memLimiter)(nil))"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s with a nil *memLimiter: New: %v, want an error naming %s", tc.option, err, want)
+		}
 	}
 }
 
