@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -251,7 +252,7 @@ func (b *Bulkhead) refuseEnded(err error) {
 
 // wait waits for w's turn, its maximum wait, or ctx.
 func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
-	done := ctx.Done()
+	done := readCtx(b, w, ctx.Done)
 	select {
 	case <-w.ready:
 		if w.err != nil {
@@ -263,14 +264,15 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		// to a request whose context has ended goes to the next in line.
 		select {
 		case <-done:
-			b.giveBack(w.permit, ctx.Err())
-			return Permit{}, ctx.Err()
+			err := readCtx(b, w, ctx.Err)
+			b.giveBack(w.permit, err)
+			return Permit{}, err
 		default:
 			return w.permit, nil
 		}
 	case <-done:
 	}
-	err := ctx.Err()
+	err := readCtx(b, w, ctx.Err)
 	if b.leave(w, err) {
 		return Permit{}, err
 	}
@@ -281,6 +283,40 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	}
 	b.giveBack(w.permit, err)
 	return Permit{}, err
+}
+
+// readCtx calls f, a method of the context of w's request, as wait does
+// before w has left the queue or given back the permit issued to it. The
+// context is the caller's code: if f panics (or exits the goroutine), w
+// leaves the queue, or its permit goes back, on the way up, so that no one
+// holds its place or its permit for good. The panic then goes on up to
+// Acquire's caller.
+func readCtx[T any](b *Bulkhead, w *waiter, f func() T) T {
+	returned := false
+	defer func() {
+		if !returned {
+			b.unwind(w, recover())
+		}
+	}()
+	v := f()
+	returned = true
+	return v
+}
+
+// unwind ends w for an acquire whose context panicked with r as its
+// goroutine read it in wait, or (r nil) exited the goroutine, and then
+// panics again with r.
+func (b *Bulkhead) unwind(w *waiter, r any) {
+	err := error(ErrGoexit)
+	if r != nil {
+		err = fmt.Errorf("bulkhead: the context panicked: %v", r)
+	}
+	if !b.leave(w, err) && w.err == nil {
+		b.giveBack(w.permit, err)
+	}
+	if r != nil {
+		panic(r)
+	}
 }
 
 // leave takes w, whose request gives up with err, out of the queue, and

@@ -320,3 +320,65 @@ func TestEndedWaiterBehindBlockedHeadLeavesRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// acquirePanic is the outcome of an Acquire that may panic.
+type acquirePanic struct {
+	p        bulkhead.Permit
+	err      error
+	panicked any
+}
+
+func acquireRecovering(ctx context.Context, b *bulkhead.Bulkhead) <-chan acquirePanic {
+	out := make(chan acquirePanic, 1)
+	go func() {
+		var r acquirePanic
+		defer func() {
+			r.panicked = recover()
+			out <- r
+		}()
+		r.p, r.err = b.Acquire(ctx, 1)
+	}()
+	return out
+}
+
+// A waiter's own goroutine reads its context as it wakes, holding nothing:
+// a context whose Err panics there makes Acquire panic, but must not leave
+// the waiter in the queue, nor keep a permit issued to it, for good. The
+// gate holds the waiter's goroutine until its context has ended and
+// broken: first with the waiter still queued, then with a permit issued to
+// it (the queue reads a panicking Err as a context that has not ended).
+func TestPanickingContextInWaitLeavesNothingHeld(t *testing.T) {
+	for _, granted := range []bool{false, true} {
+		g := newGate()
+		b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithListener(g))
+		held := acquire(t, b, 1)
+		inner, cancel := context.WithCancel(bg)
+		ctx := &brokenContext{Context: inner}
+		res := acquireRecovering(ctx, b)
+		<-g.queued
+		ctx.broken.Store(true)
+		cancel()
+		if granted {
+			release(t, b, held)
+		}
+		g.proceed <- struct{}{}
+		r := <-res
+		if r.panicked == nil {
+			t.Fatalf("granted %v: Acquire returned (permit %d, %v), want the context's panic", granted, r.p.ID(), r.err)
+		}
+		want := 0
+		if !granted {
+			want = 1 // held
+		}
+		if s := stateOf(b); s.inFlight != want || s.queued != 0 {
+			t.Fatalf("granted %v: %+v after the Acquire panicked, want %d in flight and none queued", granted, s, want)
+		}
+		if !granted {
+			release(t, b, held)
+		}
+		release(t, b, acquire(t, b, 1))
+		if err := b.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
