@@ -85,8 +85,18 @@ func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, 
 		return nil, nil, err
 	}
 	h := &Handle[T]{b: b, permit: p, done: make(chan struct{})}
+	// Deriving fn's context reads ctx (its Done, and its Err if it has
+	// ended): the caller's code, which may panic or exit the goroutine.
+	// The permit then goes back on the way up: no handle holds it.
+	derived := false
+	defer func() {
+		if !derived {
+			_ = b.Release(p)
+		}
+	}()
 	var runCtx context.Context
 	runCtx, h.cancel = context.WithCancelCause(ctx)
+	derived = true
 	return h, runCtx, nil
 }
 

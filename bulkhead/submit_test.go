@@ -213,3 +213,31 @@ func TestWaitContextEnds(t *testing.T) {
 		t.Fatalf("result %+v permit %d", r, h.Permit().ID())
 	}
 }
+
+// Submit derives fn's context from ctx once it holds the permit, which
+// reads ctx (its Done, and its Err once it has ended): a context whose Err
+// panics there makes Submit panic, but the permit it took must go back.
+// Without a queue, the admission itself reads no context.
+func TestSubmitPanickingContextLeaksNoPermit(t *testing.T) {
+	b := newBH(t, 1)
+	inner, cancel := context.WithCancel(bg)
+	cancel()
+	ctx := &brokenContext{Context: inner}
+	ctx.broken.Store(true)
+	ran := false
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Errorf("Submit with a context whose Err panics did not panic (ran %v)", ran)
+			}
+		}()
+		_, _ = bulkhead.Submit(b, ctx, func(context.Context) (int, error) { ran = true; return 0, nil })
+	}()
+	if n := b.InFlight(); n != 0 {
+		t.Fatalf("%d permits out after Submit panicked, want none", n)
+	}
+	release(t, b, acquire(t, b, 1))
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
