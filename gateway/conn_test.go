@@ -381,6 +381,37 @@ func TestAdminIdleConnectionsClosed(t *testing.T) {
 	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 }
 
+// The admin address caps its connections at admin_max_conns, as the proxy's
+// does at max_conns: each connection past the cap closes the one idle the
+// longest (here, connections that sent nothing), so that a client opening
+// connections to it holds admin_max_conns at most, and a scrape still gets
+// in.
+func TestAdminConnectionsCapped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal+"admin_max_conns: 2\ntimeouts: {read_header: 1h}\n")
+	var silent []net.Conn
+	for range 5 {
+		c := dialRaw(t, gw.admin)
+		c.SetDeadline(time.Now().Add(bound))
+		silent = append(silent, c)
+	}
+	// Each of the last three closed the one idle the longest.
+	for i, c := range silent[:3] {
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("silent admin connection %d of 5 is still open past admin_max_conns 2: %v", i+1, err)
+		}
+	}
+	c := dialRaw(t, gw.admin)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readResponse(t, bufio.NewReader(c)); resp.StatusCode != 200 {
+		t.Fatalf("a scrape past the silent connections: %d", resp.StatusCode)
+	}
+	if _, err := silent[3].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the scrape did not take the place of the silent connection idle the longest: %v", err)
+	}
+}
+
 // wantAdminClosed sends request on a connection of its own to the admin
 // address, reads the answer, and fails the test unless the server then
 // closes the connection within bound.

@@ -33,6 +33,7 @@ type Gateway struct {
 	transport *http.Transport
 	conns     conns                    // to the backends
 	clients   atomic.Pointer[listener] // the proxy's listener, once Serve runs
+	admins    atomic.Pointer[listener] // the admin listener, once Serve runs
 	log       *slog.Logger
 	clk       clock.Clock
 	health    *health

@@ -138,6 +138,9 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 		l.setMax(cfg.MaxConns)
 		l.setPerClient(cfg.MaxConnsPerClient)
 	}
+	if l := g.admins.Load(); l != nil {
+		l.setMax(cfg.AdminMaxConns)
+	}
 	g.log.Info("config reloaded")
 	return nil
 }

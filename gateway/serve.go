@@ -104,6 +104,14 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	}
 	ln := newListener(proxyLn, cfg.MaxConns, cfg.MaxConnsPerClient, exempt, g.m.reclaimed.Inc, g.m.refused.Inc)
 	g.clients.Store(ln)
+	// The admin address is capped as the proxy's is, at admin_max_conns:
+	// uncapped, anyone who reaches it could open connections until the
+	// process has no descriptors left for the proxy's. Its clients are
+	// not capped one by one (a scraper and the probes may share an
+	// address), and the proxy's connection metrics are not its.
+	al := newListener(adminLn, cfg.AdminMaxConns, cfg.AdminMaxConns,
+		func(netip.Addr) bool { return true }, func() {}, func() {})
+	g.admins.Store(al)
 	// A reload since cfg was read found no listener to give its caps to:
 	// they are taken again here, under the lock reloads hold, so that
 	// whichever of this and a concurrent reload comes second sets them
@@ -112,6 +120,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	now := g.state.Load().cfg
 	ln.setMax(now.MaxConns)
 	ln.setPerClient(now.MaxConnsPerClient)
+	al.setMax(now.AdminMaxConns)
 	g.reload.mu.Unlock()
 	proxy.ConnState = ln.connState
 	proxyLn = ln
@@ -162,7 +171,11 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		// connection, and the admin requests' headers are short.
 		MaxHeaderBytes: cfg.MaxHeaderBytes,
 		ErrorLog:       errLogger(g),
+		// A connection idle, or yet to send its request, may be closed
+		// for a newcomer at admin_max_conns.
+		ConnState: al.connState,
 	}
+	adminLn = al
 	errc := make(chan error, 2)
 	go func() { errc <- proxy.Serve(proxyLn) }()
 	go func() { errc <- admin.Serve(adminLn) }()

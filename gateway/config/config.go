@@ -34,6 +34,15 @@ type Config struct {
 	// max_conns if fewer: it takes eight addresses to hold every place,
 	// and a NAT holding that many connections is still served.
 	MaxConnsPerClient int `yaml:"max_conns_per_client"`
+	// AdminMaxConns caps the connections open at once on the admin
+	// address, as max_conns caps the proxy's: at the cap the one idle the
+	// longest (between requests, or yet to send its first) is closed for a
+	// new one; with none idle, new connections wait in the listen
+	// backlog. Its clients are few (a scraper, probes, a reload), but
+	// anyone who reaches the address could otherwise open connections
+	// until the process runs out of descriptors, the proxy's with them.
+	// Default DefaultAdminMaxConns.
+	AdminMaxConns int `yaml:"admin_max_conns"`
 	// HTTP2MaxStreams caps the requests one HTTP/2 connection (over TLS)
 	// carries at once, as its SETTINGS_MAX_CONCURRENT_STREAMS; an HTTP/1
 	// connection carries one. With max_conns it bounds the requests being
@@ -257,6 +266,7 @@ const (
 	DefaultListen            = "127.0.0.1:8080"
 	DefaultAdmin             = "127.0.0.1:9090"
 	DefaultMaxConns          = 10000
+	DefaultAdminMaxConns     = 64
 	DefaultHTTP2MaxStreams   = 100 // RFC 9113 section 6.5.2's recommended floor
 	DefaultTenantHeader      = "X-Tenant"
 	DefaultTenant            = "anonymous"

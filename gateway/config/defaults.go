@@ -29,6 +29,7 @@ func (c *Config) setDefaults(present func(string) bool) {
 	def("metrics.namespace", &c.Metrics.Namespace, DefaultNamespace)
 	setDefault(present, "max_conns", &c.MaxConns, DefaultMaxConns)
 	setDefault(present, "max_conns_per_client", &c.MaxConnsPerClient, defaultMaxConnsPerClient(c.MaxConns))
+	setDefault(present, "admin_max_conns", &c.AdminMaxConns, DefaultAdminMaxConns)
 	setDefault(present, "http2_max_streams", &c.HTTP2MaxStreams, DefaultHTTP2MaxStreams)
 	setDefault(present, "max_header_bytes", &c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setDefault(present, "tenant.max_groups", &c.Tenant.MaxGroups, DefaultMaxGroups)

@@ -24,7 +24,7 @@ import (
 // which is an error wherever 0 means nothing.
 func TestZeroRule(t *testing.T) {
 	for _, key := range []string{
-		"max_conns: 0", "max_conns_per_client: 0", "http2_max_streams: 0", "max_header_bytes: 0", "drain_timeout: 0s",
+		"max_conns: 0", "max_conns_per_client: 0", "admin_max_conns: 0", "http2_max_streams: 0", "max_header_bytes: 0", "drain_timeout: 0s",
 		"timeouts: {read_header: 0s}", "timeouts: {read: 0s}", "timeouts: {write: 0s}", "timeouts: {idle: 0s}",
 		"timeouts: {upstream: 0s}", "body: {max_bytes: 0}", "body: {max_decoded_bytes: 0}", "body: {max_ratio: 0}",
 		"breaker: {consecutive_failures: 0}", "breaker: {timeout: 0s}", "breaker: {max_timeout: 0s}",
@@ -53,7 +53,7 @@ drain_delay: 0s
 	d, _ := config.Parse([]byte("backends: [http://a:1]\n"))
 	if d.Body.BufferBytes != config.DefaultBodyBufferBytes || d.Tenant.MaxGroups != config.DefaultMaxGroups ||
 		d.Breaker.Timeout != config.DefaultBreakerTimeout || d.MaxConns != config.DefaultMaxConns ||
-		d.HTTP2MaxStreams != config.DefaultHTTP2MaxStreams {
+		d.HTTP2MaxStreams != config.DefaultHTTP2MaxStreams || d.AdminMaxConns != config.DefaultAdminMaxConns {
 		t.Errorf("omitted keys without their defaults: %+v", d)
 	}
 }
@@ -385,6 +385,7 @@ var refusedValues = []struct {
 	// negative max_conns is the one problem, not one of a key the file
 	// does not have.
 	{"negative max_conns", "max_conns: -8", `line 2: max_conns: -8 is negative`},
+	{"negative admin_max_conns", "admin_max_conns: -1", `line 2: admin_max_conns: -1 is negative`},
 	// An admin address whose port the proxy's already takes: refused at
 	// load, not by the second listen.
 	{"admin on the port listen takes on every address", "listen: \":8080\"\nadmin: 127.0.0.1:8080",

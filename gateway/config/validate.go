@@ -107,6 +107,7 @@ func (c *Config) validate(present func(string) bool) []problem {
 	c.checkTLS(ck)
 	positive(ck, "max_conns", c.MaxConns)
 	positive(ck, "max_conns_per_client", c.MaxConnsPerClient)
+	positive(ck, "admin_max_conns", c.AdminMaxConns)
 	positive(ck, "http2_max_streams", c.HTTP2MaxStreams)
 	if int64(c.HTTP2MaxStreams) > math.MaxUint32 {
 		ck.bad("http2_max_streams", "%d is too large: at most %d (HTTP/2's own limit)", c.HTTP2MaxStreams, uint32(math.MaxUint32))
