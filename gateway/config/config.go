@@ -53,15 +53,15 @@ type Config struct {
 	// address too: net/http answers 431 beyond it plus 4 KiB, the slack
 	// its reader allows over http.Server.MaxHeaderBytes. At most
 	// MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
-	MaxHeaderBytes int                     `yaml:"max_header_bytes"`
-	Tenant         Tenant                  `yaml:"tenant"`
-	Limits         Limits                  `yaml:"limits"`
-	RateLimit      *RateLimit              `yaml:"rate_limit"` // every tenant's; nil: none
-	Tenants        map[string]TenantLimits `yaml:"tenants"`    // per-tenant overrides
-	Breaker        Breaker                 `yaml:"breaker"`
-	Timeouts       Timeouts                `yaml:"timeouts"`
-	Body           Body                    `yaml:"body"`
-	Response       Response                `yaml:"response"`
+	MaxHeaderBytes int        `yaml:"max_header_bytes"`
+	Tenant         Tenant     `yaml:"tenant"`
+	Limits         Limits     `yaml:"limits"`
+	RateLimit      *RateLimit `yaml:"rate_limit"` // every tenant's; nil: none
+	Tenants        TenantMap  `yaml:"tenants"`    // per-tenant overrides
+	Breaker        Breaker    `yaml:"breaker"`
+	Timeouts       Timeouts   `yaml:"timeouts"`
+	Body           Body       `yaml:"body"`
+	Response       Response   `yaml:"response"`
 	// DrainDelay is how long the gateway keeps serving after a shutdown
 	// signal with /readyz failing, so that load balancers stop sending it
 	// requests before its listener closes. 0 (the default): none.

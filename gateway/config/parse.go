@@ -50,6 +50,9 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, nil, &Error{Reason: "empty file: at least `backends` is required"}
 	}
+	if errs := largeMappings(&root); len(errs) > 0 {
+		return nil, nil, joinInLineOrder(errs)
+	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -138,6 +141,49 @@ func joinInLineOrder(errs []*Error) error {
 		joined[i] = e
 	}
 	return errors.Join(joined...)
+}
+
+// MaxMappingKeys is the most keys a mapping of the file may have, but for
+// tenants: no other takes more than a few dozen without an unknown key or
+// one given twice.
+const MaxMappingKeys = 256
+
+// largeMappings refuses each mapping of more than MaxMappingKeys keys but
+// the tenants mapping itself, unless it is anchored. The YAML decoder
+// checks a mapping for a key given twice by comparing each key with every
+// later one, the square of its keys; a file with a large mapping (its own
+// keys unknown, a tenant's, an anchor used as tenants) would take minutes
+// to load, on each reload under the reload lock. Capped, the decoder's
+// work is linear in the file: TenantMap decodes the tenants itself, and an
+// anchored mapping, which an alias could have the decoder decode
+// elsewhere, is capped too. Such a file has nothing else checked: a
+// mapping that large is its problem.
+func largeMappings(root *yaml.Node) []*Error {
+	var errs []*Error
+	var walk func(n *yaml.Node, path string, line int, tenants bool)
+	walk = func(n *yaml.Node, path string, line int, tenants bool) {
+		if n.Kind == yaml.MappingNode && len(n.Content)/2 > MaxMappingKeys && (!tenants || n.Anchor != "") {
+			errs = append(errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf(
+				"a mapping of %d keys: none but tenants may have more than %d", len(n.Content)/2, MaxMappingKeys)})
+			return
+		}
+		for i, c := range n.Content {
+			if n.Kind != yaml.MappingNode {
+				walk(c, path, c.Line, false)
+				continue
+			}
+			k := n.Content[i&^1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			// A key is never a tenants mapping; a value is if its key
+			// is tenants.
+			walk(c, p, k.Line, i%2 == 1 && k.Value == "tenants")
+		}
+	}
+	walk(root, "", 0, false)
+	return errs
 }
 
 // key is one mapping key of the document: its dotted path, line and, for a
@@ -282,6 +328,12 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 						vt = vt.Elem()
 					}
 					kv.typ = vt.String()
+					if vt.Kind() == reflect.Map {
+						// TenantMap refuses what is not a
+						// mapping by decoding it as the map it
+						// is, whose name the decoder gives.
+						kv.typ = reflect.MapOf(vt.Key(), vt.Elem()).String()
+					}
 				}
 				keys = append(keys, kv)
 				walk(v, vt, path, at, nil)

@@ -479,6 +479,40 @@ func TestDefaultBurstOfAHugeRate(t *testing.T) {
 	}
 }
 
+// A mapping of more than config.MaxMappingKeys keys is refused before it
+// is decoded, naming its key and line, but for the tenants mapping itself,
+// unless it is anchored (an alias could have it decoded elsewhere): the
+// decoder's check for a key given twice takes the square of a mapping's
+// keys, and only tenants may have that many in a valid file.
+func TestLargeMappingRefused(t *testing.T) {
+	keys := func(n int, format string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, format, i)
+		}
+		return b.String()
+	}
+	over := config.MaxMappingKeys + 1
+	reason := func(n int) string {
+		return fmt.Sprintf("a mapping of %d keys: none but tenants may have more than %d", n, config.MaxMappingKeys)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"top", "backends: [http://a:1]\n" + keys(over, "k%d: 1\n"), "config: line 1: " + reason(over+1)},
+		{"limits", "backends: [http://a:1]\nlimits:\n" + keys(over, "  k%d: 1\n"), "config: line 2: limits: " + reason(over)},
+		{"a tenant", "backends: [http://a:1]\ntenants:\n  a:\n" + keys(over, "    k%d: 1\n"), "config: line 3: tenants.a: " + reason(over)},
+		{"anchored tenants", "backends: [http://a:1]\ntenants: &t\n" + keys(over, "  t%d: {}\n"), "config: line 2: tenants: " + reason(over)},
+		{"tenants", "backends: [http://a:1]\ntenants:\n" + keys(over, "  t%d: {}\n"), ""},
+	} {
+		c, err := config.Parse([]byte(tc.yaml))
+		switch {
+		case tc.want == "" && (err != nil || len(c.Tenants) != over):
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+}
+
 // The decoder leaves a mapping with a key given twice undecoded: the
 // duplicate is reported, and the mapping's keys are not also reported as
 // the zeros the decoder left (nor, for a duplicate at the top, the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // tenantsYAML is a valid config with n tenants, each setting four keys
@@ -84,5 +86,74 @@ func TestParseLooksUpKeysInConstantTime(t *testing.T) {
 					keys.probes, perKey, len(keys.list))
 			}
 		})
+	}
+}
+
+// manyTenantsYAML is a valid config whose tenants mapping has n keys, the
+// last of them given again at the end when twice is set.
+func manyTenantsYAML(n int, twice bool) []byte {
+	var b strings.Builder
+	b.WriteString("backends: [http://127.0.0.1:8081]\ntenants:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  t%06d: {share: 1}\n", i)
+	}
+	if twice {
+		fmt.Fprintf(&b, "  t%06d: {share: 2}\n", n-1)
+	}
+	return []byte(b.String())
+}
+
+// TestTenantsDecodedInLinearSteps decodes a tenants mapping of 100,000
+// tenants (200,000 keys) and counts the steps: a few per node, however many tenants there
+// are. The YAML decoder's own check for a key given twice compares each
+// key with every later one: a file with 100,000 tenants took minutes to
+// load, on each reload under the reload lock. A key given twice is still
+// refused, naming it and both its lines.
+func TestTenantsDecodedInLinearSteps(t *testing.T) {
+	const n = 100_000
+	for _, twice := range []bool{false, true} {
+		var root yaml.Node
+		if err := yaml.Unmarshal(manyTenantsYAML(n, twice), &root); err != nil {
+			t.Fatal(err)
+		}
+		tenants := root.Content[0].Content[3]
+		d := &strictDecoder{budget: aliasBudget(tenants)}
+		var m TenantMap
+		d.tenants(tenants, &m, nil)
+		if d.fatal != nil {
+			t.Fatal(d.fatal)
+		}
+		nodes := 1 + 4*n // the mapping; each tenant's name, its mapping, share and 1
+		if perNode := float64(d.probes) / float64(nodes); perNode > 2 {
+			t.Errorf("twice %v: %d steps, %.1f for each of %d nodes: want at most 2", twice, d.probes, perNode, nodes)
+		}
+		if !twice {
+			if len(d.errs) > 0 || len(m) != n || *m[fmt.Sprintf("t%06d", n-1)].Share != 1 {
+				t.Errorf("%d tenants decoded, want %d: %v", len(m), n, d.errs)
+			}
+			continue
+		}
+		want := fmt.Sprintf(`line %d: mapping key "t%06d" already defined at line %d`, n+3, n-1, n+2)
+		if len(d.errs) != 1 || d.errs[0] != want || m != nil {
+			t.Errorf("a tenant given twice: %q, %d tenants decoded; want %q, none", d.errs, len(m), want)
+		}
+	}
+}
+
+// A file with 100,000 tenants loads, and one that gives a tenant twice is
+// refused, naming the tenant and its lines.
+func TestParseManyTenants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parses 100,000 tenants twice")
+	}
+	const n = 100_000
+	c, err := Parse(manyTenantsYAML(n, false))
+	if err != nil || len(c.Tenants) != n {
+		t.Fatalf("%v", err)
+	}
+	_, err = Parse(manyTenantsYAML(n, true))
+	want := fmt.Sprintf(`config: line %d: tenants.t%06d: mapping key "t%06d" already defined at line %d`, n+3, n-1, n-1, n+2)
+	if err == nil || err.Error() != want {
+		t.Errorf("a tenant given twice: %v, want %s", err, want)
 	}
 }
