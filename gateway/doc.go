@@ -38,11 +38,14 @@
 //     a new connection while the client's address holds
 //     max_conns_per_client busy ones;
 //   - 401 for a refused bearer token, two Authorization headers or an
-//     access_token query parameter, or a token or client certificate
-//     that names no tenant (an empty claim or common name), and, with
-//     tenant.require, for a request without a bearer token;
+//     access_token query parameter (one in the body is not looked for:
+//     the gateway never parses a body's fields), or a token or client
+//     certificate that names no tenant (an empty claim or common name),
+//     and, with tenant.require, for a request without a bearer token in
+//     Authorization;
 //   - 501 for CONNECT, TRACE and TRACK, in any case, and for a method
-//     override naming one of them, which are never proxied, and 505
+//     override naming one of them in a header or a _method query
+//     parameter (not in the body), which are never proxied, and 505
 //     for the HTTP/2 connection preface on an HTTP/1 connection (HTTP/2
 //     is served over TLS only);
 //   - 502 when the backend fails, 504 when it misses the request's deadline

@@ -15,7 +15,8 @@ import (
 var methodOverrides = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
 
 // overrideParam is the query parameter Symfony and Laravel read a method
-// override from (as from the form body, which the gateway does not read).
+// override from (as from a form or JSON body, whose fields the gateway
+// does not parse: docs/gateway.md says why).
 const overrideParam = "_method"
 
 // anyOverride reports whether f holds for a method that the header h or the
