@@ -72,7 +72,8 @@ func aliasBudget(n *yaml.Node) int {
 	return 1_000_000 + 8*count
 }
 
-var errExcessiveAliasing = errors.New("document contains excessive aliasing")
+// The decoder's words for a document it refuses whole.
+var errExcessiveAliasing = errors.New("yaml: document contains excessive aliasing")
 
 // visit counts a node visited, and reports whether the budget allows it.
 func (d *strictDecoder) visit() bool {
@@ -116,7 +117,7 @@ func (d *strictDecoder) resolve(n *yaml.Node, in func(*yaml.Node)) {
 		return
 	}
 	if d.expanding[n.Alias] {
-		d.fatal = fmt.Errorf("anchor '%s' value contains itself", n.Value)
+		d.fatal = fmt.Errorf("yaml: anchor '%s' value contains itself", n.Value)
 		return
 	}
 	if d.expanding == nil {
@@ -246,7 +247,7 @@ func (d *strictDecoder) merge(v *yaml.Node, into func(*yaml.Node)) {
 			target = mn.Alias
 		}
 		if target.Kind != yaml.MappingNode {
-			d.fatal = errors.New("map merge requires map or sequence of maps as the value")
+			d.fatal = errors.New("yaml: map merge requires map or sequence of maps as the value")
 			return
 		}
 		d.resolve(mn, into)
