@@ -412,6 +412,35 @@ func TestAdminConnectionsCapped(t *testing.T) {
 	}
 }
 
+// One client address cannot keep every admin connection busy: it holds an
+// eighth of admin_max_conns at most, a connection over that answered 503
+// and closed, so that a probe from another address is served while it
+// sends its bodies slowly on as many connections as it can open. Capped
+// at admin_max_conns alone, the probe waited in the backlog (for
+// timeouts.read, 1h here, and a liveness probe gives up in a second).
+func TestAdminSlowClientCannotHoldEveryConnection(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw := start(t, be.URL, minimal+"admin_max_conns: 8\ntimeouts: {read_header: 1h, read: 1h}\n")
+	const slow = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx"
+	busy := dialFrom(t, gw.admin, "127.0.0.2")
+	io.WriteString(busy, slow)
+	eventually(t, "the slow request in", func() bool { return gateway.BusyAdminConns(gw.gw) == 1 })
+	for i := 2; i <= 8; i++ {
+		c := dialFrom(t, gw.admin, "127.0.0.2")
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, slow)
+		if resp := readResponse(t, bufio.NewReader(c)); resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+			t.Fatalf("slow connection %d, over its client's share: %d, want 503 closing", i, resp.StatusCode)
+		}
+	}
+	probe := dialRaw(t, gw.admin)
+	probe.SetDeadline(time.Now().Add(bound))
+	io.WriteString(probe, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readResponse(t, bufio.NewReader(probe)); resp.StatusCode != 200 {
+		t.Fatalf("a probe beside the slow client: %d", resp.StatusCode)
+	}
+}
+
 // wantAdminClosed sends request on a connection of its own to the admin
 // address, reads the answer, and fails the test unless the server then
 // closes the connection within bound.

@@ -18,6 +18,18 @@ func IdleConns(g *Gateway) int {
 	return l.idle.Len()
 }
 
+// BusyAdminConns returns the number of admin connections open and not
+// idle (a request being read or answered), or 0 before Serve runs.
+func BusyAdminConns(g *Gateway) int {
+	l := g.admins.Load()
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open - l.pending - l.idle.Len()
+}
+
 // OnBackendAnswer makes f run each time a backend's answer (its status and
 // headers) is in, before the proxy reads its body. It must be called before
 // g serves.

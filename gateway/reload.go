@@ -140,6 +140,7 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 	}
 	if l := g.admins.Load(); l != nil {
 		l.setMax(cfg.AdminMaxConns)
+		l.setPerClient(adminPerClient(cfg.AdminMaxConns))
 	}
 	g.log.Info("config reloaded")
 	return nil

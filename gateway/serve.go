@@ -23,6 +23,19 @@ const adminDrainTimeout = time.Second
 // send their 503 before their connections are closed.
 const abortGrace = time.Second
 
+// adminPerClient is the most connections one client address (an IPv6 /64)
+// holds on the admin address: an eighth of admin_max_conns, rounded up.
+// The cap alone would let one client keep every admin connection busy, its
+// requests' bodies sent slowly or its answers read slowly, while the
+// liveness probe waited in the backlog and timed out; the probes and the
+// scraper each hold a connection or two, from addresses of their own.
+func adminPerClient(maxConns int) int { return (maxConns + 7) / 8 }
+
+// adminConnsRefusal is the answer to an admin connection over its
+// client's cap (adminPerClient), before it is closed.
+var adminConnsRefusal = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Retry-After: 1\r\nConnection: close\r\nContent-Length: 48\r\n\r\nthis address holds its share of admin_max_conns\n")
+
 // ProxyServer returns the http.Server Serve runs the proxy with: the
 // gateway as handler and the config's timeouts and header cap.
 func (g *Gateway) ProxyServer() *http.Server {
@@ -106,11 +119,11 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	g.clients.Store(ln)
 	// The admin address is capped as the proxy's is, at admin_max_conns:
 	// uncapped, anyone who reaches it could open connections until the
-	// process has no descriptors left for the proxy's. Its clients are
-	// not capped one by one (a scraper and the probes may share an
-	// address), and the proxy's connection metrics are not its.
-	al := newListener(adminLn, cfg.AdminMaxConns, cfg.AdminMaxConns,
-		func(netip.Addr) bool { return true }, func() {}, func() {})
+	// process has no descriptors left for the proxy's. The proxy's
+	// connection metrics are not its.
+	al := newListener(adminLn, cfg.AdminMaxConns, adminPerClient(cfg.AdminMaxConns),
+		func(netip.Addr) bool { return false }, func() {}, func() {})
+	al.answer = adminConnsRefusal
 	g.admins.Store(al)
 	// A reload since cfg was read found no listener to give its caps to:
 	// they are taken again here, under the lock reloads hold, so that
@@ -121,6 +134,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	ln.setMax(now.MaxConns)
 	ln.setPerClient(now.MaxConnsPerClient)
 	al.setMax(now.AdminMaxConns)
+	al.setPerClient(adminPerClient(now.AdminMaxConns))
 	g.reload.mu.Unlock()
 	proxy.ConnState = ln.connState
 	proxyLn = ln

@@ -41,7 +41,11 @@ type Config struct {
 	// backlog. Its clients are few (a scraper, probes, a reload), but
 	// anyone who reaches the address could otherwise open connections
 	// until the process runs out of descriptors, the proxy's with them.
-	// Default DefaultAdminMaxConns.
+	// One client address (an IPv6 /64) holds an eighth of it at most,
+	// rounded up: one more closes the client's own connection idle the
+	// longest, or, with none idle, is answered 503 and closed, so that
+	// one client cannot keep every admin connection busy while the
+	// probes wait. Default DefaultAdminMaxConns.
 	AdminMaxConns int `yaml:"admin_max_conns"`
 	// HTTP2MaxStreams caps the requests one HTTP/2 connection (over TLS)
 	// carries at once, as its SETTINGS_MAX_CONCURRENT_STREAMS; an HTTP/1
