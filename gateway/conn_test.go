@@ -412,6 +412,26 @@ func TestAdminConnectionsCapped(t *testing.T) {
 	}
 }
 
+// A reload changes admin_max_conns in place: lowered, each connection
+// past the new cap closes the one idle the longest.
+func TestAdminConnectionsCapFollowsReload(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw, write := reloadable(t, be.URL, "backends: [%s]\ntimeouts: {read_header: 1h}\n")
+	write("backends: [%s]\nadmin_max_conns: 2\ntimeouts: {read_header: 1h}\n")
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	var silent []net.Conn
+	for range 3 {
+		c := dialRaw(t, gw.admin)
+		c.SetDeadline(time.Now().Add(bound))
+		silent = append(silent, c)
+	}
+	if _, err := silent[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the silent admin connection idle the longest is still open past admin_max_conns 2, reloaded: %v", err)
+	}
+}
+
 // One client address cannot keep every admin connection busy: it holds an
 // eighth of admin_max_conns at most, a connection over that answered 503
 // and closed, so that a probe from another address is served while it
