@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -155,5 +156,40 @@ func TestParseManyTenants(t *testing.T) {
 	want := fmt.Sprintf(`config: line %d: tenants.t%06d: mapping key "t%06d" already defined at line %d`, n+3, n-1, n-1, n+2)
 	if err == nil || err.Error() != want {
 		t.Errorf("a tenant given twice: %v, want %s", err, want)
+	}
+}
+
+// Aliases in the tenants mapping are followed at each use, as the decoder
+// follows them, but within a budget of a few steps per node of the
+// mapping: tenants sharing a chain of 200 merged anchors, each use
+// walking the whole chain, are refused as the decoder refuses excessive
+// aliasing, in a bounded number of steps, where a shared rate_limit
+// (TestParseLooksUpKeysInConstantTime) is not.
+func TestTenantsAliasesWithinBudget(t *testing.T) {
+	const chain, n = 200, 10_000
+	var b strings.Builder
+	b.WriteString("backends: [http://127.0.0.1:8081]\ntenants:\n  c0: &c0 {share: 1}\n")
+	for i := 1; i < chain; i++ {
+		fmt.Fprintf(&b, "  c%d: &c%d {<<: *c%d, share: 1}\n", i, i, i-1)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "  t%d: *c%d\n", i, chain-1)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(b.String()), &root); err != nil {
+		t.Fatal(err)
+	}
+	tenants := root.Content[0].Content[3]
+	d := &strictDecoder{budget: aliasBudget(tenants)}
+	var m TenantMap
+	d.tenants(tenants, &m, nil)
+	if !errors.Is(d.fatal, errExcessiveAliasing) {
+		t.Errorf("%d tenants each walking a chain of %d anchors: %v, want %v", n, chain, d.fatal, errExcessiveAliasing)
+	}
+	if limit := 2 * aliasBudget(tenants); d.probes > limit {
+		t.Errorf("%d steps, over twice the budget, %d", d.probes, limit)
+	}
+	if _, err := Parse([]byte(b.String())); err == nil || err.Error() != "config: document contains excessive aliasing" {
+		t.Errorf("Parse: %v", err)
 	}
 }
