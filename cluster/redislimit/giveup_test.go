@@ -177,3 +177,65 @@ func TestLastWaiterGrantedRestoresTheShares(t *testing.T) {
 		return others == 0 && c == 3
 	})
 }
+
+// B's task waits for a group limit of 1 that A holds, asks again after
+// Redis refused it, and gives up; then B's renewal round comes while a
+// refill is on its way, or due for that last ask. The round must not be
+// lost for the key: B learns that no task waits any more and ends its
+// record (the refusal of a refill on its way asks again, as after a notice
+// of permits freed heard meanwhile; a refill due for an ask made before the
+// round asks the executor first). Otherwise the refill refreshes the
+// record of a task that is gone until the next round, minutes away here.
+func TestRenewalRoundDuringARefillEndsAGivenUpWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold func(*redislimit.Holder, func() error)
+	}{
+		// Refused once; its second refill is held on its way.
+		{"refill on its way", redislimit.SetRefillHook},
+		// Its first refill's refusal is held before it is used, and the
+		// task asks again meanwhile: a refill is due for that ask.
+		{"refill due", redislimit.SetReplyHook},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startRedis(t)
+			hA := newHolder(t, addr, manualRenewals()...)
+			// A refill held on its way must not be abandoned at the op timeout.
+			hB := newHolder(t, addr, append(manualRenewals(), redislimit.WithOpTimeout(time.Minute))...)
+			lA, lB := hA.Groups(1), hB.Groups(1)
+			p := acquire(t, lA, attach(t, lA), "g", 1, 10*time.Second)
+			defer p.Release()
+			attach(t, lB) // B's executor: its task asks only when the test has it ask
+			c := newClient(t, addr)
+			w := "t:" + t.Name() + ":{group:g}:w"
+			recorded := func() bool { n, err := c.ZCard(bg, w).Result(); return err == nil && n > 0 }
+			ask := func() {
+				t.Helper()
+				if p, err := lB.TryAcquire("g", 1); p != nil || err != nil {
+					t.Fatalf("TryAcquire with the limit held by A: %v, %v", p, err)
+				}
+			}
+			parked, open := holdCalls(hB, tc.hold)
+			defer open()
+			if tc.name == "refill on its way" {
+				open()
+				ask()
+				eventually(t, "B refused", 10*time.Second, func() bool { return hB.Stats().RefillsDenied > 0 })
+				parked, open = holdCalls(hB, tc.hold)
+				defer open()
+			}
+			ask()
+			<-parked
+			if tc.name == "refill due" {
+				ask()
+			}
+			// The task gives up: it asks no more. Then the round.
+			if !recorded() {
+				t.Fatal("B not recorded as waiting")
+			}
+			redislimit.RenewNow(hB)
+			open()
+			eventually(t, "B's waiting record ended once its task gave up", 10*time.Second, func() bool { return !recorded() })
+		})
+	}
+}

@@ -103,7 +103,7 @@ type keyState struct {
 	retry    bool      // serve again at retryAt (a failed call; or at once)
 	retryAt  time.Time // no call for this key before then
 	waiting  bool      // Redis refused the last refill: ask again on a notice that permits were freed, or at the next renewal round
-	freed    bool      // a notice that permits were freed came since the last refill request was sent
+	freed    bool      // a notice that permits were freed, or a renewal round, came since the last refill request was sent
 	recorded bool      // Redis counts this holder as waiting for the key
 	probing  bool      // the executor was told to ask again, to learn whether a task still waits (refillLocked)
 	unwait   bool      // tell Redis it no longer is; set until Redis has answered that it ended the record

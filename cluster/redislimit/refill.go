@@ -510,7 +510,9 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 				// Permits were freed while the request was on its way,
 				// maybe after Redis refused it, or a cap too small for
 				// it then fits it since: the notice that told so came
-				// before this reply, and will not come again.
+				// before this reply, and will not come again. Or a
+				// renewal round came meanwhile (renewOnce), which asks
+				// again for a refused key.
 				h.askAgainLocked(ks)
 			}
 		}

@@ -47,6 +47,21 @@ func (h *Holder) renewOnce() {
 				ret = append(ret, h.shrinkLocked(ks, ex)...)
 			}
 			_, ks.minFree = ks.held()
+			if ks.demand > 0 && !ks.probing {
+				// The round asks whether a task still waits: only one
+				// that asks from now on says so (or one that answered
+				// a probe, which asked the same). A task that asked
+				// before may have given up since, and a refill for it
+				// that is due, or on its way, would otherwise refresh
+				// its waiting record until the next round: one due
+				// probes the executor first (refillLocked), and the
+				// refusal of one on its way asks again, as after a
+				// notice of permits freed heard meanwhile.
+				ks.asked = 0
+				if !ks.waiting {
+					ks.freed = true
+				}
+			}
 			h.askAgainLocked(ks)
 			if len(ks.leases) == 0 {
 				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && ks.keyRefused == 0 && !ks.unwait && len(ks.orphans) == 0 {
