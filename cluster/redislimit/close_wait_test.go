@@ -1,12 +1,15 @@
 package redislimit_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // A holder closed while Redis records it as waiting for a key no longer
@@ -288,5 +291,29 @@ func TestCloseGivesBackALateGrantWhoseGiveBackFailed(t *testing.T) {
 	nKey := "t:" + t.Name() + ":{group:g}:n"
 	if n, err := newClient(t, addr).HLen(bg, nKey).Result(); err != nil || n != 0 {
 		t.Fatalf("HLEN %s = %d, %v after Close; want the late grant given back though its first give-back failed", nKey, n, err)
+	}
+}
+
+// A task waiting for a block that Redis refused (another holder has the
+// whole limit) when its holder is closed must not wait on: the closed
+// holder asks Redis for nothing more, and no notice reaches it. Close has
+// the executor ask again, and the task is refused with ErrClosed.
+func TestCloseRefusesATaskWaitingForABlock(t *testing.T) {
+	addr := startRedis(t)
+	other := newHolder(t, addr)
+	lo := other.Groups(1)
+	p := acquire(t, lo, attach(t, lo), "g", 1, 5*time.Second)
+	defer p.Release()
+	h := newHolder(t, addr)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, h.Groups(1), nil)
+	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the task's refill refused", 10*time.Second, func() bool { return h.Stats().RefillsDenied > 0 })
+	closeWithin(t, h, 10*time.Second)
+	r, err := hd.Wait(ctxTimeout(t, 10*time.Second))
+	if err != nil || r.Status != executor.Rejected || !errors.Is(r.Err, redislimit.ErrClosed) {
+		t.Fatalf("task waiting for a block when its holder closed: %v %v %v; want Rejected with ErrClosed", r.Status, r.Err, err)
 	}
 }

@@ -120,12 +120,14 @@ func (h *Holder) ID() string { return h.id }
 // its waiting records (best effort, one round trip bounded by the op
 // timeout). Tasks still running on its permits have their context
 // cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
-// refuse with ErrClosed. The leases it gives back do not count as lost
-// (Stats.LeasesLost, TasksCancelled, EventLeaseLost), and Stats.Mode reads
-// ModeClosed from its start. The fallbacks and refusals the listener has
-// not been told of yet are reported (EventFallback, EventRejected) before
-// Close returns. Close the executors first. It is idempotent: a later call
-// waits for the close the first began, and returns its error.
+// refuse with ErrClosed, and the executors of tasks waiting for a block
+// are told to ask again, so that those are refused too. The leases it
+// gives back do not count as lost (Stats.LeasesLost, TasksCancelled,
+// EventLeaseLost), and Stats.Mode reads ModeClosed from its start. The
+// fallbacks and refusals the listener has not been told of yet are
+// reported (EventFallback, EventRejected) before Close returns. Close the
+// executors first. It is idempotent: a later call waits for the close the
+// first began, and returns its error.
 //
 // Called from a listener (WithListener), of this holder or another, Close
 // begins the close and returns nil at once, without waiting for it: the
@@ -177,9 +179,13 @@ func (h *Holder) closeLeases() error {
 	rel := h.expired
 	var unwaits []*keyState
 	var drops []*scriptCall
+	var waits []*keyState // keys whose tasks wait for a block
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
 			evs = h.reportLocked(ks, now, evs)
+			if ks.demand > 0 || ks.waiting || ks.probing {
+				waits = append(waits, ks)
+			}
 			for _, o := range ks.orphans {
 				drops = append(drops, h.dropCall(ks, o))
 			}
@@ -209,6 +215,14 @@ func (h *Holder) closeLeases() error {
 	h.mu.Unlock()
 	h.emit(evs...)
 	h.cancelAll(lost)
+	// A task waiting for a block would wait for ever: nothing asks Redis
+	// for it any more, and no notice comes. Its executor asks again, and
+	// is refused with ErrClosed.
+	for _, ks := range waits {
+		if notify := ks.l.notify; notify != nil {
+			contain(func() { notify(ks.key) })
+		}
+	}
 	if len(rel) == 0 && len(unwaits) == 0 && len(drops) == 0 {
 		return nil
 	}
