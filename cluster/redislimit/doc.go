@@ -154,7 +154,11 @@
 // after the TTL. That give-back frees that lease's slots alone (none, if
 // it expired meanwhile or was never granted: not the slots another holder
 // was leased since), and makes the acquire, should it reach Redis only
-// then, lease nothing. A call the op timeout abandoned may still reach
+// then, lease nothing. A lease the holder gives back whole (its permits
+// unused for a renewal round, or above its share; a block granted too
+// late to use; a lease lost here that Redis still held) whose give-back
+// fails is given back by its id the same way. A call the op timeout
+// abandoned may still reach
 // Redis later, after the holder's next ones: Redis numbers each process's
 // acquires and ends of waiting records of a key, and one that comes after
 // a later one of the same process does nothing (a late acquire leases

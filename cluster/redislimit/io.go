@@ -193,10 +193,9 @@ func (h *Holder) dropLocked(le *lease) {
 }
 
 // giveBack tells Redis of returned permits, in one round trip. If it fails,
-// an emptied lease comes back when it expires (it is no longer renewed), and
-// a lowered one at the next renewal, which sends every lease's slots. It
-// returns the call's error (after.run sends a late block again on a failure).
-func (h *Holder) giveBack(ret []shrink) error {
+// a lowered lease comes back at the next renewal, which sends every lease's
+// slots, and one given back whole is sent again by its id (orphanLocked).
+func (h *Holder) giveBack(ret []shrink) {
 	h.mu.Lock()
 	hook := h.releaseHook
 	h.mu.Unlock()
@@ -204,18 +203,56 @@ func (h *Holder) giveBack(ret []shrink) error {
 	if hook != nil {
 		err = hook()
 	}
+	calls := make([]*scriptCall, len(ret))
+	ran := false // as in serve: each call's cmd holds its own outcome
 	if err == nil {
-		calls := make([]*scriptCall, len(ret))
 		for i, s := range ret {
 			calls[i] = h.releaseCall(s)
 		}
-		_, err = call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
+		ran, err = call(h, func(ctx context.Context) (bool, error) { return true, h.runScripts(ctx, calls, nil) })
 	}
 	h.mu.Lock()
 	ev := h.resultLocked(err)
+	for i, s := range ret {
+		if !ran || failed(calls[i].cmd.Err()) {
+			h.orphanLocked(s)
+		}
+	}
 	h.mu.Unlock()
 	h.emit(ev)
-	return err
+}
+
+// orphanLocked sends s again by its lease's id if it gave the lease back
+// whole, once its give-back has failed: no renewal sends such a lease
+// again (it is no longer the holder's), and Redis would keep its permits
+// from every holder for the rest of its TTL. It goes on its key's orphans,
+// as a grant whose reply was lost does: given back with the next call for
+// the key, at the poll rate (once Redis answers, if the holder is down; by
+// Close's own round trip, if Close has begun: Close waits for the
+// holder's goroutines, and for an expired lease's give-back, before it
+// collects the orphans). A lowered lease needs nothing: the next renewal
+// sends its slots.
+func (h *Holder) orphanLocked(s shrink) {
+	if len(s.keep) > 0 {
+		return
+	}
+	ks, o := s.le.ks, orphan{s.le.id, s.le.seq}
+	// A renewal round forgets a key left with no lease, maybe while this
+	// give-back was on its way: the key's state (another, if a task has
+	// asked for the key since) keeps the orphan, and the refiller serves
+	// it.
+	if cur := ks.l.keys[ks.key]; cur != nil {
+		ks = cur
+	} else {
+		ks.l.keys[ks.key] = ks
+	}
+	if !slices.Contains(ks.orphans, o) {
+		ks.orphans = append(ks.orphans, o)
+	}
+	if !h.down && !h.closed && !ks.retry {
+		ks.retryLocked(h.cfg.poll)
+		h.kick() // the refiller reckons its next wake-up with this retry
+	}
 }
 
 // expire runs when a lease's local validity ends: unless it was renewed
@@ -249,7 +286,7 @@ func (h *Holder) expire(le *lease) {
 			// or only this process is cut off): give it back, best
 			// effort, so that it does not keep its permits from the
 			// others for the rest of its TTL.
-			_ = h.giveBack([]shrink{{le, nil, 0}})
+			h.giveBack([]shrink{{le, nil, 0}})
 		}()
 	}
 	h.cancelAll([]lostLease{l})

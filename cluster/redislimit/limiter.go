@@ -132,6 +132,7 @@ type keyState struct {
 type lease struct {
 	ks    *keyState
 	id    string
+	seq   uint64 // its acquire's number (Holder.leaseSeq): given back by id with it (orphan)
 	token int64
 	slots []int     // the slots it holds in Redis
 	free  []int     // those no task holds

@@ -157,29 +157,19 @@ type after struct {
 	evs     []*Event
 	ret     []shrink
 	notify  []*keyState
-	dropped []drop // leases to give back whole: granted too late, or after Close
+	dropped []*lease // leases to give back whole: granted too late, or after Close
 }
 
 func (a *after) run(h *Holder) {
 	h.emit(a.evs...)
-	for _, d := range a.dropped {
-		a.ret = append(a.ret, shrink{d.le, nil, 0})
+	for _, le := range a.dropped {
+		a.ret = append(a.ret, shrink{le, nil, 0})
 	}
-	if len(a.ret) > 0 && failed(h.giveBack(a.ret)) && len(a.dropped) > 0 {
-		// Unlike a lease renewed until then, such a block is not sent
-		// again by a renewal, and would keep its permits from every
-		// holder for its whole TTL: it is given back by its id as a
-		// grant whose reply was lost is, with the next call for its key
-		// (once Redis answers, if the holder is now down; by Close's own
-		// round trip, if Close has begun: it waits for this goroutine).
-		h.mu.Lock()
-		for _, d := range a.dropped {
-			d.ks.orphans = append(d.ks.orphans, d.o)
-			if !h.down && !h.closed && !d.ks.retry {
-				d.ks.retryLocked(h.cfg.poll) // the refiller's next wake-up is reckoned after this
-			}
-		}
-		h.mu.Unlock()
+	if len(a.ret) > 0 {
+		// A block given back whole whose give-back fails is sent again
+		// by its id (orphanLocked); by Close's own round trip, if Close
+		// has begun: it waits for this goroutine.
+		h.giveBack(a.ret)
 	}
 	for _, ks := range a.notify {
 		contain(func() { ks.l.notify(ks.key) })
@@ -254,6 +244,7 @@ func (h *Holder) serve(q []*keyState) {
 			calls = append(calls, h.releaseCall(s))
 		}
 	}
+	relCalls := calls
 	for i := range drops {
 		drops[i].call = h.dropCall(drops[i].ks, drops[i].o)
 		calls = append(calls, drops[i].call)
@@ -329,6 +320,11 @@ func (h *Holder) serve(q []*keyState) {
 		}
 		ks.unwait = false
 	}
+	for i, s := range ret {
+		if relErr != nil || !ran || failed(relCalls[i].cmd.Err()) {
+			h.orphanLocked(s)
+		}
+	}
 	for _, d := range drops {
 		// Given back, or there was nothing to give: forget it. Else send
 		// it again, as an unwait is.
@@ -345,13 +341,11 @@ func (h *Holder) serve(q []*keyState) {
 	a.run(h)
 }
 
-// drop is the give-back of an orphan lease of ks (le: one granted too
-// late, or after Close, given back whole by after.run).
+// drop is the give-back of an orphan lease of ks.
 type drop struct {
 	ks   *keyState
 	o    orphan
 	call *scriptCall
-	le   *lease
 }
 
 // refillLocked returns the request for a block that ks needs, if it needs
@@ -523,7 +517,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	for i, s := range res[7:] {
 		slots[i] = int(s)
 	}
-	le := &lease{ks: ks, id: r.id, token: res[1], slots: slots, free: append([]int(nil), slots...),
+	le := &lease{ks: ks, id: r.id, seq: r.seq, token: res[1], slots: slots, free: append([]int(nil), slots...),
 		permits: make(map[*permit]struct{})}
 	le.setValid(sent.Add(h.localValidity()))
 	if h.closed {
@@ -531,7 +525,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		// go back unused, as the free permits of those Close gives back
 		// itself: counted as those are.
 		h.st.returned.Add(uint64(len(slots)))
-		a.dropped = append(a.dropped, drop{ks: ks, o: orphan{r.id, r.seq}, le: le})
+		a.dropped = append(a.dropped, le)
 		return
 	}
 	// The validity counts from when the request was sent, as for a
@@ -543,7 +537,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 		// again.
 		h.st.returned.Add(uint64(len(slots)))
 		ks.retryLocked(0)
-		a.dropped = append(a.dropped, drop{ks: ks, o: orphan{r.id, r.seq}, le: le})
+		a.dropped = append(a.dropped, le)
 		return
 	}
 	le.timer = time.AfterFunc(left, func() { h.expire(le) })

@@ -270,6 +270,68 @@ func TestLateReplyLeaseWhoseGiveBackFailedIsGivenBackAgain(t *testing.T) {
 	}
 }
 
+// A lease whose permits no task needed during a whole renewal round goes
+// back with the next round, and is no longer renewed. If that round fails
+// (Redis cut off for it), nothing else gives the lease back: it must be
+// sent again by its id, as a late block's failed give-back is, not stay
+// counted in Redis for its TTL (ten minutes here).
+func TestUnusedLeaseWhoseGiveBackFailedIsGivenBackAgain(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(2)
+	acquire(t, l, attach(t, l), "g", 1, 10*time.Second).Release()
+	redislimit.RenewNow(h) // the permit is free from here on
+	redislimit.SetRenewHook(h, func() error { return errors.New("renewal cut (test)") })
+	redislimit.RenewNow(h) // it goes back with this round, which fails
+	redislimit.SetRenewHook(h, nil)
+	if s := h.Stats(); s.Leases != 0 || s.Returned != 1 {
+		t.Fatalf("after the round: leases %d, returned %d; want the unused lease given back", s.Leases, s.Returned)
+	}
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	c := newClient(t, addr)
+	eventually(t, "the unused lease given back in Redis", 10*time.Second, func() bool {
+		n, err := c.HLen(bg, nKey).Result()
+		return err == nil && n == 0
+	})
+}
+
+// A lease lost here (its local validity ended) while its renewal was on its
+// way, which Redis then renewed, is given back by the round; if that
+// give-back fails, it must be sent again by its id: Redis has just renewed
+// it for a whole TTL, and nothing else gives it back. The give-back of the
+// lease's own expiry here is held until the end, so that only the round's
+// can free it.
+func TestStaleLeaseWhoseGiveBackFailedIsGivenBackAgain(t *testing.T) {
+	addr := startRedis(t)
+	const ttl = 3 * time.Second
+	h := newHolder(t, addr, redislimit.WithLeaseTTL(ttl), redislimit.WithRenewInterval(ttl/3))
+	l := h.Groups(1)
+	acquire(t, l, attach(t, l), "g", 1, 10*time.Second) // held until the end
+	expiring, gate := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	redislimit.SetReleaseHook(h, func() error {
+		if calls.Add(1) == 1 { // the expiry's give-back
+			close(expiring)
+			<-gate
+		}
+		return errors.New("give-back cut (test)")
+	})
+	defer close(gate)
+	resume := parkRenewals(h) // a round with the lease, parked before it calls Redis
+	defer resume()
+	<-expiring // the lease's local validity (80% of the TTL) is over: lost here
+	resume()   // Redis still holds it (20% of the TTL left), and renews it
+	eventually(t, "the round's give-back tried", 10*time.Second, func() bool { return calls.Load() >= 2 })
+	// Unless sent again, it stays in Redis until its key expires, two
+	// TTLs after the round.
+	nKey := "t:" + t.Name() + ":{group:g}:n"
+	c := newClient(t, addr)
+	eventually(t, "the stale lease given back in Redis", ttl, func() bool {
+		n, err := c.HLen(bg, nKey).Result()
+		return err == nil && n == 0
+	})
+}
+
 // TestOneFailedRefillIsNotAnOutage: under FailClosed, one lost reply must
 // not mark the holder down and refuse the waiting task; the refill is
 // tried again and the task runs.

@@ -89,6 +89,7 @@ func (h *Holder) renewOnce() {
 		err = hook()
 	}
 	calls := make([]*scriptCall, len(rs))
+	var relCalls []*scriptCall // ret's
 	// ran: the calls went to Redis and the round waited for them, so each
 	// call's cmd holds its own outcome (read only then: the cmds of a call
 	// the op timeout abandoned are still being written).
@@ -106,6 +107,7 @@ func (h *Holder) renewOnce() {
 		for _, s := range ret {
 			calls = append(calls, h.releaseCall(s))
 		}
+		relCalls = calls[len(rs):]
 		ran, err = call(h, func(ctx context.Context) (bool, error) {
 			return true, h.runScripts(ctx, calls, func(p redis.Pipeliner) {
 				if probe {
@@ -166,10 +168,15 @@ func (h *Holder) renewOnce() {
 	if renewed && !failed(err) {
 		h.st.renewals.Add(1)
 	}
+	for i, s := range ret {
+		if !ran || failed(relCalls[i].cmd.Err()) {
+			h.orphanLocked(s)
+		}
+	}
 	h.mu.Unlock()
 	h.emit(ev)
 	h.cancelAll(lost)
 	if len(stale) > 0 {
-		_ = h.giveBack(stale)
+		h.giveBack(stale)
 	}
 }
