@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,7 +16,8 @@ import (
 // WriteTimeout alone (5s by default, or never with -1). The holder does
 // not wait for it: the call is abandoned, its result dropped (a lease an
 // acquire was granted anyway is given back by its id: refilledLocked), and
-// the goroutine running it ends when the client gives up.
+// the goroutine running it ends when the client gives up. Close waits for
+// it, for a bound (calls).
 func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.opTimeout)
 	defer cancel()
@@ -24,7 +26,9 @@ func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
 		err error
 	}
 	done := make(chan result, 1) // buffered: an abandoned call does not block
+	h.calls.add()
 	go func() {
+		defer h.calls.done()
 		v, err := f(ctx)
 		done <- result{v, err}
 	}()
@@ -34,6 +38,52 @@ func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
 	case <-ctx.Done():
 		var zero T
 		return zero, &opTimeoutError{h.cfg.opTimeout}
+	}
+}
+
+// inflight counts the goroutines running calls to Redis (call), those
+// abandoned at the op timeout included, so that Close can wait for them.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	none chan struct{} // closed when n comes to 0; nil when no one waits
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 && f.none != nil {
+		close(f.none)
+		f.none = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait returns once no call runs, or after d, whichever comes first; it
+// reports whether no call runs.
+func (f *inflight) wait(d time.Duration) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	if f.none == nil {
+		f.none = make(chan struct{})
+	}
+	none := f.none
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-none:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -3,13 +3,16 @@ package redislimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
+	"github.com/redis/go-redis/v9"
 )
 
 // A holder closed while Redis records it as waiting for a key no longer
@@ -315,5 +318,90 @@ func TestCloseRefusesATaskWaitingForABlock(t *testing.T) {
 	r, err := hd.Wait(ctxTimeout(t, 10*time.Second))
 	if err != nil || r.Status != executor.Rejected || !errors.Is(r.Err, redislimit.ErrClosed) {
 		t.Fatalf("task waiting for a block when its holder closed: %v %v %v; want Rejected with ErrClosed", r.Status, r.Err, err)
+	}
+}
+
+// A call to Redis the holder stopped waiting for at the op timeout may
+// still run (held up on its way here: a client that does not end it with
+// its context). Close waits for it, so that nothing of the holder talks to
+// Redis once Close has returned ("ends": the call goes on once Close's own
+// round trip is done); but for one more op timeout at most ("stuck": the
+// call is held until the test ends).
+func TestCloseWaitsForAnAbandonedCall(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		name := "ends"
+		if stuck {
+			name = "stuck"
+		}
+		t.Run(name, func(t *testing.T) {
+			const opTimeout = 500 * time.Millisecond
+			addr := startRedis(t)
+			c := holderClient(t, addr)
+			hook := &lateAcquire{}
+			c.AddHook(hook)
+			h, err := redislimit.New(c, append([]redislimit.Option{redislimit.WithPrefix("t:" + t.Name()),
+				redislimit.WithPollInterval(testPoll), redislimit.WithOpTimeout(opTimeout)}, manualRenewals()...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+			l := h.Groups(1)
+			attach(t, l)
+			parked, open := holdCalls(h, redislimit.SetRefillHook)
+			defer open()
+			if !stuck {
+				hook.open = open
+			}
+			if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+				t.Fatalf("TryAcquire with no lease: %v, %v", p, err)
+			}
+			<-parked
+			eventually(t, "the refill abandoned at the op timeout", 10*time.Second, func() bool {
+				return !redislimit.LastFailure(h).IsZero()
+			})
+			hook.closing.Store(true)
+			start := time.Now()
+			closeWithin(t, h, 10*time.Second)
+			switch took := time.Since(start); {
+			case stuck && took < opTimeout:
+				t.Fatalf("Close returned after %v with an abandoned call running; want it to wait one op timeout (%v)", took, opTimeout)
+			case !stuck && !hook.done.Load():
+				t.Fatal("Close returned before the abandoned call it let go on had reached Redis")
+			}
+		})
+	}
+}
+
+// lateAcquire watches a holder's client once Close has begun (closing):
+// after the first round trip then (Close's own), it calls open, which
+// lets the abandoned acquire go on; done is set once that acquire has run
+// in Redis.
+type lateAcquire struct {
+	closing atomic.Bool
+	open    func()
+	once    sync.Once
+	done    atomic.Bool
+}
+
+func (*lateAcquire) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*lateAcquire) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (a *lateAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if !a.closing.Load() {
+			return err
+		}
+		for _, c := range cmds {
+			// The acquire script takes 10 keys; the give-back and unwait
+			// scripts that Close sends take fewer.
+			if args := c.Args(); len(args) > 2 && fmt.Sprint(args[2]) == "10" && c.Err() == nil {
+				a.done.Store(true)
+			}
+		}
+		if a.open != nil {
+			a.once.Do(a.open)
+		}
+		return err
 	}
 }

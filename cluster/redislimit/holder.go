@@ -45,9 +45,10 @@ type Holder struct {
 	closeDone chan struct{}
 	closeErr  error
 
-	work chan struct{} // wakes the refiller
-	stop chan struct{}
-	wg   sync.WaitGroup // the goroutines, and give-backs of expired leases (expire)
+	work  chan struct{} // wakes the refiller
+	stop  chan struct{}
+	wg    sync.WaitGroup // the goroutines, and give-backs of expired leases (expire)
+	calls inflight       // the calls to Redis running, also those abandoned at the op timeout
 
 	// renewHook, when set (tests), is called before each renewal round; an
 	// error fails the round as if Redis were unreachable.
@@ -118,7 +119,11 @@ func (h *Holder) ID() string { return h.id }
 // Close stops the holder's goroutines, gives every lease back to Redis
 // (also those it may have been granted without hearing the reply) and ends
 // its waiting records (best effort, one round trip bounded by the op
-// timeout). Tasks still running on its permits have their context
+// timeout). Then it waits for the calls to Redis that the holder stopped
+// waiting for at the op timeout and the client still runs (it ends them
+// at its own timeouts without ContextTimeoutEnabled), for at most one more
+// op timeout, so that nothing of the holder talks to Redis once it has
+// returned, unless the client runs a call longer. Tasks still running on its permits have their context
 // cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
 // refuse with ErrClosed, and the executors of tasks waiting for a block
 // are told to ask again, so that those are refused too. The leases it
@@ -165,6 +170,14 @@ func (h *Holder) Close() error {
 func (h *Holder) finishClose() {
 	defer close(h.closeDone)
 	h.closeErr = h.closeLeases()
+	// The calls the holder stopped waiting for at the op timeout may
+	// still run: their context has ended, which ends them at once in a
+	// client that honours it (ContextTimeoutEnabled); one that does not
+	// ends them at its own timeouts. Waited for, so that nothing of the
+	// holder talks to Redis once Close has returned, but for one op
+	// timeout at most: a client that never times out (ReadTimeout -1)
+	// must not hold Close for ever.
+	h.calls.wait(h.cfg.opTimeout)
 }
 
 // closeLeases waits for the holder's goroutines, then ends what they left:
