@@ -146,6 +146,14 @@
 // receives EventUnavailable, EventRecovered, EventFallback, EventRejected
 // and EventLeaseLost (and EventKeyFailed, below).
 //
+// A listener may call Close, which then returns at once and closes the
+// holder on a goroutine of its own; but it must never wait for a Close
+// called on another goroutine (one it starts, or one it hands the work
+// to): that Close waits for the holder's goroutine that waits for the
+// listener, and neither returns. A listener that wants its holder closed
+// calls Close itself, or starts a goroutine that does and returns without
+// waiting for it (see Holder.Close).
+//
 // A reply lost after Redis executed an acquire (the connection dropped, or
 // the op timeout abandoned the call) leaves a lease no one here knows of,
 // up to a block of permits kept from every holder: the holder gives it

@@ -139,8 +139,18 @@ func (h *Holder) ID() string { return h.id }
 // holder's goroutine that called the listener waits for it to return, and
 // the close waits for that goroutine. The close goes on on a goroutine of
 // its own, which ends with it; a later Close from outside a listener waits
-// for it and returns its error. (A goroutine the listener starts and waits
-// for is not the listener: Close called there waits, for ever.)
+// for it and returns its error.
+//
+// A listener must not wait for a Close called on any other goroutine (one
+// it starts, or one it hands the work to, or anything that waits for
+// Close): that Close is not called from the listener, as far as Close can
+// tell (it finds the listener on its own goroutine's stack only), so it
+// waits for the listener to return, and the listener for it, for ever. The
+// close cannot do without that wait: its goroutines still have work to do
+// once the listener returns (a give-back, a notification), and the
+// fallbacks and refusals not reported yet are reported before Close
+// returns. A listener that wants the holder closed calls Close itself, or
+// starts a goroutine that calls it and returns without waiting for it.
 func (h *Holder) Close() error {
 	fromListener := calledFromListener()
 	h.mu.Lock()

@@ -197,7 +197,9 @@ func WithFailurePolicy(p FailurePolicy) Option {
 // concurrently; a panic in it is recovered, and a runtime.Goexit in it ends
 // that goroutine only. It may call the holder's Close: Close then begins
 // the close and returns without waiting for it (see Holder.Close), since
-// the close waits for the goroutine that waits for the listener.
+// the close waits for the goroutine that waits for the listener. For that
+// reason it must never wait for a Close called on another goroutine (one
+// it starts, or one it hands the work to): both would wait for ever.
 func WithListener(f func(Event)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
