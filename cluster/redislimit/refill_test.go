@@ -295,6 +295,31 @@ func TestUnusedLeaseWhoseGiveBackFailedIsGivenBackAgain(t *testing.T) {
 	})
 }
 
+// Permits no task uses go back while another holder waits for room below
+// an even split: through the refiller's give-back (A's renewal loop is
+// parked). If that give-back fails, the lease, given back whole, must be
+// sent again by its id: no renewal sends it, and B would wait for it until
+// its TTL (a minute here).
+func TestIdleLeaseWhoseGiveBackFailedIsGivenBackAgain(t *testing.T) {
+	addr := startRedis(t)
+	a := newHolder(t, addr, redislimit.WithLeaseTTL(time.Minute), redislimit.WithRenewInterval(time.Second))
+	b := newHolder(t, addr)
+	la, lb := a.Groups(1), b.Groups(1)
+	na, nb := attach(t, la), attach(t, lb)
+	acquire(t, la, na, "g", 1, 5*time.Second).Release()
+	defer parkRenewals(a)()
+	var tries atomic.Int32
+	redislimit.SetReleaseHook(a, func() error {
+		tries.Add(1)
+		return errors.New("give-back cut (test)")
+	})
+	p := acquire(t, lb, nb, "g", 1, 10*time.Second)
+	defer p.Release()
+	if tries.Load() == 0 {
+		t.Fatal("B was served, but not after A's give-back failed")
+	}
+}
+
 // A lease lost here (its local validity ended) while its renewal was on its
 // way, which Redis then renewed, is given back by the round; if that
 // give-back fails, it must be sent again by its id: Redis has just renewed
