@@ -42,7 +42,9 @@ var _ Source = (*redislimit.Holder)(nil)
 //	cluster_*_total                    each counter of redislimit.Stats (observable counters)
 //	cluster_leases, cluster_permits_leased, cluster_permits_in_use   gauges
 func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Registration, error) {
-	if mp == nil || src == nil {
+	// A nil *Holder is a Source that is not nil: its Stats would panic in
+	// every collection, on the reader's goroutine.
+	if h, ok := src.(*redislimit.Holder); mp == nil || src == nil || ok && h == nil {
 		return nil, errors.New("clusterotel: Observe: nil MeterProvider or Source")
 	}
 	m := mp.Meter(gotel.ScopeName)

@@ -2,6 +2,7 @@ package clusterotel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -67,4 +68,19 @@ func TestObserveEqualsStats(t *testing.T) {
 	check()
 	src.s.Mode, want["up"] = redislimit.ModeDown, 0
 	check()
+}
+
+// A nil *redislimit.Holder, a holder variable never set, is refused as a
+// nil Source: every collection would panic in its Stats.
+func TestObserveRefusesANilHolder(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	var h *redislimit.Holder
+	reg, err := clusterotel.Observe(mp, h, "app")
+	if err == nil {
+		reg.Unregister()
+		t.Fatal("Observe accepted a nil *redislimit.Holder")
+	}
+	if !strings.Contains(err.Error(), "nil MeterProvider or Source") {
+		t.Errorf("error %q does not say the Source is nil", err)
+	}
 }
