@@ -16,7 +16,6 @@ import (
 type waiter struct {
 	node     queue.Node[*waiter]
 	ctx      context.Context // the request's: one that has ended is not served (serveLocked)
-	done     <-chan struct{} // ctx's Done, read as it queued: closed once ctx has ended (pruneLocked)
 	weight   int
 	deadline time.Time   // by the exact clock: a coarse one could time out early
 	timer    clock.Timer // nil if the clock's AfterFunc panicked (afterFuncLocked)
@@ -171,11 +170,11 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		b.event(es, EventDrainActive, stamp, 0, "refused an acquire")
 	case !wait || n > b.sem.Limit():
 		b.event(es, EventAtCapacity, stamp, 0, "")
-	case b.waiters.Len() >= b.maxDepth && !b.pruneLocked(stamp, es):
+	case b.waiters.Len() >= b.maxDepth:
 		rej.Err = ErrQueueSaturated
 		b.event(es, EventAtCapacity, stamp, 0, "")
 	default:
-		w := &waiter{ctx: ctx, done: doneLocked(ctx), weight: n, deadline: b.nowLocked().Add(b.maxWait), ready: make(chan struct{})}
+		w := &waiter{ctx: ctx, weight: n, deadline: b.nowLocked().Add(b.maxWait), ready: make(chan struct{})}
 		w.node.Value = w
 		b.waiters.PushBack(&w.node)
 		w.timer = b.afterFuncLocked(b.maxWait, func() { b.expire(w) })
@@ -501,45 +500,6 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 		close(w.ready)
 	}
 	return false
-}
-
-// pruneLocked takes the waiters whose contexts have ended out of a full
-// queue, and reports whether it took any. serveLocked takes them out only
-// up to the first waiter that does not fit, and their own goroutines only
-// when they next run: until then, a request that gave up behind a blocked
-// head would still fill a place, and a newcomer would be refused with
-// ErrQueueSaturated for it. It is called only when the queue is full, so
-// that no other acquire, and no TryAcquire, pays for the scan; and it
-// reads each waiter's Done channel as it was when it queued, with a
-// receive that neither blocks nor calls the caller's code, and Err only of
-// those that have ended.
-func (b *Bulkhead) pruneLocked(stamp int64, es *events) (pruned bool) {
-	for f := b.waiters.Front(); f != nil; {
-		w := f.Value
-		f = f.Next()
-		select {
-		case <-w.done:
-		default:
-			continue
-		}
-		if err := endedLocked(w.ctx); err != nil {
-			b.giveUpLocked(w, err, stamp, es)
-			pruned = true
-		}
-	}
-	return pruned
-}
-
-// doneLocked returns ctx's Done channel, read under the mutex as a waiter
-// queues; a panic reads as a context that never ends, for endedLocked's
-// reason.
-func doneLocked(ctx context.Context) (done <-chan struct{}) {
-	defer func() {
-		if recover() != nil {
-			done = nil
-		}
-	}()
-	return ctx.Done()
 }
 
 // endedLocked returns ctx's error, read under the mutex. A context is the

@@ -259,68 +259,6 @@ func TestPanickingContextLeavesNoLockHeld(t *testing.T) {
 	}
 }
 
-// A waiter whose context has ended stops counting toward the queue's depth
-// for the requests that arrive after: it must not make them fail with
-// ErrQueueSaturated while its goroutine has yet to run, whatever waits
-// ahead of it. The gate holds the ended waiter's goroutine, so only the
-// newcomer can take it out of the queue; the head of the queue, which no
-// permit fits, keeps the queue from being served past it.
-func TestEndedWaiterBehindBlockedHeadLeavesRoom(t *testing.T) {
-	g := newGate()
-	b := newBH(t, 1, bulkhead.WithQueue(2, time.Hour), bulkhead.WithListener(g), bulkhead.WithEventLog(64))
-	held := acquire(t, b, 1)
-	head := acquireAsync(bg, b, 1)
-	<-g.queued
-	g.proceed <- struct{}{}
-	ctx, cancel := context.WithCancel(bg)
-	ended := acquireAsync(ctx, b, 1)
-	<-g.queued // held: it cannot leave the queue itself
-	cancel()
-	late := acquireAsync(bg, b, 1)
-	select {
-	case <-g.queued:
-	case <-late.done:
-		_, err := late.wait(t)
-		t.Fatalf("a request arriving after the only other waiter behind the head gave up: %v, want it queued", err)
-	}
-	if q := b.QueueDepth(); q != 2 {
-		t.Errorf("%d requests wait, want 2: the head and the late one", q)
-	}
-	g.proceed <- struct{}{}
-	g.proceed <- struct{}{}
-	if _, err := ended.wait(t); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the request that gave up: %v, want context.Canceled", err)
-	}
-	rejected := 0
-	for _, e := range b.Events() {
-		if e.Code == bulkhead.EventRequestRejected {
-			rejected++
-			if e.Detail != context.Canceled.Error() || e.PermitID != 0 {
-				t.Errorf("rejection %+v, want one for the request that gave up, with no permit", e)
-			}
-		}
-	}
-	if rejected != 1 {
-		t.Errorf("%d rejections logged, want 1", rejected)
-	}
-	release(t, b, held)
-	p, err := head.wait(t)
-	if err != nil {
-		t.Fatalf("the head: %v", err)
-	}
-	release(t, b, p)
-	if p, err = late.wait(t); err != nil {
-		t.Fatalf("the late request: %v", err)
-	}
-	release(t, b, p)
-	if s := stateOf(b); s.inFlight != 0 || s.queued != 0 {
-		t.Fatalf("%+v", s)
-	}
-	if err := b.CheckInvariants(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // acquirePanic is the outcome of an Acquire that may panic.
 type acquirePanic struct {
 	p        bulkhead.Permit

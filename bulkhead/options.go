@@ -37,8 +37,10 @@ func (f optionFunc) apply(b *Bulkhead) error { return f(b) }
 
 // WithQueue lets Acquire and Submit wait, in FIFO order, when every permit is
 // out: up to depth requests wait, each for at most maxWait (then
-// ErrQueueTimeout); a request beyond depth fails with ErrQueueSaturated (a
-// waiter whose context has ended no longer counts toward depth).
+// ErrQueueTimeout); a request beyond depth fails with ErrQueueSaturated.
+// A waiter whose context ends leaves the queue when its goroutine next runs
+// (or when a permit that comes free reaches it first); until then it counts
+// toward depth.
 // depth and maxWait must be positive; a caller's context can end a wait
 // sooner. Default: no queue, so at capacity fails at once (ErrAtCapacity).
 func WithQueue(depth int, maxWait time.Duration) Option {
