@@ -371,3 +371,87 @@ func TestFinishCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 	}
 	wantInvariants(t, s.ex)
 }
+
+// TestFinishRunsNextWhenListenerExitsInItsSettle: a worker whose finish
+// starts its group's head for itself to run next completes the finished
+// task after telling the listener, and the group's last unsettled task
+// unlocks it again (settled). That unlock resyncs a group that a
+// dispatch left out of date meanwhile (its head past its queue timeout
+// removed, its next head too heavy for the room left), and its dispatch
+// completes that head, past its timeout too, telling the listener. A
+// listener call that exits the worker there must leave the started task
+// run, on a worker of its own, not counted running for ever.
+func TestFinishRunsNextWhenListenerExitsInItsSettle(t *testing.T) {
+	var exit atomic.Bool
+	told, proceed := make(chan struct{}), make(chan struct{})
+	clk := &panickyClock{Fake: fakeClock()}
+	clk.arm.Store(true) // no timer: a dispatch alone finds a queue timeout
+	p, err := policy.New(policy.WithGlobalMaxInFlight(2), policy.WithDefaultMaxConcurrency(1),
+		policy.WithQueueTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithClock(clk), executor.WithListener(executor.ListenerFuncs{
+		Completed: func(e executor.Event) {
+			if e.ID == "first" {
+				close(told)
+				<-proceed
+			}
+		},
+		Rejected: func(e executor.Event) {
+			if exit.Load() && errors.Is(e.Err, executor.ErrQueueTimeout) {
+				runtime.Goexit()
+			}
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate()
+	t.Cleanup(func() {
+		g.open()
+		if !t.Failed() {
+			ex.Close()
+		}
+	})
+	// first runs; next waits for the group's concurrency limit, not for
+	// global room: first's finish starts it for its worker.
+	submit(t, ex, executor.Task[string]{Group: "x", ID: "first", Fn: g.fn("first")})
+	g.waitStarted(t, 1)
+	next := submit(t, ex, executor.Task[int]{Group: "x", ID: "next", Fn: func(context.Context) (int, error) { return 1, nil }})
+	g.open()
+	<-told // next runs for first's worker once the listener returns
+	// Room for heavy heads: the group's limit raised, next (1 permit) runs,
+	// one permit is left. h1, too heavy for it, takes the dispatcher's turn.
+	l := policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: 3, QueueThreshold: policy.Unlimited, Share: 1}
+	if err := ex.SetGroupLimits("x", l); err != nil {
+		t.Fatal(err)
+	}
+	h1 := submit(t, ex, executor.Task[int]{Group: "x", ID: "h1", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
+	clk.Advance(600 * time.Millisecond)
+	h2 := submit(t, ex, executor.Task[int]{Group: "x", ID: "h2", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
+	clk.Advance(600 * time.Millisecond)
+	// A dispatch (the limits set again) removes h1, past its timeout, and
+	// stops at h2, which keeps the turn: the group is left to resync.
+	if err := ex.SetGroupLimits("x", l); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, h1); !errors.Is(r.Err, executor.ErrQueueTimeout) {
+		t.Fatalf("h1 = %+v, want a queue timeout", r)
+	}
+	clk.Advance(time.Second) // h2 is past its timeout too; no timer fires
+	exit.Store(true)
+	close(proceed)
+	if r := wait(t, h2); !errors.Is(r.Err, executor.ErrQueueTimeout) {
+		t.Fatalf("h2 = %+v, want a queue timeout", r)
+	}
+	if r := wait(t, next); r.Status != executor.Success {
+		t.Fatalf("next = %+v, want a success", r)
+	}
+	exit.Store(false)
+	wantDrained(t, ex, "x")
+	wantInvariants(t, ex)
+	if st := groupStats(t, ex, "x"); st.Running != 0 || st.Succeeded != 2 || st.Rejected != 2 || st.Submitted != 4 {
+		t.Errorf("stats at quiescence: %+v", st)
+	}
+}

@@ -433,22 +433,27 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 	// caller, a worker or a Do call, and leaves nothing undone: the
 	// listener is told of j, if the exit came before, j completes, and the
 	// task started for the worker to run next gets a worker of its own.
+	// So may the unlock that settles j (settled), which resyncs g if a
+	// dispatch left g out of date meanwhile, and dispatches.
 	told, exited := false, ex.listener != nil
+	completed := false // j completed, its settling begun
 	if exited {
 		defer func() {
 			if !exited {
 				return
 			}
 			defer func() { // even if the listener exits again
-				if !inline {
+				defer func() { // even if j's settling exits
+					if next == nil {
+						next = b.taken
+					}
+					if next != nil {
+						ex.launchNow(next)
+					}
+				}()
+				if !inline && !completed {
 					j.complete(st, err, queued, ran)
 					ex.settled(g)
-				}
-				if next == nil {
-					next = b.taken
-				}
-				if next != nil {
-					ex.launchNow(next)
 				}
 			}()
 			if !told {
@@ -468,11 +473,12 @@ func (ex *Executor) finish(j *job, st Status, err error, queued, ran time.Durati
 		told = true
 		ex.tellCompleted(j, st, err, queued, ran, how)
 	}
-	exited = false
 	if !inline {
 		j.complete(st, err, queued, ran)
+		completed = true
 		ex.settled(g)
 	}
+	exited = false
 	return next
 }
 
