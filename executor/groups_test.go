@@ -304,3 +304,56 @@ func TestIdleGroupsBoundAfterEvictions(t *testing.T) {
 		t.Errorf("group x, idle since before 20 others went idle, is still kept")
 	}
 }
+
+// TestEvictedIdleGroupLeavesTheIdleList: a group on the idle list that is
+// evicted, idle (dropped at once) or busy again (dropped as it goes idle),
+// leaves the list. Left there, it would count toward the list's length
+// until trimmed off, and a group going idle would have another idle group
+// reclaimed in its place, fewer than WithMaxIdleGroups kept.
+func TestEvictedIdleGroupLeavesTheIdleList(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprint("busy=", busy), func(t *testing.T) {
+			ex := newExec(t, nil, executor.WithMaxIdleGroups(2))
+			use := func(key string) {
+				t.Helper()
+				wait(t, submit(t, ex, executor.Task[int]{Group: key, Fn: func(context.Context) (int, error) { return 0, nil }}))
+			}
+			// Three groups: the list comes into use, and a or b is
+			// reclaimed; the other and c are listed.
+			use("a")
+			use("b")
+			use("c")
+			kept := "a"
+			if _, ok := ex.GroupStats(kept); !ok {
+				kept = "b"
+			}
+			if s := ex.Stats(); s.Groups != 2 {
+				t.Fatalf("after three groups: %d kept, want 2", s.Groups)
+			}
+			if busy {
+				g := newGate()
+				h := submit(t, ex, executor.Task[string]{Group: "c", Fn: g.fn("c")})
+				g.waitStarted(t, 1)
+				if ex.EvictGroup("c") {
+					t.Fatal("busy group evicted at once")
+				}
+				g.open()
+				wait(t, h)
+				if _, ok := ex.GroupStats("c"); ok {
+					t.Fatal("group c not evicted once idle")
+				}
+			} else if !ex.EvictGroup("c") {
+				t.Fatal("idle group not evicted at once")
+			}
+			// One idle group is kept: d going idle makes two, within the
+			// bound.
+			use("d")
+			if _, ok := ex.GroupStats(kept); !ok {
+				t.Errorf("group %s reclaimed as d went idle, with 2 idle groups allowed", kept)
+			}
+			if s := ex.Stats(); s.Groups != 2 || s.IdleGroups != 2 {
+				t.Errorf("after d: %d groups kept, %d idle; want 2 and 2", s.Groups, s.IdleGroups)
+			}
+		})
+	}
+}

@@ -25,7 +25,9 @@ import (
 // A listed group that becomes busy stays in the list until it is trimmed
 // off: it is then not reclaimed. Until then it counts toward the list's
 // length, so that fewer than maxIdle idle groups may be kept for a while,
-// never more.
+// never more. An evicted group leaves the list when it is dropped
+// (unlistIdle): dropped for good, it would otherwise count so until
+// trimmed off, and have a listed idle group reclaimed in its place.
 
 type idleGroups struct {
 	mu   sync.Mutex
@@ -62,6 +64,9 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 		// waits for g's mutex, and finds g dropped.
 		b.completeFinLocked(g)
 		ex.dropLocked(g)
+		if g.evict {
+			ex.unlistIdle(g) // listed before it went busy (maxIdle 0 lists none)
+		}
 		if g.known {
 			b.victims.add(g) // reclaim finds it dropped, and forgets it
 		}
@@ -133,6 +138,19 @@ func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
 		}
 		l.complete.Store(false)
 	}
+}
+
+// unlistIdle takes g, dropped by an eviction, off the idle list if it is
+// listed (g.mu held). It takes the list's mutex even if the list is not
+// in use: a group going idle that lists every group (trimIdle) may have
+// found g in the index before g left it. Evictions are rare.
+func (ex *Executor) unlistIdle(g *group) {
+	l := &ex.idle
+	l.mu.Lock()
+	if g.idleNode.InList() {
+		l.list.Remove(&g.idleNode)
+	}
+	l.mu.Unlock()
 }
 
 // reclaim drops v, trimmed off the idle list, if it is still idle and

@@ -27,6 +27,7 @@ func (ex *Executor) EvictGroup(group string) bool {
 	}
 	if g.idle() {
 		ex.dropLocked(g)
+		ex.unlistIdle(g)
 		known := g.known
 		g.mu.Unlock()
 		if known {
