@@ -104,16 +104,13 @@ func drawChaosConfig(r *rand.Rand) chaosConfig {
 		c.cluster = 1 + r.IntN(3)
 	}
 	for k := range evKinds {
-		if r.IntN(4) != 0 && k != evRejected {
-			// OnRejected never exits: an unlock's dispatch may time out
-			// another group's head and tell OnRejected, and an exit there
-			// ends whatever the unlocking call was to do next. The places
-			// found so far (a finish, a cancel, a refusal left to the
-			// handler or CallerRuns, ...) handle it; with this exit drawn,
-			// one run in some thousands still ended with a task counted
-			// running that never finished (seed 1795843383386740698 at
-			// GOMAXPROCS 2, not reproduced on replay). Its panics are
-			// still drawn.
+		if r.IntN(4) != 0 {
+			// An exit in OnRejected may come from an unlock's dispatch
+			// that times out another group's head: it ends whatever the
+			// unlocking call was to do next (a finish's completion or
+			// the task it started for its worker, a cancel's completion,
+			// a refusal left to the handler or CallerRuns, ...), which
+			// must be done all the same.
 			c.exits[k] = r.IntN(300)
 		}
 		if r.IntN(3) != 0 {
