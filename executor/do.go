@@ -97,6 +97,9 @@ func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn
 		}
 		d.submitted = now
 		ex.startNewLocked(&a, &d.job, b)
+		if ex.listener != nil {
+			return ex.unlockStartedDo(d, a.g, b)
+		}
 		ex.unlock(a.g, b)
 		return ex.runDo(d)
 	case admitQueue:
@@ -279,6 +282,24 @@ func (ex *Executor) doEndedAtStart(ctx context.Context, d *doTask) (err error) {
 	}
 	st, cause = Cancelled, context.Cause(ctx)
 	return err
+}
+
+// unlockStartedDo unlocks g, whose admission started d, and runs d. The
+// unlock may resync g, if another section left it so as it waits for the
+// dispatcher's mutex, and dispatch: time out another group's head and tell
+// the listener, which may exit the goroutine (runtime.Goexit). Then d,
+// counted running, finishes unrun, so that its permits come back. Only
+// with a listener: without one, the unlock calls no user code.
+func (ex *Executor) unlockStartedDo(d *doTask, g *group, b *batch) error {
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			ex.finishUnrun(&d.job, Failed, errNotReturned, ex.since()-d.submitted, 0)
+		}
+	}()
+	ex.unlock(g, b)
+	unlocked = true
+	return ex.runDo(d)
 }
 
 // runDo runs d, started, in the calling goroutine, and finishes it.
