@@ -9,6 +9,7 @@ import (
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/clocktest"
 )
 
 func TestNewRejectsNegativeDurations(t *testing.T) {
@@ -105,34 +106,11 @@ func TestNewRejectsNilPointerClock(t *testing.T) {
 	}
 }
 
-// Clocks of the other kinds that can be nil inside a non-nil interface.
-type (
-	funcClock  func() time.Time
-	mapClock   map[string]time.Time
-	sliceClock []time.Time
-	chanClock  chan time.Time
-)
-
-func (c funcClock) Now() time.Time { return c() }
-func (c funcClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return clock.Real.AfterFunc(d, f)
-}
-func (c mapClock) Now() time.Time                                  { return c["now"] }
-func (c mapClock) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }
-func (c sliceClock) Now() time.Time                                { return c[len(c)-1] }
-func (c sliceClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return clock.Real.AfterFunc(d, f)
-}
-func (c chanClock) Now() time.Time { return <-c }
-func (c chanClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return clock.Real.AfterFunc(d, f)
-}
-
 // A Clock holding a nil function, map, slice or channel is refused as a nil
 // pointer is: a nil function's or slice's Now panics, a nil channel's
 // blocks for good, a nil map's reads the zero time, all long after New.
 func TestNewRejectsTypedNilClocks(t *testing.T) {
-	for _, c := range []clock.Clock{funcClock(nil), mapClock(nil), sliceClock(nil), chanClock(nil)} {
+	for _, c := range clocktest.Nils() {
 		cb, err := breaker.New(breaker.Settings{Clock: c})
 		if cb != nil || !errors.Is(err, breaker.ErrInvalidSettings) {
 			t.Errorf("New with a nil %T = %v, %v; want nil and ErrInvalidSettings", c, cb, err)
@@ -144,7 +122,7 @@ func TestNewRejectsTypedNilClocks(t *testing.T) {
 		}
 	}
 	// The same kinds, not nil, are clocks like any other.
-	for _, c := range []clock.Clock{funcClock(time.Now), mapClock{"now": t0}, sliceClock{t0}, make(chanClock)} {
+	for _, c := range append(clocktest.At(t0), make(clocktest.Chan)) {
 		if _, err := breaker.New(breaker.Settings{Clock: c}); err != nil {
 			t.Errorf("New with a %T: %v", c, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/groupexec/groupexec/bulkhead"
 	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/internal/clocktest"
 )
 
 func TestInvalidConfig(t *testing.T) {
@@ -35,10 +36,10 @@ func TestInvalidConfig(t *testing.T) {
 		{"listener", 1, []bulkhead.Option{bulkhead.WithListener(nil)}, "WithListener"},
 		{"clock", 1, []bulkhead.Option{bulkhead.WithClock(nil)}, "WithClock"},
 		{"nil clock pointer", 1, []bulkhead.Option{bulkhead.WithClock((*clock.Fake)(nil))}, "WithClock"},
-		{"nil clock func", 1, []bulkhead.Option{bulkhead.WithClock(funcClock(nil))}, "WithClock"},
-		{"nil clock map", 1, []bulkhead.Option{bulkhead.WithClock(mapClock(nil))}, "WithClock"},
-		{"nil clock slice", 1, []bulkhead.Option{bulkhead.WithClock(sliceClock(nil))}, "WithClock"},
-		{"nil clock chan", 1, []bulkhead.Option{bulkhead.WithClock(chanClock(nil))}, "WithClock"},
+		{"nil clock func", 1, []bulkhead.Option{bulkhead.WithClock(clocktest.Func(nil))}, "WithClock"},
+		{"nil clock map", 1, []bulkhead.Option{bulkhead.WithClock(clocktest.Map(nil))}, "WithClock"},
+		{"nil clock slice", 1, []bulkhead.Option{bulkhead.WithClock(clocktest.Slice(nil))}, "WithClock"},
+		{"nil clock chan", 1, []bulkhead.Option{bulkhead.WithClock(clocktest.Chan(nil))}, "WithClock"},
 		{"nil listener func", 1, []bulkhead.Option{bulkhead.WithListener(bulkhead.ListenerFunc(nil))}, "WithListener"},
 		{"nil listener pointer", 1, []bulkhead.Option{bulkhead.WithListener((*countingListener)(nil))}, "WithListener"},
 		{"nil listener of a func type", 1, []bulkhead.Option{bulkhead.WithListener(eventFunc(nil))}, "WithListener"},
@@ -78,37 +79,9 @@ type eventFunc func(bulkhead.Event)
 
 func (f eventFunc) OnEvent(e bulkhead.Event) { f(e) }
 
-// Clocks of the other kinds that can be nil inside a non-nil interface: a
-// nil one's Now panics or reads the zero time (a map's; a channel's, which
-// does not wait for a time, so that New without the check fails rather
-// than hangs).
-type (
-	funcClock  func() time.Time
-	mapClock   map[string]time.Time
-	sliceClock []time.Time
-	chanClock  chan time.Time
-)
-
-func (c funcClock) Now() time.Time  { return c() }
-func (c mapClock) Now() time.Time   { return c["now"] }
-func (c sliceClock) Now() time.Time { return c[len(c)-1] }
-func (c chanClock) Now() time.Time {
-	select {
-	case now := <-c:
-		return now
-	default:
-		return time.Time{}
-	}
-}
-
-func (funcClock) AfterFunc(d time.Duration, f func()) clock.Timer  { return clock.Real.AfterFunc(d, f) }
-func (mapClock) AfterFunc(d time.Duration, f func()) clock.Timer   { return clock.Real.AfterFunc(d, f) }
-func (sliceClock) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }
-func (chanClock) AfterFunc(d time.Duration, f func()) clock.Timer  { return clock.Real.AfterFunc(d, f) }
-
 // The same kinds, not nil, are clocks like any other.
 func TestWithClockOfEveryKindAccepted(t *testing.T) {
-	for _, c := range []clock.Clock{funcClock(func() time.Time { return t0 }), mapClock{"now": t0}, sliceClock{t0}} {
+	for _, c := range clocktest.At(t0) {
 		b := newBH(t, 1, bulkhead.WithClock(c))
 		if p := acquire(t, b, 1); !p.IssuedAt().Equal(t0) {
 			t.Errorf("%T: IssuedAt %v, want %v", c, p.IssuedAt(), t0)

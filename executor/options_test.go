@@ -8,6 +8,7 @@ import (
 
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/clocktest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -69,34 +70,6 @@ func TestWithClockRefusesANilPointer(t *testing.T) {
 	}
 }
 
-// Clocks of the other kinds that can be nil inside a non-nil interface: a
-// nil one's Now panics or reads the zero time (a map's; a channel's, which
-// does not wait for a time, so that New without the check fails rather
-// than hangs).
-type (
-	funcClock  func() time.Time
-	mapClock   map[string]time.Time
-	sliceClock []time.Time
-	chanClock  chan time.Time
-)
-
-func (c funcClock) Now() time.Time  { return c() }
-func (c mapClock) Now() time.Time   { return c["now"] }
-func (c sliceClock) Now() time.Time { return c[len(c)-1] }
-func (c chanClock) Now() time.Time {
-	select {
-	case now := <-c:
-		return now
-	default:
-		return time.Time{}
-	}
-}
-
-func (funcClock) AfterFunc(d time.Duration, f func()) clock.Timer  { return clock.Real.AfterFunc(d, f) }
-func (mapClock) AfterFunc(d time.Duration, f func()) clock.Timer   { return clock.Real.AfterFunc(d, f) }
-func (sliceClock) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }
-func (chanClock) AfterFunc(d time.Duration, f func()) clock.Timer  { return clock.Real.AfterFunc(d, f) }
-
 // A clock holding a nil function, map, slice or channel is refused as a
 // nil pointer is, naming the option and the value; the same kinds, not
 // nil, are clocks like any other.
@@ -105,7 +78,7 @@ func TestWithClockRefusesTypedNils(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []clock.Clock{funcClock(nil), mapClock(nil), sliceClock(nil), chanClock(nil)} {
+	for _, c := range clocktest.Nils() {
 		var ex *executor.Executor
 		func() {
 			defer func() {
@@ -124,7 +97,7 @@ func TestWithClockRefusesTypedNils(t *testing.T) {
 			t.Errorf("the error %q does not name %s", err, want)
 		}
 	}
-	for _, c := range []clock.Clock{funcClock(time.Now), mapClock{"now": time.Now()}, sliceClock{time.Now()}} {
+	for _, c := range clocktest.At(time.Now()) {
 		ex, err := executor.New(p, executor.WithClock(c))
 		if err != nil {
 			t.Errorf("WithClock(%T): %v", c, err)

@@ -1,0 +1,46 @@
+// Package clocktest has clocks of every kind that can hold nil inside a
+// non-nil clock.Clock (a function, map, slice and channel), for the tests of
+// the constructors that refuse such a clock (internal/typednil).
+package clocktest
+
+import (
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+)
+
+// Clocks of the kinds that can be nil inside a non-nil interface. A nil
+// one's Now panics or reads the zero time (a map's; a channel's, which does
+// not wait for a time, so that a constructor without the check fails rather
+// than hangs). Their timers are clock.Real's.
+type (
+	Func  func() time.Time
+	Map   map[string]time.Time // Now reads key "now"
+	Slice []time.Time          // Now reads the last
+	Chan  chan time.Time       // Now receives a time if one is ready
+)
+
+func (c Func) Now() time.Time  { return c() }
+func (c Map) Now() time.Time   { return c["now"] }
+func (c Slice) Now() time.Time { return c[len(c)-1] }
+func (c Chan) Now() time.Time {
+	select {
+	case now := <-c:
+		return now
+	default:
+		return time.Time{}
+	}
+}
+
+func (Func) AfterFunc(d time.Duration, f func()) clock.Timer  { return clock.Real.AfterFunc(d, f) }
+func (Map) AfterFunc(d time.Duration, f func()) clock.Timer   { return clock.Real.AfterFunc(d, f) }
+func (Slice) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }
+func (Chan) AfterFunc(d time.Duration, f func()) clock.Timer  { return clock.Real.AfterFunc(d, f) }
+
+// Nils returns a nil clock of each kind, each in a non-nil clock.Clock.
+func Nils() []clock.Clock { return []clock.Clock{Func(nil), Map(nil), Slice(nil), Chan(nil)} }
+
+// At returns a clock of each kind but the channel's that reads now.
+func At(now time.Time) []clock.Clock {
+	return []clock.Clock{Func(func() time.Time { return now }), Map{"now": now}, Slice{now}}
+}
