@@ -184,7 +184,27 @@ func (d *strictDecoder) tenants(n *yaml.Node, m *TenantMap, merged map[string]bo
 	if fresh {
 		*m = make(TenantMap)
 	}
-	var merge *yaml.Node
+	merge := d.pairs(n, merged, func(name string, _, v *yaml.Node) {
+		var tl TenantLimits
+		if d.value(v, reflect.ValueOf(&tl).Elem()) || v.ShortTag() == "!!null" && (fresh || !hasTenant(*m, name)) {
+			(*m)[name] = tl
+		}
+	})
+	if merge != nil && d.fatal == nil {
+		if merged == nil {
+			merged = d.ownKeys(n)
+		}
+		d.merge(merge, func(mn *yaml.Node) { d.tenants(mn, m, merged) })
+	}
+}
+
+// pairs calls set for each key of the mapping n, in the file's order, with
+// its name, key and value, until a fatal error: not for a key the decoder
+// skips or refuses (key), nor for one merged already, if merged is not nil
+// (a merged mapping's keys give way to those set before them), which it
+// then records. It returns the value of n's merge key (<<), if any, for the
+// caller to decode after n's own keys.
+func (d *strictDecoder) pairs(n *yaml.Node, merged map[string]bool, set func(name string, k, v *yaml.Node)) (merge *yaml.Node) {
 	for i := 0; i+1 < len(n.Content) && d.fatal == nil; i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if isMergeKey(k) {
@@ -201,17 +221,9 @@ func (d *strictDecoder) tenants(n *yaml.Node, m *TenantMap, merged map[string]bo
 			}
 			merged[name] = true
 		}
-		var tl TenantLimits
-		if d.value(v, reflect.ValueOf(&tl).Elem()) || v.ShortTag() == "!!null" && (fresh || !hasTenant(*m, name)) {
-			(*m)[name] = tl
-		}
+		set(name, k, v)
 	}
-	if merge != nil && d.fatal == nil {
-		if merged == nil {
-			merged = d.ownKeys(n)
-		}
-		d.merge(merge, func(mn *yaml.Node) { d.tenants(mn, m, merged) })
-	}
+	return merge
 }
 
 func hasTenant(m TenantMap, name string) bool {
@@ -289,30 +301,14 @@ func (d *strictDecoder) fields(n *yaml.Node, out reflect.Value) bool {
 	}
 	merged := d.merged
 	d.merged = nil
-	var merge *yaml.Node
-	for i := 0; i+1 < len(n.Content) && d.fatal == nil; i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if isMergeKey(k) {
-			merge = v
-			continue
-		}
-		name, ok := d.key(k)
-		if !ok {
-			continue
-		}
-		if merged != nil {
-			if merged[name] {
-				continue
-			}
-			merged[name] = true
-		}
+	merge := d.pairs(n, merged, func(name string, k, v *yaml.Node) {
 		f, ok := yamlField(out.Type(), name)
 		if !ok {
 			d.errs = append(d.errs, fmt.Sprintf("line %d: field %s not found in type %s", k.Line, name, out.Type()))
-			continue
+			return
 		}
 		d.value(v, out.FieldByIndex(f.Index))
-	}
+	})
 	if merge != nil && d.fatal == nil {
 		if merged == nil {
 			merged = d.ownKeys(n)
