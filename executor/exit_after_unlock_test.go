@@ -44,7 +44,7 @@ type exitTimeoutScene struct {
 // failure may leave a drain that never ends.
 func newExitTimeoutScene(t *testing.T, c func(ex *executor.Executor)) *exitTimeoutScene {
 	t.Helper()
-	s := &exitTimeoutScene{gate: newGate()}
+	s := &exitTimeoutScene{}
 	clk := &panickyClock{Fake: fakeClock()}
 	clk.arm.Store(true)
 	p, err := policy.New(policy.WithGlobalMaxInFlight(3), policy.WithDefaultMaxConcurrency(4), policy.WithQueueTimeout(time.Second))
@@ -66,12 +66,7 @@ func newExitTimeoutScene(t *testing.T, c func(ex *executor.Executor)) *exitTimeo
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.gate.open()
-		if !t.Failed() {
-			s.ex.Close()
-		}
-	})
+	s.gate = exitGate(t, s.ex)
 	submit(t, s.ex, executor.Task[string]{Group: "a", Fn: s.gate.fn("a")})
 	s.gate.waitStarted(t, 1)
 	ran := make(chan struct{})
@@ -88,6 +83,20 @@ func newExitTimeoutScene(t *testing.T, c func(ex *executor.Executor)) *exitTimeo
 	c(s.ex)
 	clk.Advance(2 * time.Second) // b's head is past its timeout; no timer fires
 	return s
+}
+
+// exitGate returns a gate for ex's tasks that the end of the test opens;
+// ex is closed then only if the test passed: a failure may leave a drain
+// that never ends.
+func exitGate(t *testing.T, ex *executor.Executor) *gate {
+	g := newGate()
+	t.Cleanup(func() {
+		g.open()
+		if !t.Failed() {
+			ex.Close()
+		}
+	})
+	return g
 }
 
 // exiting runs f on a goroutine of its own with the listener's exit set,
@@ -230,13 +239,7 @@ func TestDisplacingDoLeavesNoTaskWhenListenerExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate()
-	t.Cleanup(func() {
-		g.open()
-		if !t.Failed() {
-			ex.Close()
-		}
-	})
+	g := exitGate(t, ex)
 	submit(t, ex, executor.Task[string]{Group: "a", Fn: g.fn("a")})
 	g.waitStarted(t, 1)
 	old := submit(t, ex, executor.Task[int]{Group: "a", Fn: func(context.Context) (int, error) { return 0, nil }})
@@ -407,13 +410,7 @@ func TestFinishRunsNextWhenListenerExitsInItsSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate()
-	t.Cleanup(func() {
-		g.open()
-		if !t.Failed() {
-			ex.Close()
-		}
-	})
+	g := exitGate(t, ex)
 	// first runs; next waits for the group's concurrency limit, not for
 	// global room: first's finish starts it for its worker.
 	submit(t, ex, executor.Task[string]{Group: "x", ID: "first", Fn: g.fn("first")})
