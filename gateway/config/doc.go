@@ -15,9 +15,10 @@
 // Every problem of a file is reported at once, in line order, but within a
 // mapping with a key given twice, which the YAML decoder leaves undecoded:
 // there the duplicate is reported (each later copy of a key against its
-// first), and the mapping's other keys are checked once it is fixed; and
-// but in a file with a mapping of more than MaxMappingKeys keys other than
-// tenants, which is refused before anything else is checked. Loading takes time
+// first), and the mapping's other keys are checked once it is fixed. A
+// file with a mapping of more than MaxMappingKeys keys, other than a
+// tenants mapping without an anchor, is refused before anything else is
+// checked. Loading takes time
 // linear in the file, however many tenants it has. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning
 // (each field's comment says which), an error everywhere else; a duration
