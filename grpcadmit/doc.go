@@ -89,9 +89,22 @@
 // chained before another (one group per tenant, then one per method)
 // counts a call the inner one refused as Cancelled, whatever its code: the
 // handler never ran, and an inner group's open breaker or shutdown
-// (Unavailable) must not open the outer group's. A client interceptor's
-// refusal that a handler returns (its own outgoing call was refused) is
-// the handler's error, counted by ServerFailure. A panic in a handler
+// (Unavailable) must not open the outer group's. A handler that returns
+// a refusal in this process of its own outgoing work counts as Cancelled
+// too, whatever its code, as httpadmit counts a request its handler marks
+// refused (httpadmit.MarkRefused), and WithFailure does not see it: a
+// client interceptor's *RefusalError (its outgoing call was never sent),
+// an error matching executor.ErrRejected (an executor's Do refused it), or
+// breaker.ErrOpenState or breaker.ErrTooManyRequests, returned or wrapped.
+// The handler did no work; counted by ServerFailure, one dependency's open
+// breaker (Unavailable) would open the breaker of every tenant whose calls
+// need it. The caller still gets the error unchanged. A status that came
+// over the wire, even a grpcadmit server's refusal, is the dependency's
+// answer, counted by ServerFailure as any other (and by the client
+// interceptor's ClientFailure against the dependency); a handler that
+// wants its dependency's refusal in this process counted as its own
+// failure returns a status of its own for it (status.Error), which
+// carries none of these errors. A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
 // does). A runtime.Goexit in a handler (client-side, an invoker) that a

@@ -120,7 +120,10 @@ func WithRetryAfter(d time.Duration) Option {
 // refused in this process and never sent, counts as Cancelled too: it says
 // nothing of the dependency. In a server interceptor, so does a server
 // interceptor's *RefusalError, a call that one chained after it refused
-// before its handler ran; f sees neither. Default
+// before its handler ran, and a handler's error that is a refusal in this
+// process of its own outgoing work (a client interceptor's *RefusalError,
+// executor.ErrRejected, breaker.ErrOpenState or ErrTooManyRequests: see the
+// package documentation); f sees none of them. Default
 // ServerFailure in the server interceptors, ClientFailure in the client
 // interceptors. f must not be nil.
 func WithFailure(f func(err error) bool) Option {

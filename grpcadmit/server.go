@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
 )
@@ -127,9 +128,13 @@ func streamMethod(info *grpc.StreamServerInfo) string {
 // refused the call, whose handler never ran. Counted by ServerFailure, an
 // inner group's open breaker or shutdown (Unavailable) would open the outer
 // group's breaker, shedding all of a tenant's methods for one method's.
-// A client interceptor's *RefusalError that a handler returns (its own
-// outgoing call was refused) is the handler's error, counted as any other:
-// the handler ran, and could not serve.
+// A handler's error that says its own outgoing work was refused in this
+// process (refusedHere) counts as Cancelled too, as httpadmit counts a
+// request its handler marks refused (httpadmit.MarkRefused): the handler
+// did no work, and its dependency never saw the call. Counted by
+// ServerFailure, a dependency's open breaker in this process (Unavailable)
+// would open the breaker of every tenant whose calls need it, and keep
+// them shed after the dependency is back.
 func (a *admitter) outcome(err error) error {
 	var re *RefusalError
 	switch {
@@ -143,10 +148,27 @@ func (a *admitter) outcome(err error) error {
 		return errNotSent
 	case errors.As(err, &re) && re.server:
 		return errNotRun
+	case !a.client && refusedHere(err):
+		return errRefusedHere
 	case a.failure(err):
 		return err
 	}
 	return nil
+}
+
+// refusedHere reports whether a handler's error is, or wraps, a refusal in
+// this process of the work it asked for: a client interceptor's
+// *RefusalError (its outgoing call was never sent), an executor's refusal
+// (executor.ErrRejected, from its Do), or a circuit breaker's
+// (breaker.ErrOpenState, breaker.ErrTooManyRequests, from one used on its
+// own). A status that came over the wire is the dependency's answer, not
+// one of these, even one a grpcadmit server sent for its own refusal: the
+// dependency's server chose it, and a client interceptor's ClientFailure
+// counts it against the dependency.
+func refusedHere(err error) bool {
+	var re *RefusalError
+	return errors.As(err, &re) || errors.Is(err, executor.ErrRejected) ||
+		errors.Is(err, breaker.ErrOpenState) || errors.Is(err, breaker.ErrTooManyRequests)
 }
 
 // errNotSent is the outcome of an outgoing call refused in this process by
@@ -156,6 +178,11 @@ var errNotSent = fmt.Errorf("grpcadmit: the call was refused in this process, ne
 // errNotRun is the outcome of an incoming call refused by a server
 // interceptor chained after this one: Cancelled.
 var errNotRun = fmt.Errorf("grpcadmit: the call was refused by an interceptor chained after this one, its handler never ran: %w", context.Canceled)
+
+// errRefusedHere is the outcome of an incoming call whose handler returned
+// a refusal in this process of its own outgoing work (refusedHere):
+// Cancelled.
+var errRefusedHere = fmt.Errorf("grpcadmit: the handler answered with a refusal of its own outgoing work in this process: %w", context.Canceled)
 
 // UnaryServerInterceptor returns an interceptor that admits each unary call
 // with ex.DoWeighted for its tenant and runs the handler once it is
