@@ -31,6 +31,15 @@
 //	group_queued_seconds{group}              time from submit to start (histogram)
 //	group_run_seconds{group}                 time tasks ran (histogram)
 //
+// A limit that bounds nothing, policy.Unlimited (math.MaxInt: the default
+// global in-flight limit, and any limit set to it), is observed as that
+// number, as the instruments' descriptions say: the int64
+// 9223372036854775807 on a 64-bit platform, which metrics/prom exports
+// too, and which an exporter that sends float64 values (Prometheus's)
+// shows as 9.223372036854776e+18. A level never reaches it and a level's
+// ratio to it is 0, so saturation alerts need no case of their own; a
+// dashboard that shows the limits filters it out or maps it to "none".
+//
 // The limit attribute takes metrics/prom's limit label values (LimitLabel):
 // group_in-flight, group_queue_threshold, global_queue_threshold,
 // queue_timeout, shutdown, circuit_breaker, limit_resolver, invalid_task,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -301,4 +302,48 @@ func otelValues(r reading) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// A limit that bounds nothing, policy.Unlimited (the default global
+// in-flight limit), reads as the number the instruments' descriptions
+// give, policy.Unlimited itself, in both exporters.
+func TestPromAndOtelAgreeOnUnlimitedLimits(t *testing.T) {
+	x := exporters(t, nil)
+	p, err := policy.New(policy.WithDefaultMaxInFlight(policy.Unlimited), policy.WithDefaultMaxConcurrency(policy.Unlimited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(p, executor.WithListener(x.both))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	reg := x.observe(ex)
+	if err := ex.Do(context.Background(), "a", func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	r := collect(t, x.reader)
+	sameSeries(t, promValues(t, reg), otelValues(r), true)
+	documented := strconv.Itoa(policy.Unlimited) + " (policy.Unlimited) when unlimited"
+	for _, tc := range []struct {
+		name  string
+		attrs map[string]string
+	}{{"executor_global_max_in_flight", nil}, {"group_max_in_flight", group("a")}, {"group_max_concurrency", group("a")}} {
+		if got := r.value(tc.name, tc.attrs); got != policy.Unlimited {
+			t.Errorf("%s%v = %d, want policy.Unlimited, %d", tc.name, tc.attrs, got, policy.Unlimited)
+		}
+		if m, _ := r.find(tc.name); !strings.Contains(m.Description, documented) {
+			t.Errorf("%s: description %q does not say %q", tc.name, m.Description, documented)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.Contains(mf.GetName(), "max_") && !strings.Contains(mf.GetHelp(), documented) {
+			t.Errorf("prom %s: help %q does not say %q", mf.GetName(), mf.GetHelp(), documented)
+		}
+	}
 }

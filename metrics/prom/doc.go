@@ -62,6 +62,16 @@
 //	group_queued_seconds{group}              time from submit to start (histogram)
 //	group_run_seconds{group}                 time tasks ran (histogram)
 //
+// A limit that bounds nothing, policy.Unlimited (math.MaxInt: the default
+// global in-flight limit, and any limit set to it), is exported as that
+// number, as the gauges' help texts say: 9223372036854775807 on a 64-bit
+// platform, which a float64 sample shows as 9.223372036854776e+18 and
+// PromQL's literal 9223372036854775807 equals. A level never reaches it
+// and a level's ratio to it is 0, so saturation alerts need no case of
+// their own; a dashboard that shows the limits filters it out
+// (executor_global_max_in_flight < 9223372036854775807) or maps it to
+// "none".
+//
 // The limit label is LimitLabel's value, executor.Limit with spaces as
 // underscores: group_in-flight, group_queue_threshold (a task displaced
 // under DiscardOldest too), global_queue_threshold, queue_timeout,

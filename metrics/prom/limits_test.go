@@ -3,6 +3,7 @@ package prom_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -52,18 +53,18 @@ func TestLimitsAndBreakerState(t *testing.T) {
 	}
 
 	want := `
-# HELP executor_global_max_in_flight The global in-flight limit, in permits.
+# HELP executor_global_max_in_flight The global in-flight limit, in permits; 9223372036854775807 (policy.Unlimited) when unlimited.
 # TYPE executor_global_max_in_flight gauge
 executor_global_max_in_flight 7
 # HELP group_breaker_state The group's circuit breaker: 0 closed, 1 open, 2 half-open.
 # TYPE group_breaker_state gauge
 group_breaker_state{group="a"} 1
 group_breaker_state{group="b"} 0
-# HELP group_max_concurrency The group's concurrency limit, in permits.
+# HELP group_max_concurrency The group's concurrency limit, in permits; 9223372036854775807 (policy.Unlimited) when unlimited.
 # TYPE group_max_concurrency gauge
 group_max_concurrency{group="a"} 2
 group_max_concurrency{group="b"} 1
-# HELP group_max_in_flight The group's in-flight limit (its bulkhead), in permits.
+# HELP group_max_in_flight The group's in-flight limit (its bulkhead), in permits; 9223372036854775807 (policy.Unlimited) when unlimited.
 # TYPE group_max_in_flight gauge
 group_max_in_flight{group="a"} 5
 group_max_in_flight{group="b"} 3
@@ -71,5 +72,49 @@ group_max_in_flight{group="b"} 3
 	if err := testutil.GatherAndCompare(reg, stringsReader(want), "executor_global_max_in_flight",
 		"group_max_in_flight", "group_max_concurrency", "group_breaker_state"); err != nil {
 		t.Error(err)
+	}
+}
+
+// A limit that bounds nothing, policy.Unlimited (the default global
+// in-flight limit), reads as the number the help text gives, which
+// Prometheus's float64 shows as 9.223372036854776e+18.
+func TestUnlimitedLimits(t *testing.T) {
+	if strconv.IntSize != 64 {
+		t.Skip("policy.Unlimited is math.MaxInt: the documented number is a 64-bit platform's")
+	}
+	p, err := policy.New(policy.WithDefaultMaxInFlight(policy.Unlimited), policy.WithDefaultMaxConcurrency(policy.Unlimited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := prom.New(prom.Options{})
+	ex, err := executor.New(p, executor.WithListener(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	c.Observe(ex)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if err := ex.Do(context.Background(), "a", func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	want := `
+# HELP executor_global_max_in_flight The global in-flight limit, in permits; 9223372036854775807 (policy.Unlimited) when unlimited.
+# TYPE executor_global_max_in_flight gauge
+executor_global_max_in_flight 9.223372036854776e+18
+# HELP group_max_concurrency The group's concurrency limit, in permits; 9223372036854775807 (policy.Unlimited) when unlimited.
+# TYPE group_max_concurrency gauge
+group_max_concurrency{group="a"} 9.223372036854776e+18
+# HELP group_max_in_flight The group's in-flight limit (its bulkhead), in permits; 9223372036854775807 (policy.Unlimited) when unlimited.
+# TYPE group_max_in_flight gauge
+group_max_in_flight{group="a"} 9.223372036854776e+18
+`
+	if err := testutil.GatherAndCompare(reg, stringsReader(want), "executor_global_max_in_flight",
+		"group_max_in_flight", "group_max_concurrency"); err != nil {
+		t.Error(err)
+	}
+	if v := testutil.ToFloat64(gauge(c, "group_max_in_flight", "a")); v != 9223372036854775807 {
+		t.Errorf("group_max_in_flight %v, want 9223372036854775807, as PromQL reads that literal", v)
 	}
 }

@@ -6,9 +6,11 @@ package metricnames
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
 )
 
 // OtherGroup is the group label of every group without series of its own.
@@ -45,13 +47,23 @@ var (
 // The executor's limits and its groups' breakers, read from Stats and
 // GroupStats. The group ones are given for the groups with series of their
 // own that the executor keeps: the remainder under OtherGroup sums groups
-// with limits of their own, which no one number describes.
+// with limits of their own, which no one number describes. A limit that
+// bounds nothing is policy.Unlimited, exported as that number: their help
+// texts say so (noLimit), since a dashboard sees only the number.
 var (
-	GlobalMaxInFlight   = Metric{"executor_global_max_in_flight", "The global in-flight limit, in permits."}
-	GroupMaxInFlight    = Metric{"group_max_in_flight", "The group's in-flight limit (its bulkhead), in permits."}
-	GroupMaxConcurrency = Metric{"group_max_concurrency", "The group's concurrency limit, in permits."}
+	GlobalMaxInFlight   = Metric{"executor_global_max_in_flight", "The global in-flight limit, in permits" + noLimit}
+	GroupMaxInFlight    = Metric{"group_max_in_flight", "The group's in-flight limit (its bulkhead), in permits" + noLimit}
+	GroupMaxConcurrency = Metric{"group_max_concurrency", "The group's concurrency limit, in permits" + noLimit}
 	GroupBreakerState   = Metric{"group_breaker_state", "The group's circuit breaker: 0 closed, 1 open, 2 half-open."}
 )
+
+// noLimit ends the help text of a limit's gauge: what it reads when the
+// limit bounds nothing, policy.Unlimited (math.MaxInt), exported as that
+// number: 9223372036854775807 on a 64-bit platform, which Prometheus's
+// float64 samples show as 9.223372036854776e+18 and PromQL's literal
+// 9223372036854775807 equals. A level never reaches it and a ratio of a
+// level to it is 0, so a saturation alert needs no case of its own for it.
+var noLimit = "; " + strconv.Itoa(policy.Unlimited) + " (policy.Unlimited) when unlimited."
 
 // LimitLabel names, as a label value, the limit that refused a task with
 // err: executor.Limit with spaces as underscores ("group_in-flight"), or
