@@ -130,36 +130,63 @@ func reloadOnSignal(hup <-chan os.Signal, served <-chan struct{}, gw *gateway.Ga
 	}
 }
 
+// sameStop is how long after the first SIGINT or SIGTERM another is taken
+// for the same stop, sent twice, and not for an operator's second:
+// timeout(1) signals the process and then its process group, and a
+// supervisor may signal twice alike, microseconds apart. The runtime
+// delivers both when it has handled the first in between, and the second
+// would cut off the drain the first began.
+const sameStop = time.Second
+
 // signalContext returns a context that the first SIGINT or SIGTERM ends,
-// which drains the gateway (or ends the demo). A second one, during the
-// drain, calls exit(1) at once: drain_delay + drain_timeout can be
-// minutes, and an operator who signals again will not wait for them, as
-// with most servers. stop releases the signals.
+// which drains the gateway (or ends the demo). Another one, during the
+// drain and sameStop or more after the first, calls exit(1) at once:
+// drain_delay + drain_timeout can be minutes, and an operator who signals
+// again will not wait for them, as with most servers. stop releases the
+// signals.
 func signalContext(stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	ctx, release := stopContext(sig, stderr, exit, time.Now)
+	return ctx, func() {
+		signal.Stop(sig)
+		release()
+	}
+}
+
+// stopContext is signalContext's watch over sig, with now telling the
+// time (tests).
+func stopContext(sig <-chan os.Signal, stderr io.Writer, exit func(int), now func() time.Time) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
+		var first time.Time
 		select {
 		case <-sig:
+			first = now()
 			cancel()
 		case <-done:
 			return
 		}
-		select {
-		case s := <-sig:
-			fmt.Fprintf(stderr, "groupexec: second signal (%v): stopping without finishing the drain\n", s)
-			exit(1)
-		case <-done:
+		for {
+			select {
+			case s := <-sig:
+				if now().Sub(first) < sameStop {
+					continue // the first, sent again
+				}
+				fmt.Fprintf(stderr, "groupexec: second signal (%v): stopping without finishing the drain\n", s)
+				exit(1)
+				return
+			case <-done:
+				return
+			}
 		}
 	}()
 	var once sync.Once
 	return ctx, func() {
 		once.Do(func() {
-			signal.Stop(sig)
 			close(done)
 			<-watched
 			cancel()

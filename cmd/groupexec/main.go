@@ -32,9 +32,10 @@ Usage:
 SIGINT or SIGTERM drains the gateway: /readyz fails (and the gateway goes on
 serving for drain_delay), the listener closes, in-flight requests get
 drain_timeout to finish, and the process exits 0; a second SIGINT or SIGTERM
-during the drain stops the process at once, exit status 1. SIGHUP (or POST /reload on
-the admin address) reloads the config file in place; a file with errors, or
-one changing a key that needs a restart, is refused and the old config kept.
+during the drain, a second or more after the first, stops the process at
+once, exit status 1. SIGHUP (or POST /reload on the admin address) reloads
+the config file in place; a file with errors, or one changing a key that
+needs a restart, is refused and the old config kept.
 `
 
 // errUsage marks a command line that could not be understood: exit 2.

@@ -221,10 +221,14 @@ func TestSIGHUPReloadsDuringTheDrain(t *testing.T) {
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	poll("the drain", "/readyz", http.StatusServiceUnavailable, "")
+	draining := time.Now() // the first SIGTERM was handled before
 	write("drain_timeout: 1s\n")
 	p.cmd.Process.Signal(syscall.SIGHUP)
 	poll("the reload during the drain", "/metrics", http.StatusOK, `groupexec_config_reloads_total{result="ok"} 1`)
-	p.cmd.Process.Signal(syscall.SIGTERM) // the second: stop without waiting out drain_delay
+	// The second, sameStop after the first (sooner, it would be taken for
+	// the first sent twice): stop without waiting out drain_delay.
+	time.Sleep(time.Until(draining.Add(sameStop)))
+	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
 	case <-time.After(bound):

@@ -14,9 +14,11 @@ import (
 	"time"
 )
 
-// A second SIGINT or SIGTERM during a drain stops the process at once,
-// with exit status 1, instead of waiting out drain_delay and
-// drain_timeout; the first alone drains (TestEndToEnd).
+// A second SIGINT or SIGTERM during a drain, sameStop or more after the
+// first, stops the process at once, with exit status 1, instead of
+// waiting out drain_delay and drain_timeout; the first alone drains
+// (TestEndToEnd), and so does the first sent twice at once
+// (TestSignalSentTwiceAtOnceDrains).
 func TestSecondSignalStopsTheDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -46,6 +48,9 @@ func TestSecondSignalStopsTheDrain(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		// The first signal was handled before readiness failed: sameStop
+		// from here, a signal is a second one, not the first sent twice.
+		time.Sleep(sameStop)
 		p.cmd.Process.Signal(second)
 		select {
 		case err := <-p.exited:
