@@ -139,7 +139,7 @@ func (h *health) backendUp() bool {
 // every backend's breaker is open; each open breaker is listed in the body,
 // one a line) and POST /reload (ReloadFile: 200, or 400 with every problem
 // of the file, one a line, the old config kept; 409 without WithConfigFile;
-// 503 once the gateway is closed).
+// 503 once the gateway is closed), a refusal logged as an applied reload is.
 // Serve runs it on the admin address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -161,6 +161,15 @@ func (g *Gateway) AdminHandler() http.Handler {
 				// The end of a drain: the file may be fine, and there
 				// is no gateway left to take it.
 				code = http.StatusServiceUnavailable
+			}
+			// Logged as a reload applied is ("config reloaded"), and as
+			// the command logs a refused SIGHUP: the answer reaches only
+			// whoever asked, and the log is where the operator looks for
+			// why the config in force is not the file's.
+			if code == http.StatusServiceUnavailable {
+				g.log.Info("POST /reload after the gateway closed: not reloaded")
+			} else {
+				g.log.Error("config reload refused, the old config is kept", "by", "POST /reload", "err", err.Error())
 			}
 			w.WriteHeader(code)
 			fmt.Fprintf(w, "%v\n", err)

@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -360,5 +362,34 @@ func TestReloadAfterClose(t *testing.T) {
 	}
 	if got := *gw.gw.Config().Limits.GlobalMaxInFlight; got != 5 {
 		t.Errorf("global_max_in_flight in force: %d, want the 5 the gateway closed with", got)
+	}
+}
+
+// A POST /reload refused is logged, as one applied is ("config reloaded")
+// and as the command logs a refused SIGHUP: the answer reaches only the
+// client that asked, and the log is where an operator looks for why the
+// config in force is not the file's.
+func TestRefusedReloadOverHTTPIsLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	writeFile := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("backends: [http://127.0.0.1:1]\n")
+	var logs strings.Builder
+	gw := build(t, "http://127.0.0.1:1", "backends: [%s]\n", gateway.WithConfigFile(path),
+		gateway.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	defer gw.Close()
+	writeFile("backends: [http://127.0.0.1:1]\nmax_conns: -5\n")
+	rec := httptest.NewRecorder()
+	gw.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/reload", nil))
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("POST /reload of a bad file: %d %q", rec.Code, rec.Body)
+	}
+	if got := logs.String(); !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "reload refused") ||
+		!strings.Contains(got, "line 2: max_conns: -5") {
+		t.Errorf("log %q; want an error naming the refused reload and the file's problem", got)
 	}
 }
