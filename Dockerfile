@@ -17,12 +17,17 @@ COPY . .
 ARG VERSION=devel
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
     -o /out/groupexec ./cmd/groupexec \
- && /out/groupexec version
+ && /out/groupexec version \
+ && mkdir -m 0700 /out/tmp
 
 FROM scratch
 # Root certificates, for https backends.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/groupexec /usr/local/bin/groupexec
+# The system's temporary directory, body.spool_dir's default: scratch has
+# none, and without it every body over body.buffer_bytes would be refused
+# 500 spool_failed.
+COPY --from=build --chown=65532:65532 /out/tmp /tmp
 USER 65532:65532
 EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/groupexec"]
