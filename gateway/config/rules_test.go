@@ -374,7 +374,7 @@ var refusedValues = []struct {
 	{"backend port 0", `backends: ["http://a:0/"]`,
 		`line 1: backends: backend 1 ("http://a:0/"): port 0 is not a port number (1 to 65535)`},
 	{"backend with user info", `backends: ["http://user:secret@a:1"]`,
-		`line 1: backends: backend 1 ("http://user:secret@a:1") has user info`},
+		`line 1: backends: backend 1 ("http://user:xxxxx@a:1") has user info`},
 	{"backend with a fragment", `backends: ["http://a:1/#x"]`,
 		`line 1: backends: backend 1 ("http://a:1/#x") has a fragment`},
 	// A backend's breaker and its breaker_state series are named by its
@@ -416,6 +416,31 @@ func TestRefusedValues(t *testing.T) {
 				t.Errorf("got\n%v\nwant the one error\nconfig: %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// A backend URL's password is never in an error, whatever else is wrong
+// with the URL: a refused reload is logged, and the log is no place for
+// a credential.
+func TestBackendPasswordNotInErrors(t *testing.T) {
+	for _, b := range []string{
+		"http://user:s3cret@a:1",
+		"http://user:s3cret@a:80800",   // a bad port: url.Parse refuses it
+		"http://user:s3cret@a b:1/x",   // a space in the host: refused too
+		"http://user:s3cret@:1",        // no host name
+		"http://user:s3cret@a:1/#frag", // a fragment too
+		"http://user:s3c@ret@a:1?q",    // an @ in the password
+		"ftp://user:s3cret@a:1",
+	} {
+		yaml := fmt.Sprintf("backends: [%q, %q]\n", b, b) // twice: listed again is an error too
+		_, err := config.Parse([]byte(yaml))
+		if err == nil {
+			t.Errorf("%s: accepted", b)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3c") || !strings.Contains(err.Error(), "user:xxxxx@") {
+			t.Errorf("%s: the errors show the password, or not the backend without it:\n%v", b, err)
+		}
 	}
 }
 

@@ -71,16 +71,19 @@ func (c *Config) validate(present func(string) bool) []problem {
 		ck.bad("backends", "at least one backend URL is required")
 	}
 	seen := make(map[string]int, len(c.Backends)) // URL to its number
-	for i, b := range c.Backends {
+	for i, raw := range c.Backends {
+		// Every error names the backend without its password: a reload
+		// refused is logged, and the log is no place for a credential.
+		b := redactPassword(raw)
 		// A backend's breaker, and its breaker_state series, are named
 		// by its URL: listed twice, the two series collide and every
 		// scrape of /metrics fails.
-		if j, ok := seen[b]; ok {
+		if j, ok := seen[raw]; ok {
 			ck.bad("backends", "backend %d (%q) is backend %d again: list each backend once", i+1, b, j)
 			continue
 		}
-		seen[b] = i + 1
-		u, err := url.Parse(b)
+		seen[raw] = i + 1
+		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			ck.bad("backends", "backend %d (%q) is not an absolute http or https URL", i+1, b)
 			continue
@@ -100,7 +103,7 @@ func (c *Config) validate(present func(string) bool) []problem {
 		if u.User != nil {
 			ck.bad("backends", "backend %d (%q) has user info, which the proxy never sends to it", i+1, b)
 		}
-		if u.Fragment != "" || strings.HasSuffix(b, "#") {
+		if u.Fragment != "" || strings.HasSuffix(raw, "#") {
 			ck.bad("backends", "backend %d (%q) has a fragment, which is never sent", i+1, b)
 		}
 	}
@@ -360,4 +363,28 @@ func validMetricPrefix(s string) bool {
 		}
 	}
 	return true
+}
+
+// redactPassword returns the backend URL raw with the password of its user
+// info, if any, replaced by "xxxxx", as url.URL.Redacted does; raw is read
+// as a URL's authority is even where url.Parse refuses it (a bad port, a
+// space), since the errors about such a URL name it too.
+func redactPassword(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
