@@ -143,7 +143,7 @@ func (h *health) backendUp() bool {
 // Serve runs it on the admin address, off the proxy port.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: errLogger(g)}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorLog: g.errLog}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,6 +37,7 @@ type Gateway struct {
 	admins    atomic.Pointer[listener] // the admin listener, once Serve runs
 	log       *slog.Logger
 	clk       clock.Clock
+	errLog    *log.Logger // the servers' and the proxy's (newErrLog)
 	health    *health
 	inflight  tracker
 	svc       serviceTime // of admitted requests, for Retry-After
@@ -57,11 +59,14 @@ type servedKey struct{}
 type Option func(*Gateway)
 
 // WithLogger sets the logger for the gateway's own messages. Default:
-// slog.Default().
+// slog.Default(). The lines net/http's servers and the proxy write (a
+// client's failed TLS handshake, say) go to its handler at Warn, 10 a
+// second at the most: the next line after a pause carries "suppressed",
+// the count of those dropped.
 func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
 
-// WithClock sets the clock the rate limits, breakers, bearer tokens and the
-// drain delay read. Tests pass a *clock.Fake. Default: clock.Real.
+// WithClock sets the clock the rate limits, breakers, bearer tokens, the
+// drain delay and the error log's rate read. Tests pass a *clock.Fake. Default: clock.Real.
 func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 
 // New builds a Gateway from a config made by config.Parse or config.Load.
@@ -70,6 +75,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	for _, o := range opts {
 		o(g)
 	}
+	g.errLog = newErrLog(g.log.Handler(), g.clk)
 	if len(cfg.Backends) == 0 {
 		return nil, errors.New("gateway: no backends")
 	}
@@ -123,13 +129,12 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.transport.Proxy = nil // the backends are named in the config, never reached through the environment's proxy
 	g.transport.MaxIdleConnsPerHost = 256
 	g.transport.DialContext = g.conns.dial
-	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: rewrite, // the transport picks the backend
 		Transport: &transport{base: g.transport, state: g.state.Load,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
 		ErrorHandler: g.proxyError,
-		ErrorLog:     errLog,
+		ErrorLog:     g.errLog,
 		BufferPool:   bufferPool{},
 	}
 	return g, nil

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -52,7 +50,7 @@ func (g *Gateway) ProxyServer() *http.Server {
 		// of the config's, net/http lets one connection carry 250 at once,
 		// and max_conns would bound connections but not memory.
 		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: cfg.HTTP2MaxStreams},
-		ErrorLog: errLogger(g),
+		ErrorLog: g.errLog,
 		// Every request's context derives from the abort context, so that
 		// the drain deadline cancels them all without a registration per
 		// request.
@@ -85,8 +83,6 @@ func Listen(cfg *config.Config) (proxy, admin net.Listener, err error) {
 	}
 	return proxy, admin, nil
 }
-
-func errLogger(g *Gateway) *log.Logger { return slog.NewLogLogger(g.log.Handler(), slog.LevelWarn) }
 
 // Serve serves the proxy on proxyLn and the admin endpoints on adminLn until
 // ctx ends, then drains, closes the gateway and returns nil. It returns early
@@ -184,7 +180,7 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		// The proxy's header cap too: net/http's default is 1 MiB a
 		// connection, and the admin requests' headers are short.
 		MaxHeaderBytes: cfg.MaxHeaderBytes,
-		ErrorLog:       errLogger(g),
+		ErrorLog:       g.errLog,
 		// A connection idle, or yet to send its request, may be closed
 		// for a newcomer at admin_max_conns.
 		ConnState: al.connState,
