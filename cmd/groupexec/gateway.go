@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,8 +30,10 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
 	duration := fs.Duration("duration", 10*time.Second, "with --demo, how long to run (0: until interrupted)")
 	check := fs.Bool("check", false, "with --config, only check the file (every problem, in line order) and exit")
+	logLevel := fs.String("log-level", "info", "the least `level` logged: debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "the log lines' `format`: text (key=value) or json, on stderr")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE [--check] | --demo [--duration D]\n\n")
+		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE [--check] [--log-level L] [--log-format F] | --demo [--duration D]\n\n")
 		fs.PrintDefaults()
 	}
 	err := fs.Parse(args)
@@ -55,6 +58,12 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --duration %v: only --demo runs for a duration", errUsage, *duration)
 	case *check && *demoMode:
 		return fmt.Errorf("%w: --check checks a --config file; --demo has none", errUsage)
+	case (set["log-level"] || set["log-format"]) && *demoMode:
+		return fmt.Errorf("%w: --log-level and --log-format set the gateway's log; --demo prints a table", errUsage)
+	}
+	log, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signalContext(stderr, os.Exit)
 	defer stop()
@@ -85,7 +94,6 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	gw, err := gateway.New(cfg, gateway.WithLogger(log), gateway.WithConfigFile(*path))
 	if err != nil {
 		pl.Close()
@@ -105,6 +113,26 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	close(served)
 	<-reloaded
 	return err
+}
+
+// newLogger returns the gateway's logger, writing to w from level on in
+// format, or a usage error naming the flag and the value it refuses.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	switch strings.ToLower(level) {
+	case "debug", "info", "warn", "error":
+		lv.UnmarshalText([]byte(level)) // cannot fail on these
+	default:
+		return nil, fmt.Errorf("%w: --log-level %q: must be debug, info, warn or error", errUsage, level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format %q: must be text or json", errUsage, format)
 }
 
 // reloadOnSignal reloads gw's file for each signal on hup, until served

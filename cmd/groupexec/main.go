@@ -20,7 +20,10 @@ import (
 const usage = `groupexec: an HTTP admission gateway built on a grouped executor.
 
 Usage:
-  groupexec gateway --config FILE           run the gateway described by FILE (YAML)
+  groupexec gateway --config FILE           run the gateway described by FILE (YAML);
+                                            --log-level debug|info|warn|error (default
+                                            info) and --log-format text|json (default
+                                            text) set its log, on stderr
   groupexec gateway --config FILE --check   check FILE (every problem, in line order)
   groupexec gateway --demo [--duration D]   run an embedded backend and a synthetic
                                             multi-tenant load; print per-tenant stats

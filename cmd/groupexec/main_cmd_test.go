@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,73 @@ func TestGatewayHelpOnStdout(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"gateway", "--nope"}, &out, &errb); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "-config") {
 		t.Errorf("a refused flag: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr alone", code, out.String(), errb.String())
+	}
+}
+
+// --log-level and --log-format set the gateway's log: the least level
+// written and the lines' format. A value neither knows is a usage error
+// naming the flag and the value, as is either flag with --demo, which
+// prints a table and no log.
+func TestLogFlags(t *testing.T) {
+	example := "../../gateway/config/example.yaml"
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"gateway", "--config", example, "--log-level", "loud"}, `--log-level "loud": must be debug, info, warn or error`},
+		{[]string{"gateway", "--config", example, "--log-level", "info+2"}, `--log-level "info+2"`},
+		{[]string{"gateway", "--config", example, "--log-format", "logfmt"}, `--log-format "logfmt": must be text or json`},
+		{[]string{"gateway", "--demo", "--log-level", "debug"}, "--demo prints a table"},
+		{[]string{"gateway", "--demo", "--log-format", "json"}, "--demo prints a table"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.stderr)
+		}
+	}
+	// A valid pair passes the command line (the check then reads the file).
+	var out, errb bytes.Buffer
+	if code := run([]string{"gateway", "--config", example, "--check", "--log-level", "WARN", "--log-format", "json"}, &out, &errb); code != 0 {
+		t.Errorf("--log-level WARN --log-format json: exit %d, stderr %q", code, errb.String())
+	}
+
+	for _, tc := range []struct {
+		level, format string
+		want          []string // the messages written, in order
+		json          bool
+	}{
+		{"debug", "json", []string{"d", "i", "w", "e"}, true},
+		{"info", "text", []string{"i", "w", "e"}, false},
+		{"Warn", "text", []string{"w", "e"}, false},
+		{"error", "json", []string{"e"}, true},
+	} {
+		var buf bytes.Buffer
+		log, err := newLogger(&buf, tc.level, tc.format)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.level, tc.format, err)
+		}
+		log.Debug("d")
+		log.Info("i")
+		log.Warn("w")
+		log.Error("e")
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			if tc.json {
+				var rec struct{ Msg string }
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("%s %s: line %q is not JSON: %v", tc.level, tc.format, line, err)
+				}
+				got = append(got, rec.Msg)
+				continue
+			}
+			_, msg, ok := strings.Cut(line, " msg=")
+			if !ok || strings.HasPrefix(line, "{") {
+				t.Fatalf("%s %s: line %q is not key=value text", tc.level, tc.format, line)
+			}
+			got = append(got, msg)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("--log-level %s --log-format %s wrote %v, want %v", tc.level, tc.format, got, tc.want)
+		}
 	}
 }
