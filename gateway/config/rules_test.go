@@ -394,6 +394,14 @@ var refusedValues = []struct {
 		`line 3: admin: "0.0.0.0:8080" must differ from listen (127.0.0.1:8080)`},
 	{"admin on the same port by its service name", "listen: \"[::]:80\"\nadmin: \"[::1]:http\"",
 		`line 3: admin: "[::1]:http" must differ from listen ([::]:80)`},
+	// One host written two ways: localhost is where Go listens on
+	// 127.0.0.1 or ::1, and an IPv4-mapped address is its IPv4 one.
+	{"admin on localhost, listen on 127.0.0.1", "listen: localhost:8087\nadmin: 127.0.0.1:8087",
+		`line 3: admin: "127.0.0.1:8087" must differ from listen (localhost:8087)`},
+	{"admin on ::1, listen on LOCALHOST.", "listen: LOCALHOST.:8087\nadmin: \"[::1]:8087\"",
+		`line 3: admin: "[::1]:8087" must differ from listen (LOCALHOST.:8087)`},
+	{"admin on an IPv4-mapped address", "listen: 10.0.0.1:8087\nadmin: \"[::ffff:10.0.0.1]:8087\"",
+		`line 3: admin: "[::ffff:10.0.0.1]:8087" must differ from listen (10.0.0.1:8087)`},
 	// An empty namespace is no prefix, which would put every metric
 	// outside the namespace the docs put it under: refused, as a 0 is
 	// where it means nothing.
@@ -479,6 +487,8 @@ func TestRestartOnlyTLSContents(t *testing.T) {
 func TestListenAdminOnDistinctSockets(t *testing.T) {
 	for _, a := range [][2]string{
 		{"127.0.0.1:8080", "10.0.0.1:8080"}, {":8080", ":9090"}, {":0", ":0"}, {"127.0.0.1:0", "127.0.0.1:0"},
+		{"localhost:8080", "10.0.0.1:8080"}, {"localhost:8080", "127.0.0.2:8080"}, {"localhost:8080", "localhost:9090"},
+		{"a.example:8080", "b.example:8080"},
 	} {
 		if _, err := config.Parse([]byte(fmt.Sprintf("backends: [http://a:1]\nlisten: %q\nadmin: %q\n", a[0], a[1]))); err != nil {
 			t.Errorf("listen %s, admin %s: %v", a[0], a[1], err)

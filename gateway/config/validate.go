@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"os"
@@ -286,7 +287,30 @@ func sameSocket(a, b string) bool {
 		ip := net.ParseIP(h)
 		return h == "" || ip != nil && ip.IsUnspecified()
 	}
-	return ha == hb || every(ha) || every(hb)
+	return ha == hb || every(ha) || every(hb) || sameHost(ha, hb)
+}
+
+// sameHost reports whether the listen hosts a and b name one address: the
+// same IP written two ways ("::ffff:127.0.0.1" and "127.0.0.1"), or
+// localhost, which Go listens on as 127.0.0.1 or ::1, and an IP of those.
+// Other host names are not looked up: what they resolve to is the
+// running machine's to say.
+func sameHost(a, b string) bool {
+	loopback := func(h string) bool {
+		return strings.EqualFold(strings.TrimSuffix(h, "."), "localhost")
+	}
+	ia, errA := netip.ParseAddr(a)
+	ib, errB := netip.ParseAddr(b)
+	switch {
+	case errA == nil && errB == nil:
+		return ia.Unmap() == ib.Unmap()
+	case errA == nil && loopback(b):
+		ia = ia.Unmap()
+		return ia == netip.IPv6Loopback() || ia == netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case errB == nil && loopback(a):
+		return sameHost(b, a)
+	}
+	return loopback(a) && loopback(b)
 }
 
 // proxyHeaders are the headers tenant.header cannot be: the server takes
