@@ -173,6 +173,10 @@ func testDoSubmitGoStress(t *testing.T) {
 					t.Errorf("a Do returned nil without running fn")
 				case c.task == stressFails && runs == 1 && !errors.Is(c.err, errStress):
 					t.Errorf("a Do whose fn failed returned %v", c.err)
+				case (c.task == stressSucceeds || c.task == stressHolds) && runs == 1 && c.err != nil:
+					t.Errorf("a Do whose fn succeeded returned %v", c.err)
+				case c.task == stressWaitsCancel && runs == 1 && !errors.Is(c.err, context.Canceled):
+					t.Errorf("a Do whose fn returned its cancelled context's error returned %v", c.err)
 				}
 			case "go":
 				if c.err != nil && runs != 0 {
