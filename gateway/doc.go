@@ -36,7 +36,9 @@
 //     serve, and its open time backs off from breaker.timeout to
 //     breaker.max_timeout while its probes fail; and, on plain HTTP, for
 //     a new connection while the client's address holds
-//     max_conns_per_client busy ones;
+//     max_conns_per_client busy ones, and for a body that would take the
+//     bytes held in spool files over body.spool_max_bytes, or its
+//     client address's over body.spool_max_bytes_per_client;
 //   - 401 for a refused bearer token, two Authorization headers or an
 //     access_token query parameter (one in the body is not looked for:
 //     the gateway never parses a body's fields), or a token or client

@@ -62,3 +62,11 @@ func TrustBackends(g *Gateway, roots *x509.CertPool) {
 // unconfigured tenant's limits as it becomes live, or has them dropped as
 // it leaves. It must be called before g serves.
 func OnTenantLimits(g *Gateway, f func(tenant string)) { g.groups.tenantLimits = f }
+
+// SpoolClients returns how many client addresses have request body bytes
+// counted in spool files.
+func SpoolClients(g *Gateway) int {
+	g.spooled.mu.Lock()
+	defer g.spooled.mu.Unlock()
+	return len(g.spooled.clients)
+}

@@ -41,6 +41,7 @@ type Gateway struct {
 	health    *health
 	inflight  tracker
 	svc       serviceTime // of admitted requests, for Retry-After
+	spooled   spoolUse    // request bodies' bytes in spool files
 	reload    reloader
 	serving   chan struct{} // closed by Serve once it serves: Serving
 	served    sync.Once
@@ -123,6 +124,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 			return 0
 		},
 		breakers: func() []*backendBreaker { return g.state.Load().breakers },
+		spooled:  g.spooled.total.Load,
 	})
 
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()

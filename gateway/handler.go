@@ -255,6 +255,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if hasBody {
+		// Its bytes in a file count against the spool's caps, as this
+		// request's config sets them: a reload changes them for the
+		// requests arriving after it, as it changes body.max_bytes.
+		x.spool.use = &g.spooled
+		x.spool.client, x.spool.counted = spoolClient(&cfg.Tenant, r)
+	}
 	if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
 		be := err.(*bodyError)
 		if be == errBadBody && r.ProtoMajor > 1 && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), ErrAborted) {
@@ -270,7 +277,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if be == errReadTimeout {
 			g.m.ioTimeouts.WithLabelValues("read").Inc()
 		}
-		g.refuse(w, x, be.status, be.code, be.msg, 0)
+		var wait time.Duration
+		if be == errSpoolFull || be == errClientSpoolFull {
+			// Room is made as the requests holding it end, which nothing
+			// here can tell the time of: the client is asked to wait a
+			// little, as one refused a connection is.
+			wait = time.Second
+		}
+		g.refuse(w, x, be.status, be.code, be.msg, wait)
 		return
 	}
 

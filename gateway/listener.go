@@ -97,12 +97,7 @@ func (l *listener) clientOf(nc net.Conn) (client netip.Prefix, ok bool) {
 	if !a.IsValid() || l.exempt(a) {
 		return netip.Prefix{}, false
 	}
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits)
-	return p, true
+	return clientPrefix(a)
 }
 
 // clientConns are one client's connections.

@@ -89,6 +89,7 @@ type gauges struct {
 	inGateway func() int
 	conns     func() int
 	breakers  func() []*backendBreaker
+	spooled   func() int64
 }
 
 func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
@@ -133,7 +134,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 	for _, op := range []string{"read", "connect", "upstream"} {
 		m.ioTimeouts.WithLabelValues(op)
 	}
-	for _, r := range []string{"body-size", "decoded-size", "decoded-ratio", "rate-limited"} {
+	for _, r := range []string{"body-size", "decoded-size", "decoded-ratio", "spool-full", "rate-limited"} {
 		m.rejected.WithLabelValues(r)
 	}
 	for _, r := range []string{"ok", "error"} {
@@ -153,6 +154,8 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 			func() float64 { return float64(gg.inGateway()) }),
 		gauge("gateway_connections", "Client connections open (max_conns caps them).",
 			func() float64 { return float64(gg.conns()) }),
+		gauge("gateway_spool_bytes", "Bytes of request bodies held in spool files (body.spool_max_bytes caps them).",
+			func() float64 { return float64(gg.spooled()) }),
 		&breakerStates{desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "breaker_state"),
 			"Each backend's circuit breaker: 0 closed, 1 open, 2 half-open.", []string{"backend"}, nil), list: gg.breakers},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

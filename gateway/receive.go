@@ -112,7 +112,7 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 	if len(codings) > 0 {
 		in = &capReader{r: in, src: src, lim: lim}
 	}
-	sp.threshold, sp.dir = lim.BufferBytes, lim.SpoolDir
+	sp.threshold, sp.dir, sp.lim = lim.BufferBytes, lim.SpoolDir, lim
 	buf := proxyBufs.Get().(*[32 << 10]byte)
 	_, err := io.CopyBuffer(onlyWriter{sp}, in, buf[:])
 	proxyBufs.Put(buf)

@@ -101,13 +101,8 @@ func Listen(cfg *config.Config) (proxy, admin net.Listener, err error) {
 func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) error {
 	proxy := g.ProxyServer()
 	cfg := g.state.Load().cfg
-	// A trusted proxy's connection carries many clients: the cap per client
-	// is the proxy's to apply. With no trusted_proxies every address is
-	// trusted to name its tenant, but each is still one client.
-	exempt := func(a netip.Addr) bool {
-		t := &g.state.Load().cfg.Tenant
-		return len(t.TrustedProxies) > 0 && t.Trusts(a)
-	}
+	// A trusted proxy's connection carries many clients (carriesMany).
+	exempt := func(a netip.Addr) bool { return carriesMany(&g.state.Load().cfg.Tenant, a) }
 	if g.reload.configRead != nil {
 		g.reload.configRead()
 	}

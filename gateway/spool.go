@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/netip"
 	"os"
 	"sync"
+
+	"github.com/groupexec/groupexec/gateway/config"
 )
 
 // spool holds a request body received before admission: in memory up to
@@ -19,6 +22,15 @@ type spool struct {
 	threshold int64
 	dir       string
 	out       *spoolBody // the body handed to the transport, if any
+
+	// The file's bytes are counted in use against lim's caps, as client's
+	// if counted, before they are written; reserved of them so far, given
+	// back by release. use is nil for a spool without caps.
+	use      *spoolUse
+	lim      *config.Body
+	client   netip.Prefix
+	counted  bool
+	reserved int64
 }
 
 // spoolBody is a spool's body on its way to the backend. The transport may
@@ -85,16 +97,34 @@ func (s *spool) Write(p []byte) (int, error) {
 		if int64(s.mem.Len()+len(p)) <= s.threshold {
 			return s.mem.Write(p)
 		}
+		if err := s.reserve(len(p)); err != nil {
+			return 0, err
+		}
 		f, err := os.CreateTemp(s.dir, "groupexec-body-*")
 		if err != nil {
 			return 0, err
 		}
 		os.Remove(f.Name())
 		s.file = f
+	} else if err := s.reserve(len(p)); err != nil {
+		return 0, err
 	}
 	n, err := s.file.Write(p)
 	s.fileSize += int64(n)
 	return n, err
+}
+
+// reserve counts n bytes about to be written to the file against the
+// spool's caps: a body over them is refused before it takes the room.
+func (s *spool) reserve(n int) error {
+	if s.use == nil {
+		return nil
+	}
+	if err := s.use.reserve(int64(n), s.lim, s.client, s.counted); err != nil {
+		return err
+	}
+	s.reserved += int64(n)
+	return nil
 }
 
 // body returns the body from its start, for the transport.
@@ -110,8 +140,10 @@ func (s *spool) body() io.ReadCloser {
 	return s.out
 }
 
-// release stops the body handed out, closes the file and returns the memory
-// to the pool.
+// release stops the body handed out, closes the file, gives its bytes
+// back to the caps and returns the memory to the pool. It runs once a
+// request has ended, however it ended (answered, refused, cut short,
+// panicking), and again harmlessly.
 func (s *spool) release() {
 	if s.out != nil {
 		s.out.stop()
@@ -121,6 +153,11 @@ func (s *spool) release() {
 		s.file.Close()
 		s.file = nil
 	}
+	if s.reserved > 0 {
+		s.use.giveBack(s.reserved, s.client, s.counted)
+		s.reserved = 0
+	}
+	s.use, s.lim = nil, nil
 	putBuffer(&s.mem)
 	s.fileSize = 0
 }

@@ -238,6 +238,23 @@ type Body struct {
 	// goes to a file. Default 64 KiB.
 	BufferBytes int64  `yaml:"buffer_bytes"`
 	SpoolDir    string `yaml:"spool_dir"` // default: the system's temporary directory
+	// SpoolMaxBytes caps the bytes of request bodies held in SpoolDir's
+	// files at once, across all requests; memory is not counted (its
+	// bound is BufferBytes per request). Without it each request could
+	// hold up to MaxDecodedBytes there, and the requests one client can
+	// keep open, their bodies' last bytes held back, could fill the
+	// filesystem and fail every tenant's spooled bodies. A body that
+	// would take the spool over it is refused 503 spool_full with a
+	// Retry-After, before admission. Default DefaultSpoolMaxBytes.
+	SpoolMaxBytes int64 `yaml:"spool_max_bytes"`
+	// SpoolMaxBytesPerClient caps the bytes one client address (an IPv4
+	// address, an IPv6 /64, as max_conns_per_client counts them) holds in
+	// SpoolDir's files at once, so that one client cannot take all of
+	// SpoolMaxBytes from the others; a body of a client at it is refused
+	// as one over SpoolMaxBytes is. Bodies from tenant.trusted_proxies
+	// are not capped by it: each proxy carries many clients. At most
+	// SpoolMaxBytes. Default an eighth of spool_max_bytes, rounded up.
+	SpoolMaxBytesPerClient int64 `yaml:"spool_max_bytes_per_client"`
 }
 
 // Response says how much of a backend's answer is kept in memory, so that
@@ -263,6 +280,21 @@ type Metrics struct {
 const (
 	MaxConnsPerClientShare      = 8
 	MinDefaultMaxConnsPerClient = 64
+)
+
+// body.spool_max_bytes defaults to DefaultSpoolMaxBytes, and
+// body.spool_max_bytes_per_client to body.spool_max_bytes /
+// SpoolMaxBytesPerClientShare, rounded up: it takes eight client addresses
+// to fill the spool.
+//
+// DefaultSpoolMaxBytes holds 128 bodies of DefaultMaxDecodedBytes at once
+// (1024 of DefaultMaxBodyBytes), a client address 16 of them by default,
+// while staying small beside the filesystem the default spool_dir is on:
+// the system's temporary directory, often shared with other programs, or a
+// tmpfs in memory.
+const (
+	DefaultSpoolMaxBytes        = 1 << 30
+	SpoolMaxBytesPerClientShare = 8
 )
 
 // Defaults for omitted keys.

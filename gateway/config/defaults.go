@@ -38,6 +38,8 @@ func (c *Config) setDefaults(present func(string) bool) {
 	setDefault(present, "body.max_decoded_bytes", &c.Body.MaxDecodedBytes, DefaultMaxDecodedBytes)
 	setDefault(present, "body.max_ratio", &c.Body.MaxRatio, DefaultMaxRatio)
 	setDefault(present, "body.buffer_bytes", &c.Body.BufferBytes, DefaultBodyBufferBytes)
+	setDefault(present, "body.spool_max_bytes", &c.Body.SpoolMaxBytes, DefaultSpoolMaxBytes)
+	setDefault(present, "body.spool_max_bytes_per_client", &c.Body.SpoolMaxBytesPerClient, defaultSpoolMaxBytesPerClient(c.Body.SpoolMaxBytes))
 	setDefault(present, "response.buffer_bytes", &c.Response.BufferBytes, DefaultResponseBuffer)
 	setDefault(present, "breaker.consecutive_failures", &c.Breaker.ConsecutiveFailures, DefaultBreakerFailures)
 	setDefault(present, "breaker.timeout", &c.Breaker.Timeout, DefaultBreakerTimeout)
@@ -86,4 +88,16 @@ func defaultMaxConnsPerClient(maxConns int) int {
 	}
 	share := maxConns/MaxConnsPerClientShare + min(maxConns%MaxConnsPerClientShare, 1)
 	return min(maxConns, max(share, MinDefaultMaxConnsPerClient))
+}
+
+// defaultSpoolMaxBytesPerClient is body.spool_max_bytes_per_client's
+// default: an eighth of spool_max_bytes, rounded up, so that it takes eight
+// client addresses to fill the spool.
+func defaultSpoolMaxBytesPerClient(spoolMax int64) int64 {
+	if spoolMax <= 0 {
+		// spool_max_bytes is refused: derived from it, the default would
+		// be refused too, a problem of a key the file does not have.
+		return 1
+	}
+	return spoolMax/SpoolMaxBytesPerClientShare + min(spoolMax%SpoolMaxBytesPerClientShare, 1)
 }

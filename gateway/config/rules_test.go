@@ -27,6 +27,7 @@ func TestZeroRule(t *testing.T) {
 		"max_conns: 0", "max_conns_per_client: 0", "admin_max_conns: 0", "http2_max_streams: 0", "max_header_bytes: 0", "drain_timeout: 0s",
 		"timeouts: {read_header: 0s}", "timeouts: {read: 0s}", "timeouts: {write: 0s}", "timeouts: {idle: 0s}",
 		"timeouts: {upstream: 0s}", "body: {max_bytes: 0}", "body: {max_decoded_bytes: 0}", "body: {max_ratio: 0}",
+		"body: {spool_max_bytes: 0}", "body: {spool_max_bytes_per_client: 0}",
 		"breaker: {consecutive_failures: 0}", "breaker: {timeout: 0s}", "breaker: {max_timeout: 0s}",
 		"breaker: {max_requests: 0}", "rate_limit: {rps: 0}", "rate_limit: {rps: 1, burst: 0}",
 		"limits: {global_max_in_flight: 0}", "limits: {max_concurrency_per_group: 0}", "limits: {max_in_flight_per_group: 0}",
@@ -78,6 +79,30 @@ func TestMaxConnsPerClientDefault(t *testing.T) {
 		}
 		if c.MaxConnsPerClient != tc.want {
 			t.Errorf("%q: max_conns_per_client %d, want %d", tc.keys, c.MaxConnsPerClient, tc.want)
+		}
+	}
+}
+
+// body.spool_max_bytes defaults to 1 GiB, and spool_max_bytes_per_client
+// to an eighth of spool_max_bytes, rounded up; given, each is what it says.
+func TestSpoolMaxBytesDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		keys           string
+		total, perAddr int64
+	}{
+		{"", 1 << 30, 1 << 27},
+		{"body: {spool_max_bytes: 1001}\n", 1001, 126},
+		{"body: {spool_max_bytes: 7}\n", 7, 1},
+		{"body: {spool_max_bytes: 1000, spool_max_bytes_per_client: 1000}\n", 1000, 1000},
+		{"body: {spool_max_bytes_per_client: 3}\n", 1 << 30, 3},
+	} {
+		c, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.keys))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.keys, err)
+		}
+		if c.Body.SpoolMaxBytes != tc.total || c.Body.SpoolMaxBytesPerClient != tc.perAddr {
+			t.Errorf("%q: spool_max_bytes %d, spool_max_bytes_per_client %d; want %d, %d",
+				tc.keys, c.Body.SpoolMaxBytes, c.Body.SpoolMaxBytesPerClient, tc.total, tc.perAddr)
 		}
 	}
 }
@@ -386,6 +411,15 @@ var refusedValues = []struct {
 	// does not have.
 	{"negative max_conns", "max_conns: -8", `line 2: max_conns: -8 is negative`},
 	{"negative admin_max_conns", "admin_max_conns: -1", `line 2: admin_max_conns: -1 is negative`},
+	// A client's share of the spool cannot be more than the whole; its
+	// default, derived from a refused total, is no second problem.
+	{"spool share over the total", "body: {spool_max_bytes: 100, spool_max_bytes_per_client: 101}",
+		`line 2: body.spool_max_bytes_per_client: 101 is more than body.spool_max_bytes (100)`},
+	{"spool share over the default total", "body: {spool_max_bytes_per_client: 1073741825}",
+		`line 2: body.spool_max_bytes_per_client: 1073741825 is more than body.spool_max_bytes (1073741824)`},
+	{"negative spool_max_bytes", "body: {spool_max_bytes: -1}", `line 2: body.spool_max_bytes: -1 is negative`},
+	{"negative spool_max_bytes_per_client", "body: {spool_max_bytes_per_client: -1}",
+		`line 2: body.spool_max_bytes_per_client: -1 is negative`},
 	// An admin address whose port the proxy's already takes: refused at
 	// load, not by the second listen.
 	{"admin on the port listen takes on every address", "listen: \":8080\"\nadmin: 127.0.0.1:8080",

@@ -180,6 +180,8 @@ func TestExampleRestartMarks(t *testing.T) {
 		{"body.max_bytes", "body: {max_bytes: 5}"}, {"body.max_decoded_bytes", "body: {max_decoded_bytes: 5}"},
 		{"body.max_ratio", "body: {max_ratio: 5}"}, {"body.buffer_bytes", "body: {buffer_bytes: 5}"},
 		{"body.spool_dir", "body: {spool_dir: " + spool + "}"},
+		{"body.spool_max_bytes", "body: {spool_max_bytes: 5}"},
+		{"body.spool_max_bytes_per_client", "body: {spool_max_bytes_per_client: 5}"},
 		{"response.buffer_bytes", "response: {buffer_bytes: 5}"},
 		{"drain_delay", "drain_delay: 1s"}, {"drain_timeout", "drain_timeout: 1s"},
 		{"metrics.namespace", "metrics: {namespace: x}"},

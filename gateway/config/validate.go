@@ -209,6 +209,13 @@ func (c *Config) validate(present func(string) bool) []problem {
 			ck.bad("body.spool_dir", "%q is not a directory", d)
 		}
 	}
+	positive(ck, "body.spool_max_bytes", c.Body.SpoolMaxBytes)
+	positive(ck, "body.spool_max_bytes_per_client", c.Body.SpoolMaxBytesPerClient)
+	if c.Body.SpoolMaxBytes > 0 && c.Body.SpoolMaxBytesPerClient > c.Body.SpoolMaxBytes {
+		// A share larger than the whole caps nothing the total does not.
+		ck.bad("body.spool_max_bytes_per_client", "%d is more than body.spool_max_bytes (%d)",
+			c.Body.SpoolMaxBytesPerClient, c.Body.SpoolMaxBytes)
+	}
 	nonNegative(ck, "response.buffer_bytes", c.Response.BufferBytes)
 	nonNegative(ck, "drain_delay", c.DrainDelay)
 	positive(ck, "drain_timeout", c.DrainTimeout)
