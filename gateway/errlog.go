@@ -23,7 +23,12 @@ const errLogLines = 10
 // errors to: h at Warn, errLogLines a second at the most, one budget for
 // all of them.
 func newErrLog(h slog.Handler, clk clock.Clock) *log.Logger {
-	return slog.NewLogLogger(&ratedHandler{Handler: h, r: &logRate{clk: clk}}, slog.LevelWarn)
+	return slog.NewLogLogger(rated(h, clk), slog.LevelWarn)
+}
+
+// rated returns h writing errLogLines a second at the most, on clk.
+func rated(h slog.Handler, clk clock.Clock) slog.Handler {
+	return &ratedHandler{Handler: h, r: &logRate{clk: clk}}
 }
 
 // logRate is the budget a ratedHandler and the handlers derived from it

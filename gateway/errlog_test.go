@@ -2,10 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -93,5 +95,35 @@ func TestFailedHandshakesLogTenLinesASecond(t *testing.T) {
 	})
 	if suppressed != 20 {
 		t.Errorf("the line after the pause says suppressed=%d, want 20", suppressed)
+	}
+}
+
+// A body the spool cannot store (its directory gone, a disk full) is the
+// gateway's own failure, which the client's 500 spool_failed tells no
+// operator: it is logged, with the directory and the cause.
+func TestSpoolFailureIsLogged(t *testing.T) {
+	logs := &records{}
+	be := backend(t, func(http.ResponseWriter, *http.Request) { t.Error("the backend got a request") })
+	dir := t.TempDir()
+	gw := start(t, be.URL, minimal+fmt.Sprintf("body: {buffer_bytes: 1024, spool_dir: %s}\n", dir),
+		gateway.WithLogger(slog.New(logs)))
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	resp, msg := do(t, client(t), http.MethodPost, gw.url, "a", strings.NewReader(strings.Repeat("x", 4096)))
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(msg, "spool_failed") {
+		t.Fatalf("%d %q, want 500 spool_failed", resp.StatusCode, msg)
+	}
+	lines := logs.matching("spool failed")
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines for the failed spool, want 1", len(lines))
+	}
+	attrs := map[string]string{}
+	lines[0].Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.String()
+		return true
+	})
+	if lines[0].Level != slog.LevelError || attrs["dir"] != dir || attrs["tenant"] != "a" || !strings.Contains(attrs["err"], "no such file") {
+		t.Errorf("logged at %v with %v; want ERROR with dir %s, tenant a and the cause", lines[0].Level, attrs, dir)
 	}
 }

@@ -37,7 +37,8 @@ type Gateway struct {
 	admins    atomic.Pointer[listener] // the admin listener, once Serve runs
 	log       *slog.Logger
 	clk       clock.Clock
-	errLog    *log.Logger // the servers' and the proxy's (newErrLog)
+	errLog    *log.Logger  // the servers' and the proxy's (newErrLog)
+	failLog   *slog.Logger // the gateway's own failures a request meets, rated as errLog
 	health    *health
 	inflight  tracker
 	svc       serviceTime // of admitted requests, for Retry-After
@@ -77,6 +78,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		o(g)
 	}
 	g.errLog = newErrLog(g.log.Handler(), g.clk)
+	g.failLog = slog.New(rated(g.log.Handler(), g.clk))
 	if len(cfg.Backends) == 0 {
 		return nil, errors.New("gateway: no backends")
 	}

@@ -274,8 +274,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.m.rejected.WithLabelValues(be.reason).Inc()
-		if be == errReadTimeout {
+		switch be {
+		case errReadTimeout:
 			g.m.ioTimeouts.WithLabelValues("read").Inc()
+		case errSpool:
+			// The gateway's own failure (a full or missing spool_dir, a
+			// disk error), which no client can tell the operator of.
+			g.failLog.Error("request body spool failed", "tenant", x.group, "dir", cfg.Body.SpoolDir, "err", x.spool.failed)
 		}
 		var wait time.Duration
 		if be == errSpoolFull || be == errClientSpoolFull {

@@ -31,6 +31,8 @@ type spool struct {
 	client   netip.Prefix
 	counted  bool
 	reserved int64
+
+	failed error // why the file could not be made or written, for the log
 }
 
 // spoolBody is a spool's body on its way to the backend. The transport may
@@ -102,6 +104,7 @@ func (s *spool) Write(p []byte) (int, error) {
 		}
 		f, err := os.CreateTemp(s.dir, "groupexec-body-*")
 		if err != nil {
+			s.failed = err
 			return 0, err
 		}
 		os.Remove(f.Name())
@@ -111,6 +114,9 @@ func (s *spool) Write(p []byte) (int, error) {
 	}
 	n, err := s.file.Write(p)
 	s.fileSize += int64(n)
+	if err != nil {
+		s.failed = err
+	}
 	return n, err
 }
 
@@ -159,5 +165,5 @@ func (s *spool) release() {
 	}
 	s.use, s.lim = nil, nil
 	putBuffer(&s.mem)
-	s.fileSize = 0
+	s.fileSize, s.failed = 0, nil
 }
