@@ -134,7 +134,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 	for _, op := range []string{"read", "connect", "upstream"} {
 		m.ioTimeouts.WithLabelValues(op)
 	}
-	for _, r := range []string{"body-size", "decoded-size", "decoded-ratio", "spool-full", "rate-limited"} {
+	for _, r := range []string{"body-size", "decoded-size", "decoded-ratio", "spool-size", "spool-full", "rate-limited"} {
 		m.rejected.WithLabelValues(r)
 	}
 	for _, r := range []string{"ok", "error"} {

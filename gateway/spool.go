@@ -89,19 +89,32 @@ func (s *spool) size() int64 {
 	return n
 }
 
-// Write appends p: to memory while the total stays within the threshold,
-// then to the file.
+// Write appends p: to memory up to the threshold, the rest to the file.
+// Memory is filled first, so that the bytes in the file, which the spool's
+// caps count, are the body's beyond the threshold, however its reads cut
+// it.
 func (s *spool) Write(p []byte) (int, error) {
 	if s.file == nil {
 		if s.mem == nil {
 			s.mem = memPool.Get().(*bytes.Buffer)
 		}
-		if int64(s.mem.Len()+len(p)) <= s.threshold {
+		room := s.threshold - int64(s.mem.Len())
+		if int64(len(p)) <= room {
 			return s.mem.Write(p)
 		}
-		if err := s.reserve(len(p)); err != nil {
-			return 0, err
-		}
+		s.mem.Write(p[:room])
+		n, err := s.toFile(p[room:])
+		return int(room) + n, err
+	}
+	return s.toFile(p)
+}
+
+// toFile appends p to the file, made on the first call.
+func (s *spool) toFile(p []byte) (int, error) {
+	if err := s.reserve(len(p)); err != nil {
+		return 0, err
+	}
+	if s.file == nil {
 		f, err := os.CreateTemp(s.dir, "groupexec-body-*")
 		if err != nil {
 			s.failed = err
@@ -109,8 +122,6 @@ func (s *spool) Write(p []byte) (int, error) {
 		}
 		os.Remove(f.Name())
 		s.file = f
-	} else if err := s.reserve(len(p)); err != nil {
-		return 0, err
 	}
 	n, err := s.file.Write(p)
 	s.fileSize += int64(n)
@@ -125,6 +136,12 @@ func (s *spool) Write(p []byte) (int, error) {
 func (s *spool) reserve(n int) error {
 	if s.use == nil {
 		return nil
+	}
+	// A body whose own bytes in the file pass a cap can never be
+	// received, however long its client waits: it is too large, not
+	// refused for a spool full of others'.
+	if mine := s.reserved + int64(n); mine > s.lim.SpoolMaxBytes || s.counted && mine > s.lim.SpoolMaxBytesPerClient {
+		return errSpoolSize
 	}
 	if err := s.use.reserve(int64(n), s.lim, s.client, s.counted); err != nil {
 		return err

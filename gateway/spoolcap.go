@@ -32,6 +32,8 @@ type spoolUse struct {
 var (
 	errSpoolFull = &bodyError{http.StatusServiceUnavailable, "spool_full", "spool-full",
 		"the request bodies held in body.spool_dir are at body.spool_max_bytes"}
+	errSpoolSize = &bodyError{http.StatusRequestEntityTooLarge, "body_too_large", "spool-size",
+		"the request body is over what body.spool_max_bytes_per_client (or body.spool_max_bytes) lets one body hold in body.spool_dir"}
 	errClientSpoolFull = &bodyError{http.StatusServiceUnavailable, "spool_full", "spool-full",
 		"this client address's request bodies held in body.spool_dir are at body.spool_max_bytes_per_client"}
 )

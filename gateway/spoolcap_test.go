@@ -53,6 +53,16 @@ func spoolFull(t *testing.T, resp *http.Response, body string, perClient bool) {
 	}
 }
 
+// spoolTooLarge checks that resp is the refusal of a body that no spool
+// room could ever take: 413 body_too_large, without Retry-After.
+func spoolTooLarge(t *testing.T, resp *http.Response, body string) {
+	t.Helper()
+	code, _, _ := refusal(t, body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || code != "body_too_large" || resp.Header.Get("Retry-After") != "" {
+		t.Fatalf("%d %v %q; want 413 body_too_large without Retry-After", resp.StatusCode, resp.Header, body)
+	}
+}
+
 // spoolEmpty waits until no byte is counted in spool files, and no client.
 func spoolEmpty(t *testing.T, gw *running) {
 	t.Helper()
@@ -125,6 +135,35 @@ func TestSpoolMaxBytesPerClient(t *testing.T) {
 			io.WriteString(held, strings.Repeat("x", 100))
 			if resp, body := readAnswer(t, held); resp.StatusCode != 200 {
 				t.Fatalf("the held body, sent whole at the share: %d %q", resp.StatusCode, body)
+			}
+			spoolEmpty(t, gw)
+		})
+	}
+}
+
+// A body whose own bytes in the file pass the client's share (a trusted
+// proxy's: the total) can never be received, however long its client
+// waits: it is refused 413 body_too_large, with no Retry-After, while one
+// at the share is received.
+func TestSpoolBodyOverTheShareIsTooLarge(t *testing.T) {
+	for _, tc := range []struct {
+		name, tenant string
+		fits         int // the largest body received
+	}{
+		{"untrusted", "", 500},
+		{"trusted proxy", "tenant: {trusted_proxies: [127.0.0.2]}\n", 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := start(t, echo(t), minimal+tc.tenant+
+				"body: {buffer_bytes: 100, spool_max_bytes: 1000, spool_max_bytes_per_client: 500}\n")
+			m := gw.gw.Metrics()
+			resp, body := postFrom(t, gw.url, "127.0.0.2", 100+tc.fits+1)
+			spoolTooLarge(t, resp, body)
+			if got := metric(t, m, "rejected_total", "reason", "spool-size"); got != 1 {
+				t.Errorf("rejected_total{reason=spool-size} = %v, want 1", got)
+			}
+			if resp, body := postFrom(t, gw.url, "127.0.0.2", 100+tc.fits); resp.StatusCode != 200 {
+				t.Fatalf("a body at the cap: %d %q", resp.StatusCode, body)
 			}
 			spoolEmpty(t, gw)
 		})
@@ -222,9 +261,10 @@ func TestSpoolCapsReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The default share is an eighth of the total: 125 bytes.
+	// The default share is an eighth of the total: 125 bytes, which a
+	// body of 500 can never fit in.
 	resp, body := postFrom(t, gw.url, "127.0.0.2", 500)
-	spoolFull(t, resp, body, true)
+	spoolTooLarge(t, resp, body)
 
 	reload("spool_max_bytes: 1000, spool_max_bytes_per_client: 1000")
 	if resp, body := postFrom(t, gw.url, "127.0.0.2", 500); resp.StatusCode != 200 {
@@ -232,7 +272,7 @@ func TestSpoolCapsReload(t *testing.T) {
 	}
 	reload("spool_max_bytes: 400, spool_max_bytes_per_client: 400")
 	resp, body = postFrom(t, gw.url, "127.0.0.2", 500)
-	spoolFull(t, resp, body, true)
+	spoolTooLarge(t, resp, body)
 	reload("spool_max_bytes: 400, spool_max_bytes_per_client: 50")
 	resp, body = postFrom(t, gw.url, "127.0.0.2", 50)
 	if resp.StatusCode != 200 {
@@ -240,6 +280,6 @@ func TestSpoolCapsReload(t *testing.T) {
 	}
 	reload("spool_max_bytes: 40, spool_max_bytes_per_client: 40")
 	resp, body = postFrom(t, gw.url, "127.0.0.2", 50)
-	spoolFull(t, resp, body, true)
+	spoolTooLarge(t, resp, body)
 	spoolEmpty(t, gw)
 }
