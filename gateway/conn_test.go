@@ -383,17 +383,17 @@ func TestAdminIdleConnectionsClosed(t *testing.T) {
 
 // The admin address caps its connections at admin_max_conns, as the proxy's
 // does at max_conns: each connection past the cap closes the one idle the
-// longest (here, connections that sent nothing), so that a client opening
-// connections to it holds admin_max_conns at most, and a scrape still gets
-// in.
+// longest (here, connections that sent nothing), so that clients opening
+// connections to it hold admin_max_conns at most, and a scrape still gets
+// in. Each connection comes from an address of its own: from one, the
+// client's own cap (an eighth of admin_max_conns) would close them as
+// well, and the test would pass with admin_max_conns itself not applied.
 func TestAdminConnectionsCapped(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	gw := start(t, be.URL, minimal+"admin_max_conns: 2\ntimeouts: {read_header: 1h}\n")
 	var silent []net.Conn
-	for range 5 {
-		c := dialRaw(t, gw.admin)
-		c.SetDeadline(time.Now().Add(bound))
-		silent = append(silent, c)
+	for i := range 5 {
+		silent = append(silent, dialFrom(t, gw.admin, fmt.Sprintf("127.0.0.%d", 2+i)))
 	}
 	// Each of the last three closed the one idle the longest.
 	for i, c := range silent[:3] {
@@ -401,8 +401,7 @@ func TestAdminConnectionsCapped(t *testing.T) {
 			t.Errorf("silent admin connection %d of 5 is still open past admin_max_conns 2: %v", i+1, err)
 		}
 	}
-	c := dialRaw(t, gw.admin)
-	c.SetDeadline(time.Now().Add(bound))
+	c := dialFrom(t, gw.admin, "127.0.0.7")
 	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp := readResponse(t, bufio.NewReader(c)); resp.StatusCode != 200 {
 		t.Fatalf("a scrape past the silent connections: %d", resp.StatusCode)
@@ -412,23 +411,27 @@ func TestAdminConnectionsCapped(t *testing.T) {
 	}
 }
 
-// A reload changes admin_max_conns in place: lowered, each connection
-// past the new cap closes the one idle the longest.
+// A reload changes admin_max_conns in place, and the cap of one client
+// address with it: lowered to 8, a client holds one connection (its second
+// closes its first), and the ninth connection from other addresses closes
+// the one idle the longest.
 func TestAdminConnectionsCapFollowsReload(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	gw, write := reloadable(t, be.URL, "backends: [%s]\ntimeouts: {read_header: 1h}\n")
-	write("backends: [%s]\nadmin_max_conns: 2\ntimeouts: {read_header: 1h}\n")
+	write("backends: [%s]\nadmin_max_conns: 8\ntimeouts: {read_header: 1h}\n")
 	if err := gw.gw.ReloadFile(); err != nil {
 		t.Fatal(err)
 	}
-	var silent []net.Conn
-	for range 3 {
-		c := dialRaw(t, gw.admin)
-		c.SetDeadline(time.Now().Add(bound))
-		silent = append(silent, c)
+	first := dialFrom(t, gw.admin, "127.0.0.2")
+	second := dialFrom(t, gw.admin, "127.0.0.2")
+	if _, err := first.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("a client's first silent admin connection is still open past its second, its cap reloaded to 1: %v", err)
 	}
-	if _, err := silent[0].Read(make([]byte, 1)); err != io.EOF {
-		t.Errorf("the silent admin connection idle the longest is still open past admin_max_conns 2, reloaded: %v", err)
+	for i := range 8 {
+		dialFrom(t, gw.admin, fmt.Sprintf("127.0.0.%d", 3+i))
+	}
+	if _, err := second.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the silent admin connection idle the longest is still open past admin_max_conns 8, reloaded: %v", err)
 	}
 }
 
