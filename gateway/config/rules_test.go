@@ -473,6 +473,14 @@ func TestBackendPasswordNotInErrors(t *testing.T) {
 		"http://user:s3cret@a:1/#frag", // a fragment too
 		"http://user:s3c@ret@a:1?q",    // an @ in the password
 		"ftp://user:s3cret@a:1",
+		// A "/", "?" or "#" in the password, unescaped: url.Parse ends
+		// the authority there, and refuses the port it then reads, or
+		// (a password of digits first) takes the user name for the host.
+		"http://user:s3c#ret@a:1",
+		"http://user:s3c/ret@a:1",
+		"http://user:s3c?ret@a:1",
+		"http://user:1/s3c@a:1/#frag",
+		"user:s3cret@a:1", // the scheme forgotten
 	} {
 		yaml := fmt.Sprintf("backends: [%q, %q]\n", b, b) // twice: listed again is an error too
 		_, err := config.Parse([]byte(yaml))

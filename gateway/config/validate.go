@@ -398,24 +398,26 @@ func validMetricPrefix(s string) bool {
 
 // redactPassword returns the backend URL raw with the password of its user
 // info, if any, replaced by "xxxxx", as url.URL.Redacted does; raw is read
-// as a URL's authority is even where url.Parse refuses it (a bad port, a
-// space), since the errors about such a URL name it too.
+// as written even where url.Parse refuses it or reads it otherwise, since
+// the errors about such a URL name it too. The user info ends at the last
+// "@": a host holds none, and a password may hold a "/", "?" or "#" its
+// writer did not escape, which url.Parse takes for the path, query or
+// fragment (and then refuses the port, or names the user a host). A URL
+// without "://" (the scheme forgotten) is read from its start. A path
+// holding an "@" after a ":" is masked as well: better a part of a URL
+// not shown in an error than a password shown in the log.
 func redactPassword(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
+	prefix, rest := "", raw
+	if scheme, after, ok := strings.Cut(raw, "://"); ok {
+		prefix, rest = scheme+"://", after
 	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndex(authority, "@")
+	at := strings.LastIndex(rest, "@")
 	if at < 0 {
 		return raw
 	}
-	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
 	if !hasPassword {
 		return raw
 	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	return prefix + user + ":xxxxx" + rest[at:]
 }
