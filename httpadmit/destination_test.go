@@ -102,3 +102,52 @@ func TestTransportTenantHostOfAnInternationalizedHost(t *testing.T) {
 		}
 	}
 }
+
+// A host too long to be a DNS name (a label of more than 63 characters, or
+// more than 253 in all: each takes at least one character of the ASCII
+// form) is grouped as it is spelled, lower-cased, not mapped to its ASCII
+// form: idna's Punycode takes time in the square of a label's length, and
+// a client's HTTP/2 request (whose Host net/http does not hold to ASCII)
+// with a Host of 48 KB in one label of distinct characters took seconds of
+// WithTenantHost's time. Such a host resolves to nothing. A label of 63
+// characters is still mapped.
+func TestTransportLeavesAHostTooLongForDNSUnmapped(t *testing.T) {
+	ex := newExec(t, nil)
+	var group string
+	base := roundTripper(func(r *http.Request) (*http.Response, error) {
+		group, _ = executor.GroupFromContext(r.Context())
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})
+	rt := httpadmit.Transport(ex, base)
+	distinct := func(n int) string { // n distinct characters, no two alike
+		var b strings.Builder
+		for i := range n {
+			b.WriteRune(rune(0x4E00 + i))
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		host   string
+		mapped bool
+	}{
+		{distinct(63) + ".example", true},
+		{distinct(64) + ".example", false},
+		{strings.Repeat("Ü.", 126) + "Ü", true},  // 253 characters in all
+		{strings.Repeat("Ü.", 127), false},       // 254
+		{strings.Repeat("ü。", 127), false},       // 254, an ideographic full stop a dot
+		{"x" + distinct(63) + "。example", false}, // 64 in its first label
+	} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+tc.host+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		group = ""
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatalf("%.40s...: %v", tc.host, err)
+		}
+		want := strings.ToLower(strings.TrimRight(tc.host, ".")) + ":80"
+		if got := strings.HasPrefix(group, "xn--"); got != tc.mapped || !tc.mapped && group != want {
+			t.Errorf("%d characters (%.40s...): group %.60q..., mapped %v, want mapped %v", len([]rune(tc.host)), tc.host, group, got, tc.mapped)
+		}
+	}
+}
