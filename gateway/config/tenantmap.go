@@ -48,6 +48,10 @@ type strictDecoder struct {
 	// expansion does not reach the decoding done here.
 	budget int
 	probes int
+	// visits, those of them inside an alias, and how deep in aliases the
+	// decoding is: the decoder's measure of excessive aliasing
+	// (aliasingExcessive).
+	visits, aliased, aliasDepth int
 	// merged is the keys set so far in the mapping merged mappings are
 	// decoded into, as the decoder's mergedFields: a key already set
 	// hides a merged one. nil outside a merge.
@@ -75,13 +79,39 @@ func aliasBudget(n *yaml.Node) int {
 // The decoder's words for a document it refuses whole.
 var errExcessiveAliasing = errors.New("yaml: document contains excessive aliasing")
 
-// visit counts a node visited, and reports whether the budget allows it.
+// visit counts a node visited, and reports whether the budget and the
+// decoder's measure of aliasing allow it.
 func (d *strictDecoder) visit() bool {
 	d.probes++
-	if d.budget--; d.budget < 0 && d.fatal == nil {
+	d.visits++
+	if d.aliasDepth > 0 {
+		d.aliased++
+	}
+	if d.budget--; (d.budget < 0 || aliasingExcessive(d.visits, d.aliased)) && d.fatal == nil {
 		d.fatal = errExcessiveAliasing
 	}
 	return d.fatal == nil
+}
+
+// aliasingExcessive is the decoder's rule for a document that is mostly
+// aliases followed (yaml.v3's decoder.unmarshal and allowedAliasRatio):
+// past 100 nodes decoded through aliases and 1,000 in all, their share
+// may be 99% up to 400,000 nodes, falling to 10% at 4,000,000. Without
+// it, every tenant aliasing one large mapping was decoded whole, a
+// document the decoder refuses.
+func aliasingExcessive(visits, aliased int) bool {
+	if aliased <= 100 || visits <= 1000 {
+		return false
+	}
+	const low, high = 400_000, 4_000_000
+	allowed := 0.99
+	switch {
+	case visits >= high:
+		allowed = 0.10
+	case visits > low:
+		allowed = 0.99 - 0.89*float64(visits-low)/float64(high-low)
+	}
+	return float64(aliased)/float64(visits) > allowed
 }
 
 // twice reports the keys of the mapping n given twice, each against its
@@ -124,7 +154,9 @@ func (d *strictDecoder) resolve(n *yaml.Node, in func(*yaml.Node)) {
 		d.expanding = make(map[*yaml.Node]bool)
 	}
 	d.expanding[n.Alias] = true
+	d.aliasDepth++
 	in(n.Alias)
+	d.aliasDepth--
 	delete(d.expanding, n.Alias)
 }
 
