@@ -66,7 +66,8 @@ func (g *Gateway) ReloadFile() error {
 
 // Reload applies cfg in place, without dropping a connection or a request:
 // the limits, tenants, shares, rate limits, breaker settings, backends,
-// timeouts, body and response sizes, trust settings, max_conns and drain
+// timeouts, body and response sizes and the spool caps, trust settings,
+// max_conns, max_conns_per_client, admin_max_conns and drain
 // settings. Limits change through the executor's runtime API
 // (SetGlobalMaxInFlight, SetGroupLimits): raising one admits waiting
 // requests at once, lowering one lets running requests finish and admits
