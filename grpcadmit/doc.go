@@ -104,7 +104,12 @@
 // interceptor's ClientFailure against the dependency); a handler that
 // wants its dependency's refusal in this process counted as its own
 // failure returns a status of its own for it (status.Error), which
-// carries none of these errors. A panic in a handler
+// carries none of these errors. A stream handler that returns the error
+// its stream's RecvMsg gave, as generated code does, counts as Cancelled
+// too, and WithFailure does not see it: gRPC reports a message the caller
+// sent that does not decode, or a server-streaming call sent without its
+// request, as codes.Internal, the caller's doing, by which any caller
+// could otherwise open its tenant's breaker. A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
 // does). A runtime.Goexit in a handler (client-side, an invoker) that a

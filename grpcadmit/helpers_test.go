@@ -129,6 +129,23 @@ var gateDesc = grpc.ServiceDesc{
 			return status.FromContextError(ss.Context().Err()).Err()
 		},
 		ServerStreams: true,
+	}, {
+		// First is server-streaming: its handler receives the one request,
+		// as generated code does, and answers it (or with reply's error).
+		StreamName: "First",
+		Handler: func(srv any, ss grpc.ServerStream) error {
+			in := new(wrapperspb.StringValue)
+			if err := ss.RecvMsg(in); err != nil {
+				return err
+			}
+			if g := srv.(*gate); g.reply != nil {
+				if err := g.reply(ss.Context(), in.Value); err != nil {
+					return err
+				}
+			}
+			return ss.SendMsg(in)
+		},
+		ServerStreams: true,
 	}},
 }
 

@@ -123,7 +123,9 @@ func WithRetryAfter(d time.Duration) Option {
 // before its handler ran, and a handler's error that is a refusal in this
 // process of its own outgoing work (a client interceptor's *RefusalError,
 // executor.ErrRejected, breaker.ErrOpenState or ErrTooManyRequests: see the
-// package documentation); f sees none of them. Default
+// package documentation), and a stream handler's error that its stream's
+// RecvMsg returned (the caller's input: a message that does not decode);
+// f sees none of them. Default
 // ServerFailure in the server interceptors, ClientFailure in the client
 // interceptors. f must not be nil.
 func WithFailure(f func(err error) bool) Option {

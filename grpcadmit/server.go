@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -274,11 +276,12 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		var herr error
 		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
-			if ctx != ss.Context() {
-				ss = &stream{ServerStream: ss, ctx: ctx}
-			}
-			herr = handler(srv, ss)
+			s := &stream{ServerStream: ss, ctx: ctx}
+			herr = handler(srv, s)
 			returned = true
+			if herr != nil && s.received(herr) {
+				return errReceived
+			}
 			return a.outcome(herr)
 		})
 		if !ran {
@@ -291,13 +294,41 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 	}
 }
 
-// stream is a server stream with the context Do gave.
+// stream is a server stream with the context Do gave, which keeps the
+// error its RecvMsg returned.
 type stream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx     context.Context
+	recvErr atomic.Pointer[error] // the last error of RecvMsg other than io.EOF
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
+
+// RecvMsg receives as the stream does, keeping its error: a goroutine of
+// the handler may still receive as the handler returns, hence the atomic.
+func (s *stream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err != nil && err != io.EOF {
+		s.recvErr.Store(&err)
+	}
+	return err
+}
+
+// received reports whether the handler's error err is, or wraps, the one
+// its stream's RecvMsg returned (a status error matches an equal one): the
+// handler passed on what the caller sent, or failed to send.
+func (s *stream) received(err error) bool {
+	p := s.recvErr.Load()
+	return p != nil && errors.Is(err, *p)
+}
+
+// errReceived is the outcome of a stream whose handler returned the error
+// its RecvMsg gave: Cancelled. gRPC reports a message the caller sent that
+// does not decode, a missing request of a server-streaming call, and a
+// compression it cannot undo as codes.Internal, which ServerFailure would
+// count: any caller could open its tenant's breaker by sending garbage.
+// The handler did not fail; its caller's input did.
+var errReceived = fmt.Errorf("grpcadmit: the handler returned its stream's receive error, the caller's input: %w", context.Canceled)
 
 // notReturned goes on with the panic of a handler that Do ran but that did
 // not return, when Do recovered it (a rejection handler's RunInCaller
