@@ -72,8 +72,12 @@ func WithTenantKey(key string) Option {
 
 // WithTenantFunc reads the tenant with f, from the call's context (its
 // metadata, peer or authentication info): "" names no tenant, an error makes
-// the call invalid, and a key must pass httpadmit.ValidTenant. f runs for
-// every call, possibly concurrently. f must not be nil.
+// the call invalid, and a key must pass httpadmit.ValidTenant. The caller
+// gets codes.InvalidArgument with the error's text, or the invalid key, in
+// the status message, as httpadmit answers the same in its 400's body: f
+// puts in its errors nothing the caller must not see (an address, a
+// lookup's error; a status error's code is not kept, its text is). f runs
+// for every call, possibly concurrently. f must not be nil.
 func WithTenantFunc(f func(ctx context.Context) (string, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -148,7 +152,9 @@ func WithFailure(f func(err error) bool) Option {
 //
 // 0 means 1, as for DoWeighted. An error from f, or a negative weight,
 // makes the call invalid: it never reaches the executor, and its error is
-// codes.InvalidArgument, matching httpadmit.ErrInvalidWeight. A weight
+// codes.InvalidArgument, matching httpadmit.ErrInvalidWeight, with f's
+// error's text in the status message the caller gets (as for
+// WithTenantFunc, nothing the caller must not see). A weight
 // above a limit the call must pass can never run: the executor refuses it
 // with executor.ErrTooHeavy, sent as codes.ResourceExhausted without
 // RetryInfo, since waiting would not help. f must not be nil.
