@@ -119,7 +119,9 @@ func WithRetryAfter(d time.Duration) Option {
 // count as failures for the executor's Stats and the group's circuit
 // breaker; the others count as successes, except an error that wraps
 // context.Canceled or has the gRPC code Canceled, which counts as
-// Cancelled (work given up on, as outcome.Classify says). In the client
+// Cancelled (work given up on, as outcome.Classify says), and, in the
+// server interceptors, any error a handler returns once its call's context
+// has ended, Cancelled too, which f does not see. In the client
 // interceptors a *RefusalError, a call that an interceptor chained after it
 // refused in this process and never sent, counts as Cancelled too: it says
 // nothing of the dependency. In a server interceptor, so does a server

@@ -158,6 +158,27 @@ func (a *admitter) outcome(err error) error {
 	return nil
 }
 
+// handled is the outcome of a server handler's error err, which it returned
+// with ctx, the context Do gave it: Cancelled when ctx has ended (the
+// caller's deadline passed, the caller went away, the executor stopped the
+// call), whatever err's code, else outcome's. The caller gave up on the
+// call, so its error tells nothing of the server: counted as a success
+// (a DeadlineExceeded), a caller's short deadline would close a half-open
+// breaker whose probe never did its work; counted by ServerFailure (a
+// dependency's cancelled call reported as Internal), any caller could open
+// its tenant's breaker with short deadlines. An error wrapping
+// context.Canceled is outcome's to keep, as it is.
+func (a *admitter) handled(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+		return errCallEnded
+	}
+	return a.outcome(err)
+}
+
+// errCallEnded is the outcome of an incoming call whose handler returned an
+// error after the call's context ended: Cancelled.
+var errCallEnded = fmt.Errorf("grpcadmit: the handler returned an error after its call's context ended: %w", context.Canceled)
+
 // refusedHere reports whether a handler's error is, or wraps, a refusal in
 // this process of the work it asked for: a client interceptor's
 // *RefusalError (its outgoing call was never sent), an executor's refusal
@@ -252,7 +273,7 @@ func (c *unaryCall) run(ctx context.Context) error {
 	c.ran = true
 	c.resp, c.err = c.handler(ctx, c.req)
 	c.returned = true
-	return c.a.outcome(c.err)
+	return c.a.handled(ctx, c.err)
 }
 
 // StreamServerInterceptor returns an interceptor that admits each stream
@@ -282,7 +303,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			if herr != nil && s.received(herr) {
 				return errReceived
 			}
-			return a.outcome(herr)
+			return a.handled(ctx, herr)
 		})
 		if !ran {
 			return sendPushback(a.refuse(err), ss.SetTrailer)
