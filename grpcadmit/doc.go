@@ -122,6 +122,15 @@
 // ends that goroutine only: the call fails with codes.Internal, "internal
 // error", its error matching executor.ErrGoexit.
 //
+// Tenant keys read from metadata come from callers, so they are chosen by
+// clients: a caller may name any tenant, taking that tenant's places and
+// answering for its breaker, and every distinct key is a group in the
+// executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). A key
+// is accepted only if httpadmit.ValidTenant says so. When callers are not
+// trusted, read the tenant with WithTenantFunc from what the server has
+// verified (the peer's certificate, a checked token), or map keys to a
+// bounded set there.
+//
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.
 //
