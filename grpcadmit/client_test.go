@@ -3,6 +3,7 @@ package grpcadmit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,38 @@ func TestClientDeadlineAtAdmissionIsNotSent(t *testing.T) {
 	}
 	if n := len(g.entered); n != 0 {
 		t.Errorf("the server saw %d calls, want 0", n)
+	}
+}
+
+// A call that another interceptor of the caller's chain refuses in this
+// process, with an error of the executor's or a breaker's rather than a
+// *RefusalError, never reached the dependency either: the client
+// interceptor chained before it counts it Cancelled, ClientFailure is
+// false, and the caller gets the error unchanged.
+func TestClientLocalRefusalOfAnotherKindIsNoFailure(t *testing.T) {
+	for _, refusal := range []error{
+		fmt.Errorf("caller's bulkhead: %w", executor.ErrRejected),
+		breaker.ErrOpenState,
+		fmt.Errorf("half-open: %w", breaker.ErrTooManyRequests),
+	} {
+		trip := executor.WithGroupBreaker(breaker.Settings{
+			Timeout: time.Hour, ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+		})
+		perTarget := newExec(t, nil, trip)
+		refuse := func(context.Context, string, any, any, *grpc.ClientConn, grpc.UnaryInvoker, ...grpc.CallOption) error {
+			return refusal
+		}
+		cc := dial(t, start(t, newGate()), grpc.WithChainUnaryInterceptor(grpcadmit.UnaryClientInterceptor(perTarget), refuse))
+		for range 2 {
+			if _, err := call(context.Background(), cc, "t1", "1"); err != refusal {
+				t.Fatalf("%v: the caller got %v, want the refusal unchanged", refusal, err)
+			}
+		}
+		if grpcadmit.ClientFailure(refusal) {
+			t.Errorf("ClientFailure(%v) = true for a call never sent", refusal)
+		}
+		if s, _ := perTarget.GroupStats(cc.Target()); s.Failed != 0 || s.Cancelled != 2 || s.Breaker != breaker.StateClosed {
+			t.Errorf("%v: target's group: %d failed, %d cancelled, breaker %v; want 0, 2 and closed", refusal, s.Failed, s.Cancelled, s.Breaker)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package grpcadmit
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -195,10 +194,12 @@ func ServerFailure(err error) bool {
 // *RefusalError is no failure: a client interceptor refused the call in
 // this process, so the dependency never saw it, whatever its code (a
 // deadline that passed in the local queue is DeadlineExceeded, a local
-// breaker's or shutdown's refusal Unavailable).
+// breaker's or shutdown's refusal Unavailable). Nor is another refusal in
+// this process, by an interceptor of the caller's own chained after this
+// one: an error matching executor.ErrRejected, breaker.ErrOpenState or
+// breaker.ErrTooManyRequests.
 func ClientFailure(err error) bool {
-	var re *RefusalError
-	if errors.As(err, &re) {
+	if refusedHere(err) {
 		return false
 	}
 	if ServerFailure(err) {

@@ -121,9 +121,10 @@ func streamMethod(info *grpc.StreamServerInfo) string {
 // outcome is what fn returns to Do for a handler's error: the error when it
 // is a failure, or a cancellation (Do counts it Cancelled, no failure), else
 // nil. A status with code Canceled is gRPC's word for a cancellation, which
-// Do knows only as context.Canceled. Client-side, a *RefusalError is a call
-// that an interceptor chained after this one refused in this process (its
-// local queue's deadline passed, its breaker is open): it never reached the
+// Do knows only as context.Canceled. Client-side, a *RefusalError, or any
+// refusal in this process (refusedHere), is a call that an interceptor
+// chained after this one refused (its local queue's deadline passed, its
+// breaker is open, the caller's own bulkhead is full): it never reached the
 // dependency, so it counts as Cancelled, neither a failure nor a success of
 // the dependency. Server-side, so is a server interceptor's *RefusalError:
 // one chained after this one (one group per tenant, then one per method)
@@ -146,7 +147,7 @@ func (a *admitter) outcome(err error) error {
 		return err
 	case status.Code(err) == codes.Canceled:
 		return context.Canceled
-	case a.client && errors.As(err, &re):
+	case a.client && refusedHere(err):
 		return errNotSent
 	case errors.As(err, &re) && re.server:
 		return errNotRun
@@ -179,8 +180,9 @@ func (a *admitter) handled(ctx context.Context, err error) error {
 // error after the call's context ended: Cancelled.
 var errCallEnded = fmt.Errorf("grpcadmit: the handler returned an error after its call's context ended: %w", context.Canceled)
 
-// refusedHere reports whether a handler's error is, or wraps, a refusal in
-// this process of the work it asked for: a client interceptor's
+// refusedHere reports whether an error is, or wraps, a refusal in this
+// process of the work asked for (a handler's outgoing work, or a call
+// refused by an interceptor of the client's chain): a client interceptor's
 // *RefusalError (its outgoing call was never sent), an executor's refusal
 // (executor.ErrRejected, from its Do), or a circuit breaker's
 // (breaker.ErrOpenState, breaker.ErrTooManyRequests, from one used on its
