@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
 )
@@ -192,8 +191,7 @@ var errCallEnded = fmt.Errorf("grpcadmit: the handler returned an error after it
 // counts it against the dependency.
 func refusedHere(err error) bool {
 	var re *RefusalError
-	return errors.As(err, &re) || errors.Is(err, executor.ErrRejected) ||
-		errors.Is(err, breaker.ErrOpenState) || errors.Is(err, breaker.ErrTooManyRequests)
+	return errors.As(err, &re) || adapt.Refused(err)
 }
 
 // errNotSent is the outcome of an outgoing call refused in this process by

@@ -3,6 +3,7 @@ package httpadmit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -174,5 +175,32 @@ func TestTransportBaseErrorsCountUnlessCancelled(t *testing.T) {
 	}
 	if err := roundTrip(); !errors.Is(err, executor.ErrRejected) || !errors.Is(err, breaker.ErrOpenState) {
 		t.Errorf("open breaker: %v", err)
+	}
+}
+
+// A base that refuses the request in this process, with an executor's or a
+// breaker's error (the caller's own limiter below this Transport), never
+// sent it: the destination's group counts it Cancelled, its breaker does
+// not trip, and the caller gets the error.
+func TestTransportBaseLocalRefusalIsNoFailure(t *testing.T) {
+	for _, refusal := range []error{
+		fmt.Errorf("caller's bulkhead: %w", executor.ErrRejected),
+		breaker.ErrOpenState,
+		fmt.Errorf("half-open: %w", breaker.ErrTooManyRequests),
+	} {
+		ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+		}))
+		base := roundTripper(func(r *http.Request) (*http.Response, error) { return nil, refusal })
+		rt := httpadmit.Transport(ex, base)
+		for range 2 {
+			req, _ := http.NewRequest(http.MethodGet, "https://dep.test/", nil)
+			if _, err := rt.RoundTrip(req); !errors.Is(err, refusal) {
+				t.Fatalf("%v: the caller got %v, want the refusal", refusal, err)
+			}
+		}
+		if s, _ := ex.GroupStats("dep.test:443"); s.Failed != 0 || s.Cancelled != 2 || s.Breaker != breaker.StateClosed {
+			t.Errorf("%v: %d failed, %d cancelled, breaker %v; want 0, 2, closed", refusal, s.Failed, s.Cancelled, s.Breaker)
+		}
 	}
 }

@@ -55,7 +55,10 @@ import (
 //     RoundTrip returns as an error. A base that is itself a Transport and
 //     did not admit the request (it refused it, or the request's deadline
 //     passed while it waited there) never sent it: that counts as
-//     Cancelled, not as a failure of the destination.
+//     Cancelled, not as a failure of the destination; so does an error of
+//     base matching executor.ErrRejected, breaker.ErrOpenState or
+//     breaker.ErrTooManyRequests (another limiter of the caller's below
+//     this Transport refused it).
 //
 // The response's Request is the request RoundTrip was given, as net/http's
 // Transport sets it, not the copy carrying the admission's context that
@@ -479,9 +482,11 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	if err != nil {
 		x.err = err
 		var ns *notSentError
-		if errors.As(err, &ns) {
-			// A Transport stacked below this one refused it: the request
-			// never reached its destination, which must not be blamed.
+		if errors.As(err, &ns) || adapt.Refused(err) {
+			// A Transport stacked below this one refused it, or another
+			// limiter of the caller's (its executor, a breaker): the
+			// request never reached its destination, which must not be
+			// blamed.
 			return errNotSent
 		}
 		return err

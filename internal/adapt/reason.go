@@ -79,3 +79,12 @@ func RetryDelay(ex *executor.Executor, err error, d time.Duration) time.Duration
 	}
 	return max(d, ex.BreakerRemainingDelay(re.Group))
 }
+
+// Refused reports whether err is, or wraps, a refusal in this process by an
+// executor or a circuit breaker (executor.ErrRejected, breaker.ErrOpenState,
+// breaker.ErrTooManyRequests): work that never reached the dependency it
+// was for, whose breaker must not count it.
+func Refused(err error) bool {
+	return errors.Is(err, executor.ErrRejected) || errors.Is(err, breaker.ErrOpenState) ||
+		errors.Is(err, breaker.ErrTooManyRequests)
+}
