@@ -45,7 +45,11 @@
 //     again;
 //   - 503 without Retry-After: the request's context ended while it waited
 //     (its client went away, or a deadline set before Handler passed). It
-//     never reaches next, and its place in the queue is freed at once.
+//     never reaches next, and its place in the queue is freed at once. Over
+//     HTTP/1, net/http does not see a client go away while the request's
+//     body is unread, as it is while the request waits: such a request
+//     keeps its place until it is admitted or its queue timeout passes
+//     (see Handler).
 //
 // WithRefusalWriter replaces these answers; RefusalStatus gives the status
 // code the default writer uses for an error.

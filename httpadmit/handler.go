@@ -26,7 +26,15 @@ import (
 // Close also cancels. executor.GroupFromContext(r.Context()) in next returns
 // the group the request was admitted under, the tenant as the tenant option
 // read it or the default group, so next need not read it again. A request whose context ends while it waits never
-// reaches next, and its place is freed at once. A panic in next releases the
+// reaches next, and its place is freed at once. Over HTTP/1, though,
+// net/http ends the context when the client goes away only once the
+// request's body has been read to its end, and only while the client sends
+// nothing more on the connection: a request with a body (a POST, a PUT)
+// waits with it unread, since next reads it, so its client's going away
+// frees nothing; its place is held until it is admitted (next then meets
+// the closed connection) or until policy.WithQueueTimeout refuses it, so
+// set a queue timeout where clients are not trusted. Over HTTP/2 a
+// client's reset of the stream ends the context at once. A panic in next releases the
 // request's slot and goes on to the server, so http.ErrAbortHandler and every
 // other panic keep net/http's behaviour. A panic with http.ErrAbortHandler is
 // a deliberate abort, which net/http does not log as a fault: the request
