@@ -44,9 +44,17 @@ import (
 // goroutine, as without Handler; when a rejection handler ran next on a
 // goroutine of its own (Rejection.RunInCaller), it ends that goroutine only,
 // and the response is aborted, as net/http aborts that of a handler that
-// exits.
+// exits. A panic in the tenant function (WithTenantFunc), the weight
+// function (WithWeightFunc) or the refusal writer (WithRefusalWriter) goes
+// on to the server as one in next does, with no answer written for it:
+// net/http logs it and closes the connection. None of them holds a slot:
+// the first two run before the request is admitted, the writer after Do
+// has returned.
 //
-// A request holds its slot until next returns. A next that hijacks the
+// A request holds its slot until next returns, while next writes to a
+// client that reads its response slowly, or not at all, too:
+// http.Server's WriteTimeout, or a write deadline set with
+// http.ResponseController, bounds that. A next that hijacks the
 // connection (an upgrade to WebSocket, say) and serves it before returning
 // holds the slot for the connection's life, as a gRPC stream does: size the
 // limits of the groups that serve such connections for connections, not
