@@ -75,6 +75,11 @@
 // accepted only if ValidTenant says so, and every distinct key is a group in
 // the executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). Map
 // keys to a bounded set with WithTenantFunc when clients are not trusted.
+// A key names a group of the whole executor: on an executor that other
+// code uses too, a client can name one of its groups, a Transport's
+// destination ("payments.internal:443") or an inner Handler's route, and
+// take that group's limits from it. Give Transport, and each Handler
+// chained after another, an executor of its own.
 //
 // httpadmit is a package of its own so that the core packages never import
 // net/http: only programs that use it compile it.

@@ -114,7 +114,10 @@ func WithTenantContextValue(key any) Option {
 // WithTenantFunc reads the tenant with f: "" names no tenant, an error makes
 // the request invalid (400), and a key must pass ValidTenant. f runs for every
 // request, possibly concurrently. Use it to map keys chosen by clients to a
-// bounded set. f must not be nil.
+// bounded set. The default refusal writer sends the error's text to the
+// client in its 400 answer: keep internal details (a lookup's address, a
+// database's message) out of it, or answer with WithRefusalWriter, which
+// gets the error. f must not be nil.
 func WithTenantFunc(f func(r *http.Request) (string, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -215,7 +218,9 @@ func WithFailureStatus(f func(status int) bool) Option {
 // matches ErrInvalidWeight, and Handler answers 400 (Transport returns the
 // error). A weight above a limit the request must pass can never run: the
 // executor refuses it with executor.ErrTooHeavy, which Handler answers 413
-// without Retry-After, since waiting would not help. f must not be nil.
+// without Retry-After, since waiting would not help. The default refusal
+// writer sends the text of f's error to the client in its 400 answer, as
+// for WithTenantFunc. f must not be nil.
 func WithWeightFunc(f func(r *http.Request) (int, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
