@@ -73,8 +73,11 @@
 //
 // Tenant keys come from requests, so they are chosen by clients: a key is
 // accepted only if ValidTenant says so, and every distinct key is a group in
-// the executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). Map
-// keys to a bounded set with WithTenantFunc when clients are not trusted.
+// the executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). A
+// reclaimed group forgets its circuit breaker (executor.WithGroupBreaker):
+// a client that sends WithMaxIdleGroups keys of its own closes the open
+// breaker of a tenant that has gone idle. Map keys to a bounded set with
+// WithTenantFunc when clients are not trusted.
 // A key names a group of the whole executor: on an executor that other
 // code uses too, a client can name one of its groups, a Transport's
 // destination ("payments.internal:443") or an inner Handler's route, and
