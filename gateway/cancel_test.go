@@ -28,3 +28,36 @@ func TestClientGoneWhileProxiedCountedOnce(t *testing.T) {
 		t.Errorf("queue_dropped_total = %v, want 0: the request ran", got)
 	}
 }
+
+// A request waiting in its tenant's queue whose client goes away leaves the
+// queue at once, with or without a body: the gateway reads the body whole
+// before admission, after which net/http watches the connection (a
+// request whose body no one has read yet is not watched).
+func TestClientGoneWhileQueuedLeavesTheQueue(t *testing.T) {
+	for _, req := range []string{
+		"GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\nContent-Length: 5\r\n\r\nhello",
+		"POST / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	} {
+		g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 1}\n")
+		m := gw.gw.Metrics()
+		held := dialRaw(t, gw.url)
+		io.WriteString(held, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+		g.await(t, 1)
+		c := dialRaw(t, gw.url)
+		io.WriteString(c, req)
+		eventually(t, "the second request queued", func() bool {
+			s, ok := gw.gw.Executor().GroupStats("a")
+			return ok && s.Waiting == 1
+		})
+		c.Close()
+		eventually(t, "the queued request to leave the queue", func() bool {
+			s, _ := gw.gw.Executor().GroupStats("a")
+			return s.Waiting == 0
+		})
+		if got := metric(t, m, "tasks_canceled_total", "kind", "queued"); got != 1 {
+			t.Errorf("%q: tasks_canceled_total{kind=queued} = %v, want 1", req, got)
+		}
+		held.Close()
+	}
+}
