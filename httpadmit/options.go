@@ -60,7 +60,10 @@ func WithTenantHeader(name string) Option {
 // without its port or trailing dots (an IPv6 address in its canonical
 // form, an IPv4-mapped one as its IPv4 address, an internationalized name
 // in its ASCII form, as net/http sends it): one group per virtual host,
-// however a client spells it.
+// however a client spells it. Like every tenant key it is at most 128
+// bytes: a host name longer than that (DNS allows 253) makes the request
+// invalid (400); read such hosts with WithTenantFunc, mapping them to
+// shorter keys.
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {
 		c.tenant = fromHost
