@@ -567,3 +567,32 @@ func TestBreakerExitAtAdmissionIsToldToTheListener(t *testing.T) {
 		}
 	}
 }
+
+// A client sending work for more new groups than WithMaxIdleGroups does
+// not reset the open breaker of a group gone idle: groups whose breakers
+// are closed are reclaimed before it, so that its dependency is not sent
+// the calls the breaker was shedding. Groups with tripped breakers stay
+// bounded: past 8 of them at the front, the one idle the longest goes.
+func TestIdleReclamationSparesAnOpenBreakerForANewGroupsFlood(t *testing.T) {
+	const maxIdle = 4
+	ex := newExec(t, nil, executor.WithMaxIdleGroups(maxIdle), executor.WithGroupBreaker(breaker.Settings{
+		Clock: fakeClock(), ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	// Enough groups first that the idle list is in use.
+	for i := range maxIdle + 1 {
+		wait(t, submit(t, ex, executor.Task[int]{Group: fmt.Sprint("early-", i), Fn: succeeding}))
+	}
+	wait(t, submit(t, ex, executor.Task[int]{Group: "victim", Fn: failing}))
+	if s := groupStats(t, ex, "victim"); s.Breaker != breaker.StateOpen {
+		t.Fatalf("victim: breaker %v, want open", s.Breaker)
+	}
+	for i := range 100 { // the flood: new groups, each going idle
+		wait(t, submit(t, ex, executor.Task[int]{Group: fmt.Sprint("new-", i), Fn: succeeding}))
+		if s := ex.Stats(); s.Groups > maxIdle {
+			t.Fatalf("after %d new groups: %d groups kept, want at most %d", i+1, s.Groups, maxIdle)
+		}
+	}
+	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "victim", Fn: succeeding}); !errors.Is(err, breaker.ErrOpenState) {
+		t.Fatalf("victim after the flood: err = %v, want its breaker still open", err)
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/internal/queue"
 )
 
 // Idle groups. A group with no task keeps its state (limits, counters,
 // breaker) until more than maxIdle groups are idle; then the group idle the
-// longest is reclaimed. Going idle and busy again is what most groups do
+// longest is reclaimed, but for one whose breaker is tripped, passed over
+// for a few others (victim). Going idle and busy again is what most groups do
 // with every task when tasks are short, so it must not take a shared lock:
 // while the executor keeps no more groups than maxIdle, nothing can be
 // reclaimed and no list is kept. Past that, a group going idle is listed
@@ -127,7 +129,7 @@ func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
 	}
 	l.list.PushBack(&g.idleNode)
 	for l.list.Len() > ex.maxIdle {
-		v := l.list.Front()
+		v := l.victim()
 		l.list.Remove(v)
 		victims.add(v.Value)
 	}
@@ -139,6 +141,34 @@ func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
 		l.complete.Store(false)
 	}
 }
+
+// victim returns the listed group to trim (l.mu held): the one idle the
+// longest, but for groups whose breakers are open or half-open, passed
+// over for the first group after them whose breaker is closed, among the
+// sparedTripped longest idle. Reclaimed, a group's breaker is made afresh,
+// closed: any client sending work for maxIdle new groups would otherwise
+// reset the open breaker of a group gone idle, and have its dependency
+// sent the calls the breaker was shedding.
+func (l *idleGroups) victim() *queue.Node[*group] {
+	front := l.list.Front()
+	n := front
+	for range sparedTripped {
+		if n == nil {
+			break
+		}
+		if br := n.Value.br; br == nil || br.State() == breaker.StateClosed {
+			return n
+		}
+		n = n.Next()
+	}
+	return front
+}
+
+// sparedTripped bounds the groups with tripped breakers that one trim
+// passes over: a trim stays constant work, and past that many at the
+// front, the group idle the longest is reclaimed whatever its breaker, so
+// that groups with tripped breakers are bounded as the others are.
+const sparedTripped = 8
 
 // unlistIdle takes g, dropped by an eviction, off the idle list if it is
 // listed (g.mu held). It takes the list's mutex even if the list is not

@@ -103,7 +103,11 @@ func WithClock(c clock.Clock) Option {
 // keep their state, limits and counters. Past n, the group idle the longest
 // is reclaimed; its limits are resolved afresh when it is next used (limits
 // given by SetGroupLimits are kept until ResetGroupLimits), and its breaker
-// (WithGroupBreaker), open or not, is made afresh. n must be >= 0;
+// (WithGroupBreaker) is made afresh, closed. Groups whose breakers are open
+// or half-open are passed over for those whose breakers are closed, up to
+// 8 of them at a time, so that a client sending work for n new groups does
+// not reset the breaker of a group gone idle; past that, they are reclaimed
+// too. n must be >= 0;
 // 0 reclaims a group as soon as it goes idle. Groups shut down with
 // ShutdownGroup are kept until evicted. Default: DefaultMaxIdleGroups.
 func WithMaxIdleGroups(n int) Option {

@@ -74,8 +74,10 @@
 // Tenant keys come from requests, so they are chosen by clients: a key is
 // accepted only if ValidTenant says so, and every distinct key is a group in
 // the executor (idle ones are reclaimed, see executor.WithMaxIdleGroups). A
-// reclaimed group forgets its circuit breaker (executor.WithGroupBreaker):
-// a client that sends WithMaxIdleGroups keys of its own closes the open
+// reclaimed group forgets its circuit breaker (executor.WithGroupBreaker).
+// Idle groups whose breakers are closed go before one whose breaker is
+// open, but a client that trips the breakers of more than 8 keys of its
+// own and then sends WithMaxIdleGroups new ones can still close the open
 // breaker of a tenant that has gone idle. Map keys to a bounded set with
 // WithTenantFunc when clients are not trusted.
 // A key names a group of the whole executor: on an executor that other
