@@ -75,8 +75,12 @@ func WithTenantKey(key string) Option {
 // gets codes.InvalidArgument with the error's text, or the invalid key, in
 // the status message, as httpadmit answers the same in its 400's body: f
 // puts in its errors nothing the caller must not see (an address, a
-// lookup's error; a status error's code is not kept, its text is). f runs
-// for every call, possibly concurrently. f must not be nil.
+// lookup's error). An error of f's that carries a gRPC status other than
+// OK, itself or an error it wraps, is sent with that status instead (its
+// code, message and details; no pushback trailer): codes.Unauthenticated
+// for a caller without credentials, codes.Unavailable where the identity
+// could not be looked up. f runs for every call, possibly concurrently. f
+// must not be nil.
 func WithTenantFunc(f func(ctx context.Context) (string, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -155,7 +159,8 @@ func WithFailure(f func(err error) bool) Option {
 // makes the call invalid: it never reaches the executor, and its error is
 // codes.InvalidArgument, matching httpadmit.ErrInvalidWeight, with f's
 // error's text in the status message the caller gets (as for
-// WithTenantFunc, nothing the caller must not see). A weight
+// WithTenantFunc, nothing the caller must not see; an error carrying a
+// gRPC status is sent with it, as there). A weight
 // above a limit the call must pass can never run: the executor refuses it
 // with executor.ErrTooHeavy, sent as codes.ResourceExhausted without
 // RetryInfo, since waiting would not help. f must not be nil.

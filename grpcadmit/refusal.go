@@ -44,6 +44,14 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 func refusal(err error, retryAfter time.Duration) error {
 	r, msg := adapt.Classify(err)
 	switch r {
+	case adapt.InvalidTenant, adapt.InvalidWeight:
+		if st := handlerStatus(err); st != nil && st.Code() != codes.OK {
+			// A tenant or weight function's own answer, a status error
+			// (Unauthenticated for a caller without credentials, say):
+			// sent with its code, message and details, as a rejection
+			// handler's is, and its retry the function's to tell.
+			return &RefusalError{Err: err, status: st}
+		}
 	case adapt.Canceled:
 		msg = "the call was cancelled while it waited"
 	case adapt.DeadlineExceeded:

@@ -3,6 +3,8 @@ package grpcadmit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -436,5 +438,56 @@ func TestStreamContextEndsOnClose(t *testing.T) {
 	ex.Close()
 	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Canceled {
 		t.Errorf("stream ended with %v, want Canceled from the executor's Close", err)
+	}
+}
+
+// A tenant or weight function that answers with a gRPC status (a caller
+// without credentials: Unauthenticated) has the call refused with that
+// status, its code, message and details, and no pushback: the function,
+// not the interceptor, says what the caller did wrong and whether to
+// retry. A plain error is InvalidArgument with its text, as before.
+func TestFunctionStatusIsSent(t *testing.T) {
+	unauthenticated := status.New(codes.Unauthenticated, "no credentials")
+	lookupDown := status.New(codes.Unavailable, "identity service unavailable")
+	for _, tc := range []struct {
+		name string
+		opt  grpcadmit.Option
+		want *status.Status
+	}{
+		{"tenant status", grpcadmit.WithTenantFunc(func(context.Context) (string, error) {
+			return "", unauthenticated.Err()
+		}), unauthenticated},
+		{"tenant status wrapped", grpcadmit.WithTenantFunc(func(context.Context) (string, error) {
+			return "", fmt.Errorf("lookup 10.0.0.1: %w", lookupDown.Err())
+		}), lookupDown},
+		{"weight status", grpcadmit.WithWeightFunc(func(context.Context, string) (int, error) {
+			return 0, unauthenticated.Err()
+		}), unauthenticated},
+		{"plain error", grpcadmit.WithTenantFunc(func(context.Context) (string, error) {
+			return "", errors.New("no tenant claim")
+		}), status.New(codes.InvalidArgument, "httpadmit: invalid tenant: no tenant claim")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExec(t, nil)
+			g := newGate()
+			g.release()
+			cc := dial(t, start(t, g, unary(ex, tc.opt)))
+			var trailer metadata.MD
+			err := cc.Invoke(context.Background(), "/test.Gate/Call", wrapperspb.String("x"), new(wrapperspb.StringValue), grpc.Trailer(&trailer))
+			st := status.Convert(err)
+			if st.Code() != tc.want.Code() || st.Message() != tc.want.Message() {
+				t.Fatalf("%v, want %v %q", err, tc.want.Code(), tc.want.Message())
+			}
+			wantPushback := []string{"-1"}
+			if tc.name != "plain error" {
+				wantPushback = nil
+			}
+			if v := trailer.Get("grpc-retry-pushback-ms"); !slices.Equal(v, wantPushback) {
+				t.Errorf("pushback %q, want %q", v, wantPushback)
+			}
+			if s := ex.Stats(); s.Submitted != 0 || g.served.Load() != 0 {
+				t.Errorf("the refused call reached the executor or the handler: %+v", s.TaskCounts)
+			}
+		})
 	}
 }
