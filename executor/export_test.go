@@ -164,6 +164,33 @@ func (ex *Executor) checkInvariants() (msg string, retry bool) {
 	if n := int(ex.waiting.Load()); n != waiting && ex.queueLimit != policy.Unlimited {
 		return fmt.Sprintf("executor waiting count %d does not match the groups' %d", n, waiting), true
 	}
+	// A group dropped while in the ready list (its last task finished and
+	// it was evicted or reclaimed) leaves the list at its resync, which
+	// waits for the dispatcher's mutex held here, and it is no longer in
+	// the index: it is counted in line while its resync is pending.
+	mine := make(map[*group]bool, len(locked))
+	for _, g := range locked {
+		mine[g] = true
+	}
+	for n := d.ready.Front(); n != nil; n = n.Next() {
+		g := n.Value
+		if mine[g] {
+			if g.dead && !g.resync {
+				return "a dropped group is in the ready list without a resync pending: " + g.key, false
+			}
+			if g.dead {
+				ready++
+			}
+			continue
+		}
+		g.mu.Lock()
+		dead, pending := g.dead, g.resync
+		g.mu.Unlock()
+		if !dead || !pending {
+			return "a group outside the index is in the ready list without a resync pending: " + g.key, false
+		}
+		ready++
+	}
 	if n := ex.global.waiters.Load(); int(n) != d.ready.Len() || d.ready.Len() != ready {
 		return fmt.Sprintf("ready list length %d, waiters %d, groups in it %d", d.ready.Len(), n, ready), false
 	}
