@@ -494,6 +494,26 @@ func TestBackendPasswordNotInErrors(t *testing.T) {
 	}
 }
 
+// A password of digits up to an unescaped "/", "?" or "#" is read by
+// url.Parse as the port of a host named by the user: the error about that
+// port does not quote it.
+func TestBackendPasswordNotInPortError(t *testing.T) {
+	for _, b := range []string{
+		"http://user:7654321/s3c@a:1",
+		"http://user:7654321?s3c@a:1",
+		"http://user:7654321#s3c@a:1",
+	} {
+		_, err := config.Parse([]byte(fmt.Sprintf("backends: [%q]\n", b)))
+		if err == nil {
+			t.Errorf("%s: accepted", b)
+			continue
+		}
+		if strings.Contains(err.Error(), "7654321") || !strings.Contains(err.Error(), "user:xxxxx@") {
+			t.Errorf("%s: the errors show the password, or not the backend without it:\n%v", b, err)
+		}
+	}
+}
+
 // A reload cannot give the listener another certificate or CA: new
 // contents in the same files (a rotated certificate) need a restart, as new
 // paths do.

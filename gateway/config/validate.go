@@ -98,6 +98,11 @@ func (c *Config) validate(present func(string) bool) []problem {
 		}
 		if p := u.Port(); p != "" {
 			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				if b != raw {
+					// The port url.Parse read may be a password's
+					// digits, up to a "/", "?" or "#" in it.
+					p = "xxxxx"
+				}
 				ck.bad("backends", "backend %d (%q): port %s is not a port number (1 to 65535)", i+1, b, p)
 			}
 		}
