@@ -596,3 +596,36 @@ func TestIdleReclamationSparesAnOpenBreakerForANewGroupsFlood(t *testing.T) {
 		t.Fatalf("victim after the flood: err = %v, want its breaker still open", err)
 	}
 }
+
+// A group going idle may be the one trimmed itself, when the groups idle
+// longer have tripped breakers: it is then dropped in the section that
+// left it idle, its finished task completing first, as with
+// WithMaxIdleGroups(0). Left to be reclaimed after the section, the task
+// completed before the group was dropped, unsettled until then, and a
+// caller that saw it complete found more groups kept than maxIdle.
+func TestIdleGroupTrimmedItselfIsDroppedAsItsTaskCompletes(t *testing.T) {
+	const maxIdle = 2
+	ex := newExec(t, nil, executor.WithMaxIdleGroups(maxIdle), executor.WithGroupBreaker(breaker.Settings{
+		Clock: fakeClock(), ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+	}))
+	for _, group := range []string{"open-a", "open-b"} {
+		wait(t, submit(t, ex, executor.Task[int]{Group: group, Fn: failing}))
+		if s := groupStats(t, ex, group); s.Breaker != breaker.StateOpen {
+			t.Fatalf("%s: breaker %v, want open", group, s.Breaker)
+		}
+	}
+	if dropped, done := ex.FinishIdle("closed"); !dropped || !done {
+		t.Fatalf("closed, gone idle behind %d open breakers: dropped %v, its task completed %v by the section's end; want both", maxIdle, dropped, done)
+	}
+	if s := ex.Stats(); s.Groups > maxIdle {
+		t.Fatalf("%d groups kept, want at most %d", s.Groups, maxIdle)
+	}
+	for _, group := range []string{"open-a", "open-b"} {
+		if s := groupStats(t, ex, group); s.Breaker != breaker.StateOpen {
+			t.Fatalf("%s: breaker %v, want still open", group, s.Breaker)
+		}
+	}
+	if bad := ex.CheckInvariants(); bad != "" {
+		t.Fatal(bad)
+	}
+}

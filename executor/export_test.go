@@ -315,3 +315,23 @@ func (ex *Executor) Drained(group string) <-chan struct{} {
 	}
 	return closedChan
 }
+
+// FinishIdle makes the state of group, as its first task does, and ends a
+// locked section of it as a finish that leaves it idle does, with a
+// finished task to complete (b.fin). It reports whether the group was
+// dropped, and the task completed, by the time the section released the
+// group's mutex.
+func (ex *Executor) FinishIdle(group string) (dropped, done bool) {
+	g, r := ex.findGroup(group)
+	if r != nil {
+		panic(r.err)
+	}
+	j := &job{g: g, kind: kindGo}
+	b := batch{fin: finished{j: j, st: Success}}
+	g.mu.Lock()
+	ex.endLocked(g, &b)
+	dropped, done = g.dead, j.done.v.Load() == completed
+	g.mu.Unlock()
+	ex.afterUnlock(&b)
+	return dropped, done
+}

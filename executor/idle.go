@@ -97,6 +97,19 @@ func (ex *Executor) listIdleLocked(g *group, b *batch) {
 	ex.trimIdle(g, &victims)
 	for i := range victims.n {
 		v := victims.at(i)
+		if v == g {
+			// g itself, trimmed for the tripped breakers idle longer
+			// (victim): dropped now, its finished task completing first,
+			// as with maxIdle 0 (idleLocked). Left to reclaim, the task
+			// would wait for it unsettled, which keeps g busy: reclaim
+			// would pass g over, and the task complete with g kept.
+			b.completeFinLocked(g)
+			ex.dropLocked(g)
+			if g.known {
+				b.victims.add(g) // reclaim finds it dropped, and forgets it
+			}
+			continue
+		}
 		if !v.mu.TryLock() {
 			b.victims.add(v)
 			continue
