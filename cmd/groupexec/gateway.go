@@ -65,7 +65,7 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext(stderr, os.Exit)
+	ctx, stop := signalContext(log, os.Exit)
 	defer stop()
 	switch {
 	case *demoMode && *path != "":
@@ -126,7 +126,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("%w: --log-level %q: must be debug, info, warn or error", errUsage, level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
+	switch strings.ToLower(format) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
@@ -172,10 +172,10 @@ const sameStop = time.Second
 // drain_delay + drain_timeout can be minutes, and an operator who signals
 // again will not wait for them, as with most servers. stop releases the
 // signals.
-func signalContext(stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
+func signalContext(log *slog.Logger, exit func(int)) (ctx context.Context, stop func()) {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	ctx, release := stopContext(sig, stderr, exit, time.Now)
+	ctx, release := stopContext(sig, log, exit, time.Now)
 	return ctx, func() {
 		signal.Stop(sig)
 		release()
@@ -184,7 +184,7 @@ func signalContext(stderr io.Writer, exit func(int)) (ctx context.Context, stop 
 
 // stopContext is signalContext's watch over sig, with now telling the
 // time (tests).
-func stopContext(sig <-chan os.Signal, stderr io.Writer, exit func(int), now func() time.Time) (ctx context.Context, stop func()) {
+func stopContext(sig <-chan os.Signal, log *slog.Logger, exit func(int), now func() time.Time) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	watched := make(chan struct{})
@@ -204,7 +204,9 @@ func stopContext(sig <-chan os.Signal, stderr io.Writer, exit func(int), now fun
 				if now().Sub(first) < sameStop {
 					continue // the first, sent again
 				}
-				fmt.Fprintf(stderr, "groupexec: second signal (%v): stopping without finishing the drain\n", s)
+				// Logged as the gateway logs, so that a JSON log stays
+				// JSON to its last line.
+				log.Error("second signal: stopping without finishing the drain", "signal", s.String())
 				exit(1)
 				return
 			case <-done:

@@ -145,6 +145,7 @@ func TestLogFlags(t *testing.T) {
 		{"info", "text", []string{"i", "w", "e"}, false},
 		{"Warn", "text", []string{"w", "e"}, false},
 		{"error", "json", []string{"e"}, true},
+		{"WARN", "JSON", []string{"w", "e"}, true},
 	} {
 		var buf bytes.Buffer
 		log, err := newLogger(&buf, tc.level, tc.format)

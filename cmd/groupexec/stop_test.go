@@ -1,8 +1,11 @@
 package main
 
 import (
-	"io"
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +18,9 @@ func TestSignalSentTwiceAtOnceDrains(t *testing.T) {
 	sig := make(chan os.Signal) // unbuffered: a send returns once the watch has it
 	times := make(chan time.Time)
 	exits := make(chan int, 4)
-	ctx, stop := stopContext(sig, io.Discard, func(code int) { exits <- code }, func() time.Time { return <-times })
+	var logged bytes.Buffer // written by the watch, read once it has ended
+	log := slog.New(slog.NewJSONHandler(&logged, nil))
+	ctx, stop := stopContext(sig, log, func(code int) { exits <- code }, func() time.Time { return <-times })
 	defer stop()
 
 	// deliver hands the watch s and tells it the time is at, which it
@@ -45,5 +50,11 @@ func TestSignalSentTwiceAtOnceDrains(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != 1 {
 		t.Fatalf("exit calls %v; want one, exit(1), for the signal sameStop after the first", got)
+	}
+	// The second signal is said in the gateway's log, in its format.
+	var line struct{ Level, Msg, Signal string }
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Level != "ERROR" ||
+		!strings.HasPrefix(line.Msg, "second signal") || line.Signal != syscall.SIGINT.String() {
+		t.Errorf("logged %q (%v); want one JSON line at ERROR saying the second signal, interrupt", logged.String(), err)
 	}
 }
