@@ -16,40 +16,24 @@ import (
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 )
 
-// expiring is a call's context whose deadline passes when the test closes
-// pass, as a caller's deadline does: Done closes and Err says
-// DeadlineExceeded.
-type expiring struct {
-	context.Context
-	pass chan struct{}
-}
-
-func (e *expiring) Done() <-chan struct{} { return e.pass }
-
-func (e *expiring) Err() error {
-	select {
-	case <-e.pass:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
-
 // deadlines gives each call, by interceptors chained before grpcadmit's,
-// a deadline that passes when the test says: pass closes the current one.
-type deadlines struct{ cur atomic.Pointer[chan struct{}] }
+// a deadline that passes when the test says: pass ends the current one.
+type deadlines struct {
+	cur atomic.Pointer[adaptertest.Expiring]
+}
 
-func (d *deadlines) next() { c := make(chan struct{}); d.cur.Store(&c) }
-func (d *deadlines) pass() { close(*d.cur.Load()) }
+func (d *deadlines) next() { d.cur.Store(adaptertest.NewExpiring()) }
+func (d *deadlines) pass() { d.cur.Load().Expire() }
 
 func (d *deadlines) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	return h(&expiring{ctx, *d.cur.Load()}, req)
+	return h(d.cur.Load().Over(ctx), req)
 }
 
 func (d *deadlines) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	return h(srv, &ctxStream{ss, &expiring{ss.Context(), *d.cur.Load()}})
+	return h(srv, &ctxStream{ss, d.cur.Load().Over(ss.Context())})
 }
 
 type ctxStream struct {

@@ -86,6 +86,13 @@ func NewExpiring() *Expiring {
 // Expire makes the deadline pass. It must be called once.
 func (c *Expiring) Expire() { close(c.done) }
 
+// Over returns the same deadline over parent, whose values it carries: a
+// call's context (its metadata, its peer) that passes its deadline when c
+// does.
+func (c *Expiring) Over(parent context.Context) *Expiring {
+	return &Expiring{Context: parent, done: c.done}
+}
+
 func (c *Expiring) Done() <-chan struct{} { return c.done }
 
 func (c *Expiring) Err() error {
