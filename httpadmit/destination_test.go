@@ -44,10 +44,7 @@ func TestTransportSendsToEveryHost(t *testing.T) {
 func TestTransportGroupsEverySpellingOfAHost(t *testing.T) {
 	ex := newExec(t, nil)
 	var group string
-	base := roundTripper(func(r *http.Request) (*http.Response, error) {
-		group, _ = executor.GroupFromContext(r.Context())
-		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
-	})
+	base := groupOf(&group)
 	rt := httpadmit.Transport(ex, base)
 	for want, urls := range map[string][]string{
 		"api.example:80":  {"http://api.example/", "http://API.Example:80/", "http://api.example./", "http://api.example.:80/"},
@@ -82,10 +79,7 @@ func TestTransportGroupsEverySpellingOfAHost(t *testing.T) {
 func TestTransportTenantHostOfAnInternationalizedHost(t *testing.T) {
 	ex := newExec(t, nil)
 	var group string
-	base := roundTripper(func(r *http.Request) (*http.Response, error) {
-		group, _ = executor.GroupFromContext(r.Context())
-		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
-	})
+	base := groupOf(&group)
 	rt := httpadmit.Transport(ex, base, httpadmit.WithTenantHost())
 	for _, u := range []string{"http://bücher.example/", "https://BÜCHER.example:8443/", "http://bücher。example./", "http://xn--bcher-kva.example/"} {
 		req, err := http.NewRequest(http.MethodGet, u, nil)
@@ -114,10 +108,7 @@ func TestTransportTenantHostOfAnInternationalizedHost(t *testing.T) {
 func TestTransportLeavesAHostTooLongForDNSUnmapped(t *testing.T) {
 	ex := newExec(t, nil)
 	var group string
-	base := roundTripper(func(r *http.Request) (*http.Response, error) {
-		group, _ = executor.GroupFromContext(r.Context())
-		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
-	})
+	base := groupOf(&group)
 	rt := httpadmit.Transport(ex, base)
 	distinct := func(n int) string { // n distinct characters, no two alike
 		var b strings.Builder
@@ -150,4 +141,13 @@ func TestTransportLeavesAHostTooLongForDNSUnmapped(t *testing.T) {
 			t.Errorf("%d characters (%.40s...): group %.60q..., mapped %v, want mapped %v", len([]rune(tc.host)), tc.host, group, got, tc.mapped)
 		}
 	}
+}
+
+// groupOf returns a base transport that answers 200 and records in *group
+// the group its request was admitted in.
+func groupOf(group *string) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		*group, _ = executor.GroupFromContext(r.Context())
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})
 }
