@@ -12,7 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // blackhole returns the address of a loopback port that takes no more
@@ -41,12 +42,9 @@ func blackhole(t *testing.T) string {
 	// TCP_INFO gives its length and its cap): a dial that times out says
 	// nothing by itself, since a stalled test's dial times out too.
 	queue := func() (n, most uint32) {
-		var info syscall.TCPInfo
-		size := uint32(syscall.SizeofTCPInfo)
-		_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, syscall.TCP_INFO,
-			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
-		if e != 0 {
-			t.Skip(e)
+		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			t.Skip(err)
 		}
 		return info.Unacked, info.Sacked
 	}

@@ -24,12 +24,13 @@ func ExampleNew() {
 	// Per-group overrides win over the defaults.
 	for _, g := range []string{"tenant-a", "batch"} {
 		l, _ := p.Group(g)
-		fmt.Printf("%s: %+v\n", g, l)
+		fmt.Printf("%s: in flight %d, concurrency %d, queue unlimited %t, share %d\n",
+			g, l.MaxInFlight, l.MaxConcurrency, l.QueueThreshold == policy.Unlimited, l.Share)
 	}
 	// Output:
 	// policy{global=256 groupInFlight=64 groupConcurrency=4 groupQueue=unlimited globalQueue=unlimited share=1 timeout=2s rejection=Abort overrides=1}
-	// tenant-a: {MaxInFlight:64 MaxConcurrency:4 QueueThreshold:9223372036854775807 Share:1}
-	// batch: {MaxInFlight:64 MaxConcurrency:1 QueueThreshold:9223372036854775807 Share:1}
+	// tenant-a: in flight 64, concurrency 4, queue unlimited true, share 1
+	// batch: in flight 64, concurrency 1, queue unlimited true, share 1
 }
 
 // With no options, New gives the documented defaults.
