@@ -22,10 +22,23 @@ import (
 type boundKey struct{}
 
 // bound is a permit bound to a task's context; outer is the one bound
-// before it (the global permit, under a group one).
+// before it for the same task (the global permit, under a group one).
 type bound struct {
 	p     *permit
 	outer *bound
+}
+
+// boundCtx is the context Bind returns: its ctx, carrying the permit.
+type boundCtx struct {
+	context.Context
+	b bound
+}
+
+func (c *boundCtx) Value(key any) any {
+	if key == (boundKey{}) {
+		return &c.b
+	}
+	return c.Context.Value(key)
 }
 
 // Fence is what a task shows a downstream so that it can refuse the writes

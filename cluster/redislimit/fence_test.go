@@ -177,3 +177,44 @@ func TestValidEndsWithTheLocalValidity(t *testing.T) {
 		t.Fatal("the lease was never lost")
 	}
 }
+
+// A task submitted with its parent task's context (detached from its
+// cancellation, as for work that outlives the parent) carries the parent's
+// permits among its context's values: Valid and ValidUntil must speak of
+// the child's own permits, not of the parent's, which are given back when
+// the parent ends.
+func TestSubtaskSeesOnlyItsOwnPermits(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(2)}, h.Groups(2), h.Global(4))
+	run, checked := make(chan struct{}), make(chan struct{})
+	var valid bool
+	var child *executor.Handle[int]
+	hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(ctx context.Context) (int, error) {
+		var err error
+		child, err = executor.Submit(ex, context.WithoutCancel(ctx), executor.Task[int]{Group: "b", Fn: func(ctx context.Context) (int, error) {
+			<-run
+			valid = redislimit.Valid(ctx)
+			close(checked)
+			return 0, nil
+		}})
+		return 0, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := hd.Wait(ctxTimeout(t, 30*time.Second)); err != nil || r.Status != executor.Success {
+		t.Fatalf("parent task: %v %v %v", r.Status, r.Err, err)
+	}
+	// The parent's permits are given back; the child's two (global and
+	// group) are in use.
+	eventually(t, "the child runs alone", 10*time.Second, func() bool { return h.Stats().PermitsInUse == 2 })
+	close(run)
+	<-checked
+	if r, err := child.Wait(ctxTimeout(t, 30*time.Second)); err != nil || r.Status != executor.Success {
+		t.Fatalf("child task: %v %v %v", r.Status, r.Err, err)
+	}
+	if !valid {
+		t.Fatal("Valid is false in a running task whose leases are live: it read its parent's permits, given back")
+	}
+}

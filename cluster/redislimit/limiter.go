@@ -278,7 +278,16 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 // (for FencingToken, Fencing, Valid and ValidUntil), and the lease's loss
 // cancels it.
 func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context {
-	outer, _ := ctx.Value(boundKey{}).(*bound)
+	// The task's other permit is the one bound on the context Bind gets:
+	// the executor binds a task's permits each on the context the one
+	// before returned. A permit found deeper in it is another task's: the
+	// parent's, whose context this task was submitted with (detached from
+	// its cancellation, say). It is neither this task's peer nor of its
+	// validity: the parent's permits are given back when it ends.
+	var outer *bound
+	if c, ok := ctx.(*boundCtx); ok {
+		outer = &c.b
+	}
 	p.h.mu.Lock()
 	lost := p.lostErr
 	if lost == nil && !p.released {
@@ -297,7 +306,7 @@ func (p *permit) Bind(ctx context.Context, cancel context.CancelCauseFunc) conte
 	if lost != nil {
 		cancel(lost)
 	}
-	return context.WithValue(ctx, boundKey{}, &bound{p, outer})
+	return &boundCtx{ctx, bound{p, outer}}
 }
 
 // Release implements executor.LimiterPermit. Under contention the permits above
