@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 	"github.com/redis/go-redis/v9"
@@ -404,4 +406,55 @@ func (a *lateAcquire) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		}
 		return err
 	}
+}
+
+// A holder's contention subscriber that connects while Redis accepts
+// connections but answers nothing (paused, or stalled behind a proxy)
+// waits in the client for the reply to the connection's set-up, for as
+// long as the client reads (never, with ReadTimeout -1): no context of the
+// holder's ends that wait. Close must not wait for it for ever: it waits
+// for it as for a call abandoned at the op timeout, one op timeout at most.
+func TestCloseDoesNotWaitForTheSubscriberOfAStalledRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	proxy.Stall()
+	const opTimeout = 200 * time.Millisecond
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, Protocol: 2,
+		ReadTimeout: -1, WriteTimeout: -1})
+	dialed := make(chan struct{}, 1)
+	c.AddHook(dialSignal(dialed))
+	t.Cleanup(func() { c.Close() })
+	h, err := redislimit.New(c, redislimit.WithPrefix("t:"+t.Name()), redislimit.WithOpTimeout(opTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-dialed: // the subscriber's connection, accepted by the proxy
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscriber never connected")
+	}
+	closeWithin(t, h, 10*time.Second)
+}
+
+// dialSignal is a client hook that sends on dialed once a connection is
+// made.
+type dialSignal chan struct{}
+
+func (d dialSignal) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := next(ctx, network, addr)
+		if err == nil {
+			select {
+			case d <- struct{}{}:
+			default:
+			}
+		}
+		return cn, err
+	}
+}
+
+func (dialSignal) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialSignal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Contention. Every holder listens on one channel per prefix for two
@@ -41,18 +43,26 @@ import (
 func (h *Holder) channel() string { return h.cfg.prefix + ":contention" }
 
 func (h *Holder) subscriber() {
-	defer h.wg.Done()
-	ctx := context.Background()
-	ps := h.rdb.Subscribe(ctx, h.channel())
+	defer close(h.subDone)
+	// Ended by Close: it ends a connection being dialled.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	// A blocked receive does not end with a context: closing the
-	// subscription ends it.
+	// subscription ends it. Nothing ends a connection's set-up waiting for
+	// a Redis that accepted it but does not answer: the client's read
+	// timeout does, and Close does not wait for it longer than for a call
+	// (finishClose).
+	subs := make(chan *redis.PubSub, 1)
 	closed := make(chan struct{})
 	go func() {
 		<-h.stop
-		_ = ps.Close()
+		cancel()
+		_ = (<-subs).Close()
 		close(closed)
 	}()
 	defer func() { <-closed }()
+	ps := h.rdb.Subscribe(ctx, h.channel()) // failed, it is made again by the next receive
+	subs <- ps
 	for {
 		msg, err := ps.ReceiveMessage(ctx)
 		select {

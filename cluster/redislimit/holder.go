@@ -47,8 +47,13 @@ type Holder struct {
 
 	work  chan struct{} // wakes the refiller
 	stop  chan struct{}
-	wg    sync.WaitGroup // the goroutines, and give-backs of expired leases (expire)
+	wg    sync.WaitGroup // the refiller, the renewal loop, and give-backs of expired leases (expire)
 	calls inflight       // the calls to Redis running, also those abandoned at the op timeout
+	// subDone is closed when the contention subscriber has returned: Close
+	// waits for it as for an abandoned call (finishClose), since a
+	// connection it makes to a Redis that does not answer waits in the
+	// client for as long as the client reads.
+	subDone chan struct{}
 
 	// renewHook, when set (tests), is called before each renewal round; an
 	// error fails the round as if Redis were unreachable.
@@ -105,8 +110,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Holder, error) {
 	var nb [4]byte
 	_, _ = rand.Read(nb[:])
 	h := &Holder{rdb: rdb, cfg: cfg, id: cfg.holderID, nonce: hex.EncodeToString(nb[:]) + ".",
-		work: make(chan struct{}, 1), stop: make(chan struct{}), closeDone: make(chan struct{})}
-	h.wg.Add(3)
+		work: make(chan struct{}, 1), stop: make(chan struct{}), closeDone: make(chan struct{}), subDone: make(chan struct{})}
+	h.wg.Add(2)
 	go h.refiller()
 	go h.renewer()
 	go h.subscriber()
@@ -121,9 +126,10 @@ func (h *Holder) ID() string { return h.id }
 // its waiting records (best effort, one round trip bounded by the op
 // timeout). Then it waits for the calls to Redis that the holder stopped
 // waiting for at the op timeout and the client still runs (it ends them
-// at its own timeouts without ContextTimeoutEnabled), for at most one more
-// op timeout, so that nothing of the holder talks to Redis once it has
-// returned, unless the client runs a call longer. Tasks still running on its permits have their context
+// at its own timeouts without ContextTimeoutEnabled), and for the
+// contention subscriber's connection being made, if any, for at most one
+// more op timeout, so that nothing of the holder talks to Redis once it
+// has returned, unless the client runs a call longer. Tasks still running on its permits have their context
 // cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
 // refuse with ErrClosed, and the executors of tasks waiting for a block
 // are told to ask again, so that those are refused too. The leases it
@@ -186,12 +192,24 @@ func (h *Holder) finishClose() {
 	// ends them at its own timeouts. Waited for, so that nothing of the
 	// holder talks to Redis once Close has returned, but for one op
 	// timeout at most: a client that never times out (ReadTimeout -1)
-	// must not hold Close for ever.
+	// must not hold Close for ever. So is the subscriber: closing its
+	// subscription ends its wait for a notice at once, but not a
+	// connection it is making, whose set-up waits for Redis's reply as
+	// long as the client reads.
+	deadline := time.Now().Add(h.cfg.opTimeout)
 	h.calls.wait(h.cfg.opTimeout)
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	defer t.Stop()
+	select {
+	case <-h.subDone:
+	case <-t.C:
+	}
 }
 
-// closeLeases waits for the holder's goroutines, then ends what they left:
-// the leases, the waiting records, the events not reported.
+// closeLeases waits for the refiller and the renewal loop (and the
+// give-backs of expired leases), then ends what they left: the leases, the
+// waiting records, the events not reported. A notice the subscriber hears
+// meanwhile or later changes nothing that is given back.
 func (h *Holder) closeLeases() error {
 	h.wg.Wait()
 
