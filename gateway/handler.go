@@ -654,6 +654,8 @@ func (g *Gateway) forward(ctx context.Context, x *exchange, r *http.Request) (er
 			err = errProxyPanic
 		}
 	}()
+	x.resp.ctx = ctx
+	defer x.resp.unhijack()
 	g.proxy.ServeHTTP(&x.resp, r.WithContext(ctx))
 	if x.answered {
 		return x.verdict

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -32,6 +33,12 @@ type response struct {
 	hijacked  bool  // the proxy took the client's connection over (a protocol upgrade)
 	err       error // the client's write error, once streaming
 	write     time.Duration
+	// ctx is the proxy call's (the request's deadline, the drain's abort):
+	// a connection taken over for an upgrade is closed when it ends.
+	ctx context.Context
+	// unwatch stops the closing of a connection taken over (Hijack) at
+	// ctx's end, once the proxy is done with it.
+	unwatch func() bool
 }
 
 func (x *response) reset(w http.ResponseWriter, limit int, write time.Duration) {
@@ -131,13 +138,33 @@ func (x *response) Unwrap() http.ResponseWriter { return x.w }
 // (the backend answered 101): the proxy writes the answer on the connection
 // itself, so it is recorded here as answered with 101, and nothing is kept
 // or sent through the server's writer after it.
+//
+// The connection is closed when the proxy call's context ends (the
+// request's deadline, the drain's abort). net/http clears its deadlines as
+// it hands it over, and the proxy then closes only the backend's
+// connection: a client that neither sends nor reads would keep the
+// proxy's copy from it, or to it, blocked, and with it the request's
+// execution slot and its tenant's place, for as long as it kept the
+// connection open.
 func (x *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(x.w).Hijack()
 	if err == nil {
 		x.hijacked = true
 		x.status = http.StatusSwitchingProtocols
+		if x.ctx != nil {
+			x.unwatch = context.AfterFunc(x.ctx, func() { c.Close() })
+		}
 	}
 	return c, brw, err
+}
+
+// unhijack stops watching a connection taken over, once the proxy has
+// returned (and closed it).
+func (x *response) unhijack() {
+	if x.unwatch != nil {
+		x.unwatch()
+		x.unwatch = nil
+	}
 }
 
 // commit sends the status, the headers and the body kept so far to the

@@ -226,3 +226,60 @@ func TestH2CUpgradeNotPassedOn(t *testing.T) {
 		}
 	}
 }
+
+// An upgraded connection whose client neither sends nor reads ends at the
+// request's deadline (timeouts.upstream), at both ends, and the request
+// leaves the gateway, its slot and its tenant's place free: whether the
+// backend has closed its end (the copy from the client waits on the
+// client) or keeps sending (the copy to the client waits on the client).
+// Closing only the backend's connection, as the proxy does at the
+// deadline, freed neither copy, and the request stayed in the gateway for
+// as long as its client kept the connection open.
+func TestUpgradeWithASilentClientEndsAtTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		serve func(net.Conn, *bufio.ReadWriter)
+	}{
+		{"backend closed", func(conn net.Conn, brw *bufio.ReadWriter) {
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\nbye")
+			brw.Flush()
+			conn.Close()
+		}},
+		{"backend sending", func(conn net.Conn, brw *bufio.ReadWriter) {
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+			brw.Flush()
+			go func() {
+				defer conn.Close()
+				chunk := make([]byte, 64<<10)
+				for {
+					if _, err := conn.Write(chunk); err != nil {
+						return // the gateway closed the connection
+					}
+				}
+			}()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, _ := hijacker(t, tc.serve)
+			gw := start(t, url, minimal+"timeouts: {upstream: 1s}\n")
+			c := dialRaw(t, gw.url)
+			c.SetDeadline(time.Now().Add(bound))
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("no answer to the upgrade: %v", err)
+			}
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("upgrade answered %d", resp.StatusCode)
+			}
+			// The client now neither reads nor sends, and keeps the
+			// connection open.
+			eventually(t, "the upgraded request to leave the gateway", func() bool {
+				return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
+			})
+			if got := gw.gw.Executor().Stats().Running; got != 0 {
+				t.Errorf("%d requests running after the upgrade's deadline, want 0", got)
+			}
+		})
+	}
+}
