@@ -148,6 +148,13 @@ func (x *response) Unwrap() http.ResponseWriter { return x.w }
 // connection open.
 func (x *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(x.w).Hijack()
+	if err == nil && brw.Reader.Buffered() > 0 {
+		// What the client sent after its request, in the protocol it asked
+		// for (RFC 9110 7.8 lets it start once its request is sent), may be
+		// read already: the proxy copies from the connection alone, and
+		// would drop it.
+		c = &bufferedConn{Conn: c, r: brw.Reader}
+	}
 	if err == nil {
 		x.hijacked = true
 		x.status = http.StatusSwitchingProtocols
@@ -156,6 +163,32 @@ func (x *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		}
 	}
 	return c, brw, err
+}
+
+// bufferedConn is a connection taken over with bytes the server had read
+// from it already: a read takes those first.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader // nil once drained
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) {
+	if c.r != nil {
+		if c.r.Buffered() > 0 {
+			return c.r.Read(p) // only what is buffered: it reads no more
+		}
+		c.r = nil
+	}
+	return c.Conn.Read(p)
+}
+
+// CloseWrite half-closes the connection under it, as the proxy does when
+// the backend ends its side of the upgrade.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // unhijack stops watching a connection taken over, once the proxy has

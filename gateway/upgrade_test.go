@@ -283,3 +283,30 @@ func TestUpgradeWithASilentClientEndsAtTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// What a client sends right after its upgrade request, in the protocol it
+// asked for, reaches the backend first, before what it sends once
+// switched: RFC 9110 7.8 lets it start as soon as its request is sent.
+// net/http had read those bytes with the request, and the proxy, copying
+// from the connection alone, dropped them.
+func TestUpgradeKeepsWhatFollowsTheRequest(t *testing.T) {
+	url, _ := upgrader(t)
+	gw := start(t, url, minimal)
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\nearly\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to the upgrade: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answered %d", resp.StatusCode)
+	}
+	io.WriteString(c, "late\n")
+	for _, want := range []string{"early\n", "late\n"} {
+		if line, err := br.ReadString('\n'); line != want {
+			t.Fatalf("echoed %q (%v), want %q", line, err, want)
+		}
+	}
+}
