@@ -99,6 +99,37 @@ func TestBackendDown502(t *testing.T) {
 	}
 }
 
+// A backend answering a status outside 100-599, which is no HTTP status
+// (RFC 9110 15: a client processes it as a 5xx), has failed: 502, not
+// passed on. One under 100 was passed on as 200, with the backend's body
+// or, without one, as an empty 200 counted as a client gone from the
+// queue; one over 599 reached the client as sent.
+func TestBackendStatusOutOfRange502(t *testing.T) {
+	for _, status := range []string{"000", "099", "600", "999"} {
+		for _, body := range []string{"", "hello"} {
+			url, _ := hijacker(t, func(conn net.Conn, brw *bufio.ReadWriter) {
+				defer conn.Close()
+				fmt.Fprintf(brw, "HTTP/1.1 %s Odd\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, len(body), body)
+				brw.Flush()
+			})
+			gw := start(t, url, minimal)
+			resp, got := do(t, client(t), http.MethodGet, gw.url, "a", nil)
+			if resp.StatusCode != 502 {
+				t.Errorf("status %s, body %q: answered %d %q, want 502", status, body, resp.StatusCode, got)
+			} else if code, _, _ := refusal(t, got); code != "backend_error" {
+				t.Errorf("status %s, body %q: answered 502 %s, want backend_error", status, body, code)
+			}
+			m := gw.gw.Metrics()
+			if n := metric(t, m, requestsTotal, "code", "502"); n != 1 {
+				t.Errorf("status %s, body %q: %s{code=502} = %v, want 1", status, body, requestsTotal, n)
+			}
+			if n := metric(t, m, "queue_dropped_total", "queue", "tenant"); n != 0 {
+				t.Errorf("status %s, body %q: queue_dropped_total = %v, want 0", status, body, n)
+			}
+		}
+	}
+}
+
 // A backend slower than the request's deadline gives 504 when the deadline
 // passes, and the backend's request is cancelled.
 func TestBackendDeadline504(t *testing.T) {

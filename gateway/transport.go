@@ -88,6 +88,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 			ticket.Failure()
 			return nil, errUnaskedSwitch
+		case err == nil && (resp.StatusCode < 100 || resp.StatusCode > 599):
+			// No HTTP status (RFC 9110 15), though net/http reads any three
+			// digits: one under 100 became the client's 200 (the server's
+			// writer takes no such status, and the proxy's next write
+			// says 200), or, without a body, an answer never written.
+			// A client is to take such a status for a 5xx: it is the
+			// backend's failure, answered 502, not retried.
+			resp.Body.Close()
+			ticket.Failure()
+			return nil, errBadStatus
 		case err == nil && resp.StatusCode >= 500:
 			ticket.Failure()
 		case err == nil && resp.Body != nil && resp.Body != http.NoBody &&
@@ -115,6 +125,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // errUnaskedSwitch is the transport's error for a backend that answered
 // 101 Switching Protocols to a request that did not ask for that protocol.
 var errUnaskedSwitch = errors.New("gateway: the backend switched protocols unasked")
+
+// errBadStatus is the transport's error for a backend that answered a
+// status outside 100-599.
+var errBadStatus = errors.New("gateway: the backend answered a status outside 100-599")
 
 // switchAsked reports whether resp, a 101, switches to the protocol req
 // asked for, as httputil.ReverseProxy accepts a switch: req is HTTP/1 with
