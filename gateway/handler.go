@@ -381,7 +381,10 @@ func forwardable(h http.Header) bool {
 //
 // It deletes too, in any spelling, the other headers that tell a backend
 // who the client is or how it connected (forwardingHeaders), and the host
-// it asked for (hostHeaders), which are the gateway's to tell, and those
+// it asked for (hostHeaders), which are the gateway's to tell; Proxy,
+// which a CGI backend reads as HTTP_PROXY, the outbound proxy of the HTTP
+// client libraries under it (httpoxy, CVE-2016-5385: the backend's own
+// requests, credentials and all, sent through the client's proxy); those
 // of a proxy between the gateway and the backend (proxyFamilies); with
 // tenant.from path, the headers that some backends take for the request's
 // path (pathOverrides); with tenant.from client_cert, those that some
@@ -407,7 +410,7 @@ func dropAliases(h http.Header, t *config.Tenant) {
 		if k == tenantHeader {
 			continue
 		}
-		if oneOf(k, forwardingHeaders[:]) || oneOf(k, hostHeaders[:]) || oneOf(k, only) ||
+		if oneOf(k, forwardingHeaders[:]) || oneOf(k, hostHeaders[:]) || sameVariable(k, "Proxy") || oneOf(k, only) ||
 			ofFamily(k, proxyFamilies[:]) || ofFamily(k, onlyFamilies) {
 			delete(h, k)
 			continue

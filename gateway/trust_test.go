@@ -415,6 +415,24 @@ func TestForwardingHeadersDropped(t *testing.T) {
 	}
 }
 
+// A client's Proxy header is not proxied, whatever the tenant source or
+// trust: a CGI backend reads it as HTTP_PROXY, which the HTTP
+// client libraries under it take for the outbound proxy to use (httpoxy,
+// CVE-2016-5385), and would send its own requests, credentials and all,
+// through the client's proxy.
+func TestProxyHeaderDropped(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, clientHeaders(r))
+	})
+	for _, trust := range []string{"[10.0.0.0/8]", "[127.0.0.0/8]"} {
+		gw := start(t, be.URL, minimal+"tenant: {trusted_proxies: "+trust+"}\n")
+		resp, body := do(t, client(t), http.MethodGet, gw.url, "acme", nil, "Proxy", "http://10.9.9.9:3128", "X-Other", "kept")
+		if resp.StatusCode != 200 || body != "X-Other" {
+			t.Errorf("trusted_proxies %s: %d, the backend got %q; want X-Other", trust, resp.StatusCode, body)
+		}
+	}
+}
+
 // The headers a backend may route virtual hosts by instead of Host or
 // X-Forwarded-Host (X-Forwarded-Server, X-Original-Host, X-Host, ... in
 // any spelling) are not proxied, whatever the tenant source: with
