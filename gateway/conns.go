@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 )
@@ -52,6 +53,17 @@ func (cs *conns) closeAll() {
 type trackedConn struct {
 	net.Conn
 	cs *conns
+}
+
+// CloseWrite half-closes the connection under it: the proxy passes a
+// client's half-close of an upgraded connection on to the backend, and
+// tears the upgrade down at once where the backend's connection cannot
+// take it, the backend's answer to the client's last message lost.
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *trackedConn) Close() error {

@@ -310,3 +310,38 @@ func TestUpgradeKeepsWhatFollowsTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// A client that ends its side of an upgraded connection (a half-close,
+// after its last message) still gets the backend's answer to it: the
+// half-close is passed on to the backend, which answers once it has read
+// everything, and the connection ends when both sides have. The backend
+// connection could not be half-closed, and the proxy tore the upgrade
+// down at the client's half-close, the answer lost.
+func TestUpgradeHalfClosePassedOn(t *testing.T) {
+	url, _ := hijacker(t, func(conn net.Conn, brw *bufio.ReadWriter) {
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		brw.Flush()
+		go func() {
+			defer conn.Close()
+			got, _ := io.ReadAll(brw) // until the client's half-close
+			io.WriteString(conn, "got "+string(got))
+		}()
+	})
+	gw := start(t, url, minimal)
+	c := dialRaw(t, gw.url).(*net.TCPConn)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to the upgrade: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answered %d", resp.StatusCode)
+	}
+	io.WriteString(c, "ping")
+	c.CloseWrite()
+	if got, err := io.ReadAll(br); string(got) != "got ping" {
+		t.Errorf("after its half-close the client read %q (%v), want %q", got, err, "got ping")
+	}
+}
