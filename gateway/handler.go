@@ -234,8 +234,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// connection: every stream a request the gateway never admits,
 		// with a tenant header of the client's own. The request is
 		// proxied as if it had not asked (RFC 9110 7.8 lets a server
-		// ignore Upgrade).
-		if up = withoutToken(up, "h2c"); len(up) > 0 {
+		// ignore Upgrade). An HTTP/1.0 request's Upgrade is ignored
+		// whole, as 7.8 requires: HTTP/1.0 has no switch, and a front
+		// proxy speaking it to the gateway would send its next clients'
+		// requests into a switched connection, to the backend unadmitted.
+		if !r.ProtoAtLeast(1, 1) {
+			up = nil
+		} else {
+			up = withoutToken(up, "h2c")
+		}
+		if len(up) > 0 {
 			r.Header["Upgrade"] = up
 		} else {
 			delete(r.Header, "Upgrade")

@@ -345,3 +345,38 @@ func TestUpgradeHalfClosePassedOn(t *testing.T) {
 		t.Errorf("after its half-close the client read %q (%v), want %q", got, err, "got ping")
 	}
 }
+
+// An HTTP/1.0 request's Upgrade is ignored (RFC 9110 7.8: a server MUST
+// ignore it), and the request proxied as if it had not asked: HTTP/1.0
+// has no protocol switch, and a front proxy speaking it to the gateway,
+// which took the connection for one still carrying requests, would send
+// its next clients' requests into the switched connection, straight to
+// the backend, never admitted, with tenant headers of their own.
+func TestHTTP10UpgradeIgnored(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+			brw.Flush()
+			return
+		}
+		io.WriteString(w, "plain "+r.Header.Get("Connection"))
+	})
+	gw := start(t, be.URL, minimal)
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	io.WriteString(c, "GET / HTTP/1.0\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "plain " {
+		t.Errorf("answered %d %q, want 200 from the backend, unswitched", resp.StatusCode, b)
+	}
+}
