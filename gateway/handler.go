@@ -238,10 +238,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// whole, as 7.8 requires: HTTP/1.0 has no switch, and a front
 		// proxy speaking it to the gateway would send its next clients'
 		// requests into a switched connection, to the backend unadmitted.
+		// A protocol named other than in printable ASCII is ignored
+		// too: the proxy refuses it through the gateway's answer for a
+		// failed backend (502, a failure of the tenant's breaker), for
+		// what is the client's header.
 		if !r.ProtoAtLeast(1, 1) {
 			up = nil
 		} else {
-			up = withoutToken(up, "h2c")
+			up = withoutToken(printable(up), "h2c")
 		}
 		if len(up) > 0 {
 			r.Header["Upgrade"] = up
@@ -606,6 +610,31 @@ func withoutToken(vs []string, name string) []string {
 		}
 		if len(kept) > 0 {
 			out = append(out, strings.Join(kept, ", "))
+		}
+	}
+	if out == nil {
+		return vs
+	}
+	return out
+}
+
+// printable returns vs without the values that are not printable ASCII,
+// or vs itself when all are.
+func printable(vs []string) []string {
+	var out []string
+	for i, v := range vs {
+		ok := true
+		for j := range len(v) {
+			if v[j] < 0x20 || v[j] > 0x7e {
+				ok = false
+				break
+			}
+		}
+		switch {
+		case !ok && out == nil:
+			out = append(make([]string, 0, len(vs)), vs[:i]...)
+		case ok && out != nil:
+			out = append(out, v)
 		}
 	}
 	if out == nil {

@@ -380,3 +380,37 @@ func TestHTTP10UpgradeIgnored(t *testing.T) {
 		t.Errorf("answered %d %q, want 200 from the backend, unswitched", resp.StatusCode, b)
 	}
 }
+
+// A request asking to switch to a protocol whose name is not printable
+// ASCII is proxied as if it had not asked (RFC 9110 7.8 lets a server
+// ignore Upgrade): the proxy refuses such a switch before any backend
+// sees the request, through the gateway's answer for a failed backend,
+// so that the client's malformed header was a 502 backend_error, and a
+// failure of its tenant's breaker.
+func TestUpgradeToAnInvalidProtocolIgnored(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "plain "+r.Header.Get("Upgrade"))
+	})
+	gw := start(t, be.URL, minimal+"breaker: {per: tenant, consecutive_failures: 1}\n")
+	for _, tc := range []struct{ up, want string }{
+		{"t\xe9st", "plain "},
+		{"a\tb", "plain "},
+		{"t\x80\r\nUpgrade: test", "plain test"}, // the valid one is passed on, and this backend does not switch
+	} {
+		c := dialRaw(t, gw.url)
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: "+tc.up+"\r\nX-Tenant: a\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("Upgrade: %q: no answer: %v", tc.up, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != tc.want {
+			t.Errorf("Upgrade: %q: answered %d %q, want 200 %q from the backend", tc.up, resp.StatusCode, b, tc.want)
+		}
+	}
+	if resp, body := do(t, client(t), http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
+		t.Errorf("the tenant's next request: %d %q, want 200", resp.StatusCode, body)
+	}
+}
