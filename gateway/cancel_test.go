@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"io"
+	"net"
 	"testing"
+	"time"
 )
 
 // A request whose client goes away while the backend works on it is counted
@@ -59,5 +61,45 @@ func TestClientGoneWhileQueuedLeavesTheQueue(t *testing.T) {
 			t.Errorf("%q: tasks_canceled_total{kind=queued} = %v, want 1", req, got)
 		}
 		held.Close()
+	}
+}
+
+// A request given up because its client's connection ended (499) gets no
+// answer: its connection is closed without one. net/http ends a request's
+// context when its client half-closes the connection, as some clients do
+// once their request is sent, and such a client, still reading, was sent
+// an empty 200 for a request the gateway had abandoned: at the backend,
+// whose request was aborted, or in the queue, where it never ran.
+func TestClientGoneGetsNoAnswer(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		g, gw := gated(t, minimal+"limits: {max_concurrency_per_group: 1}\n")
+		m := gw.gw.Metrics()
+		if queued {
+			held := dialRaw(t, gw.url)
+			io.WriteString(held, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+			g.await(t, 1)
+		}
+		c := dialRaw(t, gw.url).(*net.TCPConn)
+		c.SetDeadline(time.Now().Add(bound))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+		if queued {
+			eventually(t, "the request queued", func() bool {
+				s, ok := gw.gw.Executor().GroupStats("a")
+				return ok && s.Waiting == 1
+			})
+		} else {
+			g.await(t, 1)
+		}
+		c.CloseWrite()
+		got, err := io.ReadAll(c) // until the gateway closes the connection
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("queued %v: the connection still open %v after the half-close", queued, bound)
+		}
+		if len(got) != 0 {
+			t.Errorf("queued %v: the client that half-closed was answered %q, want nothing", queued, got)
+		}
+		eventually(t, "the request to leave the gateway", func() bool {
+			return metric(t, m, requestsTotal, "code", "499") == 1
+		})
 	}
 }

@@ -335,9 +335,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if x.drained || errors.Is(context.Cause(ctx), ErrAborted) {
 		g.m.aborted.WithLabelValues("request").Inc()
 	}
-	if x.aborted {
+	if x.aborted || x.code == statusClientClosed {
 		// Recovered by the server, which alone can cut the connection, so
-		// that the client sees the answer is incomplete.
+		// that the client sees the answer is incomplete, or, for a
+		// request given up as its client went away, that it has none:
+		// net/http ends the context of a request whose client
+		// half-closed the connection too, and a handler that writes
+		// nothing has it send an empty 200, to a client that may still
+		// be reading, for a request abandoned in the queue or aborted
+		// at the backend.
 		panic(http.ErrAbortHandler)
 	}
 }
