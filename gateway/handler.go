@@ -90,7 +90,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.inflight.leave()
 
-	if smuggled(r) {
+	closeAfter := smuggled(r)
+	if closeAfter {
 		// Both Content-Length and Transfer-Encoding (served by the latter),
 		// or HTTP/1.0 with a Transfer-Encoding, which net/http ignores (or
 		// any HTTP/1.0 request where the bytes cannot be scanned): the
@@ -238,11 +239,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// whole, as 7.8 requires: HTTP/1.0 has no switch, and a front
 		// proxy speaking it to the gateway would send its next clients'
 		// requests into a switched connection, to the backend unadmitted.
-		// A protocol named other than in printable ASCII is ignored
-		// too: the proxy refuses it through the gateway's answer for a
-		// failed backend (502, a failure of the tenant's breaker), for
-		// what is the client's header.
-		if !r.ProtoAtLeast(1, 1) {
+		// So is that of a request whose connection must be closed after
+		// its answer (closeAfter): switched, it would stay open, and
+		// what a front proxy took for part of this request would go on
+		// to the backend. A protocol named other than in printable
+		// ASCII is ignored too: the proxy refuses it through the
+		// gateway's answer for a failed backend (502, a failure of the
+		// tenant's breaker), for what is the client's header.
+		if !r.ProtoAtLeast(1, 1) || closeAfter {
 			up = nil
 		} else {
 			up = withoutToken(printable(up), "h2c")

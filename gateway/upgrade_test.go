@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -412,5 +413,47 @@ func TestUpgradeToAnInvalidProtocolIgnored(t *testing.T) {
 	}
 	if resp, body := do(t, client(t), http.MethodGet, gw.url, "a", nil); resp.StatusCode != 200 {
 		t.Errorf("the tenant's next request: %d %q, want 200", resp.StatusCode, body)
+	}
+}
+
+// A request whose connection must be closed after its answer (both
+// Content-Length and Transfer-Encoding, RFC 9112 6.1) does not switch
+// protocols: it is proxied as if it had not asked, and its connection
+// closed. Switched, the connection stayed open, and what a front proxy
+// took for part of the request's body went on to the backend, past the
+// gateway, in the switched protocol.
+func TestUpgradeOfASmuggledRequestIgnored(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+			brw.Flush()
+			io.Copy(conn, brw)
+			return
+		}
+		io.WriteString(w, "plain")
+	})
+	gw := start(t, be.URL, minimal)
+	c := dialRaw(t, gw.url)
+	c.SetDeadline(time.Now().Add(bound))
+	const next = "GET /x HTTP/1.1\r\nHost: x\r\nX-Tenant: b\r\n\r\n"
+	io.WriteString(c, fmt.Sprintf("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n"+
+		"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n%s", 5+len(next), next))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "plain" {
+		t.Fatalf("answered %d %q, want 200 from the backend, unswitched", resp.StatusCode, b)
+	}
+	if rest, err := io.ReadAll(br); len(rest) != 0 {
+		t.Errorf("after the answer the connection gave %q (%v), want its close", rest, err)
 	}
 }
