@@ -38,8 +38,10 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // ErrDraining while a lowered limit drains (whatever n), ErrAtCapacity when
 // n exceeds the limit (it could never be issued), or ctx's error when ctx ends first: a
 // request whose context has ended when its turn comes never gets a permit,
-// which goes to the next in line. A request that fails holds nothing. With
-// a queue, ctx is waited on and must not be nil (a *ConfigError).
+// which goes to the next in line (a context whose Done is closed while its
+// Err is nil has ended too: the error matches context.Canceled). A request
+// that fails holds nothing. With a queue, ctx is waited on and must not be
+// nil (a *ConfigError).
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	wait := b.maxDepth > 0
 	if wait {
@@ -263,7 +265,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		// to a request whose context has ended goes to the next in line.
 		select {
 		case <-done:
-			err := readCtx(b, w, ctx.Err)
+			err := doneErr(b, w, ctx)
 			b.giveBack(w.permit, err)
 			return Permit{}, err
 		default:
@@ -271,7 +273,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		}
 	case <-done:
 	}
-	err := readCtx(b, w, ctx.Err)
+	err := doneErr(b, w, ctx)
 	if b.leave(w, err) {
 		return Permit{}, err
 	}
@@ -282,6 +284,23 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	}
 	b.giveBack(w.permit, err)
 	return Permit{}, err
+}
+
+// errDoneNilErr is the error of a request whose context's Done is closed
+// while its Err reports nil.
+var errDoneNilErr = fmt.Errorf("bulkhead: the context's Done is closed but its Err is nil: %w", context.Canceled)
+
+// doneErr returns the error of w's request, whose context's Done is closed.
+// A context whose Err is nil then breaks context.Context's contract: taken
+// at its word, the request would fail with a nil error, which its
+// rejection's event cannot name (under the mutex) and its caller would take
+// for a grant of the zero Permit. Its Done says it has ended: it fails as
+// a cancelled one.
+func doneErr(b *Bulkhead, w *waiter, ctx context.Context) error {
+	if err := readCtx(b, w, ctx.Err); err != nil {
+		return err
+	}
+	return errDoneNilErr
 }
 
 // readCtx calls f, a method of the context of w's request, as wait does

@@ -320,3 +320,59 @@ func TestPanickingContextInWaitLeavesNothingHeld(t *testing.T) {
 		}
 	}
 }
+
+// doneNoErrContext is a faulty context of the caller's whose Done is closed
+// (by end) while its Err still reports nil.
+type doneNoErrContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *doneNoErrContext) Done() <-chan struct{} { return c.done }
+func (c *doneNoErrContext) Err() error            { return nil }
+
+// A waiter whose context's Done closes while its Err reports nil has ended
+// all the same: Acquire fails, with an error that matches context.Canceled,
+// and holds nothing. Taken at its word, Err's nil would be a rejection
+// without an error, whose event's detail panics under the mutex and leaves
+// it held; or, for a waiter issued a permit as its Done closed, a nil error
+// with the zero Permit, which the caller would take for a grant. The gate
+// holds the waiter's goroutine until its Done is closed: first with the
+// waiter still queued, then with a permit issued to it.
+func TestDoneWithoutErrEndsTheWait(t *testing.T) {
+	for _, granted := range []bool{false, true} {
+		g := newGate()
+		b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithListener(g))
+		held := acquire(t, b, 1)
+		ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
+		res := acquireRecovering(ctx, b)
+		<-g.queued
+		if granted {
+			release(t, b, held)
+		}
+		close(ctx.done)
+		g.proceed <- struct{}{}
+		r := <-res
+		if r.panicked != nil || !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("granted %v: Acquire returned (permit %d, %v) and panicked with %v; want context.Canceled",
+				granted, r.p.ID(), r.err, r.panicked)
+		}
+		if bulkhead.Locked(b) {
+			t.Fatalf("granted %v: the bulkhead's mutex is held after the Acquire returned", granted)
+		}
+		want := 0
+		if !granted {
+			want = 1 // held
+		}
+		if s := stateOf(b); s.inFlight != want || s.queued != 0 {
+			t.Fatalf("granted %v: %+v after the Acquire failed, want %d in flight and none queued", granted, s, want)
+		}
+		if !granted {
+			release(t, b, held)
+		}
+		release(t, b, acquire(t, b, 1))
+		if err := b.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
