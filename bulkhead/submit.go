@@ -200,8 +200,10 @@ func (h *Handle[T]) Cancel() bool {
 func (h *Handle[T]) Done() <-chan struct{} { return h.done }
 
 // Wait waits for the result; if ctx ends first it returns ctx's error (the
-// operation goes on). A handle that has completed returns its result, even
-// with a ctx that has ended. A nil ctx is a *ConfigError.
+// operation goes on; for a ctx whose Done is closed while its Err is nil,
+// an error that matches context.Canceled). A handle that has completed
+// returns its result, even with a ctx that has ended. A nil ctx is a
+// *ConfigError.
 func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
 	if ctx == nil {
 		return Result[T]{}, &ConfigError{"Wait ctx", nil, "must not be nil"}
@@ -216,7 +218,12 @@ func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
 	case <-h.done:
 		return h.res, nil
 	case <-ctx.Done():
-		return Result[T]{}, ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return Result[T]{}, err
+		}
+		// Done closed with a nil Err (against context.Context's contract):
+		// a nil error would pass the zero Result for the outcome.
+		return Result[T]{}, errDoneNilErr
 	}
 }
 

@@ -214,6 +214,25 @@ func TestWaitContextEnds(t *testing.T) {
 	}
 }
 
+// A Wait whose context's Done closes while its Err reports nil has ended
+// all the same: it returns an error (matching context.Canceled), not the
+// zero Result with a nil error, which a caller would take for the
+// operation's outcome.
+func TestWaitDoneWithoutErr(t *testing.T) {
+	b := newBH(t, 1)
+	release := make(chan struct{})
+	h := submit(t, b, func(context.Context) (int, error) { <-release; return 1, nil })
+	ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
+	close(ctx.done)
+	if r, err := h.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with a context done without an error: (%+v, %v), want context.Canceled", r, err)
+	}
+	close(release)
+	if r := result(t, h); r.Status != bulkhead.Success || r.Value != 1 {
+		t.Fatalf("result %+v", r)
+	}
+}
+
 // Submit derives fn's context from ctx once it holds the permit, which
 // reads ctx (its Done, and its Err once it has ended): a context whose Err
 // panics there makes Submit panic, but the permit it took must go back.
