@@ -503,7 +503,7 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 		// when its goroutine next runs (leave): a permit issued to it
 		// would stay out until then, the next in line waiting for it, and
 		// a heavy one would hold up those behind it.
-		if err := endedLocked(w.ctx); err != nil {
+		if err := b.endedLocked(w, stamp, es); err != nil {
 			b.giveUpLocked(w, err, stamp, es)
 			continue
 		}
@@ -521,18 +521,33 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 	return false
 }
 
-// endedLocked returns ctx's error, read under the mutex. A context is the
-// caller's code: a panic going on up from here would leave the mutex held
-// (nowLocked), on the goroutine of whoever serves the queue. So a panic
-// reads as a context that has not ended; the waiter's own goroutine,
-// holding nothing, looks at its context again as it wakes.
-func endedLocked(ctx context.Context) (err error) {
+// endedLocked returns the error of w's context, read under the mutex (lock)
+// by serveLocked. A context is the caller's code: a panic going on up from
+// here would leave the mutex held (nowLocked), on the goroutine of whoever
+// serves the queue. So a panic reads as a context that has not ended; the
+// waiter's own goroutine, holding nothing, looks at its context again as it
+// wakes. A context that exits the goroutine (runtime.Goexit) cannot be
+// stopped: w fails with ErrGoexit, so that no later server reads its
+// context again, the rest of the queue is served, and the mutex released
+// as the goroutine exits (the listener does not hear es's events; the
+// event log keeps them).
+func (b *Bulkhead) endedLocked(w *waiter, stamp int64, es *events) (err error) {
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if recover() != nil {
 			err = nil
+			return
 		}
+		b.giveUpLocked(w, ErrGoexit, stamp, es)
+		b.dispatchLocked(es)
+		b.unlock()
 	}()
-	return ctx.Err()
+	err = w.ctx.Err()
+	returned = true
+	return err
 }
 
 // issueLocked takes n permits, which fit.

@@ -3,6 +3,7 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -374,5 +375,57 @@ func TestDoneWithoutErrEndsTheWait(t *testing.T) {
 		if err := b.CheckInvariants(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// exitingContext is a context whose Err exits the goroutine that calls it
+// (runtime.Goexit) once exit is set, as a faulty context of the caller's
+// might.
+type exitingContext struct {
+	context.Context
+	exit atomic.Bool
+}
+
+func (c *exitingContext) Err() error {
+	if c.exit.Load() {
+		runtime.Goexit()
+	}
+	return c.Context.Err()
+}
+
+// The queue reads each waiter's context under the bulkhead's mutex, on the
+// goroutine that serves it (here a release's). A context whose Err exits
+// that goroutine cannot be stopped, but must not leave the mutex held: its
+// waiter fails with ErrGoexit, and the rest of the queue is served, as the
+// goroutine exits.
+func TestExitingContextLeavesNoLockHeld(t *testing.T) {
+	b := newBH(t, 1, bulkhead.WithQueue(2, time.Hour))
+	held := acquire(t, b, 1)
+	ctx := &exitingContext{Context: bg}
+	w := queueWith(t, ctx, b, 1)[0]
+	next := queueWith(t, bg, b, 1)[0]
+	ctx.exit.Store(true)
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		_ = b.Release(held)
+	}()
+	<-released
+	if bulkhead.Locked(b) {
+		t.Fatal("the bulkhead's mutex is held after a waiter's context exited the goroutine serving the queue")
+	}
+	if _, err := w.wait(t); !errors.Is(err, bulkhead.ErrGoexit) {
+		t.Fatalf("the waiter whose context exited the goroutine: %v, want ErrGoexit", err)
+	}
+	p, err := next.wait(t)
+	if err != nil {
+		t.Fatalf("the next in line: %v", err)
+	}
+	release(t, b, p)
+	if s := stateOf(b); s.inFlight != 0 || s.queued != 0 {
+		t.Fatalf("%+v", s)
+	}
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }

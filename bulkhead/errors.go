@@ -130,5 +130,6 @@ func (e *PanicError) Unwrap() error {
 }
 
 // ErrGoexit is the Result.Err of a Submit whose function called
-// runtime.Goexit.
+// runtime.Goexit, and the error of a queued Acquire whose context's Err
+// exited the goroutine that served the queue.
 var ErrGoexit = &Error{"RB_ERR_GOEXIT", "bulkhead: function called runtime.Goexit"}
