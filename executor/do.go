@@ -209,7 +209,7 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask, b *batch) error {
 	select {
 	case <-d.wake:
 	case <-ctx.Done():
-		cause := context.Cause(ctx) // user code: not under the group's lock
+		cause := doneCause(ctx) // user code: not under the group's lock
 		g := d.g
 		g.mu.Lock()
 		if d.state == stateWaiting {
@@ -222,7 +222,7 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask, b *batch) error {
 			defer ex.completeRemoved(&d.job, Cancelled, cause)
 			var b batch
 			ex.unlock(g, &b)
-			return ctx.Err()
+			return doneErr(ctx)
 		}
 		g.mu.Unlock()
 		<-d.wake // started or removed meanwhile: closed, or about to be

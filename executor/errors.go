@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -120,4 +121,27 @@ func (e *PanicError) Error() string { return fmt.Sprintf("executor: task panicke
 func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
+}
+
+// errDoneNilErr is the error of a call whose context's Done is closed while
+// its Err is nil, against context.Context's contract: a nil error would say
+// that Do's fn ran and succeeded, or that Wait has the task's outcome. (A
+// context derived from such a one panics in the context package as its
+// parent's Done closes: Submit's watcher of its context is one.)
+var errDoneNilErr = fmt.Errorf("executor: the context's Done is closed but its Err is nil: %w", context.Canceled)
+
+// doneErr returns the error of ctx, whose Done is closed.
+func doneErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errDoneNilErr
+}
+
+// doneCause returns the cause of ctx, whose Done is closed.
+func doneCause(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	return errDoneNilErr
 }

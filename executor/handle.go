@@ -160,7 +160,7 @@ func (h *Handle[T]) Wait(ctx context.Context) (Result[T], error) {
 		select {
 		case <-h.Done():
 		case <-ctxDone:
-			return Result[T]{}, ctx.Err()
+			return Result[T]{}, doneErr(ctx)
 		}
 	}
 	return h.result(), nil
