@@ -38,6 +38,12 @@ func wantServes(t *testing.T, ex *executor.Executor, group, after string) {
 	}
 }
 
+// hangGuard bounds a wait for something the executor must do, so that a
+// test whose rule breaks fails, naming what did not happen, rather than
+// hanging until the test binary's timeout. Not a timing assertion: it is
+// far above any such wait on a loaded machine.
+const hangGuard = 30 * time.Second
+
 // wantInvariants reports, as an error, an executor bookkeeping invariant
 // that does not hold.
 func wantInvariants(t *testing.T, ex *executor.Executor) {
@@ -63,7 +69,16 @@ func newExec(t testing.TB, popts []policy.Option, eopts ...executor.Option) *exe
 		if msg := ex.CheckInvariants(); msg != "" {
 			t.Errorf("invariant broken before Close: %s", msg)
 		}
-		ex.Close()
+		// A test whose rule broke may leave a task that never finishes:
+		// Close would wait for it for ever.
+		closed := make(chan struct{})
+		go func() { ex.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(hangGuard):
+			t.Errorf("Close did not return within %v: a task never finished, or kept its permits", hangGuard)
+			return
+		}
 		if n := executor.DoubleCompletions(); n != 0 {
 			t.Errorf("%d handles were completed twice", n)
 		}
