@@ -71,11 +71,9 @@ func TestDoRunsInTheCallingGoroutine(t *testing.T) {
 	g.waitStarted(t, 1)
 	done := make(chan error, 1)
 	go func() { done <- check() }()
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	g.open()
-	if err := <-done; err != nil {
+	if err := recv(t, done, "the queued Do ran once its turn came"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -106,14 +104,13 @@ func TestDoFIFOWithSubmitAndGo(t *testing.T) {
 			}
 		case 2:
 			dos = append(dos, doIn(ex, bg, "g", func(context.Context) error { record(name); return nil }))
-			for groupStats(t, ex, "g").Waiting != i+1 {
-				runtime.Gosched() // queued before the next one comes
-			}
+			// Queued before the next one comes.
+			await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == i+1 })
 		}
 	}
 	g.open()
 	for _, d := range dos {
-		if err := <-d; err != nil {
+		if err := recv(t, d, "a queued Do ran once its turn came"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,12 +205,10 @@ func TestDoForcedRefusals(t *testing.T) {
 		t.Errorf("done context: %v", err)
 	}
 	go ex.ShutdownGroup(bg, "closed")
-	for {
-		if s, ok := ex.GroupStats("closed"); ok && s.Shutdown {
-			break
-		}
-		runtime.Gosched()
-	}
+	await(t, "ShutdownGroup marked the group shut down", func() bool {
+		s, ok := ex.GroupStats("closed")
+		return ok && s.Shutdown
+	})
 	if err := ex.Do(bg, "closed", never); !errors.Is(err, executor.ErrGroupShutdown) {
 		t.Errorf("shut-down group: %v", err)
 	}
@@ -254,15 +249,13 @@ func TestDoCancelWhileWaitingFreesItsPlace(t *testing.T) {
 	g.waitStarted(t, 1)
 	ctx, cancel := context.WithCancel(bg)
 	done := doIn(ex, ctx, "g", func(context.Context) error { t.Error("cancelled Do ran"); return nil })
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	// The group is full: a third task is refused.
 	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}); !errors.Is(err, executor.ErrRejected) {
 		t.Fatalf("third task admitted into a full group: %v", err)
 	}
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done, "the Do cancelled while waiting returned"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Do = %v, want context.Canceled", err)
 	}
 	if s := groupStats(t, ex, "g"); s.Waiting != 0 || s.InFlight != 1 || s.Cancelled != 1 {
@@ -282,24 +275,21 @@ func TestDoGrantedAfterCancelDoesNotRun(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	for i := range 2000 {
 		release := make(chan struct{})
+		closeAtEnd(t, release)
 		holding := make(chan struct{})
 		go ex.Do(bg, "g", func(context.Context) error { close(holding); <-release; return nil })
-		<-holding
+		recv(t, holding, "the first Do ran")
 		ctx, cancel := context.WithCancel(bg)
 		var ran atomic.Bool
 		done := doIn(ex, ctx, "g", func(context.Context) error { ran.Store(true); return nil })
-		for groupStats(t, ex, "g").Waiting != 1 {
-			runtime.Gosched()
-		}
+		await(t, "the second Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 		cancel()
 		close(release) // the grant may land before Do sees its context end
-		if err := <-done; !errors.Is(err, context.Canceled) || ran.Load() {
+		if err := recv(t, done, "the cancelled Do returned"); !errors.Is(err, context.Canceled) || ran.Load() {
 			t.Fatalf("round %d: Do = %v, ran %v; want context.Canceled without running", i, err, ran.Load())
 		}
 		// The permit went on: the next Do runs.
-		if err := ex.Do(bg, "g", func(context.Context) error { return nil }); err != nil {
-			t.Fatalf("round %d: next Do: %v", i, err)
-		}
+		wantServes(t, ex, "g", fmt.Sprintf("in round %d, after a Do granted once its context ended", i))
 	}
 }
 
@@ -330,21 +320,20 @@ func (c *endingCtx) Err() error {
 func TestDoStartedAfterItsContextEndedIsNotStarted(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	release, holding := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release)
 	blocker := doIn(ex, bg, "g", func(context.Context) error { close(holding); <-release; return nil })
-	<-holding
+	recv(t, holding, "the blocker ran")
 	ctx := &endingCtx{Context: bg, done: make(chan struct{})}
 	defer close(ctx.done)
 	var ran atomic.Bool
 	done := doIn(ex, ctx, "g", func(context.Context) error { ran.Store(true); return nil })
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	ctx.ended.Store(true) // Done stays open: the grant wakes the Do first
 	close(release)
-	if err := <-blocker; err != nil {
+	if err := recv(t, blocker, "the blocker returned"); err != nil {
 		t.Fatalf("blocker: %v", err)
 	}
-	if err := <-done; !errors.Is(err, context.Canceled) || ran.Load() {
+	if err := recv(t, done, "the Do granted after its context ended returned"); !errors.Is(err, context.Canceled) || ran.Load() {
 		t.Fatalf("Do = %v, ran %v; want context.Canceled without running", err, ran.Load())
 	}
 	s := groupStats(t, ex, "g")
@@ -364,11 +353,9 @@ func TestDoQueueTimeout(t *testing.T) {
 	submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("blocker")})
 	g.waitStarted(t, 1)
 	done := doIn(ex, bg, "g", func(context.Context) error { t.Error("timed-out Do ran"); return nil })
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	clk.Advance(time.Second)
-	err := <-done
+	err := recv(t, done, "the Do returned once its queue timeout passed")
 	var re *executor.RejectedError
 	if !errors.Is(err, executor.ErrQueueTimeout) || !errors.As(err, &re) || re.Limit != executor.LimitQueueTimeout {
 		t.Fatalf("Do = %v, want a queue timeout", err)
@@ -453,19 +440,23 @@ func TestDoContext(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	running := make(chan struct{})
+	running, giveUp := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, giveUp) // fn returns, and Close, if Close does not cancel it
 	done := doIn(ex, bg, "h", func(ctx context.Context) error {
 		close(running)
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-giveUp:
+		}
 		return ctx.Err()
 	})
-	<-running
+	recv(t, running, "the Do's fn started")
 	closed := make(chan struct{})
 	go func() { ex.Close(); close(closed) }()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done, "Close cancelled a running Do's context"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Do under Close = %v, want its context cancelled", err)
 	}
-	<-closed
+	recv(t, closed, "Close returned once the Do had")
 }
 
 // TestDoBackgroundContextOutlivesItsTask: a Do call with
@@ -487,13 +478,13 @@ func TestDoBackgroundContextOutlivesItsTask(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	})
-	<-running
+	recv(t, running, "a's Do ran")
 	ended, cancel := context.WithCancel(bg)
 	cancel()
 	if err := ex.ShutdownGroup(ended, "a"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ShutdownGroup = %v, want its context's error", err)
 	}
-	if err := <-blocked; err != nil {
+	if err := recv(t, blocked, "a's Do returned once ShutdownGroup cancelled it"); err != nil {
 		t.Fatal(err)
 	}
 	if err := kept["a"].Err(); !errors.Is(err, context.Canceled) {
@@ -510,9 +501,13 @@ func TestDoBackgroundContextOutlivesItsTask(t *testing.T) {
 }
 
 // TestDoShutdownWaits: Shutdown returns only once a running Do's fn has.
+// fn is released only once Shutdown waits (it asks its context's Done), or
+// has returned: a Shutdown that does not wait for fn returns before fn
+// does, whatever the machine's speed.
 func TestDoShutdownWaits(t *testing.T) {
 	ex := newExec(t, nil)
 	running, release := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release)
 	var returned atomic.Bool
 	done := doIn(ex, bg, "g", func(context.Context) error {
 		close(running)
@@ -520,19 +515,27 @@ func TestDoShutdownWaits(t *testing.T) {
 		returned.Store(true)
 		return nil
 	})
-	<-running
-	shut := make(chan error, 1)
-	go func() { shut <- ex.Shutdown(bg) }()
+	recv(t, running, "the Do's fn started")
+	type shutdown struct {
+		err        error
+		fnReturned bool // when Shutdown returned
+	}
+	shut := make(chan shutdown, 1)
+	ctx := newWaitingCtx()
+	go func() {
+		err := ex.Shutdown(ctx)
+		shut <- shutdown{err, returned.Load()}
+	}()
 	select {
-	case err := <-shut:
-		t.Fatalf("Shutdown returned %v while Do ran", err)
-	case <-time.After(20 * time.Millisecond): // a check that it waits, not a bound on speed
+	case r := <-shut:
+		t.Fatalf("Shutdown returned %v while Do's fn ran, without waiting", r.err)
+	case <-ctx.asked:
 	}
 	close(release)
-	if err := <-shut; err != nil || !returned.Load() {
-		t.Fatalf("Shutdown = %v, fn returned %v", err, returned.Load())
+	if r := recv(t, shut, "Shutdown returned once fn had"); r.err != nil || !r.fnReturned {
+		t.Fatalf("Shutdown = %v, fn had returned: %v", r.err, r.fnReturned)
 	}
-	if err := <-done; err != nil {
+	if err := recv(t, done, "the Do returned"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -546,31 +549,32 @@ func TestDoHotGroupNeverDelaysACold(t *testing.T) {
 		policy.WithDefaultMaxConcurrency(2),
 		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
-	release := make(chan struct{})
+	g := newGate()
+	defer g.open() // a failed test's hot calls return, for Close
 	var hot []<-chan error
 	for range 200 {
-		hot = append(hot, doIn(ex, bg, "hot", func(context.Context) error { <-release; return nil }))
+		hot = append(hot, doIn(ex, bg, "hot", func(context.Context) error { <-g.release; return nil }))
 	}
-	for {
-		if s, ok := ex.GroupStats("hot"); ok && s.RunningTasks == 2 && s.Waiting == 198 {
-			break
-		}
-		runtime.Gosched()
-	}
+	await(t, "the hot group's calls filled its limit and queue", func() bool {
+		s, ok := ex.GroupStats("hot")
+		return ok && s.RunningTasks == 2 && s.Waiting == 198
+	})
 	for i := range 100 {
-		err := ex.Do(bg, "cold", func(context.Context) error {
-			if s := groupStats(t, ex, "hot"); s.RunningTasks != 2 {
+		// Called in a goroutine of its own: a cold call delayed behind
+		// the hot group would wait for ever, the hot calls holding on.
+		err := recv(t, doIn(ex, bg, "cold", func(context.Context) error {
+			if s, _ := ex.GroupStats("hot"); s.RunningTasks != 2 {
 				return fmt.Errorf("hot group moved: %+v", s)
 			}
 			return nil
-		})
+		}), fmt.Sprintf("cold Do %d ran beside the full hot group", i))
 		if err != nil {
 			t.Fatalf("cold Do %d: %v", i, err)
 		}
 	}
-	close(release)
-	for _, d := range hot {
-		if err := <-d; err != nil {
+	g.open()
+	for i, d := range hot {
+		if err := recv(t, d, fmt.Sprintf("hot Do %d returned once released", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -44,6 +44,61 @@ func wantServes(t *testing.T, ex *executor.Executor, group, after string) {
 // far above any such wait on a loaded machine.
 const hangGuard = 30 * time.Second
 
+// recv returns what c yields, failing t if nothing comes within hangGuard:
+// what says what did not happen then.
+func recv[T any](t testing.TB, c <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(hangGuard)
+	defer timer.Stop()
+	select {
+	case v := <-c:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: not within %v", what, hangGuard)
+		panic("unreachable")
+	}
+}
+
+// await yields until cond holds, failing t if it does not within
+// hangGuard: what says what did not happen then.
+func await(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); !cond(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, hangGuard)
+		}
+	}
+}
+
+// closeAtEnd closes c as the test ends, unless the test has: the tasks of
+// a test that failed early, waiting on c, return, and Close with them.
+// Called after newExec, it runs before the executor is closed.
+func closeAtEnd(t testing.TB, c chan struct{}) {
+	t.Cleanup(func() {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	})
+}
+
+// waitingCtx is a context that never ends, and whose Done closes asked
+// the first time it is called: given to a Shutdown, it says that Shutdown
+// has begun its wait for the tasks, which selects on it, without a sleep.
+type waitingCtx struct {
+	context.Context // Background
+	asked           chan struct{}
+	once            sync.Once
+}
+
+func newWaitingCtx() *waitingCtx { return &waitingCtx{Context: bg, asked: make(chan struct{})} }
+
+func (c *waitingCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return nil
+}
+
 // wantInvariants reports, as an error, an executor bookkeeping invariant
 // that does not hold.
 func wantInvariants(t *testing.T, ex *executor.Executor) {
