@@ -468,12 +468,19 @@ func TestBreakerGoexitAtFinishReleasesPermits(t *testing.T) {
 						ex.Go(bg, "g", func(context.Context) error { return errBackend })
 					}
 				}()
-				<-exited
+				recv(t, exited, "the call's goroutine exited")
 				if h != nil {
 					if r, err := h.Wait(ctx); err != nil || r.Status != executor.Failed {
 						t.Fatalf("the task: %+v %v, want Failed", r, err)
 					}
 				}
+				// Go returns before its task runs: the breaker opens, and
+				// times its opening, only as the task finishes, which must
+				// come before the clock moves.
+				await(t, "the failed task finished, its permits back", func() bool {
+					s, ok := ex.GroupStats("g")
+					return ok && s.Failed == 1 && s.InFlight == 0
+				})
 				// The breaker opened: half-open, it lets the next call probe.
 				clk.Advance(breaker.DefaultTimeout)
 				// Admitted only once the failed task's permits are back.
