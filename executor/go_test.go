@@ -277,7 +277,7 @@ func TestGoCancel(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	recv(t, started, "the Go task started")
 	waitCtx, cancelWait := context.WithCancel(bg)
 	var waiterRan atomic.Bool
 	if err := ex.Go(waitCtx, "b", func(context.Context) error { waiterRan.Store(true); return nil }); err != nil {
@@ -305,10 +305,14 @@ func TestGoCancel(t *testing.T) {
 	}
 }
 
-// TestGoShutdownWaits: Shutdown and ShutdownGroup wait for Go tasks.
+// TestGoShutdownWaits: Shutdown and ShutdownGroup wait for Go tasks. The
+// tasks are released only once Shutdown waits (it asks its context's
+// Done), or has returned: a Shutdown that does not wait for them returns
+// before they finish, whatever the machine's speed.
 func TestGoShutdownWaits(t *testing.T) {
 	ex := newExec(t, nil)
 	release := make(chan struct{})
+	closeAtEnd(t, release)
 	started := make(chan struct{}, 2)
 	var finished atomic.Int32
 	for _, grp := range []string{"a", "b"} {
@@ -321,26 +325,35 @@ func TestGoShutdownWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	<-started
-	<-started
+	recv(t, started, "the first Go task started")
+	recv(t, started, "the second Go task started")
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
 	if err := ex.ShutdownGroup(ctx, "a"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ShutdownGroup with a running Go task and a done ctx: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- ex.Shutdown(bg) }()
+	type shutdown struct {
+		err      error
+		finished int32 // when Shutdown returned
+	}
+	done := make(chan shutdown, 1)
+	waiting := newWaitingCtx()
+	go func() {
+		err := ex.Shutdown(waiting)
+		done <- shutdown{err, finished.Load()}
+	}()
 	select {
-	case err := <-done:
-		t.Fatalf("Shutdown returned (%v) with Go tasks running", err)
-	case <-time.After(20 * time.Millisecond): // a chance to return too early, not a timing
+	case r := <-done:
+		t.Fatalf("Shutdown returned (%v) with Go tasks running, without waiting", r.err)
+	case <-waiting.asked:
 	}
 	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	r := recv(t, done, "Shutdown returned once the Go tasks had finished")
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	if finished.Load() != 2 {
-		t.Fatalf("%d of 2 finished when Shutdown returned", finished.Load())
+	if r.finished != 2 {
+		t.Fatalf("%d of 2 finished when Shutdown returned", r.finished)
 	}
 }
 
@@ -360,7 +373,7 @@ func TestGoReadsNoClock(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		wg.Wait()
+		waitAll(t, &wg, "every Go task ran")
 		drain(t, ex)
 		if reads := clk.reads.Load() - before; reads != 0 {
 			t.Errorf("%d clock reads for %d Go tasks, want 0", reads, n)
@@ -402,10 +415,11 @@ func TestGoThenHandleTimings(t *testing.T) {
 	clk := fakeClock()
 	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1)}, executor.WithClock(clk))
 	release, started := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release)
 	if err := ex.Go(bg, "a", func(context.Context) error { close(started); <-release; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	recv(t, started, "the Go task started")
 	h := submit(t, ex, executor.Task[int]{Group: "b", Fn: func(context.Context) (int, error) {
 		clk.Advance(3 * time.Second)
 		return 1, nil
@@ -580,7 +594,7 @@ func TestStartAfterEndReading(t *testing.T) {
 		clk.armed.Store(true) // the worker's next reading is the run's end
 		return 0, nil
 	}})
-	<-clk.paused
+	recv(t, clk.paused, "a's worker read the clock at a's end")
 	clk.Advance(5 * time.Second)
 	b := submit(t, ex, executor.Task[int]{Group: "b", Fn: func(context.Context) (int, error) {
 		clk.Advance(3 * time.Second)

@@ -70,6 +70,15 @@ func await(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// waitAll waits for wg, failing t if it is not done within hangGuard: what
+// says what did not happen then.
+func waitAll(t testing.TB, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	recv(t, done, what)
+}
+
 // closeAtEnd closes c as the test ends, unless the test has: the tasks of
 // a test that failed early, waiting on c, return, and Close with them.
 // Called after newExec, it runs before the executor is closed.
