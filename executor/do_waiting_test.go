@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,11 +59,9 @@ func TestDoRemovedWhileWaitingReturnsAnError(t *testing.T) {
 				g.waitStarted(t, 1)
 				var ran atomic.Bool
 				waiting := doIn(ex, bg, "g", func(context.Context) error { ran.Store(true); return nil })
-				for groupStats(t, ex, "g").Waiting != 1 {
-					runtime.Gosched()
-				}
+				await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 				rm.remove(ex, clk)
-				err := <-waiting
+				err := recv(t, waiting, "the Do returned once removed from its queue")
 				if ran.Load() {
 					t.Fatalf("fn ran; Do = %v", err)
 				}
@@ -130,11 +127,9 @@ func TestDoDisplacedWhileWaiting(t *testing.T) {
 
 	var oldRan atomic.Bool
 	old := doIn(ex, bg, "g", func(context.Context) error { oldRan.Store(true); return nil })
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	newer := submit(t, ex, executor.Task[string]{Group: "g", ID: "newer", Fn: func(context.Context) (string, error) { return "newer", nil }})
-	err := <-old
+	err := recv(t, old, "the displaced Do returned")
 	var re *executor.RejectedError
 	if oldRan.Load() || !errors.Is(err, executor.ErrDisplaced) || !errors.Is(err, executor.ErrRejected) || !errors.As(err, &re) || re.Group != "g" {
 		t.Fatalf("displaced Do: ran %v, err %v; want not run and a *RejectedError matching ErrDisplaced", oldRan.Load(), err)
@@ -146,11 +141,9 @@ func TestDoDisplacedWhileWaiting(t *testing.T) {
 	if r := wait(t, newer); r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrDisplaced) {
 		t.Fatalf("the task the Do displaced: %v %v, want Rejected with ErrDisplaced", r.Status, r.Err)
 	}
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the displacing Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	g.open()
-	if err := <-latest; err != nil || !latestRan.Load() {
+	if err := recv(t, latest, "the displacing Do ran once the blocker ended"); err != nil || !latestRan.Load() {
 		t.Fatalf("the displacing Do: ran %v, err %v; want it run", latestRan.Load(), err)
 	}
 	if s := groupStats(t, ex, "g"); s.Rejected != 2 || s.Succeeded != 2 || s.InFlight != 0 {
@@ -172,13 +165,9 @@ func TestDoCancelledWaiterPassesItsTurnOn(t *testing.T) {
 	defer cancel()
 	var order []string // appended by one task at a time: the group runs one
 	first := doIn(ex, ctx, "g", func(context.Context) error { order = append(order, "cancelled"); return nil })
-	for groupStats(t, ex, "g").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the first Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 1 })
 	second := doIn(ex, bg, "g", func(context.Context) error { order = append(order, "second"); return nil })
-	for groupStats(t, ex, "g").Waiting != 2 {
-		runtime.Gosched()
-	}
+	await(t, "the second Do queued", func() bool { return groupStats(t, ex, "g").Waiting == 2 })
 	cancel()
 	select {
 	case err := <-first:
@@ -198,7 +187,7 @@ func TestDoCancelledWaiterPassesItsTurnOn(t *testing.T) {
 		return "", nil
 	}})
 	g.open()
-	if err := <-second; err != nil {
+	if err := recv(t, second, "the second Do ran once the blocker ended"); err != nil {
 		t.Fatalf("second Do = %v", err)
 	}
 	if r := wait(t, third); r.Status != executor.Success {
@@ -259,20 +248,20 @@ func TestDoWeightedAtEveryLimit(t *testing.T) {
 				return nil
 			})
 		}()
-		for groupStatsOr(ex, "g").Waiting != 1 {
+		await(t, "the weight-3 Do queued", func() bool {
 			select {
 			case err := <-done:
 				t.Fatalf("weight 3 did not wait with only 2 permits free: ran %v, Do = %v", ran.Load(), err)
 			default:
 			}
-			runtime.Gosched()
-		}
+			return groupStatsOr(ex, "g").Waiting == 1
+		})
 		// Queued, and nothing changes until the blocker ends: it waits.
 		if ran.Load() {
 			t.Fatal("weight 3 ran with only 2 permits free")
 		}
 		g.open()
-		if err := <-done; err != nil || !ran.Load() {
+		if err := recv(t, done, "the weight-3 Do ran once the blocker ended"); err != nil || !ran.Load() {
 			t.Fatalf("weight 3 once the blocker ended: ran %v, Do = %v", ran.Load(), err)
 		}
 		if s := groupStats(t, ex, "g"); s.ServedPermits != served || s.Running != 0 {
@@ -301,8 +290,9 @@ func TestDoColdGroupBesideAHotBacklog(t *testing.T) {
 		policy.WithDefaultMaxInFlight(policy.Unlimited),
 	})
 	holding, release := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release)
 	holder := doIn(ex, bg, "hot", func(context.Context) error { close(holding); <-release; return nil })
-	<-holding
+	recv(t, holding, "the holder ran")
 	var order []string // one Do runs at a time: the global limit is 1
 	record := func(name string) func(context.Context) error {
 		return func(context.Context) error { order = append(order, name); return nil }
@@ -311,19 +301,15 @@ func TestDoColdGroupBesideAHotBacklog(t *testing.T) {
 	for range backlog {
 		dos = append(dos, doIn(ex, bg, "hot", record("hot")))
 	}
-	for groupStats(t, ex, "hot").Waiting != backlog {
-		runtime.Gosched()
-	}
+	await(t, "the hot backlog queued", func() bool { return groupStats(t, ex, "hot").Waiting == backlog })
 	dos = append(dos, doIn(ex, bg, "cold", record("cold")))
-	for groupStatsOr(ex, "cold").Waiting != 1 {
-		runtime.Gosched()
-	}
+	await(t, "the cold Do queued", func() bool { return groupStatsOr(ex, "cold").Waiting == 1 })
 	close(release)
-	if err := <-holder; err != nil {
+	if err := recv(t, holder, "the holder returned"); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range dos {
-		if err := <-d; err != nil {
+	for i, d := range dos {
+		if err := recv(t, d, fmt.Sprintf("Do %d of the backlog and the cold one ran once the holder ended", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
