@@ -15,6 +15,7 @@ import (
 func TestShutdownGroupDrains(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 	g := newGate()
+	defer g.open()
 	running := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
 	g.waitStarted(t, 1)
 	waiting := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("b")})
@@ -24,16 +25,12 @@ func TestShutdownGroupDrains(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- ex.ShutdownGroup(bg, "g") }()
 	// New tasks for g are refused once the shutdown is in place; others pass.
-	for {
-		if s := groupStats(t, ex, "g"); s.Shutdown {
-			break
-		}
-	}
+	await(t, "ShutdownGroup marked the group shut down", func() bool { return groupStats(t, ex, "g").Shutdown })
 	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: g.fn("late")}); !errors.Is(err, executor.ErrGroupShutdown) {
 		t.Fatalf("err = %v, want ErrGroupShutdown", err)
 	}
 	g.open()
-	if err := <-done; err != nil {
+	if err := recv(t, done, "ShutdownGroup returned once the group drained"); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range []*executor.Handle[string]{running, waiting, other} {
@@ -57,7 +54,7 @@ func TestShutdownGroupTimesOutAndCancels(t *testing.T) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	}})
-	<-started
+	recv(t, started, "the task started")
 	var ran atomic.Bool
 	waiting := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
 	ctx, cancel := context.WithCancel(bg)
@@ -96,19 +93,17 @@ func TestShutdownWaitsForAll(t *testing.T) {
 	g.waitStarted(t, 2)
 	done := make(chan error)
 	go func() { done <- ex.Shutdown(bg) }()
-	for {
+	await(t, "Shutdown refused new tasks", func() bool {
 		// Until the shutdown is in place these are admitted (or refused for
 		// room: c's backlog may fill its bulkhead) and run.
 		_, err := executor.Submit(ex, bg, executor.Task[string]{Group: "c", Fn: func(context.Context) (string, error) { return "", nil }})
-		if errors.Is(err, executor.ErrShutdown) {
-			break
-		}
-		if err != nil && !errors.Is(err, executor.ErrRejected) {
+		if err != nil && !errors.Is(err, executor.ErrShutdown) && !errors.Is(err, executor.ErrRejected) {
 			t.Fatal(err)
 		}
-	}
+		return errors.Is(err, executor.ErrShutdown)
+	})
 	g.open()
-	if err := <-done; err != nil {
+	if err := recv(t, done, "Shutdown returned once every task finished"); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range hs {
@@ -121,15 +116,21 @@ func TestShutdownWaitsForAll(t *testing.T) {
 func TestCloseCancelsEverything(t *testing.T) {
 	p, _ := policy.New(policy.WithDefaultMaxConcurrency(1))
 	ex, _ := executor.New(p)
-	started := make(chan struct{})
+	started, giveUp := make(chan struct{}), make(chan struct{})
+	defer close(giveUp) // the task returns, and Close, if Close does not cancel it
 	running, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
 		close(started)
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-giveUp:
+		}
 		return 0, ctx.Err()
 	}})
-	<-started
+	recv(t, started, "the task started")
 	waiting, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }})
-	ex.Close() // returns only after the running task's goroutine is done
+	closed := make(chan struct{})
+	go func() { ex.Close(); close(closed) }()
+	recv(t, closed, "Close returned, the running task cancelled") // only after the running task's goroutine is done
 	if !isDone(running) || !isDone(waiting) {
 		t.Fatal("Close returned with tasks not complete")
 	}
@@ -299,17 +300,16 @@ func TestShutdownAfterDropFindsHandlesComplete(t *testing.T) {
 func TestShutdownGroupAfterPendingEvictionStaysShutDown(t *testing.T) {
 	ex := newExec(t, nil)
 	g := newGate()
+	defer g.open()
 	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("a")})
 	g.waitStarted(t, 1)
 	ex.EvictGroup("g") // busy: pending
 	done := make(chan error)
 	go func() { done <- ex.ShutdownGroup(bg, "g") }()
-	for !groupStats(t, ex, "g").Shutdown {
-		runtime.Gosched()
-	}
+	await(t, "ShutdownGroup marked the group shut down", func() bool { return groupStats(t, ex, "g").Shutdown })
 	g.open()
 	wait(t, h)
-	if err := <-done; err != nil {
+	if err := recv(t, done, "ShutdownGroup returned once the group drained"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: succeeding}); !errors.Is(err, executor.ErrGroupShutdown) {
