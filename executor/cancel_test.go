@@ -62,7 +62,7 @@ func TestCancelRunningTaskCancelsItsContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-started
+			recv(t, started, "the task started")
 			if !h.Cancel() {
 				t.Fatal("Cancel of a running task reported false")
 			}
@@ -94,12 +94,13 @@ func TestCancelReportsWhetherItCancelled(t *testing.T) {
 	}
 
 	started, release := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release)
 	deaf := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
 		close(started)
 		<-release
 		return 2, nil
 	}})
-	<-started
+	recv(t, started, "the task started")
 	if !deaf.Cancel() {
 		t.Fatal("Cancel of a running task reported false")
 	}
@@ -165,7 +166,7 @@ func TestSubmitContextCancelsRunningTask(t *testing.T) {
 		<-ctx.Done()
 		return context.Cause(ctx), ctx.Err()
 	}})
-	<-started
+	recv(t, started, "the task started")
 	cancel(cause)
 	if r := wait(t, h); r.Status != executor.Cancelled || r.Value != cause {
 		t.Errorf("result %+v, want Cancelled, the cause visible to Fn", r)

@@ -80,7 +80,7 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 			return 1, nil
 		}})
 	})
-	<-started
+	recv(t, started, "the holder started")
 	mustNotPanic(t, "Submit", func() { waiter, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: succeeding}) })
 	mustNotPanic(t, "Submit", func() { other, _ = executor.Submit(ex, bg, executor.Task[int]{Group: "b", Fn: succeeding}) })
 	var ran atomic.Int32
@@ -110,7 +110,7 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 			t.Fatalf("task %d waited %v, ran %v: want 0, time standing still", i, r.Queued, r.Duration)
 		}
 	}
-	if err := <-done; err != nil {
+	if err := recv(t, done, "the queued Do returned"); err != nil {
 		t.Fatalf("Do: %v", err)
 	}
 	if err := ex.Shutdown(ctx); err != nil {
@@ -138,7 +138,7 @@ func TestPanickingClockHoldsNoLock(t *testing.T) {
 			return 0, ctx.Err()
 		}})
 	})
-	<-running
+	recv(t, running, "the holder started")
 	mustNotPanic(t, "Submit", func() { waiter, _ = executor.Submit(ex2, bg, executor.Task[int]{Group: "a", Fn: succeeding}) })
 	clk.stop.Store(true)
 	mustNotPanic(t, "Close", func() { ex2.Close() })

@@ -112,13 +112,13 @@ func TestShutdownGroupDeadlineCancelsWhatIsLeft(t *testing.T) {
 	}})
 	other := submit(t, ex, executor.Task[string]{Group: "other", Fn: g.fn("other")})
 	g.waitStarted(t, 1)
-	<-started
+	recv(t, started, "the task of g started")
 	waiting := submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("never")})
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
 	go func() { done <- ex.ShutdownGroup(ctx, "g") }()
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done, "ShutdownGroup returned once its context ended"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ShutdownGroup = %v, want its context's error", err)
 	}
 	if r := wait(t, waiting); r.Status != executor.Cancelled {
