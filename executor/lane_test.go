@@ -75,6 +75,7 @@ func (o *runOrder) names() []string {
 func holdGroup(t *testing.T, ex *executor.Executor, group string) (release func(), h *executor.Handle[string]) {
 	t.Helper()
 	g := newGate()
+	t.Cleanup(g.open) // before Close: a failed test's executor still closes
 	h = submit(t, ex, executor.Task[string]{Group: group, ID: "hold", Fn: g.fn("hold")})
 	g.waitStarted(t, 1)
 	return g.open, h
@@ -127,9 +128,7 @@ func TestLaneKeepsFIFO(t *testing.T) {
 	go func() {
 		doErr <- ex.Do(bg, "g", func(ctx context.Context) error { _, err := o.fn("do")(ctx); return err })
 	}()
-	for groupStats(t, ex, "g").Waiting < len(want)+1 { // the Do call has joined the queue
-		runtime.Gosched()
-	}
+	await(t, "the Do call joined the queue", func() bool { return groupStats(t, ex, "g").Waiting >= len(want)+1 })
 	want = append(want, "do")
 	add("102")
 	release()
@@ -139,7 +138,7 @@ func TestLaneKeepsFIFO(t *testing.T) {
 			t.Fatalf("%s: %v %v", h.ID(), r.Status, r.Err)
 		}
 	}
-	if err := <-doErr; err != nil {
+	if err := recv(t, doErr, "the Do call ran in its turn"); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, ex)
@@ -193,7 +192,7 @@ func TestLaneGoClose(t *testing.T) {
 		}
 	}
 	release()
-	if err := <-closed; err != nil {
+	if err := recv(t, closed, "Close returned once the holder ended"); err != nil {
 		t.Fatal(err)
 	}
 	if got := o.names(); len(got) != 0 {
@@ -373,7 +372,7 @@ func TestLaneClose(t *testing.T) {
 		}
 	}
 	release()
-	if err := <-closed; err != nil {
+	if err := recv(t, closed, "Close returned once the holder ended"); err != nil {
 		t.Fatal(err)
 	}
 	if got := o.names(); len(got) != 0 {
@@ -397,19 +396,21 @@ func TestLaneShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ex.Shutdown(bg) }()
 	// Submit until refused: the ones accepted before Shutdown began run too.
-	for i := 100; ; i++ {
+	i := 100
+	await(t, "Shutdown refused new tasks", func() bool {
 		h, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn(fmt.Sprint(i))})
 		if errors.Is(err, executor.ErrShutdown) {
-			break
+			return true
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		hs = append(hs, h)
-		runtime.Gosched()
-	}
+		i++
+		return false
+	})
 	release()
-	if err := <-done; err != nil {
+	if err := recv(t, done, "Shutdown returned once the lane's tasks ran"); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, hold)
@@ -430,14 +431,12 @@ func TestLaneShutdownGroup(t *testing.T) {
 	hs := backlog(t, ex, "g", &o, 100)
 	done := make(chan error, 1)
 	go func() { done <- ex.ShutdownGroup(bg, "g") }()
-	for !groupStats(t, ex, "g").Shutdown {
-		runtime.Gosched()
-	}
+	await(t, "ShutdownGroup marked the group shut down", func() bool { return groupStats(t, ex, "g").Shutdown })
 	if _, err := executor.Submit(ex, bg, executor.Task[string]{Group: "g", Fn: o.fn("late")}); !errors.Is(err, executor.ErrGroupShutdown) {
 		t.Errorf("Submit after ShutdownGroup: %v, want ErrGroupShutdown", err)
 	}
 	release()
-	if err := <-done; err != nil {
+	if err := recv(t, done, "ShutdownGroup returned once the lane's tasks ran"); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, hold)
