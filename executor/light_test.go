@@ -90,8 +90,8 @@ func TestGoLightTasksKeepOrder(t *testing.T) {
 	goRange(151, 200)
 
 	g.open()
-	o.wg.Wait()
-	if err := <-doDone; err != nil {
+	waitAll(t, &o.wg, "every Go task ran")
+	if err := recv(t, doDone, "the Do call ran in its turn"); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.IsSorted(o.ran) || len(o.ran) != 200 {
@@ -238,7 +238,7 @@ func TestGoLightTasksCancelledByClose(t *testing.T) {
 	if err := ex.Go(bg, "g", func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() }); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	recv(t, started, "the Go task started")
 	ran := make(chan int, 10)
 	for i := range 10 {
 		if err := ex.Go(bg, "g", func(context.Context) error { ran <- i; return nil }); err != nil {

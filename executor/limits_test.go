@@ -666,9 +666,7 @@ func TestSetGroupLimitsOnShutDownGroup(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- ex.ShutdownGroup(ctx, "g") }()
-	for !groupStats(t, ex, "g").Shutdown {
-		runtime.Gosched() // until ShutdownGroup has marked the group
-	}
+	await(t, "ShutdownGroup marked the group shut down", func() bool { return groupStats(t, ex, "g").Shutdown })
 	if _, err := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 0, nil }}); !errors.Is(err, executor.ErrGroupShutdown) {
 		t.Fatalf("Submit to a shut-down group: %v", err)
 	}
@@ -680,7 +678,7 @@ func TestSetGroupLimitsOnShutDownGroup(t *testing.T) {
 	for _, h := range hs {
 		close(c.release[h.ID()])
 	}
-	if err := <-done; err != nil {
+	if err := recv(t, done, "ShutdownGroup returned once the group drained"); err != nil {
 		t.Fatalf("ShutdownGroup: %v", err)
 	}
 	for _, h := range hs {

@@ -404,11 +404,12 @@ func TestHandlerGoexitCountsRefusal(t *testing.T) {
 func refuseOnItsOwnGoroutine(t *testing.T, ex *executor.Executor, via string) executor.Stats {
 	t.Helper()
 	release, started := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release)
 	held := make(chan error, 1)
 	go func() {
 		held <- ex.Do(bg, "a", func(context.Context) error { close(started); <-release; return nil })
 	}()
-	<-started
+	recv(t, started, "the holder started")
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -421,9 +422,9 @@ func refuseOnItsOwnGoroutine(t *testing.T, ex *executor.Executor, via string) ex
 			ex.Go(bg, "a", func(context.Context) error { return nil })
 		}
 	}()
-	<-exited
+	recv(t, exited, "the refused call's goroutine ended")
 	close(release)
-	if err := <-held; err != nil {
+	if err := recv(t, held, "the holder returned"); err != nil {
 		t.Fatalf("the task holding the group: %v", err)
 	}
 	return ex.Stats()
