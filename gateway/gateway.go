@@ -71,6 +71,16 @@ func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
 // drain delay and the error log's rate read. Tests pass a *clock.Fake. Default: clock.Real.
 func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 
+// ErrorLog returns the logger that net/http's servers and the proxy write
+// their lines to: the gateway's logger's handler at Warn, 10 lines a
+// second at the most (WithLogger). A program that runs the gateway may
+// point the standard logger at it (log.SetFlags(0) and
+// log.SetOutput(g.ErrorLog().Writer())): net/http's transport writes there
+// what it finds on an idle connection to a backend (bytes after a
+// response, an unsolicited one), which would otherwise reach the process's
+// stderr as plain lines, outside the gateway's log format and rate.
+func (g *Gateway) ErrorLog() *log.Logger { return g.errLog }
+
 // New builds a Gateway from a config made by config.Parse or config.Load.
 func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g := &Gateway{log: slog.Default(), clk: clock.Real, serving: make(chan struct{})}

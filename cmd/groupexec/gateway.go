@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -99,6 +100,15 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 		pl.Close()
 		al.Close()
 		return err
+	}
+	if stdLogToGateway {
+		// What the standard library writes with the log package's
+		// default logger (net/http's transport: bytes a backend sent on
+		// an idle connection) goes to the gateway's log, in its format
+		// and within its rate, not as plain lines on stderr among the
+		// JSON records.
+		stdlog.SetFlags(0)
+		stdlog.SetOutput(gw.ErrorLog().Writer())
 	}
 	// A bad file is logged and the old config kept. SIGHUP reloads until
 	// Serve returns, through the drain too, as POST /reload does: a reload

@@ -45,8 +45,14 @@ needs a restart, is refused and the old config kept.
 var errUsage = errors.New("usage")
 
 func main() {
+	stdLogToGateway = true
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// stdLogToGateway points the standard logger at the gateway's log once the
+// gateway is built (gatewayCmd): set by main only, since the standard
+// logger is the process's, and the tests run the command in theirs.
+var stdLogToGateway bool
 
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
