@@ -157,7 +157,10 @@ func (ex *Executor) clockSince() (d time.Duration) {
 	d = ex.clk.Now().Sub(ex.epoch)
 	for {
 		last := ex.lastRead.Load()
-		if int64(d) <= last || ex.lastRead.CompareAndSwap(last, int64(d)) {
+		if int64(d) <= last {
+			return time.Duration(last) // a clock stepped back
+		}
+		if ex.lastRead.CompareAndSwap(last, int64(d)) {
 			return d
 		}
 	}
