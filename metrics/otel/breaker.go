@@ -73,7 +73,7 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 		}
 	}
 	if k, ok := take(r, r.claims...); !ok {
-		return nil, fmt.Errorf("otel: ObserveBreakers: breaker %q: a live registration on this MeterProvider observes a breaker of that name in namespace %q, and the two would mix (Unregister it first, or observe each breaker once): %w", k.name, namespace, ErrNameInUse)
+		return nil, fmt.Errorf("otel: ObserveBreakers: breaker %q: a live registration on this MeterProvider observes a breaker of that name in namespace %q, and the two would mix (Unregister it first, or observe each breaker once): %w", k.Name, namespace, ErrNameInUse)
 	}
 	r.cbs, r.attrs = cbs, attrs
 	r.state, r.reqs, r.succ, r.fail, r.consec = state, reqs, succ, fail, consec

@@ -8,6 +8,16 @@
 //	if err != nil { ... }
 //	defer reg.Unregister()
 //
+// Two registrations on one MeterProvider with the same namespace would
+// report into the same instruments: their counters would sum (one holder
+// observed twice counts everything twice) and each gauge, cluster_up among
+// them, would show whichever callback observed last. So Observe refuses a
+// second one (otel.ErrNamespaceInUse, naming the namespace) until the first
+// is unregistered, as clusterprom's collectors are refused by a registry
+// and otel.New refuses a second Collector. Give each holder its own
+// namespace. A provider that is not a pointer (such as a no-op one) is not
+// checked, and one that is is not kept for the check.
+//
 // It is a package of its own so that programs without cluster limits do not
 // link the Redis client.
 //
@@ -18,6 +28,7 @@ package clusterotel
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -25,6 +36,7 @@ import (
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/groupexec/groupexec/metrics/internal/clusternames"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
+	"github.com/groupexec/groupexec/metrics/otel/internal/claims"
 )
 
 // Source is what the callback reads on each collection; *redislimit.Holder
@@ -36,7 +48,9 @@ var _ Source = (*redislimit.Holder)(nil)
 // Observe registers observable instruments that read src's Stats once per
 // collection; namespace, when set, prefixes every name. The instruments come
 // from mp's meter otel.ScopeName. Unregister the returned registration to
-// stop.
+// stop, and to free the namespace. It fails, with an error matching
+// otel.ErrNamespaceInUse, if a registration on mp with the same namespace
+// has not been unregistered.
 //
 //	cluster_up{policy}                 1 while the holder reaches Redis, else 0 (down, or closed)
 //	cluster_*_total                    each counter of redislimit.Stats (observable counters)
@@ -54,48 +68,88 @@ func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Regi
 		}
 		return namespace + "_cluster_" + n
 	}
+	r := &registration{src: src}
 	var errs []error
-	up, err := m.Int64ObservableGauge(name("up"), metric.WithDescription(clusternames.Up))
+	var err error
+	r.up, err = m.Int64ObservableGauge(name("up"), metric.WithDescription(clusternames.Up))
 	errs = append(errs, err)
-	type counter struct {
-		inst metric.Int64ObservableCounter
-		get  func(redislimit.Stats) uint64
-	}
-	type gauge struct {
-		inst metric.Int64ObservableGauge
-		get  func(redislimit.Stats) int
-	}
-	var counters []counter
-	var gauges []gauge
-	insts := []metric.Observable{up}
+	insts := []metric.Observable{r.up}
 	for _, x := range clusternames.Counters {
 		c, err := m.Int64ObservableCounter(name(x.Name), metric.WithDescription(x.Help))
 		errs = append(errs, err)
-		counters = append(counters, counter{c, x.Get})
+		r.counters = append(r.counters, counter{c, x.Get})
 		insts = append(insts, c)
 	}
 	for _, x := range clusternames.Gauges {
 		g, err := m.Int64ObservableGauge(name(x.Name), metric.WithDescription(x.Help))
 		errs = append(errs, err)
-		gauges = append(gauges, gauge{g, x.Get})
+		r.gauges = append(r.gauges, gauge{g, x.Get})
 		insts = append(insts, g)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		s := src.Stats()
-		v := int64(0)
-		if s.Mode == redislimit.ModeUp {
-			v = 1
+	if k, ok := claims.KeyOf(mp, namespace, "cluster", ""); ok {
+		if _, ok := claims.Take(r, k); !ok {
+			return nil, fmt.Errorf("clusterotel: Observe: namespace %q: a live registration on this MeterProvider has it, and two holders' numbers would mix (Unregister it first, or give each holder its own namespace): %w", namespace, gotel.ErrNamespaceInUse)
 		}
-		o.ObserveInt64(up, v, metric.WithAttributes(attribute.String("policy", s.Policy.String())))
-		for _, c := range counters {
-			o.ObserveInt64(c.inst, int64(c.get(s)))
-		}
-		for _, g := range gauges {
-			o.ObserveInt64(g.inst, int64(g.get(s)))
-		}
-		return nil
-	}, insts...)
+		r.claim = []claims.Key{k}
+	}
+	// The callback is r's: the provider, which holds it, keeps r and its
+	// claim while it is registered, whether or not the caller keeps the
+	// registration.
+	reg, err := m.RegisterCallback(r.observe, insts...)
+	if err != nil {
+		claims.Free(r, r.claim...)
+		return nil, err
+	}
+	r.Registration = reg
+	return r, nil
+}
+
+// registration is Observe's: its callback, and the namespace it frees once
+// the callback is unregistered.
+type registration struct {
+	metric.Registration
+	claim []claims.Key // none for a provider that is not a pointer
+
+	src      Source
+	up       metric.Int64ObservableGauge
+	counters []counter
+	gauges   []gauge
+}
+
+type counter struct {
+	inst metric.Int64ObservableCounter
+	get  func(redislimit.Stats) uint64
+}
+
+type gauge struct {
+	inst metric.Int64ObservableGauge
+	get  func(redislimit.Stats) int
+}
+
+func (r *registration) observe(_ context.Context, o metric.Observer) error {
+	s := r.src.Stats()
+	v := int64(0)
+	if s.Mode == redislimit.ModeUp {
+		v = 1
+	}
+	o.ObserveInt64(r.up, v, metric.WithAttributes(attribute.String("policy", s.Policy.String())))
+	for _, c := range r.counters {
+		o.ObserveInt64(c.inst, int64(c.get(s)))
+	}
+	for _, g := range r.gauges {
+		o.ObserveInt64(g.inst, int64(g.get(s)))
+	}
+	return nil
+}
+
+// Unregister stops the callback and frees the namespace.
+func (r *registration) Unregister() error {
+	if err := r.Registration.Unregister(); err != nil {
+		return err // the callback may still run: the namespace stays taken
+	}
+	claims.Free(r, r.claim...)
+	return nil
 }

@@ -1,0 +1,101 @@
+// Package claims keeps the names that the OpenTelemetry exporters'
+// registrations hold on a MeterProvider (metrics/otel's Collectors,
+// Bulkheads and ObserveBreakers, clusterotel's Observe), so that a second
+// live registration of a name is refused: two registrations of one name
+// report into the same series, their counters summed and each gauge the
+// last callback's, with nothing to tell the two apart.
+package claims
+
+import (
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+	"weak"
+)
+
+// Key is a MeterProvider, only when it is a pointer, a namespace, and what
+// in it is claimed: a kind of registration and a name. The provider is held
+// weakly, by its address and type: a provider that the program drops
+// without unregistering what it observed (one per test, or one replaced as
+// its configuration changes) is collected with all it holds, not kept by
+// the claims for the life of the process.
+type Key struct {
+	mp   weak.Pointer[struct{}]
+	typ  reflect.Type // two providers of zero size may share an address
+	ns   string
+	kind string
+	Name string
+}
+
+// holder is a key's owner, held weakly too: a registered owner is kept by
+// its provider, whose callback holds it, and a provider that only the
+// claims would keep is collected, its owners with it. id is the owner's
+// weak pointer, equal for one owner; live reports whether it is still
+// reachable.
+type holder struct {
+	id   any
+	live func() bool
+}
+
+// claims are the keys held by the registrations not unregistered, each by
+// its owner.
+var claims struct {
+	sync.Mutex
+	m map[Key]holder
+}
+
+// KeyOf returns the key of kind and name in mp's namespace ns, and false
+// for a provider that is not a pointer, which is not claimed: its values
+// may not be comparable, so not usable as a key, and a value type is
+// either stateless, as a no-op provider is, where nothing can mix, or
+// copied, so that equal values need not be the same provider.
+func KeyOf(mp any, ns, kind, name string) (Key, bool) {
+	v := reflect.ValueOf(mp)
+	if v.Kind() != reflect.Pointer {
+		return Key{}, false
+	}
+	// Only the address is kept, never read through: any pointer's type
+	// does, and one of zero size passes the checks of -race.
+	return Key{weak.Make((*struct{})(v.UnsafePointer())), v.Type(), ns, kind, name}, true
+}
+
+// Take claims every key of keys for owner, or none of them: it returns the
+// first key another live owner holds, and false. The keys of an owner that
+// is collected unregistered (its provider dropped) are freed then.
+func Take[T any](owner *T, keys ...Key) (Key, bool) {
+	w := weak.Make(owner)
+	claims.Lock()
+	defer claims.Unlock()
+	for _, k := range keys {
+		if h, ok := claims.m[k]; ok && h.id != any(w) && h.live() {
+			return k, false
+		}
+	}
+	if len(keys) == 0 {
+		return Key{}, true
+	}
+	if claims.m == nil {
+		claims.m = make(map[Key]holder)
+	}
+	h := holder{id: w, live: func() bool { return w.Value() != nil }}
+	for _, k := range keys {
+		claims.m[k] = h
+	}
+	runtime.AddCleanup(owner, func(keys []Key) { freeID(w, keys) }, slices.Clone(keys))
+	return Key{}, true
+}
+
+// Free frees those of keys that owner still holds.
+func Free[T any](owner *T, keys ...Key) { freeID(weak.Make(owner), keys) }
+
+// freeID frees those of keys that the owner of id still holds.
+func freeID(id any, keys []Key) {
+	claims.Lock()
+	defer claims.Unlock()
+	for _, k := range keys {
+		if h, ok := claims.m[k]; ok && h.id == id {
+			delete(claims.m, k)
+		}
+	}
+}
