@@ -172,7 +172,7 @@ func (c *Collector) OnSubmitted(executor.Event) {}
 
 // OnStarted records how long the task waited.
 func (c *Collector) OnStarted(e executor.Event) {
-	c.queued.Record(context.Background(), e.Queued.Seconds(), c.groups.of(e.Group).group)
+	c.queued.Record(context.Background(), metricnames.Seconds(e.Queued), c.groups.of(e.Group).group)
 }
 
 // OnCompleted counts the outcome and records how long the task ran.
@@ -191,7 +191,7 @@ func (c *Collector) OnCompleted(e executor.Event) {
 	}
 	c.completed.Add(context.Background(), 1, s.completed[i])
 	if e.Started { // a task cancelled while it waited never ran; one that ran may have for a measured 0
-		c.run.Record(context.Background(), e.Duration.Seconds(), s.group)
+		c.run.Record(context.Background(), metricnames.Seconds(e.Duration), s.group)
 	}
 }
 

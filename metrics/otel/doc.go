@@ -51,6 +51,11 @@
 // limit refused it, and group_completed_total, since it ran; Stats counts
 // it in CallerRuns and by its outcome, not in Rejected.
 //
+// A wait or run time is recorded as 0 s when it is negative, as an
+// injected clock set back (executor.WithClock) makes it, and as
+// metrics/prom records it: a histogram takes non-negative values, its sum
+// exported as monotonic.
+//
 // Group keys are often chosen by clients, and every distinct attribute value
 // is a series kept by the SDK for the life of the process, so, as in prom,
 // only the groups Options.Labelled accepts get series of their own (by

@@ -219,7 +219,7 @@ func (c *Collector) OnSubmitted(executor.Event) {}
 
 // OnStarted records how long the task waited.
 func (c *Collector) OnStarted(e executor.Event) {
-	c.queued.WithLabelValues(c.label(e.Group)).Observe(e.Queued.Seconds())
+	c.queued.WithLabelValues(c.label(e.Group)).Observe(metricnames.Seconds(e.Queued))
 }
 
 // OnCompleted counts the outcome and records how long the task ran.
@@ -227,7 +227,7 @@ func (c *Collector) OnCompleted(e executor.Event) {
 	g := c.label(e.Group)
 	c.completed.WithLabelValues(g, strings.ToLower(e.Status.String())).Inc()
 	if e.Started { // a task cancelled while it waited never ran; one that ran may have for a measured 0
-		c.run.WithLabelValues(g).Observe(e.Duration.Seconds())
+		c.run.WithLabelValues(g).Observe(metricnames.Seconds(e.Duration))
 	}
 }
 

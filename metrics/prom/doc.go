@@ -85,6 +85,11 @@
 // limit refused it, and group_completed_total, since it ran; Stats counts
 // it in CallerRuns and by its outcome, not in Rejected.
 //
+// A wait or run time is recorded as 0 s when it is negative, as an
+// injected clock set back (executor.WithClock) makes it: a negative
+// observation would lower a histogram's sum, which rate() reads as a
+// counter's reset.
+//
 // A standalone bulkhead and circuit breakers are exported under the names,
 // labels and meanings of metrics/otel's NewBulkhead, ObserveBreakers and
 // BreakerTransitions, so that a dashboard works with either exporter:

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -75,6 +76,16 @@ func LimitLabel(err error) string {
 	}
 	return "other"
 }
+
+// Seconds is d in seconds, as the histograms record a task's wait and run
+// time: a negative d is 0. An injected clock (executor.WithClock) set back
+// gives a task one, durations being differences of its Now (a clock that
+// reads the wall time without Go's monotonic reading, time.Now().UTC(),
+// stepped back by NTP). Recorded, it would lower the histogram's sum, which
+// Prometheus reads as a counter, its rate() taking the drop for a reset,
+// and which OpenTelemetry exports as monotonic: its histograms take
+// non-negative values.
+func Seconds(d time.Duration) float64 { return max(d, 0).Seconds() }
 
 // ValidBuckets reports whether b are histogram bucket bounds both exporters
 // accept: numbers (no NaN) in strictly increasing order. Prometheus refuses

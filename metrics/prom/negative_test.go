@@ -1,0 +1,83 @@
+package prom_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/metrics/prom"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// steppedClock is a clock that the test sets, backwards too, as a clock
+// reading the wall time without Go's monotonic reading (time.Now().UTC())
+// is stepped back by NTP.
+type steppedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *steppedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *steppedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
+
+func (c *steppedClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// A clock set back while a task runs gives the task a negative run time,
+// and one set back while a task waits a negative wait: each is recorded as
+// 0 s. A negative observation would lower the histogram's _sum, which
+// Prometheus documents as a counter but for negative observations, and
+// which rate() then reads as a reset.
+func TestNegativeDurationsRecordedAsZero(t *testing.T) {
+	clk := &steppedClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p, err := policy.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := prom.New(prom.Options{})
+	ex, err := executor.New(p, executor.WithClock(clk), executor.WithListener(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if err := ex.Do(context.Background(), "a", func(context.Context) error {
+		clk.add(-time.Hour)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.OnStarted(executor.Event{Group: "a", Queued: -time.Hour}) // a wait across a step back
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	for _, tc := range []struct {
+		name  string
+		count uint64
+	}{{"group_queued_seconds", 2}, {"group_run_seconds", 1}} {
+		m := metricOf(t, reg, tc.name, "a")
+		if m == nil {
+			t.Fatalf("no %s{group=a}", tc.name)
+		}
+		h := m.GetHistogram()
+		if h.GetSampleCount() != tc.count || h.GetSampleSum() != 0 {
+			t.Errorf("%s: %d observations summing to %v s, want %d summing to 0", tc.name, h.GetSampleCount(), h.GetSampleSum(), tc.count)
+		}
+		if b := h.GetBucket()[0]; b.GetCumulativeCount() != tc.count {
+			t.Errorf("%s: %d in the first bucket (le=%v), want all %d", tc.name, b.GetCumulativeCount(), b.GetUpperBound(), tc.count)
+		}
+	}
+}
