@@ -51,8 +51,9 @@
 // limit refused it, and group_completed_total, since it ran; Stats counts
 // it in CallerRuns and by its outcome, not in Rejected.
 //
-// A wait or run time is recorded as 0 s when it is negative, as an
-// injected clock set back (executor.WithClock) makes it, and as
+// A wait or run time is recorded as 0 s when an event gives a negative one
+// (an executor's never do, but a Collector records what its caller tells
+// it), as
 // metrics/prom records it: a histogram takes non-negative values, its sum
 // exported as monotonic.
 //

@@ -85,8 +85,9 @@
 // limit refused it, and group_completed_total, since it ran; Stats counts
 // it in CallerRuns and by its outcome, not in Rejected.
 //
-// A wait or run time is recorded as 0 s when it is negative, as an
-// injected clock set back (executor.WithClock) makes it: a negative
+// A wait or run time is recorded as 0 s when an event gives a negative one
+// (an executor's never do, but a Collector records what its caller tells
+// it): a negative
 // observation would lower a histogram's sum, which rate() reads as a
 // counter's reset.
 //
