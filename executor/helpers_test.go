@@ -79,6 +79,24 @@ func waitAll(t testing.TB, wg *sync.WaitGroup, what string) {
 	recv(t, done, what)
 }
 
+// closeWithin closes ex, failing t if Close does not return within
+// hangGuard: what says what did not happen then.
+func closeWithin(t testing.TB, ex *executor.Executor, what string) error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- ex.Close() }()
+	return recv(t, closed, what)
+}
+
+// guardCtx returns a context that ends hangGuard from now: given to a call
+// that waits for tasks (Shutdown, ShutdownGroup), it makes a task that
+// never finishes fail the test, by the call's error, rather than hang it.
+func guardCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(bg, hangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // closeAtEnd closes c as the test ends, unless the test has: the tasks of
 // a test that failed early, waiting on c, return, and Close with them.
 // Called after newExec, it runs before the executor is closed.

@@ -97,8 +97,8 @@ func pondCounts(t *testing.T, what string, got, want executor.TaskCounts) {
 
 func pondShutdown(t *testing.T, ex *executor.Executor) {
 	t.Helper()
-	if err := ex.Shutdown(bg); err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	if err := ex.Shutdown(guardCtx(t)); err != nil {
+		t.Fatalf("Shutdown: %v: the tasks did not all finish", err)
 	}
 }
 
@@ -234,7 +234,7 @@ func TestPondPoolCloseCancels(t *testing.T) {
 	if s := ex.Stats(); s.RunningTasks != 10 || s.Waiting != n-10 || s.Submitted != n {
 		t.Fatalf("stats %+v, want 10 running, %d waiting, %d submitted", s, n-10, n)
 	}
-	if err := ex.Close(); err != nil {
+	if err := closeWithin(t, ex, "Close returned, the running tasks cancelled"); err != nil {
 		t.Fatal(err)
 	}
 	if e := executed.Load(); e != 10 {
@@ -265,13 +265,14 @@ func TestPondCancelWithQueuedTasks(t *testing.T) {
 		t.Run(fmt.Sprint("subpool ", sub), func(t *testing.T) {
 			ex := newExec(t, pondPool(1, policy.WithGroupMaxConcurrency("sub", 1)))
 			started, release := make(chan struct{}), make(chan struct{})
+			closeAtEnd(t, release)
 			first := submit(t, ex, executor.Task[int]{Group: "sub", Fn: func(context.Context) (int, error) {
 				close(started)
 				<-release
 				return 1, nil
 			}})
 			second := submit(t, ex, executor.Task[int]{Group: "sub", Fn: pondNop})
-			<-started
+			recv(t, started, "the first task started")
 			closed := make(chan error, 1)
 			cause := executor.ErrShutdown
 			if sub {
@@ -287,7 +288,7 @@ func TestPondCancelWithQueuedTasks(t *testing.T) {
 			r2 := wait(t, second) // cancelled while the first still runs
 			close(release)
 			if !sub {
-				if err := <-closed; err != nil {
+				if err := recv(t, closed, "Close returned once the running task finished"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -324,14 +325,12 @@ func TestPondGroupReturnsWhenClosed(t *testing.T) {
 			{Group: "pool", Fn: pondNop},
 		})
 	}()
-	<-started
-	for groupStats(t, ex, "pool").Waiting != 1 { // ExecuteAll has queued the second task
-		runtime.Gosched()
-	}
-	if err := ex.Close(); err != nil {
+	recv(t, started, "the first task started")
+	await(t, "ExecuteAll queued the second task", func() bool { return groupStats(t, ex, "pool").Waiting == 1 })
+	if err := closeWithin(t, ex, "Close returned, the tasks cancelled"); err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range <-results {
+	for i, r := range recv(t, results, "ExecuteAll returned once Close cancelled its tasks") {
 		if r.Status != executor.Cancelled || !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("task %d: %+v, want Cancelled", i, r)
 		}
@@ -466,7 +465,7 @@ func TestPondPoolStoppedAfterCancel(t *testing.T) {
 		cause = context.Cause(ctx)
 		return 0, ctx.Err()
 	}}))
-	if err := <-closed; err != nil {
+	if err := recv(t, closed, "Close started by a task returned"); err != nil {
 		t.Errorf("Close started by a task = %v, want nil once the task has finished", err)
 	}
 	if r.Status != executor.Cancelled || r.Err != context.Canceled || !errors.Is(cause, executor.ErrShutdown) {
@@ -603,7 +602,7 @@ func TestPondTrySubmit(t *testing.T) {
 			if !errors.Is(err, executor.ErrRejected) {
 				t.Fatalf("third Submit = %v, want a refusal", err)
 			}
-			<-completeFirst
+			recv(t, completeFirst, "the first task ran")
 			pondShutdown(t, ex)
 			fourth, err := executor.Submit(ex, bg, executor.Task[int]{Group: "pool", Fn: pondNop})
 			if !errors.Is(err, executor.ErrShutdown) {
@@ -672,6 +671,7 @@ func TestPondResize(t *testing.T) {
 			hs := make([]*executor.Handle[int], 10)
 			for i := range hs {
 				release[i] = make(chan struct{})
+				closeAtEnd(t, release[i])
 				hs[i] = submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
 					started <- i
 					<-release[i]
@@ -681,7 +681,7 @@ func TestPondResize(t *testing.T) {
 			next := func(n int) { // receives n starts, in submission order
 				t.Helper()
 				for range n {
-					<-started
+					recv(t, started, "a task started once there was room")
 				}
 			}
 			next(1)
@@ -727,7 +727,7 @@ func TestPondSubmitWhileStopping(t *testing.T) {
 		errs = append(errs, err, ex.Go(bg, "pool", func(context.Context) error { return nil }))
 		return 0, nil
 	}})
-	<-started
+	recv(t, started, "the task started")
 	pondShutdown(t, ex)
 	if r := wait(t, task); r.Status != executor.Success {
 		t.Errorf("task %+v", r)
@@ -778,7 +778,7 @@ func TestPondSubmitWhileStoppingHasNoRace(t *testing.T) {
 		})
 	}
 	close(start)
-	wg.Wait()
+	waitAll(t, &wg, "Shutdown and every submitter returned")
 	a, r := uint64(admitted.Load()), uint64(refused.Load())
 	pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: n, Started: a, Succeeded: a, Rejected: r})
 }
@@ -858,7 +858,7 @@ func TestPondSubpoolMaxConcurrency(t *testing.T) {
 		t.Errorf("executor runs %d, want 10", s.RunningTasks)
 	}
 	g.open()
-	if err := ex.ShutdownGroup(bg, "subsub"); err != nil { // subsubpool.Stop().Wait()
+	if err := ex.ShutdownGroup(guardCtx(t), "subsub"); err != nil { // subsubpool.Stop().Wait()
 		t.Fatal(err)
 	}
 	pondShutdown(t, ex)
@@ -890,7 +890,7 @@ func TestPondSubpoolStopAndWait(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ex.ShutdownGroup(bg, "sub"); err != nil {
+	if err := ex.ShutdownGroup(guardCtx(t), "sub"); err != nil {
 		t.Fatal(err)
 	}
 	if e := executed.Load(); e != n {
@@ -920,7 +920,7 @@ func TestPondSubpoolMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ex.ShutdownGroup(bg, "sub"); err != nil {
+	if err := ex.ShutdownGroup(guardCtx(t), "sub"); err != nil {
 		t.Fatal(err)
 	}
 	pondShutdown(t, ex)
@@ -944,7 +944,7 @@ func TestPondSubpoolStop(t *testing.T) {
 	var executed atomic.Int64
 	count := func(context.Context) (int, error) { executed.Add(1); return 0, nil }
 	submit(t, ex, executor.Task[int]{Group: "sub", Fn: count})
-	if err := ex.ShutdownGroup(bg, "sub"); err != nil {
+	if err := ex.ShutdownGroup(guardCtx(t), "sub"); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, submit(t, ex, executor.Task[int]{Group: "pool", Fn: count}))
@@ -998,7 +998,7 @@ func TestPondSubpoolWithDifferentLimits(t *testing.T) {
 			submit(t, ex, executor.Task[int]{Group: grp.name, Fn: task})
 		}
 		for range grp.running {
-			<-started
+			recv(t, started, "a task of group "+grp.name+" started")
 		}
 	}
 	for _, grp := range groups {
@@ -1009,7 +1009,7 @@ func TestPondSubpoolWithDifferentLimits(t *testing.T) {
 	if s := ex.Stats(); s.RunningTasks != 7 {
 		t.Errorf("executor runs %d, want 7", s.RunningTasks)
 	}
-	if err := ex.Close(); err != nil {
+	if err := closeWithin(t, ex, "Close returned, the running tasks cancelled"); err != nil {
 		t.Fatal(err)
 	}
 	for _, grp := range groups {
@@ -1038,7 +1038,7 @@ func TestPondSubpoolWithOverlappingConcurrency(t *testing.T) {
 	for _, grp := range []string{"sub", "pool", "sub"} {
 		submit(t, ex, executor.Task[int]{Group: grp, Fn: task})
 	}
-	if err := ex.ShutdownGroup(bg, "sub"); err != nil {
+	if err := ex.ShutdownGroup(guardCtx(t), "sub"); err != nil {
 		t.Fatal(err)
 	}
 	pondShutdown(t, ex)
@@ -1187,7 +1187,7 @@ func TestPondGroupCancelledContextRunsNoWaitingTask(t *testing.T) {
 					}
 				}
 				close(ready)
-				if err := ex.ShutdownGroup(bg, "pool"); err != nil {
+				if err := ex.ShutdownGroup(guardCtx(t), "pool"); err != nil {
 					t.Fatal(err)
 				}
 				if e := executed.Load(); e != 2 {
@@ -1221,7 +1221,7 @@ func TestPondGroupRunningTaskSeesCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	recv(t, started, "the task started")
 	cancel()
 	if r := wait(t, h); r.Status != executor.Cancelled || r.Err != context.Canceled {
 		t.Errorf("result %+v, want Cancelled", r)
