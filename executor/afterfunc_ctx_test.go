@@ -253,7 +253,7 @@ func TestRunningTaskCancelWithStopPanic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-started
+			recv(t, started, "the task started")
 			if via == "cancel" {
 				var cancelled bool
 				mustNotPanic(t, "Cancel of a running task", func() { cancelled = h.Cancel() })
@@ -290,7 +290,7 @@ func TestWatcherArmedLateStopPanic(t *testing.T) {
 	executor.SetHookQueued(func() {
 		once.Do(func() {
 			gt.open() // the blocker ends: the queued task starts, and runs
-			<-ran
+			recv(t, ran, "the queued task ran")
 		})
 	})
 	defer executor.SetHookQueued(nil)

@@ -27,7 +27,7 @@ func TestDoClusterBindGoexitReleases(t *testing.T) {
 		defer close(exited)
 		ex.Do(bg, "a", func(context.Context) error { ran = true; return nil })
 	}()
-	<-exited
+	recv(t, exited, "the Do call whose Bind exits the goroutine ended")
 	grp.onBind = nil
 	if ran {
 		t.Fatal("fn ran although Bind exited the goroutine")

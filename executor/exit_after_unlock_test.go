@@ -78,7 +78,7 @@ func newExitTimeoutScene(t *testing.T, c func(ex *executor.Executor)) *exitTimeo
 		}
 		return 0, ctx.Err()
 	}})
-	<-ran
+	recv(t, ran, "c's task started")
 	s.b = submit(t, s.ex, executor.Task[int]{Group: "b", Weight: 2, Fn: func(context.Context) (int, error) { return 0, nil }})
 	c(s.ex)
 	clk.Advance(2 * time.Second) // b's head is past its timeout; no timer fires
@@ -100,15 +100,16 @@ func exitGate(t *testing.T, ex *executor.Executor) *gate {
 }
 
 // exiting runs f on a goroutine of its own with the listener's exit set,
-// and waits for that goroutine to end.
-func (s *exitTimeoutScene) exiting(f func()) {
+// and waits for that goroutine to end: what says what f waits for.
+func (s *exitTimeoutScene) exiting(t *testing.T, what string, f func()) {
+	t.Helper()
 	done := make(chan struct{})
 	s.exit.Store(true)
 	go func() {
 		defer close(done)
 		f()
 	}()
-	<-done
+	recv(t, done, what)
 	s.exit.Store(false)
 }
 
@@ -151,7 +152,7 @@ func TestCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 	s := newExitTimeoutScene(t, func(ex *executor.Executor) {
 		c = submit(t, ex, executor.Task[int]{Group: "c", Fn: func(context.Context) (int, error) { return 0, nil }})
 	})
-	s.exiting(func() { c.Cancel() })
+	s.exiting(t, "Cancel returned", func() { c.Cancel() })
 	if r := wait(t, c); r.Status != executor.Cancelled {
 		t.Fatalf("cancelled task = %+v, want Cancelled", r)
 	}
@@ -185,10 +186,10 @@ func TestDoCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 			defer close(called)
 			ex.Do(ctx, "c", func(context.Context) error { return nil })
 		}()
-		<-ctx.asked // the call waits, its admission's unlock done
+		recv(t, ctx.asked, "the Do call waited") // its admission's unlock done
 	})
 	// The Do call leaves its queue on its own goroutine.
-	s.exiting(func() {
+	s.exiting(t, "the cancelled Do call returned", func() {
 		cancel()
 		<-called
 	})
@@ -205,7 +206,7 @@ func TestGroupCancelCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 	})
 	ended, stop := context.WithCancel(bg)
 	stop()
-	s.exiting(func() { s.ex.ShutdownGroup(ended, "c") })
+	s.exiting(t, "ShutdownGroup returned", func() { s.ex.ShutdownGroup(ended, "c") })
 	if r := wait(t, c); r.Status != executor.Cancelled || !errors.Is(r.Err, executor.ErrGroupShutdown) {
 		t.Fatalf("waiting task of the group shut down = %+v, want Cancelled", r)
 	}
@@ -250,7 +251,7 @@ func TestDisplacingDoLeavesNoTaskWhenListenerExits(t *testing.T) {
 		defer close(done)
 		ex.Do(bg, "a", func(context.Context) error { ran.Store(true); return nil })
 	}()
-	<-done
+	recv(t, done, "the displacing Do call returned")
 	exit.Store(false)
 	if r := wait(t, old); !errors.Is(r.Err, executor.ErrDisplaced) {
 		t.Fatalf("displaced task = %+v", r)
@@ -296,9 +297,9 @@ func TestSubmitWatchExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 			defer close(called)
 			executor.Submit(ex, ctx, executor.Task[int]{Group: "c", Fn: func(context.Context) (int, error) { return 0, nil }})
 		}()
-		<-ctx.armed // the task waits, its admission's unlock done
+		recv(t, ctx.armed, "the task waited, its watcher armed") // its admission's unlock done
 	})
-	s.exiting(func() {
+	s.exiting(t, "the Submit whose context exits returned", func() {
 		close(ctx.proceed)
 		<-called
 	})
@@ -339,9 +340,9 @@ func TestDoContextExitCompletesWhenListenerExitsInItsDispatch(t *testing.T) {
 			defer close(called)
 			ex.Do(ctx, "c", func(context.Context) error { return nil })
 		}()
-		<-ctx.asked
+		recv(t, ctx.asked, "the Do call waited")
 	})
-	s.exiting(func() {
+	s.exiting(t, "the Do call whose context exits returned", func() {
 		close(ctx.proceed)
 		<-called
 	})
@@ -417,7 +418,7 @@ func TestFinishRunsNextWhenListenerExitsInItsSettle(t *testing.T) {
 	g.waitStarted(t, 1)
 	next := submit(t, ex, executor.Task[int]{Group: "x", ID: "next", Fn: func(context.Context) (int, error) { return 1, nil }})
 	g.open()
-	<-told // next runs for first's worker once the listener returns
+	recv(t, told, "first's completion was told") // next runs for first's worker once the listener returns
 	// Room for heavy heads: the group's limit raised, next (1 permit) runs,
 	// one permit is left. h1, too heavy for it, takes the dispatcher's turn.
 	l := policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: 3, QueueThreshold: policy.Unlimited, Share: 1}

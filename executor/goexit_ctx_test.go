@@ -59,7 +59,7 @@ func TestGoexitEndsRunContext(t *testing.T) {
 			} else if err := ex.Go(parent, "g", fn); err != nil {
 				t.Fatal(err)
 			}
-			rc := <-ran
+			rc := recv(t, ran, "the task ran")
 			drain(t, ex)
 			if rc.Err() == nil {
 				t.Errorf("the run context of a task whose Fn called runtime.Goexit is still live after the task completed")
@@ -159,7 +159,7 @@ func TestGoexitAskingEndedContextAtStart(t *testing.T) {
 						ctx.exitValue.Store(true)
 					}
 					gt.open()
-					<-completed
+					recv(t, completed, "the task completed as its context exited the worker")
 				})
 			})
 			defer executor.SetHookQueued(nil)
@@ -224,7 +224,7 @@ func TestGoexitAskingContextAtStartRanZero(t *testing.T) {
 			ctx.end()
 			ctx.exitErr.Store(true)
 			gt.open()
-			<-completed
+			recv(t, completed, "the task completed as its context exited the worker")
 		})
 	})
 	defer executor.SetHookQueued(nil)
@@ -276,7 +276,7 @@ func TestGoexitStoppingRemovedTaskWatcher(t *testing.T) {
 		defer close(exited)
 		h.Cancel()
 	}()
-	<-exited
+	recv(t, exited, "Cancel returned or exited")
 	if r := wait(t, h); r.Status != executor.Cancelled {
 		t.Errorf("task: %v %v, want Cancelled", r.Status, r.Err)
 	}
@@ -329,7 +329,7 @@ func TestDoContextPanicsAtStart(t *testing.T) {
 	}
 	ctx.panics.Store(true)
 	gt.open() // the blocker ends: the call starts, and asks ctx
-	if v := <-returned; v == nil {
+	if v := recv(t, returned, "the Do call returned or panicked"); v == nil {
 		t.Error("Do returned without the context's panic")
 	}
 	if s := groupStats(t, ex, "g"); s.Running != 0 || s.InFlight != 0 {
@@ -437,7 +437,7 @@ func TestDoContextDonePanicsWhileQueued(t *testing.T) {
 				}
 				close(vctx.done) // the call wakes, and asks ctx its cause
 			}
-			if v := <-returned; v == nil {
+			if v := recv(t, returned, "the Do call returned or panicked"); v == nil {
 				t.Error("Do returned without the context's panic")
 			}
 			if s := groupStats(t, ex, "g"); s.Waiting != 0 || s.InFlight != 1 {
@@ -486,7 +486,7 @@ func TestGoexitStoppingRunContextWatchInGroupCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-started
+			recv(t, started, "the task started")
 			waiting := submit(t, ex, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) {
 				t.Error("a task removed by its group's cancel ran")
 				return "", nil
@@ -502,7 +502,7 @@ func TestGoexitStoppingRunContextWatchInGroupCancel(t *testing.T) {
 				cancel()
 				_ = ex.ShutdownGroup(ended, "g")
 			}()
-			<-exited
+			recv(t, exited, via+" returned or exited")
 			if r := wait(t, waiting); r.Status != executor.Cancelled {
 				t.Errorf("waiting task: %v %v, want Cancelled", r.Status, r.Err)
 			}

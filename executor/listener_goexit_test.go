@@ -64,7 +64,7 @@ func TestListenerGoexitOnCancelStillCompletes(t *testing.T) {
 		defer close(exited)
 		waiting.Cancel()
 	}()
-	<-exited
+	recv(t, exited, "Cancel returned or exited")
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
 	defer cancel()
 	if r, err := waiting.Wait(ctx); err != nil || r.Status != executor.Cancelled {
@@ -100,7 +100,7 @@ func TestListenerGoexitOnGroupCancelCompletesEveryRemovedTask(t *testing.T) {
 		defer close(exited)
 		ex.ShutdownGroup(ended, "g")
 	}()
-	<-exited
+	recv(t, exited, "ShutdownGroup returned or exited")
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
 	defer cancel()
 	for i, h := range waiting {
@@ -140,7 +140,7 @@ func TestListenerGoexitOnCloseCancelsEveryGroup(t *testing.T) {
 		defer close(exited)
 		ex.Close()
 	}()
-	<-exited
+	recv(t, exited, "Close returned or exited")
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // a hang guard
 	defer cancel()
 	for i, h := range waiting {
@@ -204,7 +204,7 @@ func TestListenerGoexitOnCompletedOfRunInCallerCompletesHandle(t *testing.T) {
 	handler := func(r *executor.Rejection) error {
 		ran := make(chan struct{})
 		go func() { defer close(ran); r.RunInCaller() }()
-		<-ran
+		recv(t, ran, "RunInCaller returned or exited")
 		return nil
 	}
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultQueueThreshold(0)},
@@ -219,7 +219,7 @@ func TestListenerGoexitOnCompletedOfRunInCallerCompletesHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	recv(t, started, "the holder started")
 	h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", ID: "refused", Fn: func(context.Context) (int, error) { return 2, nil }})
 	close(release)
 	if err != nil {
