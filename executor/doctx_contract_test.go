@@ -105,7 +105,7 @@ func TestDoContextKeptEndsWithACallRunInTheCaller(t *testing.T) {
 					return nil
 				})
 			}()
-			<-started
+			recv(t, started, "the call that holds the room started")
 			var kept context.Context
 			if err := ex.Do(parent, "g", func(ctx context.Context) error {
 				kept = ctx
@@ -114,7 +114,7 @@ func TestDoContextKeptEndsWithACallRunInTheCaller(t *testing.T) {
 				t.Fatalf("%s: %v", via, err)
 			}
 			close(release)
-			if err := <-held; err != nil {
+			if err := recv(t, held, "the call that held the room returned"); err != nil {
 				t.Fatalf("%s: the call that held the room: %v", via, err)
 			}
 			if err := kept.Err(); !errors.Is(err, context.Canceled) {
@@ -166,12 +166,12 @@ func TestDoContextErrWaitsForDoneWhenTheParentEnds(t *testing.T) {
 		done := ctx.Done()
 		parent.slow.Store(true)
 		parent.expire()
-		<-parent.asked // the function that closes done waits on the call's context
+		recv(t, parent.asked, "the call's context was asked its cause") // the function that closes done waits on the call's context
 		if err := ctx.Err(); err != nil && !isClosed(done) {
 			t.Errorf("Err = %v while Done is open", err)
 		}
 		release()
-		<-done
+		recv(t, done, "fn's context's Done closed")
 		if err := ctx.Err(); err != context.DeadlineExceeded {
 			t.Errorf("Err once Done is closed = %v, want the call's context's", err)
 		}

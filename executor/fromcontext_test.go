@@ -114,7 +114,7 @@ func TestGroupFromContextOfEveryWayIn(t *testing.T) {
 			if err := ex.Go(ctx, "tenant-a", func(ctx context.Context) error { defer close(done); fn(ctx); return nil }); err != nil {
 				t.Fatal(err)
 			}
-			<-done
+			recv(t, done, "the Go task ran")
 		}},
 		{"ExecuteAll", func(t *testing.T, ex *executor.Executor, ctx context.Context, fn func(context.Context)) {
 			rs := executor.ExecuteAll(ex, ctx, []executor.Task[int]{{Group: "tenant-a", Fn: func(ctx context.Context) (int, error) { fn(ctx); return 0, nil }}})
@@ -185,7 +185,7 @@ func TestGroupFromContextRunContextStillEndsWithItsParent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-started
+			recv(t, started, "the task started")
 			parent.end()
 			if r := wait(t, h); r.Value != "g" || r.Err == nil {
 				t.Fatalf("result %+v, want the group and the context's end", r)

@@ -38,7 +38,7 @@ func keptGoContext(t *testing.T, ex *executor.Executor, group string) context.Co
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return <-kept
+	return recv(t, kept, "the Go task ran")
 }
 
 func keptDoContext(t *testing.T, ex *executor.Executor, group string) context.Context {
@@ -106,7 +106,7 @@ func TestGoAfterEvictionSeesItsOwnGroupsStop(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := <-started
+	ctx := recv(t, started, "the Go task started")
 	sctx, cancel := context.WithCancel(bg)
 	cancel()
 	if err := ex.ShutdownGroup(sctx, "g"); err == nil {
