@@ -73,6 +73,7 @@ func closeRaceRound(t *testing.T, seed uint64) {
 	}
 	var wg sync.WaitGroup
 	var stop atomic.Bool
+	defer stop.Store(true) // a test failed on a wait below stops them too
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
@@ -122,9 +123,9 @@ func closeRaceRound(t *testing.T, seed uint64) {
 			closedOnce.Store(true)
 		}()
 	}
-	cw.Wait()
+	waitAll(t, &cw, "Shutdown and both Close calls returned")
 	stop.Store(true)
-	wg.Wait()
+	waitAll(t, &wg, "the submitters and the evictor stopped")
 	ex.Close()
 	if n := late.Load(); n != 0 {
 		t.Fatalf("seed %d: %d workers spawned after Close returned", seed, n)
@@ -164,13 +165,9 @@ func TestCloseReleasesParkedWorkersBeforeWaitingForTasks(t *testing.T) {
 		defer close(submitted)
 		_ = ex.Go(bg, "c", func(context.Context) error { close(ran); return nil })
 	}()
-	for len(slots) < 2 || ex.Stats().Running < 3 {
-		runtime.Gosched()
-	}
+	await(t, "the third task started, its worker waiting for a slot", func() bool { return len(slots) >= 2 && ex.Stats().Running >= 3 })
 	close(release) // the two workers park, holding their slots
-	for ex.Parked() < 2 {
-		runtime.Gosched()
-	}
+	await(t, "the two workers parked", func() bool { return ex.Parked() >= 2 })
 	closed := make(chan struct{})
 	go func() { ex.Close(); close(closed) }()
 	select {
@@ -178,6 +175,6 @@ func TestCloseReleasesParkedWorkersBeforeWaitingForTasks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close still waiting after 10s: the parked workers keep the pool's slots")
 	}
-	<-submitted
-	<-ran
+	recv(t, submitted, "Go returned")
+	recv(t, ran, "the third task ran")
 }

@@ -211,9 +211,9 @@ func TestClusterPermitCancelsWithCause(t *testing.T) {
 		saw <- context.Cause(ctx)
 		return "", ctx.Err()
 	}})
-	cancel := <-lim.lastCtx
+	cancel := recv(t, lim.lastCtx, "the task's permit was bound")
 	cancel(errLost)
-	if err := <-saw; !errors.Is(err, errLost) {
+	if err := recv(t, saw, "the task saw its context end"); !errors.Is(err, errLost) {
 		t.Fatalf("context.Cause in Fn: %v, want %v", err, errLost)
 	}
 	if r := wait(t, h); r.Status != executor.Cancelled {
@@ -290,6 +290,7 @@ func TestClusterStress(t *testing.T) {
 	var wg sync.WaitGroup
 	var handles sync.Map
 	stop := make(chan struct{})
+	closeAtEnd(t, stop)
 	go func() { // permits trickle in, as refills would
 		for i := 0; ; i++ {
 			select {
@@ -338,7 +339,7 @@ func TestClusterStress(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitAll(t, &wg, "every submitter returned")
 	handles.Range(func(k, _ any) bool { wait(t, k.(*executor.Handle[int])); return true })
 	close(stop)
 	if v := bad.Load(); v != nil {
