@@ -132,7 +132,7 @@ func TestPlainTaskAllocations(t *testing.T) {
 		<-release
 		return 0, ctx.Err()
 	}})
-	<-started
+	recv(t, started, "the task started")
 	h.Cancel()
 	close(release)
 	if r, _ := h.Wait(ctx); r.Status != Cancelled {

@@ -107,6 +107,7 @@ func testRunQueueLosesNoTask(t *testing.T, few bool) {
 		index[jobs[i]] = i
 	}
 	var stop atomic.Bool
+	defer stop.Store(true) // a test failed on a wait below stops the workers too
 	var ws, os sync.WaitGroup
 	take := func(j *job) int {
 		n := 0
@@ -158,9 +159,9 @@ func testRunQueueLosesNoTask(t *testing.T, few bool) {
 			}
 		})
 	}
-	os.Wait()
+	waitAll(t, &os, "every offerer returned")
 	stop.Store(true)
-	ws.Wait()
+	waitAll(t, &ws, "every worker stopped")
 	handed := 0
 	for i := range jobs {
 		k, tk := kept[i].Load(), taken[i].Load()
@@ -236,7 +237,7 @@ func TestWakeSpinner(t *testing.T) {
 	inbox := make(worker, 1)
 	ex.parked <- inbox
 	ex.wakeSpinner()
-	if got := <-inbox; got != spinOrder || q.spinning.Load() != 1 {
+	if got := recv(t, inbox, "the parked worker was woken"); got != spinOrder || q.spinning.Load() != 1 {
 		t.Fatalf("the parked worker got %p with %d counted spinning, want the spin order and 1", got, q.spinning.Load())
 	}
 	a, b := new(job), new(job)
@@ -330,7 +331,7 @@ func TestRunQueueLockstep(t *testing.T) {
 			var wg sync.WaitGroup
 			wg.Go(func() { start(); offered = q.offer(new(job)) })
 			wg.Go(func() { start(); took = look() })
-			wg.Wait()
+			waitAll(t, &wg, "the offer and the look returned")
 			if n := q.n.Load(); n != 0 || q.head != nil || q.spinning.Load() != 0 || (offered) != (took == 1) || took > 1 {
 				t.Fatalf("%s, round %d: offer left its task %v, the look took %d; %d queued, %d spinning", name, round, offered, took, n, q.spinning.Load())
 			}
@@ -369,7 +370,7 @@ func TestWorkerWokenToSpin(t *testing.T) {
 			}
 		}
 		for range cap(ran) {
-			<-ran
+			recv(t, ran, "a task queued for the woken worker ran")
 		}
 		eventually("the woken worker gives up its count", func() bool { return ex.runq.spinning.Load() == 0 })
 	}
