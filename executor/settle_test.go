@@ -18,20 +18,28 @@ import (
 
 // A Done channel handed out before Shutdown is closed once Shutdown has
 // returned. Here the worker that finishes A is held after its unlock (in
-// the spawn hook it calls for the next task), between the release and the
-// close of A's Done channel; Shutdown must wait for the close.
+// the spawn hook it calls for the next task), where a version of the
+// executor had released A but not yet closed its Done channel; Shutdown
+// must wait for the close. Each
+// Shutdown looks at the channel as it returns. While the worker is held,
+// with B run and its worker parked, nothing else moves: a second Shutdown
+// then returns at once only if the group has drained, so a wrong one is
+// seen without a wait for it.
 func TestShutdownWaitsForDoneChannel(t *testing.T) {
-	hold := make(chan struct{})
+	hold, held := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, hold)
 	var spawns atomic.Int32
 	spawn := func(f func()) {
 		go f()
 		if spawns.Add(1) == 2 {
+			close(held)
 			<-hold
 		}
 	}
 	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultMaxConcurrency(1)},
 		executor.WithSpawn(spawn))
 	release := make(chan struct{})
+	closeAtEnd(t, release)
 	hA, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
 		<-release
 		runtime.Goexit() // finish with no worker to continue: B goes to spawn
@@ -39,39 +47,53 @@ func TestShutdownWaitsForDoneChannel(t *testing.T) {
 	}})
 	hB, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { return 1, nil }})
 	chA := hA.Done()
-	shut := make(chan error, 1)
-	go func() { shut <- ex.Shutdown(bg) }()
-	close(release)
-	// A's worker is now held in the spawn hook with A's channel not yet
-	// closed, or about to be; Shutdown must not return before the close.
-	var shutErr error
-	returned := false
-	select {
-	case shutErr = <-shut:
-		returned = true
-		select {
-		case <-chA:
-		default:
-			t.Errorf("Shutdown returned while A's Done channel was open")
+	type returned struct {
+		err      error
+		chClosed bool // A's Done channel, as Shutdown returned
+	}
+	shutdown := func(ctx context.Context) <-chan returned {
+		c := make(chan returned, 1)
+		go func() {
+			err := ex.Shutdown(ctx)
+			c <- returned{err, isClosed(chA)}
+		}()
+		return c
+	}
+	check := func(r returned) {
+		t.Helper()
+		if r.err != nil {
+			t.Errorf("Shutdown: %v", r.err)
 		}
-	case <-time.After(200 * time.Millisecond):
-		// Still waiting, as it must while the worker is held. (The bound
-		// only gives a wrong Shutdown the time to return; it cannot fail.)
+		if !r.chClosed {
+			t.Error("Shutdown returned while A's Done channel was open")
+		}
+	}
+	shut := shutdown(bg)
+	close(release)
+	recv(t, held, "A's worker called spawn for B")
+	recv(t, hB.Done(), "B ran on a worker of its own")
+	await(t, "B's worker parked", func() bool { return ex.Parked() == 1 })
+	probe := newWaitingCtx()
+	probed := shutdown(probe)
+	select {
+	case <-probe.asked: // it waits for the group
+	case r := <-probed:
+		check(r)
+		probed = nil
+	case <-time.After(hangGuard):
+		t.Fatalf("the second Shutdown neither waited nor returned: not within %v", hangGuard)
 	}
 	close(hold)
-	if !returned {
-		shutErr = <-shut
+	check(recv(t, shut, "Shutdown returned once A's worker went on"))
+	if probed != nil {
+		check(recv(t, probed, "the second Shutdown returned once A's worker went on"))
 	}
-	if shutErr != nil {
-		t.Fatalf("Shutdown: %v", shutErr)
-	}
-	<-chA
-	if r, _ := hB.Wait(bg); r.Status != executor.Success {
+	recv(t, chA, "A's Done channel closed")
+	if r := wait(t, hB); r.Status != executor.Success {
 		t.Fatalf("B: %v", r.Status)
 	}
 }
 
-// The same race without hooks: Shutdown against the close of a Done channel
 // after the unlock, many times.
 func TestShutdownWaitsForDoneChannelStress(t *testing.T) {
 	p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4))
