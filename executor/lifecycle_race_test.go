@@ -45,10 +45,10 @@ func TestShutdownGroupOfNewGroupRacingSubmit(t *testing.T) {
 			go func() { done <- ex.ShutdownGroup(bg, "fresh") }()
 			t.Cleanup(func() {
 				release()
-				<-done
+				recv(t, done, "ShutdownGroup returned once released")
 				executor.SetHookMarked(nil)
 			})
-			<-reached // the state is made, not yet marked shut down
+			recv(t, reached, "ShutdownGroup made the group's state") // not yet marked shut down
 			fn := func(context.Context) error { return nil }
 			var err error
 			switch call {
@@ -56,7 +56,7 @@ func TestShutdownGroupOfNewGroupRacingSubmit(t *testing.T) {
 				var h *executor.Handle[int]
 				h, err = executor.Submit(ex, bg, executor.Task[int]{Group: "fresh", Fn: func(context.Context) (int, error) { return 1, nil }})
 				if err == nil {
-					h.Wait(bg)
+					wait(t, h)
 				}
 			case "Do":
 				err = ex.Do(bg, "fresh", fn)
@@ -102,15 +102,15 @@ func TestConcurrentGroupLimitChangesAgreeWithKeptLimits(t *testing.T) {
 			}()
 			t.Cleanup(func() {
 				release()
-				<-done
+				recv(t, done, "the first call returned once released")
 				executor.SetHookOverridden(nil)
 			})
-			<-reached // the first call's change is made, not yet applied
+			recv(t, reached, "the first call made its change") // not yet applied
 			if err := ex.SetGroupLimits("k", b); err != nil {
 				t.Fatal(err)
 			}
 			release()
-			if <-done; firstErr != nil {
+			if recv(t, done, "the first call returned once released"); firstErr != nil {
 				t.Fatal(firstErr)
 			}
 			s, ok := ex.GroupStats("k")

@@ -190,7 +190,7 @@ func TestRunInCallerFromAnotherGoroutine(t *testing.T) {
 		var runs atomic.Int32
 		h, _ := executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) { runs.Add(1); return 1, nil }})
 		r := wait(t, h)
-		started.Wait()
+		waitAll(t, &started, "RunInCaller, called from another goroutine, returned")
 		switch {
 		case r.Status == executor.Success && runs.Load() == 1:
 		case r.Status == executor.Rejected && runs.Load() == 0:

@@ -3,7 +3,6 @@ package executor_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,7 +43,7 @@ func TestStopFromInsideReturns(t *testing.T) {
 		if err := ex.Go(bg, "g", func(ctx context.Context) error { close(started); return held(ctx) }); err != nil {
 			t.Fatal(err)
 		}
-		<-started
+		recv(t, started, "the task that holds the group started")
 	}
 	submitFailing := func(t *testing.T, ex *executor.Executor, via string) {
 		switch via {
@@ -205,6 +204,7 @@ func TestCloseFromATasksFn(t *testing.T) {
 				// inner's task goes on until released, its cancellation
 				// notwithstanding: Close must wait for it.
 				started, release := make(chan struct{}), make(chan struct{})
+				closeAtEnd(t, release)
 				var finished atomic.Bool
 				if err := inner.Go(bg, "i", func(context.Context) error {
 					close(started)
@@ -214,7 +214,7 @@ func TestCloseFromATasksFn(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				<-started
+				recv(t, started, "inner's task started")
 				type stopped struct {
 					err      error
 					finished bool
@@ -239,7 +239,7 @@ func TestCloseFromATasksFn(t *testing.T) {
 					if err := outer.Go(bg, "g", func(context.Context) error { close(holding); <-held; return nil }); err != nil {
 						t.Fatal(err)
 					}
-					<-holding
+					recv(t, holding, "the task that fills the group started")
 				}
 				go func() {
 					switch via {
@@ -252,11 +252,11 @@ func TestCloseFromATasksFn(t *testing.T) {
 					}
 				}()
 				// inner stops taking tasks once the call is under way.
-				for inner.Go(bg, "j", func(context.Context) error { return nil }) == nil {
-					runtime.Gosched()
-				}
+				await(t, "inner refused new tasks once the call was under way", func() bool {
+					return inner.Go(bg, "j", func(context.Context) error { return nil }) != nil
+				})
 				close(release)
-				r := <-result
+				r := recv(t, result, how+" from the call returned")
 				if r.err != nil || !r.finished {
 					t.Fatalf("%s from another executor's Fn: %v, its task finished %v; want nil after it finished", how, r.err, r.finished)
 				}

@@ -109,7 +109,7 @@ func TestStopCancelsRunningTasks(t *testing.T) {
 					} else if _, err := executor.Submit(ex, k.ctx(), executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return 0, fn(ctx) }}); err != nil {
 						t.Fatal(err)
 					}
-					<-started
+					recv(t, started, "the task started")
 					go s.stop(ex)
 					select {
 					case err := <-got:
@@ -168,7 +168,7 @@ func TestStopCause(t *testing.T) {
 					if err := st.start(ex, k.ctx(), fn); err != nil {
 						t.Fatal(err)
 					}
-					<-started
+					recv(t, started, "the task started")
 					go s.stop(ex)
 					select {
 					case cause := <-got:
@@ -205,13 +205,13 @@ func TestShutdownGroupSparesOtherGroups(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			<-started
-			<-started
+			recv(t, started, "the first task started")
+			recv(t, started, "the second task started")
 			if err := ex.ShutdownGroup(done(), "g"); !errors.Is(err, context.Canceled) {
 				t.Fatalf("ShutdownGroup: %v", err)
 			}
 			close(release)
-			if err := <-seen; !errors.Is(err, errAborted) {
+			if err := recv(t, seen, "the other group's task returned once released"); !errors.Is(err, errAborted) {
 				t.Errorf("the other group's task saw %v, want no cancellation", err)
 			}
 		})
@@ -237,7 +237,7 @@ func TestDoneAfterStopIsClosed(t *testing.T) {
 			return false, nil
 		}
 	}})
-	<-started
+	recv(t, started, "the task started")
 	ex.ShutdownGroup(done(), "g")
 	if r := wait(t, h); !r.Value || r.Err != nil {
 		t.Errorf("%+v: Done after the stop is not closed", r)
@@ -280,11 +280,13 @@ func TestCallerRunsIsNotStopped(t *testing.T) {
 				case <-started:
 				case err := <-refused:
 					t.Fatalf("Submit: %v, want the task run by its caller", err)
+				case <-time.After(hangGuard):
+					t.Fatalf("the task refused did not start in its caller: not within %v", hangGuard)
 				}
 				ex.ShutdownGroup(done(), "g")
 				close(stopped)
-				wg.Wait()
-				if err := <-seen; !errors.Is(err, errAborted) {
+				waitAll(t, &wg, "the call run by its caller returned")
+				if err := recv(t, seen, "the caller-run task returned"); !errors.Is(err, errAborted) {
 					t.Errorf("the caller-run task saw %v, want no cancellation", err)
 				}
 			})

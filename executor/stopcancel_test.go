@@ -21,6 +21,8 @@ func TestCancelAfterGroupStopReportsFalse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 			started, seen, read, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+			closeAtEnd(t, seen)
+			closeAtEnd(t, release)
 			h := submit(t, ex, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) {
 				if useDone {
 					_ = ctx.Done()
@@ -32,14 +34,14 @@ func TestCancelAfterGroupStopReportsFalse(t *testing.T) {
 				<-release
 				return 0, err
 			}})
-			<-started
+			recv(t, started, "the task started")
 			ended, cancel := context.WithCancel(bg)
 			cancel()
 			if err := ex.ShutdownGroup(ended, "g"); err == nil {
 				t.Fatal("ShutdownGroup with an ended context returned nil")
 			}
 			close(seen)
-			<-read
+			recv(t, read, "the task read its context's error")
 			if h.Cancel() {
 				t.Error("Cancel after the group's stop cancelled the task reported true")
 			}
@@ -63,6 +65,7 @@ func TestCancelAfterGroupStopKeepsItsCause(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ex := newExec(t, nil)
 			started, cancelled := make(chan struct{}), make(chan struct{})
+			closeAtEnd(t, cancelled)
 			h := submit(t, ex, executor.Task[error]{Group: "g", Fn: func(ctx context.Context) (error, error) {
 				if useDone {
 					_ = ctx.Done()
@@ -71,7 +74,7 @@ func TestCancelAfterGroupStopKeepsItsCause(t *testing.T) {
 				<-cancelled
 				return context.Cause(ctx), nil
 			}})
-			<-started
+			recv(t, started, "the task started")
 			ex.ShutdownGroup(done(), "g")
 			h.Cancel()
 			close(cancelled)
