@@ -55,3 +55,26 @@ func TestWaitContextDoneWithNilErr(t *testing.T) {
 		t.Fatalf("Wait = (%+v, %v), want an error matching context.Canceled", r, err)
 	}
 }
+
+// Shutdown and ShutdownGroup whose context's Done closes with a nil Err
+// return an error: nil says every task has completed.
+func TestShutdownContextDoneWithNilErr(t *testing.T) {
+	for _, group := range []bool{true, false} {
+		ex := newExec(t, nil)
+		g := newGate()
+		submit(t, ex, executor.Task[string]{Group: "g", Fn: g.fn("running")})
+		g.waitStarted(t, 1)
+		ctx := doneNilErrCtx{Context: bg, done: make(chan struct{})}
+		close(ctx.done)
+		var err error
+		if group {
+			err = ex.ShutdownGroup(ctx, "g")
+		} else {
+			err = ex.Shutdown(ctx)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("shutdown (group %t) with a task running = %v, want an error matching context.Canceled", group, err)
+		}
+		g.open()
+	}
+}

@@ -64,7 +64,7 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 		return nil
 	case <-ctx.Done():
 		ex.cancelGroup(g, ErrGroupShutdown)
-		return ctx.Err()
+		return doneErr(ctx)
 	}
 }
 
@@ -141,7 +141,7 @@ func (ex *Executor) shutdown(ctx context.Context, wait bool) error {
 		case <-c:
 		case <-ctx.Done():
 			ex.cancelAll(ErrShutdown)
-			return ctx.Err()
+			return doneErr(ctx)
 		}
 	}
 	return nil

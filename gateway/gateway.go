@@ -78,7 +78,10 @@ func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 // log.SetOutput(g.ErrorLog().Writer())): net/http's transport writes there
 // what it finds on an idle connection to a backend (bytes after a
 // response, an unsolicited one), which would otherwise reach the process's
-// stderr as plain lines, outside the gateway's log format and rate.
+// stderr as plain lines, outside the gateway's log format and rate. Only
+// with a logger of the program's own (WithLogger) whose handler does not
+// write through the standard logger: slog's default handler does, and the
+// standard logger would then wait for itself.
 func (g *Gateway) ErrorLog() *log.Logger { return g.errLog }
 
 // New builds a Gateway from a config made by config.Parse or config.Load.
