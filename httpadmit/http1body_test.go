@@ -1,12 +1,14 @@
 package httpadmit_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"testing"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -24,7 +26,10 @@ func TestHandlerHTTP1BodyKeepsItsPlaceWhenItsClientGoesAway(t *testing.T) {
 	<-g.entered
 	next(t, ev.submitted)
 
-	send := func(req string) net.Conn {
+	// send returns once the request waits: its Submitted event comes before
+	// the executor queues it, so a check right after that event could see
+	// it not yet waiting.
+	send := func(req string, waiting int) net.Conn {
 		c, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -33,10 +38,11 @@ func TestHandlerHTTP1BodyKeepsItsPlaceWhenItsClientGoesAway(t *testing.T) {
 			t.Fatal(err)
 		}
 		next(t, ev.submitted)
+		adaptertest.Eventually(t, fmt.Sprintf("%d requests waiting", waiting), func() bool { s, _ := ex.GroupStats("a"); return s.Waiting == waiting })
 		return c
 	}
-	post := send("POST / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\nContent-Length: 2\r\n\r\nhi")
-	get := send("GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n")
+	post := send("POST / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\nContent-Length: 2\r\n\r\nhi", 1)
+	get := send("GET / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\n\r\n", 2)
 	post.Close()
 	get.Close()
 	if e := next(t, ev.completed); e.Status != executor.Cancelled {
