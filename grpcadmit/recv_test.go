@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/groupexec/groupexec/breaker"
+	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
 )
 
@@ -29,7 +30,8 @@ func (garbage) Name() string                { return "proto" }
 // the first failure here, with a few bytes of garbage. The caller still
 // gets gRPC's status; a failure of the handler's own still counts.
 func TestStreamReceiveErrorIsNoFailure(t *testing.T) {
-	ex := newExec(t, nil, tripOnFirstFailure)
+	ev := newEvents()
+	ex := newExec(t, nil, tripOnFirstFailure, ev.listener())
 	g := newGate()
 	g.release()
 	cc := dial(t, start(t, g, grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)), unary(ex)))
@@ -45,6 +47,11 @@ func TestStreamReceiveErrorIsNoFailure(t *testing.T) {
 	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Internal {
 		t.Fatalf("garbage: %v, want gRPC's Internal", err)
 	}
+	// RecvMsg sends its error's status to the caller itself, before the
+	// handler returns it to Do: the call is counted only by its Completed.
+	if e := <-ev.completed; e.Status != executor.Cancelled {
+		t.Fatalf("garbage ended %v, want Cancelled", e.Status)
+	}
 	cs, err = cc.NewStream(ctx, &gateDesc.Streams[2], "/test.Gate/First")
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +61,9 @@ func TestStreamReceiveErrorIsNoFailure(t *testing.T) {
 	}
 	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Internal {
 		t.Fatalf("no request: %v, want gRPC's Internal", err)
+	}
+	if e := <-ev.completed; e.Status != executor.Cancelled {
+		t.Fatalf("no request ended %v, want Cancelled", e.Status)
 	}
 	if s, _ := ex.GroupStats("s"); s.Failed != 0 || s.Cancelled != 2 || s.Breaker != breaker.StateClosed {
 		t.Fatalf("%d failed, %d cancelled, breaker %v; want 0, 2 and closed", s.Failed, s.Cancelled, s.Breaker)
