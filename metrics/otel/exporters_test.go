@@ -21,6 +21,7 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/metrics/prom"
 	"github.com/groupexec/groupexec/policy"
@@ -133,6 +134,14 @@ func TestPromAndOtelAgree(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Wait and Do return as their task completes, before the executor
+	// settles its group: only then does the group go idle and idle
+	// reclamation drop the groups past WithMaxIdleGroups(1). Read while it
+	// does, the two exporters could see different groups.
+	adaptertest.Eventually(t, "the executor quiescent", func() bool {
+		s := ex.Stats()
+		return s.Groups == s.IdleGroups && s.Groups <= 1
+	})
 
 	pv, ov := promValues(t, reg), otelValues(collect(t, x.reader))
 	sameSeries(t, pv, ov, false)
