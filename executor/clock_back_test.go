@@ -6,50 +6,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/clocktest"
 )
-
-// steppedClock is a clock that the test sets, backwards too, as a wall
-// clock without a monotonic reading steps back when NTP corrects it.
-type steppedClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *steppedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *steppedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return clock.Real.AfterFunc(d, f)
-}
-
-func (c *steppedClock) set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // An injected clock that steps back while a task runs or waits gives no
 // negative durations: to the executor, time stands still until the clock
 // passes its latest reading again.
 func TestClockSteppingBackGivesNoNegativeDuration(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := &steppedClock{now: t0.Add(time.Hour)}
+	clk := clocktest.NewStepped(t0.Add(time.Hour))
 	var mu sync.Mutex
 	var events []executor.Event
 	record := func(e executor.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
 	ex := newExec(t, nil, executor.WithClock(clk), executor.WithListener(executor.ListenerFuncs{Completed: record}))
 
-	if err := ex.Do(bg, "g", func(context.Context) error { clk.set(t0); return nil }); err != nil {
+	if err := ex.Do(bg, "g", func(context.Context) error { clk.Set(t0); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	clk.set(t0.Add(time.Hour))
+	clk.Set(t0.Add(time.Hour))
 	h := submit(t, ex, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) {
-		clk.set(t0)
+		clk.Set(t0)
 		return "", nil
 	}})
 	r := wait(t, h)

@@ -53,13 +53,17 @@ func hijacker(t *testing.T, serve func(net.Conn, *bufio.ReadWriter)) (url string
 	}).URL, closeAll
 }
 
-// upgrade opens a connection to the gateway and switches it to the "test"
-// protocol for tenant; the connection is closed at the end of the test.
-func upgrade(t *testing.T, url, tenant string) (net.Conn, *bufio.Reader) {
+// upgradeRequest asks for the "test" protocol for tenant a.
+const upgradeRequest = "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n"
+
+// switched opens a connection to the gateway, sends req, and reads the
+// answer, which must switch protocols; the connection is closed at the end
+// of the test.
+func switched(t *testing.T, url, req string) (*net.TCPConn, *bufio.Reader) {
 	t.Helper()
-	c := dialRaw(t, url)
+	c := dialRaw(t, url).(*net.TCPConn)
 	c.SetDeadline(time.Now().Add(bound))
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: "+tenant+"\r\n\r\n")
+	io.WriteString(c, req)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -68,6 +72,14 @@ func upgrade(t *testing.T, url, tenant string) (net.Conn, *bufio.Reader) {
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade answered %d", resp.StatusCode)
 	}
+	return c, br
+}
+
+// upgrade opens a connection to the gateway and switches it to the "test"
+// protocol for tenant; the connection is closed at the end of the test.
+func upgrade(t *testing.T, url, tenant string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := switched(t, url, strings.Replace(upgradeRequest, "X-Tenant: a", "X-Tenant: "+tenant, 1))
 	io.WriteString(c, "ping\n")
 	if line, err := br.ReadString('\n'); line != "ping\n" {
 		t.Fatalf("echo through the upgraded connection: %q, %v", line, err)
@@ -263,16 +275,7 @@ func TestUpgradeWithASilentClientEndsAtTheDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url, _ := hijacker(t, tc.serve)
 			gw := start(t, url, minimal+"timeouts: {upstream: 1s}\n")
-			c := dialRaw(t, gw.url)
-			c.SetDeadline(time.Now().Add(bound))
-			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n")
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Fatalf("no answer to the upgrade: %v", err)
-			}
-			if resp.StatusCode != http.StatusSwitchingProtocols {
-				t.Fatalf("upgrade answered %d", resp.StatusCode)
-			}
+			switched(t, gw.url, upgradeRequest)
 			// The client now neither reads nor sends, and keeps the
 			// connection open.
 			eventually(t, "the upgraded request to leave the gateway", func() bool {
@@ -293,17 +296,7 @@ func TestUpgradeWithASilentClientEndsAtTheDeadline(t *testing.T) {
 func TestUpgradeKeepsWhatFollowsTheRequest(t *testing.T) {
 	url, _ := upgrader(t)
 	gw := start(t, url, minimal)
-	c := dialRaw(t, gw.url)
-	c.SetDeadline(time.Now().Add(bound))
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\nearly\n")
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("no answer to the upgrade: %v", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade answered %d", resp.StatusCode)
-	}
+	c, br := switched(t, gw.url, upgradeRequest+"early\n")
 	io.WriteString(c, "late\n")
 	for _, want := range []string{"early\n", "late\n"} {
 		if line, err := br.ReadString('\n'); line != want {
@@ -329,17 +322,7 @@ func TestUpgradeHalfClosePassedOn(t *testing.T) {
 		}()
 	})
 	gw := start(t, url, minimal)
-	c := dialRaw(t, gw.url).(*net.TCPConn)
-	c.SetDeadline(time.Now().Add(bound))
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n")
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("no answer to the upgrade: %v", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade answered %d", resp.StatusCode)
-	}
+	c, br := switched(t, gw.url, upgradeRequest)
 	io.WriteString(c, "ping")
 	c.CloseWrite()
 	if got, err := io.ReadAll(br); string(got) != "got ping" {

@@ -1,9 +1,11 @@
-// Package clocktest has clocks of every kind that can hold nil inside a
-// non-nil clock.Clock (a function, map, slice and channel), for the tests of
-// the constructors that refuse such a clock (internal/typednil).
+// Package clocktest has clocks for tests: of every kind that can hold nil
+// inside a non-nil clock.Clock (a function, map, slice and channel), for the
+// tests of the constructors that refuse such a clock (internal/typednil),
+// and one that a test steps back (Stepped), which clock.Fake never does.
 package clocktest
 
 import (
+	"sync"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -44,3 +46,36 @@ func Nils() []clock.Clock { return []clock.Clock{Func(nil), Map(nil), Slice(nil)
 func At(now time.Time) []clock.Clock {
 	return []clock.Clock{Func(func() time.Time { return now }), Map{"now": now}, Slice{now}}
 }
+
+// Stepped is a clock that the test sets, backwards too, as a wall clock
+// without Go's monotonic reading steps back when NTP corrects it. Its
+// timers are clock.Real's. It is safe for concurrent use.
+type Stepped struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewStepped returns a Stepped clock reading now.
+func NewStepped(now time.Time) *Stepped { return &Stepped{now: now} }
+
+func (c *Stepped) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set makes the clock read now, before or after what it read.
+func (c *Stepped) Set(now time.Time) {
+	c.mu.Lock()
+	c.now = now
+	c.mu.Unlock()
+}
+
+// Add moves the clock by d, negative or not.
+func (c *Stepped) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func (*Stepped) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }

@@ -2,41 +2,16 @@ package prom_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/clocktest"
 	"github.com/groupexec/groupexec/metrics/prom"
 	"github.com/groupexec/groupexec/policy"
 )
-
-// steppedClock is a clock that the test sets, backwards too, as a clock
-// reading the wall time without Go's monotonic reading (time.Now().UTC())
-// is stepped back by NTP.
-type steppedClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *steppedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *steppedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return clock.Real.AfterFunc(d, f)
-}
-
-func (c *steppedClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // A negative wait or run time in an event (the executor's stand still
 // while its clock steps back, but a Collector hears whoever calls it) is
@@ -44,7 +19,7 @@ func (c *steppedClock) add(d time.Duration) {
 // Prometheus documents as a counter but for negative observations, and
 // which rate() then reads as a reset.
 func TestNegativeDurationsRecordedAsZero(t *testing.T) {
-	clk := &steppedClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := clocktest.NewStepped(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	p, err := policy.New()
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +31,7 @@ func TestNegativeDurationsRecordedAsZero(t *testing.T) {
 	}
 	defer ex.Close()
 	if err := ex.Do(context.Background(), "a", func(context.Context) error {
-		clk.add(-time.Hour)
+		clk.Add(-time.Hour)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
