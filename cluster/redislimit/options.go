@@ -83,10 +83,20 @@ func defaults() config {
 // WithPrefix sets the prefix of every Redis key the holder uses. Holders
 // share limits exactly when they share the prefix (and the Redis). Default:
 // DefaultPrefix.
+//
+// A limit's keys share a Redis Cluster hash tag, {scope:key} after the
+// prefix, so that a cluster keeps them on one node, as its scripts need. A
+// prefix with a tag of its own ("app{1}") puts every limit's keys on that
+// tag's node; one whose first '{' is followed by '}' ("app{}") makes the
+// tag empty, each key hashed whole, and is refused: a limit's keys would
+// be spread over nodes, and every script refused (CROSSSLOT).
 func WithPrefix(p string) Option {
 	return optionFunc(func(c *config) error {
 		if p == "" {
 			return &OptionError{"WithPrefix", `""`, "the prefix must not be empty"}
+		}
+		if i := strings.IndexByte(p, '{'); i >= 0 && strings.HasPrefix(p[i+1:], "}") {
+			return &OptionError{"WithPrefix", strconv.Quote(p), `an empty hash tag ("{}") spreads a limit's keys over a cluster's nodes`}
 		}
 		c.prefix = p
 		return nil

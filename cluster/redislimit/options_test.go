@@ -29,6 +29,8 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 		{[]redislimit.Option{redislimit.WithMaxBlock(0)}, "WithMaxBlock(0)"},
 		{[]redislimit.Option{redislimit.WithFailurePolicy(0)}, "WithFailurePolicy(0)"},
 		{[]redislimit.Option{redislimit.WithPrefix("")}, `WithPrefix("")`},
+		{[]redislimit.Option{redislimit.WithPrefix("a{}b")}, `WithPrefix("a{}b")`},
+		{[]redislimit.Option{redislimit.WithPrefix("{}")}, `WithPrefix("{}")`},
 		{[]redislimit.Option{redislimit.WithHolderID("")}, `WithHolderID("")`},
 		{[]redislimit.Option{redislimit.WithHolderID("a:b")}, `WithHolderID("a:b")`},
 		{[]redislimit.Option{redislimit.WithHolderID("a|b")}, `WithHolderID("a|b")`},
@@ -43,6 +45,15 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 		if !errors.Is(err, redislimit.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New: %v, want an error naming %s", err, tc.want)
 		}
+	}
+	// A hash tag of the prefix's own keeps every key on one node: taken.
+	for _, p := range []string{"a{x}", "a{", "a}", "a}{x}"} {
+		h, err := redislimit.New(c, redislimit.WithPrefix(p))
+		if err != nil {
+			t.Errorf("WithPrefix(%q): %v", p, err)
+			continue
+		}
+		h.Close()
 	}
 	if _, err := redislimit.New(nil); !errors.Is(err, redislimit.ErrInvalidOption) {
 		t.Errorf("New(nil): %v", err)
