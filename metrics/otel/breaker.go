@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -121,8 +122,9 @@ func (r *breakersRegistration) Unregister() error {
 	return nil
 }
 
-// BreakerTransitions returns a function for breaker.Settings.OnStateChange
-// (or executor.WithGroupBreaker's) that counts every change of state:
+// BreakerTransitions counts every change of state of the breakers whose
+// Settings.OnStateChange (or executor.WithGroupBreaker's) is its
+// OnStateChange:
 //
 //	breaker_transitions_total{breaker,from,to}
 //
@@ -131,32 +133,75 @@ func (r *breakersRegistration) Unregister() error {
 // state: use it where groups are a bounded set. A name that is not valid
 // UTF-8, which an exporter cannot send, or longer than MaxGroupLen bytes is
 // counted under OtherGroup, as metrics/prom's BreakerTransitions counts it.
-func BreakerTransitions(mp metric.MeterProvider, namespace string, next func(name string, from, to breaker.State)) (func(name string, from, to breaker.State), error) {
+// It is safe for concurrent use. Create it with NewBreakerTransitions.
+type BreakerTransitions struct {
+	next    func(name string, from, to breaker.State)
+	c       metric.Int64Counter
+	sets    sync.Map // transition -> metric.MeasurementOption
+	stopped atomic.Bool
+	claim   *claimKey // the namespace t holds; nil for a provider that is not a pointer
+}
+
+// transition is a change of state of the breaker labelled name.
+type transition struct {
+	name     string
+	from, to breaker.State
+}
+
+// NewBreakerTransitions returns the counter of transitions; namespace, when
+// set, prefixes its name. It fails if the provider refuses the instrument,
+// and, with an error matching ErrNamespaceInUse, if a BreakerTransitions on
+// mp with the same namespace has not been unregistered: the two would count
+// into one counter, the same breaker name of two executors' group breakers
+// summed, as two Collectors' counters would be. Use one BreakerTransitions
+// for every breaker of a namespace. A provider that is not a pointer is not
+// checked; one that is is not kept for that check: a provider the program
+// drops is collected with its BreakerTransitions.
+func NewBreakerTransitions(mp metric.MeterProvider, namespace string, next func(name string, from, to breaker.State)) (*BreakerTransitions, error) {
 	if mp == nil {
-		return nil, errors.New("otel: BreakerTransitions: nil MeterProvider")
+		return nil, errors.New("otel: NewBreakerTransitions: nil MeterProvider")
 	}
 	in := instruments{m: mp.Meter(ScopeName), ns: namespace}
 	c := in.counterUnit(metricnames.BreakerTransitions.Name, metricnames.BreakerTransitions.Help, "{transition}")
 	if in.err != nil {
 		return nil, in.err
 	}
-	type key struct {
-		name     string
-		from, to breaker.State
+	t := &BreakerTransitions{next: next, c: c}
+	if k, ok := keyOf(mp, namespace, "transitions", ""); ok {
+		if _, ok := take(t, k); !ok {
+			return nil, fmt.Errorf("otel: NewBreakerTransitions: namespace %q: a live BreakerTransitions on this MeterProvider has it, and the two would count into one counter (Unregister it first, or give each its own namespace): %w", namespace, ErrNamespaceInUse)
+		}
+		t.claim = &k
 	}
-	var sets sync.Map // key -> metric.MeasurementOption
-	return func(name string, from, to breaker.State) {
+	return t, nil
+}
+
+// OnStateChange counts the change of state of the breaker called name, then
+// calls next; once t is unregistered, it only calls next.
+func (t *BreakerTransitions) OnStateChange(name string, from, to breaker.State) {
+	if !t.stopped.Load() {
 		// Keyed by the label, not the name: a client-chosen key of any
 		// length would otherwise be kept here, for good, as well.
-		k := key{metricnames.BreakerLabel(name), from, to}
-		o, ok := sets.Load(k)
+		k := transition{metricnames.BreakerLabel(name), from, to}
+		o, ok := t.sets.Load(k)
 		if !ok {
-			o, _ = sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", k.name),
+			o, _ = t.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", k.name),
 				attribute.String("from", metricnames.StateLabel(from)), attribute.String("to", metricnames.StateLabel(to)))))
 		}
-		c.Add(context.Background(), 1, o.(metric.MeasurementOption))
-		if next != nil {
-			next(name, from, to)
-		}
-	}, nil
+		t.c.Add(context.Background(), 1, o.(metric.MeasurementOption))
+	}
+	if t.next != nil {
+		t.next(name, from, to)
+	}
+}
+
+// Unregister stops the counting, for a BreakerTransitions no longer used,
+// and frees its namespace for another. The counter is the provider's: a
+// later BreakerTransitions in the namespace goes on from its totals.
+func (t *BreakerTransitions) Unregister() error {
+	t.stopped.Store(true)
+	if t.claim != nil {
+		free(t, *t.claim)
+	}
+	return nil
 }

@@ -17,13 +17,14 @@ import (
 func TestBreakerTransitionsBoundNames(t *testing.T) {
 	mp, reader := newProvider()
 	var names []string
-	onChange, err := gotel.BreakerTransitions(mp, "app", func(name string, _, _ breaker.State) { names = append(names, name) })
+	tr, err := gotel.NewBreakerTransitions(mp, "app", func(name string, _, _ breaker.State) { names = append(names, name) })
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr.Unregister()
 	long, longest := strings.Repeat("k", gotel.MaxGroupLen+1), strings.Repeat("k", gotel.MaxGroupLen)
 	for _, name := range []string{"\xff", long, longest, "ok"} {
-		onChange(name, breaker.StateClosed, breaker.StateOpen)
+		tr.OnStateChange(name, breaker.StateClosed, breaker.StateOpen)
 	}
 	r := collect(t, reader)
 	attrs := func(name string) map[string]string {
@@ -50,11 +51,12 @@ func TestBreakerTransitionsBoundNames(t *testing.T) {
 // prom and otel count the same names under the same breaker label.
 func TestPromAndOtelAgreeOnBreakerNames(t *testing.T) {
 	mp, reader := newProvider()
-	onChange, err := gotel.BreakerTransitions(mp, "", nil)
+	ot, err := gotel.NewBreakerTransitions(mp, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := prom.NewBreakerTransitions("", onChange)
+	defer ot.Unregister()
+	tr := prom.NewBreakerTransitions("", ot.OnStateChange)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(tr)
 	for _, name := range []string{"\xff", "a\xffb", strings.Repeat("k", gotel.MaxGroupLen+1), strings.Repeat("k", gotel.MaxGroupLen), "ok", gotel.OtherGroup} {

@@ -55,11 +55,12 @@ func TestBulkheadEqualsItsNumbers(t *testing.T) {
 // The breakers' gauges equal State and Counts; transitions are counted.
 func TestBreakersEqualTheirNumbers(t *testing.T) {
 	mp, reader := newProvider()
-	onChange, err := gotel.BreakerTransitions(mp, "", nil)
+	tr, err := gotel.NewBreakerTransitions(mp, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, _ := breaker.New(breaker.Settings{Name: "db", OnStateChange: onChange,
+	defer tr.Unregister()
+	cb, _ := breaker.New(breaker.Settings{Name: "db", OnStateChange: tr.OnStateChange,
 		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 }})
 	ok, _ := breaker.New(breaker.Settings{Name: "cache"})
 	reg, err := gotel.ObserveBreakers(mp, "", cb, ok)

@@ -10,7 +10,8 @@ import (
 )
 
 // ErrNamespaceInUse is matched, through errors.Is, by New's error for a
-// MeterProvider and Namespace that a live Collector already has.
+// MeterProvider and Namespace that a live Collector already has, and
+// NewBreakerTransitions' for a namespace that a live BreakerTransitions has.
 var ErrNamespaceInUse = errors.New("otel: namespace in use on this MeterProvider")
 
 // ErrNameInUse is matched, through errors.Is, by NewBulkhead's error for a
@@ -20,8 +21,8 @@ var ErrNamespaceInUse = errors.New("otel: namespace in use on this MeterProvider
 var ErrNameInUse = errors.New("otel: name in use in this namespace on this MeterProvider")
 
 // claimKey is what a registration holds on a MeterProvider (package
-// claims): the namespace of a Collector (kind and name empty), or the name
-// of a bulkhead or breaker in a namespace.
+// claims): the namespace of a Collector (kind and name empty) or of a
+// BreakerTransitions, or the name of a bulkhead or breaker in a namespace.
 type claimKey = claims.Key
 
 // keyOf returns the key of kind and name in mp's namespace ns, and false

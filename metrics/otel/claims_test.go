@@ -259,3 +259,55 @@ func TestClaimsOfADroppedRegistrationStay(t *testing.T) {
 	}
 	runtime.KeepAlive(mp)
 }
+
+// A second live BreakerTransitions on one MeterProvider with the same
+// namespace is refused, naming it, as a second Collector is: two executors'
+// group breakers of the same key would count into one series. Unregister
+// stops the counting and frees the namespace.
+func TestNewBreakerTransitionsRefusesALiveNamespace(t *testing.T) {
+	mp, reader := newProvider()
+	first, err := gotel.NewBreakerTransitions(mp, "api", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gotel.NewBreakerTransitions(mp, "api", nil); !errors.Is(err, gotel.ErrNamespaceInUse) || !strings.Contains(err.Error(), `namespace "api"`) {
+		t.Fatalf("a second BreakerTransitions of namespace api: %v; want ErrNamespaceInUse naming it", err)
+	}
+	other, err := gotel.NewBreakerTransitions(mp, "jobs", nil)
+	if err != nil {
+		t.Fatalf("another namespace: %v", err)
+	}
+	defer other.Unregister()
+	mp2, _ := newProvider()
+	elsewhere, err := gotel.NewBreakerTransitions(mp2, "api", nil)
+	if err != nil {
+		t.Fatalf("another provider: %v", err)
+	}
+	defer elsewhere.Unregister()
+
+	first.OnStateChange("db", breaker.StateClosed, breaker.StateOpen)
+	if err := first.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	var next int
+	first.OnStateChange("db", breaker.StateClosed, breaker.StateOpen) // not counted: unregistered
+	second, err := gotel.NewBreakerTransitions(mp, "api", func(string, breaker.State, breaker.State) { next++ })
+	if err != nil {
+		t.Fatalf("after Unregister: %v", err)
+	}
+	defer second.Unregister()
+	if err := first.Unregister(); err != nil { // again: second keeps the namespace
+		t.Fatal(err)
+	}
+	if _, err := gotel.NewBreakerTransitions(mp, "api", nil); !errors.Is(err, gotel.ErrNamespaceInUse) {
+		t.Errorf("a second Unregister of the first freed the namespace of the second: %v", err)
+	}
+	second.OnStateChange("db", breaker.StateClosed, breaker.StateOpen)
+	attrs := map[string]string{"breaker": "db", "from": "closed", "to": "open"}
+	if got := collect(t, reader).value("api_breaker_transitions_total", attrs); got != 2 {
+		t.Errorf("%d transitions, want 2: one before the first's Unregister, one of the second", got)
+	}
+	if next != 1 {
+		t.Errorf("next called %d times, want 1", next)
+	}
+}

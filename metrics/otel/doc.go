@@ -1,6 +1,7 @@
 // Package otel exports groupexec's numbers as OpenTelemetry instruments, from
 // a metric.MeterProvider the program passes: the executor's (Collector), a
-// bulkhead's (Bulkhead) and circuit breakers' (ObserveBreakers). Package
+// bulkhead's (Bulkhead) and circuit breakers' (ObserveBreakers,
+// BreakerTransitions). Package
 // clusterotel does the same for a cluster limiter.
 //
 //	c, err := otel.New(provider, otel.Options{})
@@ -83,7 +84,10 @@
 // namespace on one provider, and ObserveBreakers a breaker name that a live
 // registration of the same namespace and provider observes, or that two of
 // its breakers share (ErrNameInUse): give each bulkhead its own name, and
-// observe each breaker once per namespace.
+// observe each breaker once per namespace. NewBreakerTransitions refuses a
+// second live BreakerTransitions with the same namespace on one provider
+// (ErrNamespaceInUse), as New does: use one for every breaker of a
+// namespace, and Unregister it to free the namespace.
 //
 // It lives in a package of its own so that the core packages never import
 // OpenTelemetry: only programs that use it compile it. The package is named

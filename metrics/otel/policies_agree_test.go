@@ -42,11 +42,12 @@ func TestPromAndOtelAgreeOnPolicies(t *testing.T) {
 	ob.Observe(b)
 	pb.Observe(b)
 
-	onChange, err := gotel.BreakerTransitions(mp, "app", nil)
+	ot, err := gotel.NewBreakerTransitions(mp, "app", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := prom.NewBreakerTransitions("app", onChange)
+	defer ot.Unregister()
+	tr := prom.NewBreakerTransitions("app", ot.OnStateChange)
 	clk := clock.NewFake(time.Unix(0, 0))
 	cb, err := breaker.New(breaker.Settings{Name: "db", Clock: clk, Timeout: time.Second, OnStateChange: tr.OnStateChange,
 		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 2 }})
