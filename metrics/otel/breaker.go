@@ -76,6 +76,13 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	if k, ok := take(r, r.claims...); !ok {
 		return nil, fmt.Errorf("otel: ObserveBreakers: breaker %q: a live registration on this MeterProvider observes a breaker of that name in namespace %q, and the two would mix (Unregister it first, or observe each breaker once): %w", k.Name, namespace, ErrNameInUse)
 	}
+	names, err := shareNames(mp, r, fmt.Sprintf("ObserveBreakers: namespace %q", namespace), &in,
+		fmt.Sprintf("an ObserveBreakers registration of namespace %q", namespace))
+	if err != nil {
+		free(r, r.claims...)
+		return nil, err
+	}
+	r.claims = append(r.claims, names...)
 	r.cbs, r.attrs = cbs, attrs
 	r.state, r.reqs, r.succ, r.fail, r.consec = state, reqs, succ, fail, consec
 	// The callback is r's: the provider, which holds it, keeps r and its
@@ -139,7 +146,7 @@ type BreakerTransitions struct {
 	c       metric.Int64Counter
 	sets    sync.Map // transition -> metric.MeasurementOption
 	stopped atomic.Bool
-	claim   *claimKey // the namespace t holds; nil for a provider that is not a pointer
+	claims  []claimKey // the namespace and the counter's name t holds; none for a provider that is not a pointer
 }
 
 // transition is a change of state of the breaker labelled name.
@@ -171,8 +178,15 @@ func NewBreakerTransitions(mp metric.MeterProvider, namespace string, next func(
 		if _, ok := take(t, k); !ok {
 			return nil, fmt.Errorf("otel: NewBreakerTransitions: namespace %q: a live BreakerTransitions on this MeterProvider has it, and the two would count into one counter (Unregister it first, or give each its own namespace): %w", namespace, ErrNamespaceInUse)
 		}
-		t.claim = &k
+		t.claims = []claimKey{k}
 	}
+	names, err := shareNames(mp, t, fmt.Sprintf("NewBreakerTransitions: namespace %q", namespace), &in,
+		fmt.Sprintf("a BreakerTransitions of namespace %q", namespace))
+	if err != nil {
+		free(t, t.claims...)
+		return nil, err
+	}
+	t.claims = append(t.claims, names...)
 	return t, nil
 }
 
@@ -200,8 +214,6 @@ func (t *BreakerTransitions) OnStateChange(name string, from, to breaker.State) 
 // later BreakerTransitions in the namespace goes on from its totals.
 func (t *BreakerTransitions) Unregister() error {
 	t.stopped.Store(true)
-	if t.claim != nil {
-		free(t, *t.claim)
-	}
+	free(t, t.claims...)
 	return nil
 }

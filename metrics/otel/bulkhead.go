@@ -43,7 +43,8 @@ type Bulkhead struct {
 	attrs    metric.MeasurementOption
 	b        atomic.Pointer[bulkhead.Bulkhead]
 	reg      metric.Registration
-	claim    *claimKey // the name b holds; nil for a provider that is not a pointer
+	claim    *claimKey  // the name b holds; nil for a provider that is not a pointer
+	names    []claimKey // its instruments' names, shared with the Bulkheads of its namespace only
 	acquired metric.Int64Counter
 	queued   metric.Int64Counter
 	rejected metric.Int64Counter
@@ -94,6 +95,13 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 		}
 		b.claim = &k
 	}
+	names, err := shareNames(mp, b, fmt.Sprintf("NewBulkhead: name %q, namespace %q", name, namespace), &in,
+		fmt.Sprintf("a Bulkhead of namespace %q", namespace))
+	if err != nil {
+		b.unclaim()
+		return nil, err
+	}
+	b.names = names
 	reg, err := m.RegisterCallback(b.observe, b.inFlight, b.limit, b.depth)
 	if err != nil {
 		b.unclaim()
@@ -117,11 +125,12 @@ func (b *Bulkhead) Unregister() error {
 	return nil
 }
 
-// unclaim frees b's name, if b still holds it.
+// unclaim frees b's name and its instruments' names, if b still holds them.
 func (b *Bulkhead) unclaim() {
 	if b.claim != nil {
 		free(b, *b.claim)
 	}
+	free(b, b.names...)
 }
 
 // OnEvent counts permits issued, waits and refusals.

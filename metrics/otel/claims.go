@@ -11,7 +11,11 @@ import (
 
 // ErrNamespaceInUse is matched, through errors.Is, by New's error for a
 // MeterProvider and Namespace that a live Collector already has, and
-// NewBreakerTransitions' for a namespace that a live BreakerTransitions has.
+// NewBreakerTransitions' for a namespace that a live BreakerTransitions has;
+// and by the error of New, NewBulkhead, ObserveBreakers or
+// NewBreakerTransitions for instruments whose name a live exporter of
+// another kind or namespace has on the provider (Collector namespace
+// "bulkhead" and Bulkhead namespace "" both make bulkhead_queue_depth).
 var ErrNamespaceInUse = errors.New("otel: namespace in use on this MeterProvider")
 
 // ErrNameInUse is matched, through errors.Is, by NewBulkhead's error for a
@@ -52,9 +56,32 @@ func claim(mp metric.MeterProvider, ns string, c *Collector) error {
 	return nil
 }
 
-// unclaim frees c's pair, if c still holds it.
+// unclaim frees c's pair and its instruments' names, if c still holds them.
 func unclaim(c *Collector) {
 	if c.claim != nil {
 		free(c, *c.claim)
 	}
+	free(c, c.names...)
+}
+
+// shareNames claims the names of in's instruments on mp for owner, in
+// common with the owners of the same by (the exporters of one kind and
+// namespace, whose attributes tell their series apart), or fails, naming
+// op, the name and its holder, with an error matching ErrNamespaceInUse.
+// The exporters of other kinds or namespaces make instruments of the same
+// name with another description, unit and attributes (a Collector of
+// namespace "bulkhead" and a Bulkhead of namespace "" both make
+// bulkhead_queue_depth): the SDK exports both under the one name, which
+// Prometheus refuses or mixes.
+func shareNames[T any](mp metric.MeterProvider, owner *T, op string, in *instruments, by string) ([]claimKey, error) {
+	var keys []claimKey
+	for _, n := range in.names {
+		if k, ok := keyOf(mp, "", "instrument", n); ok {
+			keys = append(keys, k)
+		}
+	}
+	if k, other, ok := claims.Share(owner, by, keys...); !ok {
+		return nil, fmt.Errorf("otel: %s: instrument %s: %s on this MeterProvider has an instrument of that name, and the two would mix (Unregister it first, or change a namespace): %w", op, k.Name, other, ErrNamespaceInUse)
+	}
+	return keys, nil
 }

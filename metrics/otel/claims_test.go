@@ -311,3 +311,63 @@ func TestNewBreakerTransitionsRefusesALiveNamespace(t *testing.T) {
 		t.Errorf("next called %d times, want 1", next)
 	}
 }
+
+// Exporters of different kinds or namespaces that would make instruments of
+// one name on a MeterProvider are refused, naming the name and the other
+// exporter: the SDK exports both instruments, of different descriptions and
+// attributes, under the one name. Unregister frees the names; the exporters
+// of one kind and namespace share theirs.
+func TestExportersRefuseOneAnothersInstrumentNames(t *testing.T) {
+	mp, _ := newProvider()
+	c, err := gotel.New(mp, gotel.Options{Namespace: "bulkhead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gotel.NewBulkhead(mp, "payments", "")
+	if !errors.Is(err, gotel.ErrNamespaceInUse) || !strings.Contains(err.Error(), "bulkhead_queue_depth") ||
+		!strings.Contains(err.Error(), `Collector of namespace "bulkhead"`) {
+		t.Fatalf("a Bulkhead of namespace \"\" beside a Collector of namespace bulkhead: %v; want ErrNamespaceInUse naming bulkhead_queue_depth and the Collector", err)
+	}
+	if err := c.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := gotel.NewBulkhead(mp, "payments", "")
+	if err != nil {
+		t.Fatalf("after the Collector's Unregister: %v", err)
+	}
+	b2, err := gotel.NewBulkhead(mp, "search", "") // the Bulkheads of a namespace share the names
+	if err != nil {
+		t.Fatalf("a second bulkhead of namespace \"\": %v", err)
+	}
+	_, err = gotel.New(mp, gotel.Options{Namespace: "bulkhead"})
+	if !errors.Is(err, gotel.ErrNamespaceInUse) || !strings.Contains(err.Error(), `Bulkhead of namespace ""`) {
+		t.Fatalf("a Collector of namespace bulkhead beside Bulkheads of namespace \"\": %v; want ErrNamespaceInUse naming them", err)
+	}
+	b.Unregister()
+	if _, err = gotel.New(mp, gotel.Options{Namespace: "bulkhead"}); !errors.Is(err, gotel.ErrNamespaceInUse) {
+		t.Errorf("one Bulkhead's Unregister freed the names another holds: %v", err)
+	}
+	b2.Unregister()
+
+	g, err := gotel.New(mp, gotel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Unregister()
+	cb, _ := breaker.New(breaker.Settings{Name: "db"})
+	_, err = gotel.ObserveBreakers(mp, "group", cb)
+	if !errors.Is(err, gotel.ErrNamespaceInUse) || !strings.Contains(err.Error(), "group_breaker_state") ||
+		!strings.Contains(err.Error(), `Collector of namespace ""`) {
+		t.Fatalf("ObserveBreakers of namespace group beside a Collector of namespace \"\": %v; want ErrNamespaceInUse naming group_breaker_state and the Collector", err)
+	}
+	r, err := gotel.ObserveBreakers(mp, "", cb) // the refused call took nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Unregister()
+	r, err = gotel.ObserveBreakers(mp, "group", cb)
+	if err == nil {
+		r.Unregister()
+		t.Fatal("the refused call freed the Collector's names")
+	}
+}

@@ -61,7 +61,8 @@ type Collector struct {
 	groups *groups
 	ex     atomic.Pointer[executor.Executor]
 	reg    metric.Registration
-	claim  *claimKey // the pair c holds; nil for a provider that is not a pointer
+	claim  *claimKey  // the pair c holds; nil for a provider that is not a pointer
+	names  []claimKey // its instruments' names, which c shares with no other exporter
 
 	rejected, completed metric.Int64Counter
 	queued, run         metric.Float64Histogram
@@ -139,6 +140,13 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	if err := claim(mp, o.Namespace, c); err != nil {
 		return nil, err
 	}
+	names, err := shareNames(mp, c, fmt.Sprintf("New: Options.Namespace %q", o.Namespace), &in,
+		fmt.Sprintf("a Collector of namespace %q", o.Namespace))
+	if err != nil {
+		unclaim(c)
+		return nil, err
+	}
+	c.names = names
 	reg, err := m.RegisterCallback(c.observe, c.queueDepth, c.running, c.groupCount, c.globalMax,
 		c.groupRunning, c.groupWaiting, c.groupMaxIn, c.groupMaxCon, c.groupBreaker)
 	if err != nil {
@@ -241,16 +249,18 @@ func (c *Collector) observe(_ context.Context, o metric.Observer) error {
 
 // instruments makes instruments with a name prefix, keeping the first error.
 type instruments struct {
-	m   metric.Meter
-	ns  string
-	err error
+	m     metric.Meter
+	ns    string
+	err   error
+	names []string // of the instruments made, for shareNames
 }
 
 func (in *instruments) name(n string) string {
-	if in.ns == "" {
-		return n
+	if in.ns != "" {
+		n = in.ns + "_" + n
 	}
-	return in.ns + "_" + n
+	in.names = append(in.names, n)
+	return n
 }
 
 func (in *instruments) keep(err error) {

@@ -89,6 +89,18 @@
 // (ErrNamespaceInUse), as New does: use one for every breaker of a
 // namespace, and Unregister it to free the namespace.
 //
+// A namespace is a prefix, so exporters of different kinds could make
+// instruments of one name: a Collector of Namespace "bulkhead" and a
+// Bulkhead of namespace "" both make bulkhead_queue_depth, a Collector of
+// Namespace "" and ObserveBreakers of namespace "group" both make
+// group_breaker_state. The SDK would export two instruments of different
+// descriptions and attributes under that name, which Prometheus refuses or
+// mixes. So each exporter claims its instruments' names on a pointer
+// provider, shared only with the exporters of its kind and namespace, and
+// New, NewBulkhead, ObserveBreakers and NewBreakerTransitions refuse names
+// another live exporter has (ErrNamespaceInUse, naming the instrument and
+// the other exporter) until it is unregistered.
+//
 // It lives in a package of its own so that the core packages never import
 // OpenTelemetry: only programs that use it compile it. The package is named
 // otel like its directory; import it under another name beside

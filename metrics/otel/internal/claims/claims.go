@@ -3,7 +3,10 @@
 // Bulkheads and ObserveBreakers, clusterotel's Observe), so that a second
 // live registration of a name is refused: two registrations of one name
 // report into the same series, their counters summed and each gauge the
-// last callback's, with nothing to tell the two apart.
+// last callback's, with nothing to tell the two apart. The names of
+// metrics/otel's instruments are claimed too, shared by the registrations
+// of one kind and namespace (Share), so that exporters of two kinds or
+// namespaces never make two instruments of one name.
 package claims
 
 import (
@@ -32,17 +35,19 @@ type Key struct {
 // its provider, whose callback holds it, and a provider that only the
 // claims would keep is collected, its owners with it. id is the owner's
 // weak pointer, equal for one owner; live reports whether it is still
-// reachable.
+// reachable. by is, for a key held in common (Share), what the owners that
+// hold it together are; empty for a key held alone (Take).
 type holder struct {
 	id   any
 	live func() bool
+	by   string
 }
 
 // claims are the keys held by the registrations not unregistered, each by
-// its owner.
+// its owners: one, or those of one by.
 var claims struct {
 	sync.Mutex
-	m map[Key]holder
+	m map[Key][]holder
 }
 
 // KeyOf returns the key of kind and name in mp's namespace ns, and false
@@ -60,30 +65,50 @@ func KeyOf(mp any, ns, kind, name string) (Key, bool) {
 	return Key{weak.Make((*struct{})(v.UnsafePointer())), v.Type(), ns, kind, name}, true
 }
 
-// Take claims every key of keys for owner, or none of them: it returns the
-// first key another live owner holds, and false. The keys of an owner that
-// is collected unregistered (its provider dropped) are freed then.
+// Take claims every key of keys for owner alone, or none of them: it
+// returns the first key another live owner holds, and false. The keys of an
+// owner that is collected unregistered (its provider dropped) are freed
+// then.
 func Take[T any](owner *T, keys ...Key) (Key, bool) {
+	k, _, ok := take(owner, "", keys)
+	return k, ok
+}
+
+// Share claims every key of keys for owner, held in common with the other
+// live owners of the same by (not empty), or none of them: it returns the
+// first key a live owner of another by holds, that owner's by (empty for
+// one that holds it alone), and false. It is for the names of instruments,
+// which the registrations of one kind and namespace share, and no other
+// may have.
+func Share[T any](owner *T, by string, keys ...Key) (Key, string, bool) {
+	return take(owner, by, keys)
+}
+
+func take[T any](owner *T, by string, keys []Key) (Key, string, bool) {
 	w := weak.Make(owner)
 	claims.Lock()
 	defer claims.Unlock()
 	for _, k := range keys {
-		if h, ok := claims.m[k]; ok && h.id != any(w) && h.live() {
-			return k, false
+		for _, h := range claims.m[k] {
+			if h.id != any(w) && (by == "" || h.by != by) && h.live() {
+				return k, h.by, false
+			}
 		}
 	}
 	if len(keys) == 0 {
-		return Key{}, true
+		return Key{}, "", true
 	}
 	if claims.m == nil {
-		claims.m = make(map[Key]holder)
+		claims.m = make(map[Key][]holder)
 	}
-	h := holder{id: w, live: func() bool { return w.Value() != nil }}
+	h := holder{id: w, live: func() bool { return w.Value() != nil }, by: by}
 	for _, k := range keys {
-		claims.m[k] = h
+		// Owners collected before their cleanup ran are dropped here.
+		hs := slices.DeleteFunc(claims.m[k], func(o holder) bool { return o.id == any(w) || !o.live() })
+		claims.m[k] = append(hs, h)
 	}
 	runtime.AddCleanup(owner, func(keys []Key) { freeID(w, keys) }, slices.Clone(keys))
-	return Key{}, true
+	return Key{}, "", true
 }
 
 // Free frees those of keys that owner still holds.
@@ -94,8 +119,11 @@ func freeID(id any, keys []Key) {
 	claims.Lock()
 	defer claims.Unlock()
 	for _, k := range keys {
-		if h, ok := claims.m[k]; ok && h.id == id {
+		hs := slices.DeleteFunc(claims.m[k], func(h holder) bool { return h.id == id })
+		if len(hs) == 0 {
 			delete(claims.m, k)
+		} else {
+			claims.m[k] = hs
 		}
 	}
 }
