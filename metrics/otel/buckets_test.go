@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/groupexec/groupexec/executor"
@@ -60,4 +61,54 @@ func TestEmptyBucketsMeanDefault(t *testing.T) {
 		}
 		c.Unregister()
 	}
+}
+
+// The SDK keeps one histogram per name, description, unit and kind on a
+// provider, and its first bucket bounds (Options.Buckets are advisory): a
+// Collector made after another's Unregister with other Buckets records
+// into the first's bounds, as the package doc says. A View set on the
+// provider chooses the bounds instead.
+func TestLaterBucketsOnOneProviderKeepTheFirst(t *testing.T) {
+	mp, reader := newProvider()
+	first, err := gotel.New(mp, gotel.Options{Buckets: []float64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Unregister()
+	second, err := gotel.New(mp, gotel.Options{Buckets: []float64{2, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Unregister()
+	second.OnStarted(executor.Event{Group: "a"})
+	if got := queuedBounds(t, collect(t, reader)); !slices.Equal(got, []float64{1}) {
+		t.Errorf("bounds %v, want the first Collector's [1] (the SDK changed: update the package doc)", got)
+	}
+
+	r := sdkmetric.NewManualReader()
+	mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(r), sdkmetric.WithView(sdkmetric.NewView(
+		sdkmetric.Instrument{Name: "group_*_seconds"},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: []float64{3}}})))
+	c, err := gotel.New(mp, gotel.Options{Buckets: []float64{2, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Unregister()
+	c.OnStarted(executor.Event{Group: "a"})
+	if got := queuedBounds(t, collect(t, r)); !slices.Equal(got, []float64{3}) {
+		t.Errorf("bounds %v, want the View's [3]", got)
+	}
+}
+
+func queuedBounds(t *testing.T, r reading) []float64 {
+	t.Helper()
+	m, ok := r.find("group_queued_seconds")
+	if !ok {
+		t.Fatal("no group_queued_seconds")
+	}
+	pts := m.Data.(metricdata.Histogram[float64]).DataPoints
+	if len(pts) != 1 {
+		t.Fatalf("points %+v, want one", pts)
+	}
+	return pts[0].Bounds
 }

@@ -49,7 +49,8 @@ type Options struct {
 	// Buckets are the histograms' bucket bounds, in seconds, in strictly
 	// increasing order; nil or empty means DefaultBuckets. A last bound of
 	// +Inf is dropped, as metrics/prom drops it: every histogram has that
-	// bucket.
+	// bucket. They are advice to the SDK, which keeps the first bounds of
+	// a name on a provider: see the package doc.
 	Buckets []float64
 }
 

@@ -101,6 +101,16 @@
 // another live exporter has (ErrNamespaceInUse, naming the instrument and
 // the other exporter) until it is unregistered.
 //
+// Options.Buckets are advice to the SDK (WithExplicitBucketBoundaries),
+// which keeps one histogram per name, description, unit and kind on a
+// provider, for the provider's life: a Collector made after another's
+// Unregister, on the same provider and Namespace, with other Buckets,
+// records into the first one's bounds, without an error. A description of
+// their own would not help: the SDK would export two histograms of one
+// name. To change the bounds, make a new provider, or set them on the
+// provider with a View (sdkmetric.WithView, AggregationExplicitBucketHistogram
+// for group_*_seconds), which wins over Buckets.
+//
 // It lives in a package of its own so that the core packages never import
 // OpenTelemetry: only programs that use it compile it. The package is named
 // otel like its directory; import it under another name beside
