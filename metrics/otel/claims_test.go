@@ -192,7 +192,8 @@ func TestPoliciesOnNoopProviderAreNotClaimed(t *testing.T) {
 // A MeterProvider the program drops without unregistering what it
 // observed (a provider per test, or one replaced as its configuration
 // changes) is collected with everything it holds: the claims that refuse
-// a second live Collector, Bulkhead or breaker name must not keep it, nor
+// a second live Collector, Bulkhead, breaker name or BreakerTransitions
+// must not keep it, nor
 // the Collector whose registration keeps its pipelines, for the life of
 // the process.
 func TestClaimsDoNotKeepADroppedProvider(t *testing.T) {
@@ -207,6 +208,7 @@ func TestClaimsDoNotKeepADroppedProvider(t *testing.T) {
 		}},
 		{"Bulkhead", func(mp metric.MeterProvider) error { _, err := gotel.NewBulkhead(mp, "payments", "app"); return err }},
 		{"ObserveBreakers", func(mp metric.MeterProvider) error { _, err := gotel.ObserveBreakers(mp, "app", db); return err }},
+		{"BreakerTransitions", func(mp metric.MeterProvider) error { _, err := gotel.NewBreakerTransitions(mp, "app", nil); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			collected := make(chan struct{})
