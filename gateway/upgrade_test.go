@@ -330,6 +330,26 @@ func TestUpgradeHalfClosePassedOn(t *testing.T) {
 	}
 }
 
+// switchingBackend is a backend that switches a request asking for an
+// upgrade to "test" and echoes what follows, and answers any other with
+// the text plain gives. It returns its URL.
+func switchingBackend(t *testing.T, plain func(*http.Request) string) string {
+	return backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			io.WriteString(w, plain(r))
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		brw.Flush()
+		io.Copy(conn, brw)
+	}).URL
+}
+
 // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 7.8: a server MUST
 // ignore it), and the request proxied as if it had not asked: HTTP/1.0
 // has no protocol switch, and a front proxy speaking it to the gateway,
@@ -337,20 +357,8 @@ func TestUpgradeHalfClosePassedOn(t *testing.T) {
 // its next clients' requests into the switched connection, straight to
 // the backend, never admitted, with tenant headers of their own.
 func TestHTTP10UpgradeIgnored(t *testing.T) {
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "" {
-			conn, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
-			brw.Flush()
-			return
-		}
-		io.WriteString(w, "plain "+r.Header.Get("Connection"))
-	})
-	gw := start(t, be.URL, minimal)
+	url := switchingBackend(t, func(r *http.Request) string { return "plain " + r.Header.Get("Connection") })
+	gw := start(t, url, minimal)
 	c := dialRaw(t, gw.url)
 	c.SetDeadline(time.Now().Add(bound))
 	io.WriteString(c, "GET / HTTP/1.0\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\nX-Tenant: a\r\n\r\n")
@@ -406,21 +414,8 @@ func TestUpgradeToAnInvalidProtocolIgnored(t *testing.T) {
 // took for part of the request's body went on to the backend, past the
 // gateway, in the switched protocol.
 func TestUpgradeOfASmuggledRequestIgnored(t *testing.T) {
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "" {
-			conn, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
-			brw.Flush()
-			io.Copy(conn, brw)
-			return
-		}
-		io.WriteString(w, "plain")
-	})
-	gw := start(t, be.URL, minimal)
+	url := switchingBackend(t, func(*http.Request) string { return "plain" })
+	gw := start(t, url, minimal)
 	c := dialRaw(t, gw.url)
 	c.SetDeadline(time.Now().Add(bound))
 	const next = "GET /x HTTP/1.1\r\nHost: x\r\nX-Tenant: b\r\n\r\n"
