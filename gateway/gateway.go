@@ -150,9 +150,10 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 		Rewrite: rewrite, // the transport picks the backend
 		Transport: &transport{base: g.transport, state: g.state.Load,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
-		ErrorHandler: g.proxyError,
-		ErrorLog:     g.errLog,
-		BufferPool:   bufferPool{},
+		ModifyResponse: dropForbiddenTrailers,
+		ErrorHandler:   g.proxyError,
+		ErrorLog:       g.errLog,
+		BufferPool:     bufferPool{},
 	}
 	return g, nil
 }
