@@ -820,7 +820,12 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		x.verdict = err
 		g.m.ioTimeouts.WithLabelValues("upstream").Inc()
 		g.refuse(w, x, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within the request's deadline", 0)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, x.resp.hijacked:
+		// Once the proxy has taken the client's connection over for a
+		// switch (the backend answered 101), what fails is writing that
+		// answer to the client: the client went away as it came, which
+		// net/http no longer tells through ctx, the connection being the
+		// proxy's. Not the backend's failure, nor the tenant's breaker's.
 		x.verdict = context.Canceled
 		g.m.canceled.WithLabelValues("request").Inc()
 		x.code = statusClientClosed

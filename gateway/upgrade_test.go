@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -433,5 +434,57 @@ func TestUpgradeOfASmuggledRequestIgnored(t *testing.T) {
 	}
 	if rest, err := io.ReadAll(br); len(rest) != 0 {
 		t.Errorf("after the answer the connection gave %q (%v), want its close", rest, err)
+	}
+}
+
+// goneClient is a client's writer whose connection, once taken over for
+// a switch, takes no write: the client went away as the backend switched.
+type goneClient struct{ h http.Header }
+
+func (w *goneClient) Header() http.Header         { return w.h }
+func (w *goneClient) Write(p []byte) (int, error) { return len(p), nil }
+func (w *goneClient) WriteHeader(int)             {}
+
+func (w *goneClient) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, peer := net.Pipe()
+	peer.Close() // writes to c fail: io.ErrClosedPipe
+	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil
+}
+
+// A client that goes away as the backend switches protocols, so that the
+// 101 cannot be written to it, is counted as gone (499), not as a failed
+// backend: with breaker.per: tenant, its tenant's breaker does not open.
+// net/http no longer ends the request's context for a connection the proxy
+// has taken over, and the proxy's error writing the 101 was answered as a
+// backend's, 502 and a failure of the tenant's breaker.
+func TestClientGoneAtTheSwitchIsNoBackendFailure(t *testing.T) {
+	url := switchingBackend(t, func(*http.Request) string { return "plain" })
+	g := build(t, url, minimal+"breaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n")
+	t.Cleanup(func() { g.Close() })
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Connection", "Upgrade")
+	r.Header.Set("Upgrade", "test")
+	r.Header.Set("X-Tenant", "a")
+	func() {
+		defer func() {
+			// The gateway has the server cut a request whose client went away.
+			if v := recover(); v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		}()
+		g.ServeHTTP(&goneClient{h: http.Header{}}, r)
+	}()
+	if got := metric(t, g.Metrics(), requestsTotal, "code", "502"); got != 0 {
+		t.Errorf("%s{code=502} = %v, want 0", requestsTotal, got)
+	}
+	if got := metric(t, g.Metrics(), requestsTotal, "code", "499"); got != 1 {
+		t.Errorf("%s{code=499} = %v, want 1", requestsTotal, got)
+	}
+	rec := httptest.NewRecorder()
+	next := httptest.NewRequest(http.MethodGet, "/", nil)
+	next.Header.Set("X-Tenant", "a")
+	g.ServeHTTP(rec, next)
+	if rec.Code != http.StatusOK || rec.Body.String() != "plain" {
+		t.Errorf("the tenant's next request: %d %q, want 200 \"plain\"", rec.Code, rec.Body)
 	}
 }
