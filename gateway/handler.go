@@ -54,7 +54,18 @@ func (x *exchange) proxy(ctx context.Context) error {
 	g := x.g
 	g.m.spawned.Inc()
 	begin := g.clk.Now()
-	defer func() { g.svc.observe(g.clk.Now().Sub(begin)) }()
+	defer func() {
+		end := g.clk.Now()
+		if x.resp.hijacked {
+			// An upgraded connection holds its slot for as long as its
+			// client and backend talk, minutes or hours of a WebSocket:
+			// counted whole, a few of them made the mean the time behind
+			// every Retry-After, at its one-minute cap, for requests that
+			// take milliseconds. The backend's work is its answer, the 101.
+			end = x.resp.switched
+		}
+		g.svc.observe(end.Sub(begin))
+	}()
 	return g.forward(ctx, x, x.req)
 }
 

@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -98,4 +100,53 @@ func TestRetryAfterOfATinyRate(t *testing.T) {
 	if ra := resp.Header.Get("Retry-After"); resp.StatusCode != 429 || ra != "9223372037" {
 		t.Fatalf("past the burst: %d Retry-After %q, want 429 and 9223372037 (the largest Duration, rounded up)", resp.StatusCode, ra)
 	}
+}
+
+// An upgraded connection's time, which may be hours of a WebSocket, does
+// not feed the mean service time behind a queue's Retry-After: only the
+// time to its 101 does. Counted whole, one upgrade held open for an hour
+// made every refusal's Retry-After the one-minute cap, for requests that
+// take 10s here.
+func TestRetryAfterLeavesUpgradesOut(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	g := newGate()
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			g.ServeHTTP(w, r)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		brw.Flush()
+		io.Copy(conn, brw)
+	})
+	gw := start(t, be.URL, minimal+"limits: {max_concurrency_per_group: 1, max_in_flight_per_group: 1}\n",
+		gateway.WithClock(clk))
+	c := client(t)
+	first := goDo(t, c, gw.url, "a")
+	g.await(t, 1)
+	clk.Advance(10 * time.Second)
+	g.release <- struct{}{}
+	<-first
+
+	conn, _ := upgrade(t, gw.url, "a")
+	clk.Advance(time.Hour)
+	conn.Close()
+	eventually(t, "the upgraded request to leave the gateway", func() bool {
+		return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
+	})
+
+	held := goDo(t, c, gw.url, "a")
+	g.await(t, 1)
+	resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil)
+	if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != 429 || ra < 1 || ra > 20 {
+		t.Errorf("%d Retry-After %q, want 429 and at most 20 (1 ahead + this one, 1 at a time, 10s each at most)",
+			resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	close(g.release)
+	<-held
 }

@@ -30,9 +30,10 @@ type response struct {
 	body      *bytes.Buffer       // pooled; nil until the first write
 	status    int
 	limit     int
-	committed bool  // the status and headers have been sent to the client
-	hijacked  bool  // the proxy took the client's connection over (a protocol upgrade)
-	err       error // the client's write error, once streaming
+	committed bool      // the status and headers have been sent to the client
+	hijacked  bool      // the proxy took the client's connection over (a protocol upgrade)
+	switched  time.Time // when it did, on the gateway's clock
+	err       error     // the client's write error, once streaming
 	write     time.Duration
 	// ctx is the proxy call's (the request's deadline, the drain's abort):
 	// a connection taken over for an upgrade is closed when it ends.
@@ -158,6 +159,7 @@ func (x *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	if err == nil {
 		x.hijacked = true
+		x.switched = x.x.g.clk.Now()
 		x.status = http.StatusSwitchingProtocols
 		if x.ctx != nil {
 			x.unwatch = context.AfterFunc(x.ctx, func() { c.Close() })
