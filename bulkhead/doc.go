@@ -63,5 +63,6 @@
 // ignores its context is then no longer bounded by the bulkhead.
 //
 // The examples (example_test.go), run by go test, show TryAcquire and
-// Release, Submit, SetLimit, WithCapability, WithEventLog and P99.
+// Release, Acquire waiting in the queue, Submit, SetLimit, WithCapability,
+// WithEventLog and P99.
 package bulkhead

@@ -51,6 +51,62 @@ func ExampleSubmit() {
 	// Output: Success fetched 0
 }
 
+func ExampleBulkhead_TryAcquire() {
+	b, err := bulkhead.New(3)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	p, err := b.TryAcquire(ctx, 2) // a call that counts for two
+	fmt.Println(err, p.Weight(), b.Available())
+
+	_, err = b.TryAcquire(ctx, 2) // 1 free: refused at once, nothing taken
+	fmt.Println(errors.Is(err, bulkhead.ErrAtCapacity), b.Available())
+	_ = b.Release(p)
+	// Output:
+	// <nil> 2 1
+	// true 1
+}
+
+func ExampleBulkhead_Acquire() {
+	queued := make(chan struct{}, 1)
+	b, err := bulkhead.New(1,
+		bulkhead.WithQueue(8, time.Minute), // up to 8 wait, each for a minute at most
+		bulkhead.WithListener(bulkhead.ListenerFunc(func(e bulkhead.Event) {
+			if e.Code == bulkhead.EventRequestQueued {
+				queued <- struct{}{}
+			}
+		})),
+	)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first, _ := b.Acquire(ctx, 1) // free: issued at once
+
+	got := make(chan bulkhead.Permit)
+	go func() {
+		p, err := b.Acquire(ctx, 1) // full: waits in the queue
+		if err != nil {
+			panic(err)
+		}
+		got <- p
+	}()
+	<-queued
+	fmt.Println("waiting:", b.QueueDepth())
+	_ = b.Release(first) // hands the permit to the waiter
+	second := <-got
+	fmt.Println("issued:", second.ID(), "in flight:", b.InFlight())
+	_ = b.Release(second)
+
+	_, err = b.Acquire(ctx, 2) // more than the limit: it could never be issued
+	fmt.Println(errors.Is(err, bulkhead.ErrAtCapacity))
+	// Output:
+	// waiting: 1
+	// issued: 2 in flight: 1
+	// true
+}
+
 func ExampleBulkhead_SetLimit() {
 	b, _ := bulkhead.New(3)
 	ctx := context.Background()
