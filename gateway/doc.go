@@ -99,6 +99,8 @@
 // cancelled and counted in tasks_aborted_total{kind="request"}.
 //
 // docs/gateway.md describes all of it, with the threat the tenant trust
-// model answers and every metric. ExampleGateway_Serve (example_test.go),
-// run by go test, proxies a request to a backend and drains.
+// model answers and every metric. The examples (example_test.go), run by
+// go test, show New serving a tenant's request and refusing one that names
+// none (ExampleNew), and Serve proxying a request to a backend and
+// draining (ExampleGateway_Serve).
 package gateway
