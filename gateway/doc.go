@@ -19,7 +19,7 @@
 // (tenant.header). The
 // request's body is then received whole (body.max_bytes; in memory up to
 // body.buffer_bytes, in a temporary file beyond), and only then is the
-// request admitted, with executor.Do, in its tenant's group, under the
+// request admitted, with Executor.Do, in its tenant's group, under the
 // limits and share the config gives that tenant. The backend's answer is
 // kept (up to response.buffer_bytes) and the slot released before the
 // client is sent it; a longer answer is streamed, holding the slot until
