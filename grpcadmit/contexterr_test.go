@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -29,20 +30,30 @@ func TestServerFailureReadsContextErrorsAsGRPCSends(t *testing.T) {
 	}
 }
 
-// A caller's deadline that passes in the handler does not open the tenant's
-// breaker.
+// A caller's deadline that passes in the handler, which returns its
+// context's error, does not open the tenant's breaker. (A DeadlineExceeded
+// returned while the call is alive is the handler's own, a failure:
+// TestHandlerOwnDeadlineIsAFailure.)
 func TestUnaryHandlerDeadlineIsNoFailure(t *testing.T) {
-	ex := newExec(t, nil, executor.WithGroupBreaker(breaker.Settings{
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener(), executor.WithGroupBreaker(breaker.Settings{
 		ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
 	}))
 	g := newGate()
 	g.release()
-	g.reply = func(context.Context, string) error { return context.DeadlineExceeded }
-	cc := dial(t, start(t, g, unary(ex)))
+	g.reply = func(ctx context.Context, _ string) error { <-ctx.Done(); return ctx.Err() }
+	var d deadlines
+	cc := dial(t, start(t, g, grpc.ChainUnaryInterceptor(d.unary, grpcadmit.UnaryServerInterceptor(ex))))
 	for range 2 {
-		if _, err := call(context.Background(), cc, "a", "x"); status.Code(err) != codes.DeadlineExceeded {
+		d.next()
+		done := make(chan error)
+		go func() { _, err := call(context.Background(), cc, "a", "x"); done <- err }()
+		<-g.entered
+		d.pass()
+		if err := <-done; status.Code(err) != codes.DeadlineExceeded {
 			t.Fatalf("call: %v, want DeadlineExceeded", err)
 		}
+		<-ev.completed
 	}
 	if s, _ := ex.GroupStats("a"); s.Failed != 0 || s.Breaker != breaker.StateClosed {
 		t.Errorf("%d failed, breaker %v; want 0 and closed", s.Failed, s.Breaker)

@@ -81,7 +81,10 @@
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with
 // a code that says the server failed: Unknown, Internal, Unavailable and
-// DataLoss (ServerFailure). An error a handler returns once its call's
+// DataLoss (ServerFailure), and DeadlineExceeded returned while the call is
+// alive, the handler's own outgoing work timing out (a dependency that does
+// not answer in time, which must open the breaker that sheds its calls).
+// An error a handler returns once its call's
 // context has ended (the caller's deadline passed, the caller went away,
 // the executor stopped the call) counts as Cancelled, whatever its code,
 // and WithFailure does not see it: the caller gave up on the call, which

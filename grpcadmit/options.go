@@ -135,8 +135,10 @@ func WithRetryAfter(d time.Duration) Option {
 // package documentation), and a stream handler's error that its stream's
 // RecvMsg returned (the caller's input: a message that does not decode);
 // f sees none of them. Default
-// ServerFailure in the server interceptors, ClientFailure in the client
-// interceptors. f must not be nil.
+// in the server interceptors: ServerFailure, and DeadlineExceeded, which a
+// handler returns while its call is alive only when its own outgoing work
+// timed out (ServerFailure alone does not count it: an f built on it adds
+// it); ClientFailure in the client interceptors. f must not be nil.
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -179,6 +181,10 @@ func WithWeightFunc(f func(ctx context.Context, method string) (int, error)) Opt
 // DataLoss. The code is the one gRPC sends for err: a plain error that wraps
 // context.DeadlineExceeded or context.Canceled (a handler's return nil,
 // ctx.Err()) is sent as DeadlineExceeded or Canceled, so it is no failure.
+// The server interceptors' default counts DeadlineExceeded too: they know
+// whether the call's context has ended, and count an error returned after
+// it as Cancelled, so a DeadlineExceeded returned while the call is alive
+// is the handler's own outgoing work timing out, a failure of the server.
 func ServerFailure(err error) bool {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -204,15 +210,5 @@ func ServerFailure(err error) bool {
 // one: an error matching executor.ErrRejected, breaker.ErrOpenState or
 // breaker.ErrTooManyRequests.
 func ClientFailure(err error) bool {
-	if refusedHere(err) {
-		return false
-	}
-	if ServerFailure(err) {
-		return true
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		st = status.FromContextError(err)
-	}
-	return st.Code() == codes.DeadlineExceeded
+	return !refusedHere(err) && handlerFailure(err)
 }

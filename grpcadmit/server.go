@@ -47,11 +47,11 @@ func newAdmitter(ex *executor.Executor, opts []Option, read func(context.Context
 }
 
 // newServerAdmitter is newAdmitter with the server's defaults: the x-tenant
-// incoming metadata key, and ServerFailure.
+// incoming metadata key, and handlerFailure.
 func newServerAdmitter(ex *executor.Executor, opts []Option) *admitter {
 	a := newAdmitter(ex, opts, metadata.ValueFromIncomingContext)
 	if a.failure == nil {
-		a.failure = ServerFailure
+		a.failure = handlerFailure
 	}
 	if a.tenant == nil {
 		a.tenant = fromMetadata(DefaultTenantKey, metadata.ValueFromIncomingContext)
@@ -173,6 +173,25 @@ func (a *admitter) handled(ctx context.Context, err error) error {
 		return errCallEnded
 	}
 	return a.outcome(err)
+}
+
+// handlerFailure is the server interceptors' default failure rule:
+// ServerFailure's codes, and DeadlineExceeded. It sees only the errors a
+// handler returned while its call was alive (handled counts the others
+// Cancelled), so a DeadlineExceeded here is never its caller's: the
+// handler's own outgoing work timed out (a dependency that does not answer
+// in time), or its dependency reported its own. Counted as a success, a
+// hanging dependency, the commonest reason for a breaker, would never open
+// the group's breaker, and would close a half-open one.
+func handlerFailure(err error) bool {
+	if ServerFailure(err) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		st = status.FromContextError(err) // as the server converts it
+	}
+	return st.Code() == codes.DeadlineExceeded
 }
 
 // errCallEnded is the outcome of an incoming call whose handler returned an
