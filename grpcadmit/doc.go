@@ -42,7 +42,9 @@
 //     (httpadmit.ValidTenant's rule), or its weight function failed or gave
 //     a negative weight; a tenant or weight function's error carrying a
 //     gRPC status other than OK is sent with that status instead
-//     (codes.Unauthenticated for a caller without credentials, say);
+//     (codes.Unauthenticated for a caller without credentials, say), and
+//     one matching httpadmit.ErrUnavailable (a lookup it needs is down) as
+//     codes.Unavailable with RetryInfo, its text kept in the server;
 //   - codes.Canceled or codes.DeadlineExceeded: the call's context ended while
 //     it waited. It never reaches the handler and its place is freed at once;
 //   - a rejection handler's own status (executor.WithRejectionHandler): its

@@ -79,7 +79,10 @@ func WithTenantKey(key string) Option {
 // OK, itself or an error it wraps, is sent with that status instead (its
 // code, message and details; no pushback trailer): codes.Unauthenticated
 // for a caller without credentials, codes.Unavailable where the identity
-// could not be looked up. f runs for every call, possibly concurrently. f
+// could not be looked up. An error matching httpadmit.ErrUnavailable, as
+// httpadmit's tenant functions return when the lookup they need is down,
+// is sent as codes.Unavailable with RetryInfo and a pushback, its text
+// kept in the server. f runs for every call, possibly concurrently. f
 // must not be nil.
 func WithTenantFunc(f func(ctx context.Context) (string, error)) Option {
 	return optionFunc(func(c *config) error {

@@ -44,7 +44,7 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 func refusal(err error, retryAfter time.Duration) error {
 	r, msg := adapt.Classify(err)
 	switch r {
-	case adapt.InvalidTenant, adapt.InvalidWeight:
+	case adapt.Unavailable, adapt.InvalidTenant, adapt.InvalidWeight:
 		if st := handlerStatus(err); st != nil && st.Code() != codes.OK {
 			// A tenant or weight function's own answer, a status error
 			// (Unauthenticated for a caller without credentials, say):
@@ -127,7 +127,7 @@ func codeOf(r adapt.Reason) codes.Code {
 		return codes.InvalidArgument
 	case adapt.TooHeavy, adapt.Rejected:
 		return codes.ResourceExhausted
-	case adapt.BreakerOpen, adapt.Shutdown:
+	case adapt.Unavailable, adapt.BreakerOpen, adapt.Shutdown:
 		return codes.Unavailable
 	case adapt.Canceled:
 		return codes.Canceled

@@ -491,3 +491,30 @@ func TestFunctionStatusIsSent(t *testing.T) {
 		})
 	}
 }
+
+// A tenant or weight function's error matching httpadmit.ErrUnavailable
+// (the lookup it needs is down) is the server's failure, as in httpadmit:
+// Unavailable with RetryInfo and a pushback, without the function's text,
+// where a plain error is InvalidArgument, which tells the caller not to
+// retry.
+func TestFunctionUnavailableIsSentUnavailable(t *testing.T) {
+	down := fmt.Errorf("%w: dial 10.0.0.7:5432: connection refused", httpadmit.ErrUnavailable)
+	for name, opt := range map[string]grpcadmit.Option{
+		"tenant": grpcadmit.WithTenantFunc(func(context.Context) (string, error) { return "", down }),
+		"weight": grpcadmit.WithWeightFunc(func(context.Context, string) (int, error) { return 0, down }),
+	} {
+		ex := newExec(t, nil)
+		g := newGate()
+		g.release()
+		cc := dial(t, start(t, g, unary(ex, opt)))
+		var trailer metadata.MD
+		err := cc.Invoke(context.Background(), "/test.Gate/Call", wrapperspb.String("x"), new(wrapperspb.StringValue), grpc.Trailer(&trailer))
+		st := status.Convert(err)
+		if st.Code() != codes.Unavailable || strings.Contains(st.Message(), "10.0.0.7") {
+			t.Errorf("%s: %v, want Unavailable without the function's text", name, err)
+		}
+		if len(st.Details()) != 1 || !slices.Equal(trailer.Get("grpc-retry-pushback-ms"), []string{"1000"}) {
+			t.Errorf("%s: details %v, pushback %q; want RetryInfo and 1000", name, st.Details(), trailer.Get("grpc-retry-pushback-ms"))
+		}
+	}
+}

@@ -34,6 +34,9 @@
 //     (executor.WithGroupBreaker); for an open breaker, Retry-After is the
 //     time it has left before it lets a probe through, when that is longer
 //     than WithRetryAfter's;
+//   - 503 with Retry-After: the tenant or weight function could not read
+//     the request, its error matching ErrUnavailable (a lookup it needs is
+//     down), a failure of the server's;
 //   - 400 Bad Request: the request names an invalid tenant (see ValidTenant
 //     and WithTenantPathSegment), or its weight function failed or gave a
 //     negative weight;

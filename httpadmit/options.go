@@ -115,7 +115,10 @@ func WithTenantContextValue(key any) Option {
 }
 
 // WithTenantFunc reads the tenant with f: "" names no tenant, an error makes
-// the request invalid (400), and a key must pass ValidTenant. f runs for every
+// the request invalid (400), and a key must pass ValidTenant. An error
+// matching ErrUnavailable says that f could not read the tenant through
+// no fault of the request's (a lookup it needs failed): 503 with
+// Retry-After, its text kept in the server. f runs for every
 // request, possibly concurrently. Use it to map keys chosen by clients to a
 // bounded set. The default refusal writer sends the error's text to the
 // client in its 400 answer: keep internal details (a lookup's address, a
@@ -159,9 +162,9 @@ func WithRetryAfter(d time.Duration) Option {
 
 // WithRefusalWriter makes Handler answer the requests it does not pass to
 // next with f instead of the default writer. err is what refused the
-// request: it matches ErrInvalidTenant, executor.ErrRejected (and its causes:
-// executor.ErrShutdown, breaker.ErrOpenState, ...), or is the request
-// context's error. RefusalStatus gives the status the default writer uses.
+// request: it matches ErrInvalidTenant, ErrInvalidWeight, ErrUnavailable,
+// executor.ErrRejected (and its causes: executor.ErrShutdown,
+// breaker.ErrOpenState, ...), or is the request context's error. RefusalStatus gives the status the default writer uses.
 // Transport has no answer to write and ignores it. f must not be nil.
 func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(c *config) error {
@@ -219,7 +222,8 @@ func WithFailureStatus(f func(status int) bool) Option {
 // 0 means 1, as for DoWeighted. An error from f, or a negative weight,
 // makes the request invalid: it never reaches the executor, its error
 // matches ErrInvalidWeight, and Handler answers 400 (Transport returns the
-// error). A weight above a limit the request must pass can never run: the
+// error); an error matching ErrUnavailable, the server's failure, is
+// answered 503 with Retry-After instead, as for WithTenantFunc. A weight above a limit the request must pass can never run: the
 // executor refuses it with executor.ErrTooHeavy, which Handler answers 413
 // without Retry-After, since waiting would not help. The default refusal
 // writer sends the text of f's error to the client in its 400 answer, as

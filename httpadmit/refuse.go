@@ -9,7 +9,8 @@ import (
 )
 
 // RefusalStatus returns the status code the default refusal writer answers
-// err with: 400 for ErrInvalidTenant and ErrInvalidWeight; 413 for a weight
+// err with: 400 for ErrInvalidTenant and ErrInvalidWeight; 503 for
+// ErrUnavailable (a tenant or weight function's lookup failed); 413 for a weight
 // above a limit (executor.ErrTooHeavy); 500 for a limit resolver's invalid
 // value (executor.LimitResolver) or an invalid task (executor.LimitInvalid),
 // the server's misconfiguration; 503 for an open or half-open group
@@ -28,7 +29,7 @@ func statusOf(r adapt.Reason) int {
 		return http.StatusBadRequest
 	case adapt.TooHeavy:
 		return http.StatusRequestEntityTooLarge
-	case adapt.BreakerOpen, adapt.Shutdown, adapt.Canceled, adapt.DeadlineExceeded:
+	case adapt.Unavailable, adapt.BreakerOpen, adapt.Shutdown, adapt.Canceled, adapt.DeadlineExceeded:
 		return http.StatusServiceUnavailable
 	case adapt.Rejected:
 		return http.StatusTooManyRequests
@@ -46,7 +47,8 @@ func retryAfter(d time.Duration) string {
 }
 
 // writeRefusal is the default refusal writer: RefusalStatus's code, a
-// Retry-After on 429 and on 503 for a shutdown or an open breaker, and a
+// Retry-After on 429 and on 503 for a shutdown, an open breaker or a
+// tenant or weight function's ErrUnavailable, and a
 // one-line text body naming the cause. The Retry-After of a refusal by an
 // open group breaker is the time it has left before it lets a probe
 // through, when that is longer than WithRetryAfter's: a client told to come

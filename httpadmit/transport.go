@@ -33,7 +33,8 @@ import (
 // which errors.Is sees through), or the request context's error if it ended
 // while the request waited or by the time it was admitted. A request with
 // an invalid tenant or weight is not sent either; its error matches
-// ErrInvalidTenant or ErrInvalidWeight. A panic in the tenant or weight
+// ErrInvalidTenant or ErrInvalidWeight (or is the function's own, when it
+// matches ErrUnavailable). A panic in the tenant or weight
 // function goes on to RoundTrip's caller, the request's body closed and no
 // slot taken.
 //

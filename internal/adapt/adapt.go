@@ -20,6 +20,7 @@ const MaxTenantLen = 128
 var (
 	ErrInvalidTenant = errors.New("httpadmit: invalid tenant")
 	ErrInvalidWeight = errors.New("httpadmit: invalid weight")
+	ErrUnavailable   = errors.New("httpadmit: the server could not read the request's tenant or weight")
 )
 
 // ValidTenant reports whether s may name a tenant: 1 to MaxTenantLen bytes,
@@ -76,10 +77,11 @@ func trim(s string) string {
 }
 
 // FromFunc returns the tenant a user's tenant function gave: its error makes
-// the request invalid, "" names no tenant, and a key must be valid.
+// the request invalid, unless it matches ErrUnavailable (the server failed,
+// not the request), "" names no tenant, and a key must be valid.
 func FromFunc(key string, err error) (string, error) {
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidTenant, err)
+		return "", funcError(ErrInvalidTenant, err)
 	}
 	if key == "" {
 		return "", nil
@@ -89,16 +91,28 @@ func FromFunc(key string, err error) (string, error) {
 
 // Weight returns the weight a user's weight function gave, as
 // executor.DoWeighted takes it: its error, or a negative weight, makes the
-// request invalid (an error matching ErrInvalidWeight); 0 means 1, as for
-// DoWeighted.
+// request invalid (an error matching ErrInvalidWeight), unless the error
+// matches ErrUnavailable; 0 means 1, as for DoWeighted.
 func Weight(w int, err error) (int, error) {
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("%w: %w", ErrInvalidWeight, err)
+		return 0, funcError(ErrInvalidWeight, err)
 	case w < 0:
 		return 0, fmt.Errorf("%w: %d is negative", ErrInvalidWeight, w)
 	}
 	return max(w, 1), nil
+}
+
+// funcError returns the error of a request whose tenant or weight function
+// returned err: err itself when it matches ErrUnavailable, which says the
+// server failed, so that it does not match invalid too (a refusal writer
+// testing for ErrInvalidTenant would answer 400); else err wrapped in
+// invalid.
+func funcError(invalid, err error) error {
+	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", invalid, err)
 }
 
 // Apply applies opts to c in order, and panics with pkg's name on a nil

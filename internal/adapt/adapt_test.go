@@ -58,6 +58,8 @@ func TestClassify(t *testing.T) {
 		want  adapt.Reason
 		retry bool
 	}{
+		{fmt.Errorf("lookup: %w: dial 10.0.0.1: refused", adapt.ErrUnavailable), adapt.Unavailable, true},
+		{fmt.Errorf("%w: %w", adapt.ErrInvalidTenant, adapt.ErrUnavailable), adapt.Unavailable, true},
 		{fmt.Errorf("%w: x", adapt.ErrInvalidTenant), adapt.InvalidTenant, false},
 		{fmt.Errorf("%w: x", adapt.ErrInvalidWeight), adapt.InvalidWeight, false},
 		{heavy, adapt.TooHeavy, false},

@@ -17,6 +17,7 @@ type Reason int
 // The reasons, in the order Classify tests them.
 const (
 	Unknown          Reason = iota // an error none of the others match
+	Unavailable                    // ErrUnavailable: a tenant or weight function could not read the request, the server's failure
 	InvalidTenant                  // ErrInvalidTenant
 	InvalidWeight                  // ErrInvalidWeight
 	TooHeavy                       // executor.ErrTooHeavy: the weight exceeds a limit, so it can never run
@@ -30,15 +31,22 @@ const (
 
 // Retry reports whether a client may retry a request refused for r later
 // with some chance of success: the adapters then send a retry delay.
-func (r Reason) Retry() bool { return r == BreakerOpen || r == Shutdown || r == Rejected }
+func (r Reason) Retry() bool {
+	return r == Unavailable || r == BreakerOpen || r == Shutdown || r == Rejected
+}
 
 // Classify returns why err stopped a request, and a short message saying it
-// (err's own text for an invalid request, the limit's name for a refusal
+// (err's own text for an invalid request, a fixed one for Unavailable, the limit's name for a refusal
 // and for a misconfiguration). The messages of Canceled, DeadlineExceeded
 // and Unknown are left to the adapter, which knows what to call its request.
 func Classify(err error) (Reason, string) {
 	var re *executor.RejectedError
 	switch {
+	case errors.Is(err, ErrUnavailable):
+		// Tested first: a function's error may wrap it in anything. Its
+		// text (a lookup's address, a database's message) stays in the
+		// server, as an Unknown error's does.
+		return Unavailable, "the request's tenant or weight could not be read"
 	case errors.Is(err, ErrInvalidTenant):
 		return InvalidTenant, err.Error()
 	case errors.Is(err, ErrInvalidWeight):
