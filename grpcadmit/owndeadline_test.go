@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -66,5 +67,40 @@ func TestHandlerOwnDeadlineIsAFailure(t *testing.T) {
 	}
 	if s, _ := exF.GroupStats("f"); s.Failed != 0 || s.Succeeded != 1 {
 		t.Errorf("WithFailure saying no: %d failed, %d succeeded; want 0 and 1", s.Failed, s.Succeeded)
+	}
+}
+
+// pastDeadline is a call's context whose deadline has passed by the clock
+// while its timer has not fired yet, as on a loaded server: Err is nil.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Unix(1, 0), true }
+
+// A handler's error once its call's deadline has passed by the clock counts
+// as Cancelled even before the context's timer fires: on a loaded server,
+// the handler's outgoing call, which carried the caller's deadline, can
+// come back with its dependency's DeadlineExceeded first, and the caller's
+// deadline would count as the server's failure.
+func TestHandlerErrorPastTheDeadlineIsCancelled(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	g := newGate()
+	g.release()
+	g.reply = func(ctx context.Context, in string) error {
+		if ctx.Err() != nil {
+			t.Error("the context ended: the test needs a timer that has not fired")
+		}
+		return status.Error(codes.DeadlineExceeded, "the dependency's deadline")
+	}
+	late := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		return h(pastDeadline{ctx}, req)
+	}
+	cc := dial(t, start(t, g, grpc.ChainUnaryInterceptor(late, grpcadmit.UnaryServerInterceptor(ex))))
+	if _, err := call(context.Background(), cc, "a", "x"); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("call: %v, want the handler's DeadlineExceeded", err)
+	}
+	<-ev.completed
+	if s, _ := ex.GroupStats("a"); s.Failed != 0 || s.Cancelled != 1 {
+		t.Errorf("%d failed, %d cancelled; want 0 and 1", s.Failed, s.Cancelled)
 	}
 }

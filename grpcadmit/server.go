@@ -169,10 +169,24 @@ func (a *admitter) outcome(err error) error {
 // its tenant's breaker with short deadlines. An error wrapping
 // context.Canceled is outcome's to keep, as it is.
 func (a *admitter) handled(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, context.Canceled) && ended(ctx) {
 		return errCallEnded
 	}
 	return a.outcome(err)
+}
+
+// ended reports whether a call's context has ended, or its deadline has
+// passed by the clock though the context's timer has not fired yet. A
+// timer fires late on a loaded server, while the handler's outgoing call,
+// which carried the caller's deadline, may come back first with its
+// dependency's DeadlineExceeded: the caller's deadline all the same, which
+// the default rule (handlerFailure) would count as the server's failure.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // handlerFailure is the server interceptors' default failure rule:
