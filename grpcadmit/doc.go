@@ -86,12 +86,12 @@
 // DataLoss (ServerFailure), and DeadlineExceeded returned while the call is
 // alive, the handler's own outgoing work timing out (a dependency that does
 // not answer in time, which must open the breaker that sheds its calls).
-// An error a handler returns once its call's
-// context has ended (the caller's deadline passed, the caller went away,
-// the executor stopped the call) counts as Cancelled, whatever its code,
-// and WithFailure does not see it: the caller gave up on the call, which
-// must neither open the breaker (a dependency's cancelled call reported as
-// Internal) nor close a half-open one (a probe's DeadlineExceeded). The client interceptors also count
+// An error a handler returns once its call's context has ended (the
+// caller's deadline passed, the caller went away, the executor stopped the
+// call) counts as Cancelled, whatever its code, and WithFailure does not
+// see it: the caller gave up on the call, which must neither open the
+// breaker (a dependency's cancelled call reported as Internal) nor close a
+// half-open one (a probe's DeadlineExceeded). The client interceptors also count
 // DeadlineExceeded (ClientFailure): for a caller, a dependency that does not
 // answer in time has failed. A call that a client interceptor refused in
 // this process (a *RefusalError, whatever its code: a deadline that passed

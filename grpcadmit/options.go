@@ -212,6 +212,17 @@ func ServerFailure(err error) bool {
 // this process, by an interceptor of the caller's own chained after this
 // one: an error matching executor.ErrRejected, breaker.ErrOpenState or
 // breaker.ErrTooManyRequests.
+//
+// The deadline that passes may be one the call inherited: grpc-go carries
+// an incoming call's deadline into the outgoing calls made with its
+// context, so a caller that sends short deadlines makes this process's
+// calls to a dependency time out, and counts against that dependency's
+// breaker, for every tenant. An error alone cannot tell such a deadline
+// from the dependency's slowness (and a dependency that hangs must open
+// the breaker, whoever's deadline it misses). A service that takes
+// deadlines from callers it does not trust gives its outgoing calls a
+// context with a deadline of its own, or refuses a deadline too short to
+// serve before calling out.
 func ClientFailure(err error) bool {
 	return !refusedHere(err) && handlerFailure(err)
 }
