@@ -59,7 +59,7 @@ func Classify(err error) (Reason, string) {
 		// adapters checked: its text is for the server's log.
 		return Misconfigured, "internal error (" + string(re.Limit) + ")"
 	case errors.Is(err, breaker.ErrOpenState), errors.Is(err, breaker.ErrTooManyRequests):
-		return BreakerOpen, "the tenant's circuit breaker is open"
+		return BreakerOpen, "the circuit breaker is open" // a tenant's, or in a client interceptor a dependency's
 	case errors.Is(err, executor.ErrShutdown), errors.Is(err, executor.ErrGroupShutdown):
 		return Shutdown, "shutting down"
 	case errors.As(err, &re):
