@@ -102,6 +102,10 @@ func TestReloadRefusesBadFile(t *testing.T) {
 	}{
 		{"invalid", "backends: [%s]\ntimeouts: {read: 0s}\ntenants: {a: {max_concurrency: 0}}\nlisen: x\n",
 			[]string{"line 4: timeouts.read", "line 5: tenants.a.max_concurrency", "line 6: lisen"}},
+		// max_conns lowered under the client's share it had: refused
+		// naming both, the caps in force kept.
+		{"connections share over the total", "backends: [%s]\nmax_conns: 40\nmax_conns_per_client: 50\n",
+			[]string{"line 5: max_conns_per_client: 50 is more than max_conns (40)"}},
 		{"restart only", "backends: [%s]\nmax_header_bytes: 1000\nlimits: {queue_timeout: 1s}\nhttp2_max_streams: 7\n",
 			[]string{"line 4: max_header_bytes: cannot change without a restart", "line 5: limits.queue_timeout: cannot change",
 				"line 6: http2_max_streams: cannot change"}},
@@ -135,8 +139,8 @@ func TestReloadRefusesBadFile(t *testing.T) {
 	if resp, body := do(t, client(t), http.MethodPost, gw.admin+"/reload", "", nil); resp.StatusCode != 200 || groupLimitOf(gw, "a") != 3 {
 		t.Errorf("POST /reload of a good file: %d %q, limit %d", resp.StatusCode, body, groupLimitOf(gw, "a"))
 	}
-	if got := metric(t, gw.gw.Metrics(), "config_reloads_total", "result", "error"); got != 3 {
-		t.Errorf("config_reloads_total{result=error} = %v, want 3", got)
+	if got := metric(t, gw.gw.Metrics(), "config_reloads_total", "result", "error"); got != 4 {
+		t.Errorf("config_reloads_total{result=error} = %v, want 4", got)
 	}
 }
 

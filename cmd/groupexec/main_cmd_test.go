@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,29 @@ func TestCheckRefusesUnlistenableAddress(t *testing.T) {
 			if code := run(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), tc.key) {
 				t.Errorf("%q %v: exit %d, stdout %q, stderr %q; want 1 and an error naming %s", tc.yaml, args, code, out.String(), errb.String(), tc.key)
 			}
+		}
+	}
+}
+
+// A client's share of the connections larger than the whole is refused at
+// start, naming both keys and values: it would cap nothing, and a file
+// saying so means something else (a max_conns lowered without its share).
+func TestStartRefusesConnectionShareOverTotal(t *testing.T) {
+	// The proxy's address is taken: a gateway that took the file would
+	// fail to listen there, rather than serve until the test times out.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("backends: [http://127.0.0.1:1]\nlisten: "+taken.Addr().String()+"\nadmin: 127.0.0.1:0\n"+
+		"max_conns: 100\nmax_conns_per_client: 200\n"), 0o600)
+	const want = "line 5: max_conns_per_client: 200 is more than max_conns (100)"
+	for _, args := range [][]string{{"gateway", "--config", path, "--check"}, {"gateway", "--config", path}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, out.String(), errb.String(), want)
 		}
 	}
 }

@@ -29,10 +29,11 @@ type Config struct {
 	// (an IPv4 address, an IPv6 /64) holds at once; one more closes the
 	// client's own connection idle the longest, or, with none idle, is
 	// closed as soon as it is accepted. Connections from tenant.trusted_proxies are
-	// not capped: each carries many clients. Default an eighth of
-	// max_conns (rounded up), at least MinDefaultMaxConnsPerClient or
-	// max_conns if fewer: it takes eight addresses to hold every place,
-	// and a NAT holding that many connections is still served.
+	// not capped: each carries many clients. At most max_conns. Default
+	// an eighth of max_conns (rounded up), at least
+	// MinDefaultMaxConnsPerClient or max_conns if fewer: it takes eight
+	// addresses to hold every place, and a NAT holding that many
+	// connections is still served.
 	MaxConnsPerClient int `yaml:"max_conns_per_client"`
 	// AdminMaxConns caps the connections open at once on the admin
 	// address, as max_conns caps the proxy's: at the cap the one idle the

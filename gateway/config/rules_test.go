@@ -71,7 +71,7 @@ func TestMaxConnsPerClientDefault(t *testing.T) {
 		{"max_conns: 100\n", 64},
 		{"max_conns: 10\n", 10},
 		{"max_conns: 10\nmax_conns_per_client: 3\n", 3},
-		{"max_conns_per_client: 20000\n", 20000},
+		{"max_conns_per_client: 10000\n", 10000},
 	} {
 		c, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.keys))
 		if err != nil {
@@ -411,6 +411,14 @@ var refusedValues = []struct {
 	// does not have.
 	{"negative max_conns", "max_conns: -8", `line 2: max_conns: -8 is negative`},
 	{"negative admin_max_conns", "admin_max_conns: -1", `line 2: admin_max_conns: -1 is negative`},
+	// A client's share of the connections cannot be more than the
+	// whole: it would cap nothing max_conns does not.
+	{"connections share over the total", "max_conns: 10\nmax_conns_per_client: 11",
+		`line 3: max_conns_per_client: 11 is more than max_conns (10)`},
+	{"connections share over the default total", "max_conns_per_client: 10001",
+		`line 2: max_conns_per_client: 10001 is more than max_conns (10000)`},
+	{"connections total under the share", "max_conns_per_client: 64\nmax_conns: 63",
+		`line 2: max_conns_per_client: 64 is more than max_conns (63)`},
 	// A client's share of the spool cannot be more than the whole; its
 	// default, derived from a refused total, is no second problem.
 	{"spool share over the total", "body: {spool_max_bytes: 100, spool_max_bytes_per_client: 101}",

@@ -116,6 +116,12 @@ func (c *Config) validate(present func(string) bool) []problem {
 	c.checkTLS(ck)
 	positive(ck, "max_conns", c.MaxConns)
 	positive(ck, "max_conns_per_client", c.MaxConnsPerClient)
+	if c.MaxConns > 0 && c.MaxConnsPerClient > c.MaxConns {
+		// A client's share larger than the whole caps nothing max_conns
+		// does not: the file means something else (a max_conns lowered
+		// without its share), and the gateway would not do it.
+		ck.bad("max_conns_per_client", "%d is more than max_conns (%d)", c.MaxConnsPerClient, c.MaxConns)
+	}
 	positive(ck, "admin_max_conns", c.AdminMaxConns)
 	positive(ck, "http2_max_streams", c.HTTP2MaxStreams)
 	if int64(c.HTTP2MaxStreams) > math.MaxUint32 {
