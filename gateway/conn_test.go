@@ -437,30 +437,34 @@ func TestAdminConnectionsCapFollowsReload(t *testing.T) {
 
 // One client address cannot keep every admin connection busy: it holds an
 // eighth of admin_max_conns at most, a connection over that answered 503
-// and closed, so that a probe from another address is served while it
-// sends its bodies slowly on as many connections as it can open. Capped
-// at admin_max_conns alone, the probe waited in the backlog (for
-// timeouts.read, 1h here, and a liveness probe gives up in a second).
+// and closed, so that a probe from another address is served while the
+// client's requests hold as many connections as it can open (here reloads
+// held up, as under the reload lock behind a slow one). Capped at
+// admin_max_conns alone, the probe waited in the backlog until a
+// connection closed, and a liveness probe gives up in a second.
 func TestAdminSlowClientCannotHoldEveryConnection(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
-	gw := start(t, be.URL, minimal+"admin_max_conns: 8\ntimeouts: {read_header: 1h, read: 1h}\n")
-	const slow = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx"
+	gw, _ := reloadable(t, be.URL, "backends: [%s]\nadmin_max_conns: 8\n")
+	held := make(chan struct{})
+	gateway.OnLimitsSet(gw.gw, func() { <-held })
+	t.Cleanup(func() { close(held) }) // before the gateway is stopped, which waits for the admin handlers
+	const reload = "POST /reload HTTP/1.1\r\nHost: x\r\n\r\n"
 	busy := dialFrom(t, gw.admin, "127.0.0.2")
-	io.WriteString(busy, slow)
-	eventually(t, "the slow request in", func() bool { return gateway.BusyAdminConns(gw.gw) == 1 })
+	io.WriteString(busy, reload)
+	eventually(t, "the reload held", func() bool { return gateway.BusyAdminConns(gw.gw) == 1 })
 	for i := 2; i <= 8; i++ {
 		c := dialFrom(t, gw.admin, "127.0.0.2")
 		c.SetDeadline(time.Now().Add(bound))
-		io.WriteString(c, slow)
+		io.WriteString(c, reload)
 		if resp := readResponse(t, bufio.NewReader(c)); resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
-			t.Fatalf("slow connection %d, over its client's share: %d, want 503 closing", i, resp.StatusCode)
+			t.Fatalf("connection %d, over its client's share: %d, want 503 closing", i, resp.StatusCode)
 		}
 	}
 	probe := dialRaw(t, gw.admin)
 	probe.SetDeadline(time.Now().Add(bound))
 	io.WriteString(probe, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp := readResponse(t, bufio.NewReader(probe)); resp.StatusCode != 200 {
-		t.Fatalf("a probe beside the slow client: %d", resp.StatusCode)
+		t.Fatalf("a probe beside the busy client: %d", resp.StatusCode)
 	}
 }
 
@@ -480,12 +484,13 @@ func wantAdminClosed(t *testing.T, admin, request string) {
 }
 
 // An admin request whose body never comes (its length declared, nothing
-// sent) does not hold its connection for ever: net/http reads an unread
-// body before answering, and the admin server gives that read
-// timeouts.read from the end of the headers, as the proxy does, then answers
-// and closes the connection.
+// sent) does not hold its connection for ever: the answer goes out at once
+// (TestAdminAnswersWithoutWaitingForABody), and what the client sends is
+// then read and dropped for timeouts.read at most (or a second, if
+// shorter), before the connection is closed.
 func TestAdminRequestBodyTimesOut(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gateway.SetAdminBodyLinger(t, time.Hour) // timeouts.read, not the second, ends the wait
 	// The header timeout runs from the server's first read, which may come
 	// before the test, descheduled between its dial and its write, has
 	// sent the headers: it is long enough for them to arrive. The wait for
@@ -500,6 +505,7 @@ func TestAdminRequestBodyTimesOut(t *testing.T) {
 // with.
 func TestAdminRequestBodyTimeoutFollowsReload(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gateway.SetAdminBodyLinger(t, time.Hour) // timeouts.read, not the second, ends the wait
 	// reloadable returns once the admin server runs with the config the
 	// gateway started with: the reload does not reach its server's own
 	// read timeout.
@@ -509,6 +515,41 @@ func TestAdminRequestBodyTimeoutFollowsReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAdminClosed(t, gw.admin, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+}
+
+// No admin endpoint reads a body, and none waits for one: a request
+// declaring a body it never sends (a length, or chunks without their end)
+// is answered at once, and its connection closed after the answer. Had
+// net/http read the unread body before answering, as it does to keep the
+// connection, the answer (a reload applied) would have waited for
+// timeouts.read, an hour here.
+func TestAdminAnswersWithoutWaitingForABody(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw, _ := reloadable(t, be.URL, "backends: [%s]\ntimeouts: {read_header: 2s, read: 1h}\n")
+	for _, tc := range []struct{ name, request, answer string }{
+		{"reload, length", "POST /reload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", "reloaded\n"},
+		{"reload, chunked", "POST /reload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "reloaded\n"},
+		{"reload, part of the body", "POST /reload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{}", "reloaded\n"},
+		{"health, length", "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", "ok\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, gw.admin)
+			c.SetDeadline(time.Now().Add(bound))
+			io.WriteString(c, tc.request)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer within %v: %v", bound, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || string(body) != tc.answer || !resp.Close {
+				t.Errorf("answer %d %q (closing: %v), want 200 %q closing", resp.StatusCode, body, resp.Close, tc.answer)
+			}
+			if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("the admin connection is still open after %v (read: %v)", bound, err)
+			}
+		})
+	}
 }
 
 // An admin client that sends requests and never reads the answers (a large

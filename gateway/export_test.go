@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
+	"time"
 )
 
 // IdleConns returns the number of client connections idle between
@@ -69,4 +70,12 @@ func SpoolClients(g *Gateway) int {
 	g.spooled.mu.Lock()
 	defer g.spooled.mu.Unlock()
 	return len(g.spooled.clients)
+}
+
+// SetAdminBodyLinger sets how long an admin request's unread body is
+// drained after the answer (adminBodyLinger) until the test ends.
+func SetAdminBodyLinger(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := adminBodyLinger
+	adminBodyLinger = d
+	t.Cleanup(func() { adminBodyLinger = old })
 }

@@ -29,6 +29,11 @@ const abortGrace = time.Second
 // scraper each hold a connection or two, from addresses of their own.
 func adminPerClient(maxConns int) int { return (maxConns + 7) / 8 }
 
+// adminBodyLinger bounds how long an admin request's body, which no
+// admin endpoint reads, is read and dropped after the answer before the
+// connection is closed: as long as a refused connection has (refuseLinger).
+var adminBodyLinger = time.Second // a variable for tests
+
 // adminConnsRefusal is the answer to an admin connection over its
 // client's cap (adminPerClient), before it is closed.
 var adminConnsRefusal = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n" +
@@ -142,13 +147,24 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			t := g.state.Load().cfg.Timeouts
 			if r.Body != nil && r.Body != http.NoBody {
-				// The body has timeouts.read as it is now, from the end of
-				// the headers, as a proxied request's has: the server's
-				// ReadTimeout keeps the value it started with, and a
-				// reload would not reach it. Only a request with a body
-				// gets one: for one without, the server is already
-				// reading ahead, and a deadline would cut it.
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(t.Read))
+				// No admin endpoint reads a body. net/http reads one
+				// left unread before it answers, to keep the
+				// connection: a client declaring a body it never sends
+				// would have its answer (a reload already applied) held
+				// for timeouts.read. The connection is closed after the
+				// answer instead, which then goes out at once; what the
+				// client sends meanwhile is read and dropped for
+				// adminBodyLinger at most (timeouts.read if shorter,
+				// as a reload left it: the server's ReadTimeout keeps
+				// the value it started with), so that the close does
+				// not reset the connection under the answer. Only a
+				// request with a body gets a deadline: for one without,
+				// the server is already reading ahead, and a deadline
+				// would cut it.
+				w.Header().Set("Connection", "close")
+				defer func() {
+					_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(min(t.Read, adminBodyLinger)))
+				}()
 			}
 			w = newAdminWriter(w, t.Write)
 			if !adminBusy.enter() {
@@ -163,8 +179,9 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 		// timeout, a request declaring a body it never sends would hold
 		// its connection for ever (net/http reads an unread body before
 		// answering), and without an idle timeout a keep-alive connection
-		// would wait for its next request for ever. The handler moves a
-		// body's deadline to timeouts.read as a reload left it. The
+		// would wait for its next request for ever. The handler answers
+		// a request with a body without waiting for it, and bounds what
+		// is read of it after the answer (adminBodyLinger). The
 		// proxy's limit on writing an answer is adminWriter's: not
 		// WriteTimeout, which runs from the end of the request's headers
 		// and so would count the handler's own work (a readiness probe's
