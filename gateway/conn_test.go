@@ -468,6 +468,32 @@ func TestAdminSlowClientCannotHoldEveryConnection(t *testing.T) {
 	}
 }
 
+// Every process on the gateway's host that reaches the admin address
+// (127.0.0.1 by default) comes from that same address: it tells none of
+// them apart. Capped as one client, they shared an eighth of
+// admin_max_conns, and one of them holding that many connections busy (a
+// scraper's parallel scrapes, a script polling /readyz while the backends
+// are down) had a liveness probe on the same host refused 503 at once. A
+// connection from the address it reached is not capped per client:
+// admin_max_conns caps them all.
+func TestAdminLocalClientsNotCappedAsOne(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
+	gw, _ := reloadable(t, be.URL, "backends: [%s]\nadmin_max_conns: 8\n")
+	held := make(chan struct{})
+	gateway.OnLimitsSet(gw.gw, func() { <-held })
+	t.Cleanup(func() { close(held) }) // before the gateway is stopped, which waits for the admin handlers
+	// From 127.0.0.1, as the probe: the address both reach.
+	busy := dialRaw(t, gw.admin)
+	io.WriteString(busy, "POST /reload HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, "the reload held", func() bool { return gateway.BusyAdminConns(gw.gw) == 1 })
+	probe := dialRaw(t, gw.admin)
+	probe.SetDeadline(time.Now().Add(bound))
+	io.WriteString(probe, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp := readResponse(t, bufio.NewReader(probe)); resp.StatusCode != 200 {
+		t.Fatalf("a local probe beside a local client holding its share of admin_max_conns: %d", resp.StatusCode)
+	}
+}
+
 // wantAdminClosed sends request on a connection of its own to the admin
 // address, reads the answer, and fails the test unless the server then
 // closes the connection within bound.

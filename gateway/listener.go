@@ -39,6 +39,10 @@ type listener struct {
 	perMax  int // max_conns_per_client
 	clients map[netip.Prefix]*clientConns
 	exempt  func(netip.Addr) bool
+	// local exempts, too, a connection from the address it reached: a
+	// client on this host, where every process that does not pick its
+	// own address comes from the same one. Set before the first Accept.
+	local   bool
 	open    int       // connections open, and the place kept for the one Accept waits for
 	pending int       // 1 while Accept waits for a connection in a place kept for it
 	idle    list.List // of *conn, idle the longest first
@@ -94,10 +98,20 @@ func (l *listener) clientOf(nc net.Conn) (client netip.Prefix, ok bool) {
 		return netip.Prefix{}, false
 	}
 	a := ta.AddrPort().Addr().Unmap()
-	if !a.IsValid() || l.exempt(a) {
+	if !a.IsValid() || l.exempt(a) || l.local && fromOwnAddr(nc, a) {
 		return netip.Prefix{}, false
 	}
 	return clientPrefix(a)
+}
+
+// fromOwnAddr reports whether nc, from a, came from the address it
+// reached: a connection from this host's own processes, which the kernel
+// gives that address (127.0.0.1 reaching 127.0.0.1) when they pick none.
+// A client elsewhere cannot pass for one: the answer to its handshake would
+// go to this host, not to it.
+func fromOwnAddr(nc net.Conn, a netip.Addr) bool {
+	la, ok := nc.LocalAddr().(*net.TCPAddr)
+	return ok && la.AddrPort().Addr().Unmap() == a
 }
 
 // clientConns are one client's connections.

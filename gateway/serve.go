@@ -23,6 +23,8 @@ const abortGrace = time.Second
 
 // adminPerClient is the most connections one client address (an IPv6 /64)
 // holds on the admin address: an eighth of admin_max_conns, rounded up.
+// Clients on the gateway's host, which one address cannot tell apart, are
+// not capped by it (listener.local).
 // The cap alone would let one client keep every admin connection busy, its
 // requests' bodies sent slowly or its answers read slowly, while the
 // liveness probe waited in the backlog and timed out; the probes and the
@@ -120,6 +122,13 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	al := newListener(adminLn, cfg.AdminMaxConns, adminPerClient(cfg.AdminMaxConns),
 		func(netip.Addr) bool { return false }, func() {}, func() {})
 	al.answer = adminConnsRefusal
+	// The processes on the gateway's host (a scraper, probes, sidecars)
+	// reach the default admin address, 127.0.0.1, from that address
+	// alike: capped as one client, they would share an eighth of
+	// admin_max_conns, and one of them holding that many busy would have
+	// the others, a liveness probe among them, refused at once.
+	// admin_max_conns caps them.
+	al.local = true
 	g.admins.Store(al)
 	// A reload since cfg was read found no listener to give its caps to:
 	// they are taken again here, under the lock reloads hold, so that

@@ -46,7 +46,9 @@ type Config struct {
 	// rounded up: one more closes the client's own connection idle the
 	// longest, or, with none idle, is answered 503 and closed, so that
 	// one client cannot keep every admin connection busy while the
-	// probes wait. Default DefaultAdminMaxConns.
+	// probes wait. Clients on the gateway's host, which reach the
+	// address from itself and so cannot be told apart, are not capped
+	// so. Default DefaultAdminMaxConns.
 	AdminMaxConns int `yaml:"admin_max_conns"`
 	// HTTP2MaxStreams caps the requests one HTTP/2 connection (over TLS)
 	// carries at once, as its SETTINGS_MAX_CONCURRENT_STREAMS; an HTTP/1
