@@ -22,14 +22,15 @@ const adminDrainTimeout = time.Second
 const abortGrace = time.Second
 
 // adminPerClient is the most connections one client address (an IPv6 /64)
-// holds on the admin address: an eighth of admin_max_conns, rounded up.
+// holds on the admin address: an eighth of admin_max_conns, rounded up
+// (without adding 7 first, which would wrap the largest admin_max_conns
+// the config takes to a negative share). The cap alone would let one
+// client keep every admin connection busy, its answers read slowly, while
+// the liveness probe waited in the backlog and timed out; the probes and
+// the scraper each hold a connection or two, from addresses of their own.
 // Clients on the gateway's host, which one address cannot tell apart, are
 // not capped by it (listener.local).
-// The cap alone would let one client keep every admin connection busy, its
-// requests' bodies sent slowly or its answers read slowly, while the
-// liveness probe waited in the backlog and timed out; the probes and the
-// scraper each hold a connection or two, from addresses of their own.
-func adminPerClient(maxConns int) int { return (maxConns + 7) / 8 }
+func adminPerClient(maxConns int) int { return maxConns/8 + min(maxConns%8, 1) }
 
 // adminBodyLinger bounds how long an admin request's body, which no
 // admin endpoint reads, is read and dropped after the answer before the

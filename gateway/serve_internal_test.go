@@ -85,3 +85,18 @@ func TestSumDurationsSaturates(t *testing.T) {
 		}
 	}
 }
+
+// A client's share of admin_max_conns is an eighth of it, rounded up, for
+// any admin_max_conns the config takes: rounded up by adding 7 first, the
+// largest wrapped to a negative share, under which every client address
+// held one admin connection at most.
+func TestAdminPerClientDoesNotOverflow(t *testing.T) {
+	for _, tc := range []struct{ conns, want int }{
+		{1, 1}, {8, 1}, {9, 2}, {64, 8}, {65, 9},
+		{math.MaxInt, math.MaxInt/8 + 1}, {math.MaxInt - 7, math.MaxInt / 8},
+	} {
+		if got := adminPerClient(tc.conns); got != tc.want {
+			t.Errorf("adminPerClient(%d) = %d, want %d", tc.conns, got, tc.want)
+		}
+	}
+}
