@@ -414,10 +414,20 @@ func mergedOf(v *yaml.Node) []*yaml.Node {
 // nullKeys reports every mapping key in n that is null (null, ~, Null or
 // nothing): the decoder drops such a key and its value without a word,
 // so that "tenants: {null: ...}" would configure no tenant, and an
-// unknown key would go unreported.
+// unknown key would go unreported. It reports every null list item too,
+// which the decoder drops alike: a trusted_proxies list of one address
+// left out (a dash and nothing) would be empty, trusting every address.
 func nullKeys(n *yaml.Node, prefix string, errs *[]*Error) {
 	for i := 0; i < len(n.Content); i++ {
 		c := n.Content[i]
+		if n.Kind == yaml.SequenceNode && c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" {
+			v := c.Value
+			if v == "" {
+				v = "nothing"
+			}
+			*errs = append(*errs, &Error{Line: c.Line, Key: prefix,
+				Reason: fmt.Sprintf("item %d is null (%s), which names nothing: remove it or give it a value", i+1, v)})
+		}
 		if n.Kind != yaml.MappingNode {
 			nullKeys(c, prefix, errs)
 			continue

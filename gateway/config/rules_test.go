@@ -847,6 +847,36 @@ func TestNullKeyRefused(t *testing.T) {
 	}
 }
 
+// A null list item (nothing after its dash, ~, null) is refused, naming
+// the list and the item's line: the decoder drops it without a word, so
+// that a trusted_proxies list whose one address was left out (a template
+// filled with nothing) trusted every address, as an empty list does, and a
+// backend written so was never proxied to.
+func TestNullListItemRefused(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"tenant:\n  trusted_proxies:\n    -\n",
+			`config: line 4: tenant.trusted_proxies: item 1 is null (nothing), which names nothing: remove it or give it a value`},
+		{"tenant: {trusted_proxies: [10.0.0.1, ~]}\n",
+			`config: line 2: tenant.trusted_proxies: item 2 is null (~), which names nothing: remove it or give it a value`},
+		{"backends:\n  - http://a:1\n  - null\n",
+			`config: line 3: backends: item 2 is null (null), which names nothing: remove it or give it a value`},
+	} {
+		yaml := tc.yaml
+		if !strings.HasPrefix(yaml, "backends:") {
+			yaml = "backends: [http://a:1]\n" + yaml
+		}
+		_, err := config.Parse([]byte(yaml))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v; want %s", tc.yaml, err, tc.want)
+		}
+	}
+	// Quoted, it is the empty string, refused as the value it is.
+	_, err := config.Parse([]byte("backends: [http://a:1]\ntenant: {trusted_proxies: [\"~\"]}\n"))
+	if err == nil || !strings.Contains(err.Error(), `line 2: tenant.trusted_proxies: "~" is not a CIDR or an address`) {
+		t.Errorf("a quoted ~: %v", err)
+	}
+}
+
 // A value of the wrong type is refused naming its key and the key's line,
 // wherever the value starts: a block value on the line after its key, an
 // alias's where it is anchored. Nothing else is reported of the key: not
