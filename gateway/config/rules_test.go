@@ -899,3 +899,60 @@ func TestWrongTypeNamesItsKey(t *testing.T) {
 		}
 	}
 }
+
+// Every number and duration of the file, given a negative value, is
+// refused at load with an error on its line naming the key and the value,
+// as duplicate tenants are (the second naming the first).
+func TestNegativeValuesNameKeyAndValue(t *testing.T) {
+	for _, tc := range []struct{ yaml, key, value string }{
+		{"max_conns: -1", "max_conns", "-1"},
+		{"max_conns_per_client: -1", "max_conns_per_client", "-1"},
+		{"admin_max_conns: -1", "admin_max_conns", "-1"},
+		{"http2_max_streams: -1", "http2_max_streams", "-1"},
+		{"max_header_bytes: -1", "max_header_bytes", "-1"},
+		{"drain_delay: -1s", "drain_delay", "-1s"},
+		{"drain_timeout: -1s", "drain_timeout", "-1s"},
+		{"tenant: {max_groups: -1}", "tenant.max_groups", "-1"},
+		{"tenant: {bearer: {leeway: -1s}}", "tenant.bearer.leeway", "-1s"},
+		{"limits: {global_max_in_flight: -1}", "limits.global_max_in_flight", "-1"},
+		{"limits: {max_in_flight_per_group: -1}", "limits.max_in_flight_per_group", "-1"},
+		{"limits: {max_concurrency_per_group: -1}", "limits.max_concurrency_per_group", "-1"},
+		{"limits: {queue_threshold_per_group: -1}", "limits.queue_threshold_per_group", "-1"},
+		{"limits: {global_queue_threshold: -1}", "limits.global_queue_threshold", "-1"},
+		{"limits: {queue_timeout: -1s}", "limits.queue_timeout", "-1s"},
+		{"rate_limit: {rps: -1}", "rate_limit.rps", "-1"},
+		{"rate_limit: {rps: 1, burst: -1}", "rate_limit.burst", "-1"},
+		{"tenants: {vip: {max_concurrency: -1}}", "tenants.vip.max_concurrency", "-1"},
+		{"tenants: {vip: {max_in_flight: -1}}", "tenants.vip.max_in_flight", "-1"},
+		{"tenants: {vip: {queue_threshold: -1}}", "tenants.vip.queue_threshold", "-1"},
+		{"tenants: {vip: {share: -1}}", "tenants.vip.share", "-1"},
+		{"tenants: {vip: {rate_limit: {rps: -1}}}", "tenants.vip.rate_limit.rps", "-1"},
+		{"tenants: {vip: {rate_limit: {rps: 1, burst: -1}}}", "tenants.vip.rate_limit.burst", "-1"},
+		{"breaker: {consecutive_failures: -1}", "breaker.consecutive_failures", "-1"},
+		{"breaker: {timeout: -1s}", "breaker.timeout", "-1s"},
+		{"breaker: {max_timeout: -1s}", "breaker.max_timeout", "-1s"},
+		{"breaker: {max_requests: -1}", "breaker.max_requests", "-1"},
+		{"timeouts: {read_header: -1s}", "timeouts.read_header", "-1s"},
+		{"timeouts: {read: -1s}", "timeouts.read", "-1s"},
+		{"timeouts: {write: -1s}", "timeouts.write", "-1s"},
+		{"timeouts: {idle: -1s}", "timeouts.idle", "-1s"},
+		{"timeouts: {upstream: -1s}", "timeouts.upstream", "-1s"},
+		{"body: {max_bytes: -1}", "body.max_bytes", "-1"},
+		{"body: {max_decoded_bytes: -1}", "body.max_decoded_bytes", "-1"},
+		{"body: {max_ratio: -1}", "body.max_ratio", "-1"},
+		{"body: {buffer_bytes: -1}", "body.buffer_bytes", "-1"},
+		{"body: {spool_max_bytes: -1}", "body.spool_max_bytes", "-1"},
+		{"body: {spool_max_bytes_per_client: -1}", "body.spool_max_bytes_per_client", "-1"},
+		{"response: {buffer_bytes: -1}", "response.buffer_bytes", "-1"},
+		{"tenants:\n  vip: {share: 2}\n  vip: {share: 3}", "tenants.vip", `"vip" already defined at line 3`},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		if err == nil {
+			t.Errorf("%q: accepted", tc.yaml)
+			continue
+		}
+		if msg := err.Error(); strings.Count(msg, "\n") != 0 || !strings.Contains(msg, ": "+tc.key+": ") || !strings.Contains(msg, tc.value) {
+			t.Errorf("%q: %v; want one error naming %s and %s", tc.yaml, err, tc.key, tc.value)
+		}
+	}
+}
