@@ -27,6 +27,11 @@ type rateLimits struct {
 	fixed   map[string]*rate.Limiter     // configured tenants; nil entry: no limit
 	fixedBy map[string]*config.RateLimit // the settings each of fixed was made from
 	lru     *rateLRU                     // unconfigured tenants' buckets, under def
+	// adopt are buckets of tenants the previous state configured and this
+	// one does not, to join lru, which the previous state may share, when
+	// this state is stored (commit): a reload refused after newRateLimits
+	// must leave the shared LRU as it was.
+	adopt map[string]*rate.Limiter
 }
 
 // rateLRU holds the unconfigured tenants' buckets, most recently used first.
@@ -86,11 +91,25 @@ func newRateLimits(cfg *config.Config, prev *rateLimits) *rateLimits {
 		// reads its bucket from fixed, never from the LRU.
 		for name, lim := range prev.fixed {
 			if _, ok := rl.fixed[name]; !ok && sameRate(prev.fixedBy[name], cfg.RateLimit) {
-				rl.lru.put(name, lim)
+				if rl.adopt == nil {
+					rl.adopt = make(map[string]*rate.Limiter)
+				}
+				rl.adopt[name] = lim
 			}
 		}
 	}
 	return rl
+}
+
+// commit puts the buckets newRateLimits took over from the tenants no
+// longer configured among the unconfigured tenants' (adopt). It runs once
+// the reload that made rl can no longer be refused, before its state is
+// stored, so that the first request under it finds them.
+func (rl *rateLimits) commit() {
+	for name, lim := range rl.adopt {
+		rl.lru.put(name, lim)
+	}
+	rl.adopt = nil
 }
 
 // sameRate reports whether a and b make the same bucket.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -38,5 +39,37 @@ func TestRateLimitRefusalsTakeNoTokens(t *testing.T) {
 	}
 	if d, ok := rl.allow("a", now.Add(time.Second)); !ok {
 		t.Errorf("refused a second later, with a wait of %v", d)
+	}
+}
+
+// A reload refused after it has made its buckets leaves the unconfigured
+// tenants' buckets, which it shares with the state in force, as they were:
+// a tenant the refused config no longer configures does not take a place
+// among them (which, the LRU full, would drop another's spent bucket).
+func TestRefusedReloadLeavesTheUnconfiguredBuckets(t *testing.T) {
+	cfg, err := config.Parse([]byte("backends: [http://127.0.0.1:1]\nrate_limit: {rps: 1, burst: 1}\ntenants: {a: {}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	next := *cfg
+	next.Tenants = nil       // a is unconfigured now, under the same rate
+	next.Tenant.Default = "" // no group can be given limits under an empty key
+	if err := g.Reload(&next); err == nil {
+		t.Fatal("a config with an empty default tenant was applied")
+	}
+	if lim := g.state.Load().rates.lru.peek("a"); lim != nil {
+		t.Error("the refused reload put tenant a's bucket among the unconfigured tenants'")
+	}
+	next.Tenant.Default = cfg.Tenant.Default
+	if err := g.Reload(&next); err != nil {
+		t.Fatal(err)
+	}
+	if lim := g.state.Load().rates.lru.peek("a"); lim == nil {
+		t.Error("an applied reload that unconfigures tenant a did not keep its bucket among the unconfigured tenants'")
 	}
 }
