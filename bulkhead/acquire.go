@@ -18,7 +18,7 @@ type waiter struct {
 	ctx      context.Context // the request's: one that has ended is not served (serveLocked)
 	weight   int
 	deadline time.Time   // by the exact clock: a coarse one could time out early
-	timer    clock.Timer // nil if the clock's AfterFunc panicked (afterFuncLocked)
+	timer    clock.Timer // nil until armed, or if the clock's AfterFunc panicked (deliverQueued); w's goroutine's own
 	ready    chan struct{}
 	permit   Permit
 	err      error
@@ -150,7 +150,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 	if b.observed {
 		es = new(events)
 	}
-	b.lock()
+	b.lockNow(nil) // nothing is asked for if Now exits the goroutine
 	// Serve (or time out) the waiters first: they are ahead.
 	blocked := b.dispatchLocked(es)
 	// Under the lock and after the waiters' events, so that logged events
@@ -179,7 +179,6 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		w := &waiter{ctx: ctx, weight: n, deadline: b.nowLocked().Add(b.maxWait), ready: make(chan struct{})}
 		w.node.Value = w
 		b.waiters.PushBack(&w.node)
-		w.timer = b.afterFuncLocked(b.maxWait, func() { b.expire(w) })
 		b.event(es, EventAtCapacity, stamp, 0, "")
 		b.event(es, EventRequestQueued, stamp, 0, "")
 		b.unlock()
@@ -225,7 +224,7 @@ func (b *Bulkhead) refuseCapability() error {
 	if b.observed {
 		es = new(events)
 	}
-	b.lock()
+	b.lockNow(nil)
 	rej := &RejectedError{
 		Err: ErrCapabilityRequired, Capability: b.capability, Limit: b.sem.Limit(), InFlight: b.sem.Used(),
 		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
@@ -245,7 +244,7 @@ func (b *Bulkhead) refuseEnded(err error) {
 		return
 	}
 	es := new(events)
-	b.lock()
+	b.lockNow(nil)
 	b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
 	b.unlock()
 	b.deliver(es)
@@ -256,6 +255,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	done := readCtx(b, w, ctx.Done)
 	select {
 	case <-w.ready:
+		b.stopTimer(w)
 		if w.err != nil {
 			return Permit{}, w.err
 		}
@@ -273,6 +273,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 		}
 	case <-done:
 	}
+	b.stopTimer(w)
 	err := doneErr(b, w, ctx)
 	if b.leave(w, err) {
 		return Permit{}, err
@@ -332,9 +333,36 @@ func (b *Bulkhead) unwind(w *waiter, r any) {
 	if !b.leave(w, err) && w.err == nil {
 		b.giveBack(w.permit, err)
 	}
+	b.stopTimer(w)
 	if r != nil {
 		panic(r)
 	}
+}
+
+// stopTimer stops w's timer, if armed, once w has left the queue or is
+// about to, on the goroutine of w's request (its only user), holding
+// nothing: a clock given to WithClock is user code (read). A Stop that
+// panics counts as done: a timer that fires after all finds its waiter gone
+// and does nothing. One that exits the goroutine ends the request as a
+// context that does (unwind): w leaves the queue, or its permit goes back.
+func (b *Bulkhead) stopTimer(w *waiter) {
+	t := w.timer
+	if t == nil {
+		return
+	}
+	w.timer = nil // stopped once, even if Stop exits the goroutine (unwind)
+	if b.realClk {
+		t.Stop()
+		return
+	}
+	returned := false
+	defer func() {
+		if !returned && recover() == nil {
+			b.unwind(w, nil)
+		}
+	}()
+	t.Stop()
+	returned = true
 }
 
 // leave takes w, whose request gives up with err, out of the queue, and
@@ -345,22 +373,26 @@ func (b *Bulkhead) leave(w *waiter, err error) bool {
 	if b.observed {
 		es = new(events)
 	}
-	b.lock()
-	if !w.node.InList() {
-		b.unlock()
-		return false
+	left := false
+	leave := func() {
+		if w.node.InList() {
+			b.giveUpLocked(w, err, b.stamp(), es)
+			b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
+			left = true
+		}
 	}
-	b.giveUpLocked(w, err, b.stamp(), es)
-	b.dispatchLocked(es) // a heavy head leaving may let lighter ones in
+	b.lockNow(leave) // w leaves even if Now exits the goroutine
+	leave()
 	b.unlock()
-	b.deliver(es)
-	return true
+	if left {
+		b.deliver(es)
+	}
+	return left
 }
 
 // giveUpLocked takes w, whose request gives up with err, out of the queue.
 func (b *Bulkhead) giveUpLocked(w *waiter, err error, stamp int64, es *events) {
 	b.waiters.Remove(&w.node)
-	stopTimer(w.timer)
 	w.err = err
 	close(w.ready)
 	b.event(es, EventRequestRejected, stamp, 0, detailOf(err))
@@ -382,7 +414,7 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 	}()
 	if b.observed {
 		es := new(events)
-		b.lock()
+		b.lockNow(nil) // the deferred release still runs if Now exits the goroutine
 		b.event(es, EventRequestRejected, b.stamp(), p.id, detailOf(err))
 		b.unlock()
 		b.deliver(es)
@@ -414,11 +446,14 @@ func (b *Bulkhead) deliverIssued(es *events, p Permit) {
 	delivered = true
 }
 
-// deliverQueued delivers es, the events of queueing w, on the goroutine of
-// the acquire that w is for. A listener that exits that goroutine
-// (runtime.Goexit) ends the acquire before it waits: w leaves the queue, or,
-// if it was granted meanwhile, its permit is released, so that no one
-// holds it for good.
+// deliverQueued arms w's maximum-wait timer and delivers es, the events of
+// queueing w, on the goroutine of the acquire that w is for. The timer is
+// armed holding nothing, as the clock is read (read): if AfterFunc panics,
+// w has no timer, and times out when a later call finds it past its
+// maximum wait (expireLocked). An AfterFunc or a listener that exits the
+// goroutine (runtime.Goexit) ends the acquire before it waits: w leaves the
+// queue, or, if it was granted meanwhile, its permit is released, so that
+// no one holds it for good.
 func (b *Bulkhead) deliverQueued(es *events, w *waiter) {
 	delivered := false
 	defer func() {
@@ -426,8 +461,23 @@ func (b *Bulkhead) deliverQueued(es *events, w *waiter) {
 			b.abandon(w)
 		}
 	}()
+	w.timer = b.afterFunc(b.maxWait, func() { b.expire(w) })
 	b.deliver(es)
 	delivered = true
+}
+
+// afterFunc arms a timer of the clock, or returns nil if its AfterFunc
+// panics.
+func (b *Bulkhead) afterFunc(d time.Duration, f func()) (t clock.Timer) {
+	if b.realClk {
+		return b.clk.AfterFunc(d, f)
+	}
+	defer func() {
+		if recover() != nil {
+			t = nil
+		}
+	}()
+	return b.clk.AfterFunc(d, f)
 }
 
 // abandon ends w for an acquire whose goroutine exited before it waited.
@@ -435,6 +485,7 @@ func (b *Bulkhead) abandon(w *waiter) {
 	if !b.leave(w, ErrGoexit) && w.err == nil {
 		b.giveBack(w.permit, ErrGoexit)
 	}
+	b.stopTimer(w)
 }
 
 // expire is w's maximum-wait timer.
@@ -443,18 +494,20 @@ func (b *Bulkhead) expire(w *waiter) {
 	if b.observed {
 		es = new(events)
 	}
-	b.lock()
-	if w.node.InList() {
-		b.timeOutLocked(w, es)
+	timeOut := func() {
+		if w.node.InList() {
+			b.timeOutLocked(w, es)
+		}
+		b.dispatchLocked(es) // w leaving may let lighter waiters behind it in
 	}
-	b.dispatchLocked(es) // w leaving may let lighter waiters behind it in
+	b.lockNow(timeOut) // w times out even if Now exits the goroutine
+	timeOut()
 	b.unlock()
 	b.deliver(es)
 }
 
 func (b *Bulkhead) timeOutLocked(w *waiter, es *events) {
 	b.waiters.Remove(&w.node)
-	stopTimer(w.timer)
 	w.err = &RejectedError{
 		Err: ErrQueueTimeout, Limit: b.sem.Limit(), InFlight: b.sem.Used(), Weight: w.weight,
 		QueueDepth: b.waiters.Len(), MaxDepth: b.maxDepth, MaxWait: b.maxWait,
@@ -514,7 +567,6 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 			return true
 		}
 		b.waiters.Remove(&w.node)
-		stopTimer(w.timer)
 		w.permit = b.issueLocked(w.weight, stamp, es)
 		close(w.ready)
 	}
@@ -523,7 +575,7 @@ func (b *Bulkhead) serveLocked(es *events) (blocked bool) {
 
 // endedLocked returns the error of w's context, read under the mutex (lock)
 // by serveLocked. A context is the caller's code: a panic going on up from
-// here would leave the mutex held (nowLocked), on the goroutine of whoever
+// here would leave the mutex held (read), on the goroutine of whoever
 // serves the queue. So a panic reads as a context that has not ended; the
 // waiter's own goroutine, holding nothing, looks at its context again as it
 // wakes. A context that exits the goroutine (runtime.Goexit) cannot be
@@ -603,19 +655,25 @@ func (b *Bulkhead) releaseSlow(p Permit) error {
 		return nil
 	}
 	es := new(events) // observed
-	b.lock()
-	ok, drained := b.releaseLocked(p)
+	ok := false
+	release := func() {
+		var drained bool
+		if ok, drained = b.releaseLocked(p); !ok {
+			return
+		}
+		stamp := b.stamp()
+		b.event(es, EventPermitReleased, stamp, p.id, "")
+		if drained {
+			b.event(es, EventDrainComplete, stamp, 0, "")
+		}
+		b.dispatchLocked(es)
+	}
+	b.lockNow(release) // p comes back even if Now exits the goroutine
+	release()
+	b.unlock()
 	if !ok {
-		b.unlock()
 		return &PermitError{p.id}
 	}
-	stamp := b.stamp()
-	b.event(es, EventPermitReleased, stamp, p.id, "")
-	if drained {
-		b.event(es, EventDrainComplete, stamp, 0, "")
-	}
-	b.dispatchLocked(es)
-	b.unlock()
 	b.deliver(es)
 	return nil
 }
@@ -624,10 +682,12 @@ func (b *Bulkhead) releaseSlow(p Permit) error {
 // leaves to it: serve the waiters its permits made room for; lock ends a
 // drain it completed.
 func (b *Bulkhead) settle() {
-	b.lock()
-	b.dispatchLocked(nil)
+	b.lockNow(b.settleLocked) // waiters are served even if Now exits the goroutine
+	b.settleLocked()
 	b.unlock()
 }
+
+func (b *Bulkhead) settleLocked() { b.dispatchLocked(nil) }
 
 // event records an event if anyone observes them.
 func (b *Bulkhead) event(es *events, code string, stamp int64, id uint64, detail string) {

@@ -43,6 +43,7 @@ type Bulkhead struct {
 	coarse     *coarse.Clock // stamps permits when clk is the real clock and nothing is observed
 	base       time.Time     // stamps are nanoseconds after base, unless coarse
 	latest     atomic.Int64  // the latest stamp read from clk, unless coarse (advance)
+	now        int64         // a clock given to WithClock: the stamp of what is done under mu (lockNow)
 	target     time.Duration
 	ring       *eventRing
 	listener   Listener
@@ -80,12 +81,18 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 	return b, nil
 }
 
-// stamp reads the clock for a permit or an event. Under the mutex.
+// stamp reads the clock for a permit or an event. Under the mutex. The
+// real clock, which never panics nor exits the goroutine, is read there;
+// a clock given to WithClock was read before the mutex was taken
+// (lockNow), and stamp is that reading.
 func (b *Bulkhead) stamp() int64 {
 	if b.coarse != nil {
 		return b.coarse.Offset()
 	}
-	return int64(b.nowLocked().Sub(b.base))
+	if b.realClk {
+		return int64(b.clk.Now().Sub(b.base))
+	}
+	return b.now
 }
 
 // exactStamp reads the clock for a permit on the lock-free fast path, where
@@ -111,51 +118,61 @@ func (b *Bulkhead) advance(stamp int64) int64 {
 	}
 }
 
-// nowLocked reads the clock under the mutex. A clock given to WithClock is
-// user code: a panic going on up from here would leave the mutex held, and
-// every later call blocked for good. So a panic is recovered and the latest
-// reading stands: to the bulkhead, time stands still while Now panics, as
-// while it reads earlier than before (advance). The real clock is read
-// directly: a deferred recover per event of an observed bulkhead would buy
-// nothing.
+// nowLocked is stamp as a time. Under the mutex.
 func (b *Bulkhead) nowLocked() time.Time {
 	if b.realClk {
 		return b.clk.Now()
 	}
-	return b.nowInjectedLocked()
+	return b.at(b.now)
 }
 
-// nowInjectedLocked is nowLocked for a clock given to WithClock.
-func (b *Bulkhead) nowInjectedLocked() (now time.Time) {
+// read reads a clock given to WithClock for an operation about to take the
+// mutex, holding nothing, and returns the reading as a stamp, for lockNow
+// to advance under the mutex. A clock given to WithClock is user code: read
+// under the mutex, a panic going on up from it would leave the mutex held,
+// and every later call blocked for good, and so would runtime.Goexit,
+// which cannot be stopped. A Now that panics reads as the latest reading:
+// to the bulkhead, time stands still while Now panics, as while it reads
+// earlier than before (advance). One that exits the goroutine does so
+// holding nothing (lockNow).
+func (b *Bulkhead) read() (stamp int64) {
 	defer func() {
 		if recover() != nil {
-			now = b.base.Add(time.Duration(b.latest.Load()))
+			stamp = b.latest.Load()
 		}
 	}()
-	return b.base.Add(time.Duration(b.advance(int64(b.clk.Now().Sub(b.base)))))
+	return int64(b.clk.Now().Sub(b.base))
 }
 
-// afterFuncLocked arms a timer of the clock under the mutex, or returns nil
-// if its AfterFunc panics, for nowLocked's reason. A waiter without a timer
-// times out when a later call finds it past its maximum wait
-// (expireLocked).
-func (b *Bulkhead) afterFuncLocked(d time.Duration, f func()) (t clock.Timer) {
-	defer func() {
-		if recover() != nil {
-			t = nil
-		}
-	}()
-	return b.clk.AfterFunc(d, f)
-}
-
-// stopTimer stops t, if armed, ignoring a panic, for nowLocked's reason: a
-// timer that fires after all finds its waiter gone and does nothing.
-func stopTimer(t clock.Timer) {
-	if t == nil {
+// lockNow is lock for an operation that stamps what it does (stamp,
+// nowLocked): it reads a clock given to WithClock first (read), outside
+// the mutex. If Now exits the goroutine (runtime.Goexit), the goroutine
+// exits holding nothing, the operation not begun, unless finish is not
+// nil: finish is the operation under the mutex, which must not be left
+// undone (a release, a waiter leaving the queue or timing out, waiters
+// served after a release), and it runs as the goroutine exits, under the
+// mutex and at the latest reading, as if Now had panicked. (The listener
+// does not hear its events; the event log keeps them.)
+func (b *Bulkhead) lockNow(finish func()) {
+	if b.realClk {
+		b.lock()
 		return
 	}
-	defer func() { _ = recover() }()
-	t.Stop()
+	stamped := false
+	if finish != nil {
+		defer func() {
+			if !stamped {
+				b.lock()
+				b.now = b.latest.Load()
+				finish()
+				b.unlock()
+			}
+		}()
+	}
+	stamp := b.read()
+	stamped = true
+	b.lock()
+	b.now = b.advance(stamp)
 }
 
 // at turns a stamp back into a time.
@@ -182,7 +199,7 @@ func (b *Bulkhead) SetLimit(n int) error {
 	if b.observed {
 		es = new(events)
 	}
-	b.lock()
+	b.lockNow(nil) // the limit is left as it was if Now exits the goroutine
 	old := b.sem.Limit()
 	if n == old {
 		b.unlock()

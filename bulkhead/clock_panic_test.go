@@ -32,9 +32,9 @@ func (c *brokenClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return c.Fake.AfterFunc(d, f)
 }
 
-// A clock given to WithClock is read, and its timers armed, under the
-// bulkhead's mutex: a panic there must not leave the mutex held, or every
-// later call would block for good. Time stands still while Now panics, and
+// A clock given to WithClock is read ahead of the bulkhead's mutex, and its
+// timers armed by the waiters: a panic there must not leave the mutex held,
+// or every later call would block for good. Time stands still while Now panics, and
 // a waiter whose timer could not be armed times out when a later call finds
 // it past its maximum wait.
 func TestPanickingClockLeavesNoLockHeld(t *testing.T) {

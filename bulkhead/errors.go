@@ -130,6 +130,7 @@ func (e *PanicError) Unwrap() error {
 }
 
 // ErrGoexit is the Result.Err of a Submit whose function called
-// runtime.Goexit, and the error of a queued Acquire whose context's Err
+// runtime.Goexit (or whose clock's Now did as the run was timed, before the
+// function ran), and the error of a queued Acquire whose context's Err
 // exited the goroutine that served the queue.
 var ErrGoexit = &Error{"RB_ERR_GOEXIT", "bulkhead: function called runtime.Goexit"}

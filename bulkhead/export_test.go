@@ -142,8 +142,8 @@ func HoldMutex(b *Bulkhead) (unlock func()) {
 // coarse clock when there is one. The second result reports whether it is
 // coarse.
 func (b *Bulkhead) StampNow() (time.Time, bool) {
-	b.mu.Lock() // stamp reads an exact clock under the mutex
-	defer b.mu.Unlock()
+	b.lockNow(nil) // stamp reads an exact clock under the mutex
+	defer b.unlock()
 	return b.at(b.stamp()), b.coarse != nil
 }
 

@@ -44,7 +44,14 @@ func (b *Bulkhead) RecordLatency(d time.Duration) {
 	b.latency.add(d)
 	if b.observed {
 		es := new(events)
+		var stamp int64
+		if !b.realClk {
+			stamp = b.read() // holding nothing (read)
+		}
 		b.mu.Lock()
+		if !b.realClk {
+			b.now = b.advance(stamp)
+		}
 		b.record(es, Event{Code: EventLatencyReport, Time: b.at(b.stamp()), Latency: d})
 		b.mu.Unlock()
 		b.deliver(es)

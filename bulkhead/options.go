@@ -152,18 +152,30 @@ func isNilListener(l Listener) bool {
 // a nil pointer (a nil *clock.Fake), function, map, slice or channel, whose
 // Now would panic (or block for good). Default: clock.Real.
 //
-// The bulkhead reads the clock, and arms and stops its timers, under its
-// mutex: a panic in the clock's methods is recovered there, so that the
-// mutex is not left held. A Now that panics reads as the latest time it
-// gave there: to the bulkhead, time stands still (no wait expires) until it
-// answers again. A clock set back reads the same way, as the latest time it
-// gave, until it catches up: event and permit times never go back, and a
-// latency the clock would make negative (a run it saw end before it began)
-// counts as 0. A waiter whose timer AfterFunc fails to arm times out when
-// a later call finds it past its maximum wait; a Stop that panics counts as
-// done. Submit's goroutine times each run: a run whose timing Now panics
-// records no latency. New and a lock-free TryAcquire read the clock
-// holding nothing: a panic there goes on up to their caller.
+// The clock is user code: the bulkhead calls it holding nothing (it reads
+// the clock before it takes its mutex, and a waiter arms and stops its own
+// timer), so that no panic or runtime.Goexit in it leaves the mutex held.
+// A Now that panics reads as the latest time it gave: to the bulkhead, time
+// stands still (no wait expires) until it answers again. A clock set back
+// reads the same way, as the latest time it gave, until it catches up:
+// event and permit times never go back, and a latency the clock would make
+// negative (a run it saw end before it began) counts as 0. A waiter whose
+// timer AfterFunc fails to arm times out when a later call finds it past
+// its maximum wait; a Stop that panics counts as done. Submit's goroutine
+// times each run: a run whose timing Now panics records no latency. New
+// and a lock-free TryAcquire read the clock with no recover: a panic there
+// goes on up to their caller.
+//
+// A method that exits its goroutine (runtime.Goexit, which cannot be
+// stopped) ends the call it was made for, and leaves the bulkhead whole:
+// an acquire, a refusal or a SetLimit is not made; a Release, a waiter
+// leaving the queue or timing out, and the serving of waiters after a
+// release are done all the same, at the latest time read, as the
+// goroutine exits (the listener does not hear their events; the event log
+// keeps them); a queued Acquire whose AfterFunc or Stop exits ends as one
+// whose context does (its place or its permit goes back); and a Submit
+// whose run's Now exits fails with ErrGoexit without running its
+// function.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(b *Bulkhead) error {
 		if c == nil {

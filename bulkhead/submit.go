@@ -107,13 +107,15 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 		h.cancel(context.Canceled)
 		return
 	}
-	start, timed := h.b.readClock()
+	var start time.Time
+	timed := false
 	returned := false
 	var res Result[T]
 	// In a deferred call of its own, so that the handle completes, and fn's
-	// context ends, even if a listener told of the latency exits the
-	// goroutine (runtime.Goexit, which notify cannot recover). If a Cancel
-	// completed the handle, it ends the context.
+	// context ends, even if a listener told of the latency, or the clock as
+	// the run is timed, exits the goroutine (runtime.Goexit, which notify
+	// and readClock cannot recover). If a Cancel completed the handle, it
+	// ends the context.
 	defer func() { h.complete(res, context.Canceled) }()
 	defer func() {
 		if !returned {
@@ -126,6 +128,9 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 			h.b.recordRun(start, timed)
 		}
 	}()
+	// After the deferred calls: a clock whose Now exits the goroutine
+	// fails the run with ErrGoexit before fn runs, and the handle completes.
+	start, timed = h.b.readClock()
 	v, err := fn(ctx)
 	returned = true
 	res = Result[T]{Status: outcome.Classify(err), Value: v, Err: err}
@@ -161,10 +166,14 @@ func (b *Bulkhead) readInjectedClock() (t time.Time, ok bool) {
 }
 
 // recordRun records the latency of a run that began at start. A run the
-// clock could not time (timed false: Now panicked at its start; or at its
-// end) records none.
+// clock could not time (timed false: Now panicked, or exited the
+// goroutine, at its start; or ok false: it panicked at its end) records
+// none, and one not timed at its start reads no clock at its end.
 func (b *Bulkhead) recordRun(start time.Time, timed bool) {
-	if end, ok := b.readClock(); timed && ok {
+	if !timed {
+		return
+	}
+	if end, ok := b.readClock(); ok {
 		b.RecordLatency(end.Sub(start))
 	}
 }
