@@ -86,7 +86,7 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 	if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {
 		return b.fastPermit(s, hi, l, n, stamp), nil
 	}
-	return b.tryContended(ctx, n, wait, stamp)
+	return b.tryContended(ctx, n, wait)
 }
 
 // tryContended is try after a lost swap: the word changed since try read
@@ -96,7 +96,14 @@ func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
 // trading the line back and forth on every operation, is what makes the
 // parallel case fast (state.go). Lock-free, not wait-free: one acquire may
 // lose again and again while others succeed.
-func (b *Bulkhead) tryContended(ctx context.Context, n int, wait bool, stamp int64) (Permit, error) {
+//
+// Each try reads the clock again, between its reading of the state word
+// and its swap, as try does: a swap that succeeds finds the word as it read
+// it, so every permit with a smaller ID was issued, and stamped, before
+// that reading, and IssuedAt follows the IDs (the clocks never go back to
+// the bulkhead: coarse, advance). The reading taken before a lost swap may
+// be older than a permit issued since, with a smaller ID.
+func (b *Bulkhead) tryContended(ctx context.Context, n int, wait bool) (Permit, error) {
 	h := b.hot
 	for {
 		if h.state.Load()&slowFlag != 0 {
@@ -107,6 +114,12 @@ func (b *Bulkhead) tryContended(ctx context.Context, n int, wait bool, stamp int
 		l := h.limit.Load()
 		if !fastFits(s, l, n) {
 			return b.acquire(ctx, n, wait)
+		}
+		var stamp int64
+		if c := b.coarse; c != nil {
+			stamp = c.Offset()
+		} else {
+			stamp = b.exactStamp()
 		}
 		hi := h.hi.Load()
 		if h.state.CompareAndSwap(s, s+seqOne+uint64(n)) {

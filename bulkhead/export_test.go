@@ -173,3 +173,11 @@ func Locked(b *Bulkhead) bool {
 	}
 	return true
 }
+
+// AcquireAfterLostSwap is TryAcquire(context.Background(), 1) on a
+// bulkhead without a capability gate or observer, as it goes on after it
+// lost its first swap of the state word (tryContended): permits may have
+// been issued since it first read the clock.
+func AcquireAfterLostSwap(b *Bulkhead) (Permit, error) {
+	return b.tryContended(context.Background(), 1, false)
+}

@@ -24,10 +24,12 @@ type Permit struct {
 
 // ID returns the permit's ID: unique per bulkhead, and increasing in the
 // order permits were issued (not consecutive: each SetLimit that changes
-// the limit consumes one). Zero for the zero Permit.
+// the limit consumes one), as IssuedAt is non-decreasing: a permit with a
+// greater ID was not issued earlier. Zero for the zero Permit.
 func (p Permit) ID() uint64 { return p.id }
 
-// IssuedAt returns when the permit was issued, by the bulkhead's clock. With
+// IssuedAt returns when the permit was issued, by the bulkhead's clock,
+// never before the IssuedAt of a permit with a smaller ID (ID). With
 // the real clock and no listener or event log it is a coarse reading, a few
 // milliseconds early at most (two refresh periods of 1 ms, plus however late
 // the refresh timer runs on a loaded machine): reading the clock exactly
