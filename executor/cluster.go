@@ -60,7 +60,10 @@ type LimiterPermit interface {
 	// example when the permit's lease was lost). It returns the context Fn
 	// runs with: ctx, or one derived from it that carries values only. If
 	// Bind panics, the task completes Failed with a *PanicError without
-	// running Fn, and its permits are released.
+	// running Fn, and its permits are released. The run contexts do not
+	// pass a lookup of a key of the module's internal/taskvalue on to the
+	// context the task was submitted with: a value bound under one is seen
+	// by its task alone, not by a task given the task's context.
 	Bind(ctx context.Context, cancel context.CancelCauseFunc) context.Context
 	// Release gives the permit back. It is called once, under an
 	// executor lock, after Fn has returned: it must not block, nor call

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/groupexec/groupexec/internal/taskvalue"
 	"github.com/groupexec/groupexec/outcome"
 )
 
@@ -264,8 +265,9 @@ type runCtx job
 
 func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
-// Value is the parent's, except once its group's stop has cancelled the
-// context: context.Cause finds a standard context's cause through Value,
+// Value is the parent's, except for a key of a value that belongs to one
+// task (taskvalue), which it does not ask the parent for (parentCtx.Value),
+// and once its group's stop has cancelled the context: context.Cause finds a standard context's cause through Value,
 // with a key of its own, so it then asks the stop's cancelled context
 // first, which answers that key only. context.Cause then reports the
 // stop's cause, as for a context derived with context.WithCancelCause.
@@ -273,6 +275,9 @@ func (c *runCtx) Value(key any) any {
 	j := (*job)(c)
 	if isGroupKey(key) {
 		return j.g
+	}
+	if taskvalue.Is(key) {
+		return nil // the parent's would be another task's (parentCtx.Value)
 	}
 	if s := j.stopOf(); s != nil {
 		if v := s.ctx.Value(key); v != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/groupexec/groupexec/internal/taskvalue"
 )
 
 // doCtx is the run context of a Do call, unless its context is
@@ -90,9 +92,10 @@ func (c *doCtx) Value(key any) any {
 		c.exit()
 		return v
 	}
-	if isGroupKey(key) {
+	if isGroupKey(key) || taskvalue.Is(key) {
 		// The task, which knew the group, may serve another call now; the
-		// parent must not answer for it (an enclosing task's group).
+		// parent must not answer for it (an enclosing task's group, or
+		// its cluster permits: parentCtx.Value).
 		return nil
 	}
 	if c.parent.Err() == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/groupexec/groupexec/internal/taskvalue"
 )
 
 // GroupFromContext returns the group that the work given ctx was submitted
@@ -54,7 +56,9 @@ func isGroupKey(key any) bool {
 // parentCtx is a task's Submit (or Do) context, as the parent of the
 // standard context its Fn runs with (runContext): the same context, but
 // for the key of GroupFromContext, which it answers with the task's group,
-// since a standard context asks its parent for every value. It is the task
+// since a standard context asks its parent for every value, and for the
+// keys of values that belong to one task (taskvalue), which it does not
+// pass on. It is the task
 // itself, so that it costs no allocation; its parent is set once, before
 // the task runs.
 type parentCtx job
@@ -66,6 +70,12 @@ func (c *parentCtx) Err() error                  { return c.parent.Err() }
 func (c *parentCtx) Value(key any) any {
 	if isGroupKey(key) {
 		return c.g
+	}
+	if taskvalue.Is(key) {
+		// A value that belongs to one task (a cluster permit's) is bound
+		// above the task's run context: one found through Submit's context
+		// is another task's, whose context this task was given.
+		return nil
 	}
 	return c.parent.Value(key)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/groupexec/groupexec/internal/taskvalue"
 )
 
 // What a task can learn about its permits, to guard what it writes.
@@ -19,7 +21,12 @@ import (
 // write: a pause can fall between them. Fencing closes it at the
 // downstream, which refuses a write whose slot was leased again since.
 
-type boundKey struct{}
+// boundKey is the key of a task's bound permits: a key of a value that
+// belongs to one task, which the executor's run contexts do not look up in
+// the context their task was submitted with. A task given another task's
+// context (a subtask, or work detached from the task's cancellation) with
+// no permit of its own then finds none, rather than the other task's.
+var boundKey = taskvalue.New("redislimit: a task's bound permits")
 
 // bound is a permit bound to a task's context; outer is the one bound
 // before it for the same task (the global permit, under a group one).
@@ -35,7 +42,7 @@ type boundCtx struct {
 }
 
 func (c *boundCtx) Value(key any) any {
-	if key == (boundKey{}) {
+	if key == any(boundKey) {
 		return &c.b
 	}
 	return c.Context.Value(key)
@@ -59,10 +66,12 @@ type Fence struct {
 
 // Fencing returns the task's fence: that of its group permit when it has
 // one from a group limiter, else its global permit's. It returns false
-// outside a task run under a cluster permit, and on a fallback permit
-// (FailOpen), which has no lease.
+// outside a task run under a cluster permit (a task given such a task's
+// context, with no permit of its own, is outside one: it never sees
+// another task's permits), and on a fallback permit (FailOpen), which has
+// no lease.
 func Fencing(ctx context.Context) (Fence, bool) {
-	b, _ := ctx.Value(boundKey{}).(*bound)
+	b, _ := ctx.Value(boundKey).(*bound)
 	if b == nil || b.p.l == nil {
 		return Fence{}, false
 	}
@@ -93,8 +102,8 @@ func FencingToken(ctx context.Context) (int64, bool) {
 // time a paused process spent stopped. Call it right before a write that
 // the cluster limit must guard: it is false after such a pause even before
 // the loss has cancelled ctx. It is false outside a task run under a
-// cluster permit, and on a fallback permit (FailOpen), which the cluster
-// limit does not guard.
+// cluster permit (as Fencing), and on a fallback permit (FailOpen), which
+// the cluster limit does not guard.
 func Valid(ctx context.Context) bool {
 	_, ok := ValidUntil(ctx)
 	return ok
@@ -106,7 +115,7 @@ func Valid(ctx context.Context) bool {
 // with it (context.WithDeadline), so that the write is abandoned when the
 // lease may be lost. It takes no lock.
 func ValidUntil(ctx context.Context) (time.Time, bool) {
-	b, _ := ctx.Value(boundKey{}).(*bound)
+	b, _ := ctx.Value(boundKey).(*bound)
 	if b == nil {
 		return time.Time{}, false
 	}

@@ -218,3 +218,83 @@ func TestSubtaskSeesOnlyItsOwnPermits(t *testing.T) {
 		t.Fatal("Valid is false in a running task whose leases are live: it read its parent's permits, given back")
 	}
 }
+
+// A task with no cluster permit of its own (run by an executor without a
+// cluster limiter) that was given the context of a task with permits,
+// as it is or detached from its cancellation, finds those permits among
+// its context's values. They are not its own: Valid, ValidUntil and
+// Fencing must answer for it as outside any task run under a cluster
+// permit, even while the task whose permits they are runs.
+func TestTaskWithoutPermitsSeesNoOtherTasks(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr)
+	ex := newExec(t, nil, h.Groups(1), h.Global(1))
+	plain := newExec(t, nil, nil, nil) // no cluster limiter
+	type seen struct {
+		valid, until, fenced bool
+	}
+	look := func(ctx context.Context) seen {
+		_, until := redislimit.ValidUntil(ctx)
+		_, fenced := redislimit.Fencing(ctx)
+		return seen{redislimit.Valid(ctx), until, fenced}
+	}
+	for _, tc := range []struct {
+		name  string
+		run   func(ctx context.Context, fn func(context.Context)) error // runs fn as a task of plain
+		ctxOf func(ctx context.Context) context.Context
+	}{
+		{"Submit with the context", submitTo(plain), func(ctx context.Context) context.Context { return ctx }},
+		{"Submit detached", submitTo(plain), context.WithoutCancel},
+		{"Do with the context", doIn(plain), func(ctx context.Context) context.Context { return ctx }},
+		{"Do detached", doIn(plain), context.WithoutCancel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var own, child seen
+			hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: func(ctx context.Context) (int, error) {
+				own = look(ctx)
+				// The task's permits are held while the other runs.
+				return 0, tc.run(tc.ctxOf(ctx), func(ctx context.Context) { child = look(ctx) })
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := hd.Wait(ctxTimeout(t, 30*time.Second)); err != nil || r.Status != executor.Success {
+				t.Fatalf("task: %v %v %v", r.Status, r.Err, err)
+			}
+			if own != (seen{true, true, true}) {
+				t.Fatalf("the task with permits sees %+v of its own, want all true", own)
+			}
+			if child != (seen{}) {
+				t.Fatalf("a task without permits sees the other task's: Valid, ValidUntil, Fencing = %+v, want all false", child)
+			}
+		})
+	}
+}
+
+// submitTo runs fn as a task of ex submitted with ctx, and waits for it.
+func submitTo(ex *executor.Executor) func(ctx context.Context, fn func(context.Context)) error {
+	return func(ctx context.Context, fn func(context.Context)) error {
+		hd, err := executor.Submit(ex, ctx, executor.Task[int]{Group: "a", Fn: func(ctx context.Context) (int, error) {
+			fn(ctx)
+			return 0, nil
+		}})
+		if err != nil {
+			return err
+		}
+		r, err := hd.Wait(bg)
+		if err == nil {
+			err = r.Err
+		}
+		return err
+	}
+}
+
+// doIn runs fn with ex.Do, given ctx.
+func doIn(ex *executor.Executor) func(ctx context.Context, fn func(context.Context)) error {
+	return func(ctx context.Context, fn func(context.Context)) error {
+		return ex.Do(ctx, "a", func(ctx context.Context) error {
+			fn(ctx)
+			return nil
+		})
+	}
+}
