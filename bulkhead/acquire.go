@@ -343,10 +343,13 @@ func (b *Bulkhead) unwind(w *waiter, r any) {
 	if r != nil {
 		err = fmt.Errorf("bulkhead: the context panicked: %v", r)
 	}
+	// The timer first: a Stop that exits the goroutine ends w itself
+	// (stopTimer), and w ended here before it would give its permit back
+	// a second time.
+	b.stopTimer(w)
 	if !b.leave(w, err) && w.err == nil {
 		b.giveBack(w.permit, err)
 	}
-	b.stopTimer(w)
 	if r != nil {
 		panic(r)
 	}
@@ -495,10 +498,10 @@ func (b *Bulkhead) afterFunc(d time.Duration, f func()) (t clock.Timer) {
 
 // abandon ends w for an acquire whose goroutine exited before it waited.
 func (b *Bulkhead) abandon(w *waiter) {
+	b.stopTimer(w) // first, as in unwind
 	if !b.leave(w, ErrGoexit) && w.err == nil {
 		b.giveBack(w.permit, ErrGoexit)
 	}
-	b.stopTimer(w)
 }
 
 // expire is w's maximum-wait timer.

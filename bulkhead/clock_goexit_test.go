@@ -219,3 +219,63 @@ func TestClockTimerExitingTheGoroutine(t *testing.T) {
 		whole(t, b, 0)                           // the permit issued to it went back
 	})
 }
+
+// A Stop that exits the goroutine while an acquire is already ending
+// (its listener exited the goroutine, or its context's Done panicked, after
+// the waiter was granted) must not give the permit back a second time: the
+// second release finds it no longer out and panics.
+func TestClockStopExitingAsAnAcquireEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(*doneBomb) // what ends the acquire, once its waiter is granted
+	}{
+		{"listener exits", func(*doneBomb) { runtime.Goexit() }},
+		{"context panics", func(ctx *doneBomb) { ctx.armed.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newExitingClock()
+			ctx := &doneBomb{Context: bg}
+			var b *bulkhead.Bulkhead
+			var held bulkhead.Permit
+			var queued atomic.Bool
+			b = newBH(t, 1, bulkhead.WithClock(c), bulkhead.WithQueue(1, time.Hour),
+				bulkhead.WithListener(bulkhead.ListenerFunc(func(e bulkhead.Event) {
+					if e.Code == bulkhead.EventRequestQueued && queued.CompareAndSwap(false, true) {
+						_ = b.Release(held) // grants the waiter before it waits
+						c.stop.Store(true)  // for the stop of its timer as it ends
+						tc.end(ctx)
+					}
+				})))
+			held = acquire(t, b, 1)
+			done := make(chan any, 1)
+			go func() {
+				var r any
+				defer func() { done <- r }()
+				defer func() { r = recover() }()
+				_, _ = b.Acquire(ctx, 1)
+			}()
+			select {
+			case r := <-done:
+				if r != nil {
+					t.Fatalf("the acquire's goroutine panicked: %v", r)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the goroutine did not end")
+			}
+			whole(t, b, 0) // the permit granted to the waiter went back, once
+		})
+	}
+}
+
+// doneBomb is a context whose Done panics once armed.
+type doneBomb struct {
+	context.Context
+	armed atomic.Bool
+}
+
+func (c *doneBomb) Done() <-chan struct{} {
+	if c.armed.Load() {
+		panic("Done")
+	}
+	return c.Context.Done()
+}
