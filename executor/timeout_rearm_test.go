@@ -1,0 +1,54 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// A queue timeout's timer that fires for a head that has left the queue
+// re-arms for the task now at its head at that task's deadline, also when
+// the firing read the time before that task joined the queue and took the
+// group's lock after: the reading it acts on is never earlier than one the
+// executor has already made (the task's submission), or the task would
+// time out late by the difference.
+func TestQueueTimeoutRearmsAtTheHeadsDeadline(t *testing.T) {
+	clk := &pausingClock{Fake: fakeClock(), paused: make(chan struct{}), resume: make(chan struct{})}
+	const timeout = 25 * time.Millisecond
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(timeout)}, executor.WithClock(clk))
+	first, second := newGate(), newGate()
+	defer first.open()
+	defer second.open()
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: first.fn("a")})
+	first.waitStarted(t, 1)
+	submit(t, ex, executor.Task[string]{Group: "g", Fn: second.fn("b")}) // the head: a timer for 25ms
+	first.open()
+	second.waitStarted(t, 1) // b left the queue; its timer stays armed
+
+	clk.armed.Store(true)
+	if n := clk.Advance(timeout); n != 1 {
+		t.Fatalf("b's deadline started %d timers, want its timer", n)
+	}
+	recv(t, clk.paused, "the timer's reading of the time") // it has read 25ms, and waits
+	clk.Advance(10 * time.Millisecond)
+	var ran atomic.Bool
+	c := submit(t, ex, executor.Task[int]{Group: "g", ID: "c", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
+	close(clk.resume)
+	await(t, "the timer re-armed for c", func() bool { return clk.Pending() == 1 })
+
+	if n := clk.Advance(timeout); n != 1 {
+		t.Fatalf("c's deadline, %v after it joined the queue, started %d timers, want one", timeout, n)
+	}
+	r := wait(t, c)
+	if r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrQueueTimeout) || r.Queued != timeout {
+		t.Errorf("c = %+v, want Rejected with ErrQueueTimeout after %v", r, timeout)
+	}
+	if ran.Load() {
+		t.Error("c ran")
+	}
+}
