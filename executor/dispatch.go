@@ -213,7 +213,7 @@ func (ex *Executor) dispatchLocked(b *batch) {
 			if now-j.submitted >= ex.timeout {
 				ex.removeWaitingLocked(g, j, Rejected)
 				b.expired.add(j)
-				ex.armLocked(g, now)
+				ex.armLocked(g, ex.since()) // now may be from before g's lock
 				ex.endLocked(g, b)
 				g.mu.Unlock()
 				continue

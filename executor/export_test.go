@@ -264,6 +264,10 @@ func SetHookMarked(f func()) { testHookMarked = f }
 // removes it.
 func SetHookQueued(f func()) { testHookQueued = f }
 
+// SetHookExpiring sets the function a queue timeout's timer calls as it
+// fires, before it locks its group; nil removes it.
+func SetHookExpiring(f func()) { testHookExpiring = f }
+
 // SetHookDropped sets the function called with a group's key when its
 // state is dropped, once it has left the index, under its mutex; nil
 // removes it.

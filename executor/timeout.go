@@ -15,7 +15,9 @@ import (
 // started just re-arms.
 
 // armLocked arms g's timer for its head, if a timeout is set and none is
-// armed. now is the current time since the epoch.
+// armed. now is the current time since the epoch, read under g's mutex:
+// a reading taken before the head joined the queue (it joined between the
+// reading and the lock) would arm the timer late by the time between.
 func (ex *Executor) armLocked(g *group, now time.Duration) {
 	if ex.timeout <= 0 || g.timer != nil || ex.stateNow() == closed {
 		return
@@ -56,13 +58,16 @@ func stopTimer(t clock.Timer) {
 // identifies the timer that fired: a timer stopped too late (it had fired,
 // its call not yet run) finds another armed in its place and does nothing.
 func (ex *Executor) expire(g *group, seq uint64) {
-	now := ex.since()
+	if testHookExpiring != nil {
+		testHookExpiring()
+	}
 	var b batch
 	g.mu.Lock()
 	if seq != g.timerSeq || g.timer == nil {
 		g.mu.Unlock()
 		return
 	}
+	now := ex.since() // under the lock: no task queued since is ahead of it (armLocked)
 	g.timer = nil
 	if ex.stateNow() == closed {
 		g.mu.Unlock()
@@ -75,3 +80,7 @@ func (ex *Executor) expire(g *group, seq uint64) {
 	ex.armLocked(g, now)
 	ex.unlock(g, &b)
 }
+
+// testHookExpiring, when set by a test, runs as a queue timeout's timer
+// fires, before it locks its group.
+var testHookExpiring func()

@@ -13,12 +13,13 @@ import (
 
 // A queue timeout's timer that fires for a head that has left the queue
 // re-arms for the task now at its head at that task's deadline, also when
-// the firing read the time before that task joined the queue and took the
-// group's lock after: the reading it acts on is never earlier than one the
-// executor has already made (the task's submission), or the task would
-// time out late by the difference.
+// the task joined the queue (time having passed) between the timer's
+// firing and its locking the group: a timer that armed the next one from
+// the time it read as it fired had the task time out late by the time
+// that passed before it took the lock (a preempted goroutine, a contended
+// lock; the time a test's fake clock moved meanwhile).
 func TestQueueTimeoutRearmsAtTheHeadsDeadline(t *testing.T) {
-	clk := &pausingClock{Fake: fakeClock(), paused: make(chan struct{}), resume: make(chan struct{})}
+	clk := fakeClock()
 	const timeout = 25 * time.Millisecond
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithQueueTimeout(timeout)}, executor.WithClock(clk))
 	first, second := newGate(), newGate()
@@ -30,15 +31,18 @@ func TestQueueTimeoutRearmsAtTheHeadsDeadline(t *testing.T) {
 	first.open()
 	second.waitStarted(t, 1) // b left the queue; its timer stays armed
 
-	clk.armed.Store(true)
+	firing, resume := make(chan struct{}), make(chan struct{})
+	executor.SetHookExpiring(func() { close(firing); <-resume })
+	t.Cleanup(func() { executor.SetHookExpiring(nil) })
 	if n := clk.Advance(timeout); n != 1 {
 		t.Fatalf("b's deadline started %d timers, want its timer", n)
 	}
-	recv(t, clk.paused, "the timer's reading of the time") // it has read 25ms, and waits
+	recv(t, firing, "b's timer firing") // it waits before locking the group
 	clk.Advance(10 * time.Millisecond)
 	var ran atomic.Bool
 	c := submit(t, ex, executor.Task[int]{Group: "g", ID: "c", Fn: func(context.Context) (int, error) { ran.Store(true); return 0, nil }})
-	close(clk.resume)
+	executor.SetHookExpiring(nil)
+	close(resume)
 	await(t, "the timer re-armed for c", func() bool { return clk.Pending() == 1 })
 
 	if n := clk.Advance(timeout); n != 1 {
