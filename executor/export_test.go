@@ -264,9 +264,15 @@ func SetHookMarked(f func()) { testHookMarked = f }
 // removes it.
 func SetHookQueued(f func()) { testHookQueued = f }
 
-// SetHookExpiring sets the function a queue timeout's timer calls as it
-// fires, before it locks its group; nil removes it.
-func SetHookExpiring(f func()) { testHookExpiring = f }
+// SetHookExpiring sets the function a queue timeout's timer calls with
+// its executor as it fires, before it locks its group; nil removes it.
+func SetHookExpiring(f func(*Executor)) {
+	if f == nil {
+		testHookExpiring.Store(nil)
+		return
+	}
+	testHookExpiring.Store(&f)
+}
 
 // SetHookDropped sets the function called with a group's key when its
 // state is dropped, once it has left the index, under its mutex; nil

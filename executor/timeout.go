@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -58,8 +59,8 @@ func stopTimer(t clock.Timer) {
 // identifies the timer that fired: a timer stopped too late (it had fired,
 // its call not yet run) finds another armed in its place and does nothing.
 func (ex *Executor) expire(g *group, seq uint64) {
-	if testHookExpiring != nil {
-		testHookExpiring()
+	if h := testHookExpiring.Load(); h != nil {
+		(*h)(ex)
 	}
 	var b batch
 	g.mu.Lock()
@@ -82,5 +83,6 @@ func (ex *Executor) expire(g *group, seq uint64) {
 }
 
 // testHookExpiring, when set by a test, runs as a queue timeout's timer
-// fires, before it locks its group.
-var testHookExpiring func()
+// of any executor fires, before it locks its group. Atomic: timers of
+// executors of earlier tests may still fire as a test sets it.
+var testHookExpiring atomic.Pointer[func(*Executor)]

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,7 +33,12 @@ func TestQueueTimeoutRearmsAtTheHeadsDeadline(t *testing.T) {
 	second.waitStarted(t, 1) // b left the queue; its timer stays armed
 
 	firing, resume := make(chan struct{}), make(chan struct{})
-	executor.SetHookExpiring(func() { close(firing); <-resume })
+	var once sync.Once
+	executor.SetHookExpiring(func(e *executor.Executor) {
+		if e == ex {
+			once.Do(func() { close(firing); <-resume })
+		}
+	})
 	t.Cleanup(func() { executor.SetHookExpiring(nil) })
 	if n := clk.Advance(timeout); n != 1 {
 		t.Fatalf("b's deadline started %d timers, want its timer", n)
