@@ -345,3 +345,8 @@ func (ex *Executor) FinishIdle(group string) (dropped, done bool) {
 	ex.afterUnlock(&b)
 	return dropped, done
 }
+
+// GlobalWaiters returns the number of groups registered as waiting for
+// global room (the dispatcher's ready list): a task counted Waiting in
+// Stats is there only once its group has been placed, a moment later.
+func GlobalWaiters(ex *Executor) int { return int(ex.global.waiters.Load()) }
