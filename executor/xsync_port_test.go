@@ -376,51 +376,60 @@ func TestXsyncWeightedPanic(t *testing.T) {
 	})
 }
 
-// TestXsyncWeightedTryAcquire: on a size of 2 with 1 held, a TryAcquire of
-// 1 succeeds and the next fails; once both are released one succeeds
-// again, and with the other held the next fails.
+// xsyncTries runs x/sync's sequence of tries on a semaphore of size 2:
+// with 1 held, a try of 1 succeeds and the next fails; once both are
+// released one succeeds again, and with the other held the next fails.
+// try takes 1 permit if it can, keeping it with keep, and reports whether
+// it did.
+func xsyncTries(t *testing.T, s *xsyncSem, try func(keep func(*xsyncPermit)) bool) {
+	t.Helper()
+	var held []*xsyncPermit
+	keep := func(p *xsyncPermit) { held = append(held, p) }
+	hold := func() {
+		t.Helper()
+		p, err := s.acquire(t, bg, s.group(0), 1)
+		if err != nil {
+			t.Fatalf("acquire of 1 with room: %v", err)
+		}
+		keep(p)
+	}
+	freeAll := func() {
+		for _, p := range held {
+			p.free(t)
+		}
+		held = held[:0]
+	}
+	defer freeAll()
+
+	hold()
+	tries := []bool{try(keep), try(keep)}
+	freeAll() // Release(2)
+	tries = append(tries, try(keep))
+	hold()
+	tries = append(tries, try(keep))
+
+	want := []bool{true, false, true, false}
+	for i := range tries {
+		if tries[i] != want[i] {
+			t.Errorf("tries[%d]: got %t, want %t", i, tries[i], want[i])
+		}
+	}
+}
+
+// TestXsyncWeightedTryAcquire: x/sync's sequence of tries (xsyncTries),
+// each a TryAcquire, refused by the limit that lets nothing wait.
 func TestXsyncWeightedTryAcquire(t *testing.T) {
 	xsyncEach(t, []xsyncPlace{xsyncGlobalNoWait, xsyncGroupNoWait, xsyncBulkhead}, 2, func(t *testing.T, s *xsyncSem) {
-		var held []*xsyncPermit
-		hold := func() {
-			t.Helper()
-			p, err := s.acquire(t, bg, s.group(0), 1)
-			if err != nil {
-				t.Fatalf("acquire of 1 with room: %v", err)
-			}
-			held = append(held, p)
-		}
-		try := func() bool {
+		xsyncTries(t, s, func(keep func(*xsyncPermit)) bool {
 			t.Helper()
 			p, err := s.acquire(t, bg, s.try, 1)
 			if err != nil {
 				wantRefusedBy(t, err, s.refusal)
 				return false
 			}
-			held = append(held, p)
+			keep(p)
 			return true
-		}
-		freeAll := func() {
-			for _, p := range held {
-				p.free(t)
-			}
-			held = held[:0]
-		}
-		defer freeAll()
-
-		hold()
-		tries := []bool{try(), try()}
-		freeAll() // Release(2)
-		tries = append(tries, try())
-		hold()
-		tries = append(tries, try())
-
-		want := []bool{true, false, true, false}
-		for i := range tries {
-			if tries[i] != want[i] {
-				t.Errorf("tries[%d]: got %t, want %t", i, tries[i], want[i])
-			}
-		}
+		})
 	})
 }
 
@@ -428,23 +437,14 @@ func TestXsyncWeightedTryAcquire(t *testing.T) {
 // wait, and give up once they wait: x/sync's give up after 10 ms.
 func TestXsyncWeightedAcquire(t *testing.T) {
 	xsyncEach(t, []xsyncPlace{xsyncGlobal, xsyncGroup}, 2, func(t *testing.T, s *xsyncSem) {
-		var held []*xsyncPermit
-		hold := func() {
-			t.Helper()
-			p, err := s.acquire(t, bg, s.group(0), 1)
-			if err != nil {
-				t.Fatalf("acquire of 1 with room: %v", err)
-			}
-			held = append(held, p)
-		}
-		tryAcquire := func() bool {
+		xsyncTries(t, s, func(keep func(*xsyncPermit)) bool {
 			t.Helper()
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
 			p := s.start(t, ctx, s.group(1), 1)
 			await(t, "the acquire ran or waited", func() bool { return p.isRunning() || s.waiting() == 1 })
 			if p.isRunning() {
-				held = append(held, p)
+				keep(p)
 				return true
 			}
 			cancel() // nothing is released meanwhile: it cannot have started
@@ -452,28 +452,7 @@ func TestXsyncWeightedAcquire(t *testing.T) {
 				t.Errorf("acquire given up while waiting: %v, want context.Canceled", err)
 			}
 			return false
-		}
-		freeAll := func() {
-			for _, p := range held {
-				p.free(t)
-			}
-			held = held[:0]
-		}
-		defer freeAll()
-
-		hold()
-		tries := []bool{tryAcquire(), tryAcquire()}
-		freeAll() // Release(2)
-		tries = append(tries, tryAcquire())
-		hold()
-		tries = append(tries, tryAcquire())
-
-		want := []bool{true, false, true, false}
-		for i := range tries {
-			if tries[i] != want[i] {
-				t.Errorf("tries[%d]: got %t, want %t", i, tries[i], want[i])
-			}
-		}
+		})
 	})
 }
 
