@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"testing"
@@ -110,20 +109,7 @@ func TestRetryAfterOfATinyRate(t *testing.T) {
 func TestRetryAfterLeavesUpgradesOut(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_000_000, 0))
 	g := newGate()
-	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") == "" {
-			g.ServeHTTP(w, r)
-			return
-		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
-		brw.Flush()
-		io.Copy(conn, brw)
-	})
+	be := backend(t, switchOnUpgrade(g.ServeHTTP))
 	gw := start(t, be.URL, minimal+"limits: {max_concurrency_per_group: 1, max_in_flight_per_group: 1}\n",
 		gateway.WithClock(clk))
 	c := client(t)

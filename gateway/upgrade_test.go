@@ -335,9 +335,18 @@ func TestUpgradeHalfClosePassedOn(t *testing.T) {
 // upgrade to "test" and echoes what follows, and answers any other with
 // the text plain gives. It returns its URL.
 func switchingBackend(t *testing.T, plain func(*http.Request) string) string {
-	return backend(t, func(w http.ResponseWriter, r *http.Request) {
+	return backend(t, switchOnUpgrade(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, plain(r))
+	})).URL
+}
+
+// switchOnUpgrade is a backend's handler that switches a request asking
+// for an upgrade to "test" and echoes what follows, and serves any other
+// with plain.
+func switchOnUpgrade(plain http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") == "" {
-			io.WriteString(w, plain(r))
+			plain(w, r)
 			return
 		}
 		conn, brw, err := http.NewResponseController(w).Hijack()
@@ -348,7 +357,7 @@ func switchingBackend(t *testing.T, plain func(*http.Request) string) string {
 		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
 		brw.Flush()
 		io.Copy(conn, brw)
-	}).URL
+	}
 }
 
 // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 7.8: a server MUST
