@@ -72,7 +72,11 @@
 // Transport's error matching executor.ErrRejected, an open breaker's
 // breaker.ErrOpenState) calls MarkRefused: the request then counts as
 // Cancelled, not as a failure by WithFailureStatus, so a refusal downstream
-// cannot trip the inbound group's breaker.
+// cannot trip the inbound group's breaker. A Handler without
+// WithFailureStatus passes next the server's writer unwrapped, where no
+// mark can reach it, and counts the request a Success, as every request
+// next returns from: give it WithFailureStatus(func(int) bool { return
+// false }) to have refusals counted as Cancelled.
 //
 // Tenant keys come from requests, so they are chosen by clients: a key is
 // accepted only if ValidTenant says so, and every distinct key is a group in

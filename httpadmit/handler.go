@@ -132,9 +132,10 @@ func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
 	h.refuse(w, r, err)
 }
 
-// MarkRefused tells every Handler whose next is answering with w that the
-// request was refused, not served: each counts it as Cancelled, whatever
-// status is written, neither a failure nor a success of its group. Judged
+// MarkRefused tells every Handler with WithFailureStatus whose next is
+// answering with w that the request was refused, not served: each counts
+// it as Cancelled, whatever status is written, neither a failure nor a
+// success of its group. Judged
 // by WithFailureStatus, the 503 a handler answers because a dependency
 // refused it (an error matching executor.ErrRejected from a Transport, which
 // http.Client wraps in a *url.Error, or from the executor's Do; an open
@@ -147,9 +148,18 @@ func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
 // It finds the Handlers' writers in w and in the writers w wraps, through
 // an Unwrap() http.ResponseWriter method (as http.ResponseController
 // does): a middleware wrapping the writer between Handler and the call
-// must have one. It does nothing on a writer no Handler made, nor on a
-// Handler's without WithFailureStatus, where no status counts as a
-// failure. Call it before next returns.
+// must have one. Call it before next returns. It does nothing on a writer
+// no Handler made, and a Handler without WithFailureStatus makes none: it
+// passes next the server's writer as it is, so that a next type-asserting
+// http.Hijacker or http.CloseNotifier finds them, at no cost per request.
+// Such a Handler counts the request as it counts every one next returns
+// from, a Success, in Stats, the listener and the group's circuit breaker,
+// where a half-open breaker's probe that a dependency refused closes the
+// breaker; it counts an inner Handler's refusal (above) as a Success too.
+// To have refusals counted as Cancelled with no status counted as a
+// failure, pass WithFailureStatus a function that returns false:
+//
+//	httpadmit.WithFailureStatus(func(int) bool { return false })
 func MarkRefused(w http.ResponseWriter) {
 	for {
 		if sw, ok := w.(*statusWriter); ok {
