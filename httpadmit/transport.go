@@ -77,7 +77,10 @@ import (
 // a second Close undefined, but net/http's bodies, io.NopCloser's and an
 // *os.File's (os.ErrClosed, dropped) take it. Telling whether base closed
 // it would take wrapping every request's body, which would hide its type
-// from base and from net/http, which sends an *os.File with sendfile; a
+// from base and from net/http, which sends an *os.File with sendfile, and
+// the headers of a request whose body is in memory (a *bytes.Reader, a
+// *strings.Reader) in one packet with the body, flushing them on their
+// own for any other type: every POST would cost a packet more. A
 // body whose second Close does harm (one that returns its buffer to a
 // pool) makes its Close idempotent where base may panic. When a rejection
 // handler ran base on a goroutine of its own (Rejection.RunInCaller), a
