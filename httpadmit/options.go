@@ -82,6 +82,14 @@ func WithTenantHost() Option {
 // tenant (400): the mux would route "/t/ac%2Fme/x" to "/t/{tenant}/x" as
 // tenant "ac/me", and a handler splitting the decoded path would see "ac",
 // so no key would be the tenant every reader sees.
+//
+// Dot segments and repeated slashes are read as sent too, not cleaned:
+// "/t/acme/../globex/x" is admitted as "acme", "/t//acme/x" in the
+// default group. http.ServeMux serves no such path: it redirects the
+// client to the clean one ("/t/globex/x"), which is admitted as its own
+// tenant. A router that cleans the path and serves it at once would serve
+// globex's route admitted as acme; behind such a router, read the tenant
+// from the cleaned path with WithTenantFunc. The query is never read.
 func WithTenantPathSegment(i int) Option {
 	return optionFunc(func(c *config) error {
 		if i < 0 {
@@ -124,6 +132,15 @@ func WithTenantContextValue(key any) Option {
 // client in its 400 answer: keep internal details (a lookup's address, a
 // database's message) out of it, or answer with WithRefusalWriter, which
 // gets the error. f must not be nil.
+//
+// f runs before the request is admitted. One that reads a form value
+// (r.FormValue, r.ParseForm) reads the body then, up to 10 MB at the
+// client's pace, outside every limit, and takes the key from the query or
+// the body, wherever the client put it. One that reads a credential must
+// read the one the server's authentication checks: a key taken from
+// Authorization, where the authentication also accepts an access_token
+// query parameter, is the client's choice. Read the tenant the
+// authentication verified (WithTenantContextValue).
 func WithTenantFunc(f func(r *http.Request) (string, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
@@ -227,7 +244,10 @@ func WithFailureStatus(f func(status int) bool) Option {
 // executor refuses it with executor.ErrTooHeavy, which Handler answers 413
 // without Retry-After, since waiting would not help. The default refusal
 // writer sends the text of f's error to the client in its 400 answer, as
-// for WithTenantFunc. f must not be nil.
+// for WithTenantFunc. f must not be nil. f reads the request as sent: a
+// method override honoured behind Handler (a _method form field or an
+// X-HTTP-Method-Override header turning a POST into a DELETE) serves a
+// method other than the r.Method f weighed.
 func WithWeightFunc(f func(r *http.Request) (int, error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {
