@@ -360,10 +360,13 @@ func (s *stream) Context() context.Context { return s.ctx }
 
 // RecvMsg receives as the stream does, keeping its error: a goroutine of
 // the handler may still receive as the handler returns, hence the atomic.
+// The error kept is a copy made on the error's path: the address of err
+// itself would move err to the heap, an allocation for every message.
 func (s *stream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
 	if err != nil && err != io.EOF {
-		s.recvErr.Store(&err)
+		kept := err
+		s.recvErr.Store(&kept)
 	}
 	return err
 }
