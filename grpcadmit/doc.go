@@ -121,7 +121,12 @@
 // too, and WithFailure does not see it: gRPC reports a message the caller
 // sent that does not decode, or a server-streaming call sent without its
 // request, as codes.Internal, the caller's doing, by which any caller
-// could otherwise open its tenant's breaker. A panic in a handler
+// could otherwise open its tenant's breaker. So does one that returns the
+// codes.Unavailable its stream's SendMsg or SendHeader gave: gRPC's
+// transport, closing as its client closes the connection (or as the
+// server stops), fails the stream's sends so a moment before it ends the
+// stream's context, and any caller could open its tenant's breaker by
+// opening streams and closing its connection. A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
 // does). A runtime.Goexit in a handler (client-side, an invoker) that a

@@ -136,7 +136,9 @@ func WithRetryAfter(d time.Duration) Option {
 // process of its own outgoing work (a client interceptor's *RefusalError,
 // executor.ErrRejected, breaker.ErrOpenState or ErrTooManyRequests: see the
 // package documentation), and a stream handler's error that its stream's
-// RecvMsg returned (the caller's input: a message that does not decode);
+// RecvMsg returned (the caller's input: a message that does not decode),
+// or the codes.Unavailable its SendMsg or SendHeader returned (the
+// transport closing under the stream: its client went away);
 // f sees none of them. Default
 // in the server interceptors: ServerFailure, and DeadlineExceeded, which a
 // handler returns while its call is alive only when its own outgoing work

@@ -333,8 +333,13 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			s := &stream{ServerStream: ss, ctx: ctx}
 			herr = handler(srv, s)
 			returned = true
-			if herr != nil && s.received(herr) {
-				return errReceived
+			if herr != nil {
+				if s.received(herr) {
+					return errReceived
+				}
+				if s.sendFailed(herr) {
+					return errSendClosed
+				}
 			}
 			return a.handled(ctx, herr)
 		})
@@ -354,6 +359,7 @@ type stream struct {
 	grpc.ServerStream
 	ctx     context.Context
 	recvErr atomic.Pointer[error] // the last error of RecvMsg other than io.EOF
+	sendErr atomic.Pointer[error] // the last Unavailable of SendMsg or SendHeader: the transport closing
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
@@ -371,6 +377,43 @@ func (s *stream) RecvMsg(m any) error {
 	return err
 }
 
+// SendMsg sends as the stream does, keeping an error that says the
+// transport closed under the stream (sent).
+func (s *stream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	if err != nil {
+		s.sent(err)
+	}
+	return err
+}
+
+// SendHeader sends the header as the stream does, keeping an error that
+// says the transport closed under the stream (sent).
+func (s *stream) SendHeader(md metadata.MD) error {
+	err := s.ServerStream.SendHeader(md)
+	if err != nil {
+		s.sent(err)
+	}
+	return err
+}
+
+// sent keeps err, a send's error, if its code is Unavailable: gRPC's
+// server stream answers a send so when its transport is closing (the
+// client closed the connection, or the server stops), and only then; a
+// message that does not encode is Internal, the handler's own failure.
+func (s *stream) sent(err error) {
+	if status.Code(err) == codes.Unavailable {
+		s.sendErr.Store(&err)
+	}
+}
+
+// sendFailed reports whether the handler's error err is, or wraps, one a
+// send of its stream's returned as the transport closed (sent).
+func (s *stream) sendFailed(err error) bool {
+	p := s.sendErr.Load()
+	return p != nil && errors.Is(err, *p)
+}
+
 // received reports whether the handler's error err is, or wraps, the one
 // its stream's RecvMsg returned (a status error matches an equal one): the
 // handler passed on what the caller sent, or failed to send.
@@ -386,6 +429,17 @@ func (s *stream) received(err error) bool {
 // count: any caller could open its tenant's breaker by sending garbage.
 // The handler did not fail; its caller's input did.
 var errReceived = fmt.Errorf("grpcadmit: the handler returned its stream's receive error, the caller's input: %w", context.Canceled)
+
+// errSendClosed is the outcome of a stream whose handler returned the
+// error a send of its stream gave as the transport closed under it:
+// Cancelled. gRPC's server transport, closing (its client closed the
+// connection, or the server stops), fails the stream's sends with
+// Unavailable before it ends the stream's context, so that a handler that
+// returns at once returns Unavailable on a context still alive, which
+// ServerFailure would count: any client could open its tenant's breaker
+// by opening streams and closing its connection. The handler did not
+// fail; its client went away.
+var errSendClosed = fmt.Errorf("grpcadmit: the handler returned its stream's send error, the transport closing under it: %w", context.Canceled)
 
 // notReturned goes on with the panic of a handler that Do ran but that did
 // not return, when Do recovered it (a rejection handler's RunInCaller
