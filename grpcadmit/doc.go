@@ -141,7 +141,14 @@
 // is accepted only if httpadmit.ValidTenant says so. When callers are not
 // trusted, read the tenant with WithTenantFunc from what the server has
 // verified (the peer's certificate, a checked token), or map keys to a
-// bounded set there.
+// bounded set there. A key names a group of the whole executor: on an
+// executor that other code uses too, a caller can name one of its groups,
+// a client interceptor's target ("dns:///payments:443", whatever
+// ClientConn.Target says) or the method of a server interceptor chained
+// after this one ("/pkg.Service/Method"), and take that group's places
+// from it, so that the server's own calls to that dependency are refused.
+// Give the client interceptors, and each server interceptor chained after
+// another, an executor of their own.
 //
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.
