@@ -46,6 +46,15 @@ func build(opts []Option) config {
 // be a valid header name (a token: no spaces, no colon), and not Host or
 // Transfer-Encoding, which net/http keeps out of Request.Header
 // (WithTenantHost reads the host).
+//
+// The header is read under its one name: "X_Tenant" is another header to
+// net/http, and Handler neither reads nor drops it. A program that reads
+// headers as CGI variables (net/http/cgi, a PHP, WSGI or Rack backend
+// that next proxies to) takes "X-Tenant" and "X_Tenant" for one variable,
+// HTTP_X_TENANT, and may read the one a client added: such a next sets
+// the header from the group the request was admitted under
+// (executor.GroupFromContext) and deletes its underscore spellings before
+// passing the request on.
 func WithTenantHeader(name string) Option {
 	return optionFunc(func(c *config) error {
 		if err := adapt.HeaderName(name); err != nil {

@@ -90,3 +90,25 @@ func startedGroup(t *testing.T, ev *events) string {
 	t.Helper()
 	return next(t, ev.started).Group
 }
+
+// The tenant header is read under its one name: a client that adds it
+// spelled with an underscore ("X_Tenant", which a CGI reader takes for the
+// same variable) does not choose the group, and next sees both, as the
+// doc of WithTenantHeader says, to set the one its backend reads.
+func TestTenantHeaderUnderscoreSpellingIsAnotherHeader(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	var seen http.Header
+	h := httpadmit.Handler(ex, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() }))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-Tenant", "acme")
+	r.Header.Set("X_Tenant", "globex")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if g := startedGroup(t, ev); g != "acme" || w.Code != http.StatusOK {
+		t.Fatalf("status %d, admitted as %q; want 200 and acme", w.Code, g)
+	}
+	if seen.Get("X-Tenant") != "acme" || seen.Get("X_Tenant") != "globex" {
+		t.Errorf("next saw X-Tenant %q and X_Tenant %q; want both as sent", seen.Get("X-Tenant"), seen.Get("X_Tenant"))
+	}
+}
