@@ -397,9 +397,9 @@ func (s *stream) SendHeader(md metadata.MD) error {
 	return err
 }
 
-// sent keeps err, a send's error, if its code is Unavailable: gRPC's
-// server stream answers a send so when its transport is closing (the
-// client closed the connection, or the server stops), and only then; a
+// sent keeps err, a send's error, if its code is Unavailable, which gRPC's
+// own server stream answers a send with only when its transport is
+// closing (the client closed the connection, or the server stops); a
 // message that does not encode is Internal, the handler's own failure.
 func (s *stream) sent(err error) {
 	if status.Code(err) == codes.Unavailable {
@@ -416,7 +416,7 @@ func (s *stream) sendFailed(err error) bool {
 
 // received reports whether the handler's error err is, or wraps, the one
 // its stream's RecvMsg returned (a status error matches an equal one): the
-// handler passed on what the caller sent, or failed to send.
+// handler passed on what the caller sent.
 func (s *stream) received(err error) bool {
 	p := s.recvErr.Load()
 	return p != nil && errors.Is(err, *p)
