@@ -827,6 +827,16 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		x.verdict = context.Canceled // says nothing of the backend
 		x.drained = true
 		g.refuseDraining(w, x)
+	case x.resp.hijacked && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The backend answered 101 in time, and the request's deadline
+		// passed as the switch was written to the client, which did not
+		// take it: the gateway closed the connection at the deadline
+		// (response.Hijack), as it ends an upgrade whose client goes
+		// silent once switched. An upgrade ended at its deadline, counted
+		// as answered with 101; read as the deadline case below, it was a
+		// backend that missed the deadline (504, an upstream timeout, a
+		// failure of the tenant's breaker).
+		x.verdict = nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		x.verdict = err
 		g.m.ioTimeouts.WithLabelValues("upstream").Inc()
