@@ -291,14 +291,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
 		be := err.(*bodyError)
-		if be == errBadBody && r.ProtoMajor > 1 && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), ErrAborted) {
-			// The body broke off because its HTTP/2 stream ended (the
-			// client reset it, or went away): no one to answer, and
-			// nothing the client got wrong. Over HTTP/1 the context ends
-			// too when the client half-closes after a short body, and
-			// that client reads its 400.
+		if be == errBadBody && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), ErrAborted) {
+			// The body broke off because the client's side ended: its
+			// HTTP/2 stream reset, or its HTTP/1 connection closed. No
+			// one to answer, and nothing the client got wrong: counted
+			// as gone (499), whatever the protocol. net/http ends an
+			// HTTP/1 request's context at any end of its connection's
+			// reading, a half-close included, which it cannot tell from
+			// a close: a client that half-closes after a short body
+			// gets no answer, as one that half-closes once its request
+			// is sent (see below). A body the client framed wrong
+			// (malformed chunks) leaves the context alone, and is
+			// answered 400. The server cuts the connection: a handler
+			// that writes nothing has it send an empty 200.
 			x.code = statusClientClosed
-			return
+			panic(http.ErrAbortHandler)
 		}
 		g.m.rejected.WithLabelValues(be.reason).Inc()
 		switch be {
