@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"strings"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -25,6 +26,13 @@ import (
 // same to an HTTP/1 client as to an HTTP/2 one. It has the framing and
 // hop-by-hop fields, Host, the credentials and their challenges,
 // Content-Type and -Encoding, caching and range fields and If-*.
+//
+// Set-Cookie, which Go's list lets through, is dropped too: a cookie is
+// part of how the answer is handled, state the client keeps from the
+// headers on, which 6.5.1 keeps out of trailers, and browsers ignore it
+// there. Passed on, it reached a client or front proxy that folds
+// trailers into the headers as a cookie no filter of the answer's headers
+// (a front proxy's, a WAF's) had seen, set by the backend unchecked.
 func dropForbiddenTrailers(res *http.Response) error {
 	if res.StatusCode == http.StatusSwitchingProtocols {
 		return nil // its body is the backend's connection, which the proxy takes over
@@ -61,10 +69,10 @@ func (b *forbidTrailers) Close() error {
 }
 
 // dropForbidden deletes from h the fields RFC 9110 6.5.1 forbids in
-// trailers (dropForbiddenTrailers).
+// trailers, and Set-Cookie (dropForbiddenTrailers).
 func dropForbidden(h http.Header) {
 	for k := range h {
-		if !httpguts.ValidTrailerHeader(k) {
+		if !httpguts.ValidTrailerHeader(k) || strings.EqualFold(k, "Set-Cookie") {
 			delete(h, k)
 		}
 	}
