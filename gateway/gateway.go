@@ -68,7 +68,9 @@ type Option func(*Gateway)
 func WithLogger(l *slog.Logger) Option { return func(g *Gateway) { g.log = l } }
 
 // WithClock sets the clock the rate limits, breakers, bearer tokens, the
-// drain delay and the error log's rate read. Tests pass a *clock.Fake. Default: clock.Real.
+// drain delay, the error log's rate and the request latencies (the
+// histogram, the mean behind Retry-After) read. Tests pass a *clock.Fake.
+// Default: clock.Real.
 func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 
 // ErrorLog returns the logger that net/http's servers and the proxy write

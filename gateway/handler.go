@@ -54,18 +54,7 @@ func (x *exchange) proxy(ctx context.Context) error {
 	g := x.g
 	g.m.spawned.Inc()
 	begin := g.clk.Now()
-	defer func() {
-		end := g.clk.Now()
-		if x.resp.hijacked {
-			// An upgraded connection holds its slot for as long as its
-			// client and backend talk, minutes or hours of a WebSocket:
-			// counted whole, a few of them made the mean the time behind
-			// every Retry-After, at its one-minute cap, for requests that
-			// take milliseconds. The backend's work is its answer, the 101.
-			end = x.resp.switched
-		}
-		g.svc.observe(end.Sub(begin))
-	}()
+	defer func() { g.svc.observe(x.resp.answeredBy(g.clk.Now()).Sub(begin)) }()
 	return g.forward(ctx, x, x.req)
 }
 
@@ -83,12 +72,13 @@ func (x *exchange) status() int {
 // tracked groups (admit), only while the backend works on it.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	arrived := g.clk.Now() // for the latency histogram, on the clock the Retry-After mean reads
 	st := g.state.Load()
 	cfg := st.cfg
 	x := exchanges.Get().(*exchange)
 	x.g, x.req, x.group = g, r, cfg.Tenant.Default
 	defer func() {
-		g.observe(x.group, x.status(), start)
+		g.observe(x.group, x.status(), x.resp.answeredBy(g.clk.Now()).Sub(arrived))
 		x.spool.release()
 		x.resp.finish()
 		x.resp.reset(nil, 0, 0) // nothing of this request's answer is left for the next
@@ -867,14 +857,14 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
-// observe records a finished request.
-func (g *Gateway) observe(group string, code int, start time.Time) {
+// observe records a finished request, which took d.
+func (g *Gateway) observe(group string, code int, d time.Duration) {
 	if code == 0 {
 		code = http.StatusOK
 	}
 	s := g.m.seriesOf(group, g.groups.labelled(group))
 	s.count(code)
-	s.latency.Observe(time.Since(start).Seconds())
+	s.latency.Observe(d.Seconds())
 }
 
 // bufferPool lends the proxy its copy buffers, which it would otherwise

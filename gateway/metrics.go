@@ -111,7 +111,7 @@ func newMetrics(ns string, exec *prom.Collector, gg gauges) *metrics {
 			"Requests answered, by tenant (configured tenants, the default and overflow groups, else _other) and status code.",
 			"tenant", "code"),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "gateway_request_duration_seconds",
-			Help: "Time from arrival to the end of the response, by tenant.", Buckets: prometheus.DefBuckets}, []string{"tenant"}),
+			Help: "Time from arrival to the end of the response (to the 101 of a protocol upgrade), by tenant.", Buckets: prometheus.DefBuckets}, []string{"tenant"}),
 		busy:         counter("busy_rejections_total", "Requests answered 429 because the executor refused them.", "endpoint"),
 		rejected:     counter("rejected_total", "Requests the gateway refused for what the client sent or its rate, by reason.", "reason"),
 		queueDropped: queueDropped.WithLabelValues("tenant"),

@@ -168,6 +168,20 @@ func (x *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, brw, err
 }
 
+// answeredBy returns when the answer was given, for an answer ended at
+// now: the switch, for a protocol upgrade. An upgraded connection lasts
+// for as long as its client and backend talk, minutes or hours of a
+// WebSocket: counted whole, a few of them made the mean behind every
+// Retry-After its one-minute cap, and the latency histogram's p99 theirs,
+// for requests that take milliseconds. The backend's work is its answer,
+// the 101.
+func (x *response) answeredBy(now time.Time) time.Time {
+	if x.hijacked {
+		return x.switched
+	}
+	return now
+}
+
 // bufferedConn is a connection taken over with bytes the server had read
 // from it already: a read takes those first.
 type bufferedConn struct {
