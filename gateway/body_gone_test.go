@@ -51,7 +51,7 @@ func TestHTTP1ClientGoneDuringBodyIsClientGone(t *testing.T) {
 			} else {
 				c.Close()
 			}
-			eventually(t, "the request to leave the gateway", func() bool { return metric(t, m, inGatewayGauge) == 0 })
+			eventually(t, "the request to be counted", func() bool { return counted(t, m) == float64(i+1) })
 			if got := metric(t, m, requestsTotal, "code", "499"); got != float64(i+1) {
 				t.Errorf("%s{code=499} = %v, want %d", requestsTotal, got, i+1)
 			}

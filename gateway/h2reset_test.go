@@ -151,6 +151,7 @@ func TestHTTP2ResetStreamsHoldNoSlot(t *testing.T) {
 	eventually(t, "the reset requests to leave the gateway", func() bool {
 		return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
 	})
+	eventually(t, "the reset requests to be counted", func() bool { return counted(t, gw.gw.Metrics()) == 2 })
 	if s, ok := gw.gw.Executor().GroupStats("a"); ok && s.InFlight != 0 {
 		t.Errorf("tenant a has %d requests in flight after both were reset", s.InFlight)
 	}
@@ -180,6 +181,7 @@ func TestHTTP2StreamResetDuringBodyIsClientGone(t *testing.T) {
 	eventually(t, "the reset request to leave the gateway", func() bool {
 		return metric(t, gw.gw.Metrics(), inGatewayGauge) == 0
 	})
+	eventually(t, "the reset request to be counted", func() bool { return counted(t, gw.gw.Metrics()) == 1 })
 	if got := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "bad-body"); got != 0 {
 		t.Errorf("rejected_total{reason=bad-body} = %v after a stream the client reset, want 0", got)
 	}

@@ -386,3 +386,24 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 // Metric names the tests read.
 const requestsTotal = "gateway_requests_total"
 const inGatewayGauge = "gateway_requests_in_flight"
+
+// counted returns how many requests gateway_requests_total has counted, of
+// every tenant and status. A request is counted as it leaves the gateway,
+// once it is out of gateway_requests_in_flight: a test that reads its
+// status waits for it to be counted, not only for it to leave.
+func counted(t testing.TB, g prometheus.Gatherer) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == ns+requestsTotal {
+			for _, m := range mf.Metric {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
