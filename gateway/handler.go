@@ -731,14 +731,15 @@ var errBrokenOff = errors.New("gateway: the answer broke off")
 // brokenOff returns the verdict on x, whose answer broke off once part of
 // it was sent: a failure if the backend broke it off or missed the
 // deadline, context.Canceled if the client went away or did not take it
-// in time, or the drain aborted it (drained: the executor's shutdown too,
-// which is no client going away).
+// in time (within timeouts.write, or before the deadline passed while the
+// gateway waited on it: late), or the drain aborted it (drained: the
+// executor's shutdown too, which is no client going away).
 func (g *Gateway) brokenOff(ctx context.Context, x *exchange) error {
 	switch {
 	case drained(ctx):
 		x.drained = true
 		return context.Canceled
-	case x.resp.err != nil, ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case x.resp.err != nil, x.resp.late, ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		g.m.canceled.WithLabelValues("request").Inc()
 		return context.Canceled
 	}

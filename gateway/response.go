@@ -34,7 +34,11 @@ type response struct {
 	hijacked  bool      // the proxy took the client's connection over (a protocol upgrade)
 	switched  time.Time // when it did, on the gateway's clock
 	err       error     // the client's write error, once streaming
-	write     time.Duration
+	// late is set when the request's deadline had passed by the end of a
+	// write to the client: it passed while the gateway waited on the
+	// client, not on the backend (brokenOff).
+	late  bool
+	write time.Duration
 	// ctx is the proxy call's (the request's deadline, the drain's abort):
 	// a connection taken over for an upgrade is closed when it ends.
 	ctx context.Context
@@ -121,7 +125,16 @@ func (x *response) stream(p []byte) (int, error) {
 	}
 	n, err := x.w.Write(p)
 	x.err = err
+	x.noteLate()
 	return n, err
+}
+
+// noteLate records, after a write to the client, whether the request's
+// deadline has passed (late).
+func (x *response) noteLate() {
+	if !x.late && x.ctx != nil && x.ctx.Err() != nil {
+		x.late = true
+	}
 }
 
 // Flush sends what is kept to the client once streaming; before, the answer
@@ -129,6 +142,7 @@ func (x *response) stream(p []byte) (int, error) {
 func (x *response) Flush() {
 	if x.committed && x.err == nil {
 		x.err = http.NewResponseController(x.w).Flush()
+		x.noteLate()
 	}
 }
 
@@ -234,6 +248,7 @@ func (x *response) commit() {
 	if x.body != nil && x.body.Len() > 0 {
 		_, x.err = x.w.Write(x.body.Bytes())
 		x.body.Reset()
+		x.noteLate()
 	}
 }
 

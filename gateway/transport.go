@@ -171,9 +171,12 @@ func lower(c byte) byte {
 
 // judgedBody is an answer's body that finishes its backend's breaker ticket
 // once read: a success at its end, a failure if reading it fails (the
-// backend broke it off, or the deadline passed), nothing if the client went
-// away first or the body is closed before its end (the proxy could not send
-// it to the client).
+// backend broke it off, or the deadline passed while the proxy waited on
+// it), nothing if the client went away first or the body is closed before
+// its end (the proxy could not send it to the client). A deadline that had
+// passed before a read began passed while the proxy was away from the
+// backend, writing what it had read to a client slow to take it: it says
+// nothing of the backend, which had sent as fast as the proxy read.
 type judgedBody struct {
 	io.ReadCloser
 	ctx    context.Context
@@ -181,12 +184,13 @@ type judgedBody struct {
 }
 
 func (b *judgedBody) Read(p []byte) (int, error) {
+	away := b.ctx.Err() != nil
 	n, err := b.ReadCloser.Read(p)
 	switch {
 	case err == nil:
 	case err == io.EOF:
 		b.ticket.Success()
-	case b.ctx.Err() != nil && !errors.Is(b.ctx.Err(), context.DeadlineExceeded):
+	case away, b.ctx.Err() != nil && !errors.Is(b.ctx.Err(), context.DeadlineExceeded):
 		b.ticket.Ignore()
 	default:
 		b.ticket.Failure()
