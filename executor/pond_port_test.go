@@ -4,9 +4,15 @@ package executor_test
 // executor.
 //
 // Source: github.com/alitto/pond/v2 (MIT License, Copyright (c) 2020
-// Alejandro Durante), commit a2e34e8e: pool_test.go, subpool_test.go,
-// group_test.go, result_test.go and task_test.go. The scripts of the cases
-// are ported; no upstream code is.
+// Alejandro Durante), v2.7.1 (commit e309c37e): pool_test.go,
+// subpool_test.go, group_test.go, result_test.go and task_test.go, and the
+// cases of default_test.go that its package-level pool shares with a pool
+// (TestSubmit, TestSubmitWithError, TestSubmitWithPanic, TestNewGroup,
+// TestNewSubpool: the executor has no default one, so they run on a new
+// executor). These test files are as in v2.7.0 (commit a2e34e8e). Each
+// case names the upstream tests it ports, and each port is named TestPond
+// and a name of its own. The scripts of the cases are ported; no upstream
+// code is.
 //
 // What was adapted, and why:
 //   - A pond pool of maxConcurrency n is the global in-flight limit n; its
@@ -20,7 +26,8 @@ package executor_test
 //     refused for lack of room is refused at once, under Abort, with a
 //     *RejectedError naming the limit (pond: ErrQueueFull). A Submit never
 //     blocks: a blocking submit is CallerRuns, which slows the submitter
-//     down to the executor's pace by running the refused task itself.
+//     down to the executor's pace by running the refused task itself, or
+//     a Do, whose caller waits in the queue until its task has run.
 //   - StopAndWait is Shutdown (ShutdownGroup for a subpool); cancelling
 //     the pool's context (WithContext) is Close (a ShutdownGroup whose
 //     context has ended, for a subpool): waiting tasks complete Cancelled
@@ -35,21 +42,23 @@ package executor_test
 //
 // Where the executor's documented semantics differ from pond's on purpose,
 // the case says so. Left out: TestPoolDefaultHasPanicRecoveryEnabled,
-// TestPoolWithoutPanicRecoveryOption and TestInvokeTaskWithoutPanicRecovery
-// (Submit and Go always recover; Do never does, which
-// TestPondDoDoesNotRecoverPanics ports instead); TestPoolWithQueueSizeOne
-// and the blocking half of TestPoolWithQueueSizeZero (Submit never blocks;
-// TestPondBlockingQueueIsCallerRuns ports the blocking queue); the task
-// group cases whose Wait stops at the first error and cancels the group's
-// context (TestResultTaskGroupWaitWithError's skipped tasks,
+// TestPoolWithoutPanicRecoveryOption and
+// TestInvokeTaskWithoutPanicRecoveryPanics (Submit and Go always recover;
+// Do never does, which TestPondDoDoesNotRecoverPanics ports instead); the
+// blocking half of TestPoolWithQueueSizeZero (a Submit that blocks, with
+// nothing counted waiting, until a running task is done: Submit never
+// blocks, and a Do that waits is counted waiting);
+// TestPoolWithQueueSizeOne's queue size (TestPondBlockedSubmitterIsDo
+// ports its blocked callers as Do calls); the task group cases whose Wait
+// stops at the first error and cancels the group's context
+// (TestResultTaskGroupWaitWithError's skipped tasks,
 // TestResultTaskGroupWaitWithErrorInLastTask,
 // TestResultTaskGroupWaitWithMultipleErrors,
 // TestTaskGroupCanceledShouldSkipRemainingTasks, TestTaskGroupContext):
 // ExecuteAll gives every task its own result and cancels nothing on an
 // error, so TestPondGroupErrorStopsNothing says what it does instead;
-// default_test.go (pond's package-level default pool: the executor has
-// none), TestResultBackwardCompatibility and
-// TestResultInterfaceCompatibility (type assertions, no behaviour).
+// TestResultBackwardCompatibility and TestResultInterfaceCompatibility
+// (type assertions, no behaviour); the benchmarks.
 
 import (
 	"bytes"
@@ -131,7 +140,7 @@ func TestPondPoolSubmit(t *testing.T) {
 	}
 }
 
-// TestPoolSubmitAndWait, TestResultPoolSubmitAndWait.
+// TestPoolSubmitAndWait, TestResultPoolSubmitAndWait, TestSubmit.
 func TestPondPoolSubmitAndWait(t *testing.T) {
 	ex := newExec(t, pondPool(100))
 	r := wait(t, submit(t, ex, executor.Task[int]{Group: "pool", Fn: func(context.Context) (int, error) { return 10, nil }}))
@@ -191,10 +200,11 @@ func TestPondPoolSubmitWithPanic(t *testing.T) {
 	pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: 4, Started: 4, Succeeded: 1, Failed: 3})
 }
 
-// TestPoolWithoutPanicRecoveryOption, TestInvokeTaskWithoutPanicRecovery:
-// pond recovers unless told not to. The executor's Submit and Go always
-// recover; Do runs in its caller and lets a panic go on up the caller's
-// stack (docs/admission.md), having released its permits.
+// TestPoolWithoutPanicRecoveryOption,
+// TestInvokeTaskWithoutPanicRecoveryPanics: pond recovers unless told not
+// to. The executor's Submit and Go always recover; Do runs in its caller
+// and lets a panic go on up the caller's stack (Do's doc), having released
+// its permits and counted the call Failed.
 func TestPondDoDoesNotRecoverPanics(t *testing.T) {
 	ex := newExec(t, pondPool(1))
 	func() {
@@ -207,11 +217,14 @@ func TestPondDoDoesNotRecoverPanics(t *testing.T) {
 		t.Error("Do returned from a panicking fn")
 	}()
 	if s := ex.Stats(); s.Running != 0 {
-		t.Errorf("%d permits still running after the panic", s.Running)
+		t.Fatalf("%d permits still running after the panic", s.Running)
 	}
-	if err := ex.Do(bg, "pool", func(context.Context) error { return nil }); err != nil {
+	// guardCtx: were the permit kept, this Do would wait for ever.
+	if err := ex.Do(guardCtx(t), "pool", func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("Do after the panic: %v", err)
 	}
+	// Not recovered, but counted: Stats sees the panicking call Failed.
+	pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: 2, Started: 2, Succeeded: 1, Failed: 1})
 }
 
 // TestPoolWithContextCanceled: cancelling the pool's context, here Close,
@@ -515,6 +528,67 @@ func TestPondBlockingQueueIsCallerRuns(t *testing.T) {
 	pondCounts(t, "group", groupStats(t, ex, "pool").TaskCounts, executor.TaskCounts{Submitted: n, Started: 11, Succeeded: n, CallerRuns: n - 11})
 }
 
+// TestPoolWithQueueSizeOne, adapted: in pond, with one task running and
+// its queue of 1 full, a Submit blocks its caller until there is room, and
+// the blocked callers' tasks run after the queued one. A Submit here never
+// blocks; a caller that waits its turn is a Do, which waits in the group's
+// FIFO queue and returns once its fn has run. The queue's size has no
+// part: a bulkhead of 2 would refuse the Do, not hold it. pond leaves the
+// order of the two blocked callers open (3+4 == 7); the executor's queue
+// is FIFO, and each Do is seen waiting before the next is called, so the
+// order here is 1, 2, 3, 4.
+func TestPondBlockedSubmitterIsDo(t *testing.T) {
+	ex := newExec(t, []policy.Option{
+		policy.WithGroupMaxConcurrency("pool", 1),
+		policy.WithGroupMaxInFlight("pool", policy.Unlimited),
+	})
+	completed := make(chan int, 4)
+	release1, release2 := make(chan struct{}), make(chan struct{})
+	closeAtEnd(t, release1)
+	closeAtEnd(t, release2)
+	held := func(release chan struct{}, v int) func(context.Context) (int, error) {
+		return func(context.Context) (int, error) {
+			<-release
+			completed <- v
+			return v, nil
+		}
+	}
+	h1 := submit(t, ex, executor.Task[int]{Group: "pool", Fn: held(release1, 1)}) // runs
+	h2 := submit(t, ex, executor.Task[int]{Group: "pool", Fn: held(release2, 2)}) // queued
+	var callers sync.WaitGroup
+	for i, v := range []int{3, 4} {
+		callers.Go(func() {
+			if err := ex.Do(bg, "pool", func(context.Context) error { completed <- v; return nil }); err != nil {
+				t.Errorf("Do %d: %v", v, err)
+			}
+		})
+		await(t, fmt.Sprint("Do ", v, " waiting in the queue"), func() bool { return groupStats(t, ex, "pool").Waiting == 2+i })
+	}
+	select {
+	case v := <-completed:
+		t.Fatalf("task %d completed while the first task held the only permit", v)
+	default:
+	}
+	close(release1)
+	close(release2)
+	waitAll(t, &callers, "both Do calls returned once their turn came")
+	for i, h := range []*executor.Handle[int]{h1, h2} {
+		if r := wait(t, h); r.Status != executor.Success || r.Value != i+1 {
+			t.Errorf("task %d: %+v", i+1, r)
+		}
+	}
+	pondShutdown(t, ex)
+	close(completed)
+	var order []int
+	for v := range completed {
+		order = append(order, v)
+	}
+	if fmt.Sprint(order) != "[1 2 3 4]" {
+		t.Errorf("completed in the order %v, want [1 2 3 4]", order)
+	}
+	pondCounts(t, "group", groupStats(t, ex, "pool").TaskCounts, executor.TaskCounts{Submitted: 4, Started: 4, Succeeded: 4})
+}
+
 // TestPoolWithQueueSizeAndNonBlocking, TestSubpoolWithQueueSizeOverride,
 // TestPoolWithQueueSizeZero (its TrySubmit): with its running tasks at the
 // limit and its queue full, a group refuses at once, naming the limit.
@@ -785,26 +859,57 @@ func TestPondSubmitWhileStoppingHasNoRace(t *testing.T) {
 
 // TestStopAndWaitWithGoexit, TestTaskInvokesGoexitAndPoolRecovers: a task
 // that calls runtime.Goexit fails with ErrGoexit (pond reports
-// ErrPoolStopped), the next task runs, and Shutdown returns.
+// ErrPoolStopped), gives its permit back so that the next task runs under
+// a limit of 1, and Shutdown returns. pond's SubmitErr is Submit here; the
+// same holds for Go (its outcome counted in Stats) and for Do, whose
+// Goexit ends its caller's goroutine (Do's doc).
 func TestPondGoexit(t *testing.T) {
-	ex := newExec(t, pondPool(1))
-	exits := submit(t, ex, executor.Task[int]{Group: "pool", Fn: func(context.Context) (int, error) {
-		runtime.Goexit()
-		return 0, nil
-	}})
-	normal := submit(t, ex, executor.Task[int]{Group: "pool", Fn: pondNop})
-	pondShutdown(t, ex)
-	if r := wait(t, exits); r.Status != executor.Failed || !errors.Is(r.Err, executor.ErrGoexit) {
-		t.Errorf("Goexit task %+v", r)
+	ways := map[string]func(t *testing.T, ex *executor.Executor){
+		"Submit": func(t *testing.T, ex *executor.Executor) {
+			exits := submit(t, ex, executor.Task[int]{Group: "pool", Fn: func(context.Context) (int, error) {
+				runtime.Goexit()
+				return 0, nil
+			}})
+			if r := wait(t, exits); r.Status != executor.Failed || !errors.Is(r.Err, executor.ErrGoexit) {
+				t.Errorf("Goexit task %+v", r)
+			}
+		},
+		"Go": func(t *testing.T, ex *executor.Executor) {
+			if err := ex.Go(bg, "pool", func(context.Context) error { runtime.Goexit(); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"Do": func(t *testing.T, ex *executor.Executor) {
+			returned, exited := make(chan bool, 1), make(chan struct{})
+			go func() {
+				defer close(exited)
+				_ = ex.Do(bg, "pool", func(context.Context) error { runtime.Goexit(); return nil })
+				returned <- true
+			}()
+			recv(t, exited, "the goroutine of the Do that called Goexit ended")
+			select {
+			case <-returned:
+				t.Error("Do returned after its fn called runtime.Goexit")
+			default:
+			}
+		},
 	}
-	if r := wait(t, normal); r.Status != executor.Success {
-		t.Errorf("next task %+v", r)
+	for name, exit := range ways {
+		t.Run(name, func(t *testing.T) {
+			ex := newExec(t, pondPool(1))
+			exit(t, ex)
+			normal := submit(t, ex, executor.Task[int]{Group: "pool", Fn: pondNop})
+			if r := wait(t, normal); r.Status != executor.Success {
+				t.Errorf("next task %+v", r)
+			}
+			pondShutdown(t, ex)
+			s := ex.Stats()
+			if s.RunningTasks != 0 || s.Running != 0 {
+				t.Errorf("stats %+v", s)
+			}
+			pondCounts(t, "executor", s.TaskCounts, executor.TaskCounts{Submitted: 2, Started: 2, Succeeded: 1, Failed: 1})
+		})
 	}
-	s := ex.Stats()
-	if s.RunningTasks != 0 {
-		t.Errorf("stats %+v", s)
-	}
-	pondCounts(t, "executor", s.TaskCounts, executor.TaskCounts{Submitted: 2, Started: 2, Succeeded: 1, Failed: 1})
 }
 
 // TestSubpool, TestSubpoolWithDifferentLimits (the running half): each
@@ -872,8 +977,8 @@ func TestPondSubpoolMaxConcurrency(t *testing.T) {
 	}
 }
 
-// TestSubpoolStopAndWait, TestResultPoolSubpool: ShutdownGroup returns once
-// every task of the group has run.
+// TestSubpoolStopAndWait, TestResultPoolSubpool, TestNewSubpool:
+// ShutdownGroup returns once every task of the group has run.
 func TestPondSubpoolStopAndWait(t *testing.T) {
 	ex := newExec(t, pondPool(1000, policy.WithGroupMaxConcurrency("sub", 100)))
 	const n = 10000
