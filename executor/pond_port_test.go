@@ -66,6 +66,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -556,10 +557,11 @@ func TestPondBlockedSubmitterIsDo(t *testing.T) {
 	h1 := submit(t, ex, executor.Task[int]{Group: "pool", Fn: held(release1, 1)}) // runs
 	h2 := submit(t, ex, executor.Task[int]{Group: "pool", Fn: held(release2, 2)}) // queued
 	var callers sync.WaitGroup
+	doErrs := make(chan error, 2) // not t.Errorf: a caller may outlive a test that failed
 	for i, v := range []int{3, 4} {
 		callers.Go(func() {
 			if err := ex.Do(bg, "pool", func(context.Context) error { completed <- v; return nil }); err != nil {
-				t.Errorf("Do %d: %v", v, err)
+				doErrs <- fmt.Errorf("Do %d: %w", v, err)
 			}
 		})
 		await(t, fmt.Sprint("Do ", v, " waiting in the queue"), func() bool { return groupStats(t, ex, "pool").Waiting == 2+i })
@@ -572,6 +574,10 @@ func TestPondBlockedSubmitterIsDo(t *testing.T) {
 	close(release1)
 	close(release2)
 	waitAll(t, &callers, "both Do calls returned once their turn came")
+	close(doErrs)
+	for err := range doErrs {
+		t.Error(err)
+	}
 	for i, h := range []*executor.Handle[int]{h1, h2} {
 		if r := wait(t, h); r.Status != executor.Success || r.Value != i+1 {
 			t.Errorf("task %d: %+v", i+1, r)
@@ -710,72 +716,106 @@ func TestPondTrySubmit(t *testing.T) {
 // TestPoolResize, TestSubpoolResize: raising a limit starts the waiting
 // tasks that now fit; lowering one lets the running finish and starts
 // nothing until use is under it. A pool's Resize is SetGlobalMaxInFlight;
-// a subpool's is SetGroupLimits.
+// a subpool's is SetGroupLimits. Beyond upstream, the pool is also resized
+// down while its subpool waits for its own limit, not the pool's. pond's
+// tasks are Submit's; they run by Go too, whose waiting tasks with
+// context.Background are queued as their function alone, and whose finish
+// may hand its permits on to the next (light.go): a lowered limit holds
+// for that hand-off as well.
 func TestPondResize(t *testing.T) {
-	for _, sub := range []bool{false, true} {
-		t.Run(fmt.Sprint("subpool ", sub), func(t *testing.T) {
-			popts := pondPool(1)
-			if sub {
-				popts = pondPool(10, policy.WithGroupMaxConcurrency("g", 1))
-			}
-			ex := newExec(t, popts)
-			resize := func(n int) {
-				t.Helper()
-				var err error
-				if sub {
-					err = ex.SetGroupLimits("g", policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: n, QueueThreshold: policy.Unlimited, Share: 1})
-				} else {
-					err = ex.SetGlobalMaxInFlight(n)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			check := func(running, waiting int) {
-				t.Helper()
-				if gs := groupStats(t, ex, "g"); gs.RunningTasks != running || gs.Waiting != waiting {
-					t.Fatalf("group stats %+v, want %d running and %d waiting", gs, running, waiting)
-				}
-				if s := ex.Stats(); s.RunningTasks != running {
-					t.Fatalf("executor runs %d, want %d", s.RunningTasks, running)
-				}
-			}
-			started := make(chan int, 10)
-			release := make([]chan struct{}, 10)
-			hs := make([]*executor.Handle[int], 10)
-			for i := range hs {
-				release[i] = make(chan struct{})
-				closeAtEnd(t, release[i])
-				hs[i] = submit(t, ex, executor.Task[int]{Group: "g", Fn: func(context.Context) (int, error) {
-					started <- i
-					<-release[i]
-					return i, nil
-				}})
-			}
-			next := func(n int) { // receives n starts, in submission order
-				t.Helper()
-				for range n {
-					recv(t, started, "a task started once there was room")
-				}
-			}
-			next(1)
-			check(1, 9)
-			resize(3)
-			next(2)
-			check(3, 7)
-			resize(2)
-			for i := range 3 { // the three running finish; two start
-				close(release[i])
-				wait(t, hs[i])
-			}
-			next(2)
-			check(2, 5)
-			for i := 3; i < 10; i++ {
-				close(release[i])
-			}
-			pondShutdown(t, ex)
-		})
+	setGlobal := func(ex *executor.Executor, n int) error { return ex.SetGlobalMaxInFlight(n) }
+	setGroup := func(ex *executor.Executor, n int) error {
+		return ex.SetGroupLimits("g", policy.GroupLimits{MaxInFlight: policy.Unlimited, MaxConcurrency: n, QueueThreshold: policy.Unlimited, Share: 1})
 	}
+	for _, viaGo := range []bool{false, true} {
+		for _, c := range []pondResizing{
+			{"pool", pondPool(1), setGlobal, setGlobal},
+			{"subpool", pondPool(10, policy.WithGroupMaxConcurrency("g", 1)), setGroup, setGroup},
+			{"pool over a subpool", pondPool(10, policy.WithGroupMaxConcurrency("g", 1)), setGroup, setGlobal},
+		} {
+			t.Run(fmt.Sprint("Go ", viaGo, "/", c.name), func(t *testing.T) { pondResize(t, viaGo, c) })
+		}
+	}
+}
+
+// pondResizing is a case of TestPondResize: a policy whose limit on g's
+// tasks is 1, and the limits raised to 3, then lowered to 2.
+type pondResizing struct {
+	name     string
+	popts    []policy.Option
+	up, down func(ex *executor.Executor, n int) error
+}
+
+func pondResize(t *testing.T, viaGo bool, c pondResizing) {
+	ex := newExec(t, c.popts)
+	resize := func(set func(*executor.Executor, int) error, n int) {
+		t.Helper()
+		if err := set(ex, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(running, waiting int) {
+		t.Helper()
+		if gs := groupStats(t, ex, "g"); gs.RunningTasks != running || gs.Waiting != waiting {
+			t.Fatalf("group stats %+v, want %d running and %d waiting", gs, running, waiting)
+		}
+		if s := ex.Stats(); s.RunningTasks != running {
+			t.Fatalf("executor runs %d, want %d", s.RunningTasks, running)
+		}
+	}
+	started := make(chan int, 10)
+	release := make([]chan struct{}, 10)
+	for i := range release {
+		release[i] = make(chan struct{})
+		closeAtEnd(t, release[i])
+		fn := func(context.Context) error {
+			started <- i
+			<-release[i]
+			return nil
+		}
+		var err error
+		if viaGo {
+			err = ex.Go(bg, "g", fn)
+		} else {
+			_, err = executor.Submit(ex, bg, executor.Task[int]{Group: "g", Fn: func(ctx context.Context) (int, error) { return i, fn(ctx) }})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next receives the starts of the tasks want, in any order: they start
+	// in the queue's FIFO order, but their functions race to report it.
+	next := func(want ...int) {
+		t.Helper()
+		got := make([]int, len(want))
+		for k := range got {
+			got[k] = recv(t, started, "a task started once there was room")
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("tasks %v started, want %v: in FIFO order, within the limits", got, want)
+		}
+	}
+	next(0)
+	check(1, 9)
+	resize(c.up, 3)
+	next(1, 2)
+	check(3, 7)
+	resize(c.down, 2)
+	// The three running finish: the first finish starts nothing, each of
+	// the other two starts one. Once both have started, the three have
+	// given their permits back.
+	for i := range 3 {
+		close(release[i])
+	}
+	next(3, 4)
+	check(2, 5)
+	for i := 3; i < 10; i++ {
+		close(release[i])
+	}
+	pondShutdown(t, ex)
+	next(5, 6, 7, 8, 9)
+	pondCounts(t, "group", groupStats(t, ex, "g").TaskCounts, executor.TaskCounts{Submitted: 10, Started: 10, Succeeded: 10})
 }
 
 // TestPoolSubmitWhileStopping: a task running while its executor shuts
