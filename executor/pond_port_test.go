@@ -858,43 +858,72 @@ func TestPondSubmitWhileStopping(t *testing.T) {
 
 // TestPoolSubmitWhileStoppingHasNoRace (by github.com/korotin upstream):
 // submitters racing a Shutdown each see their task admitted and run, or
-// refused with ErrShutdown, and the counts add up.
+// refused with ErrShutdown, and the counts add up. Upstream's pool is
+// unlimited; here also one of 4, so that admitted tasks wait, and Shutdown
+// must run them all (by Submit, and by Go, whose waiting tasks may be
+// queued through its group's lane, lane.go) before it returns.
 func TestPondSubmitWhileStoppingHasNoRace(t *testing.T) {
-	ex := newExec(t, pondPool(policy.Unlimited))
+	for _, viaGo := range []bool{false, true} {
+		for _, limit := range []int{policy.Unlimited, 4} {
+			name := fmt.Sprint("Go ", viaGo, "/limit ", limit)
+			if limit == policy.Unlimited {
+				name = fmt.Sprint("Go ", viaGo, "/unlimited")
+			}
+			t.Run(name, func(t *testing.T) { pondSubmitWhileStopping(t, viaGo, limit) })
+		}
+	}
+}
+
+func pondSubmitWhileStopping(t *testing.T, viaGo bool, limit int) {
+	ex := newExec(t, pondPool(limit))
 	const n = 1000
 	var wg sync.WaitGroup
 	start := make(chan struct{})
+	var admitted, refused, executed atomic.Int64
+	ranAtShutdown := make(chan int64, 1)
+	problems := make(chan error, n+1) // not t.Errorf: a goroutine may outlive a test that failed
 	wg.Go(func() {
 		<-start
-		if err := ex.Shutdown(bg); err != nil {
-			t.Error(err)
+		if err := ex.Shutdown(guardCtx(t)); err != nil {
+			problems <- fmt.Errorf("Shutdown: %w", err)
 		}
+		ranAtShutdown <- executed.Load()
 	})
-	var admitted, refused atomic.Int64
+	fn := func(context.Context) error {
+		runtime.Gosched()
+		executed.Add(1)
+		return nil
+	}
 	for range n {
 		wg.Go(func() {
 			<-start
-			h, err := executor.Submit(ex, bg, executor.Task[int]{Group: "pool", Fn: func(context.Context) (int, error) {
-				runtime.Gosched()
-				return 1, nil
-			}})
+			var err error
+			if viaGo {
+				err = ex.Go(bg, "pool", fn)
+			} else {
+				_, err = executor.Submit(ex, bg, executor.Task[int]{Group: "pool", Fn: func(ctx context.Context) (int, error) { return 1, fn(ctx) }})
+			}
 			switch {
 			case err == nil:
 				admitted.Add(1)
-				if r := wait(t, h); r.Status != executor.Success {
-					t.Errorf("admitted task %+v", r)
-				}
 			case errors.Is(err, executor.ErrShutdown):
 				refused.Add(1)
 			default:
-				t.Errorf("Submit = %v", err)
+				problems <- fmt.Errorf("Submit = %w", err)
 			}
 		})
 	}
 	close(start)
 	waitAll(t, &wg, "Shutdown and every submitter returned")
-	a, r := uint64(admitted.Load()), uint64(refused.Load())
-	pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: n, Started: a, Succeeded: a, Rejected: r})
+	close(problems)
+	for err := range problems {
+		t.Error(err)
+	}
+	a, r := admitted.Load(), refused.Load()
+	if ran := <-ranAtShutdown; ran != a || executed.Load() != a {
+		t.Errorf("%d tasks ran by Shutdown's return, %d in all; %d were admitted", ran, executed.Load(), a)
+	}
+	pondCounts(t, "executor", ex.Stats().TaskCounts, executor.TaskCounts{Submitted: n, Started: uint64(a), Succeeded: uint64(a), Rejected: uint64(r)})
 }
 
 // TestStopAndWaitWithGoexit, TestTaskInvokesGoexitAndPoolRecovers: a task
