@@ -46,10 +46,10 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: namespace}
 	state := in.gauge(metricnames.BreakerState.Name, metricnames.BreakerState.Help, "")
-	reqs := in.gauge(metricnames.BreakerRequests.Name, metricnames.BreakerRequests.Help, "{request}")
-	succ := in.gauge(metricnames.BreakerSuccesses.Name, metricnames.BreakerSuccesses.Help, "{request}")
-	fail := in.gauge(metricnames.BreakerFailures.Name, metricnames.BreakerFailures.Help, "{request}")
-	consec := in.gauge(metricnames.BreakerConsecutiveFailures.Name, metricnames.BreakerConsecutiveFailures.Help, "{request}")
+	reqs := in.level(metricnames.BreakerRequests.Name, metricnames.BreakerRequests.Help, "{request}")
+	succ := in.level(metricnames.BreakerSuccesses.Name, metricnames.BreakerSuccesses.Help, "{request}")
+	fail := in.level(metricnames.BreakerFailures.Name, metricnames.BreakerFailures.Help, "{request}")
+	consec := in.level(metricnames.BreakerConsecutiveFailures.Name, metricnames.BreakerConsecutiveFailures.Help, "{request}")
 	if in.err != nil {
 		return nil, in.err
 	}
@@ -103,9 +103,10 @@ type breakersRegistration struct {
 	metric.Registration
 	claims []claimKey
 
-	cbs                             []*breaker.CircuitBreaker
-	attrs                           []metric.MeasurementOption
-	state, reqs, succ, fail, consec metric.Int64ObservableGauge
+	cbs                      []*breaker.CircuitBreaker
+	attrs                    []metric.MeasurementOption
+	state                    metric.Int64ObservableGauge
+	reqs, succ, fail, consec metric.Int64ObservableUpDownCounter // counts of the current period, summed over breakers
 }
 
 func (r *breakersRegistration) observe(_ context.Context, o metric.Observer) error {

@@ -37,8 +37,8 @@ import (
 // take that back (its rejection event carries the permit's ID).
 //
 // It is a bulkhead.Listener, for the counters, and reads the bulkhead's
-// accessors for the gauges when the reader collects. It is safe for
-// concurrent use.
+// accessors for the observable instruments when the reader collects. It is
+// safe for concurrent use.
 type Bulkhead struct {
 	attrs    metric.MeasurementOption
 	b        atomic.Pointer[bulkhead.Bulkhead]
@@ -50,7 +50,8 @@ type Bulkhead struct {
 	rejected metric.Int64Counter
 	byCode   map[string]metric.MeasurementOption // {bulkhead, code}, by code; read-only
 
-	inFlight, limit, depth metric.Int64ObservableGauge
+	inFlight, depth metric.Int64ObservableUpDownCounter // levels, summed over bulkheads
+	limit           metric.Int64ObservableGauge
 }
 
 var _ bulkhead.Listener = (*Bulkhead)(nil)
@@ -83,9 +84,9 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 	b.acquired = in.counterUnit(metricnames.BulkheadAcquired.Name, metricnames.BulkheadAcquired.Help, "{request}")
 	b.queued = in.counterUnit(metricnames.BulkheadQueued.Name, metricnames.BulkheadQueued.Help, "{request}")
 	b.rejected = in.counterUnit(metricnames.BulkheadRejected.Name, metricnames.BulkheadRejected.Help, "{request}")
-	b.inFlight = in.gauge(metricnames.BulkheadInFlight.Name, metricnames.BulkheadInFlight.Help, "{permit}")
+	b.inFlight = in.level(metricnames.BulkheadInFlight.Name, metricnames.BulkheadInFlight.Help, "{permit}")
 	b.limit = in.gauge(metricnames.BulkheadLimit.Name, metricnames.BulkheadLimit.Help, "{permit}")
-	b.depth = in.gauge(metricnames.BulkheadQueueDepth.Name, metricnames.BulkheadQueueDepth.Help, "{request}")
+	b.depth = in.level(metricnames.BulkheadQueueDepth.Name, metricnames.BulkheadQueueDepth.Help, "{request}")
 	if in.err != nil {
 		return nil, in.err
 	}
@@ -111,10 +112,10 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 	return b, nil
 }
 
-// Observe sets the bulkhead the gauges read.
+// Observe sets the bulkhead the observable instruments read.
 func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) { b.b.Store(bh) }
 
-// Unregister stops the gauges' callback, for a Bulkhead no longer used, and
+// Unregister stops the observable instruments' callback, for a Bulkhead no longer used, and
 // frees its name for another Bulkhead. The counters are the provider's: a
 // later Bulkhead with the same name goes on from their totals.
 func (b *Bulkhead) Unregister() error {

@@ -56,8 +56,8 @@ type Options struct {
 
 // Collector is an executor.Listener that counts outcomes and times tasks as
 // they happen, and reads the executor's Stats and GroupStats for the
-// observable gauges when the reader collects. It is safe for concurrent use.
-// Create it with New.
+// observable instruments when the reader collects. It is safe for
+// concurrent use. Create it with New.
 type Collector struct {
 	groups *groups
 	ex     atomic.Pointer[executor.Executor]
@@ -68,9 +68,12 @@ type Collector struct {
 	rejected, completed metric.Int64Counter
 	queued, run         metric.Float64Histogram
 
-	queueDepth, running, groupCount, globalMax          metric.Int64ObservableGauge
-	groupRunning, groupWaiting, groupMaxIn, groupMaxCon metric.Int64ObservableGauge
-	groupBreaker                                        metric.Int64ObservableGauge
+	// Levels, whose sums over an attribute are the whole's (the groups'
+	// running tasks sum to the executor's), are UpDownCounters: a View
+	// that drops the group attribute sums them. Limits and states, which
+	// no sum makes sense of, are gauges.
+	queueDepth, running, groupCount, groupRunning, groupWaiting metric.Int64ObservableUpDownCounter
+	globalMax, groupMaxIn, groupMaxCon, groupBreaker            metric.Int64ObservableGauge
 }
 
 var _ executor.Listener = (*Collector)(nil)
@@ -126,12 +129,12 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	c.completed = in.counter(metricnames.Completed.Name, metricnames.Completed.Help)
 	c.queued = in.histogram(metricnames.Queued.Name, metricnames.Queued.Help, buckets)
 	c.run = in.histogram(metricnames.Run.Name, metricnames.Run.Help, buckets)
-	c.queueDepth = in.gauge(metricnames.QueueDepth.Name, metricnames.QueueDepth.Help, "{task}")
-	c.running = in.gauge(metricnames.Running.Name, metricnames.Running.Help, "{permit}")
-	c.groupCount = in.gauge(metricnames.Groups.Name, metricnames.Groups.Help, "{group}")
+	c.queueDepth = in.level(metricnames.QueueDepth.Name, metricnames.QueueDepth.Help, "{task}")
+	c.running = in.level(metricnames.Running.Name, metricnames.Running.Help, "{permit}")
+	c.groupCount = in.level(metricnames.Groups.Name, metricnames.Groups.Help, "{group}")
 	c.globalMax = in.gauge(metricnames.GlobalMaxInFlight.Name, metricnames.GlobalMaxInFlight.Help, "{permit}")
-	c.groupRunning = in.gauge(metricnames.GroupRunning.Name, metricnames.GroupRunning.Help, "{task}")
-	c.groupWaiting = in.gauge(metricnames.GroupWaiting.Name, metricnames.GroupWaiting.Help, "{task}")
+	c.groupRunning = in.level(metricnames.GroupRunning.Name, metricnames.GroupRunning.Help, "{task}")
+	c.groupWaiting = in.level(metricnames.GroupWaiting.Name, metricnames.GroupWaiting.Help, "{task}")
 	c.groupMaxIn = in.gauge(metricnames.GroupMaxInFlight.Name, metricnames.GroupMaxInFlight.Help, "{permit}")
 	c.groupMaxCon = in.gauge(metricnames.GroupMaxConcurrency.Name, metricnames.GroupMaxConcurrency.Help, "{permit}")
 	c.groupBreaker = in.gauge(metricnames.GroupBreakerState.Name, metricnames.GroupBreakerState.Help, "")
@@ -158,11 +161,11 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	return c, nil
 }
 
-// Observe sets the executor whose Stats the gauges read. Until it is
+// Observe sets the executor whose Stats the observable instruments read. Until it is
 // called, only the listener's counters and histograms have values.
 func (c *Collector) Observe(ex *executor.Executor) { c.ex.Store(ex) }
 
-// Unregister stops the gauges' callback, for a Collector no longer used, and
+// Unregister stops the observable instruments' callback, for a Collector no longer used, and
 // frees its MeterProvider and Namespace for another Collector. Call it
 // once the executor is closed: until then the provider keeps the Collector
 // and the executor, and exports its levels. The counters and histograms
@@ -287,6 +290,16 @@ func (in *instruments) histogram(name, desc string, buckets []float64) metric.Fl
 	return h
 }
 
+// level makes an instrument of a level that goes up and down and that sums
+// over its attributes: a count of things in some state.
+func (in *instruments) level(name, desc, unit string) metric.Int64ObservableUpDownCounter {
+	u, err := in.m.Int64ObservableUpDownCounter(in.name(name), metric.WithDescription(desc), metric.WithUnit(unit))
+	in.keep(err)
+	return u
+}
+
+// gauge makes an instrument of a value that no sum makes sense of: a limit
+// or a state.
 func (in *instruments) gauge(name, desc, unit string) metric.Int64ObservableGauge {
 	g, err := in.m.Int64ObservableGauge(in.name(name), metric.WithDescription(desc), metric.WithUnit(unit))
 	in.keep(err)

@@ -13,8 +13,15 @@
 // Names and meanings are those of metrics/prom where both exist, so that
 // dashboards work with either exporter; attributes are prom's labels (group,
 // limit, status, queue). Counters count events as the listener sees them;
-// observable gauges read Stats, GroupStats or the bulkhead and breaker
-// accessors when the reader collects.
+// observable instruments read Stats, GroupStats or the bulkhead and breaker
+// accessors when the reader collects: UpDownCounters for the levels (tasks
+// running or waiting, permits out, a breaker's counts of its period), whose
+// sum over an attribute is the whole's, so that a View or a backend that
+// drops the group attribute still shows the executor's totals; gauges for
+// the limits and states, which no sum makes sense of. Prometheus shows both
+// as gauges. Units are UCUM: "s" for the histograms, an annotation of what
+// is counted ({task}, {permit}, {request}, {group}, {transition}) for the
+// rest, none for a state.
 //
 // Executor instruments (Options.Namespace prefixes them):
 //
