@@ -43,8 +43,9 @@ type Bulkhead struct {
 	attrs    metric.MeasurementOption
 	b        atomic.Pointer[bulkhead.Bulkhead]
 	reg      metric.Registration
-	claim    *claimKey  // the name b holds; nil for a provider that is not a pointer
-	names    []claimKey // its instruments' names, shared with the Bulkheads of its namespace only
+	claim    *claimKey   // the name b holds; nil for a provider that is not a pointer
+	names    []claimKey  // its instruments' names, shared with the Bulkheads of its namespace only
+	stopped  atomic.Bool // set by Unregister: the name is free for another Bulkhead, whose series are these
 	acquired metric.Int64Counter
 	queued   metric.Int64Counter
 	rejected metric.Int64Counter
@@ -115,13 +116,17 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 // Observe sets the bulkhead the observable instruments read.
 func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) { b.b.Store(bh) }
 
-// Unregister stops the observable instruments' callback, for a Bulkhead no longer used, and
-// frees its name for another Bulkhead. The counters are the provider's: a
-// later Bulkhead with the same name goes on from their totals.
+// Unregister stops the observable instruments' callback, for a Bulkhead
+// no longer used, and frees its name for another Bulkhead. From then on it
+// counts nothing: its bulkhead's events would otherwise be counted into the
+// series a later Bulkhead of the name reports for its own. The counters are
+// the provider's: a later Bulkhead with the same name goes on from their
+// totals.
 func (b *Bulkhead) Unregister() error {
 	if err := b.reg.Unregister(); err != nil {
 		return err // the callback may still run: the name stays taken
 	}
+	b.stopped.Store(true) // before the name is free for another
 	b.unclaim()
 	return nil
 }
@@ -136,6 +141,9 @@ func (b *Bulkhead) unclaim() {
 
 // OnEvent counts permits issued, waits and refusals.
 func (b *Bulkhead) OnEvent(e bulkhead.Event) {
+	if b.stopped.Load() {
+		return
+	}
 	ctx := context.Background()
 	switch e.Code {
 	case bulkhead.EventPermitAcquired:

@@ -64,6 +64,9 @@ type Collector struct {
 	reg    metric.Registration
 	claim  *claimKey  // the pair c holds; nil for a provider that is not a pointer
 	names  []claimKey // its instruments' names, which c shares with no other exporter
+	// stopped is set by Unregister: the listener counts no more, since the
+	// namespace is free for another Collector, whose instruments are these.
+	stopped atomic.Bool
 
 	rejected, completed metric.Int64Counter
 	queued, run         metric.Float64Histogram
@@ -165,16 +168,20 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 // called, only the listener's counters and histograms have values.
 func (c *Collector) Observe(ex *executor.Executor) { c.ex.Store(ex) }
 
-// Unregister stops the observable instruments' callback, for a Collector no longer used, and
-// frees its MeterProvider and Namespace for another Collector. Call it
-// once the executor is closed: until then the provider keeps the Collector
-// and the executor, and exports its levels. The counters and histograms
-// are the provider's: a later Collector with the same names goes on from
-// their totals.
+// Unregister stops the observable instruments' callback, for a Collector
+// no longer used, and frees its MeterProvider and Namespace for another
+// Collector. Call it once the executor is closed: until then the provider
+// keeps the Collector and the executor, and exports its levels. From then
+// on the Collector counts and times nothing: a closed executor still
+// refuses the tasks it is given (shutdown), and those would be counted
+// into the instruments a later Collector in the namespace reports for its
+// own executor. The counters and histograms are the provider's: a later
+// Collector with the same names goes on from their totals.
 func (c *Collector) Unregister() error {
 	if err := c.reg.Unregister(); err != nil {
 		return err // the callback may still run: the pair stays taken
 	}
+	c.stopped.Store(true) // before the namespace is free for another
 	unclaim(c)
 	return nil
 }
@@ -184,11 +191,17 @@ func (c *Collector) OnSubmitted(executor.Event) {}
 
 // OnStarted records how long the task waited.
 func (c *Collector) OnStarted(e executor.Event) {
+	if c.stopped.Load() {
+		return
+	}
 	c.queued.Record(context.Background(), metricnames.Seconds(e.Queued), c.groups.of(e.Group).group)
 }
 
 // OnCompleted counts the outcome and records how long the task ran.
 func (c *Collector) OnCompleted(e executor.Event) {
+	if c.stopped.Load() {
+		return
+	}
 	s := c.groups.of(e.Group)
 	var i int
 	switch e.Status {
@@ -209,6 +222,9 @@ func (c *Collector) OnCompleted(e executor.Event) {
 
 // OnRejected counts the refusal under the limit that made it.
 func (c *Collector) OnRejected(e executor.Event) {
+	if c.stopped.Load() {
+		return
+	}
 	c.rejected.Add(context.Background(), 1, c.groups.of(e.Group).rejectedBy(LimitLabel(e.Err)))
 }
 
