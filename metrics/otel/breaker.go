@@ -44,7 +44,7 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 		return nil, errors.New("otel: ObserveBreakers: nil MeterProvider")
 	}
 	m := mp.Meter(ScopeName)
-	in := instruments{m: m, ns: namespace}
+	in := instruments{m: m, ns: namespace, opt: "ObserveBreakers: namespace"}
 	state := in.gauge(metricnames.BreakerState.Name, metricnames.BreakerState.Help, "")
 	reqs := in.level(metricnames.BreakerRequests.Name, metricnames.BreakerRequests.Help, "{request}")
 	succ := in.level(metricnames.BreakerSuccesses.Name, metricnames.BreakerSuccesses.Help, "{request}")
@@ -169,7 +169,7 @@ func NewBreakerTransitions(mp metric.MeterProvider, namespace string, next func(
 	if mp == nil {
 		return nil, errors.New("otel: NewBreakerTransitions: nil MeterProvider")
 	}
-	in := instruments{m: mp.Meter(ScopeName), ns: namespace}
+	in := instruments{m: mp.Meter(ScopeName), ns: namespace, opt: "NewBreakerTransitions: namespace"}
 	c := in.counterUnit(metricnames.BreakerTransitions.Name, metricnames.BreakerTransitions.Help, "{transition}")
 	if in.err != nil {
 		return nil, in.err

@@ -75,7 +75,7 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 		return nil, fmt.Errorf("otel: NewBulkhead: name %q: must be valid UTF-8", name)
 	}
 	m := mp.Meter(ScopeName)
-	in := instruments{m: m, ns: namespace}
+	in := instruments{m: m, ns: namespace, opt: "NewBulkhead: namespace"}
 	b := &Bulkhead{attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("bulkhead", name))),
 		byCode: make(map[string]metric.MeasurementOption)}
 	for _, code := range metricnames.RejectionCodes() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/metrics/internal/metricnames"
+	"github.com/groupexec/groupexec/metrics/otel/internal/instname"
 )
 
 // ScopeName is the instrumentation scope of every meter this package makes.
@@ -36,7 +37,8 @@ var DefaultBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 // Options configure a Collector. The zero value is valid.
 type Options struct {
 	// Namespace, when set, prefixes every instrument name ("myapp" gives
-	// myapp_queue_depth).
+	// myapp_queue_depth). New refuses one that makes a name OpenTelemetry
+	// refuses (see the package doc).
 	Namespace string
 	// Labelled reports whether group gets series of its own; the others are
 	// summed under OtherGroup. It must be safe for concurrent use, give the
@@ -127,7 +129,7 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	}
 	c := &Collector{groups: newGroups(o.Labelled, maxGroups)}
 	m := mp.Meter(ScopeName)
-	in := instruments{m: m, ns: o.Namespace}
+	in := instruments{m: m, ns: o.Namespace, opt: "New: Options.Namespace"}
 	c.rejected = in.counter(metricnames.Rejected.Name, metricnames.Rejected.Help)
 	c.completed = in.counter(metricnames.Completed.Name, metricnames.Completed.Help)
 	c.queued = in.histogram(metricnames.Queued.Name, metricnames.Queued.Help, buckets)
@@ -271,13 +273,19 @@ func (c *Collector) observe(_ context.Context, o metric.Observer) error {
 type instruments struct {
 	m     metric.Meter
 	ns    string
+	opt   string // the constructor and its namespace option, for errors: "New: Options.Namespace"
 	err   error
 	names []string // of the instruments made, for shareNames
 }
 
+// name returns the instrument name n in the namespace, which fails the
+// constructor, naming its option, if it is not a valid one.
 func (in *instruments) name(n string) string {
 	if in.ns != "" {
 		n = in.ns + "_" + n
+	}
+	if p := instname.Problem(n); p != "" {
+		in.keep(fmt.Errorf("otel: %s %q: makes the instrument name %q, which %s", in.opt, in.ns, n, p))
 	}
 	in.names = append(in.names, n)
 	return n

@@ -76,6 +76,11 @@
 // own. The levels and limits are
 // exported for the labelled groups only.
 //
+// A namespace is refused, by every constructor and whatever the provider,
+// with an error naming it, if it makes an instrument name that
+// OpenTelemetry refuses: one starts with an ASCII letter, holds only ASCII
+// letters, digits and _.-/, and is at most 255 characters long.
+//
 // Two Collectors on one MeterProvider with the same Namespace would report
 // into the same instruments: their counters would sum and each gauge would
 // show whichever callback observed last. So New refuses a second one
