@@ -37,6 +37,7 @@ import (
 	"github.com/groupexec/groupexec/metrics/internal/clusternames"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/metrics/otel/internal/claims"
+	"github.com/groupexec/groupexec/metrics/otel/internal/instname"
 )
 
 // Source is what the callback reads on each collection; *redislimit.Holder
@@ -52,9 +53,13 @@ var _ Source = (*redislimit.Holder)(nil)
 // otel.ErrNamespaceInUse, if a registration on mp with the same namespace
 // has not been unregistered.
 //
-//	cluster_up{policy}                 1 while the holder reaches Redis, else 0 (down, or closed)
+//	cluster_up{policy}                 1 while the holder reaches Redis, else 0 (down, or closed): a gauge
 //	cluster_*_total                    each counter of redislimit.Stats (observable counters)
-//	cluster_leases, cluster_permits_leased, cluster_permits_in_use   gauges
+//	cluster_leases, cluster_permits_leased, cluster_permits_in_use   levels (observable UpDownCounters)
+//
+// Units are UCUM annotations of what is counted ({call}, {permit}, {lease},
+// ...); cluster_up has none. It fails if namespace makes an instrument name
+// that OpenTelemetry refuses, naming it.
 func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Registration, error) {
 	// A nil *Holder is a Source that is not nil: its Stats would panic in
 	// every collection, on the reader's goroutine.
@@ -68,6 +73,13 @@ func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Regi
 		}
 		return namespace + "_cluster_" + n
 	}
+	// Checked here, naming the namespace, whatever the provider: the SDK's
+	// error names only the instrument, and a no-op provider takes any name.
+	for _, n := range names() {
+		if p := instname.Problem(name(n)); p != "" {
+			return nil, fmt.Errorf("clusterotel: Observe: namespace %q: makes the instrument name %q, which %s", namespace, name(n), p)
+		}
+	}
 	r := &registration{src: src}
 	var errs []error
 	var err error
@@ -75,13 +87,16 @@ func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Regi
 	errs = append(errs, err)
 	insts := []metric.Observable{r.up}
 	for _, x := range clusternames.Counters {
-		c, err := m.Int64ObservableCounter(name(x.Name), metric.WithDescription(x.Help))
+		c, err := m.Int64ObservableCounter(name(x.Name), metric.WithDescription(x.Help), metric.WithUnit(units[x.Name]))
 		errs = append(errs, err)
 		r.counters = append(r.counters, counter{c, x.Get})
 		insts = append(insts, c)
 	}
+	// The levels sum over holders (the leases of a cluster are its
+	// holders' leases): UpDownCounters, which a View or backend that
+	// aggregates holders sums, where it would keep one holder's gauge.
 	for _, x := range clusternames.Gauges {
-		g, err := m.Int64ObservableGauge(name(x.Name), metric.WithDescription(x.Help))
+		g, err := m.Int64ObservableUpDownCounter(name(x.Name), metric.WithDescription(x.Help), metric.WithUnit(units[x.Name]))
 		errs = append(errs, err)
 		r.gauges = append(r.gauges, gauge{g, x.Get})
 		insts = append(insts, g)
@@ -125,7 +140,7 @@ type counter struct {
 }
 
 type gauge struct {
-	inst metric.Int64ObservableGauge
+	inst metric.Int64ObservableUpDownCounter
 	get  func(redislimit.Stats) int
 }
 
