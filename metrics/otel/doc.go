@@ -23,6 +23,16 @@
 // is counted ({task}, {permit}, {request}, {group}, {transition}) for the
 // rest, none for a state.
 //
+// The names keep Prometheus's spelling (a counter's _total, a unit's
+// _seconds), where OpenTelemetry's conventions leave units and totals out
+// of names, so that they are metrics/prom's, which dashboards and alerts
+// are written against: changing them would break those. They survive
+// translation to Prometheus (OpenTelemetry's compatibility rules, as in
+// Prometheus's OTLP receiver and the Prometheus exporters) unchanged: a
+// name that already ends in _total or in its unit's word gets neither
+// again, and an annotation adds nothing. A state has no unit rather than
+// "1", which translation would mark with _ratio.
+//
 // Executor instruments (Options.Namespace prefixes them):
 //
 //	queue_depth{queue="global"}              tasks waiting, all groups
