@@ -59,7 +59,7 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	r := &breakersRegistration{}
 	for i, cb := range cbs {
 		if cb == nil {
-			return nil, errors.New("otel: ObserveBreakers: nil breaker")
+			return nil, fmt.Errorf("otel: ObserveBreakers: breaker %d is nil", i)
 		}
 		if !utf8.ValidString(cb.Name()) {
 			return nil, fmt.Errorf("otel: ObserveBreakers: breaker %d's name %q: must be valid UTF-8", i, cb.Name())

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/groupexec/groupexec/breaker"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 )
 
@@ -79,5 +80,21 @@ func TestInvalidNamespacesAreRefused(t *testing.T) {
 			continue
 		}
 		c.Unregister()
+	}
+}
+
+// A nil breaker is refused naming its place among the breakers, as
+// metrics/prom's NewBreakers names it, so that a caller passing a list
+// knows which one was never set.
+func TestObserveBreakersNamesTheNilBreaker(t *testing.T) {
+	mp, _ := newProvider()
+	cb, _ := breaker.New(breaker.Settings{Name: "db"})
+	r, err := gotel.ObserveBreakers(mp, "", cb, nil)
+	if err == nil {
+		r.Unregister()
+		t.Fatal("a nil breaker was accepted")
+	}
+	if !strings.Contains(err.Error(), "breaker 1 is nil") {
+		t.Errorf("%v; want an error naming breaker 1", err)
 	}
 }
