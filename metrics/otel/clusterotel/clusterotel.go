@@ -18,6 +18,15 @@
 // namespace. A provider that is not a pointer (such as a no-op one) is not
 // checked, and one that is is not kept for the check.
 //
+// The counters are observable: each collection reports the observed
+// holder's own totals, under the start time the provider gave the
+// instrument when it was first made. A later registration in the namespace
+// that observes the same holder goes on from its totals; one that observes
+// another holder, whose counts begin again, makes the counters fall with
+// no new start time, which Prometheus reads as a reset but an OTLP consumer
+// that computes deltas may take for negative counts. Observe a new holder
+// under a namespace of its own, or on a new provider.
+//
 // It is a package of its own so that programs without cluster limits do not
 // link the Redis client.
 //
