@@ -76,7 +76,7 @@ func unclaim(c *Collector) {
 func shareNames[T any](mp metric.MeterProvider, owner *T, op string, in *instruments, by string) ([]claimKey, error) {
 	var keys []claimKey
 	for _, n := range in.names {
-		if k, ok := keyOf(mp, "", "instrument", n); ok {
+		if k, ok := keyOf(mp, "", "instrument", claims.Fold(n)); ok { // the SDK's identity ignores case
 			keys = append(keys, k)
 		}
 	}

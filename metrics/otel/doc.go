@@ -91,6 +91,11 @@
 // OpenTelemetry refuses: one starts with an ASCII letter, holds only ASCII
 // letters, digits and _.-/, and is at most 255 characters long.
 //
+// Namespaces that differ only in case are one: the SDK takes instrument
+// names case-insensitively (App_queue_depth and app_queue_depth are one
+// instrument, exported as the casing seen first), so each refusal below
+// holds for them as for one spelling.
+//
 // Two Collectors on one MeterProvider with the same Namespace would report
 // into the same instruments: their counters would sum and each gauge would
 // show whichever callback observed last. So New refuses a second one

@@ -2,6 +2,7 @@ package clusterotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/metrics/otel/clusterotel"
 )
 
@@ -73,5 +75,23 @@ func TestObserveRefusesAnInvalidNamespace(t *testing.T) {
 				t.Errorf("%T: namespace %q: %v; want an error naming the namespace", mp, ns, err)
 			}
 		}
+	}
+}
+
+// Namespaces that differ only in case are one, as the SDK takes instrument
+// names case-insensitively: a second registration would report into the
+// first one's instruments.
+func TestObserveNamespacesDifferingInCaseAreOne(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider()
+	reg, err := clusterotel.Observe(mp, &source{}, "App")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	if r, err := clusterotel.Observe(mp, &source{}, "app"); !errors.Is(err, gotel.ErrNamespaceInUse) {
+		if err == nil {
+			r.Unregister()
+		}
+		t.Errorf("a registration of namespace app beside one of App: %v; want ErrNamespaceInUse", err)
 	}
 }

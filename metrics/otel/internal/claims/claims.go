@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"weak"
 )
@@ -55,6 +56,11 @@ var claims struct {
 // may not be comparable, so not usable as a key, and a value type is
 // either stateless, as a no-op provider is, where nothing can mix, or
 // copied, so that equal values need not be the same provider.
+//
+// The namespace is compared without regard to case: it begins instrument
+// names, which OpenTelemetry takes case-insensitively (the SDK makes App_x
+// and app_x one instrument), so App and app are one namespace. A name is
+// compared as given; an instrument name is the caller's to fold (Fold).
 func KeyOf(mp any, ns, kind, name string) (Key, bool) {
 	v := reflect.ValueOf(mp)
 	if v.Kind() != reflect.Pointer {
@@ -62,8 +68,13 @@ func KeyOf(mp any, ns, kind, name string) (Key, bool) {
 	}
 	// Only the address is kept, never read through: any pointer's type
 	// does, and one of zero size passes the checks of -race.
-	return Key{weak.Make((*struct{})(v.UnsafePointer())), v.Type(), ns, kind, name}, true
+	return Key{weak.Make((*struct{})(v.UnsafePointer())), v.Type(), Fold(ns), kind, name}, true
 }
+
+// Fold is an instrument name or namespace as it is compared: lower case,
+// as OpenTelemetry compares instrument names. They are ASCII (package
+// instname), so folding is lowering.
+func Fold(s string) string { return strings.ToLower(s) }
 
 // Take claims every key of keys for owner alone, or none of them: it
 // returns the first key another live owner holds, and false. The keys of an
