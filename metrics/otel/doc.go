@@ -86,6 +86,14 @@
 // own. The levels and limits are
 // exported for the labelled groups only.
 //
+// The SDK bounds each instrument's series too (its cardinality limit,
+// 2000 by default), summing those past it under the attribute
+// otel.metric.overflow=true, where no group can be told apart.
+// group_rejected_total, the widest, has up to 13 series per group (one per
+// limit value), so the default MaxGroups of 100 stays under it; a program
+// that raises MaxGroups, or whose Labelled accepts more groups, past about
+// 150 raises the provider's limit (sdkmetric.WithCardinalityLimit) with it.
+//
 // A namespace is refused, by every constructor and whatever the provider,
 // with an error naming it, if it makes an instrument name that
 // OpenTelemetry refuses: one starts with an ASCII letter, holds only ASCII
