@@ -1,7 +1,9 @@
 // Package clocktest has clocks for tests: of every kind that can hold nil
 // inside a non-nil clock.Clock (a function, map, slice and channel), for the
 // tests of the constructors that refuse such a clock (internal/typednil),
-// and one that a test steps back (Stepped), which clock.Fake never does.
+// one that a test steps back (Stepped), which clock.Fake never does, and a
+// clock.Fake that tells when its fired timers' functions have returned
+// (Tracked).
 package clocktest
 
 import (
