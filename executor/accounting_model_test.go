@@ -434,7 +434,10 @@ func (m *model) advance() {
 	// takes the time between as nil: moved again before the function
 	// returns, the fake clock would arm the next timer late by the step.
 	recv(m.t, m.clk.Idle(), "the fired timers' functions returned")
-	d := 10 * time.Millisecond
+	// Steps of 5 and 25 ms land on a deadline exactly (a task waits
+	// exactly the timeout, and expires), and steps of 10 ms past one.
+	d := []time.Duration{5, 10, 25}[m.rnd.IntN(3)] * time.Millisecond
+	m.logf("advance %v", d)
 	m.clk.Advance(d)
 	if m.timeout == 0 {
 		return
