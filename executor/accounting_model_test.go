@@ -595,8 +595,8 @@ func (m *model) checkEnd() {
 // sequences of calls, made one at a time: Submit, Go and Do of weights 1
 // and 2, tasks finishing with each outcome, Handle.Cancel and contexts
 // cancelled, EvictGroup, SetGroupLimits, ShutdownGroup past its deadline,
-// and steps of an injected clock past a queue timeout, with or without a
-// listener, keeping every idle group or none. After each call
+// and steps of an injected clock onto and past queue deadlines, with or
+// without a listener, keeping every idle group or none. After each call
 // it waits until the executor agrees with a model of what the doc comments
 // say (who runs, who waits, every group's gauges, limits and counts, whether
 // its state is kept, the executor's totals), and after Close it checks each
@@ -607,7 +607,8 @@ func (m *model) checkEnd() {
 // idle groups WithMaxIdleGroups 1 or 2 reclaims: a group going idle
 // reclaims another after the stats the model waits for already agree, so
 // the model could not tell a reclamation from a group lost. The targeted
-// tests of groups_test.go and accounting_test.go check those limits.
+// tests of groups_test.go and accounting_test.go check those limits. The
+// clock moves only once the timers it fired have returned (advance).
 //
 // GROUPEXEC_MODEL_SEED replays one seed; GROUPEXEC_MODEL_RUNS sets the seeds
 // per GOMAXPROCS.
