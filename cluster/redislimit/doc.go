@@ -25,9 +25,11 @@
 // time from Redis (TIME), never from a client. Each leased permit is a slot
 // of the key, 0..limit-1, held by one live lease at a time. A crashed or
 // partitioned holder's slots come back when its leases expire, after at
-// most the lease TTL (WithLeaseTTL). A live holder renews all its leases in
-// one pipelined round trip per renew interval, from one goroutine per
-// process (the renewal loop), whatever the number of tasks and keys.
+// most the lease TTL (WithLeaseTTL). A live holder renews all its leases
+// every renew interval, from one goroutine per process (the renewal loop),
+// whatever the number of tasks: in one pipelined round trip per 128 keys,
+// each bounded by the op timeout, so that a holder of many keys renews as
+// surely as a holder of few.
 //
 // # What a task can rely on
 //

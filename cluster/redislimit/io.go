@@ -21,9 +21,10 @@ import (
 //     events that TryAcquire and Release (called under an executor's lock)
 //     cannot;
 //   - the renewer is the process's one renewal loop: every renew interval,
-//     one pipelined round trip renews every lease of every key and returns
-//     the permits no task needed since the last round; keys still refused
-//     are then asked for again.
+//     it renews every lease of every key and returns the permits no task
+//     needed since the last round, in pipelined round trips of at most
+//     maxPass calls (renew.go); keys still refused are then asked for
+//     again.
 //
 // A lease is valid locally until 80% of the TTL after the request that
 // last renewed it was sent: Redis's own expiry comes later in real time, so

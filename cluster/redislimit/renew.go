@@ -83,14 +83,69 @@ func (h *Holder) renewOnce() {
 		return
 	}
 
+	// The first pass's leases are valid from before the hook: a round held
+	// up on its way to Redis counts as slow.
 	sent := time.Now()
 	var err error
 	if hook != nil {
 		err = hook()
 	}
+	if err != nil {
+		// Nothing goes to Redis: the round failed as a whole.
+		h.renewPass(rs, ret, false, err, sent)
+		return
+	}
+	// The round goes to Redis in passes of at most maxPass calls, each a
+	// round trip of its own bounded by the op timeout, as the refiller's
+	// passes are: one round trip for every key would take longer the more
+	// keys the holder holds (a group limiter's tenants), until it ran past
+	// the op timeout and every lease of the process were lost at once.
+	renewed, down := false, false
+	for first := true; first || len(rs) > 0 || len(ret) > 0; first = false {
+		stopped := false
+		select {
+		case <-h.stop:
+			// Close gives every lease back: renewing the rest is no use.
+			stopped = true
+		default:
+		}
+		if down || stopped {
+			// Not sent: a renewal left is judged by its local deadline,
+			// and a lease given back whole is sent again by its id.
+			h.mu.Lock()
+			for _, s := range ret {
+				h.orphanLocked(s)
+			}
+			h.mu.Unlock()
+			break
+		}
+		n := min(len(rs), maxPass)
+		m := min(len(ret), maxPass-n)
+		if !first {
+			sent = time.Now()
+		}
+		r, perr := h.renewPass(rs[:n], ret[:m], probe && first, nil, sent)
+		rs, ret = rs[n:], ret[m:]
+		renewed = renewed || r
+		// After a pass Redis did not answer, the next would wait its op
+		// timeout for nothing, and hold Close that long.
+		down = failed(perr)
+	}
+	if renewed && !down {
+		h.st.renewals.Add(1)
+	}
+}
+
+// renewPass sends one round trip of a renewal round: the renewals rs, the
+// give-backs ret and, with probe, a PING; and uses the replies. The leases
+// it renews are valid from sent. sendErr, if not nil, fails the pass
+// without sending it. It reports whether it renewed leases and the pass's
+// error.
+func (h *Holder) renewPass(rs []renewal, ret []shrink, probe bool, sendErr error, sent time.Time) (renewed bool, err error) {
+	err = sendErr
 	calls := make([]*scriptCall, len(rs))
 	var relCalls []*scriptCall // ret's
-	// ran: the calls went to Redis and the round waited for them, so each
+	// ran: the calls went to Redis and the pass waited for them, so each
 	// call's cmd holds its own outcome (read only then: the cmds of a call
 	// the op timeout abandoned are still being written).
 	ran := false
@@ -121,18 +176,16 @@ func (h *Holder) renewOnce() {
 	var stale []shrink
 	h.mu.Lock()
 	ev := h.resultLocked(err)
-	// A round with no lease to renew (it gives permits back, or probes
-	// Redis while down) is no renewal; nor is one whose every renewal
-	// Redis refused with an error reply (WRONGTYPE on the key's data):
-	// it renewed nothing.
-	renewed := false
+	// A pass with no lease to renew (it gives permits back, or probes
+	// Redis while down) renews nothing; nor does one whose every renewal
+	// Redis refused with an error reply (WRONGTYPE on the key's data).
 	if ran {
 		// Each call's own reply, whatever happened to the others: a
 		// renewal Redis made in the first round trip counts even when the
 		// second (the calls re-sent after NOSCRIPT) failed, or its tasks
 		// would be cancelled, the lease counted lost, though Redis has
 		// renewed it.
-		now = time.Now()
+		now := time.Now()
 		for i, r := range rs {
 			res, cerr := calls[i].cmd.Int64Slice()
 			if cerr != nil || len(res) != 4+len(r.leases) {
@@ -165,9 +218,6 @@ func (h *Holder) renewOnce() {
 			}
 		}
 	}
-	if renewed && !failed(err) {
-		h.st.renewals.Add(1)
-	}
 	for i, s := range ret {
 		if !ran || failed(relCalls[i].cmd.Err()) {
 			h.orphanLocked(s)
@@ -179,4 +229,5 @@ func (h *Holder) renewOnce() {
 	if len(stale) > 0 {
 		h.giveBack(stale)
 	}
+	return renewed, err
 }
