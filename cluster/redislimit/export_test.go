@@ -3,6 +3,8 @@ package redislimit
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // SetRenewHook makes every renewal round call f first; an error fails the
@@ -105,4 +107,10 @@ func Orphans(l *Limiter, key string) int {
 		return len(ks.orphans)
 	}
 	return 0
+}
+
+// LoadReleaseScript loads the script that gives leases back into the Redis
+// c reaches, as a holder's first give-back does.
+func LoadReleaseScript(ctx context.Context, c redis.Scripter) error {
+	return releaseScript.Load(ctx, c).Err()
 }

@@ -123,8 +123,8 @@ func (h *Holder) ID() string { return h.id }
 
 // Close stops the holder's goroutines, gives every lease back to Redis
 // (also those it may have been granted without hearing the reply) and ends
-// its waiting records (best effort, one round trip bounded by the op
-// timeout). Then it waits for the calls to Redis that the holder stopped
+// its waiting records (best effort, in round trips of at most 128 calls,
+// each bounded by the op timeout, up to the first that fails). Then it waits for the calls to Redis that the holder stopped
 // waiting for at the op timeout and the client still runs (it ends them
 // at its own timeouts without ContextTimeoutEnabled), and for the
 // contention subscriber's connection being made, if any, for at most one
@@ -274,8 +274,31 @@ func (h *Holder) closeLeases() error {
 	for _, ks := range unwaits {
 		calls = append(calls, h.unwaitCall(ks))
 	}
-	_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, calls, nil) })
-	return err
+	return h.sendPasses(calls)
+}
+
+// sendPasses sends calls in round trips of at most maxPass calls each, one
+// after another, each bounded by the op timeout: one round trip for all
+// the leases of a holder of many keys would take longer the more it holds,
+// until it ran past the op timeout and gave back none of them. It stops at
+// the first round trip Redis did not answer (failed): the next would wait
+// its op timeout for nothing. It returns the first error that says Redis
+// failed, else the first other one.
+func (h *Holder) sendPasses(calls []*scriptCall) error {
+	var first error
+	for len(calls) > 0 {
+		n := min(len(calls), maxPass)
+		pass := calls[:n]
+		calls = calls[n:]
+		_, err := call(h, func(ctx context.Context) (struct{}, error) { return struct{}{}, h.runScripts(ctx, pass, nil) })
+		switch {
+		case failed(err):
+			return err
+		case first == nil:
+			first = err
+		}
+	}
+	return first
 }
 
 // Stats returns the holder's counters.

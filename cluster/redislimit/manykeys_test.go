@@ -78,3 +78,51 @@ func TestRenewalOfManyKeysFitsTheOpTimeout(t *testing.T) {
 		t.Fatalf("%d leases held, %d lost: want %d held, none lost", s.Leases, s.LeasesLost, keys)
 	}
 }
+
+// TestCloseOfManyKeysGivesEveryLeaseBack: Close gives back the leases of
+// more keys than one round trip carries within the op timeout. Every one
+// is given back: in one round trip, none would be, and each would keep its
+// permit from every other holder for the rest of its TTL.
+func TestCloseOfManyKeysGivesEveryLeaseBack(t *testing.T) {
+	addr := startRedis(t)
+	c := newClient(t, addr)
+	const per, opTimeout = 2 * time.Millisecond, time.Second
+	keys := 2 * int(opTimeout/per)
+	prefix := "t:" + t.Name()
+	h, err := redislimit.New(c, append(manualRenewals(), redislimit.WithPrefix(prefix),
+		redislimit.WithOpTimeout(opTimeout))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	l := h.Groups(1)
+	n := attach(t, l)
+	for i := range keys {
+		acquire(t, l, n, fmt.Sprint("g", i), 1, 10*time.Second) // held by a task that Close cancels
+	}
+	// Redis learns the release script first, as a holder's give-backs teach
+	// it: a round trip sent again after NOSCRIPT would cost the hook twice.
+	if err := redislimit.LoadReleaseScript(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	c.AddHook(costPerCall{per})
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	check := newClient(t, addr)
+	leased := 0
+	iter := check.Scan(bg, 0, prefix+":*:l", 1000).Iterator()
+	for iter.Next(bg) {
+		n, err := check.ZCard(bg, iter.Val()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leased += int(n)
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 0 {
+		t.Fatalf("%d of %d leases still in Redis after Close", leased, keys)
+	}
+}
