@@ -50,8 +50,10 @@
 // A pause can still fall between the check and the write; a downstream
 // closes that gap with fencing: every lease has a fencing token, greater
 // for every later lease of the key (also across a restart of a Redis
-// without persistence: the counter restarts from Redis's clock in
-// microseconds), and Fencing gives the task's token and slots. A
+// without persistence, and after the key was idle for twice the TTL, when
+// its counter expires with its other keys: the counter restarts from
+// Redis's clock in microseconds), and Fencing gives the task's token and
+// slots. A
 // downstream that keeps the greatest token it accepted per slot and
 // refuses smaller ones refuses the writes of a lost lease once the slot's
 // new holder has written, whatever the limit (see Fence).
@@ -202,7 +204,9 @@
 // Redis's time in µs); past what the leases have left, every holder loses
 // them at its next renewal; past twice the TTL, Redis expires the keys
 // themselves, as if it had lost its data. A step back keeps a crashed
-// holder's slots, and a gone holder's waiting record, J longer. No holder
+// holder's slots, and a gone holder's waiting record, J longer, and the
+// next token of a key idle for more than twice the TTL (its counter
+// expired) but less than J can be smaller than its last. No holder
 // can see a step before its next call: run the Redis hosts with a clock
 // that slews, never steps (docs/cluster.md, "Redis's clock").
 //
@@ -230,7 +234,10 @@
 // Redis must not evict them: run it with maxmemory-policy noeviction (the
 // default). The keys carry expiries, so a volatile-* policy may evict them
 // too, and a lease table evicted without its counts (or the reverse) lets
-// the limit be exceeded or keeps permits counted that no one holds.
+// the limit be exceeded or keeps permits counted that no one holds. Every
+// key of a limit key expires at most twice the TTL after the last call
+// that wrote it: a group key made up by a client costs Redis memory that
+// long only.
 //
 // A Holder keeps every Limiter attached to it until Close (its renewal loop
 // serves them all): make one Holder per process and Limiters for

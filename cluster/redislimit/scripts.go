@@ -26,7 +26,13 @@ import "github.com/redis/go-redis/v9"
 // nothing orders them, so a holder keeps what it heard with the greatest
 // version and ignores older news. Like a fencing token, the version is
 // max(counter+1, TIME in µs), so that it keeps rising across a restart of a
-// Redis without persistence.
+// Redis without persistence, and once the counter has expired.
+//
+// Expiry. Every key of a limit key expires at most twice the TTL after the
+// last call that wrote it, the counters (f, v) too: group keys are often
+// made up by clients (a tenant header), and each one ever seen must not
+// cost Redis memory for longer than its leases and waiting records live.
+// A counter that has expired restarts from the clock, as after a restart.
 //
 // Requests. A holder's acquires and unwaits (below) of a key are numbered
 // in the order it sends them (its process's nonce and a sequence number),
@@ -117,10 +123,12 @@ end
 
 local function owner(id) return string.match(id, '^([^:]*):') end
 
--- version bumps the key's version counter (v) and returns it.
-local function version(v, nowus)
+-- version bumps the key's version counter (v) and returns it. The counter
+-- expires with the key's other keys, keep ms after the call: the clock
+-- orders the versions after that.
+local function version(v, nowus, keep)
   local x = math.max(tonumber(redis.call('GET', v) or '0') + 1, nowus)
-  redis.call('SET', v, string.format('%.0f', x), 'PX', 86400000)
+  redis.call('SET', v, string.format('%.0f', x), 'PX', keep)
   return x
 end
 
@@ -316,8 +324,9 @@ end
 // and want permits (slots) if that many are free and the holder's share
 // allows it, with a fencing token greater than any issued for the key. The
 // token is max(counter+1, TIME in µs), so that tokens keep rising across a
-// restart of a Redis without persistence (the counter restarts from the
-// clock) as long as fewer than a million are issued per second on average.
+// restart of a Redis without persistence, and once the counter has expired
+// with the key's other keys (see Expiry: it restarts from the clock), as
+// long as fewer than a million are issued per second on average.
 //
 // A request older than the latest of the holder that Redis has run (see
 // Requests) does nothing: it returns a refusal of version 0, which no
@@ -359,7 +368,7 @@ local me, nonce, seq = ARGV[6], ARGV[9], tonumber(ARGV[10])
 if latest(KEYS[9], me, nonce) >= seq then return {0, 0, 0, 0, limit, 0, 0} end
 ran(KEYS[9], me, nonce, seq, now, ttl * 2)
 local own = mine(KEYS[6], KEYS[8], me, nonce, now)
-local ver = version(KEYS[10], nowus)
+local ver = version(KEYS[10], nowus, ttl * 2)
 local reaped = reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
 local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
 local mine, free, cap = hold[me] or 0, limit - used, limit
@@ -396,7 +405,7 @@ if #slots == 0 then
 end
 grant = #slots
 local tok = math.max(tonumber(redis.call('GET', KEYS[5]) or '0') + 1, nowus)
-redis.call('SET', KEYS[5], string.format('%.0f', tok), 'PX', 86400000)
+redis.call('SET', KEYS[5], string.format('%.0f', tok), 'PX', ttl * 2)
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[5])
 redis.call('HSET', KEYS[2], ARGV[5], grant)
 redis.call('HSET', KEYS[3], ARGV[5], table.concat(slots, ','))
@@ -447,8 +456,8 @@ var renewScript = redis.NewScript(sharesLua + `
 local bad = check({'zset', 'hash', 'hash', 'string', 'zset', 'hash', 'hash', 'string'}, {2, 8})
 if bad then return redis.error_reply(bad) end
 local now, nowus = clock()
-local ver = version(KEYS[8], nowus)
 local ttl, me, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local ver = version(KEYS[8], nowus, ttl * 2)
 -- The slots of the expired leases it reaps (a crashed holder's) count as
 -- freed: nothing else tells the holders that wait for them.
 local alive, freed = {}, reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
@@ -543,7 +552,7 @@ if removed > 0 then
   if redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf') > 0 then
     redis.call('PUBLISH', ARGV[2], 'f|' .. KEYS[1])
   else
-    redis.call('PUBLISH', ARGV[2], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', version(KEYS[5], nowus)) .. '|0|')
+    redis.call('PUBLISH', ARGV[2], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', version(KEYS[5], nowus, tonumber(ARGV[5]) * 2)) .. '|0|')
   end
 end
 return removed
