@@ -46,6 +46,12 @@
 // labelled groups only (a reclaimed group has levels of 0 and no limits);
 // OtherGroup has levels, the remainder of all groups', but no limits.
 //
+// The first MaxGroups groups seen keep their places for the life of the
+// Collector, those of refused tasks too: where clients choose the keys,
+// they may be one client's made-up keys, seen before the real tenants,
+// which then all count under OtherGroup. There, pass a Labelled that
+// accepts the groups the program knows (its configured tenants).
+//
 // Metrics (names as listed; Options.Namespace prefixes them):
 //
 //	queue_depth{queue="global"}              tasks waiting, all groups
