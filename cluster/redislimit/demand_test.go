@@ -107,7 +107,7 @@ func refusedHeavyTask(t *testing.T) (*redislimit.Holder, *executor.Executor, *ex
 // long between A hearing of B and asking for 2 saw that give-back.
 func TestRefusalForTheShareKeepsFreePermits(t *testing.T) {
 	addr := startRedis(t)
-	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Hour))...)
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(3*time.Minute))...)
 	b := newHolder(t, addr, manualRenewals()...)
 	subscribed(t, addr, 2, a) // A hears that B waits only by its notice
 	la, lb := a.Groups(4), b.Groups(4)

@@ -182,7 +182,7 @@ func TestRenewalGiveBackWakesAWaiter(t *testing.T) {
 	addr := startRedis(t)
 	// A's poll interval keeps its idle permit from going back before the
 	// round, so that the round gives it back.
-	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Hour))...)
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(3*time.Minute))...)
 	b := newHolder(t, addr, manualRenewals()...)
 	// A hears of B's refusal only by its notice: no renewal round runs
 	// until the test's own.

@@ -67,7 +67,7 @@ type config struct {
 	prefix    string
 	ttl       time.Duration
 	renew     time.Duration // 0: ttl/3
-	poll      time.Duration
+	poll      time.Duration // 0: min(DefaultPollInterval, renew)
 	opTimeout time.Duration // 0: min(ttl/4, 1s)
 	maxBlock  int
 	policy    FailurePolicy
@@ -76,8 +76,7 @@ type config struct {
 }
 
 func defaults() config {
-	return config{prefix: DefaultPrefix, ttl: DefaultLeaseTTL, poll: DefaultPollInterval,
-		maxBlock: DefaultMaxBlock, policy: FailClosed}
+	return config{prefix: DefaultPrefix, ttl: DefaultLeaseTTL, maxBlock: DefaultMaxBlock, policy: FailClosed}
 }
 
 // WithPrefix sets the prefix of every Redis key the holder uses. Holders
@@ -145,8 +144,12 @@ func WithRenewInterval(d time.Duration) Option {
 // that Redis refused, and how soon a failed request is retried. A refused
 // key is asked for again when another holder gives back permits of it (a
 // notice), and at every renewal round: not on a timer, but not more than
-// once per d however often notices come. d must be > 0. Default:
-// DefaultPollInterval.
+// once per d however often notices come. d must be > 0 and at most the
+// renew interval: Redis keeps a refused holder's waiting record for two
+// renew intervals, and a holder that asked again less often would drop out
+// of the shares between its requests, the others keeping their permits as
+// if no one waited. Default: DefaultPollInterval, or the renew interval if
+// that is shorter.
 func WithPollInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
@@ -243,6 +246,13 @@ func (c *config) finish() error {
 	}
 	if c.renew > c.ttl/3 {
 		return &OptionError{"WithRenewInterval", c.renew, "must be at most a third of the lease TTL " + c.ttl.String()}
+	}
+	switch {
+	case c.poll == 0:
+		c.poll = min(DefaultPollInterval, c.renew)
+	case c.poll > c.renew:
+		return &OptionError{"WithPollInterval", c.poll, "must be at most the renew interval " + c.renew.String() +
+			" (a refused holder's waiting record lasts two renew intervals)"}
 	}
 	if c.opTimeout == 0 {
 		c.opTimeout = min(c.ttl/4, time.Second)

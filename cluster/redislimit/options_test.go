@@ -24,6 +24,12 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 		{[]redislimit.Option{redislimit.WithRenewInterval(500 * time.Microsecond)}, "WithRenewInterval(500µs)"},
 		{[]redislimit.Option{redislimit.WithLeaseTTL(time.Second), redislimit.WithRenewInterval(500 * time.Millisecond)}, "WithRenewInterval(500ms)"},
 		{[]redislimit.Option{redislimit.WithPollInterval(-time.Second)}, "WithPollInterval(-1s)"},
+		// A refused holder asks again at most once per poll interval, and
+		// Redis keeps its waiting record for two renew intervals: a poll
+		// interval above the renew interval lets the record lapse between
+		// requests, and the others keep their permits as if no one waited.
+		{[]redislimit.Option{redislimit.WithRenewInterval(100 * time.Millisecond), redislimit.WithPollInterval(time.Second)},
+			"WithPollInterval(1s)"},
 		{[]redislimit.Option{redislimit.WithOpTimeout(0)}, "WithOpTimeout(0s)"},
 		{[]redislimit.Option{redislimit.WithLeaseTTL(time.Second), redislimit.WithOpTimeout(time.Second)}, "WithOpTimeout(1s)"},
 		{[]redislimit.Option{redislimit.WithMaxBlock(0)}, "WithMaxBlock(0)"},
@@ -53,6 +59,13 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 			t.Errorf("WithPrefix(%q): %v", p, err)
 			continue
 		}
+		h.Close()
+	}
+	// The default poll interval is lowered to a renew interval below it,
+	// rather than refuse an option the caller did not set.
+	if h, err := redislimit.New(c, redislimit.WithLeaseTTL(100*time.Millisecond)); err != nil {
+		t.Errorf("WithLeaseTTL(100ms) alone, its renew interval below the default poll interval: %v", err)
+	} else {
 		h.Close()
 	}
 	if _, err := redislimit.New(nil); !errors.Is(err, redislimit.ErrInvalidOption) {
