@@ -124,8 +124,9 @@ func (h *Holder) ID() string { return h.id }
 // Close stops the holder's goroutines, gives every lease back to Redis
 // (also those it may have been granted without hearing the reply) and ends
 // its waiting records (best effort, in round trips of at most 128 calls,
-// each bounded by the op timeout, up to the first that fails). Then it waits for the calls to Redis that the holder stopped
-// waiting for at the op timeout and the client still runs (it ends them
+// each bounded by the op timeout, up to the first that fails). Then it
+// waits for the calls to Redis that the holder stopped waiting for at the
+// op timeout and the client still runs (it ends them
 // at its own timeouts without ContextTimeoutEnabled), and for the
 // contention subscriber's connection being made, if any, for at most one
 // more op timeout, so that nothing of the holder talks to Redis once it
