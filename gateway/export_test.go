@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"time"
 )
@@ -43,6 +45,19 @@ func OnBackendAnswer(g *Gateway, f func()) {
 		}
 		return resp, err
 	})
+}
+
+// WrapBackendConns makes g's transport use each connection it dials to a
+// backend through wrap. It must be called before g serves.
+func WrapBackendConns(g *Gateway, wrap func(net.Conn) net.Conn) {
+	dial := g.transport.DialContext
+	g.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

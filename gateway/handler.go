@@ -40,6 +40,12 @@ type exchange struct {
 	// (drained, notRun), by either cause: ServeHTTP counts it aborted
 	// though its own context may not be cancelled yet.
 	drained bool
+	// timeout is timeouts.upstream as the request's config sets it, and
+	// held whether its backend is held to its deadline, as judged when it
+	// was admitted (heldToDeadline): else the deadline passing is no
+	// failure of the tenant's breaker.
+	timeout time.Duration
+	held    bool
 }
 
 var exchanges = sync.Pool{New: func() any {
@@ -55,6 +61,7 @@ func (x *exchange) proxy(ctx context.Context) error {
 	g.m.spawned.Inc()
 	begin := g.clk.Now()
 	defer func() { g.svc.observe(x.resp.answeredBy(g.clk.Now()).Sub(begin)) }()
+	x.held = heldToDeadline(ctx, x.timeout)
 	return g.forward(ctx, x, x.req)
 }
 
@@ -329,6 +336,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Upstream)
 	defer cancel()
+	x.timeout = cfg.Timeouts.Upstream
 	x.resp.reset(w, cfg.Response.BufferBytes, cfg.Timeouts.Write)
 	err = g.admit(ctx, x, tenant)
 	switch {
@@ -730,10 +738,11 @@ var errBrokenOff = errors.New("gateway: the answer broke off")
 
 // brokenOff returns the verdict on x, whose answer broke off once part of
 // it was sent: a failure if the backend broke it off or missed the
-// deadline, context.Canceled if the client went away or did not take it
-// in time (within timeouts.write, or before the deadline passed while the
-// gateway waited on it: late), or the drain aborted it (drained: the
-// executor's shutdown too, which is no client going away).
+// deadline (one it was held to: heldToDeadline), context.Canceled if the
+// client went away or did not take it in time (within timeouts.write, or
+// before the deadline passed while the gateway waited on it: late), or the
+// drain aborted it (drained: the executor's shutdown too, which is no
+// client going away).
 func (g *Gateway) brokenOff(ctx context.Context, x *exchange) error {
 	switch {
 	case drained(ctx):
@@ -742,6 +751,8 @@ func (g *Gateway) brokenOff(ctx context.Context, x *exchange) error {
 	case x.resp.err != nil, x.resp.late, ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		g.m.canceled.WithLabelValues("request").Inc()
 		return context.Canceled
+	case ctx.Err() != nil && !x.held:
+		return context.Canceled // the deadline passed on a backend not held to it
 	}
 	return errBrokenOff
 }
@@ -837,6 +848,11 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		x.verdict = nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		x.verdict = err
+		if !x.held {
+			// Admitted with less than half its time left (heldToDeadline):
+			// says nothing of the backend.
+			x.verdict = context.Canceled
+		}
 		g.m.ioTimeouts.WithLabelValues("upstream").Inc()
 		g.refuse(w, x, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within the request's deadline", 0)
 	case ctx.Err() != nil, x.resp.hijacked:

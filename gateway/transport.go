@@ -68,6 +68,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		at = uint64(b) + 1
+		// Judged as this try starts: a try given less than half the
+		// request's timeout is not failed for missing its deadline.
+		held := st.breakers == nil || heldToDeadline(ctx, st.cfg.Timeouts.Upstream)
 		// The RoundTripper contract forbids changing req: each try gets a
 		// copy pointed at its backend. SetURL changes only the URL and Host,
 		// so a shallow copy with its own URL is enough; req.Clone would also
@@ -104,11 +107,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.StatusCode != http.StatusSwitchingProtocols && st.breakers != nil:
 			// The verdict waits for the body: a backend that sends its
 			// headers and then breaks its answer off has failed.
-			resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: ctx, ticket: ticket}
+			resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: ctx, ticket: ticket, held: held}
 		case err == nil:
 			ticket.Success()
-		case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
-			ticket.Ignore() // the client went away: nothing learned of the backend
+		case ctx.Err() != nil && (!errors.Is(ctx.Err(), context.DeadlineExceeded) || !held):
+			// The client went away, or the deadline passed on a backend
+			// given too little of it (heldToDeadline): nothing learned of
+			// the backend.
+			ticket.Ignore()
 		default:
 			ticket.Failure()
 		}
@@ -173,7 +179,8 @@ func lower(c byte) byte {
 // once read: a success at its end, a failure if reading it fails (the
 // backend broke it off, or the deadline passed while the proxy waited on
 // it), nothing if the client went away first or the body is closed before
-// its end (the proxy could not send it to the client). A deadline that had
+// its end (the proxy could not send it to the client), nor if the deadline
+// passed on a backend not held to it (heldToDeadline). A deadline that had
 // passed before a read began passed while the proxy was away from the
 // backend, writing what it had read to a client slow to take it: it says
 // nothing of the backend, which had sent as fast as the proxy read.
@@ -181,6 +188,7 @@ type judgedBody struct {
 	io.ReadCloser
 	ctx    context.Context
 	ticket breaker.Ticket
+	held   bool // the backend is held to ctx's deadline (heldToDeadline)
 }
 
 func (b *judgedBody) Read(p []byte) (int, error) {
@@ -190,7 +198,7 @@ func (b *judgedBody) Read(p []byte) (int, error) {
 	case err == nil:
 	case err == io.EOF:
 		b.ticket.Success()
-	case away, b.ctx.Err() != nil && !errors.Is(b.ctx.Err(), context.DeadlineExceeded):
+	case away, b.ctx.Err() != nil && (!errors.Is(b.ctx.Err(), context.DeadlineExceeded) || !b.held):
 		b.ticket.Ignore()
 	default:
 		b.ticket.Failure()
