@@ -55,10 +55,13 @@
 //   - 413 for a body over the cap (as received, or decoded), 415 for a
 //     Content-Encoding other than gzip, x-gzip, deflate and identity, or
 //     more than two stacked, 408 for a body not received within
-//     timeouts.read, 400 for a body that did not arrive whole or does not
-//     decode, 400 for an invalid tenant key (or, with tenant.require, a
-//     request naming none), 500 when the body cannot be stored in
-//     body.spool_dir;
+//     timeouts.read, 400 for a body whose chunks are malformed or that
+//     does not decode, 400 for an invalid tenant key (or, with
+//     tenant.require, a request naming none), 500 when the body cannot be
+//     stored in body.spool_dir;
+//   - no answer, its connection closed (its stream reset, over HTTP/2),
+//     for a request whose client went away: while it sent its body, waited
+//     in the queue or was at the backend (counted as 499, as nginx does);
 //   - 200 with no body, from the gateway itself, for OPTIONS * and for
 //     OPTIONS with Max-Forwards: 0;
 //   - in plain text, from net/http before the gateway sees the request,
@@ -69,7 +72,11 @@
 //     than chunked alone, and 505 for an HTTP version other than 1.x.
 //
 // Every request has one deadline, timeouts.upstream from the moment its body
-// is in: time in the queue, every try and every backoff fit inside it.
+// is in: time in the queue, every try and every backoff fit inside it. A
+// backend given less than half of it (the rest spent in the queue or on
+// earlier tries) is not failed for missing it, so that a long queue under
+// one tenant's load does not open the breakers of a backend that answers
+// as fast as ever.
 // Requests with an idempotent method (and a method override, if any,
 // naming one) and no body are retried on transport errors, at most 3
 // tries, with jittered exponential backoff (50-100 ms, doubling, capped at
