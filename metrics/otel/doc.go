@@ -102,7 +102,9 @@
 // Namespaces that differ only in case are one: the SDK takes instrument
 // names case-insensitively (App_queue_depth and app_queue_depth are one
 // instrument, exported as the casing seen first), so each refusal below
-// holds for them as for one spelling.
+// holds for them as for one spelling, and what one spelling lets share
+// (Bulkheads of other names, breakers of other names) shares the
+// instruments of the casing seen first.
 //
 // Two Collectors on one MeterProvider with the same Namespace would report
 // into the same instruments: their counters would sum and each gauge would

@@ -90,7 +90,9 @@ func Take[T any](owner *T, keys ...Key) (Key, bool) {
 // first key a live owner of another by holds, that owner's by (empty for
 // one that holds it alone), and false. It is for the names of instruments,
 // which the registrations of one kind and namespace share, and no other
-// may have.
+// may have. by is compared without regard to case, as the namespace it
+// names is (KeyOf): registrations in App and in app make the same
+// instruments.
 func Share[T any](owner *T, by string, keys ...Key) (Key, string, bool) {
 	return take(owner, by, keys)
 }
@@ -101,7 +103,7 @@ func take[T any](owner *T, by string, keys []Key) (Key, string, bool) {
 	defer claims.Unlock()
 	for _, k := range keys {
 		for _, h := range claims.m[k] {
-			if h.id != any(w) && (by == "" || h.by != by) && h.live() {
+			if h.id != any(w) && (by == "" || !strings.EqualFold(h.by, by)) && h.live() {
 				return k, h.by, false
 			}
 		}
