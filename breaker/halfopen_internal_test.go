@@ -42,3 +42,40 @@ func TestFullProbeSlotsOfEndedPeriodDoNotRefuse(t *testing.T) {
 		t.Fatalf("state %v with %d probe slots taken, want closed with none", s, n)
 	}
 }
+
+// A request that takes a probe slot of a half-open period that has ended
+// since it read the state is no probe of it: here the only probe's failure
+// reopens the breaker between the two reads, and the slot it gives back
+// is free when the request takes it. The request is judged by the current
+// state, open, and refused, holding no slot.
+func TestProbeSlotTakenAsThePeriodReopensIsGivenBack(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	cb, err := New(Settings{MaxRequests: 2, Timeout: time.Second, ReadyToTrip: func(Counts) bool { return true }, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trip, _ := cb.AllowTicket()
+	trip.Failure()
+	clk.Advance(time.Second)
+	probe, err := cb.AllowTicket()
+	if err != nil || !probe.Probe() {
+		t.Fatalf("the probe after the timeout: %v, probe %v", err, probe.Probe())
+	}
+	ran := false
+	testHookHalfOpen = func() {
+		testHookHalfOpen = nil
+		ran = true
+		probe.Failure() // reopens the breaker and gives the slot back
+	}
+	defer func() { testHookHalfOpen = nil }()
+	tk, err := cb.AllowTicket()
+	if !ran {
+		t.Fatal("the request never read a half-open state: the test no longer reaches the gap")
+	}
+	if err != ErrOpenState {
+		t.Fatalf("request through a breaker reopened as it took a slot: %v (probe %v), state %v", err, tk.Probe(), cb.State())
+	}
+	if n := cb.probes.Load(); n != 0 {
+		t.Fatalf("%d probe slots taken after the refusal, want 0", n)
+	}
+}
