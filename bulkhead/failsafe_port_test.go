@@ -176,7 +176,10 @@ func TestFailsafeAcquirePermitWithMaxWaitTime(t *testing.T) {
 		_, err = r.wait(t)
 		wantErr(t, err, bulkhead.ErrQueueTimeout)
 		var rej *bulkhead.RejectedError
-		if !errors.As(err, &rej) || rej.MaxWait != 100*time.Millisecond || rej.InFlight != 1 || rej.Limit != 1 {
+		// QueueDepth counts the requests still waiting: the one timed out
+		// has left.
+		if !errors.As(err, &rej) || rej.MaxWait != 100*time.Millisecond || rej.InFlight != 1 || rej.Limit != 1 ||
+			rej.Weight != 1 || rej.QueueDepth != 0 || rej.MaxDepth != 1 {
 			t.Fatalf("timeout error %#v", rej)
 		}
 		if s := stateOf(b); s.inFlight != 1 || s.queued != 0 {
