@@ -34,9 +34,10 @@ type response struct {
 	hijacked  bool      // the proxy took the client's connection over (a protocol upgrade)
 	switched  time.Time // when it did, on the gateway's clock
 	err       error     // the client's write error, once streaming
-	// late is set when the request's deadline had passed by the end of a
-	// write to the client: it passed while the gateway waited on the
-	// client, not on the backend (brokenOff).
+	// late is set when the request's deadline passed during a write to
+	// the client: while the gateway waited on the client, not on the
+	// backend (brokenOff). A write begun after the deadline (what the
+	// proxy sends once a stalled backend's read fails) sets nothing.
 	late  bool
 	write time.Duration
 	// ctx is the proxy call's (the request's deadline, the drain's abort):
@@ -123,16 +124,22 @@ func (x *response) stream(p []byte) (int, error) {
 	if x.err != nil {
 		return 0, x.err
 	}
+	due := x.due()
 	n, err := x.w.Write(p)
 	x.err = err
-	x.noteLate()
+	x.noteLate(due)
 	return n, err
 }
 
-// noteLate records, after a write to the client, whether the request's
-// deadline has passed (late).
-func (x *response) noteLate() {
-	if !x.late && x.ctx != nil && x.ctx.Err() != nil {
+// due reports whether the request's deadline (or the drain's abort) has
+// passed.
+func (x *response) due() bool { return x.ctx != nil && x.ctx.Err() != nil }
+
+// noteLate records, after a write to the client that began with the
+// deadline passed or not (wasDue), whether it passed during the write
+// (late).
+func (x *response) noteLate(wasDue bool) {
+	if !wasDue && x.due() {
 		x.late = true
 	}
 }
@@ -141,8 +148,9 @@ func (x *response) noteLate() {
 // is being kept and Flush does nothing.
 func (x *response) Flush() {
 	if x.committed && x.err == nil {
+		due := x.due()
 		x.err = http.NewResponseController(x.w).Flush()
-		x.noteLate()
+		x.noteLate(due)
 	}
 }
 
@@ -246,9 +254,10 @@ func (x *response) commit() {
 	}
 	x.w.WriteHeader(x.status)
 	if x.body != nil && x.body.Len() > 0 {
+		due := x.due()
 		_, x.err = x.w.Write(x.body.Bytes())
 		x.body.Reset()
-		x.noteLate()
+		x.noteLate(due)
 	}
 }
 

@@ -1,0 +1,71 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/gateway"
+)
+
+// A backend that stalls midway through a chunk of an event stream, until
+// the request's deadline passes, missed the deadline: a failure of the
+// tenant's breaker, or of the backend's, as when it stalls before its
+// answer. The client took every byte it was sent at once; what the gateway
+// wrote to it after the deadline (its last flush) began after the deadline
+// and is no slow client's doing. Counted as the client not taking its
+// answer, a stalling backend never opened a breaker and every such request
+// counted as cancelled by its client.
+func TestBackendStalledMidChunkPastTheDeadlineIsAFailure(t *testing.T) {
+	for _, br := range breakers {
+		t.Run(br.per, func(t *testing.T) {
+			be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/held" {
+					io.WriteString(w, "ok")
+					return
+				}
+				c, rw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				// A chunk of 256 bytes announced, 7 sent.
+				io.WriteString(rw, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n100\r\npartial")
+				rw.Flush()
+				io.Copy(io.Discard, bufio.NewReader(c)) // until the gateway gives the request up
+			})
+			g := build(t, be.URL, minimal+br.config+"timeouts: {upstream: 1h}\n")
+			t.Cleanup(func() { g.Close() })
+			// 31 minutes left of the hour: the backend is held to the deadline.
+			ctx := &closingContext{expiringContext: newExpiringContext(), at: time.Now().Add(31 * time.Minute)}
+			gateway.WrapBackendConns(g, func(c net.Conn) net.Conn { return &partialConn{Conn: c, expire: ctx.expire} })
+			r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
+			r.Header.Set("X-Tenant", "a")
+			rec := httptest.NewRecorder()
+			done := make(chan any, 1)
+			go func() { done <- serveCut(g, rec, r) }()
+			select {
+			case v := <-done:
+				if v != nil && v != http.ErrAbortHandler {
+					panic(v)
+				}
+			case <-time.After(bound):
+				t.Fatal("the request did not end at its deadline")
+			}
+			if got := rec.Body.String(); got != "partial" {
+				t.Fatalf("the client had %q, want %q", got, "partial")
+			}
+			if code, body := next(g, br.next); code != http.StatusServiceUnavailable {
+				t.Errorf("the next request: %d %q, want 503 (the breaker open)", code, body)
+			}
+			if got := metric(t, g.Metrics(), "tasks_canceled_total", "kind", "request"); got != 0 {
+				t.Errorf("tasks_canceled_total{kind=request} = %v, want 0 (the client took its answer)", got)
+			}
+		})
+	}
+}
