@@ -115,15 +115,18 @@ func (h *Holder) hear(payload string) {
 	default:
 		return
 	}
-	scope, key, ok := h.parseLeasesKey(leasesKey)
+	scope, name, ok := h.parseLeasesKey(leasesKey)
 	if !ok {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, l := range h.scopes {
-		ks := l.keys[key]
-		if l.scope != scope || ks == nil {
+		if l.scope != scope {
+			continue
+		}
+		ks := l.byNameLocked(name)
+		if ks == nil {
 			continue
 		}
 		if kind == "f" {
@@ -171,9 +174,9 @@ func (h *Holder) hear(payload string) {
 	}
 }
 
-// parseLeasesKey returns the scope and the executor's key of a leases key,
-// PREFIX:{SCOPE:KEY}:l.
-func (h *Holder) parseLeasesKey(k string) (scope, key string, ok bool) {
+// parseLeasesKey returns the scope and the key's name (keyName) of a leases
+// key, PREFIX:{SCOPE:NAME}:l.
+func (h *Holder) parseLeasesKey(k string) (scope, name string, ok bool) {
 	k, ok = strings.CutPrefix(k, h.cfg.prefix+":{")
 	if !ok {
 		return "", "", false

@@ -114,3 +114,24 @@ func Orphans(l *Limiter, key string) int {
 func LoadReleaseScript(ctx context.Context, c redis.Scripter) error {
 	return releaseScript.Load(ctx, c).Err()
 }
+
+// KeyStateByName reports whether l, as a contention notice naming key's
+// leases key finds it, finds the state TryAcquire keeps for key, and how
+// many bytes that leases key's name has.
+func KeyStateByName(l *Limiter, key string) (found bool, nameLen int) {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	ks := l.keys[key]
+	if ks == nil {
+		return false, 0
+	}
+	scope, name, ok := l.h.parseLeasesKey(ks.keys[0])
+	return ok && scope == l.scope && l.byNameLocked(name) == ks, len(ks.keys[0])
+}
+
+// HashedKeys returns how many keys over maxKeyName bytes l keeps.
+func HashedKeys(l *Limiter) int {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	return len(l.hashed)
+}

@@ -245,7 +245,7 @@ func (h *Holder) orphanLocked(s shrink) {
 	if cur := ks.l.keys[ks.key]; cur != nil {
 		ks = cur
 	} else {
-		ks.l.keys[ks.key] = ks
+		ks.l.rememberLocked(ks)
 	}
 	if !slices.Contains(ks.orphans, o) {
 		ks.orphans = append(ks.orphans, o)

@@ -27,6 +27,9 @@ type Limiter struct {
 	err    error // an invalid limit, returned by Attach
 	notify func(key string)
 	keys   map[string]*keyState
+	// hashed finds the state of a key over maxKeyName bytes by its name
+	// in Redis (keyName), which is what a contention notice tells.
+	hashed map[string]*keyState
 }
 
 // Global returns a Limiter for a limit of n permits running across every
@@ -178,15 +181,43 @@ type permit struct {
 func (l *Limiter) keyLocked(key string) *keyState {
 	ks := l.keys[key]
 	if ks == nil {
-		base := l.h.cfg.prefix + ":{" + l.scope + ":" + key + "}:"
+		base := l.h.cfg.prefix + ":{" + l.scope + ":" + keyName(key) + "}:"
 		ks = &keyState{l: l, key: key, limit: l.limit(key), block: 1}
 		for i, k := range [...]string{"l", "n", "s", "b", "f", "w", "g", "q", "r", "v"} {
 			ks.keys[i] = base + k
 		}
 		ks.cap = ks.limit
-		l.keys[key] = ks
+		l.rememberLocked(ks)
 	}
 	return ks
+}
+
+// rememberLocked keeps ks as its key's state.
+func (l *Limiter) rememberLocked(ks *keyState) {
+	l.keys[ks.key] = ks
+	if len(ks.key) > maxKeyName {
+		if l.hashed == nil {
+			l.hashed = make(map[string]*keyState)
+		}
+		l.hashed[keyName(ks.key)] = ks
+	}
+}
+
+// forgetLocked drops ks, its key's state.
+func (l *Limiter) forgetLocked(ks *keyState) {
+	delete(l.keys, ks.key)
+	if len(ks.key) > maxKeyName {
+		delete(l.hashed, keyName(ks.key))
+	}
+}
+
+// byNameLocked returns the state of the key named name in Redis (keyName),
+// or nil.
+func (l *Limiter) byNameLocked(name string) *keyState {
+	if len(name) > maxKeyName {
+		return l.hashed[name]
+	}
+	return l.keys[name]
 }
 
 // TryAcquire implements executor.Limiter: it hands out n permits from a

@@ -34,7 +34,7 @@ func (h *Holder) renewOnce() {
 	var rs []renewal
 	var ret []shrink
 	for _, l := range h.scopes {
-		for key, ks := range l.keys {
+		for _, ks := range l.keys {
 			// Permits free throughout the round were not needed: give
 			// them back, and lease smaller blocks. Then what is held above
 			// the cap, once its quantum is over.
@@ -65,7 +65,7 @@ func (h *Holder) renewOnce() {
 			h.askAgainLocked(ks)
 			if len(ks.leases) == 0 {
 				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && ks.keyRefused == 0 && !ks.unwait && len(ks.orphans) == 0 {
-					delete(l.keys, key) // an idle key costs nothing
+					l.forgetLocked(ks) // an idle key costs nothing
 				}
 				continue
 			}

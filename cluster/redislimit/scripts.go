@@ -16,6 +16,9 @@ import "github.com/redis/go-redis/v9"
 //	PREFIX:{SCOPE:KEY}:r  hash: "holder id|nonce" -> that process's latest request run, "seq ms"
 //	PREFIX:{SCOPE:KEY}:v  the version counter of what Redis tells of the shares
 //
+// KEY is the executor's key as it is, up to 200 bytes; a longer one is its
+// first 200 bytes, '#' and the hex SHA-256 of the whole key (keyName).
+//
 // A lease id starts with its holder's id and ':'. Every change is one
 // script, so it is atomic, and every script takes the time from Redis's
 // TIME: no client clock is ever compared with another.

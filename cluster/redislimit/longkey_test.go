@@ -1,0 +1,86 @@
+package redislimit_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestLongKeysAreNamedByTheirHash: a group key over 200 bytes names its
+// Redis keys by its first 200 bytes and its SHA-256, so that a client
+// choosing a key of a megabyte (a tenant header) costs Redis, and the
+// holder, a few hundred bytes a Redis key, not ten megabytes for twice the
+// TTL. Long keys that share their first 200 bytes are separate limits; a
+// key of 200 bytes keeps the name it always had; two holders agree on a
+// long key's limit; a contention notice finds it by its name in Redis,
+// and the holder forgets it once idle by both names.
+func TestLongKeysAreNamedByTheirHash(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr), newHolder(t, addr)
+	subscribed(t, addr, 2, a, b)
+	la, lb := a.Groups(1), b.Groups(1)
+	long := strings.Repeat("x", 1<<20)
+	one, two, atBound := long+"1", long+"2", strings.Repeat("y", 200)
+	na, nb := attach(t, la), make(notifier, 1)
+	start, got := laterWaitingTask(t, lb, nb, one, 1)
+
+	p := acquire(t, la, na, one, 1, 5*time.Second)
+	acquire(t, lb, nb, two, 1, 5*time.Second).Release() // two is a limit of its own
+	acquire(t, lb, nb, atBound, 1, 5*time.Second).Release()
+	start()
+	if q, err := lb.TryAcquire(one, 1); q != nil || err != nil { // held by a: b waits
+		t.Fatalf("TryAcquire with the limit held elsewhere: %v, %v", q, err)
+	}
+	for _, c := range []struct {
+		l   *redislimit.Limiter
+		key string
+	}{{la, one}, {lb, two}, {lb, atBound}} {
+		if found, n := redislimit.KeyStateByName(c.l, c.key); !found || n > 400 {
+			t.Errorf("key of %d bytes: found by its Redis name %v, name of %d bytes; want found, at most 400", len(c.key), found, n)
+		}
+	}
+
+	c := newClient(t, addr)
+	prefix := "t:" + t.Name() + ":"
+	if n, err := c.Exists(bg, prefix+"{group:"+atBound+"}:l").Result(); err != nil || n != 1 {
+		t.Errorf("the leases key of a 200-byte key under its own name: %d, %v; want it there", n, err)
+	}
+	keys, err := c.Keys(bg, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used int64
+	for _, k := range keys {
+		if len(k) > 400 {
+			t.Errorf("a Redis key of %d bytes (%.60q...)", len(k), k)
+		}
+		m, err := c.MemoryUsage(bg, k).Result()
+		if err == redis.Nil {
+			continue // expired since
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		used += m
+	}
+	if used > 64<<10 {
+		t.Errorf("the limits' Redis keys use %d bytes, want under 64 KiB", used)
+	}
+
+	p.Release()
+	redislimit.RenewNow(a) // gives a's idle permit back
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b not granted the long key's permit a gave back")
+	}
+	// a forgets the long key once idle, by either of its names.
+	eventually(t, "a forgot the idle long key", 10*time.Second, func() bool {
+		redislimit.RenewNow(a)
+		found, _ := redislimit.KeyStateByName(la, one)
+		return !found && redislimit.HashedKeys(la) == 0
+	})
+}
