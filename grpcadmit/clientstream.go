@@ -30,7 +30,10 @@ import (
 //   - the stream's context ends (cancelled, its deadline passed), whether
 //     the stream is in use or never used after its creation;
 //   - the ClientConn is closed;
-//   - its creation fails, or panics.
+//   - its creation fails, or panics;
+//   - RecvMsg, SendMsg or Header of the stream below panics or exits its
+//     goroutine (the panic goes on to the caller; the stream counts as a
+//     failure).
 //
 // The slot is free by the time RecvMsg, SendMsg or Header returns the error
 // that ends the stream, and soon after the context ends. As gRPC says of
@@ -212,8 +215,20 @@ type clientStream struct {
 	serverStreams bool
 }
 
+// A method of the stream below (another interceptor's wrapper, a codec)
+// that panics, or exits its goroutine, frees the slot as it goes on to the
+// caller: the caller, which cannot use the stream's answer, may well keep
+// the stream's context alive, and the slot with it. The stream's
+// admission ends as a failure, as a unary call's panic does; the stream's
+// context (unless the caller's was context.Background) is cancelled with
+// it, which ends the stream too.
+var errStreamPanicked = errors.New("grpcadmit: a method of the stream panicked")
+
 func (s *clientStream) RecvMsg(m any) error {
+	returned := false
+	defer s.endUnlessReturned(&returned)
 	err := s.ClientStream.RecvMsg(m)
+	returned = true
 	if err != nil || !s.serverStreams {
 		// A server that does not stream sends one reply, then its
 		// status: gRPC has read both and ended the stream.
@@ -223,7 +238,10 @@ func (s *clientStream) RecvMsg(m any) error {
 }
 
 func (s *clientStream) SendMsg(m any) error {
+	returned := false
+	defer s.endUnlessReturned(&returned)
 	err := s.ClientStream.SendMsg(m)
+	returned = true
 	if err != nil && err != io.EOF {
 		// io.EOF: the server has ended the stream, whose status RecvMsg
 		// reads; gRPC has not ended it yet.
@@ -233,9 +251,20 @@ func (s *clientStream) SendMsg(m any) error {
 }
 
 func (s *clientStream) Header() (metadata.MD, error) {
+	returned := false
+	defer s.endUnlessReturned(&returned)
 	md, err := s.ClientStream.Header()
+	returned = true
 	if err != nil && err != io.EOF {
 		s.h.release(err)
 	}
 	return md, err
+}
+
+// endUnlessReturned frees the slot if the method it is deferred in did not
+// return: it panicked or exited, and the panic goes on, with its stack.
+func (s *clientStream) endUnlessReturned(returned *bool) {
+	if !*returned {
+		s.h.release(errStreamPanicked)
+	}
 }
