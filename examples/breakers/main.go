@@ -47,8 +47,12 @@ func main() {
 	defer ex.Close()
 
 	var acmeDown atomic.Bool
-	call := func(tenant string) func(context.Context) (string, error) {
+	// Every call of a round waits for the round's last submission
+	// (submitted): a round's tasks are all admitted before any ends, and
+	// so before any failure counts, however slowly the machine submits.
+	call := func(tenant string, submitted <-chan struct{}) func(context.Context) (string, error) {
 		return func(ctx context.Context) (string, error) {
+			<-submitted
 			time.Sleep(2 * time.Millisecond) // the backend call
 			if tenant == "acme" && acmeDown.Load() {
 				return "", errors.New("acme backend: 503")
@@ -59,13 +63,15 @@ func main() {
 	round := func(label string) map[string]map[string]int {
 		tally := map[string]map[string]int{}
 		var hs []*executor.Handle[string]
+		submitted := make(chan struct{})
 		for i := range 20 {
 			for _, tenant := range []string{"acme", "globex", "initech"} {
 				h, _ := executor.Submit(ex, context.Background(), executor.Task[string]{
-					Group: tenant, ID: fmt.Sprint(tenant, "-", i), Fn: call(tenant)})
+					Group: tenant, ID: fmt.Sprint(tenant, "-", i), Fn: call(tenant, submitted)})
 				hs = append(hs, h)
 			}
 		}
+		close(submitted)
 		for _, h := range hs {
 			r, _ := h.Wait(context.Background())
 			kind := r.Status.String()
@@ -97,19 +103,22 @@ func main() {
 
 	round("1. all backends healthy")
 	acmeDown.Store(true)
-	round("2. acme's backend fails: all 20 were admitted before the 5th failure opened the breaker")
+	acme := round("2. acme's backend fails: all 20 were admitted before the 5th failure opened the breaker")["acme"]
+	if acme["Failed"] != 20 {
+		fail(fmt.Errorf("acme's tasks with its backend failing: %v, want all 20 run and failed", acme))
+	}
 	if st := breakerOf("acme"); st != breaker.StateOpen {
 		fail(fmt.Errorf("acme's breaker is %v after its backend failed, want open", st))
 	}
-	acme := round("3. acme's breaker is open: its tasks are refused at once, the others unaffected")["acme"]
+	acme = round("3. acme's breaker is open: its tasks are refused at once, the others unaffected")["acme"]
 	if acme["Refused by breaker"] != 20 {
 		fail(fmt.Errorf("acme's tasks with its breaker open: %v, want them refused by the breaker", acme))
 	}
 	acmeDown.Store(false)
 	brClock.Advance(openFor)
 	acme = round("4. acme healed, timeout passed: one probe is let through and closes the breaker;\n   the tasks submitted while it was half-open were refused")["acme"]
-	if acme["Success"] == 0 {
-		fail(fmt.Errorf("acme's tasks after it healed: %v, want the probe to succeed", acme))
+	if acme["Success"] != 1 || acme["Refused by breaker"] != 19 {
+		fail(fmt.Errorf("acme's tasks after it healed: %v, want the probe to succeed and the 19 others refused", acme))
 	}
 	if st := breakerOf("acme"); st != breaker.StateClosed {
 		fail(fmt.Errorf("acme's breaker is %v at the end, want closed", st))
