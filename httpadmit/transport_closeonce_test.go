@@ -31,6 +31,9 @@ func TestTransportClosesBodyOnceThroughClient(t *testing.T) {
 			return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok"))}, nil
 		}
 	}
+	// cancelSending cancels the context of the case "cancelled while
+	// sending" from within its base, as the base sends.
+	var cancelSending context.CancelFunc
 	for _, tc := range []struct {
 		name    string
 		popts   []policy.Option
@@ -52,6 +55,18 @@ func TestTransportClosesBodyOnceThroughClient(t *testing.T) {
 			cancel()
 			return ctx
 		}},
+		{name: "cancelled while sending", wantErr: true,
+			base: roundTripper(func(r *http.Request) (*http.Response, error) {
+				cancelSending()
+				<-r.Context().Done()
+				r.Body.Close() // as net/http's Transport does on every outcome
+				return nil, r.Context().Err()
+			}),
+			ctx: func() context.Context {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancelSending = cancel
+				return ctx
+			}},
 		{name: "stacked refused", popts: []policy.Option{policy.WithDefaultMaxInFlight(1), policy.WithDefaultMaxConcurrency(1)},
 			opts: []httpadmit.Option{httpadmit.WithTenantHeader("X-Other")}, base: nil, wantErr: true},
 	} {
