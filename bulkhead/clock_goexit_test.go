@@ -143,6 +143,7 @@ func TestClockNowExitingTheGoroutine(t *testing.T) {
 		b := observed(c, bulkhead.WithQueue(1, time.Second))
 		held := acquire(t, b, 1)
 		w := queueWith(t, bg, b, 1)[0]
+		armed(t, c, 1)
 		c.now.Store(true) // read by the timer, on a goroutine of its own
 		c.Advance(time.Second)
 		if _, err := w.wait(t); !errors.Is(err, bulkhead.ErrQueueTimeout) {

@@ -168,6 +168,7 @@ func TestFailsafeAcquirePermitWithMaxWaitTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := queueWith(t, bg, b, 1)[0] // waits 100 ms
+		armed(t, clk, 1)
 		clk.Advance(100*time.Millisecond - 1)
 		if r.returned() {
 			t.Fatal("the acquire gave up before its maximum wait")
@@ -305,6 +306,7 @@ func TestFailsafeBulkhead(t *testing.T) {
 		acquire(t, b, 1) // full
 		s := submitAsync(bg, b, mustNotRun(t))
 		eventually(t, "the execution to queue", func() bool { return b.QueueDepth() == 1 })
+		armed(t, clk, 1)
 		clk.Advance(20 * time.Millisecond)
 		_, err := s.wait(t)
 		wantErr(t, err, bulkhead.ErrQueueTimeout)

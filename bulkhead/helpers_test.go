@@ -123,6 +123,16 @@ func queueWith(t testing.TB, ctx context.Context, b *bulkhead.Bulkhead, n int) [
 	return ps
 }
 
+// armed waits until clk has n timers waiting to fire. A queued request is
+// in the queue (QueueDepth counts it) before it arms its timer, holding
+// nothing: a test that moved the clock as soon as it saw the request queued
+// could move it before the timer is armed, which then fires that much
+// later.
+func armed(t testing.TB, clk interface{ Pending() int }, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d timers armed", n), func() bool { return clk.Pending() >= n })
+}
+
 // stuckClock is a fake clock whose timers never fire: only the bulkhead's
 // own checks can expire a waiter.
 type stuckClock struct{ *clock.Fake }

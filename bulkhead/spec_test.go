@@ -113,6 +113,7 @@ func TestAC4QueueTimeout(t *testing.T) {
 		b := newBH(t, 1, bulkhead.WithQueue(4, time.Second), bulkhead.WithClock(clk))
 		held := acquire(t, b, 1)
 		q := queueWith(t, bg, b, 1)
+		armed(t, clk, 1)
 		clk.Advance(time.Second - 1)
 		if q[0].returned() {
 			t.Fatal("the request timed out early")
@@ -364,9 +365,14 @@ func TestAC10Events(t *testing.T) {
 	p1 := acquire(t, b, 1)          // ACQUIRED
 	p2 := acquire(t, b, 1)          // ACQUIRED
 	q := queueWith(t, remote, b, 1) // AT_CAPACITY, QUEUED
-	_, _ = b.Acquire(remote, 1)     // AT_CAPACITY, REJECTED (saturated)
-	_, _ = b.TryAcquire(bg, 1)      // REJECTED (no capability)
-	clk.Advance(time.Second)        // REJECTED (queue timeout)
+	// The queued request's goroutine tells the listener once it is in the
+	// queue and has armed its timer: the next events are made once the
+	// listener has heard it.
+	rec.waitHeard(t, 4)
+	_, _ = b.Acquire(remote, 1) // AT_CAPACITY, REJECTED (saturated)
+	_, _ = b.TryAcquire(bg, 1)  // REJECTED (no capability)
+	armed(t, clk, 1)
+	clk.Advance(time.Second) // REJECTED (queue timeout)
 	_, _ = q[0].wait(t)
 	// The timer's goroutine tells the listener after it wakes the waiter:
 	// the events after it are made once the listener has heard it, so that

@@ -367,6 +367,7 @@ func interlude(t *testing.T, ctx context.Context, b *bulkhead.Bulkhead, clk *clo
 		ws := queueWith(t, ctx, b, stressDepth)
 		_, err = acquireAsync(ctx, b, 1).wait(t)
 		wantErr(t, err, bulkhead.ErrQueueSaturated)
+		armed(t, clk, stressDepth)
 		clk.Advance(stressWait)
 		for _, w := range ws {
 			_, err := w.wait(t)

@@ -175,6 +175,7 @@ func TestSubmitWaitsInTheQueue(t *testing.T) {
 		done <- sub{h, err}
 	}()
 	eventually(t, "Submit to queue", func() bool { return b.QueueDepth() == 1 })
+	armed(t, clk, 1)
 	clk.Advance(time.Second)
 	s = <-done
 	wantErr(t, s.err, bulkhead.ErrQueueTimeout)
