@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,10 +44,25 @@ func TestBackendStalledMidChunkPastTheDeadlineIsAFailure(t *testing.T) {
 			t.Cleanup(func() { g.Close() })
 			// 31 minutes left of the hour: the backend is held to the deadline.
 			ctx := &closingContext{expiringContext: newExpiringContext(), at: time.Now().Add(31 * time.Minute)}
-			gateway.WrapBackendConns(g, func(c net.Conn) net.Conn { return &partialConn{Conn: c, expire: ctx.expire} })
+			rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+			// The deadline passes as the proxy waits on the backend for the
+			// rest of the chunk (net/http's chunked reader returns "partial"
+			// only with the read's error), once the proxy's first flush,
+			// which it runs at the answer's start on a goroutine of its own,
+			// has reached the client: a flush under way as the deadline
+			// passes is the client's time.
+			expire := func() {
+				for end := time.Now().Add(bound); rec.flushes.Load() == 0; time.Sleep(time.Millisecond) {
+					if time.Now().After(end) {
+						t.Error("the proxy did not flush the answer's start")
+						break
+					}
+				}
+				ctx.expire()
+			}
+			gateway.WrapBackendConns(g, func(c net.Conn) net.Conn { return &partialConn{Conn: c, expire: expire} })
 			r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
 			r.Header.Set("X-Tenant", "a")
-			rec := httptest.NewRecorder()
 			done := make(chan any, 1)
 			go func() { done <- serveCut(g, rec, r) }()
 			select {
@@ -68,4 +84,15 @@ func TestBackendStalledMidChunkPastTheDeadlineIsAFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flushCounter is a client's writer that counts its flushes.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes atomic.Int32
+}
+
+func (w *flushCounter) Flush() {
+	w.ResponseRecorder.Flush()
+	w.flushes.Add(1)
 }
