@@ -14,18 +14,7 @@ import (
 // it back once it sees the period over). The request is judged by the
 // current state, closed, and let through.
 func TestFullProbeSlotsOfEndedPeriodDoNotRefuse(t *testing.T) {
-	clk := clock.NewFake(time.Unix(1_000_000, 0))
-	cb, err := New(Settings{MaxRequests: 1, Timeout: time.Second, ReadyToTrip: func(Counts) bool { return true }, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trip, _ := cb.AllowTicket()
-	trip.Failure()
-	clk.Advance(time.Second)
-	probe, err := cb.AllowTicket()
-	if err != nil || !probe.Probe() {
-		t.Fatalf("the probe after the timeout: %v, probe %v", err, probe.Probe())
-	}
+	cb, probe := halfOpen(t, 1)
 	testHookHalfOpen = func() {
 		testHookHalfOpen = nil
 		probe.Success()  // closes the breaker
@@ -49,18 +38,7 @@ func TestFullProbeSlotsOfEndedPeriodDoNotRefuse(t *testing.T) {
 // is free when the request takes it. The request is judged by the current
 // state, open, and refused, holding no slot.
 func TestProbeSlotTakenAsThePeriodReopensIsGivenBack(t *testing.T) {
-	clk := clock.NewFake(time.Unix(1_000_000, 0))
-	cb, err := New(Settings{MaxRequests: 2, Timeout: time.Second, ReadyToTrip: func(Counts) bool { return true }, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trip, _ := cb.AllowTicket()
-	trip.Failure()
-	clk.Advance(time.Second)
-	probe, err := cb.AllowTicket()
-	if err != nil || !probe.Probe() {
-		t.Fatalf("the probe after the timeout: %v, probe %v", err, probe.Probe())
-	}
+	cb, probe := halfOpen(t, 2)
 	ran := false
 	testHookHalfOpen = func() {
 		testHookHalfOpen = nil
@@ -78,4 +56,23 @@ func TestProbeSlotTakenAsThePeriodReopensIsGivenBack(t *testing.T) {
 	if n := cb.probes.Load(); n != 0 {
 		t.Fatalf("%d probe slots taken after the refusal, want 0", n)
 	}
+}
+
+// halfOpen returns a breaker with maxRequests probes a half-open period,
+// tripped and then half-open, with its first probe's ticket.
+func halfOpen(t *testing.T, maxRequests uint32) (*CircuitBreaker, Ticket) {
+	t.Helper()
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	cb, err := New(Settings{MaxRequests: maxRequests, Timeout: time.Second, ReadyToTrip: func(Counts) bool { return true }, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trip, _ := cb.AllowTicket()
+	trip.Failure()
+	clk.Advance(time.Second)
+	probe, err := cb.AllowTicket()
+	if err != nil || !probe.Probe() {
+		t.Fatalf("the probe after the timeout: %v, probe %v", err, probe.Probe())
+	}
+	return cb, probe
 }
