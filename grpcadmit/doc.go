@@ -122,8 +122,7 @@
 // sent that does not decode, or a server-streaming call sent without its
 // request, as codes.Internal, the caller's doing, by which any caller
 // could otherwise open its tenant's breaker. So does one that returns the
-// codes.Unavailable its stream's SendMsg or SendHeader gave (or
-// grpc.SendHeader with the stream's context): gRPC's
+// codes.Unavailable its stream's SendMsg or SendHeader gave: gRPC's
 // transport, closing as its client closes the connection (or as the
 // server stops), fails the stream's sends so a moment before it ends the
 // stream's context, and any caller could open its tenant's breaker by

@@ -312,9 +312,8 @@ func (c *unaryCall) run(ctx context.Context) error {
 // StreamServerInterceptor returns an interceptor that admits each stream
 // with ex.DoWeighted for its tenant and runs the handler once it is admitted. The
 // stream holds its slot until the handler returns: for its whole life. The
-// handler's stream reports the context Do gives as its Context (with the
-// stream as gRPC's transport stream, for grpc.SendHeader and the like), of
-// which executor.GroupFromContext returns the stream's group. It panics if
+// handler's stream reports the context Do gives as its Context, of which
+// executor.GroupFromContext returns the stream's group. It panics if
 // ex is nil or an option is invalid.
 func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
 	a := newServerAdmitter(ex, opts)
@@ -332,10 +331,6 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
 			s := &stream{ServerStream: ss, ctx: ctx}
-			if ts := grpc.ServerTransportStreamFromContext(ctx); ts != nil {
-				s.ts = ts
-				s.ctx = grpc.NewContextWithServerTransportStream(ctx, (*transportStream)(s))
-			}
 			herr = handler(srv, s)
 			returned = true
 			if herr != nil {
@@ -363,28 +358,8 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 type stream struct {
 	grpc.ServerStream
 	ctx     context.Context
-	recvErr atomic.Pointer[error]      // the last error of RecvMsg other than io.EOF
-	sendErr atomic.Pointer[error]      // the last Unavailable of SendMsg or SendHeader: the transport closing
-	ts      grpc.ServerTransportStream // gRPC's, which ctx carries as transportStream
-}
-
-// transportStream is the stream as the ServerTransportStream in its
-// context, through which grpc.SendHeader, SetHeader and SetTrailer with
-// that context reach gRPC's: a header sent that way fails as SendHeader
-// does when the transport closes, and its error is kept as SendHeader's
-// (sent). It costs one context per stream.
-type transportStream stream
-
-func (t *transportStream) Method() string                  { return t.ts.Method() }
-func (t *transportStream) SetHeader(md metadata.MD) error  { return t.ts.SetHeader(md) }
-func (t *transportStream) SetTrailer(md metadata.MD) error { return t.ts.SetTrailer(md) }
-
-func (t *transportStream) SendHeader(md metadata.MD) error {
-	err := t.ts.SendHeader(md)
-	if err != nil {
-		(*stream)(t).sent(err)
-	}
-	return err
+	recvErr atomic.Pointer[error] // the last error of RecvMsg other than io.EOF
+	sendErr atomic.Pointer[error] // the last Unavailable of SendMsg or SendHeader: the transport closing
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
