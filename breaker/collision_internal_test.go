@@ -1,42 +1,39 @@
 package breaker
 
-import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-	"testing"
-)
+import "testing"
 
 // Without an Interval a closed breaker never clears its counts: not even
 // the request that first collides with another on the counters, and so
 // takes the slow path (admitSlow) to spread them, may start a new period.
-// The goroutines run until that collision has happened (contended), on at
-// least two threads so that it does; every request then counts in the one
-// period.
+// The collision is the failed compare-and-swap in admit, which sends the
+// request to admitSlow: the test sends one there directly, as a collision
+// would (its counters spread first, grow), rather than wait for
+// goroutines to collide, which on one CPU they may not do for minutes.
 func TestCountsWithoutIntervalSurviveTheFirstCollision(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	cb, err := New(Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := cb.cur.Load()
-	var total atomic.Uint64
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for !cb.contended.Load() {
-				if _, err := Execute(cb, func() (int, error) { return 0, nil }); err != nil {
-					t.Error(err)
-					return
-				}
-				total.Add(1)
-			}
-		})
+	const n = 3
+	for range n {
+		if _, err := Execute(cb, func() (int, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	wg.Wait()
-	c := cb.Counts()
-	if n := total.Load(); c.Requests != n || c.TotalSuccesses != n {
-		t.Fatalf("after %d successes and the first collision: %+v", n, c)
+	first.grow(cb)               // as the collision's failed compare-and-swap does
+	ep, i, err := cb.admitSlow() // the request that collided
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb.success(ep, i)
+	for range n { // counted in the cells from now on
+		if _, err := Execute(cb, func() (int, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := cb.Counts(); c.Requests != 2*n+1 || c.TotalSuccesses != 2*n+1 {
+		t.Fatalf("after %d successes, the first collision's, and %d more: %+v", n, n, c)
 	}
 	if cb.cur.Load() != first {
 		t.Fatal("a breaker without Interval started a new period while closed")
