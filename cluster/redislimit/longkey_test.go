@@ -84,3 +84,24 @@ func TestLongKeysAreNamedByTheirHash(t *testing.T) {
 		return !found && redislimit.HashedKeys(la) == 0
 	})
 }
+
+// A contention notice names a long key by its hashed name: a holder of the
+// key still hears that another holder waits for it, and its share, by that
+// name. Renewal rounds are minutes away, so only the notice can tell it.
+func TestNoticeOfALongKey(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, a)
+	la, lb := a.Groups(1), b.Groups(1)
+	na, _ := attach(t, la), attach(t, lb)
+	key := strings.Repeat("t", 300)
+	p := acquire(t, la, na, key, 1, 5*time.Second)
+	defer p.Release()
+	if q, err := lb.TryAcquire(key, 1); q != nil || err != nil {
+		t.Fatalf("B's TryAcquire with the limit at A: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "A hears that B waits for the long key", 5*time.Second, func() bool {
+		others, c, _ := redislimit.Share(la, key)
+		return others == 1 && c == 0
+	})
+}
