@@ -31,8 +31,8 @@ import (
 //     the stream is in use or never used after its creation;
 //   - the ClientConn is closed;
 //   - its creation fails, or panics;
-//   - RecvMsg, SendMsg or Header of the stream below panics or exits its
-//     goroutine (the panic goes on to the caller; the stream counts as a
+//   - RecvMsg, SendMsg, Header or CloseSend of the stream below panics or
+//     exits its goroutine (the panic goes on to the caller; the stream counts as a
 //     failure).
 //
 // The slot is free by the time RecvMsg, SendMsg or Header returns the error
@@ -259,6 +259,16 @@ func (s *clientStream) Header() (metadata.MD, error) {
 		s.h.release(err)
 	}
 	return md, err
+}
+
+// CloseSend ends nothing when it returns, whatever its error (gRPC ends
+// the stream on RecvMsg's status): only its panic frees the slot.
+func (s *clientStream) CloseSend() error {
+	returned := false
+	defer s.endUnlessReturned(&returned)
+	err := s.ClientStream.CloseSend()
+	returned = true
+	return err
 }
 
 // endUnlessReturned frees the slot if the method it is deferred in did not

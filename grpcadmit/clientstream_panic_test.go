@@ -31,6 +31,7 @@ func (s brokenStream) fail() {
 func (s brokenStream) RecvMsg(any) error            { s.fail(); return nil }
 func (s brokenStream) SendMsg(any) error            { s.fail(); return nil }
 func (s brokenStream) Header() (metadata.MD, error) { s.fail(); return nil, nil }
+func (s brokenStream) CloseSend() error             { s.fail(); return nil }
 
 // A method of an admitted stream that panics, or exits its goroutine,
 // frees the stream's slot as the panic goes on to the caller, ends the
@@ -38,9 +39,10 @@ func (s brokenStream) Header() (metadata.MD, error) { s.fail(); return nil, nil 
 // stays alive: the slot was held for as long as it was.
 func TestStreamClientMethodPanicFreesTheSlot(t *testing.T) {
 	methods := map[string]func(grpc.ClientStream){
-		"RecvMsg": func(cs grpc.ClientStream) { cs.RecvMsg(nil) },
-		"SendMsg": func(cs grpc.ClientStream) { cs.SendMsg(nil) },
-		"Header":  func(cs grpc.ClientStream) { cs.Header() },
+		"RecvMsg":   func(cs grpc.ClientStream) { cs.RecvMsg(nil) },
+		"SendMsg":   func(cs grpc.ClientStream) { cs.SendMsg(nil) },
+		"Header":    func(cs grpc.ClientStream) { cs.Header() },
+		"CloseSend": func(cs grpc.ClientStream) { cs.CloseSend() },
 	}
 	for name, call := range methods {
 		for _, exit := range []bool{false, true} {
