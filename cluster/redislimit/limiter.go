@@ -93,6 +93,7 @@ func (l *Limiter) Attach(notify func(key string)) error {
 type keyState struct {
 	l        *Limiter
 	key      string     // the executor's key
+	name     string     // key's name in Redis (keyName), computed once
 	keys     [10]string // the Redis keys: l n s b f w g q r v
 	limit    int
 	leases   []*lease
@@ -181,8 +182,9 @@ type permit struct {
 func (l *Limiter) keyLocked(key string) *keyState {
 	ks := l.keys[key]
 	if ks == nil {
-		base := l.h.cfg.prefix + ":{" + l.scope + ":" + keyName(key) + "}:"
-		ks = &keyState{l: l, key: key, limit: l.limit(key), block: 1}
+		name := keyName(key)
+		base := l.h.cfg.prefix + ":{" + l.scope + ":" + name + "}:"
+		ks = &keyState{l: l, key: key, name: name, limit: l.limit(key), block: 1}
 		for i, k := range [...]string{"l", "n", "s", "b", "f", "w", "g", "q", "r", "v"} {
 			ks.keys[i] = base + k
 		}
@@ -199,7 +201,7 @@ func (l *Limiter) rememberLocked(ks *keyState) {
 		if l.hashed == nil {
 			l.hashed = make(map[string]*keyState)
 		}
-		l.hashed[keyName(ks.key)] = ks
+		l.hashed[ks.name] = ks
 	}
 }
 
@@ -207,7 +209,7 @@ func (l *Limiter) rememberLocked(ks *keyState) {
 func (l *Limiter) forgetLocked(ks *keyState) {
 	delete(l.keys, ks.key)
 	if len(ks.key) > maxKeyName {
-		delete(l.hashed, keyName(ks.key))
+		delete(l.hashed, ks.name)
 	}
 }
 
