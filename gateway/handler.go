@@ -832,6 +832,13 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.As(err, &open):
 		x.verdict = context.Canceled // the backends' breakers have counted already
 		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
+	case drained(ctx) && x.resp.hijacked:
+		// The backend answered 101, and the drain cut the upgrade as the
+		// switch was written to the client: answered with 101, and
+		// aborted. Refused (503), a switch the gateway had sent was
+		// counted as an upgrade it refused.
+		x.verdict = context.Canceled
+		x.drained = true
 	case drained(ctx):
 		x.verdict = context.Canceled // says nothing of the backend
 		x.drained = true

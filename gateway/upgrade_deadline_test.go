@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/groupexec/groupexec/gateway"
 )
 
 // expiringContext is a request's context whose deadline passes when the
@@ -107,6 +109,69 @@ func TestDeadlineAfterTheSwitchIsNoBackendTimeout(t *testing.T) {
 	}
 	if got := metric(t, m, "io_timeouts_total", "op", "upstream"); got != 0 {
 		t.Errorf("io_timeouts_total{op=upstream} = %v, want 0", got)
+	}
+	rec := httptest.NewRecorder()
+	next := httptest.NewRequest(http.MethodGet, "/", nil)
+	next.Header.Set("X-Tenant", "a")
+	g.ServeHTTP(rec, next)
+	if rec.Code != http.StatusOK || rec.Body.String() != "plain" {
+		t.Errorf("the tenant's next request: %d %q, want 200 \"plain\"", rec.Code, rec.Body)
+	}
+}
+
+// abortingClient is a stalledClient whose connection, once taken over for
+// a switch, has the drain abort the request (cause gateway.ErrAborted) at
+// its first write: the drain's deadline passes as the 101 is being written.
+type abortingClient struct {
+	stalledClient
+	abort context.CancelCauseFunc
+}
+
+func (w *abortingClient) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, peer := net.Pipe()
+	w.peer = peer
+	sc := &stalledConn{Conn: c, expire: func() { w.abort(gateway.ErrAborted) }}
+	return sc, bufio.NewReadWriter(bufio.NewReader(sc), bufio.NewWriter(sc)), nil
+}
+
+// A request whose backend answered 101 Switching Protocols, aborted by the
+// drain as the switch is being written to the client, is counted as
+// answered with 101, and as aborted: the backend answered, and the drain
+// cut the upgrade. Counted 503 (the drain's refusal of a request it never
+// ran), the requests' metrics said the gateway refused an upgrade whose
+// switch it had sent.
+func TestDrainDuringTheSwitchIsCountedAsTheSwitch(t *testing.T) {
+	url := switchingBackend(t, func(*http.Request) string { return "plain" })
+	g := build(t, url, minimal+"breaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n")
+	t.Cleanup(func() { g.Close() })
+	ctx, abort := context.WithCancelCause(context.Background())
+	defer abort(nil)
+	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	r.Header.Set("Connection", "Upgrade")
+	r.Header.Set("Upgrade", "test")
+	r.Header.Set("X-Tenant", "a")
+	w := &abortingClient{stalledClient: stalledClient{h: http.Header{}}, abort: abort}
+	func() {
+		defer func() {
+			if v := recover(); v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		}()
+		g.ServeHTTP(w, r)
+	}()
+	if w.peer == nil {
+		t.Fatal("the backend's switch never reached the client's connection")
+	}
+	w.peer.Close()
+	m := g.Metrics()
+	if got := metric(t, m, requestsTotal, "code", "503"); got != 0 {
+		t.Errorf("%s{code=503} = %v, want 0", requestsTotal, got)
+	}
+	if got := metric(t, m, requestsTotal, "code", "101"); got != 1 {
+		t.Errorf("%s{code=101} = %v, want 1", requestsTotal, got)
+	}
+	if got := metric(t, m, "tasks_aborted_total", "kind", "request"); got != 1 {
+		t.Errorf("tasks_aborted_total{kind=request} = %v, want 1", got)
 	}
 	rec := httptest.NewRecorder()
 	next := httptest.NewRequest(http.MethodGet, "/", nil)
