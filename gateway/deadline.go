@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -22,4 +23,23 @@ import (
 func heldToDeadline(ctx context.Context, timeout time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return !ok || time.Until(dl) >= timeout/2
+}
+
+// deadlinePassed reports whether ctx's deadline has passed: ctx ended with
+// context.DeadlineExceeded, or it has not ended and the clock is past its
+// deadline. A context's timer fires late on a loaded machine, while what
+// the deadline cut may come back first with an error of its own: a dial
+// given the deadline times out by the poller's timer, and a backend given
+// it (a proxy's timeout header) breaks its answer off. Read as the
+// backend's error, a request past its deadline was answered 502, and the
+// backend failed, held to the deadline or not (heldToDeadline); read now,
+// it is the deadline passing, as once the timer has fired. A context
+// cancelled otherwise (the client went away, the drain) has not passed
+// its deadline, whatever the clock says.
+func deadlinePassed(ctx context.Context) bool {
+	if err := ctx.Err(); err != nil {
+		return errors.Is(err, context.DeadlineExceeded)
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }

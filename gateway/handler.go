@@ -751,7 +751,7 @@ func (g *Gateway) brokenOff(ctx context.Context, x *exchange) error {
 	case x.resp.err != nil, x.resp.late, ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		g.m.canceled.WithLabelValues("request").Inc()
 		return context.Canceled
-	case ctx.Err() != nil && !x.held:
+	case deadlinePassed(ctx) && !x.held:
 		return context.Canceled // the deadline passed on a backend not held to it
 	}
 	return errBrokenOff
@@ -843,7 +843,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		x.verdict = context.Canceled // says nothing of the backend
 		x.drained = true
 		g.refuseDraining(w, x)
-	case x.resp.hijacked && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case x.resp.hijacked && deadlinePassed(ctx):
 		// The backend answered 101 in time, and the request's deadline
 		// passed as the switch was written to the client, which did not
 		// take it: the gateway closed the connection at the deadline
@@ -853,7 +853,7 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		// backend that missed the deadline (504, an upstream timeout, a
 		// failure of the tenant's breaker).
 		x.verdict = nil
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case deadlinePassed(ctx):
 		x.verdict = err
 		if !x.held {
 			// Admitted with less than half its time left (heldToDeadline):

@@ -110,7 +110,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: ctx, ticket: ticket, held: held}
 		case err == nil:
 			ticket.Success()
-		case ctx.Err() != nil && (!errors.Is(ctx.Err(), context.DeadlineExceeded) || !held):
+		case ctx.Err() != nil && !deadlinePassed(ctx), deadlinePassed(ctx) && !held:
 			// The client went away, or the deadline passed on a backend
 			// given too little of it (heldToDeadline): nothing learned of
 			// the backend.
@@ -198,7 +198,7 @@ func (b *judgedBody) Read(p []byte) (int, error) {
 	case err == nil:
 	case err == io.EOF:
 		b.ticket.Success()
-	case away, b.ctx.Err() != nil && (!errors.Is(b.ctx.Err(), context.DeadlineExceeded) || !b.held):
+	case away, b.ctx.Err() != nil && !deadlinePassed(b.ctx), deadlinePassed(b.ctx) && !b.held:
 		b.ticket.Ignore()
 	default:
 		b.ticket.Failure()

@@ -1,0 +1,140 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/gateway"
+)
+
+// lateContext is a request's context whose deadline the test moves, and
+// which never ends by itself: a context whose deadline has passed by the
+// clock while its timer has not fired yet, as on a loaded machine.
+type lateContext struct {
+	context.Context
+	at atomic.Int64 // the deadline, in UnixNano
+}
+
+func (c *lateContext) Deadline() (time.Time, bool) { return time.Unix(0, c.at.Load()), true }
+
+// pass moves the deadline just behind the clock.
+func (c *lateContext) pass() { c.at.Store(time.Now().Add(-time.Millisecond).UnixNano()) }
+
+// brokenConn is a backend connection that breaks off once the request's
+// deadline has passed by the clock: with answer "", at its first read
+// after the request is written; else at the read after the one that
+// brought the backend's partial answer (see stalling).
+type brokenConn struct {
+	net.Conn
+	ctx     *lateContext
+	answer  string
+	written chan struct{}
+	once    sync.Once
+	partial atomic.Bool
+}
+
+func (c *brokenConn) Write(p []byte) (int, error) {
+	c.once.Do(func() { close(c.written) })
+	return c.Conn.Write(p)
+}
+
+func (c *brokenConn) Read(p []byte) (int, error) {
+	if c.answer == "" {
+		<-c.written
+	}
+	if c.answer == "" || c.partial.Load() {
+		c.ctx.pass()
+		return 0, errors.New("connection reset by peer")
+	}
+	n, err := c.Conn.Read(p)
+	if bytes.Contains(p[:n], []byte("partial")) {
+		c.partial.Store(true)
+	}
+	return n, err
+}
+
+// breakAfterDeadline serves a GET /held for tenant a through a gateway
+// with config, in front of a stalling backend whose connection breaks off
+// (brokenConn) once the deadline, reported as left away at first, has
+// passed by the clock; it returns the gateway and the status the client
+// was given. Later connections to the backend are left alone.
+func breakAfterDeadline(t *testing.T, config, answer string, left time.Duration) (*gateway.Gateway, int) {
+	t.Helper()
+	url, _ := stalling(t, answer)
+	g := build(t, url, minimal+config+"timeouts: {upstream: 1h}\n")
+	t.Cleanup(func() { g.Close() })
+	ctx := &lateContext{Context: context.Background()}
+	ctx.at.Store(time.Now().Add(left).UnixNano())
+	var dialed atomic.Bool
+	gateway.WrapBackendConns(g, func(c net.Conn) net.Conn {
+		if dialed.Swap(true) {
+			return c // a later request's
+		}
+		return &brokenConn{Conn: c, ctx: ctx, answer: answer, written: make(chan struct{})}
+	})
+	r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
+	r.Header.Set("X-Tenant", "a")
+	rec := httptest.NewRecorder()
+	done := make(chan any, 1)
+	go func() { done <- serveCut(g, rec, r) }()
+	select {
+	case v := <-done:
+		if v != nil && v != http.ErrAbortHandler {
+			panic(v)
+		}
+	case <-time.After(bound):
+		t.Fatal("the request did not end")
+	}
+	return g, rec.Code
+}
+
+// A backend whose connection breaks off once the request's deadline has
+// passed by the clock, before the context's timer has fired, is read as
+// one that missed the deadline, as it is once the timer has fired: 504
+// (or the answer cut, once part of it is out), an upstream timeout, and a
+// failure of the tenant's breaker, or of the backend's, only when the
+// backend was held to the deadline (heldToDeadline). Read as a backend
+// error, the request was answered 502, and its failure counted even where
+// the backend was given too little of the deadline, the rest spent in its
+// tenant's queue.
+func TestBackendBrokenOffPastTheClocksDeadlineIsATimeout(t *testing.T) {
+	for _, br := range breakers {
+		for _, s := range stalls {
+			for _, held := range []bool{true, false} {
+				name := br.per + "/answer=" + s.answer + "/held=false"
+				left := time.Minute // 59 minutes of the hour spent in the queue
+				if held {
+					name, left = br.per+"/answer="+s.answer+"/held=true", time.Hour
+				}
+				t.Run(name, func(t *testing.T) {
+					g, code := breakAfterDeadline(t, br.config+s.config, s.answer, left)
+					if code != s.status {
+						t.Fatalf("the request broken off past its deadline was answered %d, want %d", code, s.status)
+					}
+					want := 0.0
+					if s.status == http.StatusGatewayTimeout {
+						want = 1
+					}
+					if got := metric(t, g.Metrics(), "io_timeouts_total", "op", "upstream"); got != want {
+						t.Errorf("io_timeouts_total{op=upstream} = %v, want %v", got, want)
+					}
+					wantNext := http.StatusOK
+					if held {
+						wantNext = http.StatusServiceUnavailable // the breaker open
+					}
+					if code, body := next(g, br.next); code != wantNext {
+						t.Errorf("the next request: %d %q, want %d", code, body, wantNext)
+					}
+				})
+			}
+		}
+	}
+}
