@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,5 +138,80 @@ func TestBackendBrokenOffPastTheClocksDeadlineIsATimeout(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// pastDeadlineConn is a backend connection that breaks off every read
+// once the request's deadline has passed by the clock.
+type pastDeadlineConn struct {
+	net.Conn
+	ctx *lateContext
+}
+
+func (c *pastDeadlineConn) Read(p []byte) (int, error) {
+	if dl, _ := c.ctx.Deadline(); !time.Now().Before(dl) {
+		return 0, errors.New("connection reset by peer")
+	}
+	return c.Conn.Read(p)
+}
+
+// lateClient is a client's writer whose writes take so long that the
+// request's deadline passes by the clock during each.
+type lateClient struct {
+	h   http.Header
+	ctx *lateContext
+}
+
+func (w *lateClient) Header() http.Header { return w.h }
+func (w *lateClient) WriteHeader(int)     {}
+func (w *lateClient) Flush()              {}
+
+func (w *lateClient) Write(p []byte) (int, error) {
+	w.ctx.pass()
+	return len(p), nil
+}
+
+// A client so slow to take a streamed answer that the request's deadline
+// passes by the clock while the gateway writes to it, before the
+// context's timer fires, is the client's slowness, as it is once the timer
+// has fired (TestSlowReaderPastTheDeadlineIsNoBackendFailure): the backend
+// read after it is cut off, and neither breaker counts it. Read with the
+// context's error alone, the write was not late, and the cut read was the
+// backend's failure.
+func TestSlowReaderPastTheClocksDeadlineIsNoBackendFailure(t *testing.T) {
+	for _, br := range breakers {
+		t.Run(br.per, func(t *testing.T) {
+			const size = 1 << 20
+			be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/large" {
+					io.WriteString(w, "ok")
+					return
+				}
+				w.Header().Set("Content-Length", strconv.Itoa(size))
+				w.Write(make([]byte, size))
+			})
+			g := build(t, be.URL, minimal+br.config+"response: {buffer_bytes: 4}\ntimeouts: {upstream: 1h}\n")
+			t.Cleanup(func() { g.Close() })
+			ctx := &lateContext{Context: context.Background()}
+			ctx.at.Store(time.Now().Add(time.Hour).UnixNano())
+			var dialed atomic.Bool
+			gateway.WrapBackendConns(g, func(c net.Conn) net.Conn {
+				if dialed.Swap(true) {
+					return c
+				}
+				return &pastDeadlineConn{Conn: c, ctx: ctx}
+			})
+			r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/large", nil)
+			r.Header.Set("X-Tenant", "a")
+			if v := serveCut(g, &lateClient{h: http.Header{}, ctx: ctx}, r); v != http.ErrAbortHandler {
+				t.Fatalf("the answer cut past its deadline ended with %v, want the connection cut (http.ErrAbortHandler)", v)
+			}
+			if code, body := next(g, br.next); code != http.StatusOK {
+				t.Errorf("the next request: %d %q, want 200", code, body)
+			}
+			if got := metric(t, g.Metrics(), "tasks_canceled_total", "kind", "request"); got != 1 {
+				t.Errorf("tasks_canceled_total{kind=request} = %v, want 1 (a client that did not take its answer)", got)
+			}
+		})
 	}
 }
