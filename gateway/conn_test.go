@@ -445,13 +445,11 @@ func TestAdminConnectionsCapFollowsReload(t *testing.T) {
 func TestAdminSlowClientCannotHoldEveryConnection(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	gw, _ := reloadable(t, be.URL, "backends: [%s]\nadmin_max_conns: 8\n")
-	held := make(chan struct{})
-	gateway.OnLimitsSet(gw.gw, func() { <-held })
-	t.Cleanup(func() { close(held) }) // before the gateway is stopped, which waits for the admin handlers
+	reloading := holdReloads(t, gw.gw)
 	const reload = "POST /reload HTTP/1.1\r\nHost: x\r\n\r\n"
 	busy := dialFrom(t, gw.admin, "127.0.0.2")
 	io.WriteString(busy, reload)
-	eventually(t, "the reload held", func() bool { return gateway.BusyAdminConns(gw.gw) == 1 })
+	reloading()
 	for i := 2; i <= 8; i++ {
 		c := dialFrom(t, gw.admin, "127.0.0.2")
 		c.SetDeadline(time.Now().Add(bound))
@@ -479,18 +477,43 @@ func TestAdminSlowClientCannotHoldEveryConnection(t *testing.T) {
 func TestAdminLocalClientsNotCappedAsOne(t *testing.T) {
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {})
 	gw, _ := reloadable(t, be.URL, "backends: [%s]\nadmin_max_conns: 8\n")
-	held := make(chan struct{})
-	gateway.OnLimitsSet(gw.gw, func() { <-held })
-	t.Cleanup(func() { close(held) }) // before the gateway is stopped, which waits for the admin handlers
+	reloading := holdReloads(t, gw.gw)
 	// From 127.0.0.1, as the probe: the address both reach.
 	busy := dialRaw(t, gw.admin)
 	io.WriteString(busy, "POST /reload HTTP/1.1\r\nHost: x\r\n\r\n")
-	eventually(t, "the reload held", func() bool { return gateway.BusyAdminConns(gw.gw) == 1 })
+	reloading()
 	probe := dialRaw(t, gw.admin)
 	probe.SetDeadline(time.Now().Add(bound))
 	io.WriteString(probe, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp := readResponse(t, bufio.NewReader(probe)); resp.StatusCode != 200 {
 		t.Fatalf("a local probe beside a local client holding its share of admin_max_conns: %d", resp.StatusCode)
+	}
+}
+
+// holdReloads holds g's reloads, once they have given the executor their
+// limits, until the test ends; the function it returns waits until a
+// reload is held on its connection, busy. Its connection accepted is not
+// enough: one the server has yet to start on is idle (StateNew), and
+// its client's next connection would close it to take its place.
+func holdReloads(t *testing.T, g *gateway.Gateway) (held func()) {
+	t.Helper()
+	release, reloading := make(chan struct{}), make(chan struct{}, 1)
+	gateway.OnLimitsSet(g, func() {
+		select {
+		case reloading <- struct{}{}:
+		default:
+		}
+		<-release
+	})
+	t.Cleanup(func() { close(release) }) // before the gateway is stopped, which waits for the admin handlers
+	return func() {
+		t.Helper()
+		select {
+		case <-reloading:
+		case <-time.After(bound):
+			t.Fatal("no reload was held")
+		}
+		eventually(t, "the reload's connection busy", func() bool { return gateway.BusyAdminConns(g) == 1 })
 	}
 }
 
