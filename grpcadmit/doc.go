@@ -126,7 +126,12 @@
 // transport, closing as its client closes the connection (or as the
 // server stops), fails the stream's sends so a moment before it ends the
 // stream's context, and any caller could open its tenant's breaker by
-// opening streams and closing its connection. A panic in a handler
+// opening streams and closing its connection. A handler that sends its
+// header through its call's context sends it with SendHeader, not
+// grpc.SendHeader, whose error goes past the interceptor: SendHeader's
+// Unavailable for a closing transport counts as Cancelled too, unary or
+// stream, and grpc.SendHeader's as the handler's own Unavailable, a
+// failure. A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
 // does). A runtime.Goexit in a handler (client-side, an invoker) that a

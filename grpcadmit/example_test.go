@@ -104,3 +104,33 @@ func ExampleStreamClientInterceptor() {
 	// first: SERVING
 	// second: ResourceExhausted
 }
+
+// A handler behind the interceptors sends its header with SendHeader:
+// were its client to close the connection as the header goes out, the
+// error it returns would count as the call cancelled, not as a failure
+// of its tenant's breaker.
+func ExampleSendHeader() {
+	p, _ := policy.New(policy.WithDefaultMaxConcurrency(4))
+	ex, _ := executor.New(p)
+	defer ex.Close()
+
+	srv := grpc.NewServer(
+		grpc.ChainStreamInterceptor(grpcadmit.StreamServerInterceptor(ex)),
+		grpc.UnknownServiceHandler(func(_ any, ss grpc.ServerStream) error {
+			group, _ := executor.GroupFromContext(ss.Context())
+			return grpcadmit.SendHeader(ss.Context(), metadata.Pairs("x-served-for", group))
+		}),
+	)
+	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, _ := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer cc.Close()
+
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-tenant", "acme")
+	stream, _ := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/example.Any/Call")
+	md, err := stream.Header()
+	fmt.Println(md.Get("x-served-for"), err)
+	// Output:
+	// [acme] <nil>
+}

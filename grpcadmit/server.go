@@ -167,10 +167,15 @@ func (a *admitter) outcome(err error) error {
 // breaker whose probe never did its work; counted by ServerFailure (a
 // dependency's cancelled call reported as Internal), any caller could open
 // its tenant's breaker with short deadlines. An error wrapping
-// context.Canceled is outcome's to keep, as it is.
+// context.Canceled is outcome's to keep, as it is. SendHeader's error for a
+// transport closing under the call is Cancelled too (errHeaderClosed).
 func (a *admitter) handled(ctx context.Context, err error) error {
-	if err != nil && !errors.Is(err, context.Canceled) && ended(ctx) {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+	case ended(ctx):
 		return errCallEnded
+	case headerClosed(err):
+		return errHeaderClosed
 	}
 	return a.outcome(err)
 }
