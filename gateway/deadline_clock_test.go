@@ -82,19 +82,8 @@ func breakAfterDeadline(t *testing.T, config, answer string, left time.Duration)
 		}
 		return &brokenConn{Conn: c, ctx: ctx, answer: answer, written: make(chan struct{})}
 	})
-	r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
-	r.Header.Set("X-Tenant", "a")
 	rec := httptest.NewRecorder()
-	done := make(chan any, 1)
-	go func() { done <- serveCut(g, rec, r) }()
-	select {
-	case v := <-done:
-		if v != nil && v != http.ErrAbortHandler {
-			panic(v)
-		}
-	case <-time.After(bound):
-		t.Fatal("the request did not end")
-	}
+	serveHeld(t, g, ctx, rec)()
 	return g, rec.Code
 }
 

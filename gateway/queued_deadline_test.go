@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -97,11 +98,8 @@ func stallPastDeadline(t *testing.T, config, answer string, left time.Duration) 
 	if answer != "" {
 		gateway.WrapBackendConns(g, func(c net.Conn) net.Conn { return &partialConn{Conn: c, expire: ctx.expire} })
 	}
-	r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
-	r.Header.Set("X-Tenant", "a")
 	rec := httptest.NewRecorder()
-	done := make(chan any, 1)
-	go func() { done <- serveCut(g, rec, r) }()
+	wait := serveHeld(t, g, ctx, rec)
 	if answer == "" {
 		select {
 		case <-arrived:
@@ -110,15 +108,29 @@ func stallPastDeadline(t *testing.T, config, answer string, left time.Duration) 
 		}
 		ctx.expire()
 	}
-	select {
-	case v := <-done:
-		if v != nil && v != http.ErrAbortHandler {
-			panic(v)
-		}
-	case <-time.After(bound):
-		t.Fatal("the request did not end at its deadline")
-	}
+	wait()
 	return g, rec.Code
+}
+
+// serveHeld starts serving a GET /held for tenant a with ctx through g to
+// w; the function it returns waits until the request has ended, cut
+// (http.ErrAbortHandler) or not.
+func serveHeld(t *testing.T, g http.Handler, ctx context.Context, w http.ResponseWriter) (wait func()) {
+	r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
+	r.Header.Set("X-Tenant", "a")
+	done := make(chan any, 1)
+	go func() { done <- serveCut(g, w, r) }()
+	return func() {
+		t.Helper()
+		select {
+		case v := <-done:
+			if v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		case <-time.After(bound):
+			t.Fatal("the request did not end")
+		}
+	}
 }
 
 // A request admitted with little of its deadline left, the rest of

@@ -61,18 +61,7 @@ func TestBackendStalledMidChunkPastTheDeadlineIsAFailure(t *testing.T) {
 				ctx.expire()
 			}
 			gateway.WrapBackendConns(g, func(c net.Conn) net.Conn { return &partialConn{Conn: c, expire: expire} })
-			r := httptest.NewRequestWithContext(served(ctx), http.MethodGet, "/held", nil)
-			r.Header.Set("X-Tenant", "a")
-			done := make(chan any, 1)
-			go func() { done <- serveCut(g, rec, r) }()
-			select {
-			case v := <-done:
-				if v != nil && v != http.ErrAbortHandler {
-					panic(v)
-				}
-			case <-time.After(bound):
-				t.Fatal("the request did not end at its deadline")
-			}
+			serveHeld(t, g, ctx, rec)()
 			if got := rec.Body.String(); got != "partial" {
 				t.Fatalf("the client had %q, want %q", got, "partial")
 			}

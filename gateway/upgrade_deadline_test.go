@@ -78,37 +78,41 @@ func (c *stalledConn) Write(p []byte) (int, error) {
 // timeout, and a failure of the tenant's breaker), whatever the order in
 // which the gateway reads the deadline and the switch.
 func TestDeadlineAfterTheSwitchIsNoBackendTimeout(t *testing.T) {
+	ctx := newExpiringContext()
+	w := &stalledClient{h: http.Header{}, ctx: ctx}
+	g := serveSwitch(t, ctx, w, &w.peer)
+	if got := metric(t, g.Metrics(), requestsTotal, "code", "504"); got != 0 {
+		t.Errorf("%s{code=504} = %v, want 0", requestsTotal, got)
+	}
+	if got := metric(t, g.Metrics(), "io_timeouts_total", "op", "upstream"); got != 0 {
+		t.Errorf("io_timeouts_total{op=upstream} = %v, want 0", got)
+	}
+}
+
+// serveSwitch serves an upgrade for tenant a, with ctx, to w, through a
+// gateway whose tenant breaker trips on the first failure, in front of a
+// backend that switches; peer is where w keeps the client's end of the
+// connection taken over. It checks that the request was counted as
+// answered with 101, and that the tenant's next request is served (its
+// breaker closed), and returns the gateway.
+func serveSwitch(t *testing.T, ctx context.Context, w http.ResponseWriter, peer *net.Conn) *gateway.Gateway {
+	t.Helper()
 	url := switchingBackend(t, func(*http.Request) string { return "plain" })
 	g := build(t, url, minimal+"breaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n")
 	t.Cleanup(func() { g.Close() })
-	ctx := newExpiringContext()
 	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
 	r.Header.Set("Connection", "Upgrade")
 	r.Header.Set("Upgrade", "test")
 	r.Header.Set("X-Tenant", "a")
-	w := &stalledClient{h: http.Header{}, ctx: ctx}
-	func() {
-		defer func() {
-			// The gateway has the server cut a request it gives up.
-			if v := recover(); v != nil && v != http.ErrAbortHandler {
-				panic(v)
-			}
-		}()
-		g.ServeHTTP(w, r)
-	}()
-	if w.peer == nil {
+	if v := serveCut(g, w, r); v != nil && v != http.ErrAbortHandler {
+		panic(v) // the gateway has the server cut a request it gives up
+	}
+	if *peer == nil {
 		t.Fatal("the backend's switch never reached the client's connection")
 	}
-	w.peer.Close()
-	m := g.Metrics()
-	if got := metric(t, m, requestsTotal, "code", "504"); got != 0 {
-		t.Errorf("%s{code=504} = %v, want 0", requestsTotal, got)
-	}
-	if got := metric(t, m, requestsTotal, "code", "101"); got != 1 {
+	(*peer).Close()
+	if got := metric(t, g.Metrics(), requestsTotal, "code", "101"); got != 1 {
 		t.Errorf("%s{code=101} = %v, want 1", requestsTotal, got)
-	}
-	if got := metric(t, m, "io_timeouts_total", "op", "upstream"); got != 0 {
-		t.Errorf("io_timeouts_total{op=upstream} = %v, want 0", got)
 	}
 	rec := httptest.NewRecorder()
 	next := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -117,6 +121,7 @@ func TestDeadlineAfterTheSwitchIsNoBackendTimeout(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Body.String() != "plain" {
 		t.Errorf("the tenant's next request: %d %q, want 200 \"plain\"", rec.Code, rec.Body)
 	}
+	return g
 }
 
 // abortingClient is a stalledClient whose connection, once taken over for
@@ -141,43 +146,14 @@ func (w *abortingClient) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // ran), the requests' metrics said the gateway refused an upgrade whose
 // switch it had sent.
 func TestDrainDuringTheSwitchIsCountedAsTheSwitch(t *testing.T) {
-	url := switchingBackend(t, func(*http.Request) string { return "plain" })
-	g := build(t, url, minimal+"breaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n")
-	t.Cleanup(func() { g.Close() })
 	ctx, abort := context.WithCancelCause(context.Background())
 	defer abort(nil)
-	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
-	r.Header.Set("Connection", "Upgrade")
-	r.Header.Set("Upgrade", "test")
-	r.Header.Set("X-Tenant", "a")
 	w := &abortingClient{stalledClient: stalledClient{h: http.Header{}}, abort: abort}
-	func() {
-		defer func() {
-			if v := recover(); v != nil && v != http.ErrAbortHandler {
-				panic(v)
-			}
-		}()
-		g.ServeHTTP(w, r)
-	}()
-	if w.peer == nil {
-		t.Fatal("the backend's switch never reached the client's connection")
-	}
-	w.peer.Close()
-	m := g.Metrics()
-	if got := metric(t, m, requestsTotal, "code", "503"); got != 0 {
+	g := serveSwitch(t, ctx, w, &w.peer)
+	if got := metric(t, g.Metrics(), requestsTotal, "code", "503"); got != 0 {
 		t.Errorf("%s{code=503} = %v, want 0", requestsTotal, got)
 	}
-	if got := metric(t, m, requestsTotal, "code", "101"); got != 1 {
-		t.Errorf("%s{code=101} = %v, want 1", requestsTotal, got)
-	}
-	if got := metric(t, m, "tasks_aborted_total", "kind", "request"); got != 1 {
+	if got := metric(t, g.Metrics(), "tasks_aborted_total", "kind", "request"); got != 1 {
 		t.Errorf("tasks_aborted_total{kind=request} = %v, want 1", got)
-	}
-	rec := httptest.NewRecorder()
-	next := httptest.NewRequest(http.MethodGet, "/", nil)
-	next.Header.Set("X-Tenant", "a")
-	g.ServeHTTP(rec, next)
-	if rec.Code != http.StatusOK || rec.Body.String() != "plain" {
-		t.Errorf("the tenant's next request: %d %q, want 200 \"plain\"", rec.Code, rec.Body)
 	}
 }

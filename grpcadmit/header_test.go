@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/grpcadmit"
 )
@@ -83,13 +82,7 @@ func TestSendHeaderErrorOfAClosingTransportIsNoFailure(t *testing.T) {
 				if status.Code(err) == codes.OK {
 					t.Fatalf("the handler's error %v, want it returned", err)
 				}
-				if e := <-ev.completed; e.Status != tc.want {
-					t.Errorf("the call ended %v (%v), want %v", e.Status, e.Err, tc.want)
-				}
-				s, _ := ex.GroupStats("acme")
-				if wantOpen := tc.want == executor.Failed; (s.Breaker == breaker.StateOpen) != wantOpen {
-					t.Errorf("breaker %v; want open: %v", s.Breaker, wantOpen)
-				}
+				wantCounted(t, ev, ex, "acme", tc.want)
 			})
 		}
 	}

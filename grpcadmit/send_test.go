@@ -66,13 +66,21 @@ func TestStreamSendErrorOfAClosingTransportIsNoFailure(t *testing.T) {
 			if status.Code(err) == codes.OK {
 				t.Fatalf("the handler's error %v, want it returned", err)
 			}
-			if e := <-ev.completed; e.Status != tc.want {
-				t.Errorf("the stream ended %v (%v), want %v", e.Status, e.Err, tc.want)
-			}
-			s, _ := ex.GroupStats("acme")
-			if wantOpen := tc.want == executor.Failed; (s.Breaker == breaker.StateOpen) != wantOpen {
-				t.Errorf("breaker %v; want open: %v", s.Breaker, wantOpen)
-			}
+			wantCounted(t, ev, ex, "acme", tc.want)
 		})
+	}
+}
+
+// wantCounted checks that the call ev saw complete ended with want, and
+// that group's breaker, which trips on the first failure, is open only if
+// want is Failed.
+func wantCounted(t *testing.T, ev *events, ex *executor.Executor, group string, want executor.Status) {
+	t.Helper()
+	if e := <-ev.completed; e.Status != want {
+		t.Errorf("the call ended %v (%v), want %v", e.Status, e.Err, want)
+	}
+	s, _ := ex.GroupStats(group)
+	if wantOpen := want == executor.Failed; (s.Breaker == breaker.StateOpen) != wantOpen {
+		t.Errorf("breaker %v; want open: %v", s.Breaker, wantOpen)
 	}
 }
