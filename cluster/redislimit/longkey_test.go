@@ -1,9 +1,12 @@
 package redislimit_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/redis/go-redis/v9"
@@ -104,4 +107,47 @@ func TestNoticeOfALongKey(t *testing.T) {
 		others, c, _ := redislimit.Share(la, key)
 		return others == 1 && c == 0
 	})
+}
+
+// A long key is cut at byte 200 whatever it holds there: the middle of a
+// multi-byte rune, or the separators of Redis keys and contention notices
+// ('|', '}', ':', ',', '=', '#') before it. Its name still finds its state
+// when a notice names it; and a key spelled as another's hashed name, being
+// over 200 bytes itself, is hashed in turn: a limit of its own, which the
+// other's notices leave alone.
+func TestLongKeyCutMidRuneAfterSeparators(t *testing.T) {
+	addr := startRedis(t)
+	a, b := newHolder(t, addr, manualRenewals()...), newHolder(t, addr, manualRenewals()...)
+	subscribed(t, addr, 2, a, b)
+	la, lb := a.Groups(1), b.Groups(1)
+	na, nb := attach(t, la), attach(t, lb)
+	key := "a|b}:l|1|2|c=3,{x}#" + strings.Repeat("é", 150)
+	if utf8.ValidString(key[:200]) {
+		t.Fatal("the key's first 200 bytes end on a whole rune")
+	}
+	sum := sha256.Sum256([]byte(key))
+	lookalike := key[:200] + "#" + hex.EncodeToString(sum[:])
+
+	p := acquire(t, la, na, key, 1, 5*time.Second)
+	defer p.Release()
+	q := acquire(t, lb, nb, lookalike, 1, 5*time.Second) // not key's limit, held by a
+	defer q.Release()
+	for _, c := range []struct {
+		l   *redislimit.Limiter
+		key string
+	}{{la, key}, {lb, lookalike}} {
+		if found, _ := redislimit.KeyStateByName(c.l, c.key); !found {
+			t.Errorf("key %.30q... not found by its Redis name", c.key)
+		}
+	}
+	if r, err := lb.TryAcquire(key, 1); r != nil || err != nil {
+		t.Fatalf("B's TryAcquire with the limit at A: %v, %v; want to wait", r, err)
+	}
+	eventually(t, "A hears that B waits for the key", 5*time.Second, func() bool {
+		others, c, _ := redislimit.Share(la, key)
+		return others == 1 && c == 0
+	})
+	if others, c, _ := redislimit.Share(lb, lookalike); others != 0 || c != 1 {
+		t.Errorf("the lookalike's share at B: %d others, cap %d; want 0, 1", others, c)
+	}
 }
