@@ -40,6 +40,15 @@ func deadlinePassed(ctx context.Context) bool {
 	if err := ctx.Err(); err != nil {
 		return errors.Is(err, context.DeadlineExceeded)
 	}
+	return pastDeadline(ctx)
+}
+
+// over reports whether ctx has ended, whatever the cause, or its deadline
+// has passed by the clock (deadlinePassed).
+func over(ctx context.Context) bool { return ctx.Err() != nil || pastDeadline(ctx) }
+
+// pastDeadline reports whether the clock is past ctx's deadline.
+func pastDeadline(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
 	return ok && !time.Now().Before(dl)
 }

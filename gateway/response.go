@@ -132,10 +132,10 @@ func (x *response) stream(p []byte) (int, error) {
 }
 
 // due reports whether the request's deadline (or the drain's abort) has
-// passed: its context has ended, or the clock is past its deadline
-// (deadlinePassed), the timer not fired yet. Only a streamed answer's
-// writes read it, each a clock reading.
-func (x *response) due() bool { return x.ctx != nil && (x.ctx.Err() != nil || deadlinePassed(x.ctx)) }
+// passed: its context has ended, or the clock is past its deadline, the
+// timer not fired yet (over). Only a streamed answer's writes read it,
+// each a clock reading.
+func (x *response) due() bool { return x.ctx != nil && over(x.ctx) }
 
 // noteLate records, after a write to the client that began with the
 // deadline passed or not (wasDue), whether it passed during the write
