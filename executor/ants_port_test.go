@@ -912,7 +912,8 @@ func TestAntsPoolTuneScaleUp(t *testing.T) {
 // context ending at the timeout; the tasks finish once Shutdown has begun
 // to wait for them, instead of after upstream's 1 s. Past the timeout
 // (ants: ErrTimeout), Shutdown returns its context's error and cancels the
-// tasks left, running and waiting.
+// tasks left, running and waiting, without waiting for them; a second
+// Shutdown waits for them.
 func TestAntsReleaseTimeout(t *testing.T) {
 	t.Run("in time", func(t *testing.T) {
 		ex := newExec(t, antsPool(10))
@@ -948,11 +949,17 @@ func TestAntsReleaseTimeout(t *testing.T) {
 	t.Run("timed out", func(t *testing.T) {
 		ex := newExec(t, antsPool(5))
 		started := make(chan struct{}, 5)
+		// The running tasks see their cancellation, then go on until lag
+		// closes: a release that timed out waits for nothing, a second one
+		// waits for them.
+		lag := make(chan struct{})
+		closeAtEnd(t, lag)
 		handles := make([]*executor.Handle[int], 6) // the sixth waits
 		for i := range handles {
 			handles[i] = submit(t, ex, executor.Task[int]{Group: "pool", Fn: func(ctx context.Context) (int, error) {
 				started <- struct{}{}
 				<-ctx.Done()
+				<-lag
 				return 0, context.Cause(ctx)
 			}})
 		}
@@ -965,14 +972,29 @@ func TestAntsReleaseTimeout(t *testing.T) {
 		if err := ex.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown past its timeout: %v, want context.DeadlineExceeded", err)
 		}
-		for i, h := range handles {
-			r := wait(t, h)
-			if r.Status == executor.Success || !errors.Is(r.Err, executor.ErrShutdown) {
-				t.Errorf("task %d: %+v, want it ended by the shutdown's cancellation", i, r)
+		if r := wait(t, handles[5]); r.Status != executor.Cancelled || !errors.Is(r.Err, executor.ErrShutdown) {
+			t.Errorf("the waiting task: %+v, want Cancelled by the shutdown", r)
+		}
+		// ants' second ReleaseTimeout returns ErrPoolClosed; a second
+		// Shutdown waits for the tasks the first one cancelled.
+		wctx := newWaitingCtx()
+		again := make(chan error, 1)
+		go func() { again <- ex.Shutdown(wctx) }()
+		recv(t, wctx.asked, "the second Shutdown waited for the tasks")
+		for i, h := range handles[:5] {
+			if isDone(h) {
+				t.Fatalf("task %d completed before it returned", i)
 			}
 		}
-		if r := wait(t, handles[5]); r.Status != executor.Cancelled {
-			t.Errorf("the waiting task: %+v, want Cancelled", r)
+		close(lag)
+		if err := recv(t, again, "the second Shutdown returned once the tasks were done"); err != nil {
+			t.Fatalf("second Shutdown: %v, want nil", err)
+		}
+		for i, h := range handles[:5] {
+			r, ok := h.Result()
+			if !ok || r.Status == executor.Success || !errors.Is(r.Err, executor.ErrShutdown) {
+				t.Errorf("task %d: %+v (completed %v), want it ended by the shutdown's cancellation before Shutdown returned", i, r, ok)
+			}
 		}
 	})
 }
