@@ -65,9 +65,25 @@ func (c *Clock) At(off int64) time.Time { return c.base.Add(time.Duration(off)) 
 func (c *Clock) wake() int64 {
 	off := c.refresh()
 	if c.state.CompareAndSwap(idle, inUse) {
-		c.src.AfterFunc(c.res, c.tick)
+		c.arm()
 	}
 	return off
+}
+
+// arm arms the refresh timer for wake. If the source's AfterFunc panics (or
+// exits the goroutine), no timer is armed, so the clock goes back to idle:
+// left in use, it would claim a timer that never comes, and every later
+// reading would return this one, never refreshed. Nothing else moves the
+// state from in use without a timer, so the store overwrites no one's.
+func (c *Clock) arm() {
+	armed := false
+	defer func() {
+		if !armed {
+			c.state.Store(idle)
+		}
+	}()
+	c.src.AfterFunc(c.res, c.tick)
+	armed = true
 }
 
 // refresh stores the source's time unless a later one is already stored, so
