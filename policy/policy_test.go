@@ -116,6 +116,7 @@ func TestInvalidOptions(t *testing.T) {
 		{policy.WithGroupShare("", 2), "WithGroupShare", `""`},
 		{policy.WithShareResolver(nil), "WithShareResolver", "nil"},
 		{policy.WithRejectionPolicy(policy.RejectionPolicy(4)), "WithRejectionPolicy", "RejectionPolicy(4)"},
+		{policy.WithRejectionPolicy(policy.RejectionPolicy(-1)), "WithRejectionPolicy", "RejectionPolicy(-1)"},
 		{nil, "New", "nil Option"},
 	}
 	for _, tt := range tests {
