@@ -104,3 +104,19 @@ func TestOf(t *testing.T) {
 		t.Errorf("Of two = %v, want their list", got)
 	}
 }
+
+// Of's list is its own: the caller's slice (Listeners' variadic
+// arguments, which may be the caller's own slice) can change afterwards
+// without changing whom the list calls.
+func TestOfCopiesTheListeners(t *testing.T) {
+	a, b, c := &listener{"a"}, &listener{"b"}, &listener{"c"}
+	inner := func(*listener) ([]*listener, bool) { return nil, false }
+	var got []*listener
+	wrap := func(all []*listener) *listener { got = all; return &listener{"list"} }
+	ls := []*listener{a, b}
+	fanout.Of(ls, inner, wrap)
+	ls[0], ls[1] = c, c
+	if want := []*listener{a, b}; !slices.Equal(got, want) {
+		t.Errorf("list = %v after the caller's slice changed, want %v", got, want)
+	}
+}
