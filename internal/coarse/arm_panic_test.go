@@ -8,10 +8,18 @@ import (
 	"github.com/groupexec/groupexec/internal/coarse"
 )
 
-// failingArm is a source whose AfterFunc panics while fail is set.
+// failingArm is a source whose AfterFunc panics while fail is set, and
+// whose Now panics while failNow is set.
 type failingArm struct {
 	*clock.Fake
-	fail bool
+	fail, failNow bool
+}
+
+func (c *failingArm) Now() time.Time {
+	if c.failNow {
+		panic("Now failed")
+	}
+	return c.Fake.Now()
 }
 
 func (c *failingArm) AfterFunc(d time.Duration, f func()) clock.Timer {
@@ -28,14 +36,7 @@ func (c *failingArm) AfterFunc(d time.Duration, f func()) clock.Timer {
 func TestPanickingAfterFuncLeavesClockIdle(t *testing.T) {
 	src := &failingArm{Fake: clock.NewFake(t0), fail: true}
 	c := coarse.New(src, time.Millisecond)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("the source's panic did not go on up")
-			}
-		}()
-		c.Now()
-	}()
+	mustPanic(t, c)
 	if !c.Idle() {
 		t.Error("the clock claims a refresh timer after AfterFunc panicked")
 	}
@@ -48,4 +49,40 @@ func TestPanickingAfterFuncLeavesClockIdle(t *testing.T) {
 	if src.Pending() != 1 {
 		t.Fatalf("%d refresh timers armed after the next reading, want 1", src.Pending())
 	}
+}
+
+// A source whose Now panics as a reading wakes the clock leaves it idle:
+// nothing was read, so nothing may be armed or claimed, and the next
+// reading reads the source again.
+func TestPanickingNowLeavesClockIdle(t *testing.T) {
+	src := &failingArm{Fake: clock.NewFake(t0)}
+	c := coarse.New(src, time.Millisecond)
+	src.failNow = true
+	mustPanic(t, c)
+	if !c.Idle() || src.Pending() != 0 {
+		t.Errorf("after a panicking Now: idle %v, %d timers armed; want idle, none", c.Idle(), src.Pending())
+	}
+
+	src.failNow = false
+	src.Advance(time.Hour)
+	if got, want := c.Now(), t0.Add(time.Hour); !got.Equal(want) {
+		t.Fatalf("reading after a failed Now %v, want the exact %v", got, want)
+	}
+	if src.Pending() != 1 {
+		t.Fatalf("%d refresh timers armed after the next reading, want 1", src.Pending())
+	}
+}
+
+// mustPanic reads c, whose source fails, and checks that the source's
+// panic goes on up the reader.
+func mustPanic(t *testing.T, c *coarse.Clock) {
+	t.Helper()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the source's panic did not go on up")
+			}
+		}()
+		c.Now()
+	}()
 }
