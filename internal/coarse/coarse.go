@@ -61,7 +61,8 @@ func (c *Clock) offsetSlow() int64 {
 func (c *Clock) At(off int64) time.Time { return c.base.Add(time.Duration(off)) }
 
 // wake reads the source (the stored reading may be arbitrarily old) and arms
-// the refresh timer if no one else has.
+// the refresh timer if no one else has. It reads before it claims the
+// timer, so that a Now that panics leaves the clock idle, as it was.
 func (c *Clock) wake() int64 {
 	off := c.refresh()
 	if c.state.CompareAndSwap(idle, inUse) {
