@@ -20,9 +20,10 @@ const (
 	// (its queue threshold): the group's oldest waiting tasks, as few as make
 	// room, complete Rejected at once without running, with an error
 	// matching executor.ErrDisplaced, and the task waits at the tail of the
-	// queue; Submit returns no error. Other groups are untouched. A task
-	// refused by its group's in-flight limit or the global queue threshold
-	// is handled as under Discard; a shutdown, a task too heavy and an open
+	// queue; Submit returns no error. Other groups are untouched. A queue
+	// with nothing to give up (a queue threshold of 0) discards the task as
+	// under Discard, as does a refusal by the group's in-flight limit or
+	// the global queue threshold; a shutdown, a task too heavy and an open
 	// breaker return their error under every policy. It suits
 	// latency-sensitive work, where the newest request is the one still
 	// worth serving.
