@@ -94,18 +94,6 @@ func antsPool(n int, more ...policy.Option) []policy.Option {
 	}, more...)
 }
 
-// antsRunning counts, from inside the tasks, those running at once, and the
-// most seen.
-type antsRunning struct{ now, max atomic.Int64 }
-
-func (r *antsRunning) enter() {
-	n := r.now.Add(1)
-	for m := r.max.Load(); n > m && !r.max.CompareAndSwap(m, n); m = r.max.Load() {
-	}
-}
-
-func (r *antsRunning) leave() { r.now.Add(-1) }
-
 // antsRunningTasks checks the tasks running and waiting in group.
 func antsRunningTasks(t *testing.T, ex *executor.Executor, group string, running, waiting int) {
 	t.Helper()
@@ -161,7 +149,7 @@ func TestAntsPoolWaitToGetWorker(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ex := newExec(t, c.popts)
-			var running antsRunning
+			var running peak
 			var wg sync.WaitGroup
 			wg.Add(tasks)
 			for range tasks {
@@ -200,7 +188,7 @@ func TestAntsPoolWithFuncWaitToGetWorker(t *testing.T) {
 	const capacity, runTimes, want = 10, 1000, 499500
 	ex := newExec(t, antsPool(capacity))
 	var sum atomic.Int32
-	var running antsRunning
+	var running peak
 	incSum := func(i int32) executor.Task[int32] {
 		return executor.Task[int32]{Group: "pool", Fn: func(context.Context) (int32, error) {
 			running.enter()
@@ -776,7 +764,7 @@ func TestAntsRestCodeCoverage(t *testing.T) {
 	started := make(chan struct{}, tasks)
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	var running antsRunning
+	var running peak
 	var overLimit atomic.Int64 // tasks that ran over the tuned-down limit, after the tune
 	var tuned atomic.Bool
 	var wg sync.WaitGroup

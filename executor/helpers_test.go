@@ -483,3 +483,15 @@ func seededRuns(t *testing.T, prefix string, runs, short int, run func(t *testin
 		}
 	})
 }
+
+// peak counts, from inside the tasks, those running at once in one scope
+// (an executor, a group), and the most seen at once.
+type peak struct{ now, max atomic.Int64 }
+
+func (r *peak) enter() {
+	n := r.now.Add(1)
+	for m := r.max.Load(); n > m && !r.max.CompareAndSwap(m, n); m = r.max.Load() {
+	}
+}
+
+func (r *peak) leave() { r.now.Add(-1) }

@@ -85,18 +85,6 @@ func pondPool(n int, more ...policy.Option) []policy.Option {
 	}, more...)
 }
 
-// pondRunning counts, from inside the tasks, the tasks running in one scope
-// (the executor, a group), and the most seen at once.
-type pondRunning struct{ now, max atomic.Int64 }
-
-func (r *pondRunning) enter() {
-	n := r.now.Add(1)
-	for m := r.max.Load(); n > m && !r.max.CompareAndSwap(m, n); m = r.max.Load() {
-	}
-}
-
-func (r *pondRunning) leave() { r.now.Add(-1) }
-
 // pondCounts checks the counters of an executor or a group.
 func pondCounts(t *testing.T, what string, got, want executor.TaskCounts) {
 	t.Helper()
@@ -119,7 +107,7 @@ func pondNop(context.Context) (int, error) { return 0, nil }
 func TestPondPoolSubmit(t *testing.T) {
 	ex := newExec(t, pondPool(100))
 	var executed atomic.Int64
-	var running pondRunning
+	var running peak
 	for range 1000 {
 		err := ex.Go(bg, "pool", func(context.Context) error {
 			running.enter()
@@ -992,12 +980,12 @@ func TestPondSubpoolMaxConcurrency(t *testing.T) {
 		popts = append(popts, policy.WithGroupMaxConcurrency(g, n))
 	}
 	ex := newExec(t, popts)
-	var global pondRunning
-	running := map[string]*pondRunning{}
+	var global peak
+	running := map[string]*peak{}
 	g := newGate()
 	defer g.open()
 	for _, grp := range []string{"sub", "subsub", "two"} {
-		r := &pondRunning{}
+		r := &peak{}
 		running[grp] = r
 		for i := range 10 {
 			submit(t, ex, executor.Task[string]{Group: grp, Fn: func(ctx context.Context) (string, error) {
@@ -1011,7 +999,7 @@ func TestPondSubpoolMaxConcurrency(t *testing.T) {
 	}
 	g.waitStarted(t, 5+1+2)
 	// The global limit has room for 2 of three's 3.
-	running["three"] = &pondRunning{}
+	running["three"] = &peak{}
 	for i := range 10 {
 		submit(t, ex, executor.Task[string]{Group: "three", Fn: func(ctx context.Context) (string, error) {
 			global.enter()
@@ -1052,7 +1040,7 @@ func TestPondSubpoolStopAndWait(t *testing.T) {
 	ex := newExec(t, pondPool(1000, policy.WithGroupMaxConcurrency("sub", 100)))
 	const n = 10000
 	var executed atomic.Int64
-	var running pondRunning
+	var running peak
 	for range n {
 		err := ex.Go(bg, "sub", func(context.Context) error {
 			running.enter()
