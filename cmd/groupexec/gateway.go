@@ -46,6 +46,9 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err) // fs has printed the defaults
 	}
+	if err := givenTwice(fs, args); err != nil {
+		return err
+	}
 	if *duration < 0 {
 		return fmt.Errorf("%w: --duration %v: must be >= 0 (0: until interrupted)", errUsage, *duration)
 	}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A flag given twice with two values is a usage error naming the flag and
+// both values: the flag package would keep the last and drop the first
+// without a word, so that a wrapper's --config and an operator's would
+// run whichever came last.
+func TestFlagGivenTwiceWithTwoValues(t *testing.T) {
+	example := "../../gateway/config/example.yaml"
+	// A file the gateway refuses as it loads it: a --check dropped for
+	// --check=false ends there, and does not serve.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("lisen: x\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gateway", "--config", "missing.yaml", "--config", example, "--check"}, `-config`},
+		{[]string{"gateway", "--config", example, "--check", "--log-level", "debug", "--log-level", "error"}, `"debug"`},
+		{[]string{"gateway", "--config", example, "--check", "--log-format", "json", "--log-format=text"}, `"json"`},
+		{[]string{"gateway", "--demo", "--duration", "1ms", "--duration", "2ms"}, `"1ms"`},
+		{[]string{"gateway", "--config", bad, "--check", "--check=false"}, `--check`},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) ||
+			!strings.Contains(errb.String(), "given twice") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and an error saying the flag is given twice, naming %s",
+				tc.args, code, out.String(), errb.String(), tc.want)
+		}
+	}
+	// The same value twice says one thing: it is taken.
+	var out, errb bytes.Buffer
+	if code := run([]string{"gateway", "--config", example, "--check", "--config", example, "--check"}, &out, &errb); code != 0 {
+		t.Errorf("the same --config and --check twice: exit %d, stderr %q; want 0", code, errb.String())
+	}
+}
