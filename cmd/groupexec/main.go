@@ -69,6 +69,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			// Not ignored, as with version: "help gateway" would print
+			// this help as if it were the gateway's.
+			err = fmt.Errorf("%w: %s takes no arguments, got %q (groupexec gateway --help prints the gateway's flags)", errUsage, cmd, args[1])
+			break
+		}
 		fmt.Fprint(stdout, usage)
 	case "":
 		fmt.Fprint(stderr, usage)
