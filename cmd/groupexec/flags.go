@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 )
 
 // givenTwice returns a usage error for the first flag of fs that args give
@@ -46,5 +47,21 @@ func (v *firstValue) Set(s string) error {
 	case s != *v.first && *v.err == nil:
 		*v.err = fmt.Errorf("%w: --%s given twice, %q and then %q: give it once", errUsage, v.name, *v.first, s)
 	}
+	return nil
+}
+
+// durationFlag is a time.Duration flag whose refusal says why: the flag
+// package's own Duration says "parse error" of every value it cannot read,
+// and "--duration 5", a duration without its unit, is the usual one.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err // time: missing unit in duration "5"
+	}
+	*d = durationFlag(v)
 	return nil
 }

@@ -41,3 +41,27 @@ func TestFlagGivenTwiceWithTwoValues(t *testing.T) {
 		t.Errorf("the same --config and --check twice: exit %d, stderr %q; want 0", code, errb.String())
 	}
 }
+
+// A --duration the flag refuses says why, not only "parse error", which
+// the flag package says of every duration it cannot read: one without its
+// unit is the usual mistake.
+func TestDurationFlagSaysWhy(t *testing.T) {
+	for _, tc := range []struct{ value, why string }{
+		{"5", `missing unit in duration "5"`},
+		{"10 s", `unknown unit " s" in duration "10 s"`},
+		{"9999999999h", `invalid duration "9999999999h"`},
+	} {
+		var out, errb bytes.Buffer
+		code := run([]string{"gateway", "--demo", "--duration", tc.value}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), `invalid value "`+tc.value+`" for flag -duration`) ||
+			!strings.Contains(errb.String(), tc.why) {
+			t.Errorf("--duration %s: exit %d, stderr %q; want 2, naming the flag and the value, and %q", tc.value, code, errb.String(), tc.why)
+		}
+	}
+	// The help still names the flag's type and default.
+	var out, errb bytes.Buffer
+	if code := run([]string{"gateway", "--help"}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "-duration duration") || !strings.Contains(out.String(), "(default 10s)") {
+		t.Errorf("gateway --help: exit %d, stdout %q; want -duration's type and default", code, out.String())
+	}
+}

@@ -29,7 +29,9 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(&printed)
 	path := fs.String("config", "", "the gateway's YAML config `file`")
 	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
-	duration := fs.Duration("duration", 10*time.Second, "with --demo, how long to run (0: until interrupted)")
+	duration := new(time.Duration)
+	*duration = 10 * time.Second
+	fs.Var((*durationFlag)(duration), "duration", "with --demo, how long to run, a `duration` with its unit: 30s, 5m (0: until interrupted)")
 	check := fs.Bool("check", false, "with --config, only check the file (every problem, in line order) and exit")
 	logLevel := fs.String("log-level", "info", "the least `level` logged: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "the log lines' `format`: text (key=value) or json, on stderr")
