@@ -65,3 +65,23 @@ func TestDurationFlagSaysWhy(t *testing.T) {
 		t.Errorf("gateway --help: exit %d, stdout %q; want -duration's type and default", code, out.String())
 	}
 }
+
+// An empty --config is refused as given: with --demo it is the --config
+// the demo excludes, not one left out (the demo ran, the flag dropped),
+// and alone it names no file, which the error says rather than that no
+// --config was given.
+func TestEmptyConfigFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gateway", "--demo", "--config", "", "--duration", "1ms"}, "--demo and --config exclude each other"},
+		{[]string{"gateway", "--config="}, `--config "": names no file`},
+		{[]string{"gateway", "--config", "", "--check"}, `--config "": names no file`},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out.String(), errb.String(), tc.want)
+		}
+	}
+}

@@ -74,10 +74,14 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signalContext(log, os.Exit)
 	defer stop()
 	switch {
-	case *demoMode && *path != "":
+	// A --config given empty is given: with --demo it is excluded as any
+	// other, and alone it names no file (not a --config left out).
+	case *demoMode && set["config"]:
 		return fmt.Errorf("%w: --demo and --config exclude each other", errUsage)
 	case *demoMode:
 		return demo.Run(ctx, stdout, *duration)
+	case set["config"] && *path == "":
+		return fmt.Errorf("%w: --config %q: names no file", errUsage, *path)
 	case *path == "":
 		return fmt.Errorf("%w: gateway needs --config FILE or --demo", errUsage)
 	}
