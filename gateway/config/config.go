@@ -211,8 +211,9 @@ type Breaker struct {
 	ConsecutiveFailures int           `yaml:"consecutive_failures"` // default 5
 	Timeout             time.Duration `yaml:"timeout"`              // open for, at first; default 5s
 	// MaxTimeout caps the open time, which doubles each time the probe
-	// after it fails (per backend only). Default 60s, or Timeout if
-	// longer (a default below Timeout would be refused).
+	// after it fails (per backend only: given with PerTenant, whose
+	// breakers have no backoff, it is refused). Default 60s, or Timeout
+	// if longer (a default below Timeout would be refused).
 	MaxTimeout  time.Duration `yaml:"max_timeout"`
 	MaxRequests int           `yaml:"max_requests"` // half-open probes; default 1
 }

@@ -188,7 +188,13 @@ func (c *Config) validate(present func(string) bool) []problem {
 	positive(ck, "breaker.consecutive_failures", c.Breaker.ConsecutiveFailures)
 	positive(ck, "breaker.timeout", c.Breaker.Timeout)
 	positive(ck, "breaker.max_timeout", c.Breaker.MaxTimeout)
-	if c.Breaker.MaxTimeout > 0 && c.Breaker.MaxTimeout < c.Breaker.Timeout {
+	if c.Breaker.On() && c.Breaker.Per == PerTenant && ck.present("breaker.max_timeout") {
+		// The tenants' breakers (the executor's) stay open
+		// breaker.timeout each time, without backoff: the cap would be
+		// dropped without a word, and breaker.per needs a restart.
+		// Disabled breakers keep their keys for a later config.
+		ck.bad("breaker.max_timeout", "%v is never used with breaker.per: tenant, whose breakers stay open breaker.timeout without backoff: leave it out", c.Breaker.MaxTimeout)
+	} else if c.Breaker.MaxTimeout > 0 && c.Breaker.MaxTimeout < c.Breaker.Timeout {
 		ck.bad("breaker.max_timeout", "%v is shorter than breaker.timeout (%v)", c.Breaker.MaxTimeout, c.Breaker.Timeout)
 	}
 	positive(ck, "breaker.max_requests", c.Breaker.MaxRequests)
