@@ -15,7 +15,8 @@ import (
 // prefix is a parsed tenant.trusted_proxies entry.
 type prefix = netip.Prefix
 
-// parsePrefix accepts a CIDR or a single address.
+// parsePrefix accepts a CIDR or a single address. A CIDR with address
+// bits set past its length is refused with a *hostBitsError.
 func parsePrefix(s string) (prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
 		// Trusts unmaps the peer's address: an IPv4-mapped prefix
@@ -23,7 +24,12 @@ func parsePrefix(s string) (prefix, error) {
 		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
 			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
-		return p.Masked(), nil
+		if p != p.Masked() {
+			// Masked, "10.0.0.7/8" would trust the whole /8 without a
+			// word: the entry of one proxy, its length mistyped.
+			return prefix{}, &hostBitsError{p.Masked()}
+		}
+		return p, nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
@@ -31,6 +37,14 @@ func parsePrefix(s string) (prefix, error) {
 	}
 	a = a.Unmap() // as Trusts unmaps the peer's
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// hostBitsError is parsePrefix's refusal of a CIDR with address bits set
+// past its length; masked is the prefix it would trust.
+type hostBitsError struct{ masked prefix }
+
+func (e *hostBitsError) Error() string {
+	return "address bits set past the length of " + e.masked.String()
 }
 
 // Trusts reports whether a connection from addr may name its tenant itself

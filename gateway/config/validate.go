@@ -276,6 +276,11 @@ func (c *Config) checkTenant(ck *checker) {
 	t.trusted = t.trusted[:0]
 	for _, s := range t.TrustedProxies {
 		p, err := parsePrefix(s)
+		var hb *hostBitsError
+		if errors.As(err, &hb) {
+			ck.bad("tenant.trusted_proxies", "%q has address bits set past its length: it would trust all of %s; write that, or the address alone for one proxy", s, hb.masked)
+			continue
+		}
 		if err != nil {
 			ck.bad("tenant.trusted_proxies", "%q is not a CIDR or an address", s)
 			continue
