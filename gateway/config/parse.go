@@ -75,6 +75,7 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	// takes one (a share of 2.7 would be 2): refuse it instead.
 	fractions(&root, reflect.TypeOf(c), "", 0, nil, &errs)
 	nullKeys(&root, "", &errs)
+	nullValues(keys, &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, keys, &Error{Line: extra.Line, Reason: "more than one YAML document"}
@@ -215,6 +216,9 @@ type key struct {
 	// the wrong shape is refused by the decoder at vline, naming typ.
 	vline int
 	typ   string
+	// nullLeaf is set for a key whose value is null (~, null, nothing)
+	// where it takes a scalar or a list: see nullValues.
+	nullLeaf bool
 }
 
 // keyIndex is the document's keys, indexed by path and by line: Parse
@@ -342,6 +346,12 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 						vt = vt.Elem()
 					}
 					kv.typ = vt.String()
+					nv := v
+					if v.Kind == yaml.AliasNode && v.Alias != nil {
+						nv = v.Alias
+					}
+					kv.nullLeaf = nv.Kind == yaml.ScalarNode && nv.ShortTag() == "!!null" &&
+						vt.Kind() != reflect.Struct && vt.Kind() != reflect.Map
 					if vt.Kind() == reflect.Map {
 						// TenantMap refuses what is not a
 						// mapping by decoding it as the map it
@@ -444,6 +454,27 @@ func nullKeys(n *yaml.Node, prefix string, errs *[]*Error) {
 				Reason: fmt.Sprintf("%q is a null key, which names nothing: quote it to use it as a name", c.Value)})
 		}
 		nullKeys(n.Content[i+1], path, errs)
+	}
+}
+
+// nullValues reports every key whose value is null (null, ~, Null or
+// nothing) where it takes a scalar or a list: the decoder makes it the
+// type's zero, or leaves a limit policy defaults out, without a word, so
+// that "tenant.max_groups: ~" would send every unconfigured tenant to the
+// overflow group and a trusted_proxies whose entries were commented out
+// would trust every address. A null section (a struct or the tenants
+// mapping) is one left empty, as "tenants: {vip: }" configures vip.
+func nullValues(keys *keyIndex, errs *[]*Error) {
+	for _, k := range keys.list {
+		if !k.nullLeaf {
+			continue
+		}
+		v := k.value
+		if v == "" {
+			v = "nothing"
+		}
+		*errs = append(*errs, &Error{Line: k.line, Key: k.path,
+			Reason: fmt.Sprintf("the value is null (%s): give one, or leave the key out for its default", v)})
 	}
 }
 
