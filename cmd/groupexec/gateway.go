@@ -71,19 +71,29 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext(log, os.Exit)
-	defer stop()
 	switch {
 	// A --config given empty is given: with --demo it is excluded as any
 	// other, and alone it names no file (not a --config left out).
 	case *demoMode && set["config"]:
 		return fmt.Errorf("%w: --demo and --config exclude each other", errUsage)
-	case *demoMode:
-		return demo.Run(ctx, stdout, *duration)
 	case set["config"] && *path == "":
 		return fmt.Errorf("%w: --config %q: names no file", errUsage, *path)
-	case *path == "":
+	case !*demoMode && *path == "":
 		return fmt.Errorf("%w: gateway needs --config FILE or --demo", errUsage)
+	case *check:
+		// Before SIGINT and SIGTERM are caught: a check has nothing to
+		// drain, and one waiting for a file from a pipe that does not
+		// come is stopped by the first, as any such command is.
+		if _, err := config.Load(*path); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: ok\n", *path)
+		return nil
+	}
+	ctx, stop := signalContext(log, os.Exit)
+	defer stop()
+	if *demoMode {
+		return demo.Run(ctx, stdout, *duration)
 	}
 
 	// SIGHUP reloads the file. It is caught from before the file is read:
@@ -95,10 +105,6 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(*path)
 	if err != nil {
 		return err
-	}
-	if *check {
-		fmt.Fprintf(stdout, "%s: ok\n", *path)
-		return nil
 	}
 	pl, al, err := gateway.Listen(cfg)
 	if err != nil {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// SIGINT stops --check at once, as it stops any command with nothing to
+// drain: a check reading its file from a pipe (--config /dev/stdin, a
+// named pipe) that does not come was kept waiting, the first Ctrl-C taken
+// for a drain that --check never runs, and only a second, a second later,
+// ended it, logged as a drain cut short.
+func TestCheckStopsOnFirstSIGINT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := build(t, dir)
+	pipe := filepath.Join(dir, "gateway.yaml")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Skip("no named pipe:", err)
+	}
+	cmd := exec.Command(bin, "gateway", "--config", pipe, "--check")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The open for writing returns once the check has opened the pipe to
+	// read: from then on it waits for the file, and has its signals set.
+	w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("--check exited %v after SIGINT; want it stopped", err)
+		}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && (!ws.Signaled() || ws.Signal() != syscall.SIGINT) {
+			t.Errorf("--check after SIGINT: %v; want it ended by the signal, as a command with nothing to drain is", err)
+		}
+	case <-time.After(bound):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatal("--check went on waiting for its file after SIGINT")
+	}
+}
