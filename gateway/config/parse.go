@@ -76,6 +76,7 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	fractions(&root, reflect.TypeOf(c), "", 0, nil, &errs)
 	nullKeys(&root, "", &errs)
 	nullValues(keys, &errs)
+	unitlessDurations(keys, &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, keys, &Error{Line: extra.Line, Reason: "more than one YAML document"}
@@ -475,6 +476,20 @@ func nullValues(keys *keyIndex, errs *[]*Error) {
 		}
 		*errs = append(*errs, &Error{Line: k.line, Key: k.path,
 			Reason: fmt.Sprintf("the value is null (%s): give one, or leave the key out for its default", v)})
+	}
+}
+
+// unitlessDurations reports every duration written as a 0 without its
+// unit but quoted ("0", '+0', !!str -0): the decoder refuses a bare 0, an
+// integer, but hands text to time.ParseDuration, which takes that one
+// number without a unit. It is refused in the words the decoder refuses a
+// bare one in, which Parse then reports once.
+func unitlessDurations(keys *keyIndex, errs *[]*Error) {
+	for _, k := range keys.list {
+		if k.typ == "time.Duration" && (k.value == "0" || k.value == "+0" || k.value == "-0") {
+			*errs = append(*errs, &Error{Line: k.line, Key: k.path,
+				Reason: fmt.Sprintf("%q is not a valid %s", k.value, typeName(k.typ))})
+		}
 	}
 }
 
