@@ -697,6 +697,8 @@ func typeName(goType string) string {
 		return "duration (e.g. 2s, 500ms)"
 	case strings.HasPrefix(goType, "int"):
 		return "integer"
+	case strings.HasPrefix(goType, "float"):
+		return "number" // a rate: "float64" is Go's word, not the file's
 	case goType == "bool":
 		return "boolean"
 	case strings.HasPrefix(goType, "[]"):
