@@ -59,6 +59,13 @@ func (c *Config) validate(present func(string) bool) []problem {
 			ck.bad(a.key, "%q is not host:port", a.addr)
 			continue
 		}
+		if port == "" {
+			// net.Listen takes it for 0 and listens wherever the
+			// system picks: a port left out would serve on a port
+			// nobody knows. 0 says so on purpose.
+			ck.bad(a.key, "%q has no port: write one (0 lets the system pick a free one)", a.addr)
+			continue
+		}
 		// The port listening would use: a number from 0 to 65535 or a
 		// service name, looked up as net.Listen looks it up.
 		if _, err := net.LookupPort("tcp", port); err != nil {
