@@ -18,11 +18,26 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Load reads and parses the file at path.
+// MaxFileBytes is the largest file Load reads: 64 MiB, some million
+// tenants, where a config of many tenants is a few MiB.
+const MaxFileBytes = 64 << 20
+
+// Load reads and parses the file at path. A file larger than
+// MaxFileBytes is refused (matching ErrInvalid) without being read whole:
+// --config /dev/zero, or a log named for the config, would otherwise
+// grow the process until the system killed it, on a reload too.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &Error{Reason: fmt.Sprintf("%s is larger than %d bytes (64 MiB): not a config file", path, MaxFileBytes)}
 	}
 	return Parse(data)
 }
