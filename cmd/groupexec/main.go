@@ -39,6 +39,10 @@ during the drain, a second or more after the first, stops the process at
 once, exit status 1. SIGHUP (or POST /reload on the admin address) reloads
 the config file in place; a file with errors, or one changing a key that
 needs a restart, is refused and the old config kept.
+
+Exit status: 2 for a command line it cannot use; 1 for a config file it
+refuses (--check too), a gateway that fails to start or serve, or a demo
+that did not show isolation.
 `
 
 // errUsage marks a command line that could not be understood: exit 2.
