@@ -271,6 +271,10 @@ func (c *Config) checkTenant(ck *checker) {
 		ck.bad("tenant.header", "%q is not a valid header name", t.Header)
 	} else if proxyHeaders[textproto.CanonicalMIMEHeaderKey(t.Header)] {
 		ck.bad("tenant.header", "%q is a header net/http or the proxy reads, sets or drops itself: it cannot carry the tenant to the backend", t.Header)
+	} else if t.From == FromBearer && textproto.CanonicalMIMEHeaderKey(t.Header) == "Authorization" {
+		// Set to the tenant on the proxied request, it would replace
+		// the token the backend is sent, without a word.
+		ck.bad("tenant.header", "%q is the header the bearer token is read from: the tenant set in it would replace the token the backend is sent", t.Header)
 	}
 	t.Header = textproto.CanonicalMIMEHeaderKey(t.Header)
 	if len(t.PathPrefix) == 0 || t.PathPrefix[0] != '/' {
