@@ -199,6 +199,35 @@ func TestSetGlobalMaxInFlightLowerDrainsFullGroup(t *testing.T) {
 	checkUse(t, ex, 0, 0)
 }
 
+// TestSetGlobalMaxInFlightLowerHoldsForPermitsInTransit: a finished task
+// whose group has nothing waiting, while another group waits for global
+// room, gives its permits back through the dispatcher (in transit with its
+// group). A lowered limit holds for them as for any room: the permits of a
+// finished task of weight 2 do not start the waiting head of weight 2
+// while the other running task of weight 2 would put the permits in use
+// over 3.
+func TestSetGlobalMaxInFlightLowerHoldsForPermitsInTransit(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(4)})
+	c := newCrew()
+	a1 := c.submit(t, ex, "a", "a1", 2)
+	a2 := c.submit(t, ex, "a", "a2", 2)
+	c.waitStarted(t, 2)
+	b1 := c.submit(t, ex, "b", "b1", 2)
+	checkUse(t, ex, 4, 1) // b waits for global room
+	if err := ex.SetGlobalMaxInFlight(3); err != nil {
+		t.Fatal(err)
+	}
+	c.finish(t, a1)
+	checkUse(t, ex, 2, 1) // 2 + 2 would be over 3: no start
+	c.finish(t, a2)
+	checkUseSoon(t, ex, 2, 0)
+	if s := c.waitStarted(t, 1); s[0] != "b1" {
+		t.Fatalf("started %v, want b1", s)
+	}
+	c.finish(t, b1)
+	checkUse(t, ex, 0, 0)
+}
+
 // TestGlobalLimitNearMaxInt: with a global limit close to math.MaxInt, a
 // task that does not fit the room left waits: the sum of the permits in
 // use and its weight, past math.MaxInt, does not wrap around.
