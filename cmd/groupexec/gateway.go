@@ -95,14 +95,35 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if *demoMode {
 		return demo.Run(ctx, stdout, *duration)
 	}
+	err = serveFile(ctx, *path, log)
+	if err != nil && strings.EqualFold(*logFormat, "json") {
+		// A JSON log stays JSON to its last line: a gateway that could
+		// not start (a file refused, an address taken) or that stopped
+		// on an error says so in a record, which a log pipeline reads
+		// as it reads the rest. The text log keeps the plain line, the
+		// clearer to a person at a terminal.
+		log.Error("gateway failed", "err", err.Error())
+		return loggedError{err}
+	}
+	return err
+}
 
+// loggedError is an error that the gateway's log has reported: the command
+// exits 1 without writing it again.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
+// serveFile runs the gateway of the config file at path until ctx ends, or
+// until it fails, reloading the file on SIGHUP.
+func serveFile(ctx context.Context, path string, log *slog.Logger) error {
 	// SIGHUP reloads the file. It is caught from before the file is read:
 	// its default action ends the process, and one sent while the gateway
 	// starts (a reload right after a deploy) is a reload once it serves.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg, err := config.Load(*path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return err
 	}
@@ -110,7 +131,7 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(cfg, gateway.WithLogger(log), gateway.WithConfigFile(*path))
+	gw, err := gateway.New(cfg, gateway.WithLogger(log), gateway.WithConfigFile(path))
 	if err != nil {
 		pl.Close()
 		al.Close()

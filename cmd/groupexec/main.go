@@ -95,6 +95,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "groupexec: %v\n", err)
 		return 2
+	case errors.As(err, new(loggedError)):
+		return 1
 	default:
 		fmt.Fprintf(stderr, "groupexec: %v\n", err)
 		return 1
