@@ -214,8 +214,11 @@ func (c *Collector) remember(group string) bool {
 	return true
 }
 
-// OnSubmitted does nothing: the level of submitted work is read from Stats.
-func (c *Collector) OnSubmitted(executor.Event) {}
+// OnSubmitted gives the task's group its place, if there is room: the level
+// of submitted work is read from Stats, but a group whose tasks all wait
+// (for global room, say) has had no other event, and its waiting tasks
+// would be summed under OtherGroup until one of them started.
+func (c *Collector) OnSubmitted(e executor.Event) { c.label(e.Group) }
 
 // OnStarted records how long the task waited.
 func (c *Collector) OnStarted(e executor.Event) {
