@@ -188,8 +188,16 @@ func (c *Collector) Unregister() error {
 	return nil
 }
 
-// OnSubmitted does nothing: the level of submitted work is read from Stats.
-func (c *Collector) OnSubmitted(executor.Event) {}
+// OnSubmitted gives the task's group its series, if there is room: the
+// level of submitted work is read from Stats, but a group whose tasks all
+// wait (for global room, say) has had no other event, and its waiting tasks
+// would be summed under OtherGroup until one of them started.
+func (c *Collector) OnSubmitted(e executor.Event) {
+	if c.stopped.Load() {
+		return
+	}
+	c.groups.of(e.Group)
+}
 
 // OnStarted records how long the task waited.
 func (c *Collector) OnStarted(e executor.Event) {
