@@ -1,0 +1,138 @@
+package otel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/groupexec/groupexec/executor"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// Once an executor is idle, the counters summed over every group, labelled
+// or not, equal Stats, whatever path each task took (as metrics/prom's
+// TestCountersSumToStatsAtQuiescence checks for its counters): completions
+// are Stats' outcomes, refusals its Rejected plus the CallerRuns, and each
+// histogram counts every task started, under the limits or by its caller.
+func TestCountersSumToStatsAtQuiescence(t *testing.T) {
+	for _, rp := range []policy.RejectionPolicy{policy.Abort, policy.Discard, policy.DiscardOldest, policy.CallerRuns} {
+		t.Run(fmt.Sprint(rp), func(t *testing.T) {
+			mp, reader := newProvider()
+			c, err := gotel.New(mp, gotel.Options{MaxGroups: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Unregister()
+			p, err := policy.New(policy.WithGlobalMaxInFlight(4), policy.WithDefaultMaxConcurrency(1),
+				policy.WithDefaultMaxInFlight(3), policy.WithRejectionPolicy(rp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := executor.New(p, executor.WithListener(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			c.Observe(ex)
+			boom := errors.New("boom")
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Go(func() {
+					ctx := context.Background()
+					for i := range 150 {
+						g := fmt.Sprint("g", (w+i)%9)
+						fail := func(context.Context) error {
+							if i%3 == 0 {
+								return boom
+							}
+							return nil
+						}
+						switch i % 8 {
+						case 0:
+							_ = ex.Do(ctx, g, fail)
+						case 1:
+							_ = ex.Go(ctx, g, fail)
+						case 2:
+							_ = ex.Do(ended, g, fail)
+						case 3:
+							_ = ex.Go(ctx, "", fail) // invalid
+						case 4:
+							cctx, c := context.WithCancel(ctx)
+							h, err := executor.Submit(ex, cctx, executor.Task[int]{Group: g, Fn: func(ctx context.Context) (int, error) { return 0, fail(ctx) }})
+							c()
+							if err == nil {
+								h.Wait(ctx)
+							}
+						case 5:
+							if i%40 == 5 {
+								_ = ex.ShutdownGroup(ctx, g)
+							}
+							fallthrough
+						default:
+							h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: g, Fn: func(ctx context.Context) (int, error) { return 0, fail(ctx) }})
+							if err == nil {
+								h.Wait(ctx)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := ex.Shutdown(context.Background()); err != nil { // waits for the Go tasks
+				t.Fatal(err)
+			}
+			s := ex.Stats()
+			r := collect(t, reader)
+			completed, rejected := r.total("group_completed_total"), r.total("group_rejected_total")
+			if want := s.Succeeded + s.Failed + s.Cancelled; completed != want {
+				t.Errorf("group_completed_total sums to %d; Stats: %d succeeded + %d failed + %d cancelled = %d", completed, s.Succeeded, s.Failed, s.Cancelled, want)
+			}
+			if want := s.Rejected + s.CallerRuns; rejected != want {
+				t.Errorf("group_rejected_total sums to %d; Stats: %d rejected + %d run by their caller = %d", rejected, s.Rejected, s.CallerRuns, want)
+			}
+			for _, h := range []string{"group_queued_seconds", "group_run_seconds"} {
+				if n, want := r.histogramTotal(h), s.Started+s.CallerRuns; n != want {
+					t.Errorf("%s counts %d; Stats: %d started + %d run by their caller = %d", h, n, s.Started, s.CallerRuns, want)
+				}
+			}
+			if s.Rejected == 0 || s.Cancelled == 0 || s.Failed == 0 {
+				t.Errorf("the workload missed a path: %+v", s.TaskCounts)
+			}
+		})
+	}
+}
+
+// total adds every point of the int64 sum name.
+func (r reading) total(name string) uint64 {
+	r.t.Helper()
+	m, ok := r.find(name)
+	if !ok {
+		r.t.Fatalf("no %s", name)
+	}
+	var n int64
+	for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		n += p.Value
+	}
+	return uint64(n)
+}
+
+// histogramTotal adds the counts of every point of the histogram name.
+func (r reading) histogramTotal(name string) uint64 {
+	r.t.Helper()
+	m, ok := r.find(name)
+	if !ok {
+		r.t.Fatalf("no %s", name)
+	}
+	var n uint64
+	for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+		n += p.Count
+	}
+	return n
+}
