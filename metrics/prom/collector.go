@@ -31,10 +31,11 @@ type Options struct {
 	// myapp_queue_depth).
 	Namespace string
 	// Labelled reports whether group gets series of its own; the others are
-	// summed under OtherGroup. It must be safe for concurrent use and give the
-	// same answer for a group every time, and accept a bounded set: each
-	// accepted group is kept, and read on every scrape, for the life of the
-	// Collector. nil means: the first MaxGroups distinct groups seen.
+	// summed under OtherGroup. It must be safe for concurrent use and accept
+	// a bounded set: each accepted group is kept, and read on every scrape,
+	// for the life of the Collector, and is not asked again (a group it
+	// accepted once keeps its series). nil means: the first MaxGroups
+	// distinct groups seen.
 	Labelled func(group string) bool
 	// MaxGroups bounds the groups with series of their own when Labelled is
 	// nil. 0 means DefaultMaxGroups; negative is invalid.
@@ -166,19 +167,23 @@ func (c *Collector) label(group string) string {
 		// series of the group on every scrape, for good.
 		return OtherGroup
 	}
+	c.mu.RLock()
+	_, ok := c.groups[group]
+	full := len(c.groups) >= c.maxGroups
+	c.mu.RUnlock()
+	if ok {
+		// Asked before Labelled, as metrics/otel does: a group accepted
+		// once has its levels exported under its name for good (Collect),
+		// so its counts stay there too, even if Labelled stops accepting
+		// it (a tenant dropped from a reloaded configuration).
+		return group
+	}
 	if c.labelled != nil {
 		if c.labelled(group) {
 			c.remember(group)
 			return group
 		}
 		return OtherGroup
-	}
-	c.mu.RLock()
-	_, ok := c.groups[group]
-	full := len(c.groups) >= c.maxGroups
-	c.mu.RUnlock()
-	if ok {
-		return group
 	}
 	if full {
 		return OtherGroup
