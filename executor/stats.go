@@ -82,6 +82,11 @@ type GroupStats struct {
 	// period when groups wait for global room, it grows in proportion to
 	// their shares.
 	ServedPermits uint64
+	// TaskCounts are the group's tasks that reached it. A task refused
+	// before its group was looked up or made (invalid input, a context
+	// that had ended by the call, no group state made for it) counts in
+	// Stats alone, though the listener hears of it under its group: a
+	// metrics exporter's per-group counts may run above these.
 	TaskCounts
 }
 
