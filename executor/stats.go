@@ -83,10 +83,12 @@ type GroupStats struct {
 	// their shares.
 	ServedPermits uint64
 	// TaskCounts are the group's tasks that reached it. A task refused
-	// before its group was looked up or made (invalid input, a context
-	// that had ended by the call, no group state made for it) counts in
-	// Stats alone, though the listener hears of it under its group: a
-	// metrics exporter's per-group counts may run above these.
+	// before its group was looked up or made counts in Stats alone: one
+	// with invalid input or a context that had ended by the call, or,
+	// for a group without state, one refused because the executor was
+	// shut down or a limit resolver failed. The listener hears of it under
+	// its group, so a metrics exporter's per-group counts may run above
+	// these.
 	TaskCounts
 }
 
