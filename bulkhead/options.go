@@ -156,7 +156,9 @@ func isNilListener(l Listener) bool {
 // the clock before it takes its mutex, and a waiter arms and stops its own
 // timer), so that no panic or runtime.Goexit in it leaves the mutex held.
 // A Now that panics reads as the latest time it gave: to the bulkhead, time
-// stands still (no wait expires) until it answers again. A clock set back
+// stands still until it answers again (no call finds a waiter past its
+// maximum wait; a waiter's timer that the clock fires meanwhile still times
+// it out, as the clock says its maximum wait has passed). A clock set back
 // reads the same way, as the latest time it gave, until it catches up:
 // event and permit times never go back, and a latency the clock would make
 // negative (a run it saw end before it began) counts as 0. A waiter whose
