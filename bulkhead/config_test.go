@@ -130,6 +130,7 @@ func TestCodesAreStable(t *testing.T) {
 		bulkhead.ErrUnknownPermit:      "RB_ERR_UNKNOWN_PERMIT",
 		bulkhead.ErrDraining:           "RB_ERR_DRAINING",
 		bulkhead.ErrInvalidConfig:      "RB_ERR_INVALID_CONFIG",
+		bulkhead.ErrGoexit:             "RB_ERR_GOEXIT", // metrics label rejections with it
 	} {
 		if err.Code() != code {
 			t.Errorf("%v has code %s, want %s", err, err.Code(), code)
