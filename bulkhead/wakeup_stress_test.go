@@ -65,7 +65,7 @@ func noWaiterStranded(t *testing.T, observed, gated bool) {
 	}
 	b := newBH(t, maxWeight, opts...)
 	// The watchdog: only a stranded waiter is still waiting when it ends.
-	watchdog, stop := context.WithTimeout(ctx, 20*time.Second)
+	watchdog, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
 
 	held := &heldSet{byID: map[uint64]bulkhead.Permit{}}
