@@ -1,8 +1,9 @@
 // Package adaptertest holds what the adapters' tests (httpadmit, grpcadmit,
-// metrics/otel) share: the check that the core packages import only the
-// standard library and this module, a poll for states no event announces,
-// a group's only slot held, a context whose deadline passes on cue, and
-// one whose methods panic.
+// metrics/prom, metrics/otel) share: the check that the core packages
+// import only the standard library and this module, a poll for states no
+// event announces, a group's only slot held, a context whose deadline
+// passes on cue, one whose methods panic, and a workload that sends tasks
+// down every path a task can take (EveryPath).
 package adaptertest
 
 import (

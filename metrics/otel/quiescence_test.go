@@ -1,15 +1,13 @@
 package otel_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -39,55 +37,7 @@ func TestCountersSumToStatsAtQuiescence(t *testing.T) {
 			}
 			defer ex.Close()
 			c.Observe(ex)
-			boom := errors.New("boom")
-			ended, cancel := context.WithCancel(context.Background())
-			cancel()
-			var wg sync.WaitGroup
-			for w := range 4 {
-				wg.Go(func() {
-					ctx := context.Background()
-					for i := range 150 {
-						g := fmt.Sprint("g", (w+i)%9)
-						fail := func(context.Context) error {
-							if i%3 == 0 {
-								return boom
-							}
-							return nil
-						}
-						switch i % 8 {
-						case 0:
-							_ = ex.Do(ctx, g, fail)
-						case 1:
-							_ = ex.Go(ctx, g, fail)
-						case 2:
-							_ = ex.Do(ended, g, fail)
-						case 3:
-							_ = ex.Go(ctx, "", fail) // invalid
-						case 4:
-							cctx, c := context.WithCancel(ctx)
-							h, err := executor.Submit(ex, cctx, executor.Task[int]{Group: g, Fn: func(ctx context.Context) (int, error) { return 0, fail(ctx) }})
-							c()
-							if err == nil {
-								h.Wait(ctx)
-							}
-						case 5:
-							if i%40 == 5 {
-								_ = ex.ShutdownGroup(ctx, g)
-							}
-							fallthrough
-						default:
-							h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: g, Fn: func(ctx context.Context) (int, error) { return 0, fail(ctx) }})
-							if err == nil {
-								h.Wait(ctx)
-							}
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if err := ex.Shutdown(context.Background()); err != nil { // waits for the Go tasks
-				t.Fatal(err)
-			}
+			adaptertest.EveryPath(t, ex)
 			s := ex.Stats()
 			r := collect(t, reader)
 			completed, rejected := r.total("group_completed_total"), r.total("group_rejected_total")

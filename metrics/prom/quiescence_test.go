@@ -1,15 +1,12 @@
 package prom_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/internal/adaptertest"
 	"github.com/groupexec/groupexec/metrics/prom"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -26,55 +23,7 @@ func TestCountersSumToStatsAtQuiescence(t *testing.T) {
 		t.Run(fmt.Sprint(rp), func(t *testing.T) {
 			ex, _, reg := setup(t, prom.Options{MaxGroups: 3}, policy.WithGlobalMaxInFlight(4),
 				policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(3), policy.WithRejectionPolicy(rp))
-			boom := errors.New("boom")
-			ended, cancel := context.WithCancel(context.Background())
-			cancel()
-			var wg sync.WaitGroup
-			for w := range 4 {
-				wg.Go(func() {
-					ctx := context.Background()
-					for i := range 150 {
-						g := fmt.Sprint("g", (w+i)%9)
-						fail := func(context.Context) error {
-							if i%3 == 0 {
-								return boom
-							}
-							return nil
-						}
-						switch i % 8 {
-						case 0:
-							_ = ex.Do(ctx, g, fail)
-						case 1:
-							_ = ex.Go(ctx, g, fail)
-						case 2:
-							_ = ex.Do(ended, g, fail)
-						case 3:
-							_ = ex.Go(ctx, "", fail) // invalid
-						case 4:
-							cctx, c := context.WithCancel(ctx)
-							h, err := executor.Submit(ex, cctx, executor.Task[int]{Group: g, Fn: func(ctx context.Context) (int, error) { return 0, fail(ctx) }})
-							c()
-							if err == nil {
-								h.Wait(ctx)
-							}
-						case 5:
-							if i%40 == 5 {
-								_ = ex.ShutdownGroup(ctx, g)
-							}
-							fallthrough
-						default:
-							h, err := executor.Submit(ex, ctx, executor.Task[int]{Group: g, Fn: func(ctx context.Context) (int, error) { return 0, fail(ctx) }})
-							if err == nil {
-								h.Wait(ctx)
-							}
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if err := ex.Shutdown(context.Background()); err != nil { // waits for the Go tasks
-				t.Fatal(err)
-			}
+			adaptertest.EveryPath(t, ex)
 			s := ex.Stats()
 			completed, rejected := sumCounter(t, reg, "group_completed_total"), sumCounter(t, reg, "group_rejected_total")
 			if want := s.Succeeded + s.Failed + s.Cancelled; completed != want {
