@@ -357,3 +357,57 @@ func TestEvictedIdleGroupLeavesTheIdleList(t *testing.T) {
 		})
 	}
 }
+
+// TestEvictedGroupIsUnlistedBeforeItsTaskCompletes: a busy group that was
+// evicted leaves the idle list before the task whose finish drops it
+// completes. A caller that has seen the task complete and sends another
+// group idle finds the list without it, and no idle group is reclaimed in
+// its place. The drop hook sends d idle at that moment: the evicted group
+// has completed its task and left the index, and has not returned yet.
+func TestEvictedGroupIsUnlistedBeforeItsTaskCompletes(t *testing.T) {
+	ex := newExec(t, nil, executor.WithMaxIdleGroups(2))
+	task := executor.Task[int]{Fn: func(context.Context) (int, error) { return 0, nil }}
+	for _, key := range []string{"a", "b", "c"} {
+		task.Group = key
+		wait(t, submit(t, ex, task))
+	}
+	kept := "a"
+	if _, ok := ex.GroupStats(kept); !ok {
+		kept = "b"
+	}
+	g := newGate()
+	h := submit(t, ex, executor.Task[string]{Group: "c", Fn: g.fn("c")})
+	g.waitStarted(t, 1)
+	if ex.EvictGroup("c") {
+		t.Fatal("busy group evicted at once")
+	}
+	hooked := make(chan error, 1)
+	executor.SetHookDropped(func(key string) {
+		if key != "c" {
+			return
+		}
+		task.Group = "d"
+		hd, err := executor.Submit(ex, context.Background(), task)
+		if err == nil {
+			_, err = hd.Wait(context.Background())
+		}
+		hooked <- err
+	})
+	defer executor.SetHookDropped(nil)
+	g.open()
+	wait(t, h)
+	select {
+	case err := <-hooked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("group c never dropped")
+	}
+	if _, ok := ex.GroupStats(kept); !ok {
+		t.Errorf("group %s reclaimed as d went idle, with c evicted and 2 idle groups allowed", kept)
+	}
+	if s := ex.Stats(); s.Groups != 2 || s.IdleGroups != 2 {
+		t.Errorf("after d: %d groups kept, %d idle; want 2 and 2", s.Groups, s.IdleGroups)
+	}
+}

@@ -27,9 +27,10 @@ import (
 // A listed group that becomes busy stays in the list until it is trimmed
 // off: it is then not reclaimed. Until then it counts toward the list's
 // length, so that fewer than maxIdle idle groups may be kept for a while,
-// never more. An evicted group leaves the list when it is dropped
-// (unlistIdle): dropped for good, it would otherwise count so until
-// trimmed off, and have a listed idle group reclaimed in its place.
+// never more. An evicted group leaves the list as it is dropped, before
+// the task whose finish drops it completes (unlistIdle): dropped for good,
+// it would otherwise count so until trimmed off, and have a listed idle
+// group reclaimed in its place.
 
 type idleGroups struct {
 	mu   sync.Mutex
@@ -60,6 +61,15 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 	switch {
 	case g.dead:
 	case g.evict, ex.maxIdle == 0 && g.reclaimable():
+		// An evicted g, listed before it went busy (maxIdle 0 lists
+		// none), leaves the list before its task completes: a caller that
+		// sees the task complete and sends another group idle must find
+		// the list without g, or an idle group is reclaimed in its place.
+		// And again once g has left the index, which a first listing
+		// walks without the groups' mutexes (unlistIdle).
+		if g.evict {
+			ex.unlistIdle(g)
+		}
 		// The task whose finish left g idle completes before g leaves the
 		// index: a Shutdown or ShutdownGroup that no longer finds g waits
 		// for nothing of it. A caller that sees it complete and looks g up
@@ -67,7 +77,7 @@ func (ex *Executor) idleLocked(g *group, b *batch) {
 		b.completeFinLocked(g)
 		ex.dropLocked(g)
 		if g.evict {
-			ex.unlistIdle(g) // listed before it went busy (maxIdle 0 lists none)
+			ex.unlistIdle(g)
 		}
 		if g.known {
 			b.victims.add(g) // reclaim finds it dropped, and forgets it
