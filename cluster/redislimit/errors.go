@@ -19,9 +19,11 @@ var (
 	// refill with an error reply that is no outage (WRONGTYPE: a key under
 	// the limiter's prefix holds a value of another type): such a reply
 	// comes again at every call, so the key's tasks would wait for ever.
-	// The error names the key and carries the reply. The key's tasks are
-	// refused for a renew interval after it, with no call to Redis; the
-	// first to ask after that asks Redis again. Other keys are served.
+	// The error names the key (one over 200 bytes as its Redis keys do:
+	// its first 200 bytes and its SHA-256) and carries the reply. The
+	// key's tasks are refused for a renew interval after it, with no call
+	// to Redis; the first to ask after that asks Redis again. Other keys
+	// are served.
 	ErrKeyFailed = errors.New("redislimit: redis refused the key's script")
 	// ErrClosed marks a task refused, or whose lease was dropped, because
 	// the Holder was closed.
@@ -36,10 +38,19 @@ type LeaseLostError struct {
 	Token  int64  // the lost lease's fencing token
 	Reason string
 	Err    error // the underlying cause, if any: ErrClosed when the Holder was closed
+
+	name string // Key's name in Redis (keyName), set by the holder: hashed once
 }
 
+// Error names the key as its Redis keys do (keyName): a key over 200 bytes
+// by its first 200 bytes and its SHA-256, so that a key a client made up
+// of a megabyte does not make every message carrying the error one.
 func (e *LeaseLostError) Error() string {
-	return fmt.Sprintf("redislimit: lease lost (key %q, token %d): %s", e.Key, e.Token, e.Reason)
+	name := e.name
+	if name == "" {
+		name = keyName(e.Key)
+	}
+	return fmt.Sprintf("redislimit: lease lost (key %q, token %d): %s", name, e.Token, e.Reason)
 }
 
 // Is reports whether target is ErrLeaseLost.

@@ -315,7 +315,7 @@ func (h *Holder) endLocked(le *lease, reason string, cause error) (lostLease, ui
 		}
 	}
 	h.dropLocked(le)
-	err := &LeaseLostError{Key: ks.key, Token: le.token, Reason: reason, Err: cause}
+	err := &LeaseLostError{Key: ks.key, Token: le.token, Reason: reason, Err: cause, name: ks.name}
 	var cancels []func()
 	var first uint64 // tasks not cancelled before by the loss of their other lease
 	for p := range le.permits {

@@ -236,7 +236,7 @@ func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) 
 	ks := l.keyLocked(key)
 	switch {
 	case ks.limit < 1:
-		return nil, fmt.Errorf("redislimit: %s limit for %q is %d: nothing can run", l.scope, key, ks.limit)
+		return nil, fmt.Errorf("redislimit: %s limit for %q is %d: nothing can run", l.scope, ks.name, ks.limit)
 	case n > ks.limit:
 		return nil, fmt.Errorf("%w: weight %d over the cluster %s limit %d", executor.ErrTooHeavy, n, l.scope, ks.limit)
 	}

@@ -445,7 +445,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			// the same, and the key's tasks would wait for ever. Refuse
 			// them, naming the key and the reply, and ask Redis for the
 			// key again no sooner than a renew interval from now.
-			ks.keyErr = fmt.Errorf("%w: %s limit %q: %w", ErrKeyFailed, ks.l.scope, ks.key, r.err)
+			ks.keyErr = fmt.Errorf("%w: %s limit %q: %w", ErrKeyFailed, ks.l.scope, ks.name, r.err)
 			ks.keyErrUntil = time.Now().Add(h.cfg.renew)
 			ks.waiting = false
 			h.dropDemandLocked(ks)
