@@ -135,3 +135,27 @@ func HashedKeys(l *Limiter) int {
 	defer l.h.mu.Unlock()
 	return len(l.hashed)
 }
+
+// SetNameHook makes h call f each time it names a key over maxKeyName
+// bytes (hashing it), with whether another goroutine could take h's lock
+// meanwhile, within wait: false when the naming holds it.
+func SetNameHook(h *Holder, wait time.Duration, f func(lockFree bool)) {
+	h.mu.Lock()
+	h.nameHook = func() {
+		took := make(chan struct{})
+		go func() {
+			h.mu.Lock()
+			h.mu.Unlock()
+			close(took)
+		}()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-took:
+			f(true)
+		case <-t.C:
+			f(false) // the goroutine takes the lock once the naming is over
+		}
+	}
+	h.mu.Unlock()
+}

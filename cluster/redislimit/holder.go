@@ -71,6 +71,9 @@ type Holder struct {
 	// holds the pass up on its way to Redis: past the op timeout, the
 	// holder stops waiting for it, and it reaches Redis late.
 	unwaitHook, refillHook func() error
+	// nameHook, when set (tests), is called as a key over maxKeyName
+	// bytes is named (Limiter.nameOf).
+	nameHook func()
 
 	st counters
 }

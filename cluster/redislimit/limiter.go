@@ -179,10 +179,19 @@ type permit struct {
 	done     atomic.Bool // released, for Valid
 }
 
-func (l *Limiter) keyLocked(key string) *keyState {
+// keyLocked returns key's state, made with name, key's name in Redis
+// (keyName), when it has none; or nil when it has none and name is "" for
+// a key over maxKeyName bytes, which its caller then names without the
+// lock (nameOf).
+func (l *Limiter) keyLocked(key, name string) *keyState {
 	ks := l.keys[key]
 	if ks == nil {
-		name := keyName(key)
+		if name == "" {
+			if len(key) > maxKeyName {
+				return nil
+			}
+			name = key
+		}
 		base := l.h.cfg.prefix + ":{" + l.scope + ":" + name + "}:"
 		ks = &keyState{l: l, key: key, name: name, limit: l.limit(key), block: 1}
 		for i, k := range [...]string{"l", "n", "s", "b", "f", "w", "g", "q", "r", "v"} {
@@ -222,18 +231,52 @@ func (l *Limiter) byNameLocked(name string) *keyState {
 	return l.keys[name]
 }
 
+// nameOf returns key's name in Redis (keyName). It hashes a key over
+// maxKeyName bytes: called without the holder's lock.
+func (l *Limiter) nameOf(key string) string {
+	if hook := l.h.nameHook; hook != nil && len(key) > maxKeyName {
+		hook()
+	}
+	return keyName(key)
+}
+
 // TryAcquire implements executor.Limiter: it hands out n permits from a
 // leased block, without I/O. Without enough at hand it asks the refiller
 // for a block and returns (nil, nil); the executor is notified when the
 // block comes. While Redis is unreachable it applies the failure policy.
 func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) {
+	p, unnamed, err := l.tryAcquire(key, n, "")
+	if unnamed {
+		// A key over maxKeyName bytes that has no state yet: its name
+		// hashes the whole key (a client may send a megabyte), which is
+		// done without the holder's lock, shared by every key's tasks,
+		// the refiller and the renewal loop. Asked again with it.
+		p, _, err = l.tryAcquire(key, n, l.nameOf(key))
+	}
+	return p, err
+}
+
+// tryAcquire is TryAcquire given key's name in Redis, or "": it reports
+// unnamed, having done nothing, when key needs a name it was not given
+// (keyLocked).
+func (l *Limiter) tryAcquire(key string, n int, name string) (_ executor.LimiterPermit, unnamed bool, _ error) {
 	h := l.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
-	ks := l.keyLocked(key)
+	ks := l.keyLocked(key, name)
+	if ks == nil {
+		return nil, true, nil
+	}
+	p, err := l.acquireLocked(ks, n)
+	return p, false, err
+}
+
+// acquireLocked is TryAcquire for ks, the state of its key.
+func (l *Limiter) acquireLocked(ks *keyState, n int) (executor.LimiterPermit, error) {
+	h, key := l.h, ks.key
 	switch {
 	case ks.limit < 1:
 		return nil, fmt.Errorf("redislimit: %s limit for %q is %d: nothing can run", l.scope, ks.name, ks.limit)

@@ -151,3 +151,26 @@ func TestLongKeyCutMidRuneAfterSeparators(t *testing.T) {
 		t.Errorf("the lookalike's share at B: %d others, cap %d; want 0, 1", others, c)
 	}
 }
+
+// A long key seen for the first time is named (the SHA-256 of the whole
+// key) without the holder's lock, which every key's tasks, the refiller
+// and the renewal loop share: hashing a client's key of a megabyte held
+// them all up meanwhile. It is named once: the key's next tasks, and the
+// keys at or under 200 bytes, hash nothing.
+func TestLongKeyIsNamedWithoutTheLock(t *testing.T) {
+	h := newHolder(t, startRedis(t), manualRenewals()...)
+	named := make(chan bool, 10)
+	redislimit.SetNameHook(h, 10*time.Second, func(lockFree bool) { named <- lockFree })
+	l := h.Groups(1)
+	n := attach(t, l)
+	long := strings.Repeat("n", 1<<20)
+	for _, key := range []string{long, long, strings.Repeat("s", 200)} {
+		acquire(t, l, n, key, 1, 30*time.Second).Release() // past the hook's wait
+	}
+	if got := len(named); got != 1 {
+		t.Fatalf("keys named by their hash: %d; want 1, the long key's first task", got)
+	}
+	if !<-named {
+		t.Fatal("the long key was named while holding the holder's lock")
+	}
+}
