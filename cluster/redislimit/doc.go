@@ -239,6 +239,28 @@
 // that wrote it: a group key made up by a client costs Redis memory that
 // long only.
 //
+// # Rolling out a new version
+//
+// Holders of one prefix must also run versions that read the Redis keys
+// alike: a version whose layout or scripts change what a key holds (its
+// changelog says so) misreads the keys an older one writes, and the other
+// way round. Roll such a version out under a new prefix (WithPrefix;
+// DefaultPrefix is every version's, so holders left on it need one too).
+// The two prefixes are two limits, each with its own leases, waiting
+// records and contention notices, and the new one starts empty: while both
+// versions run, each lets its own processes lease the whole limit, so
+// that together they can run twice it. Where that matters, give each
+// prefix its part of the limit for the rollout (Groups, GroupsFunc,
+// Global), and the whole to the new one once the old processes are gone;
+// the old prefix's keys expire twice the TTL after its last call.
+//
+// Fencing tokens of the two prefixes come from counters of their own.
+// Both rise with Redis's clock, so a lease taken under one is fenced by a
+// later one under the other: a downstream that keeps its greatest token
+// per key and slot alone refuses the writes of the version whose lease of
+// the slot is older, though both leases are live. During the rollout it
+// keeps its tokens per prefix (and key and slot), as for two limits.
+//
 // A Holder keeps every Limiter attached to it until Close (its renewal loop
 // serves them all): make one Holder per process and Limiters for
 // long-lived executors, not one per short-lived executor.
