@@ -131,7 +131,9 @@
 // grpc.SendHeader, whose error goes past the interceptor: SendHeader's
 // Unavailable for a closing transport counts as Cancelled too, unary or
 // stream, and grpc.SendHeader's as the handler's own Unavailable, a
-// failure. A panic in a handler
+// failure, unless the interceptor is built WithTransportWatch, which
+// costs grpc.SetSendCompressor and grpc.ClientSupportedCompressors (for
+// handlers that cannot be changed). A panic in a handler
 // releases its slot and goes on unchanged, as without the interceptor (gRPC
 // does not recover it; a recovery interceptor chained before this one
 // does). A runtime.Goexit in a handler (client-side, an invoker) that a

@@ -25,9 +25,10 @@ import (
 // before it ends the call's context, and a handler that returns at once
 // returns Unavailable on a context still alive, which ServerFailure
 // counts. Any client could then open its tenant's breaker by making calls
-// and closing its connection. A stream's own SendHeader and SendMsg need
-// nothing: the interceptor sees them through the stream it hands the
-// handler. grpc.SetHeader and grpc.SetTrailer, which send nothing, need
+// and closing its connection (WithTransportWatch has the interceptors see
+// grpc.SendHeader's error too, at the price it names). A stream's own
+// SendHeader and SendMsg need nothing: the interceptor sees them through
+// the stream it hands the handler. grpc.SetHeader and grpc.SetTrailer, which send nothing, need
 // nothing either.
 func SendHeader(ctx context.Context, md metadata.MD) error {
 	err := grpc.SendHeader(ctx, md)

@@ -49,19 +49,27 @@ func detachStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grp
 // that opens calls and closes its connection cannot open it. The same
 // send by grpc.SendHeader, which goes by gRPC's own stream, counts as a
 // failure: the interceptors cannot tell it from the handler's own
-// Unavailable.
+// Unavailable; unless WithTransportWatch has them watch gRPC's stream,
+// when it counts as Cancelled too, returned or wrapped.
 func TestSendHeaderOfARealClosingTransportIsNoFailure(t *testing.T) {
+	watch := []grpcadmit.Option{grpcadmit.WithTransportWatch()}
 	for _, path := range []string{"unary", "stream"} {
 		for _, tc := range []struct {
 			name string
 			send func(context.Context, metadata.MD) error
+			opts []grpcadmit.Option
 			want executor.Status
 		}{
-			{"grpcadmit.SendHeader", grpcadmit.SendHeader, executor.Cancelled},
+			{"grpcadmit.SendHeader", grpcadmit.SendHeader, nil, executor.Cancelled},
 			{"grpcadmit.SendHeader wrapped", func(ctx context.Context, md metadata.MD) error {
 				return fmt.Errorf("sending the header: %w", grpcadmit.SendHeader(ctx, md))
-			}, executor.Cancelled},
-			{"grpc.SendHeader", grpc.SendHeader, executor.Failed},
+			}, nil, executor.Cancelled},
+			{"grpc.SendHeader", grpc.SendHeader, nil, executor.Failed},
+			{"grpc.SendHeader watched", grpc.SendHeader, watch, executor.Cancelled},
+			{"grpc.SendHeader watched, wrapped", func(ctx context.Context, md metadata.MD) error {
+				return fmt.Errorf("sending the header: %w", grpc.SendHeader(ctx, md))
+			}, watch, executor.Cancelled},
+			{"grpcadmit.SendHeader watched", grpcadmit.SendHeader, watch, executor.Cancelled},
 		} {
 			t.Run(path+"/"+tc.name, func(t *testing.T) {
 				ev := newEvents()
@@ -77,8 +85,8 @@ func TestSendHeaderOfARealClosingTransportIsNoFailure(t *testing.T) {
 					return err
 				}
 				addr := start(t, g,
-					grpc.ChainUnaryInterceptor(detachUnary, grpcadmit.UnaryServerInterceptor(ex)),
-					grpc.ChainStreamInterceptor(detachStream, grpcadmit.StreamServerInterceptor(ex)))
+					grpc.ChainUnaryInterceptor(detachUnary, grpcadmit.UnaryServerInterceptor(ex, tc.opts...)),
+					grpc.ChainStreamInterceptor(detachStream, grpcadmit.StreamServerInterceptor(ex, tc.opts...)))
 				conns := make(chan net.Conn, 1)
 				cc := dial(t, addr, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 					c, err := new(net.Dialer).DialContext(ctx, "tcp", addr)

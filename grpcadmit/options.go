@@ -42,6 +42,8 @@ type config struct {
 	retryAfter   time.Duration
 	failure      func(error) bool                                      // nil: the side's default, ServerFailure or ClientFailure
 	weight       func(ctx context.Context, method string) (int, error) // nil: every call weighs 1
+
+	watchTransport bool // WithTransportWatch
 }
 
 func build(opts []Option) config {
@@ -138,7 +140,8 @@ func WithRetryAfter(d time.Duration) Option {
 // package documentation), and a stream handler's error that its stream's
 // RecvMsg returned (the caller's input: a message that does not decode),
 // or the codes.Unavailable its SendMsg or SendHeader returned (the
-// transport closing under the stream: its client went away);
+// transport closing under the stream: its client went away), or that
+// SendHeader returned (grpc.SendHeader's too, WithTransportWatch);
 // f sees none of them. Default
 // in the server interceptors: ServerFailure, and DeadlineExceeded, which a
 // handler returns while its call is alive only when its own outgoing work
@@ -177,6 +180,27 @@ func WithWeightFunc(f func(ctx context.Context, method string) (int, error)) Opt
 			return adapt.NilFunc("WithWeightFunc")
 		}
 		c.weight = f
+		return nil
+	})
+}
+
+// WithTransportWatch makes the server interceptors count a handler that
+// returns grpc.SendHeader's codes.Unavailable for a transport closing
+// under its call (its client closed the connection, or the server stops),
+// or an error wrapping it, as Cancelled, as they count SendHeader's: the
+// client went away, and the handler did not fail. Without it they cannot
+// tell that error from the handler's own Unavailable, a failure, and any
+// client could open its tenant's breaker by making calls and closing its
+// connection as handlers send their headers.
+//
+// It does so by handing the handler a context whose gRPC transport stream
+// (grpc.ServerTransportStreamFromContext) is wrapped: grpc.SetSendCompressor
+// and grpc.ClientSupportedCompressors, which need gRPC's own, then fail
+// with an error, and the wrapping costs a few allocations a call. Handlers that call either keep it off and send their header with
+// SendHeader, which needs no option. The client interceptors ignore it.
+func WithTransportWatch() Option {
+	return optionFunc(func(c *config) error {
+		c.watchTransport = true
 		return nil
 	})
 }

@@ -27,6 +27,8 @@ type admitter struct {
 	failure    func(error) bool
 	weight     func(context.Context, string) (int, error) // nil: 1
 	client     bool                                       // the client interceptor's: a *RefusalError was never sent
+
+	watchTransport bool // WithTransportWatch
 }
 
 // newAdmitter applies opts; read gives the metadata values of a key on this
@@ -36,7 +38,8 @@ func newAdmitter(ex *executor.Executor, opts []Option, read func(context.Context
 		panic("grpcadmit: nil executor")
 	}
 	c := build(opts)
-	a := &admitter{ex: ex, group: c.defaultGroup, failure: c.failure, retryAfter: c.retryAfter, weight: c.weight}
+	a := &admitter{ex: ex, group: c.defaultGroup, failure: c.failure, retryAfter: c.retryAfter, weight: c.weight,
+		watchTransport: c.watchTransport}
 	switch {
 	case c.tenant != nil:
 		a.tenant = fromFunc(c.tenant)
@@ -309,8 +312,16 @@ var unaryCalls = sync.Pool{New: func() any {
 
 func (c *unaryCall) run(ctx context.Context) error {
 	c.ran = true
+	var w *sendWatch
+	if c.a.watchTransport {
+		w = new(sendWatch)
+		ctx = c.a.watched(ctx, w)
+	}
 	c.resp, c.err = c.handler(ctx, c.req)
 	c.returned = true
+	if w.sendFailed(c.err) {
+		return errHeaderClosed
+	}
 	return c.a.handled(ctx, c.err)
 }
 
@@ -335,7 +346,8 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		var herr error
 		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
-			s := &stream{ServerStream: ss, ctx: ctx}
+			s := &stream{ServerStream: ss}
+			s.ctx = a.watched(ctx, &s.sendWatch)
 			herr = handler(srv, s)
 			returned = true
 			if herr != nil {
@@ -362,9 +374,9 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 // error its RecvMsg returned.
 type stream struct {
 	grpc.ServerStream
-	ctx     context.Context
-	recvErr atomic.Pointer[error] // the last error of RecvMsg other than io.EOF
-	sendErr atomic.Pointer[error] // the last Unavailable of SendMsg or SendHeader: the transport closing
+	ctx       context.Context
+	recvErr   atomic.Pointer[error] // the last error of RecvMsg other than io.EOF
+	sendWatch                       // the last Unavailable of SendMsg or SendHeader: the transport closing
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
@@ -400,23 +412,6 @@ func (s *stream) SendHeader(md metadata.MD) error {
 		s.sent(err)
 	}
 	return err
-}
-
-// sent keeps err, a send's error, if its code is Unavailable, which gRPC's
-// own server stream answers a send with only when its transport is
-// closing (the client closed the connection, or the server stops); a
-// message that does not encode is Internal, the handler's own failure.
-func (s *stream) sent(err error) {
-	if status.Code(err) == codes.Unavailable {
-		s.sendErr.Store(&err)
-	}
-}
-
-// sendFailed reports whether the handler's error err is, or wraps, one a
-// send of its stream's returned as the transport closed (sent).
-func (s *stream) sendFailed(err error) bool {
-	p := s.sendErr.Load()
-	return p != nil && errors.Is(err, *p)
 }
 
 // received reports whether the handler's error err is, or wraps, the one
