@@ -82,3 +82,30 @@ func TestErrorsNameALongKeyByItsRedisName(t *testing.T) {
 		}
 	})
 }
+
+// Redis's reply to a script that finds a key holding no number where it
+// reads one (written by something else) quotes the first 64 bytes of the
+// value and says its length: it quoted the whole value, of any length,
+// and ErrKeyFailed carries the reply in every refusal of the key's tasks.
+func TestKeyErrorQuotesTheStartOfALongValue(t *testing.T) {
+	long := strings.Repeat("k", 1<<20)
+	addr := startRedis(t)
+	if err := newClient(t, addr).Set(bg, "t:"+t.Name()+":{group:a}:f", long, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := newHolder(t, addr, manualRenewals()...)
+	l := h.Groups(2)
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(4)}, l, nil)
+	r, err := runOne(t, ex, "a")
+	if err != nil || r.Status != executor.Rejected || !errors.Is(r.Err, redislimit.ErrKeyFailed) {
+		t.Fatalf("task of a key whose counter is no number: %v %v %v; want Rejected with ErrKeyFailed", r.Status, r.Err, err)
+	}
+	p, err := l.TryAcquire("a", 1)
+	if p != nil || !errors.Is(err, redislimit.ErrKeyFailed) ||
+		!strings.Contains(err.Error(), `holds "kkkk`) || !strings.Contains(err.Error(), `k"... (1048576 bytes), not a number`) {
+		t.Fatalf("TryAcquire of the failed key: %v, %.200v; want ErrKeyFailed, quoting the start of what is not a number", p, err)
+	}
+	if len(err.Error()) > maxErrorLen {
+		t.Errorf("ErrKeyFailed: an error of %d bytes; want at most %d", len(err.Error()), maxErrorLen)
+	}
+}

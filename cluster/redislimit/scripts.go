@@ -101,7 +101,10 @@ const sharesLua = `
 -- check returns the error a script must refuse with, before its first
 -- write, or nil: types gives the type of each of KEYS (false: a key it
 -- does not touch), numbers the KEYS whose values it reads as numbers (a
--- string's, or every field's of a hash).
+-- string's, or every field's of a hash). The error quotes at most the
+-- first 64 bytes of a value that is no number: written by something
+-- else, it may be of any length, and the holder carries the error in
+-- every refusal of the key's tasks.
 local function check(types, numbers)
   for i, want in ipairs(types) do
     local got = redis.call('TYPE', KEYS[i])['ok']
@@ -113,7 +116,11 @@ local function check(types, numbers)
     local vs = {}
     if types[i] == 'hash' then vs = redis.call('HVALS', KEYS[i]) else vs = {redis.call('GET', KEYS[i])} end
     for _, v in ipairs(vs) do
-      if v and not tonumber(v) then return 'ERR ' .. KEYS[i] .. ' holds ' .. string.format('%q', v) .. ', not a number' end
+      if v and not tonumber(v) then
+        local shown = string.format('%q', string.sub(v, 1, 64))
+        if #v > 64 then shown = shown .. '... (' .. #v .. ' bytes)' end
+        return 'ERR ' .. KEYS[i] .. ' holds ' .. shown .. ', not a number'
+      end
     end
   end
   return nil
