@@ -145,8 +145,8 @@ func SetNameHook(h *Holder, wait time.Duration, f func(lockFree bool)) {
 		took := make(chan struct{})
 		go func() {
 			h.mu.Lock()
-			h.mu.Unlock()
 			close(took)
+			h.mu.Unlock()
 		}()
 		t := time.NewTimer(wait)
 		defer t.Stop()
