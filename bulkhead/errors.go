@@ -82,7 +82,7 @@ func (e *RejectedError) Unwrap() error { return e.Err }
 
 // PermitError is ErrUnknownPermit with the permit's ID.
 type PermitError struct {
-	ID uint64
+	ID uint64 // the ID of the permit that is not outstanding (0 for the zero Permit)
 }
 
 // Error gives ErrUnknownPermit's message and the permit's ID.
@@ -98,7 +98,7 @@ func (e *PermitError) Unwrap() error { return ErrUnknownPermit }
 // value.
 type ConfigError struct {
 	Option string // e.g. "New limit", "WithQueue depth"
-	Value  any
+	Value  any    // the value given
 	Reason string // e.g. "must be >= 1"
 }
 

@@ -33,7 +33,7 @@ type Event struct {
 // recovered and ignored. Listeners see events in nearly, not strictly, the
 // order they happened; Events() has the exact order.
 type Listener interface {
-	OnEvent(Event)
+	OnEvent(Event) // one call per event, outside the bulkhead's locks
 }
 
 // ListenerFunc adapts a function to a Listener.

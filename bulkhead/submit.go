@@ -30,9 +30,9 @@ const (
 
 // Result is an admitted operation's outcome.
 type Result[T any] struct {
-	Status Status
-	Value  T     // the function's value; the zero T unless Success
-	Err    error // the function's error, a *PanicError, ErrGoexit, or context.Canceled for a cancelled handle
+	Status Status // Success, Failed or Cancelled
+	Value  T      // the function's value; the zero T unless Success
+	Err    error  // the function's error, a *PanicError, ErrGoexit, or context.Canceled for a cancelled handle
 }
 
 // Handle is one operation admitted by Submit.

@@ -25,7 +25,7 @@ import (
 // stays in the server, in Err); one whose status is OK, which would tell the caller
 // that the refused call succeeded, is sent as codes.Internal.
 type RefusalError struct {
-	Err      error
+	Err      error // the reason for the refusal, as Unwrap returns it
 	status   *status.Status
 	pushback string // the grpc-retry-pushback-ms trailer a server sends; "" for none
 	server   bool   // a server interceptor's: the call's handler never ran

@@ -30,6 +30,8 @@ const (
 	DiscardOldest
 )
 
+// String returns the policy's name ("Abort", "DiscardOldest"), or
+// RejectionPolicy(n) for a value that names none.
 func (r RejectionPolicy) String() string {
 	switch r {
 	case Abort:

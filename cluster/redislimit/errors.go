@@ -36,8 +36,8 @@ var (
 type LeaseLostError struct {
 	Key    string // the executor's key: the group, or "" for the global limit
 	Token  int64  // the lost lease's fencing token
-	Reason string
-	Err    error // the underlying cause, if any: ErrClosed when the Holder was closed
+	Reason string // why, in words: "not renewed within 80% of its TTL", "holder closed"
+	Err    error  // the underlying cause, if any: ErrClosed when the Holder was closed
 
 	name string // Key's name in Redis (keyName), set by the holder: hashed once
 }
@@ -62,11 +62,12 @@ func (e *LeaseLostError) Unwrap() error { return e.Err }
 // OptionError names the option and value New (or Attach, for a scope's
 // limit) refused, and why. It matches ErrInvalidOption.
 type OptionError struct {
-	Option string
-	Value  any
-	Reason string
+	Option string // the option, as written: "WithLeaseTTL"
+	Value  any    // the value given
+	Reason string // the rule it broke: "must be >= 100ms"
 }
 
+// Error names the option, its value and the rule it broke.
 func (e *OptionError) Error() string {
 	return fmt.Sprintf("redislimit: %s(%v): %s", e.Option, e.Value, e.Reason)
 }

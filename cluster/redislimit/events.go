@@ -32,6 +32,7 @@ const (
 	EventKeyFailed
 )
 
+// String returns the kind's name in lower case ("lease-lost").
 func (k EventKind) String() string {
 	switch k {
 	case EventUnavailable:
@@ -52,15 +53,15 @@ func (k EventKind) String() string {
 
 // Event is a change in a holder's state, for logs and metrics.
 type Event struct {
-	Kind    EventKind
-	Time    time.Time
-	Policy  FailurePolicy
-	Key     string // the executor's key; "" for the global limit or the holder as a whole
-	Count   int
-	Token   int64
-	Permits int
-	Tasks   int
-	Err     error
+	Kind    EventKind     // what happened; each kind says which fields it sets
+	Time    time.Time     // when, on the holder's clock
+	Policy  FailurePolicy // the holder's failure policy
+	Key     string        // the executor's key; "" for the global limit or the holder as a whole
+	Count   int           // tasks given fallback permits or refused (EventFallback, EventRejected, EventKeyFailed)
+	Token   int64         // the lost lease's fencing token (EventLeaseLost)
+	Permits int           // the lost lease's permits (EventLeaseLost)
+	Tasks   int           // running tasks whose context was cancelled (EventLeaseLost)
+	Err     error         // the failure, where the kind has one
 }
 
 // Mode is whether the holder reaches Redis.
@@ -78,6 +79,7 @@ const (
 	ModeClosed
 )
 
+// String returns "up", "down" or "closed".
 func (m Mode) String() string {
 	switch m {
 	case ModeDown:
@@ -91,8 +93,8 @@ func (m Mode) String() string {
 // Stats are a holder's counters. Every field but Mode, Policy, Leases and
 // Permits* is cumulative.
 type Stats struct {
-	Mode   Mode
-	Policy FailurePolicy
+	Mode   Mode          // whether the holder reaches Redis now
+	Policy FailurePolicy // the holder's failure policy
 	// RoundTrips counts calls to Redis (a pipeline counts once).
 	RoundTrips uint64
 	// Acquired counts permits handed to tasks from leased blocks;

@@ -38,6 +38,7 @@ const (
 	FailOpen
 )
 
+// String returns "fail-closed" or "fail-open".
 func (p FailurePolicy) String() string {
 	switch p {
 	case FailClosed:

@@ -19,7 +19,7 @@ type Config struct {
 	// which would never be sent. A path is put before every proxied
 	// path, a query before every request's own.
 	Backends []string `yaml:"backends"`
-	TLS      TLS      `yaml:"tls"`
+	TLS      TLS      `yaml:"tls"` // HTTPS on the proxy's address; zero: plain HTTP
 	// MaxConns caps the client connections open at once. At the cap the
 	// connection idle the longest (between requests, or yet to send its
 	// first) is closed for a new one; with none idle, new connections wait
@@ -61,14 +61,14 @@ type Config struct {
 	// its reader allows over http.Server.MaxHeaderBytes. At most
 	// MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
 	MaxHeaderBytes int        `yaml:"max_header_bytes"`
-	Tenant         Tenant     `yaml:"tenant"`
-	Limits         Limits     `yaml:"limits"`
+	Tenant         Tenant     `yaml:"tenant"`     // where a request's tenant is read from, and whom to trust for it
+	Limits         Limits     `yaml:"limits"`     // package policy's limits, with its defaults
 	RateLimit      *RateLimit `yaml:"rate_limit"` // every tenant's; nil: none
 	Tenants        TenantMap  `yaml:"tenants"`    // per-tenant overrides
-	Breaker        Breaker    `yaml:"breaker"`
-	Timeouts       Timeouts   `yaml:"timeouts"`
-	Body           Body       `yaml:"body"`
-	Response       Response   `yaml:"response"`
+	Breaker        Breaker    `yaml:"breaker"`    // circuit breakers, per backend or per tenant
+	Timeouts       Timeouts   `yaml:"timeouts"`   // the client connection's and the backend's
+	Body           Body       `yaml:"body"`       // request bodies: caps, decoding, spooling
+	Response       Response   `yaml:"response"`   // backend answers kept before they are sent
 	// DrainDelay is how long the gateway keeps serving after a shutdown
 	// signal with /readyz failing, so that load balancers stop sending it
 	// requests before its listener closes. 0 (the default): none.
@@ -76,7 +76,7 @@ type Config struct {
 	// DrainTimeout is how long in-flight requests may run once the listener
 	// has closed before they are cancelled. Default DefaultDrainTimeout.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
-	Metrics      Metrics       `yaml:"metrics"`
+	Metrics      Metrics       `yaml:"metrics"` // the metrics' namespace
 
 	tls  *tlsFiles // loaded from TLS's files by Parse
 	keys keyIndex  // the file's keys and their lines
@@ -87,9 +87,9 @@ type Config struct {
 // verify them against it (required by tenant.from: client_cert). Relative
 // paths are relative to the working directory.
 type TLS struct {
-	CertFile     string `yaml:"cert_file"`
-	KeyFile      string `yaml:"key_file"`
-	ClientCAFile string `yaml:"client_ca_file"`
+	CertFile     string `yaml:"cert_file"`      // the server's PEM certificate chain
+	KeyFile      string `yaml:"key_file"`       // its PEM private key
+	ClientCAFile string `yaml:"client_ca_file"` // PEM CAs that client certificates must chain to; "": none asked for
 }
 
 // Where a request's tenant key is read from (Tenant.From).

@@ -13,9 +13,10 @@ var ErrInvalid = errors.New("config: invalid")
 type Error struct {
 	Line   int    // 1-based line of the key, or 0 when the problem has no line (an empty file)
 	Key    string // dotted path of the key, e.g. "limits.queue_timeout"; empty when unknown
-	Reason string
+	Reason string // what is wrong, e.g. "unknown key"
 }
 
+// Error is "config: line N: key: reason", leaving out what is unknown.
 func (e *Error) Error() string {
 	switch {
 	case e.Line > 0 && e.Key != "":
