@@ -67,13 +67,13 @@ const (
 // ErrGroupShutdown, ErrInvalidTask, ErrDisplaced, breaker.ErrOpenState,
 // breaker.ErrTooManyRequests), when there is one.
 type RejectedError struct {
-	Group  string
-	ID     string
-	Limit  Limit
-	Weight int   // the task's weight, in permits
-	Used   int   // what the limit had in use when it refused (permits, or tasks for a queue)
-	Max    int   // the limit (permits, or tasks for a queue)
-	Err    error // the cause, or nil for plain lack of room
+	Group  string // the task's group
+	ID     string // the task's ID, possibly empty
+	Limit  Limit  // what refused it: a limit, a threshold, a shutdown, a breaker
+	Weight int    // the task's weight, in permits
+	Used   int    // what the limit had in use when it refused (permits, or tasks for a queue)
+	Max    int    // the limit (permits, or tasks for a queue)
+	Err    error  // the cause, or nil for plain lack of room
 }
 
 // Error names the task, its group and the limit that refused it, with the

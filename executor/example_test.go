@@ -372,3 +372,82 @@ func ExampleExecutor_SetGroupLimits() {
 	// true executor: SetGroupLimits("tenant-a"): policy: GroupLimits.MaxConcurrency(0): a limit must be >= 1 (policy.Unlimited for none)
 	// limit 1
 }
+
+// DoWeighted admits work that counts for more than one permit, such as an
+// export that takes 4 of a tenant's 8 running permits. Work heavier than a
+// limit it must pass could never run: it is refused at once with
+// ErrTooHeavy, whatever the rejection policy.
+func ExampleExecutor_DoWeighted() {
+	p, err := policy.New(
+		policy.WithDefaultMaxConcurrency(8),
+		policy.WithGroupMaxConcurrency("free-tier", 2), // one tenant's own limit
+	)
+	if err != nil {
+		panic(err)
+	}
+	ex, err := executor.New(p)
+	if err != nil {
+		panic(err)
+	}
+	defer ex.Close()
+
+	ctx := context.Background()
+	err = ex.DoWeighted(ctx, "acme", 4, func(context.Context) error {
+		gs, _ := ex.GroupStats("acme")
+		fmt.Println("acme running", gs.Running, "of", gs.MaxConcurrency, "permits")
+		return nil
+	})
+	fmt.Println(err)
+
+	err = ex.DoWeighted(ctx, "free-tier", 4, func(context.Context) error { return nil })
+	var rej *executor.RejectedError
+	if errors.As(err, &rej) && errors.Is(err, executor.ErrTooHeavy) {
+		fmt.Printf("too heavy for the %s limit of %d: a 413, not a retry\n", rej.Limit, rej.Max)
+	}
+	// Output:
+	// acme running 4 of 8 permits
+	// <nil>
+	// too heavy for the group concurrency limit of 2: a 413, not a retry
+}
+
+// A rejection handler decides, refusal by refusal, instead of the policy:
+// here a refused checkout runs at once in its caller, outside every limit,
+// while other work is shed.
+func ExampleWithRejectionHandler() {
+	p, _ := policy.New(policy.WithDefaultMaxInFlight(1)) // one task admitted per group
+	ex, err := executor.New(p, executor.WithRejectionHandler(func(r *executor.Rejection) error {
+		if r.Group == "checkout" {
+			r.RunInCaller() // completes the handle with the task's outcome
+			return nil
+		}
+		return r.Err // Submit returns it; the handle completes Rejected
+	}))
+	if err != nil {
+		panic(err)
+	}
+	defer ex.Close()
+
+	ctx := context.Background()
+	release := make(chan struct{})
+	block := func(context.Context) (string, error) { <-release; return "", nil }
+	for _, g := range []string{"checkout", "reports"} { // fill both groups
+		if _, err := executor.Submit(ex, ctx, executor.Task[string]{Group: g, Fn: block}); err != nil {
+			panic(err)
+		}
+	}
+
+	for _, g := range []string{"checkout", "reports"} {
+		h, err := executor.Submit(ex, ctx, executor.Task[string]{
+			Group: g,
+			Fn:    func(context.Context) (string, error) { return "ran", nil },
+		})
+		res, _ := h.Result() // complete either way: run in the caller, or refused
+		fmt.Printf("%s: refused %t, %s %q\n", g, errors.Is(err, executor.ErrRejected), res.Status, res.Value)
+	}
+	close(release)
+	fmt.Println(ex.Stats().CallerRuns)
+	// Output:
+	// checkout: refused false, Success "ran"
+	// reports: refused true, Rejected ""
+	// 1
+}

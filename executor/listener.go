@@ -8,9 +8,9 @@ import (
 
 // Event describes a task to a Listener.
 type Event struct {
-	Group  string
-	ID     string
-	Weight int
+	Group  string // the task's group
+	ID     string // the task's ID (Task.ID), possibly empty
+	Weight int    // the permits the task takes (0 in Task.Weight reads 1)
 	// Status and Err are set for OnCompleted and OnRejected.
 	Status Status
 	Err    error
@@ -40,15 +40,17 @@ type Event struct {
 // An executor has one Listener (WithListener); Listeners makes one of
 // several, a metrics collector and one's own, say.
 type Listener interface {
-	OnSubmitted(Event)
-	OnStarted(Event)
-	OnCompleted(Event)
-	OnRejected(Event)
+	OnSubmitted(Event) // a task with valid input arrived, before its admission
+	OnStarted(Event)   // its function starts, under its permits or in its caller
+	OnCompleted(Event) // it completed, having started, or Cancelled while it waited
+	OnRejected(Event)  // it was refused, timed out in its queue or was displaced
 }
 
 // ListenerFuncs is a Listener made of optional functions; nil ones are
 // skipped.
 type ListenerFuncs struct {
+	// Submitted, Started, Completed and Rejected are called by OnSubmitted,
+	// OnStarted, OnCompleted and OnRejected.
 	Submitted, Started, Completed, Rejected func(Event)
 }
 
@@ -72,9 +74,9 @@ func call(f func(Event), e Event) {
 
 // Rejection is a task refused for lack of room, as a RejectionHandler sees it.
 type Rejection struct {
-	Group  string
-	ID     string
-	Weight int
+	Group  string // the task's group
+	ID     string // the task's ID, possibly empty
+	Weight int    // the permits the task asked for
 	// Ctx is the context the task was submitted with.
 	Ctx context.Context
 	// Err is the refusal: a *RejectedError matching ErrRejected.

@@ -14,13 +14,13 @@ import (
 // Cancelled or Rejected (invalid input included). CallerRuns counts tasks
 // run by the submitter, whose outcome is also counted.
 type TaskCounts struct {
-	Submitted  uint64
+	Submitted  uint64 // tasks with valid input, admitted or not
 	Started    uint64 // tasks started under the limits; not one whose context had ended by then (counted Cancelled), nor one whose context panicked or exited the goroutine as it was asked then (counted Failed): those never run
-	Succeeded  uint64
-	Failed     uint64
-	Cancelled  uint64
-	Rejected   uint64
-	CallerRuns uint64
+	Succeeded  uint64 // handles completed Success
+	Failed     uint64 // handles completed Failed: an error, a panic or runtime.Goexit
+	Cancelled  uint64 // handles completed Cancelled
+	Rejected   uint64 // handles completed Rejected, invalid input included
+	CallerRuns uint64 // refused tasks run in the submitting goroutine (CallerRuns, Rejection.RunInCaller)
 }
 
 func (c *TaskCounts) add(st Status) {
@@ -41,11 +41,11 @@ func (c *TaskCounts) add(st Status) {
 // admission check (Submit alone decides admission).
 type Stats struct {
 	Running           int // permits running, all groups
-	RunningTasks      int
+	RunningTasks      int // tasks running, all groups
 	Waiting           int // tasks waiting, all groups
-	GlobalMaxInFlight int
+	GlobalMaxInFlight int // the global in-flight limit in force (SetGlobalMaxInFlight); policy.Unlimited for none
 	Groups            int // groups with state kept (busy, idle or shut down)
-	IdleGroups        int
+	IdleGroups        int // of Groups, those with no task waiting or running
 	// Fairness is how far the last fairness window was from the configured
 	// shares (Jain's index over the groups with tasks waiting throughout it;
 	// see Fairness).
@@ -58,16 +58,16 @@ type Stats struct {
 
 // GroupStats is a snapshot of one group, with the same caveats as Stats.
 type GroupStats struct {
-	Group          string
-	Running        int // permits running
-	RunningTasks   int
-	Waiting        int // tasks waiting
-	InFlight       int // permits admitted (waiting + running)
-	MaxInFlight    int
-	MaxConcurrency int
-	QueueThreshold int
-	Share          int // the group's share of global capacity (policy.WithGroupShare)
-	Shutdown       bool
+	Group          string // the group's key
+	Running        int    // permits running
+	RunningTasks   int    // tasks running
+	Waiting        int    // tasks waiting
+	InFlight       int    // permits admitted (waiting + running)
+	MaxInFlight    int    // the group's in-flight limit in force (its bulkhead)
+	MaxConcurrency int    // the group's concurrency limit in force
+	QueueThreshold int    // the group's queue threshold in force, in tasks
+	Share          int    // the group's share of global capacity (policy.WithGroupShare)
+	Shutdown       bool   // ShutdownGroup was called for it: its new tasks are refused with ErrGroupShutdown
 	// Breaker is the state of the group's breaker (WithGroupBreaker);
 	// breaker.StateClosed when there is none.
 	Breaker breaker.State

@@ -42,11 +42,11 @@ const (
 
 // Result is the outcome of a task.
 type Result[T any] struct {
-	Status Status
-	Value  T     // Fn's value; the zero value unless Fn ran
-	Err    error // Fn's error, a *PanicError, or why the task was rejected or cancelled
-	Group  string
-	ID     string
+	Status Status // Success, Failed, Cancelled or Rejected
+	Value  T      // Fn's value; the zero value unless Fn ran
+	Err    error  // Fn's error, a *PanicError, or why the task was rejected or cancelled
+	Group  string // the task's group
+	ID     string // the task's ID, possibly empty
 	// Queued is the time from Submit to the start of Fn; for a task that
 	// never started, the time from Submit until it was refused or removed.
 	Queued time.Duration

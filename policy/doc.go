@@ -26,6 +26,8 @@
 // Options are validated once, by New, which names the option and value of the
 // first invalid one. An option given twice takes its later value.
 //
-// The examples (example_test.go), run by go test, show New with its
-// defaults, the OptionError an invalid option gives, a resolver and shares.
+// The examples (example_test.go, example_rejection_test.go), run by go test,
+// show New with its defaults, the OptionError an invalid option gives, a
+// resolver, shares, and the rejection policies CallerRuns and DiscardOldest
+// at work in an executor.
 package policy
