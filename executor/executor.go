@@ -83,7 +83,12 @@ type Executor struct {
 	runq    runQueue    // started tasks handed to spinning workers (runq.go)
 }
 
-// New returns an Executor enforcing p.
+// New returns an Executor enforcing p, configured by opts. It fails, with an
+// error naming the option, for a nil p or Option, an option's invalid value
+// (a nil listener, clock, limiter or spawn function, a negative
+// WithMaxIdleGroups, invalid breaker Settings), WithListener given twice,
+// or a Limiter that refuses to attach. Release the Executor with Shutdown or
+// Close.
 func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	if p == nil {
 		return nil, errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)")
