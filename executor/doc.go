@@ -65,7 +65,8 @@
 // Executor.Go and ExecuteAll, a weighted task and one too heavy to run
 // (Executor.DoWeighted), a refusal (RejectedError), a rejection handler
 // that runs some refused tasks in their caller (WithRejectionHandler), a
-// cancellation (Handle.Cancel), GroupStats, a listener (ListenerFuncs),
+// queue timeout on a fake clock (Submit), a cancellation (Handle.Cancel),
+// GroupStats, a listener (ListenerFuncs),
 // several listeners on one executor (Listeners: WithListener may be given
 // once), the group read from the work's context (GroupFromContext) and a
 // limit changed at runtime (Executor.SetGroupLimits).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -450,4 +451,42 @@ func ExampleWithRejectionHandler() {
 	// checkout: refused false, Success "ran"
 	// reports: refused true, Rejected ""
 	// 1
+}
+
+// A task that cannot start within the queue timeout never runs: it
+// completes Rejected with ErrQueueTimeout (for Do, the error Do returns),
+// and its place in the queue is freed. The clock is a fake, moved by hand.
+func ExampleSubmit_queueTimeout() {
+	p, err := policy.New(policy.WithQueueTimeout(2 * time.Second)) // concurrency 1 by default
+	if err != nil {
+		panic(err)
+	}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ex, err := executor.New(p, executor.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	defer ex.Close()
+
+	ctx := context.Background()
+	release := make(chan struct{})
+	busy, _ := executor.Submit(ex, ctx, executor.Task[string]{
+		Group: "tenant-a",
+		Fn:    func(context.Context) (string, error) { <-release; return "done", nil },
+	})
+	late, _ := executor.Submit(ex, ctx, executor.Task[string]{
+		Group: "tenant-a",
+		Fn:    func(context.Context) (string, error) { return "never runs", nil },
+	})
+
+	clk.Advance(2 * time.Second) // the busy task still holds the group's one slot
+	res, _ := late.Wait(ctx)
+	fmt.Println(res.Status, errors.Is(res.Err, executor.ErrQueueTimeout), res.Queued)
+
+	close(release)
+	res, _ = busy.Wait(ctx)
+	fmt.Println(res.Status, res.Value)
+	// Output:
+	// Rejected true 2s
+	// Success done
 }
