@@ -66,8 +66,8 @@
 // (Executor.DoWeighted), a refusal (RejectedError), a rejection handler
 // that runs some refused tasks in their caller (WithRejectionHandler), a
 // queue timeout on a fake clock (Submit), a cancellation (Handle.Cancel),
-// GroupStats, a listener (ListenerFuncs),
-// several listeners on one executor (Listeners: WithListener may be given
-// once), the group read from the work's context (GroupFromContext) and a
-// limit changed at runtime (Executor.SetGroupLimits).
+// GroupStats, a listener (ListenerFuncs), several listeners on one
+// executor (Listeners: WithListener may be given once), the group read from
+// the work's context (GroupFromContext) and a limit changed at runtime
+// (Executor.SetGroupLimits).
 package executor
