@@ -160,6 +160,8 @@
 // grpcadmit is a package of its own so that the core packages never import
 // gRPC: only programs that use it compile it.
 //
-// The examples (example_test.go), run by go test, show
-// UnaryServerInterceptor, UnaryClientInterceptor and StreamClientInterceptor.
+// The examples (example_test.go, example_stream_test.go), run by go test,
+// show UnaryServerInterceptor, StreamServerInterceptor (a stream holding its
+// slot while it is open), UnaryClientInterceptor, StreamClientInterceptor
+// and SendHeader.
 package grpcadmit
