@@ -153,6 +153,8 @@
 // otel like its directory; import it under another name beside
 // go.opentelemetry.io/otel.
 //
-// Example (example_test.go), run by go test, reads a Collector's instruments
-// with the SDK's manual reader.
+// The examples, run by go test, read a Collector's instruments with the
+// SDK's manual reader (Example), unregister a Collector with its executor
+// (ExampleCollector_Unregister) and export a bulkhead (ExampleNewBulkhead,
+// in example_bulkhead_test.go).
 package otel
