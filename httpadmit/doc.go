@@ -96,6 +96,7 @@
 // httpadmit is a package of its own so that the core packages never import
 // net/http: only programs that use it compile it.
 //
-// The examples (example_test.go), run by go test, show Handler, Transport,
-// WithWeightFunc and MarkRefused.
+// The examples (example_test.go, example_tenant_test.go), run by go test,
+// show Handler, Transport, WithWeightFunc, MarkRefused and a tenant read
+// from the path (WithTenantPathSegment).
 package httpadmit
