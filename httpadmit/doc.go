@@ -1,6 +1,6 @@
 // Package httpadmit admits HTTP requests through a grouped executor: Handler
 // on the server side, one group per tenant, and Transport on the client side,
-// one group per destination host.
+// one group per destination host and port.
 //
 //	p, err := policy.New(
 //		policy.WithGlobalMaxInFlight(256),    // the service runs 256 requests at once
@@ -62,11 +62,11 @@
 // (Executor.Shutdown), which cancels what is left when its context ends. In
 // the other order the requests still arriving are refused with 503.
 //
-// Transport is the classic bulkhead for outgoing calls: each destination host
-// is a group, so a slow dependency fills its own limits and cannot take all of
-// a service's outgoing capacity. A refused request fails at once with an
-// error matching executor.ErrRejected; an admitted one holds its slot until
-// its response body is closed.
+// Transport is the classic bulkhead for outgoing calls: each destination
+// host and port is a group, so a slow dependency fills its own limits and
+// cannot take all of a service's outgoing capacity. A refused request fails
+// at once with an error matching executor.ErrRejected; an admitted one holds
+// its slot until its response body is closed.
 //
 // A next behind Handler that answers for a dependency's refusal (a
 // Transport's error matching executor.ErrRejected, an open breaker's
