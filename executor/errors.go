@@ -48,16 +48,16 @@ type Limit string
 
 // The limits and thresholds a task can be refused by.
 const (
-	LimitGlobalInFlight   Limit = "global in-flight"
-	LimitGroupInFlight    Limit = "group in-flight"
-	LimitGroupConcurrency Limit = "group concurrency"
-	LimitGlobalQueue      Limit = "global queue threshold"
-	LimitGroupQueue       Limit = "group queue threshold"
-	LimitQueueTimeout     Limit = "queue timeout"
-	LimitShutdown         Limit = "shutdown"
-	LimitBreaker          Limit = "circuit breaker"
-	LimitResolver         Limit = "limit resolver" // a resolver gave an invalid value
-	LimitInvalid          Limit = "invalid task"
+	LimitGlobalInFlight   Limit = "global in-flight"       // policy.WithGlobalMaxInFlight, for a task too heavy for it
+	LimitGroupInFlight    Limit = "group in-flight"        // the group's bulkhead (WithDefaultMaxInFlight)
+	LimitGroupConcurrency Limit = "group concurrency"      // WithDefaultMaxConcurrency, for a task too heavy for it
+	LimitGlobalQueue      Limit = "global queue threshold" // policy.WithGlobalQueueThreshold
+	LimitGroupQueue       Limit = "group queue threshold"  // WithDefaultQueueThreshold; also a task displaced (ErrDisplaced)
+	LimitQueueTimeout     Limit = "queue timeout"          // policy.WithQueueTimeout (ErrQueueTimeout)
+	LimitShutdown         Limit = "shutdown"               // the executor or the group is shut down (ErrShutdown, ErrGroupShutdown)
+	LimitBreaker          Limit = "circuit breaker"        // the group's breaker (breaker.ErrOpenState, ErrTooManyRequests)
+	LimitResolver         Limit = "limit resolver"         // a resolver gave an invalid value
+	LimitInvalid          Limit = "invalid task"           // invalid input (ErrInvalidTask)
 	LimitClusterGlobal    Limit = "cluster global limiter" // WithGlobalLimiter refused the task
 	LimitClusterGroup     Limit = "cluster group limiter"  // WithGroupLimiter refused the task
 )
