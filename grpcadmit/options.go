@@ -196,8 +196,9 @@ func WithWeightFunc(f func(ctx context.Context, method string) (int, error)) Opt
 // It does so by handing the handler a context whose gRPC transport stream
 // (grpc.ServerTransportStreamFromContext) is wrapped: grpc.SetSendCompressor
 // and grpc.ClientSupportedCompressors, which need gRPC's own, then fail
-// with an error, and the wrapping costs a few allocations a call. Handlers that call either keep it off and send their header with
-// SendHeader, which needs no option. The client interceptors ignore it.
+// with an error, and the wrapping costs a few allocations a call. Handlers
+// that call either keep it off and send their header with SendHeader, which
+// needs no option. The client interceptors ignore it.
 func WithTransportWatch() Option {
 	return optionFunc(func(c *config) error {
 		c.watchTransport = true
