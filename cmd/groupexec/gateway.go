@@ -95,17 +95,24 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	if *demoMode {
 		return demo.Run(ctx, stdout, *duration)
 	}
+	// Through the last line written: a gateway that fails exits 1, as
+	// documented, even with its log's reader gone.
+	defer survivingClosedLog()()
 	err = serveFile(ctx, *path, log)
-	if err != nil && strings.EqualFold(*logFormat, "json") {
+	switch {
+	case err == nil:
+		return nil
+	case strings.EqualFold(*logFormat, "json"):
 		// A JSON log stays JSON to its last line: a gateway that could
 		// not start (a file refused, an address taken) or that stopped
 		// on an error says so in a record, which a log pipeline reads
 		// as it reads the rest. The text log keeps the plain line, the
 		// clearer to a person at a terminal.
 		log.Error("gateway failed", "err", err.Error())
-		return loggedError{err}
+	default:
+		fmt.Fprintf(stderr, "groupexec: %v\n", err)
 	}
-	return err
+	return loggedError{err}
 }
 
 // loggedError is an error that the gateway's log has reported: the command

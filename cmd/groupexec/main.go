@@ -23,7 +23,9 @@ Usage:
   groupexec gateway --config FILE           run the gateway described by FILE (YAML);
                                             --log-level debug|info|warn|error (default
                                             info) and --log-format text|json (default
-                                            text) set its log, on stderr
+                                            text) set its log, on stderr (a log
+                                            whose reader has gone loses its lines;
+                                            the gateway goes on serving)
   groupexec gateway --config FILE --check   check FILE (every problem, in line order)
   groupexec gateway --demo [--duration D]   run an embedded backend and a synthetic
                                             multi-tenant load; print per-tenant stats
