@@ -30,8 +30,9 @@
 // dependency).
 //
 // A panic in the function given to Execute counts as a failure and is
-// re-raised in Execute's caller. A panic in Settings.OnStateChange is
-// recovered.
+// re-raised in Execute's caller, even when a Settings.OnStateChange or
+// ReadyToTrip called as the failure is recorded exits the goroutine
+// (runtime.Goexit). A panic in Settings.OnStateChange is recovered.
 //
 // The breaker takes no lock and starts no goroutine. Its state and the
 // counts of that state are one generation, published through one atomic

@@ -61,7 +61,10 @@ type Settings struct {
 	// the change is visible to every caller, in the goroutine that made it,
 	// before the call that made it (a request, or the recording of its
 	// outcome) returns. The breaker holds no lock while calling it, so it
-	// may use the breaker. A panic in it is recovered and discarded.
+	// may use the breaker. A panic in it is recovered and discarded. One
+	// that exits the goroutine (runtime.Goexit) ends the call that made
+	// the change, which stands; as Execute records the failure of a
+	// function that panicked, that panic still reaches Execute's caller.
 	// Changes made by different goroutines may be reported concurrently, and
 	// so not necessarily in the order they happened.
 	OnStateChange func(name string, from, to State)

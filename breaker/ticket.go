@@ -8,8 +8,12 @@ import "sync/atomic"
 //
 // The outcome is Settings.IsSuccessful(err) (default: err == nil). If fn
 // panics (or calls runtime.Goexit), the request counts as a failure and the
-// panic propagates to Execute's caller unchanged. In the closed state
-// Execute takes no lock and allocates nothing.
+// panic propagates to Execute's caller unchanged, even if ReadyToTrip or
+// OnStateChange exits the goroutine as the failure is recorded: the caller
+// gets the panic, and the exit goes on once the caller recovers it.
+// (Execute recovers the panic to record the failure, and raises the same
+// value again: a traceback shows it "recovered, repanicked", from fn's
+// frames.) In the closed state Execute takes no lock and allocates nothing.
 func Execute[T any](cb *CircuitBreaker, fn func() (T, error)) (T, error) {
 	// admit's and success's short paths are written out: Execute is the
 	// hot path, and calls cost as much as the atomics.
@@ -31,7 +35,7 @@ func Execute[T any](cb *CircuitBreaker, fn func() (T, error)) (T, error) {
 	recorded := false
 	defer func() {
 		if !recorded { // fn panicked or called runtime.Goexit
-			cb.failureUnwinding(ep)
+			cb.failureUnwinding(ep, recover())
 		}
 	}()
 	v, err := fn()
@@ -142,10 +146,24 @@ func (t *Ticket) Ignore() {
 func (t *Ticket) Probe() bool { return t.ep != nil && t.ep.state == StateHalfOpen }
 
 // failureUnwinding records a failure as Execute's caller unwinds, from fn's
-// panic (or IsSuccessful's) or runtime.Goexit: a panic in ReadyToTrip is
-// dropped, so that the one under way goes on up unchanged, as Execute's
-// doc says, instead of being replaced by it.
-func (cb *CircuitBreaker) failureUnwinding(ep *epoch) {
+// panic (or IsSuccessful's), recovered as r, or from runtime.Goexit (r
+// nil), then raises r again. A panic in ReadyToTrip is dropped, so that r
+// goes on up unchanged, as Execute's doc says, instead of being replaced
+// by it.
+//
+// Recording may call ReadyToTrip and OnStateChange, user code. Had the
+// panic been left under way while they run, one that exits the goroutine
+// would drop it, silently: Go drops a panic when a deferred call exits its
+// goroutine. Recovered, r is raised again by a deferred call, which runs
+// even then, and a panic raised while the goroutine exits goes on up: the
+// caller gets r; if it recovers it, the exit goes on from there.
+//
+// (A panic(nil) recovers as nil only under GODEBUG panicnil=1, and then
+// reads as runtime.Goexit: Execute returns zero values.)
+func (cb *CircuitBreaker) failureUnwinding(ep *epoch, r any) {
+	if r != nil {
+		defer panic(r)
+	}
 	defer func() { _ = recover() }()
 	cb.failure(ep)
 }
