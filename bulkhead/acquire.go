@@ -342,6 +342,12 @@ func (b *Bulkhead) unwind(w *waiter, r any) {
 	err := error(ErrGoexit)
 	if r != nil {
 		err = fmt.Errorf("bulkhead: the context panicked: %v", r)
+		// From a deferred call: ending w tells the listener, which may
+		// exit the goroutine (runtime.Goexit), and that would drop r for
+		// good, Acquire's caller never seeing it. Raised as the goroutine
+		// exits, r goes on up; the exit goes on once the caller recovers
+		// it.
+		defer panic(r)
 	}
 	// The timer first: a Stop that exits the goroutine ends w itself
 	// (stopTimer), and w ended here before it would give its permit back
@@ -349,9 +355,6 @@ func (b *Bulkhead) unwind(w *waiter, r any) {
 	b.stopTimer(w)
 	if !b.leave(w, err) && w.err == nil {
 		b.giveBack(w.permit, err)
-	}
-	if r != nil {
-		panic(r)
 	}
 }
 

@@ -224,14 +224,16 @@ func TestClockTimerExitingTheGoroutine(t *testing.T) {
 // A Stop that exits the goroutine while an acquire is already ending
 // (its listener exited the goroutine, or its context's Done panicked, after
 // the waiter was granted) must not give the permit back a second time: the
-// second release finds it no longer out and panics.
+// second release finds it no longer out and panics. Nor does the exit drop
+// the context's panic: the caller gets it.
 func TestClockStopExitingAsAnAcquireEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		end  func(*doneBomb) // what ends the acquire, once its waiter is granted
+		want any             // what the caller recovers
 	}{
-		{"listener exits", func(*doneBomb) { runtime.Goexit() }},
-		{"context panics", func(ctx *doneBomb) { ctx.armed.Store(true) }},
+		{"listener exits", func(*doneBomb) { runtime.Goexit() }, nil},
+		{"context panics", func(ctx *doneBomb) { ctx.armed.Store(true) }, "Done"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newExitingClock()
@@ -257,8 +259,8 @@ func TestClockStopExitingAsAnAcquireEnds(t *testing.T) {
 			}()
 			select {
 			case r := <-done:
-				if r != nil {
-					t.Fatalf("the acquire's goroutine panicked: %v", r)
+				if r != tc.want {
+					t.Fatalf("the acquire's caller recovered %v, want %v", r, tc.want)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the goroutine did not end")

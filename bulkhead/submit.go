@@ -87,10 +87,17 @@ func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, 
 	h := &Handle[T]{b: b, permit: p, done: make(chan struct{})}
 	// Deriving fn's context reads ctx (its Done, and its Err if it has
 	// ended): the caller's code, which may panic or exit the goroutine.
-	// The permit then goes back on the way up: no handle holds it.
+	// The permit then goes back on the way up: no handle holds it. The
+	// release tells the listener, which may exit the goroutine
+	// (runtime.Goexit) and so drop the panic under way: the panic is
+	// recovered first and raised again from a deferred call, which runs
+	// even then, so that it reaches Submit's caller.
 	derived := false
 	defer func() {
 		if !derived {
+			if r := recover(); r != nil {
+				defer panic(r)
+			}
 			_ = b.Release(p)
 		}
 	}()
