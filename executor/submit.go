@@ -252,6 +252,13 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 // tells the listener, which heard of the task's submission, that it was
 // rejected (with ErrGoexit, or the panic as a *PanicError), and the
 // caller's goroutine goes on exiting (or panicking) with no lock held.
+//
+// The panic is recovered to be told, and raised again from a deferred
+// call: the unlock and the listener are user code, and one that exits the
+// goroutine while the panic is under way would drop it (Go drops a panic
+// when a deferred call exits its goroutine), the caller never seeing it.
+// Raised as the goroutine exits, it goes on up; the exit goes on once the
+// caller recovers it.
 func (ex *Executor) allow(g *group, id string, w int) (t breaker.Ticket, err error) {
 	g.pending++
 	g.mu.Unlock()
@@ -259,6 +266,10 @@ func (ex *Executor) allow(g *group, id string, w int) (t breaker.Ticket, err err
 	defer func() {
 		if asked {
 			return
+		}
+		p := recover()
+		if p != nil {
+			defer panic(p)
 		}
 		g.mu.Lock()
 		g.pending--
@@ -268,18 +279,12 @@ func (ex *Executor) allow(g *group, id string, w int) (t breaker.Ticket, err err
 		if ex.listener == nil {
 			return
 		}
-		// Recovered only to be told, then raised again: the caller's
-		// goroutine goes on panicking as it would have.
-		p := recover()
 		cause := ErrGoexit
 		if p != nil {
 			cause = newPanicError(p)
 		}
 		ex.notify(onRejected, Event{Group: g.key, ID: id, Weight: w, Status: Rejected,
 			Err: &RejectedError{Group: g.key, ID: id, Limit: LimitBreaker, Weight: w, Err: cause}})
-		if p != nil {
-			panic(p)
-		}
 	}()
 	t, err = g.br.AllowTicket()
 	asked = true
