@@ -90,6 +90,12 @@ func (ex *Executor) launchNow(j *job) {
 // deferred function completes it (Failed, ErrGoexit), lets a panic go on
 // as it would have without the executor, and hands the next task to
 // another goroutine.
+//
+// The panic is recovered and raised again from a deferred call, after the
+// task's finish: the finish tells the listener, and breaker callbacks may
+// run, user code that may exit the goroutine, which would drop a panic
+// still under way (Go drops a panic when a deferred call exits its
+// goroutine). Raised as the goroutine exits, it goes on up.
 func (ex *Executor) work(j *job) {
 	defer ex.workers.Done()
 	var cur *job
@@ -97,6 +103,9 @@ func (ex *Executor) work(j *job) {
 	defer func() {
 		if cur == nil {
 			return
+		}
+		if p := recover(); p != nil {
+			defer panic(p)
 		}
 		// Its next task, if the finish starts one, gets a worker of its own.
 		if x := cur.x.Load(); x != nil && x.asking {
