@@ -202,6 +202,9 @@ func (ex *Executor) waitDo(ctx context.Context, d *doTask, b *batch) error {
 	waiting := true
 	defer func() {
 		if waiting {
+			if p := recover(); p != nil {
+				defer panic(p) // as in runDo
+			}
 			ex.abandonDo(d)
 		}
 	}()
@@ -273,6 +276,9 @@ func (ex *Executor) doEndedAtStart(ctx context.Context, d *doTask) (err error) {
 	st, cause := Failed, error(errNotReturned)
 	defer func() {
 		if st != 0 {
+			if p := recover(); p != nil {
+				defer panic(p) // as in runDo
+			}
 			ex.finishUnrun(&d.job, st, cause, ex.since()-d.submitted, 0)
 		}
 	}()
@@ -317,7 +323,18 @@ func (ex *Executor) runDo(d *doTask) (err error) {
 			// the listener exited the goroutine before it ran, or the run
 			// context's end did after it returned (a call's context may be
 			// user code, as its own AfterFunc method's stop): its permits
-			// come back, and the panic goes on up the stack, unrecovered.
+			// come back, and the panic goes on up the stack.
+			//
+			// The panic is recovered and raised again from a deferred
+			// call: the finish tells the listener and may run the group
+			// breaker's callbacks, user code that, exiting the goroutine
+			// (runtime.Goexit), would drop a panic still under way (Go
+			// drops a panic when a deferred call exits its goroutine).
+			// Raised as the goroutine exits, it goes on up; the exit goes
+			// on once the caller recovers it.
+			if p := recover(); p != nil {
+				defer panic(p)
+			}
 			if c != nil {
 				c.end()
 			}
@@ -361,6 +378,9 @@ func (ex *Executor) doInCaller(d *doTask, rej *RejectedError) (err error) {
 	// a listener call that exits the goroutine leaves the outcome counted
 	// (Failed, unrun), else the call would be submitted and never end.
 	defer func() {
+		if p := recover(); p != nil {
+			defer panic(p) // as in runDo: the listener may exit the goroutine
+		}
 		if c != nil {
 			c.end() // the task is not reused: it only ends fn's context
 		}
