@@ -18,7 +18,8 @@
 // first), and the mapping's other keys are checked once it is fixed. A
 // file with a mapping of more than MaxMappingKeys keys, other than a
 // tenants mapping without an anchor, is refused before anything else is
-// checked. Loading takes time
+// checked, and so is a file with a !!binary key or value: every name
+// the config takes is text, written as itself. Loading takes time
 // linear in the file, however many tenants it has. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning
 // (each field's comment says which), an error everywhere else; a duration

@@ -68,6 +68,12 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	if errs := largeMappings(&root); len(errs) > 0 {
 		return nil, nil, joinInLineOrder(errs)
 	}
+	// A tag the config does not take is reported alone: the decoder
+	// stops at some (!!null x), and the checks below would read a
+	// tagged key otherwise than the decoder does (!!binary).
+	if errs := tagErrors(&root); len(errs) > 0 {
+		return nil, nil, joinInLineOrder(errs)
+	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
