@@ -31,6 +31,12 @@ func FuzzTenantMapAsDecoder(f *testing.F) {
 		"tenants: {a: &t {share: x, zz: 1}, b: *t, {k: 1}: {}, ~: {}, 1: {queue_threshold: 1e3}}",
 		"tenants: {a: {share: {x: 1, x: 2}}, b: {rate_limit: [1]}, c: ~, d: 5}",
 		"tenants: {<<: 5}",
+		// A key with a tag is read as the decoder reads it: !!binary
+		// decoded, a tag its text does not fit refused, !!null skipped.
+		"tenants: {!!binary YWNtZQ==: {share: 1}, !!int 7: {share: 2}}",
+		"tenants: {!!null x: {share: 1}}",
+		"tenants: {!!null ~: {share: 1}, !foo b: {}}",
+		"tenants: {!!binary '%%%': {}}",
 		"tenants: [a]",
 	} {
 		f.Add([]byte(s))
