@@ -23,7 +23,9 @@
 // scalar they fit, !!map, !!seq, !!merge on <<), each named with its key
 // and line: !foo means nothing here, the decoder refuses !!null x with
 // the whole file, and !!binary is refused, every name the config takes
-// being text, written as itself. Loading takes time
+// being text, written as itself; and so is one with an alias as a key
+// (*name: value), which the decoder reads as the key its anchor names
+// but the checks by the anchor's name. Loading takes time
 // linear in the file, however many tenants it has. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning
 // (each field's comment says which), an error everywhere else; a duration

@@ -68,10 +68,11 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	if errs := largeMappings(&root); len(errs) > 0 {
 		return nil, nil, joinInLineOrder(errs)
 	}
-	// A tag the config does not take is reported alone: the decoder
-	// stops at some (!!null x), and the checks below would read a
-	// tagged key otherwise than the decoder does (!!binary).
-	if errs := tagErrors(&root); len(errs) > 0 {
+	// A tag the config does not take, and an alias as a key, are
+	// reported alone: the decoder stops at some tags (!!null x), and the
+	// checks below would read a key so written otherwise than the
+	// decoder does (!!binary, *name).
+	if errs := append(tagErrors(&root), aliasKeys(&root)...); len(errs) > 0 {
 		return nil, nil, joinInLineOrder(errs)
 	}
 	var c Config
