@@ -17,7 +17,10 @@ type Config struct {
 	// Backends are absolute http(s) URLs, at least one, each with a host
 	// name and, if any, a port from 1 to 65535; no user info or fragment,
 	// which would never be sent. A path is put before every proxied
-	// path, a query before every request's own.
+	// path, a query before every request's own. Each backend is listed
+	// once: two URLs the proxy sends the same requests to ("http://a:80/"
+	// and "HTTP://A") are one backend, refused twice, as its breaker is
+	// named by the URL as written (see backendKey).
 	Backends []string `yaml:"backends"`
 	TLS      TLS      `yaml:"tls"` // HTTPS on the proxy's address; zero: plain HTTP
 	// MaxConns caps the client connections open at once. At the cap the

@@ -143,9 +143,13 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	// duplicate at the top): they are not checked (undecoded).
 	present := func(path string) bool { return keys.has(path) }
 	c.setDefaults(present)
-	for _, p := range c.validate(present) {
+	for _, p := range c.validate(present, keys.itemLine) {
 		if !failed[p.key] && !keys.undecoded(p.key) {
-			errs = append(errs, &Error{Line: keys.line(p.key), Key: p.key, Reason: p.reason})
+			line := p.line
+			if line == 0 {
+				line = keys.line(p.key)
+			}
+			errs = append(errs, &Error{Line: line, Key: p.key, Reason: p.reason})
 		}
 	}
 	if len(errs) > 0 {
@@ -258,6 +262,9 @@ type keyIndex struct {
 	// twice holds the paths of the mappings that have a key twice ("" for
 	// the document's own), which the decoder leaves undecoded.
 	twice map[string]bool
+	// items holds, for the path of a list written in place (not through
+	// an alias), the lines of its items, in order.
+	items map[string][]int
 	// probes counts the keys (and mappings with a key twice) lookups have
 	// looked at, so that a test can check that they stay a few per key,
 	// however many keys there are.
@@ -290,6 +297,7 @@ func newKeyIndex(list []key) *keyIndex {
 func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 	var keys []key
 	twice := make(map[string]bool)
+	items := make(map[string][]int)
 	// hidden is, for a mapping merged into another, the keys set in that
 	// other mapping so far (merges): walk lists only the keys it does not
 	// hide, and adds them to it.
@@ -318,6 +326,13 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 			var elem reflect.Type
 			if t != nil && t.Kind() == reflect.Slice {
 				elem = t.Elem()
+			}
+			if _, ok := items[prefix]; !ok && at == 0 {
+				lines := make([]int, len(n.Content))
+				for i, c := range n.Content {
+					lines[i] = c.Line
+				}
+				items[prefix] = lines
 			}
 			for _, c := range n.Content {
 				walk(c, elem, prefix, at, nil)
@@ -390,6 +405,7 @@ func indexKeys(root *yaml.Node, t reflect.Type) *keyIndex {
 	walk(root, t, "", 0, nil)
 	ix := newKeyIndex(keys)
 	ix.twice = twice
+	ix.items = items
 	return ix
 }
 
@@ -556,6 +572,16 @@ func (ix *keyIndex) undecoded(path string) bool {
 		}
 		p = p[:i]
 	}
+}
+
+// itemLine returns the line of item i (from 1) of the list at path, or 0
+// when the list is not written there (an alias names it).
+func (ix *keyIndex) itemLine(path string, i int) int {
+	ix.probes++
+	if lines := ix.items[path]; i >= 1 && i <= len(lines) {
+		return lines[i-1]
+	}
+	return 0
 }
 
 // line returns the line of the key at path, or of its nearest parent present

@@ -17,17 +17,29 @@ import (
 	"github.com/groupexec/groupexec/policy"
 )
 
-// problem is one invalid key, before it is given its line.
-type problem struct{ key, reason string }
+// problem is one invalid key, before it is given its line: the key's,
+// unless line names another (a list item's).
+type problem struct {
+	key, reason string
+	line        int
+}
 
-// checker collects problems; present tells which keys the file has.
+// checker collects problems; present tells which keys the file has, and
+// itemLine the line of a list's item (0 if not known).
 type checker struct {
-	ps      []problem
-	present func(string) bool
+	ps       []problem
+	present  func(string) bool
+	itemLine func(key string, i int) int
 }
 
 func (ck *checker) bad(key, format string, args ...any) {
-	ck.ps = append(ck.ps, problem{key, fmt.Sprintf(format, args...)})
+	ck.ps = append(ck.ps, problem{key: key, reason: fmt.Sprintf(format, args...)})
+}
+
+// badItem reports a problem of item i (from 1) of the list at key, on
+// the item's line.
+func (ck *checker) badItem(key string, i int, format string, args ...any) {
+	ck.ps = append(ck.ps, problem{key: key, reason: fmt.Sprintf(format, args...), line: ck.itemLine(key, i)})
 }
 
 // positive checks a key whose 0 means nothing: given 0 or less, it is an
@@ -51,8 +63,8 @@ func nonNegative[T int | int64 | time.Duration](ck *checker, key string, v T) {
 // validate checks the config after defaults are set and returns every
 // problem it finds; Parse sorts them by line. It also loads what the
 // config names (keys, certificates) and parses the trusted addresses.
-func (c *Config) validate(present func(string) bool) []problem {
-	ck := &checker{present: present}
+func (c *Config) validate(present func(string) bool, itemLine func(key string, i int) int) []problem {
+	ck := &checker{present: present, itemLine: itemLine}
 	for _, a := range []struct{ key, addr string }{{"listen", c.Listen}, {"admin", c.Admin}} {
 		_, port, err := net.SplitHostPort(a.addr)
 		if err != nil {
@@ -78,21 +90,27 @@ func (c *Config) validate(present func(string) bool) []problem {
 	if len(c.Backends) == 0 {
 		ck.bad("backends", "at least one backend URL is required")
 	}
-	seen := make(map[string]int, len(c.Backends)) // URL to its number
+	seen := make(map[string]int, len(c.Backends)) // backendKey (or the URL as written) to its number
 	for i, raw := range c.Backends {
 		// Every error names the backend without its password: a reload
 		// refused is logged, and the log is no place for a credential.
 		b := redactPassword(raw)
+		u, err := url.Parse(raw)
+		valid := err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+		key := raw
+		if valid {
+			key = backendKey(u)
+		}
 		// A backend's breaker, and its breaker_state series, are named
-		// by its URL: listed twice, the two series collide and every
-		// scrape of /metrics fails.
-		if j, ok := seen[raw]; ok {
-			ck.bad("backends", "backend %d (%q) is backend %d again: list each backend once", i+1, b, j)
+		// by its URL as written: listed twice, the two series collide
+		// and every scrape of /metrics fails; written two ways, it has
+		// two breakers, and twice its share of the requests.
+		if j, ok := seen[key]; ok {
+			c.twiceBackend(ck, i+1, j)
 			continue
 		}
-		seen[raw] = i + 1
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		seen[key] = i + 1
+		if !valid {
 			ck.bad("backends", "backend %d (%q) is not an absolute http or https URL", i+1, b)
 			continue
 		}
