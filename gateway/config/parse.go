@@ -624,6 +624,42 @@ func (ix *keyIndex) at(line int, name, value string) key {
 	return first
 }
 
+// unknownAt returns the key the decoder found no field name for in the
+// struct type goType, on line. The decoder names the line the key is
+// written on, which for a key an alias or merge brings in is the line it
+// is anchored on, where another section (the one the anchor is written
+// in) may have a key of that name: the key is the first on line, or,
+// failing that, the first brought in whose value starts on line, that is
+// name in a mapping decoded into goType. Failing both, it is at(line,
+// name, "").
+func (ix *keyIndex) unknownAt(line int, name, goType string) key {
+	for _, lines := range []map[int][]int{ix.byLine, ix.byValueLine} {
+		for _, i := range lines[line] {
+			ix.probes++
+			k := ix.list[i]
+			parent, last := "", k.path
+			if dot := strings.LastIndexByte(k.path, '.'); dot >= 0 {
+				parent, last = k.path[:dot], k.path[dot+1:]
+			}
+			if last != name {
+				continue
+			}
+			parentType := rootType
+			if parent != "" {
+				parentType = ix.typ(parent)
+			}
+			if parentType == goType {
+				return k
+			}
+		}
+	}
+	return ix.at(line, name, "")
+}
+
+// rootType is the type the document is decoded into, as the decoder
+// names it.
+var rootType = reflect.TypeOf(Config{}).String()
+
 // valueAt returns the key whose value, decoded into goType, starts on
 // line, where the decoder refuses a value: a block value starts on the
 // line after its key, and an alias's where it is anchored. Of several (a
@@ -669,7 +705,7 @@ func (ix *keyIndex) valueAt(line int, goType, value string, used map[int]bool) k
 
 var (
 	lineRe    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	unknownRe = regexp.MustCompile(`^field (\S+) not found in type`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type (\S+)`)
 	valueRe   = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
 	shapeRe   = regexp.MustCompile(`^cannot unmarshal !!(\w+) into (\S+)$`)
 )
@@ -709,7 +745,11 @@ func decodeErrors(te *yaml.TypeError, keys *keyIndex) []*Error {
 		var path string
 		if u := unknownRe.FindStringSubmatch(reason); u != nil {
 			once[msg] = true
-			path, reason = keys.at(line, u[1], "").path, "unknown key"
+			k := keys.unknownAt(line, u[1], u[2])
+			path, reason = k.path, "unknown key"
+			if k.path != "" {
+				line = k.line
+			}
 		} else if v := valueRe.FindStringSubmatch(reason); v != nil {
 			// The key whose value it is, and that value whole: the
 			// decoder's message cuts a long one short.

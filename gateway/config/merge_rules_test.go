@@ -1,0 +1,44 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/groupexec/groupexec/gateway/config"
+)
+
+// A key an alias or a merge brings into a section that has no such key is
+// reported as that section's unknown key, on the line of the alias or
+// merge: the decoder names the line the key is anchored on, and the
+// error named the key written there ("timeouts.read: unknown key"), a key
+// the config has.
+func TestMergedUnknownKeyNamedWhereMerged(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want []string
+	}{
+		{"timeouts: &t {read: 1s}\nbody: {<<: *t}", []string{`line 3: body.read: unknown key`}},
+		{"tenant: &t {header: X-T}\nlimits: {<<: *t}", []string{`line 3: limits.header: unknown key`}},
+		{"timeouts: &t\n  read: 1s\nbody:\n  <<: *t", []string{`line 5: body.read: unknown key`}},
+		{"rate_limit: &r {rps: 1, burst: 2}\nlimits: *r", []string{`line 3: limits.rps: unknown key`, `line 3: limits.burst: unknown key`}},
+		{"rate_limit: &r {rps: 1}\ntenants: {vip: {<<: *r}}", []string{`line 3: tenants.vip.rps: unknown key`}},
+		// Where the anchored mapping's section has no such key either,
+		// it is reported there too.
+		{"limits: &l {zz: 1}\nbody: {<<: *l}", []string{`line 2: limits.zz: unknown key`, `line 3: body.zz: unknown key`}},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		var got []string
+		if err != nil {
+			got = strings.Split(err.Error(), "\n")
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%q: %v; want %d errors: %q", tc.yaml, err, len(tc.want), tc.want)
+			continue
+		}
+		for i, w := range tc.want {
+			if got[i] != "config: "+w {
+				t.Errorf("%q: error %d is %q; want config: %s", tc.yaml, i+1, got[i], w)
+			}
+		}
+	}
+}
