@@ -36,7 +36,10 @@ func aliasKeys(root *yaml.Node) []*Error {
 				}
 			}
 			p := name
-			if path != "" {
+			if isMergeKey(k) {
+				// The merged mappings' keys are the mapping's own.
+				p = path
+			} else if path != "" {
 				p = path + "." + name
 			}
 			if k.Kind == yaml.AliasNode {

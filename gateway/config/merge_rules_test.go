@@ -42,3 +42,20 @@ func TestMergedUnknownKeyNamedWhereMerged(t *testing.T) {
 		}
 	}
 }
+
+// A null key, a tag refused and an alias as a key in a merged mapping are
+// named as keys of the mapping it is merged into, as its other keys are,
+// not under "<<".
+func TestMergedKeyNamedWhereMerged(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"tenant: {<<: {~: 3}}", `line 2: tenant.~: "~" is a null key`},
+		{"tenant:\n  <<: [{max_groups: 3}, {null: 3}]", `line 3: tenant.null: "null" is a null key`},
+		{"tenant: {<<: {header: !foo x}}", `line 2: tenant.header: the tag !foo is not one the config takes`},
+		{"tenant: {default: &n max_groups, <<: {*n : 3}}", `line 2: tenant.max_groups: the alias *n is a key here`},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), "config: "+tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v; want the one error config: %s...", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -484,6 +484,11 @@ func nullKeys(n *yaml.Node, prefix string, errs *[]*Error) {
 		if i%2 == 1 {
 			continue
 		}
+		if isMergeKey(c) {
+			// The merged mappings' keys are the mapping's own.
+			nullKeys(n.Content[i+1], prefix, errs)
+			continue
+		}
 		path := c.Value
 		if prefix != "" {
 			path = prefix + "." + c.Value

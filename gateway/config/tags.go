@@ -45,7 +45,10 @@ func tagErrors(root *yaml.Node) []*Error {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
 				p := k.Value
-				if path != "" {
+				if isMergeKey(k) {
+					// The merged mappings' keys are the mapping's own.
+					p = path
+				} else if path != "" {
 					p = path + "." + k.Value
 				}
 				// A value's problem is its key's, on the key's line,
