@@ -18,14 +18,13 @@
 // first), and the mapping's other keys are checked once it is fixed. A
 // file with a mapping of more than MaxMappingKeys keys, other than a
 // tenants mapping without an anchor, is refused before anything else is
-// checked, and so is a file with an explicit tag other than the core
-// schema's on what it says (!!str, !!int, !!float, !!bool, !!null on a
-// scalar they fit, !!map, !!seq, !!merge on <<), each named with its key
-// and line: !foo means nothing here, the decoder refuses !!null x with
-// the whole file, and !!binary is refused, every name the config takes
-// being text, written as itself; and so is one with an alias as a key
-// (*name: value), which the decoder reads as the key its anchor names
-// but the checks by the anchor's name. Loading takes time
+// checked. So is a file the decoder would read otherwise than the checks,
+// or refuse without a line, each problem named with its key and line: an
+// explicit tag other than the core schema's on what it says (!!str,
+// !!int, !!float, !!bool, !!null on a scalar they fit, !!map, !!seq,
+// !!merge on <<), an alias as a key (*name: value), a merge (<<) of what
+// is no mapping. !!binary is refused, not decoded: every name the config
+// takes is text, written as itself. Loading takes time
 // linear in the file, however many tenants it has. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning
 // (each field's comment says which), an error everywhere else; a duration

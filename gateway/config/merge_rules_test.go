@@ -59,3 +59,22 @@ func TestMergedKeyNamedWhereMerged(t *testing.T) {
 		}
 	}
 }
+
+// A merge key whose value is not a mapping, an alias of one or a list of
+// those is refused, naming the mapping it is in and its line: the decoder
+// refused the whole file, naming neither.
+func TestMergeOfNoMappingRefused(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"tenant: {<<: 5}", `line 2: tenant: the merge key << takes a mapping, an alias of one, or a list of those: "5" is a scalar`},
+		{"tenant:\n  max_groups: 3\n  <<: [{header: X-T}, 5]", `line 4: tenant: the merge key << takes a mapping, an alias of one, or a list of those: item 2 is a scalar`},
+		{"tenant: {trusted_proxies: &p [10.0.0.1], <<: *p}", `line 2: tenant: the merge key << takes a mapping, an alias of one, or a list of those: *p is a list`},
+		{"tenants: {<<: ~}", `line 2: tenants: the merge key << takes a mapping, an alias of one, or a list of those: "~" is a scalar`},
+		{"<<: [[]]", `line 2: the merge key << takes a mapping, an alias of one, or a list of those: item 1 is a list`},
+		{"tenant: {trusted_proxies: &p [10.0.0.1], <<: [{}, *p]}", `line 2: tenant: the merge key << takes a mapping, an alias of one, or a list of those: item 2 (*p) is a list`},
+	} {
+		_, err := config.Parse([]byte("backends: [http://a:1]\n" + tc.yaml + "\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), "config: "+tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v; want the one error config: %s...", tc.yaml, err, tc.want)
+		}
+	}
+}

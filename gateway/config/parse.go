@@ -68,17 +68,18 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	if errs := largeMappings(&root); len(errs) > 0 {
 		return nil, nil, joinInLineOrder(errs)
 	}
-	// A tag the config does not take, and an alias as a key, are
-	// reported alone: the decoder stops at some tags (!!null x), and the
-	// checks below would read a key so written otherwise than the
-	// decoder does (!!binary, *name).
-	if errs := append(tagErrors(&root), aliasKeys(&root)...); len(errs) > 0 {
+	// A tag the config does not take, an alias as a key and a merge of
+	// what is no mapping are reported alone: the decoder stops at some
+	// tags (!!null x) and at such a merge, and the checks below would
+	// read a key so written otherwise than the decoder does (!!binary,
+	// *name).
+	errs := append(append(tagErrors(&root), aliasKeys(&root)...), mergeErrors(&root)...)
+	if len(errs) > 0 {
 		return nil, nil, joinInLineOrder(errs)
 	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var errs []*Error
 	err := dec.Decode(&c)
 	var te *yaml.TypeError
 	if err != nil && !errors.As(err, &te) {
