@@ -20,6 +20,9 @@ func FuzzParse(f *testing.F) {
 		"backends: [http://a:1]\n---\nx: 1\n",
 		"a: &x [*x]\n",
 		"backends: [http://a:1]\nbreaker: {max_requests: 99999999999}\n",
+		"backends: [http://a:1, 'HTTP://A:1/']\ntenant: {header: !!null x, default: !foo y}\n",
+		"backends: [http://a:1]\ntenant: {default: &n acme}\ntenants: {*n: {share: 2}, !!binary YWNtZQ==: {}}\n",
+		"backends: [http://a:1]\nrate_limit: &r {rps: 1}\nbody: {<<: *r}\ntenant: {<<: {~: 1}}\n",
 		"",
 	} {
 		f.Add([]byte(s))
