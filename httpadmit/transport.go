@@ -49,7 +49,14 @@ import (
 //   - 101 Switching Protocols: the body is the upgraded connection, still an
 //     io.ReadWriteCloser, and the slot is held until it is closed, for the
 //     connection's life, like a stream's: the end of the request's context
-//     does not free it, since the connection outlives it in net/http;
+//     does not free it, since the connection outlives it in net/http. A
+//     switch the request did not ask for (its Connection has no "upgrade"
+//     option, or its Upgrade does not list the protocol switched to, in
+//     any case) is refused: the connection is closed, the slot freed
+//     before RoundTrip returns, and RoundTrip returns an error, counted as
+//     a failure of the destination (RFC 9110 section 7.8 has a server
+//     switch only to a protocol asked for). httputil.ReverseProxy, which
+//     refuses such a switch too, never closes its body;
 //   - an error from base releases it before RoundTrip returns, and counts as
 //     a failure for the group's breaker unless it is a cancellation; so
 //     does a nil response with a nil error from a faulty base, which
@@ -499,6 +506,15 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		// As net/http's Transport sets it: the caller's request, not the
 		// copy carrying the admission's context, which ends with the slot.
 		resp.Request = x.req
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols && !switchAsked(req, resp) {
+		// The connection handed over is the destination's failure, not the
+		// caller's: closed here, it frees the slot before RoundTrip returns.
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		x.err = errUnaskedSwitch
+		return errUnaskedSwitch
 	}
 	var outcome error
 	if x.t.failure != nil {
