@@ -50,13 +50,16 @@ import (
 //     io.ReadWriteCloser, and the slot is held until it is closed, for the
 //     connection's life, like a stream's: the end of the request's context
 //     does not free it, since the connection outlives it in net/http. A
-//     switch the request did not ask for (its Connection has no "upgrade"
-//     option, or its Upgrade does not list the protocol switched to, in
-//     any case) is refused: the connection is closed, the slot freed
-//     before RoundTrip returns, and RoundTrip returns an error, counted as
-//     a failure of the destination (RFC 9110 section 7.8 has a server
-//     switch only to a protocol asked for). httputil.ReverseProxy, which
-//     refuses such a switch too, never closes its body;
+//     switch to another protocol than the request asked for is refused
+//     (its Connection or the response's has no "upgrade" option, or the
+//     response's Upgrade is not the request's, in any case): the
+//     connection is closed, the slot freed before RoundTrip returns, and
+//     RoundTrip returns an error, counted as a failure of the destination
+//     (RFC 9110 section 7.8 has a server switch only to a protocol asked
+//     for). So is a switch to one protocol of several the request lists,
+//     as httputil.ReverseProxy refuses it: it takes a switch only to the
+//     request's Upgrade as a whole, and never closes the body of one it
+//     refuses;
 //   - an error from base releases it before RoundTrip returns, and counts as
 //     a failure for the group's breaker unless it is a cancellation; so
 //     does a nil response with a nil error from a faulty base, which
