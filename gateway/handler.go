@@ -237,7 +237,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delete(r.Header, "Connection")
 		}
 	}
-	if up := r.Header["Upgrade"]; len(up) > 0 {
+	if sent := r.Header["Upgrade"]; len(sent) > 0 {
 		// A switch to h2c, passed on to a backend that takes it, would
 		// have the client speak HTTP/2 to the backend through this
 		// connection: every stream a request the gateway never admits,
@@ -253,16 +253,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// to the backend. A protocol named other than in printable
 		// ASCII is ignored too: the proxy refuses it through the
 		// gateway's answer for a failed backend (502, a failure of the
-		// tenant's breaker), for what is the client's header.
-		if !r.ProtoAtLeast(1, 1) || closeAfter {
-			up = nil
-		} else {
-			up = withoutToken(printable(up), "h2c")
+		// tenant's breaker), for what is the client's header. Of a list
+		// of protocols (in order of preference, RFC 9110 7.8), the backend
+		// is offered the first alone: the proxy carries a switch only to
+		// the protocol the request names as a whole, and a backend picking
+		// another listed one, as 7.8 lets it, was a 502 and a failure of
+		// its breaker, which any client could so open for every tenant.
+		var up []string
+		if r.ProtoAtLeast(1, 1) && !closeAfter {
+			up = withoutToken(printable(sent), "h2c")
 		}
-		if len(up) > 0 {
-			r.Header["Upgrade"] = up
-		} else {
+		if first := firstToken(up); first == "" {
 			delete(r.Header, "Upgrade")
+		} else if len(sent) != 1 || sent[0] != first {
+			r.Header["Upgrade"] = []string{first}
 		}
 	}
 	// The tenant takes its place among the tracked groups (tenant.max_groups)
@@ -667,6 +671,19 @@ func printable(vs []string) []string {
 		return vs
 	}
 	return out
+}
+
+// firstToken returns the first element of the comma-separated lists vs,
+// trimmed, or "" if they have none.
+func firstToken(vs []string) string {
+	for _, v := range vs {
+		for tok := range strings.SplitSeq(v, ",") {
+			if t := strings.TrimSpace(tok); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 func hasToken(v, name string) bool {
