@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
@@ -106,6 +108,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// connection is closed after (RFC 9112 6.1), so that what a front
 		// proxy took for part of this request goes nowhere.
 		w.Header().Set("Connection", "close")
+	}
+	if !httpguts.ValidHeaderFieldName(r.Method) {
+		// A method is a token (RFC 9110 9.1), as a header name is. net/http
+		// refuses one that is not as it reads an HTTP/1 request line, but
+		// serves it over HTTP/2 ("G T"): the transport would refuse to
+		// send it, an error counted against the backend's breaker, which
+		// any client could so open for every tenant. Refused as net/http
+		// refuses it over HTTP/1, before the tenant is read.
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusBadRequest, "bad_method", "the method is not a token (RFC 9110 9.1)", 0)
+		return
 	}
 	if r.Method == http.MethodOptions && r.RequestURI == "*" {
 		// About the server, not a resource of a backend's: answered here,

@@ -174,7 +174,8 @@ func TestNetHTTPOwnAnswersHTTP2(t *testing.T) {
 	}
 }
 
-// h2Outcome sends a GET of fields (after its pseudo-headers) on a new
+// h2Outcome sends a GET of fields (after its pseudo-headers; a :method or
+// an :authority there replaces GET or 127.0.0.1) on a new
 // HTTP/2 connection to the gateway at url, and returns what came of it:
 // the answer's status and body ("served" and its body for the gateway's
 // 200, or a 400 in its JSON), RST_STREAM or GOAWAY.
@@ -184,15 +185,19 @@ func h2Outcome(t *testing.T, url string, p *pki, fields []hpack.HeaderField) (st
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
 	authority := hpack.HeaderField{Name: ":authority", Value: "127.0.0.1"}
+	method := hpack.HeaderField{Name: ":method", Value: "GET"}
 	var rest []hpack.HeaderField
 	for _, hf := range fields {
-		if hf.Name == ":authority" {
+		switch hf.Name {
+		case ":authority":
 			authority = hf
-		} else {
+		case ":method":
+			method = hf
+		default:
 			rest = append(rest, hf)
 		}
 	}
-	hfs := []hpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "https"}, {Name: ":path", Value: "/"}}
+	hfs := []hpack.HeaderField{method, {Name: ":scheme", Value: "https"}, {Name: ":path", Value: "/"}}
 	if authority.Value != "" {
 		hfs = append(hfs, authority)
 	}
