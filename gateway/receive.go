@@ -100,6 +100,13 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 	// Each decoder reads through a bufio.Reader of its own: being an
 	// io.ByteReader, it makes the decoder take no more than its stream, so
 	// that what follows the stream can be seen (and refused) below.
+	//
+	// Every layer's output is capped, not only the last's: a layer may
+	// decode to megabytes of a stream that the next decodes to nothing (a
+	// deflate stream of empty blocks, 5 bytes each, compresses about 700
+	// times), which the caps on the last layer never see, and decoding it
+	// is CPU-bound work that no read deadline interrupts while the
+	// decoder's input lasts.
 	var layers []*bufio.Reader
 	for _, c := range codings {
 		br := bufio.NewReader(in)
@@ -108,8 +115,6 @@ func receive(w http.ResponseWriter, r *http.Request, lim *config.Body, sp *spool
 		if in, err = decoder(c, br); err != nil {
 			return bodyErr(src, errBadEncoding)
 		}
-	}
-	if len(codings) > 0 {
 		in = &capReader{r: in, src: src, lim: lim}
 	}
 	sp.threshold, sp.dir, sp.lim = lim.BufferBytes, lim.SpoolDir, lim
@@ -201,7 +206,8 @@ func (s *sourceReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// capReader bounds a decoded body: at most lim.MaxDecodedBytes in all, and
+// capReader bounds one decoded layer of a body (the body itself, for the
+// last): at most lim.MaxDecodedBytes in all, and
 // at most lim.MaxRatio times the bytes received so far. The ratio is checked
 // as the body streams, so a small bomb fails after at most MaxRatio times
 // its size plus one buffer, not after MaxDecodedBytes; the decoders'
