@@ -72,7 +72,10 @@ func WithTenantHeader(name string) Option {
 // however a client spells it. Like every tenant key it is at most 128
 // bytes: a host name longer than that (DNS allows 253) makes the request
 // invalid (400); read such hosts with WithTenantFunc, mapping them to
-// shorter keys.
+// shorter keys. So does a port that is not a number
+// ("acme.example:1,victim.example", which net/http takes): a proxy in next
+// would pass the Host whole in X-Forwarded-Host, where a backend taking
+// the last host of a list serves another host than the group's.
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {
 		c.tenant = fromHost

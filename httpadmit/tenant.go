@@ -53,13 +53,23 @@ func fromHeader(name string) tenantFunc {
 // each spelling of one virtual host is one group, so that a client cannot
 // spread a host's requests over several groups, each with the host's
 // limits, by respelling it. A request without a Host (HTTP/1.0) names no
-// tenant.
+// tenant; one whose port is not a number is invalid.
 func fromHost(r *http.Request) (string, error) {
 	host := r.Host
 	if host == "" {
 		return "", nil
 	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if strings.Trim(port, "0123456789") != "" {
+			// net/http takes a Host such as "acme.example:1,victim.example",
+			// and a proxy in next passes it whole in X-Forwarded-Host, where
+			// a backend taking the last host of a list (Rails, Werkzeug's
+			// ProxyFix) serves victim.example under acme.example's limits.
+			if len(host) > MaxTenantLen {
+				host = host[:MaxTenantLen] + "..."
+			}
+			return "", fmt.Errorf("%w: host %q: its port is not a number", ErrInvalidTenant, host)
+		}
 		host = h
 	}
 	return adapt.Checked("host", canonicalHost(strings.Trim(host, "[]")))

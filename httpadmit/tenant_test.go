@@ -55,6 +55,18 @@ func TestTenantSources(t *testing.T) {
 		{"host ipv4-mapped ipv6 in hex", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://[::FFFF:c000:201]/x", nil, "192.0.2.1"},
 		{"host ipv4", []httpadmit.Option{httpadmit.WithTenantHost()}, "http://192.0.2.1:8080/x", nil, "192.0.2.1"},
 		{"no host", []httpadmit.Option{httpadmit.WithTenantHost()}, "/", func(r *http.Request) { r.Host = "" }, httpadmit.DefaultGroup},
+		// A port that is not a number hides another host from the tenant:
+		// a proxy in next passes the Host whole in X-Forwarded-Host, and a
+		// backend taking the last host of a list there (Rails, Werkzeug's
+		// ProxyFix) serves victim.example under acme.example's limits.
+		{"host port not a number", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "acme.example:1,victim.example" }, ""},
+		{"host port a name", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "acme.example:victim.example" }, ""},
+		{"host ipv6 port not a number", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "[::1]:1,victim.example" }, ""},
+		{"host empty port", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "acme.example:" }, "acme.example"},
 		{"path segment", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t/acme/orders", nil, "acme"},
 		{"path segment 0", []httpadmit.Option{httpadmit.WithTenantPathSegment(0)}, "/acme", nil, "acme"},
 		{"path too short", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t", nil, httpadmit.DefaultGroup},
