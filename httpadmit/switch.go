@@ -1,8 +1,11 @@
 package httpadmit
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -10,6 +13,17 @@ import (
 // errUnaskedSwitch is RoundTrip's error for a 101 Switching Protocols that
 // switches to another protocol than the request asked for.
 var errUnaskedSwitch = errors.New("httpadmit: the destination switched protocols to one the request did not ask for")
+
+// errListedSwitch is RoundTrip's error for a 101 Switching Protocols to one
+// of several protocols the request listed, which the Transport does not
+// take (switchAsked).
+var errListedSwitch = errors.New("httpadmit: the destination switched to one of the protocols the request listed, taken only as the request's Upgrade whole")
+
+// errListedSwitchOutcome is the outcome of such a request for its group:
+// Cancelled, not a failure of the destination, which chose as RFC 9110
+// section 7.8 lets it, from a list the caller (a client behind a proxy)
+// wrote.
+var errListedSwitchOutcome = fmt.Errorf("%w: %w", errListedSwitch, context.Canceled)
 
 // switchAsked reports whether resp, a 101, switches to the protocol req
 // asked for: both name the "upgrade" option in Connection, and resp's
@@ -33,6 +47,14 @@ func switchAsked(req *http.Request, resp *http.Response) bool {
 		}
 	}
 	return true
+}
+
+// switchListed reports whether resp, a 101 that switchAsked refuses,
+// switches to one of the protocols req lists in its Upgrade.
+func switchListed(req *http.Request, resp *http.Response) bool {
+	answered := strings.TrimSpace(upgradeOf(resp.Header))
+	return answered != "" && upgradeOf(req.Header) != "" &&
+		httpguts.HeaderValuesContainsToken(req.Header["Upgrade"], answered)
 }
 
 // upgradeOf is the protocol h switches to, or asks to: its Upgrade, when

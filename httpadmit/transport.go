@@ -59,7 +59,9 @@ import (
 //     for). So is a switch to one protocol of several the request lists,
 //     as httputil.ReverseProxy refuses it: it takes a switch only to the
 //     request's Upgrade as a whole, and never closes the body of one it
-//     refuses;
+//     refuses. That one counts as Cancelled, not as the destination's
+//     failure: RFC 9110 lets it choose from the list, which the caller
+//     (for a proxy, its client) wrote;
 //   - an error from base releases it before RoundTrip returns, and counts as
 //     a failure for the group's breaker unless it is a cancellation; so
 //     does a nil response with a nil error from a faulty base, which
@@ -515,6 +517,10 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		// caller's: closed here, it frees the slot before RoundTrip returns.
 		if resp.Body != nil {
 			_ = resp.Body.Close()
+		}
+		if switchListed(req, resp) {
+			x.err = errListedSwitch
+			return errListedSwitchOutcome
 		}
 		x.err = errUnaskedSwitch
 		return errUnaskedSwitch
