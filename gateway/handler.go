@@ -169,6 +169,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "a method override to TRACE, TRACK or CONNECT is not proxied", 0)
 		return
 	}
+	if r.Method != http.MethodHead && anyOverride(r.Header, r.URL.RawQuery, headMethod) {
+		// A backend running the request as a HEAD (Express with
+		// method-override) answers its Content-Length without the body,
+		// framed by a server that saw another method:
+		// the transport waited for the body to the request's deadline,
+		// holding the slot, and counted the 504 against the backend's
+		// breaker, which any client could so open for every tenant.
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "a method override to HEAD is not proxied", 0)
+		return
+	}
 	if r.ProtoMajor == 2 && r.Method == "PRI" {
 		// The HTTP/2 connection preface ("PRI * HTTP/2.0") on an HTTP/1
 		// connection, which net/http hands to the handler (a real HTTP/2
