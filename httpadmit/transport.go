@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
 )
@@ -34,7 +36,9 @@ import (
 // while the request waited or by the time it was admitted. A request with
 // an invalid tenant or weight is not sent either; its error matches
 // ErrInvalidTenant or ErrInvalidWeight (or is the function's own, when it
-// matches ErrUnavailable). A panic in the tenant or weight
+// matches ErrUnavailable). Nor is one whose method is not a token (RFC 9110
+// section 9.1), which net/http's transport would refuse: it takes no slot,
+// and counts as nothing of its destination's. A panic in the tenant or weight
 // function goes on to RoundTrip's caller, the request's body closed and no
 // slot taken.
 //
@@ -200,6 +204,14 @@ func (t *transport) admissionOf(req *http.Request) (group string, weight int, er
 			closeBody(req)
 		}
 	}()
+	if req.Method != "" && !httpguts.ValidHeaderFieldName(req.Method) {
+		// Not a token (RFC 9110 9.1), as net/http's transport would refuse
+		// it: an HTTP/2 server hands such a method ("G T") to its handler,
+		// and a proxy passes it on. Sent to base, its refusal counted as
+		// the destination's failure, which any client of the proxy could
+		// so trip.
+		return "", 0, fmt.Errorf("httpadmit: invalid method %.128q", req.Method)
+	}
 	if group, err = t.tenant(req); err != nil {
 		return "", 0, err
 	}
