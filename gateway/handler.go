@@ -172,10 +172,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead && anyOverride(r.Header, r.URL.RawQuery, headMethod) {
 		// A backend running the request as a HEAD (Express with
 		// method-override) answers its Content-Length without the body,
-		// framed by a server that saw another method:
-		// the transport waited for the body to the request's deadline,
-		// holding the slot, and counted the 504 against the backend's
-		// breaker, which any client could so open for every tenant.
+		// framed by a server that saw another method: the transport
+		// waited for the body to the request's deadline, holding the
+		// slot, and counted the 504 against the backend's breaker, which
+		// any client could so open for every tenant.
 		g.m.rejected.WithLabelValues("method").Inc()
 		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "a method override to HEAD is not proxied", 0)
 		return

@@ -44,11 +44,11 @@ func anyOverride(h http.Header, q string, f func(method string) bool) bool {
 	return found
 }
 
-// refusedMethod reports whether method, in any case, is one the gateway
-// never proxies: TRACE, TRACK (IIS's TRACE) and CONNECT.
 // headMethod reports whether method, an override's, is HEAD, in any case.
 func headMethod(method string) bool { return strings.EqualFold(method, http.MethodHead) }
 
+// refusedMethod reports whether method, in any case, is one the gateway
+// never proxies: TRACE, TRACK (IIS's TRACE) and CONNECT.
 func refusedMethod(method string) bool {
 	return strings.EqualFold(method, http.MethodTrace) || strings.EqualFold(method, "TRACK") ||
 		strings.EqualFold(method, http.MethodConnect)
