@@ -45,13 +45,14 @@
 //     certificate that names no tenant (an empty claim or common name),
 //     and, with tenant.require, for a request without a bearer token in
 //     Authorization;
-//   - 501 for CONNECT, TRACE and TRACK, in any case, and for a method
-//     override naming one of them, or naming HEAD on a request other than
-//     a HEAD, in a header or a _method query parameter (not in the body),
-//     which are never proxied; 505 for the HTTP/2 connection preface on
-//     an HTTP/1 connection (HTTP/2 is served over TLS only); 400 for an
-//     HTTP/2 request whose method is no token, which net/http refuses
-//     over HTTP/1 itself;
+//   - 501 for CONNECT, TRACE and TRACK, in any case, for HEAD in another
+//     case (head), and for a method override naming one of them, or
+//     naming HEAD on a request other than a HEAD, in a header or a _method
+//     query parameter (not in the body), which are never proxied; 505 for
+//     the HTTP/2 connection preface on an HTTP/1 connection (HTTP/2 is
+//     served over TLS only); 400 for an HTTP/2 request whose method is no
+//     token, or whose query has a space, which net/http refuses over
+//     HTTP/1 itself;
 //   - 502 when the backend fails, 504 when it misses the request's deadline
 //     or the deadline passes while the request waits in its group;
 //   - 413 for a body over the cap (as received, or decoded), 415 for a

@@ -169,6 +169,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "a method override to TRACE, TRACK or CONNECT is not proxied", 0)
 		return
 	}
+	if r.Method != http.MethodHead && headMethod(r.Method) {
+		// "head" or "Head" is no HEAD to the transport, which reads the
+		// body the answer's Content-Length announces; a backend that
+		// upper-cases the method (gunicorn with casefold_http_method,
+		// Symfony behind Apache) answers it as a HEAD, without the body:
+		// the transport waited for it to the deadline, as for an override
+		// to HEAD below.
+		g.m.rejected.WithLabelValues("method").Inc()
+		g.refuse(w, x, http.StatusNotImplemented, "method_not_supported", "HEAD in another case than HEAD is not proxied", 0)
+		return
+	}
 	if r.Method != http.MethodHead && anyOverride(r.Header, r.URL.RawQuery, headMethod) {
 		// A backend running the request as a HEAD (Express with
 		// method-override) answers its Content-Length without the body,
