@@ -147,6 +147,11 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	g.transport.Proxy = nil // the backends are named in the config, never reached through the environment's proxy
 	g.transport.MaxIdleConnsPerHost = 256
+	// A backend's headers, those of each informational answer too, are
+	// held to what a client's are: net/http's default, 10 MiB, kept for
+	// as long as a slow client takes the answer, would leave memory
+	// bounded by no buffer the config sets.
+	g.transport.MaxResponseHeaderBytes = int64(cfg.MaxHeaderBytes)
 	g.transport.DialContext = g.conns.dial
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: rewrite, // the transport picks the backend
