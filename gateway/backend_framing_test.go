@@ -1,0 +1,136 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+)
+
+// rawBackend serves each connection with serve, given the connection and a
+// reader of it, as a backend that writes its answers byte for byte; it is
+// closed at the end of the test.
+func rawBackend(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// readHead reads a request's line and headers from br, reporting whether
+// it read them whole. The gateway sends a body's length, and none here.
+func readHead(br *bufio.Reader) bool {
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		if line == "\r\n" {
+			return true
+		}
+	}
+}
+
+// A backend's answer is framed as net/http's transport reads it, as
+// docs/gateway.md says: chunks before a Content-Length beside them, a
+// length before the connection's close. One it frames wrong is the
+// backend's failure, a 502 counted by its breaker: a body its close cuts
+// short, a Transfer-Encoding other than chunked, two lengths that differ.
+func TestBackendFraming(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		status       int // the client's
+		body         string
+	}{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 200, "hello"},
+		{"chunks over a length", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 200, "hello"},
+		{"to the close", "HTTP/1.1 200 OK\r\n\r\nhello", 200, "hello"},
+		{"bare line feeds", "HTTP/1.1 200 OK\nContent-Length: 5\n\nhello", 200, "hello"},
+		{"a length twice", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello", 200, "hello"},
+		{"cut short by the close", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", 502, ""},
+		{"two lengths", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 502, ""},
+		{"a negative length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nhello", 502, ""},
+		{"gzip, chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 502, ""},
+		{"identity", "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\nhello", 502, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
+				if readHead(br) {
+					io.WriteString(c, tc.answer)
+				}
+			})
+			gw := start(t, url, minimal+"breaker: {consecutive_failures: 1, timeout: 1h}\n")
+			resp, body := do(t, client(t), http.MethodGet, gw.url, "a", nil)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d %q, want %d", resp.StatusCode, body, tc.status)
+			}
+			open := metric(t, gw.gw.Metrics(), "breaker_state", "backend", url)
+			if tc.status == http.StatusBadGateway {
+				if code, _, _ := refusal(t, body); code != "backend_error" || open != 1 {
+					t.Errorf("%q, breaker_state %v: want backend_error and the breaker open", body, open)
+				}
+			} else if body != tc.body || open != 0 {
+				t.Errorf("%q, breaker_state %v: want %q and the breaker closed", body, open, tc.body)
+			}
+		})
+	}
+}
+
+// Bytes a backend sends past the end of an answer (more than its
+// Content-Length), arriving with it, close its connection: the next
+// request, another tenant's, gets its own answer, never those bytes.
+func TestBackendBytesPastTheAnswerDropped(t *testing.T) {
+	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
+		for readHead(br) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal"+
+				"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+		}
+	})
+	gw := start(t, url, minimal)
+	c := &http.Client{} // keeps its connection to the gateway, as the gateway keeps its own
+	defer c.CloseIdleConnections()
+	for i, tenant := range []string{"a", "b", "a", "b"} {
+		resp, body := do(t, c, http.MethodGet, gw.url, tenant, nil)
+		if resp.StatusCode != 200 || body != "real" {
+			t.Errorf("request %d, tenant %s: %d %q, want 200 real", i, tenant, resp.StatusCode, body)
+		}
+	}
+}
+
+// A body shorter than its length, the backend's connection left open, is
+// waited for to the request's deadline: a 504, the backend's failure.
+func TestBackendShortBodyKeptOpen(t *testing.T) {
+	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
+		if readHead(br) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello")
+			io.Copy(io.Discard, br) // until the gateway gives up and closes
+		}
+	})
+	gw := start(t, url, minimal+"timeouts: {upstream: 1s}\nbreaker: {consecutive_failures: 1, timeout: 1h}\n")
+	resp, body := do(t, client(t), http.MethodGet, gw.url, "a", nil)
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("%d %q, want 504 upstream_timeout", resp.StatusCode, body)
+	}
+	if code, _, _ := refusal(t, body); code != "upstream_timeout" {
+		t.Errorf("504 %q, want upstream_timeout", body)
+	}
+	if open := metric(t, gw.gw.Metrics(), "breaker_state", "backend", url); open != 1 {
+		t.Errorf("breaker_state %v, want the breaker open", open)
+	}
+}
