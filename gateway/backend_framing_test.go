@@ -51,7 +51,8 @@ func readHead(br *bufio.Reader) bool {
 // docs/gateway.md says: chunks before a Content-Length beside them, a
 // length before the connection's close. One it frames wrong is the
 // backend's failure, a 502 counted by its breaker: a body its close cuts
-// short, a Transfer-Encoding other than chunked, two lengths that differ.
+// short, a Transfer-Encoding other than chunked, two lengths that differ,
+// a Trailer header naming Content-Length.
 func TestBackendFraming(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer string
@@ -68,6 +69,7 @@ func TestBackendFraming(t *testing.T) {
 		{"a negative length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nhello", 502, ""},
 		{"gzip, chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 502, ""},
 		{"identity", "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\nhello", 502, ""},
+		{"a length announced as a trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Content-Length\r\n\r\n5\r\nhello\r\n0\r\nContent-Length: 9\r\n\r\n", 502, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
