@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -36,14 +37,23 @@ func rawBackend(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
 // readHead reads a request's line and headers from br, reporting whether
 // it read them whole. The gateway sends a body's length, and none here.
 func readHead(br *bufio.Reader) bool {
+	_, ok := readHeadText(br)
+	return ok
+}
+
+// readHeadText reads a request's line and headers from br, and reports
+// whether it read them whole.
+func readHeadText(br *bufio.Reader) (string, bool) {
+	var head strings.Builder
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
-			return false
+			return "", false
 		}
 		if line == "\r\n" {
-			return true
+			return head.String(), true
 		}
+		head.WriteString(line)
 	}
 }
 

@@ -50,6 +50,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if retryable(req) {
 		tries = maxTries
 	}
+	// A request the gateway does not retry (a GET overridden to POST) is
+	// not sent again by net/http's transport either: the backend would
+	// run it twice when a kept-alive connection closed under it.
+	once := tries == 1 && replayedUnasked(req)
 	wait := backoffMin + rand.N(backoffMax-backoffMin)
 	var err error
 	for i := range tries {
@@ -80,6 +84,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		u := *req.URL
 		out.URL = &u
 		(&httputil.ProxyRequest{Out: out}).SetURL(st.backends[b])
+		if once {
+			out.Body = unreplayable{}
+		}
 		var resp *http.Response
 		resp, err = t.base.RoundTrip(out)
 		switch {
