@@ -83,7 +83,9 @@
 // Requests with an idempotent method (and a method override, if any,
 // naming one) and no body are retried on transport errors, at most 3
 // tries, with jittered exponential backoff (50-100 ms, doubling, capped at
-// 2 s), each try on the next backend whose breaker lets it through. A tenant over its rate limit (golang.org/x/time/rate) is
+// 2 s), each try on the next backend whose breaker lets it through; any
+// other request is sent once, net/http's transport kept from sending it
+// again. A tenant over its rate limit (golang.org/x/time/rate) is
 // refused before its body is read; every refusal's Retry-After comes from
 // the state that refused (the bucket's delay, the breaker's time left, the
 // queue's depth over its drain rate).
