@@ -120,6 +120,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusBadRequest, "bad_method", "the method is not a token (RFC 9110 9.1)", 0)
 		return
 	}
+	if r.ProtoMajor == 2 && strings.IndexByte(r.URL.RawQuery, ' ') >= 0 {
+		// A space ends an HTTP/1 request-target: net/http refuses one in
+		// it as it reads the request line, but serves it in an HTTP/2
+		// :path, and the transport writes the query as it is into the
+		// backend's request line ("GET /?x HTTP/1.0 y HTTP/1.1"), which
+		// each backend splits its own way. (A space in the path is
+		// escaped.) Refused as net/http refuses it over HTTP/1.
+		g.m.rejected.WithLabelValues("target").Inc()
+		g.refuse(w, x, http.StatusBadRequest, "bad_target", "the query has a space (RFC 3986 3.4)", 0)
+		return
+	}
 	if r.Method == http.MethodOptions && r.RequestURI == "*" {
 		// About the server, not a resource of a backend's: answered here,
 		// as net/http would, once the check above has run.
