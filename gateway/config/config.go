@@ -61,8 +61,10 @@ type Config struct {
 	HTTP2MaxStreams int `yaml:"http2_max_streams"`
 	// MaxHeaderBytes caps the request line and headers, on the admin
 	// address too: net/http answers 431 beyond it plus 4 KiB, the slack
-	// its reader allows over http.Server.MaxHeaderBytes. At most
-	// MaxHeaderBytesLimit. Default DefaultMaxHeaderBytes.
+	// its reader allows over http.Server.MaxHeaderBytes. It caps a
+	// backend's answer's headers too, each informational answer's: one
+	// with more is a 502. At most MaxHeaderBytesLimit. Default
+	// DefaultMaxHeaderBytes.
 	MaxHeaderBytes int        `yaml:"max_header_bytes"`
 	Tenant         Tenant     `yaml:"tenant"`     // where a request's tenant is read from, and whom to trust for it
 	Limits         Limits     `yaml:"limits"`     // package policy's limits, with its defaults
