@@ -56,9 +56,9 @@
 // The server interceptors send, with each refusal, the
 // grpc-retry-pushback-ms trailer that a gRPC client's retry policy reads
 // (gRFC A6; grpc-go's ignores RetryInfo): RetryInfo's delay, in whole
-// milliseconds rounded up, where RetryInfo is sent, so that a client whose
-// policy lists the code retries after that delay instead of its own
-// backoff; -1, which stops the client's retries, for an invalid tenant or
+// milliseconds rounded up (at most 2^31-1), where RetryInfo is sent, so
+// that a client whose policy lists the code retries after that delay
+// instead of its own backoff; -1, which stops the client's retries, for an invalid tenant or
 // weight, a weight above a limit and a misconfigured server, where a retry
 // would meet the same refusal; none for a call whose context ended or a
 // rejection handler's own status.

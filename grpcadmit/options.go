@@ -109,8 +109,9 @@ func WithDefaultGroup(group string) Option {
 }
 
 // WithRetryAfter sets the delay in the RetryInfo detail of refusals, and in
-// their grpc-retry-pushback-ms trailer, in milliseconds rounded up (default
-// DefaultRetryAfter). A refusal by an open group breaker is sent the time
+// their grpc-retry-pushback-ms trailer, in milliseconds rounded up and at
+// most 2^31-1, about 24.8 days, the longest every gRPC client reads
+// (default DefaultRetryAfter). A refusal by an open group breaker is sent the time
 // the breaker has left before it lets a probe through instead, when that is
 // longer: a call retried sooner would only be refused again. d must be > 0.
 func WithRetryAfter(d time.Duration) Option {

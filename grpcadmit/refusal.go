@@ -2,6 +2,7 @@ package grpcadmit
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -90,11 +91,12 @@ const pushbackKey = "grpc-retry-pushback-ms"
 
 // pushback returns the grpc-retry-pushback-ms value of a refusal for r: the
 // RetryInfo delay, in whole milliseconds rounded up (0 would retry at
-// once), where a later try may be admitted; -1 where a retry would meet
-// the same refusal (an invalid tenant or weight, a weight above a limit, a
-// misconfigured server), so that a retry policy listing the code
-// (ResourceExhausted, Internal) does not spend its attempts on it; none for
-// a call whose context ended, which gRPC does not retry.
+// once) and at most maxPushback, where a later try may be admitted; -1
+// where a retry would meet the same refusal (an invalid tenant or weight,
+// a weight above a limit, a misconfigured server), so that a retry policy
+// listing the code (ResourceExhausted, Internal) does not spend its
+// attempts on it; none for a call whose context ended, which gRPC does not
+// retry.
 func pushback(r adapt.Reason, retryAfter time.Duration) string {
 	switch r {
 	case adapt.InvalidTenant, adapt.InvalidWeight, adapt.TooHeavy, adapt.Misconfigured:
@@ -107,8 +109,16 @@ func pushback(r adapt.Reason, retryAfter time.Duration) string {
 	if retryAfter%time.Millisecond > 0 {
 		ms++ // rounded up without adding to retryAfter, which could overflow
 	}
-	return strconv.FormatInt(int64(ms), 10)
+	return strconv.FormatInt(min(int64(ms), maxPushback), 10)
 }
+
+// maxPushback is the longest pushback sent, in milliseconds (about 24.8
+// days): the longest that every gRPC client reads as a delay. grpc-java
+// parses the value as an int, and stops retrying on a longer one; grpc-go
+// multiplies it by a millisecond, which overflows past 2^63-1 ns into a
+// negative delay, so that WithRetryAfter's longest Duration, meant as "not
+// soon", retried at once. A client's deadline ends its wait long before.
+const maxPushback = math.MaxInt32
 
 // sendPushback sets, with set, the pushback trailer of a server's refusal
 // err, and returns err.
