@@ -75,10 +75,13 @@
 // executor stops the call (Close, ShutdownGroup's deadline), but its
 // RecvMsg and SendMsg wait on gRPC's own context, which only the client or
 // the server's end cancels: a handler blocked in RecvMsg for a client that
-// sends nothing keeps its slot, and keeps Close waiting, until the client
-// sends or closes. A handler that must stop with the executor watches
-// ss.Context() beside its receives (a goroutine that receives, the handler
-// selecting on both), as it would for any server-side cancellation.
+// sends nothing, or in SendMsg for one that reads nothing (its flow-control
+// window stays shut), keeps its slot, and keeps Close waiting, until the
+// client sends, reads or closes. A handler that must stop with the
+// executor watches ss.Context() beside its receives and sends (a goroutine
+// that receives or sends, the handler selecting on it and the context), as
+// it would for any server-side cancellation: once the handler returns,
+// gRPC ends the stream, and the blocked call with it.
 //
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with
