@@ -83,6 +83,16 @@
 // it would for any server-side cancellation: once the handler returns,
 // gRPC ends the stream, and the blocked call with it.
 //
+// A handler that answers the cancellation of its call's context once the
+// executor stopped the call (Close, ShutdownGroup's deadline), as handlers
+// do (ctx.Err(), or its status), while the caller had not cancelled it,
+// has its answer sent as codes.Unavailable with RetryInfo and a pushback,
+// as a call the shutdown refused: sent as it was, Canceled would tell the
+// caller that it had cancelled the call itself, and a retry policy, which
+// retries Unavailable on another server but never Canceled, would give
+// up. The call counts as Cancelled; errors.Is finds the handler's error
+// and context.Canceled in the error the interceptor returns.
+//
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with
 // a code that says the server failed: Unknown, Internal, Unavailable and

@@ -253,8 +253,12 @@ var errRefusedHere = fmt.Errorf("grpcadmit: the handler answered with a refusal 
 // admitted, in the same goroutine, with the context Do gives (the call's, or
 // one derived from it that the executor's shutdown deadline or Close also
 // cancels): executor.GroupFromContext of it returns the group the call was
-// admitted under, its tenant or the default group. The handler's response and error are returned unchanged. It
-// panics if ex is nil or an option is invalid.
+// admitted under, its tenant or the default group. The handler's response
+// and error are returned unchanged, but for a cancellation it answers once
+// the executor stopped the call (Close, ShutdownGroup's deadline) while its
+// caller had not cancelled it, sent as codes.Unavailable with RetryInfo
+// (see the package documentation). It panics if ex is nil or an option is
+// invalid.
 func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnaryServerInterceptor {
 	a := newServerAdmitter(ex, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -269,7 +273,7 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 		c := unaryCalls.Get().(*unaryCall)
 		c.a, c.handler, c.req = a, handler, req
 		err = a.ex.DoWeighted(ctx, group, weight, c.fn)
-		resp, herr, ran, returned := c.resp, c.err, c.ran, c.returned
+		resp, herr, ran, returned, stopped := c.resp, c.err, c.ran, c.returned, c.stopped
 		*c = unaryCall{fn: c.fn} // drop the call before the next one reuses c
 		unaryCalls.Put(c)
 		if !ran {
@@ -278,7 +282,7 @@ func UnaryServerInterceptor(ex *executor.Executor, opts ...Option) grpc.UnarySer
 		if !returned {
 			return nil, notReturned(err)
 		}
-		return resp, herr
+		return resp, a.answer(ctx, stopped, herr, func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) })
 	}
 }
 
@@ -301,6 +305,7 @@ type unaryCall struct {
 	err      error
 	ran      bool
 	returned bool                        // the handler returned: it did not panic
+	stopped  bool                        // Do's context had ended as the handler returned (answer)
 	fn       func(context.Context) error // run, bound to this call
 }
 
@@ -318,7 +323,7 @@ func (c *unaryCall) run(ctx context.Context) error {
 		ctx = c.a.watched(ctx, w)
 	}
 	c.resp, c.err = c.handler(ctx, c.req)
-	c.returned = true
+	c.returned, c.stopped = true, ctx.Err() != nil
 	if w.sendFailed(c.err) {
 		return errHeaderClosed
 	}
@@ -329,8 +334,9 @@ func (c *unaryCall) run(ctx context.Context) error {
 // with ex.DoWeighted for its tenant and runs the handler once it is admitted. The
 // stream holds its slot until the handler returns: for its whole life. The
 // handler's stream reports the context Do gives as its Context, of which
-// executor.GroupFromContext returns the stream's group. It panics if
-// ex is nil or an option is invalid.
+// executor.GroupFromContext returns the stream's group. The handler's
+// error is returned as UnaryServerInterceptor returns a unary handler's.
+// It panics if ex is nil or an option is invalid.
 func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
 	a := newServerAdmitter(ex, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -342,14 +348,14 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		if err != nil {
 			return sendPushback(err, ss.SetTrailer)
 		}
-		ran, returned := false, false
+		ran, returned, stopped := false, false, false
 		var herr error
 		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
 			s := &stream{ServerStream: ss}
 			s.ctx = a.watched(ctx, &s.sendWatch)
 			herr = handler(srv, s)
-			returned = true
+			returned, stopped = true, ctx.Err() != nil
 			if herr != nil {
 				if s.received(herr) {
 					return errReceived
@@ -366,7 +372,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		if !returned {
 			return notReturned(err)
 		}
-		return herr
+		return a.answer(ss.Context(), stopped, herr, ss.SetTrailer)
 	}
 }
 

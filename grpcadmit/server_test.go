@@ -424,7 +424,8 @@ func TestInvalidOptionsPanic(t *testing.T) {
 	}
 }
 
-// Close cancels the context of the streams being served.
+// Close cancels the context of the streams being served; a caller that did
+// not cancel gets the handler's cancellation as Unavailable (answer).
 func TestStreamContextEndsOnClose(t *testing.T) {
 	ex := newExec(t, nil)
 	g := newGate()
@@ -436,8 +437,8 @@ func TestStreamContextEndsOnClose(t *testing.T) {
 	cs.CloseSend()
 	<-g.entered
 	ex.Close()
-	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Canceled {
-		t.Errorf("stream ended with %v, want Canceled from the executor's Close", err)
+	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Unavailable {
+		t.Errorf("stream ended with %v, want Unavailable from the executor's Close", err)
 	}
 }
 
