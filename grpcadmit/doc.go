@@ -83,6 +83,14 @@
 // it would for any server-side cancellation: once the handler returns,
 // gRPC ends the stream, and the blocked call with it.
 //
+// A client that vanishes without closing its connection (its host
+// crashed, the network dropped it, or it stopped answering on purpose)
+// keeps its calls, waiting or running, and their places, until their
+// deadlines, or for ever for calls without one: gRPC ends a call only
+// when its transport closes. Serve with keepalive.ServerParameters (Time
+// and Timeout), so that gRPC closes a connection whose peer no longer
+// answers its pings, ending its calls and freeing their places.
+//
 // A handler that answers the cancellation of its call's context once the
 // executor stopped the call (Close, ShutdownGroup's deadline), as handlers
 // do (ctx.Err(), or its status), while the caller had not cancelled it,
