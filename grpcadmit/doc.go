@@ -112,7 +112,12 @@
 // call) counts as Cancelled, whatever its code, and WithFailure does not
 // see it: the caller gave up on the call, which must neither open the
 // breaker (a dependency's cancelled call reported as Internal) nor close a
-// half-open one (a probe's DeadlineExceeded). The client interceptors also count
+// half-open one (a probe's DeadlineExceeded). A deadline the server gives
+// its calls itself (a timeout interceptor) is its own budget only if that
+// interceptor is chained after this one: chained before, it is the call's
+// deadline to this one, and a handler that runs out of it (its dependency
+// hanging) counts as Cancelled, so that the breaker never opens for it.
+// The client interceptors also count
 // DeadlineExceeded (ClientFailure): for a caller, a dependency that does not
 // answer in time has failed. A call that a client interceptor refused in
 // this process (a *RefusalError, whatever its code: a deadline that passed
