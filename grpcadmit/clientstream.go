@@ -55,6 +55,14 @@ import (
 // or in the admission that a rejection handler ran on another goroutine
 // (RunInCaller), goes on to the caller too, no stream created and the
 // slot freed first.
+//
+// A stream interceptor that opens a stream more than once (one that
+// retries a failed attempt) is chained before this one, so that each
+// attempt is admitted on its own. Chained after it, it passes on to each
+// attempt the call options this interceptor adds (grpc.OnFinish, which
+// tells it that gRPC ended the stream), and the end of the first attempt
+// ends the admission: the stream it opens again runs without a slot, and
+// the group admits another in its place.
 // It panics if ex is nil or an option is invalid.
 func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamClientInterceptor {
 	a := newClientAdmitter(ex, opts)
