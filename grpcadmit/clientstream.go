@@ -61,8 +61,10 @@ import (
 // attempt is admitted on its own. Chained after it, it passes on to each
 // attempt the call options this interceptor adds (grpc.OnFinish, which
 // tells it that gRPC ended the stream), and the end of the first attempt
-// ends the admission: the stream it opens again runs without a slot, and
-// the group admits another in its place.
+// ends the admission, and the context the attempts are made with: the
+// stream it opens again fails with codes.Canceled, or, when it is opened
+// before that context ends, runs without a slot while the group admits
+// another in its place.
 // It panics if ex is nil or an option is invalid.
 func StreamClientInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamClientInterceptor {
 	a := newClientAdmitter(ex, opts)
