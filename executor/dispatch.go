@@ -3,7 +3,6 @@ package executor
 import (
 	"math"
 	"sync"
-	"time"
 
 	"github.com/groupexec/groupexec/internal/queue"
 	"github.com/groupexec/groupexec/policy"
@@ -193,7 +192,6 @@ func (ex *Executor) beginTurnLocked(g *group) {
 // held; each group's is taken in turn.
 func (ex *Executor) dispatchLocked(b *batch) {
 	d := &ex.disp
-	var now time.Duration
 	for n := d.ready.Front(); n != nil; n = d.ready.Front() {
 		g := n.Value
 		if d.turn != g && ex.global.used.Load() >= ex.global.limit.Load() {
@@ -207,13 +205,15 @@ func (ex *Executor) dispatchLocked(b *batch) {
 		}
 		j := g.headLocked()
 		if ex.timeout > 0 {
-			if now == 0 {
-				now = ex.since()
-			}
+			// Read under g's lock, for each group: a reading taken
+			// before it (at the pass's first group) is older by the wait
+			// for this lock, and a head whose deadline passed meanwhile
+			// would start, having waited longer than the timeout.
+			now := ex.since()
 			if now-j.submitted >= ex.timeout {
 				ex.removeWaitingLocked(g, j, Rejected)
 				b.expired.add(j)
-				ex.armLocked(g, ex.since()) // now may be from before g's lock
+				ex.armLocked(g, now)
 				ex.endLocked(g, b)
 				g.mu.Unlock()
 				continue
