@@ -1,0 +1,65 @@
+package executor_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// TestHeadMadeTooHeavyAfterLoweringDoesNotHoldOtherGroups: a task that
+// fitted the global limit when it was admitted, queued behind a lighter
+// one, becomes its group's head only after the limit was lowered under its
+// weight. It waits, holding its group's queue, but other groups' tasks
+// waiting for global room start: the lowered limit delays no other group,
+// whichever of the dispatcher or a finish in its group made it the head.
+func TestHeadMadeTooHeavyAfterLoweringDoesNotHoldOtherGroups(t *testing.T) {
+	for _, share := range []int{1, 3} {
+		for _, conc := range []int{3, 5} { // 3: held by its own limit too while light runs
+			t.Run(fmt.Sprintf("share%d/conc%d", share, conc), func(t *testing.T) {
+				ex := newExec(t, []policy.Option{
+					policy.WithGlobalMaxInFlight(3),
+					policy.WithDefaultMaxConcurrency(5),
+					policy.WithGroupMaxConcurrency("g", conc),
+					policy.WithGroupShare("g", share),
+				})
+				c := newCrew()
+				holder := c.submit(t, ex, "holder", "holder", 3)
+				c.waitStarted(t, 1)
+				light := c.submit(t, ex, "g", "light", 1)
+				heavy := c.submit(t, ex, "g", "heavy", 3) // fits the limit of 3 now
+				others := []*executor.Handle[string]{c.submit(t, ex, "x", "x1", 1), c.submit(t, ex, "y", "y1", 1)}
+				checkUse(t, ex, 3, 4)
+
+				if err := ex.SetGlobalMaxInFlight(2); err != nil {
+					t.Fatal(err)
+				}
+				c.finish(t, holder)
+				// light starts, then heavy is g's head: 3 > 2, it waits;
+				// x1 or y1 takes the room left.
+				got := c.waitStarted(t, 2)
+				if got[0] != "light" && got[1] != "light" {
+					t.Fatalf("started %v, want light among them", got)
+				}
+				c.finish(t, light) // a finish in g, with heavy its head
+				// The other of x1 and y1 must start now: room is 1 of 2 used.
+				got = append(got, c.waitStarted(t, 1)...)
+				for _, h := range others {
+					c.finish(t, h)
+				}
+				if isDone(heavy) {
+					t.Fatal("heavy completed while heavier than the limit")
+				}
+				if err := ex.SetGlobalMaxInFlight(3); err != nil {
+					t.Fatal(err)
+				}
+				if s := c.waitStarted(t, 1); s[0] != "heavy" {
+					t.Fatalf("started %v, want heavy", s)
+				}
+				c.finish(t, heavy)
+				checkUse(t, ex, 0, 0)
+			})
+		}
+	}
+}
