@@ -25,7 +25,7 @@ const OverflowGroup = "_overflow"
 // error matching ErrInvalidTenant when the key breaks config.ValidTenant
 // (with tenant.from path, an empty segment followed by more path too, a
 // path that a lenient backend would read with a dot-segment or as naming
-// another tenant, see lenientPath and pathInfos, and a query that names
+// another tenant, see lenientPath, casePrefix and pathInfos, and a query that names
 // another tenant's path or has a parameter a backend routes by, see
 // pathParam; with tenant.from host, a port that is not a
 // number),
@@ -105,11 +105,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 			// A backend may read the path otherwise than as sent: the
 			// key must be the one it names however it is read. A path
 			// with none of "%", ";", "\" and "//" reads the same every
-			// way, and costs nothing more.
+			// way, and costs nothing more, but a comparison of its
+			// start with the prefix in any case (casePrefix).
 			lp := p
 			if strings.ContainsAny(p, "%;\\") || strings.Contains(p, "//") {
 				lp = lenientPath(p)
 			}
+			lp = casePrefix(lp, t.PathPrefix)
 			if hasDotSegment(lp) {
 				// "/x/../t/acme" names no tenant as sent, but a backend
 				// that cleans it serves acme's path, under the default
@@ -121,11 +123,13 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				return "", ErrInvalidTenant
 			}
 			if lp != p {
-				// "//t/acme", "/t;v=1/acme", "/t\acme", "/%74/acme" name
-				// no tenant as sent, but a backend that merges slashes
-				// (nginx's merge_slashes, a router that cleans paths),
-				// drops path parameters, takes a backslash for a slash
-				// or decodes escapes before it routes serves acme's path.
+				// "//t/acme", "/t;v=1/acme", "/t\acme", "/%74/acme" and
+				// "/T/acme" name no tenant as sent, but a backend that
+				// merges slashes (nginx's merge_slashes, a router that
+				// cleans paths), drops path parameters, takes a
+				// backslash for a slash, decodes escapes or matches
+				// paths without regard to case before it routes serves
+				// acme's path.
 				if lk, err := pathKey(lp, t.PathPrefix); err != nil || lk != key {
 					return "", ErrInvalidTenant
 				}
@@ -135,7 +139,7 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// PHP runs index.php with the rest as its PATH_INFO, and
 				// Symfony and Laravel, which strip the script's name
 				// from the path, route it as "/t/victim/x".
-				if ik, err := pathKey(info, t.PathPrefix); err != nil || ik != "" && ik != key {
+				if ik, err := pathKey(casePrefix(info, t.PathPrefix), t.PathPrefix); err != nil || ik != "" && ik != key {
 					return "", ErrInvalidTenant
 				}
 			}
@@ -145,7 +149,7 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// nothing past the script, as the path (the form nginx
 				// setups rewrite to).
 				q, _, _ = strings.Cut(q, "?")
-				if qk, err := pathKey(lenientPath(q), t.PathPrefix); err != nil || qk != "" && qk != key {
+				if qk, err := pathKey(casePrefix(lenientPath(q), t.PathPrefix), t.PathPrefix); err != nil || qk != "" && qk != key {
 					return "", ErrInvalidTenant
 				}
 			}
@@ -218,6 +222,18 @@ func pathKey(p, prefix string) (string, error) {
 		return "", ErrInvalidTenant
 	}
 	return key, nil
+}
+
+// casePrefix returns p with its start written as prefix when it is prefix
+// in another case ("/T/acme" for "/t"), else p itself: the path as a
+// backend matching paths without regard to case reads it. Express and
+// ASP.NET Core route so by default, and IIS serves files so; each serves
+// "/T/acme/x" as acme's path, which names no tenant as sent.
+func casePrefix(p, prefix string) string {
+	if len(p) < len(prefix) || strings.HasPrefix(p, prefix) || !strings.EqualFold(p[:len(prefix)], prefix) {
+		return p
+	}
+	return prefix + p[len(prefix):]
 }
 
 // lenientPath returns the escaped path p as the most lenient backend reads
