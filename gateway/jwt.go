@@ -23,9 +23,10 @@ const maxTokenLen = 8 << 10
 // bearerToken returns the token of r's "Authorization: Bearer" header, or
 // ok false when r has none. The header is read as a backend reading it
 // most leniently would, so that the token the gateway verifies is the one
-// the backend acts on: a tab after the scheme is a space (a backend
-// splitting on any whitespace took "Bearer\t<token>" for the token, which
-// the gateway served as the default tenant); and two Authorization headers
+// the backend acts on: a tab, a no-break space or a next line (isBlank)
+// around the scheme is a space (a backend splitting on any whitespace took
+// "Bearer\t<token>" for the token, which the gateway served as the default
+// tenant); and two Authorization headers
 // are refused, since the gateway would verify one and a backend might read
 // the other, which no one verified. So is a request with an access_token
 // query parameter (see tokenParam).
@@ -40,11 +41,35 @@ func bearerToken(r *http.Request) (tok string, ok bool, err error) {
 	case len(vs) > 1:
 		return "", false, tokenError("more than one Authorization header")
 	}
-	i := strings.IndexAny(vs[0], " \t")
-	if i < 0 || !strings.EqualFold(vs[0][:i], "Bearer") {
+	v := trimBlanks(vs[0])
+	i := 0
+	for i < len(v) && !isBlank(v[i]) {
+		i++
+	}
+	if i == len(v) || !strings.EqualFold(v[:i], "Bearer") {
 		return "", false, nil
 	}
-	return strings.Trim(vs[0][i:], " \t"), true, nil
+	return trimBlanks(v[i:]), true, nil
+}
+
+// isBlank reports whether c separates the scheme from the token to some
+// backend: a space or a tab, and the bytes a backend decoding headers as
+// Latin-1 (WSGI and ASGI servers do) takes for whitespace, the no-break
+// space (0xA0) and next line (0x85), on which Python's str.split(), which
+// many backends split Authorization with, splits. net/http refuses the
+// other control characters in a header.
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == 0xa0 || c == 0x85 }
+
+// trimBlanks returns s without its leading and trailing blanks (isBlank),
+// byte by byte: strings.Trim would read 0xA0 and 0x85 as runes.
+func trimBlanks(s string) string {
+	for len(s) > 0 && isBlank(s[0]) {
+		s = s[1:]
+	}
+	for len(s) > 0 && isBlank(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // tokenParam is the query parameter RFC 6750 (2.3) lets a client send its

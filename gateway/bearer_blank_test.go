@@ -1,0 +1,54 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/clock"
+	"github.com/groupexec/groupexec/gateway"
+)
+
+// With tenant.from: bearer, a byte that a backend decoding headers as
+// Latin-1 (WSGI, ASGI) takes for whitespace, a no-break space (0xA0) or a
+// next line (0x85), separates "Bearer" from the token as a space does: a
+// backend splitting the header with Python's str.split() acts on that
+// token, which the gateway, reading no token, served as the default
+// tenant. A forged token so sent is refused 401.
+func TestBearerTokenAfterLatin1Blank(t *testing.T) {
+	secret, file := hmacSecretFile(t)
+	now := time.Unix(1_700_000_000, 0)
+	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
+		gateway.WithClock(clock.NewFake(now)))
+	sign := func(key []byte, tenant string) string {
+		return hs256(key, map[string]any{"tenant": tenant, "exp": now.Add(time.Minute).Unix()})
+	}
+	acme, forged := sign(secret, "acme"), sign([]byte(strings.Repeat("x", 32)), "victim")
+	c := client(t)
+	for _, tc := range []struct {
+		name, auth string
+		code       int
+		reads      string // the tenant the backend is told
+	}{
+		{"no-break space", "Bearer\xa0" + acme, 200, "acme"},
+		{"next line", "Bearer\x85" + acme, 200, "acme"},
+		{"leading no-break space", "\xa0Bearer " + acme, 200, "acme"},
+		{"trailing no-break space", "Bearer " + acme + "\xa0", 200, "acme"},
+		{"forged after a no-break space", "Bearer\xa0" + forged, 401, ""},
+		{"another scheme", "Basic\xa0YTpi", 200, "anonymous"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+		req.Header.Set("Authorization", tc.auth)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || tc.code == 200 && string(body) != tc.reads {
+			t.Errorf("%s: %d, the backend was told %q; want %d %s", tc.name, resp.StatusCode, body, tc.code, tc.reads)
+		}
+	}
+}
