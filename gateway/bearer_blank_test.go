@@ -52,3 +52,47 @@ func TestBearerTokenAfterLatin1Blank(t *testing.T) {
 		}
 	}
 }
+
+// With tenant.from: bearer, an Authorization header that is a token
+// without the scheme, or one a backend reads as hapi-auth-jwt2 does by
+// default (every "Bearer", in any case, and every space removed:
+// "<token>", "<token> Bearer"), is that token's tenant, or refused 401 when
+// the token is: the backend acted on the token, for a request the gateway
+// served as the default tenant. A header of another scheme, which no
+// such reading makes a token of, is served as before.
+func TestBearerTokenWithoutScheme(t *testing.T) {
+	secret, file := hmacSecretFile(t)
+	now := time.Unix(1_700_000_000, 0)
+	gw := start(t, tenantEcho(t), minimal+"tenant:\n  from: bearer\n  bearer: {hmac_secret_file: "+file+", claim: tenant}\n",
+		gateway.WithClock(clock.NewFake(now)))
+	sign := func(key []byte, tenant string) string {
+		return hs256(key, map[string]any{"tenant": tenant, "exp": now.Add(time.Minute).Unix()})
+	}
+	acme, forged := sign(secret, "acme"), sign([]byte(strings.Repeat("x", 32)), "victim")
+	c := client(t)
+	for _, tc := range []struct {
+		name, auth string
+		code       int
+		reads      string // the tenant the backend is told
+	}{
+		{"bare token", acme, 200, "acme"},
+		{"token then scheme", acme + " Bearer", 200, "acme"},
+		{"scheme glued on", "BEARER" + acme, 200, "acme"},
+		{"bare forged token", forged, 401, ""},
+		{"basic", "Basic YTpi", 200, "anonymous"},
+		{"digest", `Digest username="a.b", realm="c.d", nonce="e"`, 200, "anonymous"},
+		{"opaque key", "k3y", 200, "anonymous"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
+		req.Header.Set("Authorization", tc.auth)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || tc.code == 200 && string(body) != tc.reads {
+			t.Errorf("%s: %d, the backend was told %q; want %d %s", tc.name, resp.StatusCode, body, tc.code, tc.reads)
+		}
+	}
+}

@@ -26,7 +26,8 @@ const maxTokenLen = 8 << 10
 // the backend acts on: a tab, a no-break space or a next line (isBlank)
 // around the scheme is a space (a backend splitting on any whitespace took
 // "Bearer\t<token>" for the token, which the gateway served as the default
-// tenant); and two Authorization headers
+// tenant); a header without the scheme that a backend reads as a token is
+// that token (bareToken); and two Authorization headers
 // are refused, since the gateway would verify one and a backend might read
 // the other, which no one verified. So is a request with an access_token
 // query parameter (see tokenParam).
@@ -47,9 +48,55 @@ func bearerToken(r *http.Request) (tok string, ok bool, err error) {
 		i++
 	}
 	if i == len(v) || !strings.EqualFold(v[:i], "Bearer") {
+		if tok := bareToken(v); tok != "" {
+			return tok, true, nil
+		}
 		return "", false, nil
 	}
 	return trimBlanks(v[i:]), true, nil
+}
+
+// bareToken returns the Authorization header value v as hapi-auth-jwt2
+// reads it by default, every "Bearer" (in any case) and every space
+// removed, when that has the form of a compact JWS, the form
+// jsonwebtoken, which verifies it there, accepts; else "". So read,
+// "<token>" and "<token> Bearer" are the token, which the gateway, finding
+// no scheme of "Bearer", served as the default tenant while the backend
+// acted on the token. No other scheme's credentials have that form: Basic's
+// have no dot, Digest's and the like quotes and commas. A value without a
+// dot costs a byte search.
+func bareToken(v string) string {
+	if strings.IndexByte(v, '.') < 0 {
+		return ""
+	}
+	b := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		switch {
+		case v[i] == ' ':
+		case len(v)-i >= 6 && strings.EqualFold(v[i:i+6], "Bearer"):
+			i += 5
+		default:
+			b = append(b, v[i])
+		}
+	}
+	tok := string(b)
+	h, rest, _ := strings.Cut(tok, ".")
+	p, sig, ok := strings.Cut(rest, ".")
+	if !ok || h == "" || p == "" || !base64URL(h) || !base64URL(p) || !base64URL(sig) {
+		return ""
+	}
+	return tok
+}
+
+// base64URL reports whether s has only the characters of unpadded
+// base64url.
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := lower(s[i]); (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // isBlank reports whether c separates the scheme from the token to some
