@@ -14,9 +14,11 @@ import (
 // rateLimits holds the tenants' token buckets (golang.org/x/time/rate):
 // one per configured tenant with a rate limit of its own or the default
 // one, made up front, and one per unconfigured tenant under the default,
-// made on first use and kept in a bounded LRU. A tenant whose bucket was
-// dropped from the LRU starts again full, which is what it would have been
-// after idling that long; random keys can only cost the LRU's bound.
+// made on first use and kept in a bounded LRU; random keys can only cost
+// the LRU's bound. A tenant whose bucket was dropped from the LRU gets a
+// new one, with no more tokens than the dropped one would have had (see
+// rateLRU.floor): a client cannot refill a spent bucket by sending the
+// LRU's worth of made-up keys.
 //
 // A reload makes a new rateLimits from the old one: a bucket whose settings
 // did not change is carried over with its state, a changed one starts full,
@@ -40,6 +42,13 @@ type rateLRU struct {
 	max  int
 	lru  list.List // of *bucket, most recently used first
 	byID map[string]*list.Element
+	// floor bounds the tokens a bucket made afresh starts with: it holds
+	// as few as the emptiest bucket dropped while not yet refilled, and
+	// refills at the same rate. A dropped tenant may come back at once,
+	// and the LRU cannot tell it from a new one: each new bucket so starts
+	// with no more than that tenant's would have now. nil until such a
+	// bucket is dropped.
+	floor *rate.Limiter
 }
 
 type bucket struct {
@@ -105,9 +114,9 @@ func newRateLimits(cfg *config.Config, prev *rateLimits) *rateLimits {
 // longer configured among the unconfigured tenants' (adopt). It runs once
 // the reload that made rl can no longer be refused, before its state is
 // stored, so that the first request under it finds them.
-func (rl *rateLimits) commit() {
+func (rl *rateLimits) commit(now time.Time) {
 	for name, lim := range rl.adopt {
-		rl.lru.put(name, lim)
+		rl.lru.put(name, lim, now)
 	}
 	rl.adopt = nil
 }
@@ -142,7 +151,7 @@ func (rl *rateLimits) allow(tenant string, now time.Time) (time.Duration, bool) 
 		if rl.def == nil {
 			return 0, true
 		}
-		lim = rl.lru.get(tenant, rl.def)
+		lim = rl.lru.get(tenant, rl.def, now)
 	}
 	if lim == nil || lim.AllowN(now, 1) {
 		return 0, true
@@ -177,8 +186,8 @@ func (l *rateLRU) peek(tenant string) *rate.Limiter {
 	return nil
 }
 
-// put makes lim tenant's bucket, in place of any it has.
-func (l *rateLRU) put(tenant string, lim *rate.Limiter) {
+// put makes lim tenant's bucket, in place of any it has, at now.
+func (l *rateLRU) put(tenant string, lim *rate.Limiter, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.byID[tenant]; ok {
@@ -186,14 +195,13 @@ func (l *rateLRU) put(tenant string, lim *rate.Limiter) {
 		return
 	}
 	if l.lru.Len() >= l.max {
-		old := l.lru.Remove(l.lru.Back()).(*bucket)
-		delete(l.byID, old.tenant)
+		l.drop(now)
 	}
 	l.byID[tenant] = l.lru.PushFront(&bucket{tenant: tenant, lim: lim})
 }
 
-// get returns tenant's bucket, made with def if it has none.
-func (l *rateLRU) get(tenant string, def *config.RateLimit) *rate.Limiter {
+// get returns tenant's bucket, made with def at now if it has none.
+func (l *rateLRU) get(tenant string, def *config.RateLimit, now time.Time) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.byID[tenant]; ok {
@@ -201,10 +209,35 @@ func (l *rateLRU) get(tenant string, def *config.RateLimit) *rate.Limiter {
 		return e.Value.(*bucket).lim
 	}
 	if l.lru.Len() >= l.max {
-		old := l.lru.Remove(l.lru.Back()).(*bucket)
-		delete(l.byID, old.tenant)
+		l.drop(now)
 	}
 	b := &bucket{tenant: tenant, lim: newLimiter(def)}
+	if l.floor != nil {
+		take(b.lim, now, float64(b.lim.Burst())-l.floor.TokensAt(now))
+	}
 	l.byID[tenant] = l.lru.PushFront(b)
 	return b.lim
+}
+
+// drop removes the least recently used bucket, lowering the floor to its
+// tokens when it has not refilled yet.
+func (l *rateLRU) drop(now time.Time) {
+	old := l.lru.Remove(l.lru.Back()).(*bucket)
+	delete(l.byID, old.tenant)
+	left := old.lim.TokensAt(now)
+	if left >= float64(old.lim.Burst()) {
+		return // as full as a new bucket: dropping it gives nothing back
+	}
+	if l.floor == nil {
+		l.floor = rate.NewLimiter(old.lim.Limit(), old.lim.Burst())
+	}
+	take(l.floor, now, l.floor.TokensAt(now)-left)
+}
+
+// take removes n tokens, rounded up, from lim at now (at most its burst;
+// none when n is not positive).
+func take(lim *rate.Limiter, now time.Time, n float64) {
+	if k := min(int(math.Ceil(n)), lim.Burst()); k > 0 {
+		lim.ReserveN(now, k)
+	}
 }

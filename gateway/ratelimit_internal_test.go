@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"container/list"
 	"log/slog"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func TestRateLimitRefusalsTakeNoTokens(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if tok := rl.lru.get("a", cfg.RateLimit).TokensAt(now); tok < -1e-6 {
+	if tok := rl.lru.get("a", cfg.RateLimit, now).TokensAt(now); tok < -1e-6 {
 		t.Errorf("the bucket holds %v tokens after the refusals, want 0", tok)
 	}
 	if d, ok := rl.allow("a", now.Add(time.Second)); !ok {
@@ -71,5 +72,32 @@ func TestRefusedReloadLeavesTheUnconfiguredBuckets(t *testing.T) {
 	}
 	if lim := g.state.Load().rates.lru.peek("a"); lim == nil {
 		t.Error("an applied reload that unconfigures tenant a did not keep its bucket among the unconfigured tenants'")
+	}
+}
+
+// A bucket dropped from a full LRU once refilled gives the next new tenant
+// a full bucket; one dropped while spent lowers the tokens every new
+// bucket starts with to its own, until they would have refilled.
+func TestRateLRUDropKeepsSpentTokens(t *testing.T) {
+	def := &config.RateLimit{RPS: 1, Burst: 3}
+	l := &rateLRU{max: 2, byID: make(map[string]*list.Element)}
+	t0 := time.Unix(1_000_000, 0)
+	l.get("a", def, t0).AllowN(t0, 1)
+	l.get("b", def, t0).AllowN(t0, 1)
+	t1 := t0.Add(time.Second) // a and b refilled
+	if tok := l.get("c", def, t1).TokensAt(t1); tok != 3 || l.floor != nil {
+		t.Errorf("a new bucket after a refilled one was dropped holds %v tokens (floor %v), want 3", tok, l.floor)
+	}
+	l.get("c", def, t1).AllowN(t1, 3) // c spent
+	l.get("d", def, t1)               // drops b, refilled
+	if tok := l.get("e", def, t1).TokensAt(t1); tok > 0 {
+		t.Errorf("a new bucket after a spent one was dropped holds %v tokens, want none", tok)
+	}
+	if l.get("c", def, t1).AllowN(t1, 1) {
+		t.Error("c, its spent bucket dropped, was allowed at once")
+	}
+	t2 := t1.Add(3 * time.Second)
+	if tok := l.get("f", def, t2).TokensAt(t2); tok != 3 {
+		t.Errorf("a new bucket once the dropped one would have refilled holds %v tokens, want 3", tok)
 	}
 }

@@ -134,7 +134,7 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 	if g.reload.limitsSet != nil {
 		g.reload.limitsSet()
 	}
-	st.rates.commit()
+	st.rates.commit(g.clk.Now())
 	g.state.Store(st)
 	if l := g.clients.Load(); l != nil {
 		l.setMax(cfg.MaxConns)
