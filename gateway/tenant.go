@@ -28,7 +28,7 @@ const OverflowGroup = "_overflow"
 // another tenant, see lenientPath, casePrefix and pathInfos, and a query that names
 // another tenant's path or has a parameter a backend routes by, see
 // pathParam; with tenant.from host, a port that is not a
-// number),
+// number, or more than one colon in a host that is no IPv6 address),
 // or one matching ErrUnauthenticated when its bearer token or client
 // certificate is refused or names no tenant (an empty claim or common name),
 // or r has more than one Authorization header or an access_token query
@@ -89,6 +89,17 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// ("1.2.3.256") names no tenant, nor the default.
 				if key = config.HostKey(strings.Trim(key, "[]")); key == "" {
 					return "", ErrInvalidTenant
+				}
+				if strings.IndexByte(key, ':') >= 0 {
+					// A colon left is an IPv6 address's, or one of a
+					// Host SplitHostPort could not split:
+					// "acme.example:1:2" is acme.example to a backend
+					// taking the host up to its first colon (Express's
+					// req.hostname, from X-Forwarded-Host), and kept, a
+					// tenant of its own.
+					if _, err := netip.ParseAddr(key); err != nil {
+						return "", ErrInvalidTenant
+					}
 				}
 			}
 		case config.FromPath:
