@@ -82,6 +82,8 @@ func TestBearerTokenWithoutScheme(t *testing.T) {
 		{"basic", "Basic YTpi", 200, "anonymous"},
 		{"digest", `Digest username="a.b", realm="c.d", nonce="e"`, 200, "anonymous"},
 		{"opaque key", "k3y", 200, "anonymous"},
+		{"another scheme's JWT", "JWT " + acme, 200, "anonymous"},
+		{"dotted key", ".a.b", 200, "anonymous"},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, gw.url, nil)
 		req.Header.Set("Authorization", tc.auth)

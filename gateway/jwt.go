@@ -63,8 +63,10 @@ func bearerToken(r *http.Request) (tok string, ok bool, err error) {
 // "<token>" and "<token> Bearer" are the token, which the gateway, finding
 // no scheme of "Bearer", served as the default tenant while the backend
 // acted on the token. No other scheme's credentials have that form: Basic's
-// have no dot, Digest's and the like quotes and commas. A value without a
-// dot costs a byte search.
+// have no dot, Digest's and the like quotes and commas, and a JWT under
+// another scheme ("JWT <token>", which such a backend does not read
+// either) does not start as a JWS header does, with the 'e' of a base64url
+// '{'. A value without a dot costs a byte search.
 func bareToken(v string) string {
 	if strings.IndexByte(v, '.') < 0 {
 		return ""
@@ -82,7 +84,7 @@ func bareToken(v string) string {
 	tok := string(b)
 	h, rest, _ := strings.Cut(tok, ".")
 	p, sig, ok := strings.Cut(rest, ".")
-	if !ok || h == "" || p == "" || !base64URL(h) || !base64URL(p) || !base64URL(sig) {
+	if !ok || h == "" || h[0] != 'e' || p == "" || !base64URL(h) || !base64URL(p) || !base64URL(sig) {
 		return ""
 	}
 	return tok
