@@ -362,6 +362,15 @@ func TestHostTenantsAreLowerCase(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 4: tenants.1.2.3.256") || !strings.Contains(err.Error(), "IPv4") {
 		t.Errorf("a host tenant ending in a number that is no address: %v; want an error on line 4 naming it", err)
 	}
+	// The gateway reads the Host without its port, and refuses one with
+	// more colons that is no IPv6 address: a key with a colon that is no
+	// address could never match.
+	for _, key := range []string{"api.example.com:8080", "api.example.com:1:2", "a:b"} {
+		_, err = config.Parse([]byte("backends: [http://a:1]\ntenant: {from: host}\ntenants:\n  \"" + key + "\": {share: 2}\n"))
+		if err == nil || !strings.Contains(err.Error(), "line 4: tenants."+key) || !strings.Contains(err.Error(), "port") {
+			t.Errorf("a host tenant %q with a colon that is no IPv6 address: %v; want an error on line 4 naming it and the port", key, err)
+		}
+	}
 	for _, yaml := range []string{
 		"tenant: {from: host}\ntenants: {api.example.com: {share: 2}}\n",
 		"tenant: {from: host}\ntenants: {\"0::1\": {share: 2}, \"2001:db8::1\": {share: 2}, 127.0.0.1: {share: 2}}\n",

@@ -192,6 +192,10 @@ func (c *Config) validate(present func(string) bool, itemLine func(key string, i
 		}
 		if key := HostKey(name); c.Tenant.From == FromHost && key == "" {
 			ck.bad(k, "%q can never match: with tenant.from host a host whose last label is a number must be an IPv4 address", name)
+		} else if c.Tenant.From == FromHost && strings.IndexByte(key, ':') >= 0 && !isIPv6(key) {
+			// The gateway reads the Host without its port, and refuses
+			// one with more colons that is no IPv6 address.
+			ck.bad(k, "%q can never match: with tenant.from host the key is the Host without its port, and a key with a colon must be an IPv6 address", name)
 		} else if c.Tenant.From == FromHost && key != name {
 			ck.bad(k, "%q can never match: with tenant.from host the key is the Host lower-cased, without a trailing dot, an IP address in its canonical form; write %q", name, key)
 		}
@@ -471,4 +475,11 @@ func redactPassword(raw string) string {
 		return raw
 	}
 	return prefix + user + ":xxxxx" + rest[at:]
+}
+
+// isIPv6 reports whether s is an IPv6 address (HostKey's canonical form of
+// one has a colon; no host name does).
+func isIPv6(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Is6()
 }
