@@ -81,7 +81,9 @@ func TestBreakerProbeSlotComesBackFromEveryQueueExit(t *testing.T) {
 
 	// Go probe displaced by a Submit probe, which then passes its queue
 	// timeout.
-	h := pair("after the cancelled Do", func() error { return ex.Go(bg, "a", func(context.Context) error { t.Error("a displaced Go probe ran"); return nil }) })
+	h := pair("after the cancelled Do", func() error {
+		return ex.Go(bg, "a", func(context.Context) error { t.Error("a displaced Go probe ran"); return nil })
+	})
 	wantWaiting("a Go probe displaced")
 	clk.Advance(time.Hour)
 	if r := wait(t, h); r.Status != executor.Rejected || !errors.Is(r.Err, executor.ErrQueueTimeout) {
@@ -105,7 +107,10 @@ func TestBreakerProbeSlotComesBackFromEveryQueueExit(t *testing.T) {
 	// once x lets go of the global permit, then one more probe: two
 	// successes close the breaker.
 	var ok *executor.Handle[int]
-	admitOK := func() (err error) { ok, err = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: succeeding}); return err }
+	admitOK := func() (err error) {
+		ok, err = executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: succeeding})
+		return err
+	}
 	if err := admitOK(); err != nil {
 		t.Fatalf("after the displaced Submit: %v, want the probe admitted (a slot lost?)", err)
 	}
