@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,3 +145,122 @@ func TestBreakerProbeSlotComesBackFromEveryQueueExit(t *testing.T) {
 func unrun(t *testing.T, what string) func(context.Context) (int, error) {
 	return func(context.Context) (int, error) { t.Errorf("%s ran", what); return 0, nil }
 }
+
+// A half-open breaker's probe whose context ended while it waited, unseen
+// until it started (its watcher had not fired), does not run: a Do call
+// returns the context's error, a Submit task completes Cancelled, and
+// each gives its probe slot back, recording nothing.
+func TestBreakerProbeEndedAtItsStartGivesItsSlotBack(t *testing.T) {
+	clk := fakeClock()
+	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(1), policy.WithDefaultQueueThreshold(1),
+		policy.WithRejectionPolicy(policy.DiscardOldest)},
+		executor.WithClock(clk), executor.WithGroupBreaker(breaker.Settings{
+			MaxRequests: 2, Timeout: time.Minute,
+			ReadyToTrip: func(c breaker.Counts) bool { return c.ConsecutiveFailures >= 1 },
+		}))
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "a", Fn: failing})); r.Status != executor.Failed {
+		t.Fatalf("the tripping task: %v %v", r.Status, r.Err)
+	}
+	clk.Advance(time.Minute)
+	// holdGlobal runs a task of group x that holds the one global permit
+	// until the returned function lets it go and waits for its end.
+	holdGlobal := func() (letGo func()) {
+		t.Helper()
+		g := newGate()
+		t.Cleanup(g.open)
+		h := submit(t, ex, executor.Task[string]{Group: "x", Fn: g.fn("x")})
+		g.waitStarted(t, 1)
+		return func() {
+			g.open()
+			if r := wait(t, h); r.Status != executor.Success {
+				t.Fatalf("x: %v %v", r.Status, r.Err)
+			}
+		}
+	}
+
+	letGo := holdGlobal()
+	doCtx := &unseenEndCtx{Context: bg, done: make(chan struct{})}
+	doErr := make(chan error, 1)
+	go func() {
+		doErr <- ex.Do(doCtx, "a", func(context.Context) error { t.Error("the Do probe ran"); return nil })
+	}()
+	await(t, "the Do probe waiting", func() bool { return groupStats(t, ex, "a").Waiting == 1 })
+	doCtx.ended.Store(true)
+	letGo()
+	if err := recv(t, doErr, "the Do probe ended at its start"); !errors.Is(err, errCtxEnded) {
+		t.Fatalf("the Do probe ended at its start: %v, want its context's error", err)
+	}
+
+	// A Submit probe starts before its watcher is armed (the hook runs
+	// between its queueing and the arming), with its context ended: its
+	// worker, asking the context, does not run it.
+	letGo = holdGlobal()
+	subCtx := &unseenEndCtx{Context: bg, done: make(chan struct{})}
+	var once sync.Once
+	executor.SetHookQueued(func() {
+		once.Do(func() {
+			subCtx.ended.Store(true)
+			letGo()
+			await(t, "the Submit probe started", func() bool { return groupStats(t, ex, "a").Waiting == 0 })
+		})
+	})
+	defer executor.SetHookQueued(nil)
+	h, err := executor.Submit(ex, subCtx, executor.Task[int]{Group: "a", Fn: unrun(t, "the Submit probe")})
+	executor.SetHookQueued(nil)
+	if err != nil {
+		t.Fatalf("the Submit probe: %v, want it admitted (a slot lost?)", err)
+	}
+	if r := wait(t, h); r.Status != executor.Cancelled {
+		t.Fatalf("the Submit probe ended at its start: %v %v, want Cancelled", r.Status, r.Err)
+	}
+	if s := groupStats(t, ex, "a"); s.Breaker != breaker.StateHalfOpen || s.Succeeded != 0 || s.Failed != 1 {
+		t.Fatalf("after two probes that never ran: %+v, want the breaker half-open, nothing recorded", s)
+	}
+
+	// Both slots free: two probes in a row, the second displacing the
+	// first, are admitted; the second runs, and one more closes the
+	// breaker.
+	letGo = holdGlobal()
+	first, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: unrun(t, "the displaced probe")})
+	if err != nil {
+		t.Fatalf("the first of two probes: %v, want it admitted (a slot lost?)", err)
+	}
+	second, err := executor.Submit(ex, bg, executor.Task[int]{Group: "a", Fn: succeeding})
+	if err != nil {
+		t.Fatalf("the second of two probes: %v, want it admitted (a slot lost?)", err)
+	}
+	if r := wait(t, first); r.Status != executor.Rejected {
+		t.Fatalf("the displaced probe: %v %v", r.Status, r.Err)
+	}
+	letGo()
+	if r := wait(t, second); r.Status != executor.Success {
+		t.Fatalf("the probe that ran: %v %v", r.Status, r.Err)
+	}
+	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "a", Fn: succeeding})); r.Status != executor.Success {
+		t.Fatalf("the closing probe: %v %v", r.Status, r.Err)
+	}
+	if s := groupStats(t, ex, "a"); s.Breaker != breaker.StateClosed {
+		t.Fatalf("after two successful probes: breaker %v, want closed", s.Breaker)
+	}
+}
+
+// unseenEndCtx is a context whose end, once ended is set, is told only to
+// those who ask Err: Done stays open and a function given to its AfterFunc
+// never runs, so that a task waiting on it learns of it only as it
+// starts.
+type unseenEndCtx struct {
+	context.Context // Background: no deadline, no values
+	done            chan struct{}
+	ended           atomic.Bool
+}
+
+func (c *unseenEndCtx) Done() <-chan struct{} { return c.done }
+
+func (c *unseenEndCtx) Err() error {
+	if c.ended.Load() {
+		return errCtxEnded
+	}
+	return nil
+}
+
+func (c *unseenEndCtx) AfterFunc(func()) func() bool { return func() bool { return true } }
