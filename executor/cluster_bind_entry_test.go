@@ -47,7 +47,7 @@ func TestClusterBindPanicOrGoexitFromDoAndGo(t *testing.T) {
 				}
 				go func() { doErr <- ex.Do(bg, "a", fn) }()
 			}
-			await(t, "two tasks waiting for the limiter", func() bool { return groupStats(t, ex, "a").Waiting == 2 })
+			await(t, "two tasks waiting for the limiter", func() bool { s, ok := ex.GroupStats("a"); return ok && s.Waiting == 2 })
 			grp.give("a", 1)
 			await(t, "both tasks failed", func() bool { return groupStats(t, ex, "a").Failed == 2 })
 			if tc.entry == "Do" {
