@@ -235,14 +235,20 @@ func (c *call) serve(ctx context.Context) (err error) {
 		c.returned = true
 		return nil
 	}
-	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
+	sw := &statusWriter{ResponseWriter: w, ctx: ctx, failure: h.failure}
 	h.next.ServeHTTP(sw, r)
 	c.returned = true
 	if sw.refused {
 		return errNotServed
 	}
 	code, late := sw.code()
-	err = failed(h.failure, code)
+	if sw.judged {
+		if sw.fails {
+			err = &StatusError{Code: code}
+		}
+	} else {
+		err = failed(h.failure, code)
+	}
 	if err != nil && late {
 		// next answered for work given up on (a ReverseProxy's 502 for the
 		// upstream call cancelled when its client went away, or the
@@ -296,8 +302,11 @@ func failed(f func(int) bool, code int) error {
 type statusWriter struct {
 	http.ResponseWriter
 	ctx     context.Context // next's
+	failure func(int) bool  // WithFailureStatus's
 	status  int
 	late    bool // the context was cancelled when status was written
+	judged  bool // failure has judged status, written with WriteHeader: fails is its verdict
+	fails   bool
 	refused bool // next marked the request refused (MarkRefused), or a Handler chained after this one refused it
 }
 
@@ -314,10 +323,38 @@ func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.C
 func (s *statusWriter) WriteHeader(code int) {
 	// 1xx are informational, the final status comes later; but 101 is
 	// final: net/http sends it and hands the connection over.
-	if code >= 200 || code == http.StatusSwitchingProtocols {
-		s.set(code)
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		s.ResponseWriter.WriteHeader(code)
+		return
 	}
+	first := s.status == 0
+	s.set(code)
 	s.ResponseWriter.WriteHeader(code)
+	if first {
+		s.judge()
+	}
+}
+
+// judge judges the status WriteHeader recorded, once the server's writer
+// has it. A failing status written after next hijacked the connection
+// never reaches the client: net/http drops it (the client saw what next
+// wrote on the connection), and it is forgotten, so that an upgraded
+// session's error path (http.Error after the hijack) cannot open the
+// group's breaker. Only a failing status is checked, as the check is a
+// call to the server's writer.
+func (s *statusWriter) judge() {
+	s.judged, s.fails = true, s.failure(s.status)
+	if s.fails && hijacked(s.ResponseWriter) {
+		s.status, s.late, s.judged, s.fails = 0, false, false, false
+	}
+}
+
+// hijacked reports whether w's connection was hijacked, once its header
+// is written: net/http's writer then answers an empty Write with
+// http.ErrHijacked, and otherwise writes nothing, and logs nothing.
+func hijacked(w http.ResponseWriter) bool {
+	_, err := w.Write(nil)
+	return errors.Is(err, http.ErrHijacked)
 }
 
 func (s *statusWriter) Write(p []byte) (int, error) {

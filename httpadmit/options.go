@@ -218,7 +218,8 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // another (one group per tenant, then one per route) counts a request the
 // inner one refused as Cancelled, whatever the refusal's status, and f
 // does not see it: next never ran, and an inner group's open breaker or
-// shutdown (503) must not open the outer group's. The inner Handler finds
+// shutdown (503) must not open the outer group's. A status next writes after
+// hijacking the connection, which net/http drops, is not judged. The inner Handler finds
 // the outer one's writer through Unwrap: a middleware between the two must
 // keep it reachable, as http.ResponseController asks.
 //
