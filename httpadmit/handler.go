@@ -63,6 +63,15 @@ import (
 // that on the connection (a read error, a deadline), and watch the context
 // for the executor's Close, which waits for next to return.
 //
+// The slot is next's call, not the work it starts: a next that serves the
+// request on another goroutine and returns first frees the slot while that
+// goroutine runs on. http.TimeoutHandler as next does so when its timeout
+// passes, leaving its handler running, outside every limit, until that
+// handler sees its context end: a tenant whose requests time out runs more
+// than its limits. Put http.TimeoutHandler before Handler instead: its
+// timeout then bounds the wait for admission too, and next holds the slot
+// until it returns.
+//
 // Handler panics if ex or next is nil or an option is invalid.
 func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Handler {
 	if ex == nil || next == nil {
