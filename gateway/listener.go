@@ -302,6 +302,15 @@ func (l *listener) Accept() (net.Conn, error) {
 	return &conn{Conn: nc, l: l, client: client, counted: counted}, nil
 }
 
+// Close stops accepting, and closes the connections that have not begun a
+// request (fresh), then and as any still being accepted comes: the server
+// closes the listener as it shuts down, and serves no request read after
+// that, but takes such a connection for idle only once it is 5 seconds
+// old (net/http's Shutdown), so that a client's preconnect, or a TLS
+// handshake never begun, would hold the drain that long for nothing.
+// Keep-alive connections are left to the server, which closes them
+// itself (HTTP/1) or sends them GOAWAY and closes them once their streams
+// are done (HTTP/2).
 func (l *listener) Close() error {
 	l.mu.Lock()
 	if !l.closed {
@@ -311,8 +320,18 @@ func (l *listener) Close() error {
 	for nc := range l.lingering {
 		nc.Close() // ends its answer's goroutine
 	}
+	var fresh []*conn
+	for e := l.idle.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*conn); c.fresh {
+			fresh = append(fresh, c)
+		}
+	}
 	l.mu.Unlock()
-	return l.Listener.Close()
+	err := l.Listener.Close()
+	for _, c := range fresh {
+		c.Close()
+	}
+	return err
 }
 
 func (l *listener) release() {
@@ -370,6 +389,14 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 		return
 	}
 	l.mu.Lock()
+	if st == http.StateNew && l.closed {
+		// Accepted as the listener closed: no request of it would be
+		// served (see Close).
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
+	c.fresh = st == http.StateNew
 	wake := false
 	switch {
 	case (st == http.StateNew || st == http.StateIdle) && c.elem == nil && !c.gone:
@@ -404,6 +431,9 @@ type conn struct {
 	// in its client's idle list while idle; guarded by l.mu
 	celem *list.Element
 	gone  bool // closed; guarded by l.mu
+	// fresh: it has begun no request yet (StateNew; over HTTP/2, until
+	// the client's preface is in); guarded by l.mu
+	fresh bool
 
 	client  netip.Prefix // the client it counts against, if counted
 	counted bool
