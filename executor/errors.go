@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/groupexec/groupexec/internal/clip"
 )
 
 var (
@@ -81,13 +83,16 @@ type RejectedError struct {
 // an ID, as every Do and Go call is, is not named: an empty quoted ID in
 // every refusal a service logs says nothing. Nor is a cause that only
 // repeats the limit (ErrQueueTimeout for LimitQueueTimeout): errors.Is
-// still finds it.
+// still finds it. A group key or ID over 128 bytes is quoted by its first
+// 128 bytes (cut where a UTF-8 character starts) and how many more it has:
+// both may be a client's, and one of a megabyte made every message a
+// megabyte. Group and ID hold them whole.
 func (e *RejectedError) Error() string {
 	var msg string
 	if e.ID == "" {
-		msg = fmt.Sprintf("executor: task of group %q rejected by %s", e.Group, e.Limit)
+		msg = fmt.Sprintf("executor: task of group %s rejected by %s", clip.Quote(e.Group), e.Limit)
 	} else {
-		msg = fmt.Sprintf("executor: task %q of group %q rejected by %s", e.ID, e.Group, e.Limit)
+		msg = fmt.Sprintf("executor: task %s of group %s rejected by %s", clip.Quote(e.ID), clip.Quote(e.Group), e.Limit)
 	}
 	switch e.Limit {
 	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker, LimitResolver:

@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 
+	"github.com/groupexec/groupexec/internal/clip"
 	"github.com/groupexec/groupexec/policy"
 )
 
@@ -110,10 +111,10 @@ func (ex *Executor) SetGroupLimits(group string, l policy.GroupLimits) error {
 		return fmt.Errorf("executor: SetGroupLimits: %w", err)
 	}
 	if err := l.Validate(); err != nil {
-		return fmt.Errorf("executor: SetGroupLimits(%q): %w", group, err)
+		return fmt.Errorf("executor: SetGroupLimits(%s): %w", clip.Quote(group), err)
 	}
 	if ex.stateNow() != open {
-		return fmt.Errorf("executor: SetGroupLimits(%q): %w", group, ErrShutdown)
+		return fmt.Errorf("executor: SetGroupLimits(%s): %w", clip.Quote(group), ErrShutdown)
 	}
 	ex.overMu.Lock()
 	if ex.overrides == nil {
@@ -147,7 +148,7 @@ func (ex *Executor) ResetGroupLimits(group string) error {
 		return fmt.Errorf("executor: ResetGroupLimits: %w", err)
 	}
 	if ex.stateNow() != open {
-		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, ErrShutdown)
+		return fmt.Errorf("executor: ResetGroupLimits(%s): %w", clip.Quote(group), ErrShutdown)
 	}
 	ex.overMu.RLock()
 	_, set := ex.overrides[group]
@@ -159,10 +160,10 @@ func (ex *Executor) ResetGroupLimits(group string) error {
 	// SetGroupLimits meanwhile is overridden, as if it had come first.
 	l, err := ex.pol.Group(group)
 	if err != nil {
-		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, err)
+		return fmt.Errorf("executor: ResetGroupLimits(%s): %w", clip.Quote(group), err)
 	}
 	if ex.stateNow() != open {
-		return fmt.Errorf("executor: ResetGroupLimits(%q): %w", group, ErrShutdown)
+		return fmt.Errorf("executor: ResetGroupLimits(%s): %w", clip.Quote(group), ErrShutdown)
 	}
 	ex.overMu.Lock()
 	delete(ex.overrides, group)

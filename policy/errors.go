@@ -3,6 +3,8 @@ package policy
 import (
 	"errors"
 	"fmt"
+
+	"github.com/groupexec/groupexec/internal/clip"
 )
 
 // ErrInvalidOption is matched (with errors.Is) by every error New returns for
@@ -20,10 +22,12 @@ type OptionError struct {
 }
 
 // Error shows the option as it was called, e.g.
-// policy: WithGroupShare("gold", 0): a share must be >= 1.
+// policy: WithGroupShare("gold", 0): a share must be >= 1. A group over 128
+// bytes is quoted by its first 128 bytes and how many more it has, as
+// executor.RejectedError quotes one; Group holds it whole.
 func (e *OptionError) Error() string {
 	if e.Group != "" {
-		return fmt.Sprintf("policy: %s(%q, %v): %s", e.Option, e.Group, e.Value, e.Reason)
+		return fmt.Sprintf("policy: %s(%s, %v): %s", e.Option, clip.Quote(e.Group), e.Value, e.Reason)
 	}
 	return fmt.Sprintf("policy: %s(%v): %s", e.Option, e.Value, e.Reason)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/groupexec/groupexec/internal/clip"
 )
 
 // Unlimited is the value of a limit or threshold that bounds nothing.
@@ -153,7 +155,8 @@ func limitString(n int) string {
 
 // resolve picks a group's value: its per-group override, else the
 // resolver's answer, else def. A resolver answer below least is an error
-// naming the resolver (name), the value and the group, and saying what a
+// naming the resolver (name), the value and the group (over 128 bytes, cut
+// as clip.Quote cuts it: the key may be a client's), and saying what a
 // valid value looks like (reason).
 func resolve(group string, overrides map[string]int, resolver func(string) (int, bool), def int, name string, least int, reason string) (int, error) {
 	if n, ok := overrides[group]; ok {
@@ -162,7 +165,7 @@ func resolve(group string, overrides map[string]int, resolver func(string) (int,
 	if resolver != nil {
 		if n, ok := resolver(group); ok {
 			if n < least {
-				return 0, fmt.Errorf("%w: %s gave %d for group %q: %s", ErrInvalidOption, name, n, group, reason)
+				return 0, fmt.Errorf("%w: %s gave %d for group %s: %s", ErrInvalidOption, name, n, clip.Quote(group), reason)
 			}
 			return n, nil
 		}
