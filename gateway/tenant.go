@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/gateway/config"
@@ -239,12 +241,50 @@ func pathKey(p, prefix string) (string, error) {
 // in another case ("/T/acme" for "/t"), else p itself: the path as a
 // backend matching paths without regard to case reads it. Express and
 // ASP.NET Core route so by default, and IIS serves files so; each serves
-// "/T/acme/x" as acme's path, which names no tenant as sent.
+// "/T/acme/x" as acme's path, which names no tenant as sent. The case is
+// Unicode's, as strings.EqualFold folds it: the Kelvin sign K (U+212A) is
+// a k and the long s ſ (U+017F) an s, though longer in bytes, to a
+// backend folding so (Go's EqualFold, a regular expression matching
+// Unicode without regard to case, .NET's OrdinalIgnoreCase for ſ); such a
+// start was compared byte for byte as long as the prefix, which it never
+// matched, and "/ſ/acme" for "/s" was the default tenant's.
 func casePrefix(p, prefix string) string {
-	if len(p) < len(prefix) || strings.HasPrefix(p, prefix) || !strings.EqualFold(p[:len(prefix)], prefix) {
+	if strings.HasPrefix(p, prefix) {
 		return p
 	}
-	return prefix + p[len(prefix):]
+	if n := foldedPrefixLen(p, prefix); n >= 0 {
+		return prefix + p[n:]
+	}
+	return p
+}
+
+// foldedPrefixLen returns the length in bytes of the start of p that is
+// prefix under Unicode case folding, each character of p folding to the
+// one of prefix in its place, or -1 when p does not so start.
+func foldedPrefixLen(p, prefix string) int {
+	i := 0
+	for _, want := range prefix {
+		if i == len(p) {
+			return -1
+		}
+		r, size := utf8.DecodeRuneInString(p[i:])
+		if r != want && !foldsTo(r, want) {
+			return -1
+		}
+		i += size
+	}
+	return i
+}
+
+// foldsTo reports whether r and want are one character under Unicode's
+// simple case folding, as strings.EqualFold compares them.
+func foldsTo(r, want rune) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == want {
+			return true
+		}
+	}
+	return false
 }
 
 // lenientPath returns the escaped path p as the most lenient backend reads
