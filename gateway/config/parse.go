@@ -73,7 +73,7 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	// tags (!!null x) and at such a merge, and the checks below would
 	// read a key so written otherwise than the decoder does (!!binary,
 	// *name).
-	errs := append(append(tagErrors(&root), aliasKeys(&root)...), mergeErrors(&root)...)
+	errs := append(append(tagErrors(&root, newSource(data)), aliasKeys(&root)...), mergeErrors(&root)...)
 	if len(errs) > 0 {
 		return nil, nil, joinInLineOrder(errs)
 	}

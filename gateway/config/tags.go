@@ -27,7 +27,14 @@ import (
 // key would set the address for the decoder and leave it unset for them,
 // which would then give it its default, and a !!binary tenant key would
 // configure a tenant named by its base64.
-func tagErrors(root *yaml.Node) []*Error {
+//
+// The non-specific tag "!" (`max_groups: ! 5`) is refused too, on any
+// node. YAML says it makes a scalar text ("5") and a mapping or list
+// what it is, but the decoder drops it, reading the scalar as if
+// untagged (the number 5): the file would mean one thing to its reader,
+// or to another YAML tool, and another to the gateway. A value to be
+// text is quoted.
+func tagErrors(root *yaml.Node, src *source) []*Error {
 	var errs []*Error
 	var walk func(n *yaml.Node, path string, line int)
 	walk = func(n *yaml.Node, path string, line int) {
@@ -35,6 +42,8 @@ func tagErrors(root *yaml.Node) []*Error {
 			if reason := badTag(n); reason != "" {
 				errs = append(errs, &Error{Line: line, Key: path, Reason: reason})
 			}
+		} else if src.nonSpecificTag(n) {
+			errs = append(errs, &Error{Line: line, Key: path, Reason: nonSpecificReason})
 		}
 		switch n.Kind {
 		case yaml.DocumentNode, yaml.SequenceNode:
@@ -61,6 +70,9 @@ func tagErrors(root *yaml.Node) []*Error {
 	walk(root, "", 0)
 	return errs
 }
+
+// nonSpecificReason is why the tag "!" is refused.
+const nonSpecificReason = "the non-specific tag ! is not one the config takes (YAML makes a value so tagged text, the decoder reads it as untagged): remove it, or quote the value for text"
 
 // badTag returns why the explicit tag of n is refused, or "".
 func badTag(n *yaml.Node) string {
