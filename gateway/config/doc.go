@@ -24,7 +24,8 @@
 // !!int, !!float, !!bool, !!null on a scalar they fit, !!map, !!seq,
 // !!merge on <<), the non-specific tag ! (which the decoder drops, where
 // YAML makes a scalar so tagged text), an alias as a key (*name: value),
-// a merge (<<) of what is no mapping. !!binary is refused, not decoded:
+// a merge (<<) of what is no mapping, an alias of an anchor not defined
+// before it (which the parser refuses naming neither). !!binary is refused, not decoded:
 // every name the config takes is text, written as itself. Loading takes time
 // linear in the file, however many tenants it has. A key left out
 // takes its default; a key given 0 means 0, valid only where 0 has a meaning

@@ -60,6 +60,9 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	// lines.
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
+		if e := unknownAnchor(data, err); e != nil {
+			return nil, nil, e
+		}
 		return nil, nil, syntaxError(err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
