@@ -184,7 +184,12 @@
 //
 // Configure the go-redis client without retries (MaxRetries: -1) and with
 // ContextTimeoutEnabled: true, so that a call the op timeout ends also ends
-// in the client and frees its connection.
+// in the client and frees its connection. A client with retries (go-redis
+// retries a pipeline whose replies were lost 3 times by default) sends an
+// acquire again after its reply was lost: Redis runs it once, and answers
+// the second that it ran before; the holder takes that answer for a lost
+// reply (the lease, if the first run granted one, is given back by its id,
+// and the key asked for again), not for a refusal.
 //
 // The exception to the limit: a Redis restart or failover that loses the
 // leases (no persistence, or a replica behind) lets holders lease the whole

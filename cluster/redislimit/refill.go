@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -341,6 +342,12 @@ func (h *Holder) serve(q []*keyState) {
 	a.run(h)
 }
 
+// errRunBefore is the outcome of a refill request that Redis had already
+// run when it came (sent again by the client): as a lost reply, it counts
+// as a failed call for its key (failed), and its lease, if the first run
+// granted one, is given back by its id.
+var errRunBefore = errors.New("redislimit: the request was sent again after its reply was lost")
+
 // drop is the give-back of an orphan lease of ks.
 type drop struct {
 	ks   *keyState
@@ -429,6 +436,14 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	ks, res, need := r.ks, r.res, r.need
 	if r.err == nil && (len(res) < 7 || (res[0] > 0 && len(res) != 7+int(res[0]))) {
 		r.err = redis.Nil
+	}
+	if r.err == nil && res[0] == 0 && res[6] == 0 {
+		// Redis had run this request before (acquireScript's refusal of
+		// version 0): the client sent it again after its first reply was
+		// lost (a client with retries), and that reply may have been a
+		// grant. Not a refusal: a lost reply, whose lease is given back
+		// by its id and whose key is asked for again.
+		r.err = errRunBefore
 	}
 	if r.err != nil {
 		// The call may have run, and only its reply been lost: Redis may

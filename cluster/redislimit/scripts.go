@@ -339,8 +339,10 @@ end
 // long as fewer than a million are issued per second on average.
 //
 // A request older than the latest of the holder that Redis has run (see
-// Requests) does nothing: it returns a refusal of version 0, which no
-// holder uses, and is not recorded.
+// Requests), or that very one sent again (a client that retries after a
+// lost reply), does nothing: it returns a refusal of version 0, and is not
+// recorded. The holder takes it for a lost reply (refilledLocked): the
+// first run may have granted a lease, which it gives back by its id.
 //
 // A refused holder, for lack of room or for its share, is recorded as
 // waiting for wait_ms (with the weight it waits for now, need: a heavier
