@@ -234,8 +234,13 @@
 // counts these refusals, and EventKeyFailed reports them (with the reply),
 // as EventRejected reports the refusals of an outage.
 //
-// All holders sharing a prefix must be given the same limits and TTL. The
-// Redis keys, their layout and the scripts are described in scripts.go.
+// All holders sharing a prefix must be given the same limits and TTL. A
+// limit GroupsFunc changes at runtime is read again at every renewal round,
+// busy groups' too: until every holder has read it, each is granted
+// against the limit it asks with (the larger, at worst); a lowered one
+// holds across the holders once the permits leased before it, given back
+// as their tasks end, are within it (see GroupsFunc).
+// The Redis keys, their layout and the scripts are described in scripts.go.
 // Redis must not evict them: run it with maxmemory-policy noeviction (the
 // default). The keys carry expiries, so a volatile-* policy may evict them
 // too, and a lease table evicted without its counts (or the reverse) lets

@@ -20,13 +20,16 @@ import (
 // limited through one Holder wait for, share fairly and give back to each
 // other as two processes would.
 type Limiter struct {
-	h      *Holder
-	id     string // in Redis: lease ids, waiting records, contention notices; set by Attach
-	scope  string // "global" or "group"
-	limit  func(key string) int
-	err    error // an invalid limit, returned by Attach
-	notify func(key string)
-	keys   map[string]*keyState
+	h     *Holder
+	id    string // in Redis: lease ids, waiting records, contention notices; set by Attach
+	scope string // "global" or "group"
+	limit func(key string) int
+	// perGroup: limit may change (GroupsFunc); the renewal loop reads it
+	// again for every key (refreshLimitsLocked).
+	perGroup bool
+	err      error // an invalid limit, returned by Attach
+	notify   func(key string)
+	keys     map[string]*keyState
 	// hashed finds the state of a key over maxKeyName bytes by its name
 	// in Redis (keyName), which is what a contention notice tells.
 	hashed map[string]*keyState
@@ -53,12 +56,26 @@ func (h *Holder) Groups(n int) *Limiter {
 	return l
 }
 
-// GroupsFunc is Groups with a limit per group: f is called once when a
-// group is first seen (and again after it was idle), under the holder's
-// lock and the executor's, so it must be fast and must call neither. A value below 1
-// refuses the group's tasks. Every holder must give a group the same limit.
+// GroupsFunc is Groups with a limit per group: f is called when a group is
+// first seen, under the holder's lock and the executor's, and again for
+// every group the holder keeps at every renewal round, under the holder's
+// lock, so it must be fast and must call neither. A value below 1 refuses
+// the group's tasks. Every holder must give a group the same limit.
+//
+// A limit f changes reaches a busy group at the next renewal round: raised,
+// the group's waiting tasks ask again, and are granted the permits it adds;
+// lowered, the permits free here go back to Redis, and so do those of the
+// group's tasks as they end, until a reply of Redis says that no more than
+// the new limit is leased across the holders: meanwhile every task of the
+// group that starts here asks Redis for its permits, which grants them
+// within the new limit. A waiting task heavier than the new limit is
+// refused (executor.ErrTooHeavy) when it asks again. Tasks already running
+// keep their permits. Until every holder has read the new limit, holders
+// that disagree are granted against the limit each of them asks with: the
+// larger, at worst.
 func (h *Holder) GroupsFunc(f func(group string) int) *Limiter {
 	l := h.newLimiter("group", f)
+	l.perGroup = true
 	if f == nil {
 		l.err = &OptionError{"GroupsFunc", "nil", "the function must not be nil"}
 	}
@@ -98,6 +115,7 @@ type keyState struct {
 	limit    int
 	leases   []*lease
 	block    int       // permits to lease next time
+	lowered  bool      // the limit was lowered and Redis has not said since that no more is leased: every free permit goes back (excessLocked)
 	granted  time.Time // when the last block was leased
 	used     time.Time // when a task last took or released a permit here
 	demand   int       // the heaviest task refused since the last refill; 0: none
@@ -311,7 +329,7 @@ func (l *Limiter) acquireLocked(ks *keyState, n int) (executor.LimiterPermit, er
 	// task of the key that ends here makes the executor ask again (so
 	// does the loss of a lease).
 	held, free := ks.held()
-	whole := held >= ks.limit && free < n
+	whole := wholeHere(held, free, n, ks.limit)
 	if h.down && (h.cfg.policy == FailOpen || !whole) {
 		// The renewal loop probes Redis and ends the outage; the
 		// refiller reports these to the listener. Under FailClosed, a
@@ -405,11 +423,12 @@ func (p *permit) Release() {
 	delete(le.permits, p)
 	ks := le.ks
 	ks.used = time.Now()
-	if ks.others > 0 || ks.giveUp {
+	if ks.others > 0 || ks.giveUp || ks.lowered {
 		// Others wait: the refiller gives back the excess (idleLocked,
 		// excessLocked), this permit if no task of the key takes it
 		// meanwhile; and a give-back it has scheduled is looked at
-		// again, now that a task has used the block.
+		// again, now that a task has used the block. Or the limit was
+		// lowered: this permit goes back until Redis leases no more.
 		ks.giveUp = true
 		h.enqueueLocked(ks)
 	}

@@ -146,6 +146,7 @@ func (h *Holder) askAgainLocked(ks *keyState) {
 type refillReq struct {
 	ks         *keyState
 	need, want int
+	limit      int // the key's limit as the request was made (refreshLimitsLocked changes ks.limit under the lock)
 	id         string
 	seq        uint64 // the request's number (Holder.leaseSeq)
 	call       *scriptCall
@@ -258,7 +259,7 @@ func (h *Holder) serve(q []*keyState) {
 	for _, r := range reqs {
 		ks := r.ks
 		r.call = &scriptCall{s: acquireScript, keys: ks.keys[:],
-			args: []any{ks.limit, r.want, r.need, h.cfg.ttl.Milliseconds(), r.id, ks.l.id, h.channel(), 2 * h.cfg.renew.Milliseconds(),
+			args: []any{r.limit, r.want, r.need, h.cfg.ttl.Milliseconds(), r.id, ks.l.id, h.channel(), 2 * h.cfg.renew.Milliseconds(),
 				h.nonce, r.seq}}
 		calls = append(calls, r.call)
 	}
@@ -427,7 +428,7 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 	ks.asked = 0
 	h.leaseSeq++
 	ks.lastReq = h.leaseSeq
-	return &refillReq{ks: ks, need: need, want: min(max(ks.block, need), ks.limit), // Redis lowers it to the cap
+	return &refillReq{ks: ks, need: need, want: min(max(ks.block, need), ks.limit), limit: ks.limit, // Redis lowers it to the cap
 		id: ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10), seq: h.leaseSeq}
 }
 
@@ -480,6 +481,12 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	}
 	newer := res[6] < ks.ver // what the holder heard since is newer than this reply
 	ks.setShareLocked(res[6], int(res[3]), int(res[4]), int(res[5]))
+	if ks.lowered && r.limit == ks.limit && res[2] >= 0 {
+		// Redis leases no more than the lowered limit (res[2] is the limit
+		// less the permits leased, after a grant): the permits leased here
+		// serve tasks again.
+		ks.lowered = false
+	}
 	now := time.Now()
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
@@ -502,7 +509,7 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			// need are above the cap: Redis would refuse that too.
 			a.ret = append(a.ret, h.shrinkLocked(ks, free)...)
 			ks.retryLocked(0)
-		case held >= ks.limit && free < need:
+		case wholeHere(held, free, need, ks.limit):
 			// The whole limit is here and tasks of this key run on it
 			// (free < need <= limit): the first to finish makes the
 			// executor ask again. (With free >= need, refused for the

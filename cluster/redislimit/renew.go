@@ -23,6 +23,7 @@ func (h *Holder) renewer() {
 
 type renewal struct {
 	ks     *keyState
+	limit  int // the key's limit when the round began
 	leases []*lease
 	slots  []string // the leases' slots when the round began
 }
@@ -30,6 +31,7 @@ type renewal struct {
 // renewOnce is one round of the renewal loop.
 func (h *Holder) renewOnce() {
 	h.mu.Lock()
+	notify := h.refreshLimitsLocked()
 	now := time.Now()
 	var rs []renewal
 	var ret []shrink
@@ -69,7 +71,7 @@ func (h *Holder) renewOnce() {
 				}
 				continue
 			}
-			r := renewal{ks, append([]*lease(nil), ks.leases...), make([]string, len(ks.leases))}
+			r := renewal{ks, ks.limit, append([]*lease(nil), ks.leases...), make([]string, len(ks.leases))}
 			for i, le := range ks.leases {
 				r.slots[i] = slotList(le.slots)
 			}
@@ -79,6 +81,9 @@ func (h *Holder) renewOnce() {
 	probe := h.down && len(rs) == 0
 	hook := h.renewHook
 	h.mu.Unlock()
+	for _, ks := range notify {
+		contain(func() { ks.l.notify(ks.key) })
+	}
 	if len(rs) == 0 && len(ret) == 0 && !probe {
 		return
 	}
@@ -152,7 +157,7 @@ func (h *Holder) renewPass(rs []renewal, ret []shrink, probe bool, sendErr error
 	if err == nil {
 		for i, r := range rs {
 			args := make([]any, 0, 4+2*len(r.leases))
-			args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.ks.limit, h.channel())
+			args = append(args, h.cfg.ttl.Milliseconds(), r.ks.l.id, r.limit, h.channel())
 			for j, le := range r.leases {
 				args = append(args, le.id, r.slots[j])
 			}
@@ -230,4 +235,56 @@ func (h *Holder) renewPass(rs []renewal, ret []shrink, probe bool, sendErr error
 		h.giveBack(stale)
 	}
 	return renewed, err
+}
+
+// refreshLimitsLocked reads again the limit of every key of the GroupsFunc
+// limiters, whose function may return another one now, and applies the
+// ones that changed (see GroupsFunc). It returns the keys whose executors
+// must ask again: a raised limit may grant a task that waits for a task
+// of the key to end here (the whole limit was leased here and in use), or
+// whose refill Redis refused; a lowered one refuses a waiting task that it
+// makes too heavy.
+func (h *Holder) refreshLimitsLocked() []*keyState {
+	var notify []*keyState
+	for _, l := range h.scopes {
+		if !l.perGroup || len(l.keys) == 0 || l.notify == nil {
+			continue
+		}
+		got := make(map[*keyState]int, len(l.keys))
+		// Contained, as the other code the holder calls but does not own:
+		// a panic ends the reading (the keys not read yet keep their
+		// limit), and a runtime.Goexit does not end the renewal loop.
+		contain(func() {
+			for _, ks := range l.keys {
+				got[ks] = l.limit(ks.key)
+			}
+		})
+		for ks, n := range got {
+			if n == ks.limit {
+				continue
+			}
+			raised := n > ks.limit
+			ks.limit = n
+			if ks.others == 0 || ks.cap > n {
+				ks.cap = n
+			}
+			ks.block = max(1, min(ks.block, n))
+			switch {
+			case raised:
+				if ks.demand > 0 || len(ks.leases) > 0 {
+					notify = append(notify, ks)
+				}
+			default:
+				// The holders together may hold more than n, this one
+				// not: its permits serve no task until Redis says that
+				// no more than n are leased (refilledLocked).
+				ks.lowered = true
+				if ks.demand > n {
+					h.dropDemandLocked(ks)
+					notify = append(notify, ks)
+				}
+			}
+		}
+	}
+	return notify
 }

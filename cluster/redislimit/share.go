@@ -22,15 +22,34 @@ func (ks *keyState) held() (held, free int) {
 // also wait for another limit, the global one, before it can start), and a
 // contended key's permits change hands once a quantum, not at the rate of
 // round trips.
+//
+// After the key's limit was lowered (GroupsFunc), until Redis has said that
+// no more than the new limit is leased (ks.lowered), it is every permit
+// held here, with no quantum: the holders together may hold more than the
+// new limit though this one does not, so every free permit goes back, and
+// a task that starts asks Redis for one.
 func (ks *keyState) excessLocked(now time.Time) int {
-	if ks.others == 0 {
-		return 0
+	if ks.others == 0 && !ks.lowered {
+		return 0 // TryAcquire's path: no loop over the leases
 	}
 	held, _ := ks.held()
-	if held <= ks.cap || now.Sub(ks.granted) < ks.l.h.cfg.renew {
-		return 0
+	over := 0
+	if ks.lowered {
+		over = held
 	}
-	return held - ks.cap
+	if ks.others > 0 && held > ks.cap && now.Sub(ks.granted) >= ks.l.h.cfg.renew {
+		over = max(over, held-ks.cap)
+	}
+	return max(over, 0)
+}
+
+// wholeHere reports whether the whole limit of a key is leased here and a
+// task of weight n cannot run on the permits free here: Redis has nothing
+// to grant, and the task waits for a task of the key to end here. The
+// tasks running here hold more than limit-n permits; more than the limit
+// is leased here only after the limit was lowered (GroupsFunc).
+func wholeHere(held, free, n, limit int) bool {
+	return held >= limit && held-free+n > limit
 }
 
 // idleLocked is how many permits that no task holds this holder should

@@ -1,0 +1,124 @@
+package redislimit_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
+)
+
+// leasedInRedis returns how many permits of group key g Redis counts as
+// leased under the test's prefix.
+func leasedInRedis(t *testing.T, addr, g string) int {
+	t.Helper()
+	vs, err := newClient(t, addr).HVals(bg, "t:"+t.Name()+":{group:"+g+"}:n").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range vs {
+		for _, c := range v {
+			n = n*10 + int(c-'0')
+		}
+	}
+	return n
+}
+
+// TestLoweredGroupLimitReachesABusyKey: GroupsFunc lowers a group's limit
+// from 2 to 1 while a task of the group runs here, the group never idle.
+// The next renewal round applies it: the permit a finished task freed
+// meanwhile serves no other task (one runs, the new limit) and goes back
+// to Redis, and a task of weight 2 is refused as too heavy. The holder
+// read the limit only when it first saw the group, and again once the
+// group was idle here: a busy group ran under its old limit for as long
+// as it stayed busy, and the holders that read the new one were refused.
+func TestLoweredGroupLimitReachesABusyKey(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, longLease...) // only RenewNow's rounds
+	var limit atomic.Int64
+	limit.Store(2)
+	l := h.GroupsFunc(func(string) int { return int(limit.Load()) })
+	n := attach(t, l)
+	p1 := acquire(t, l, n, "g", 1, 10*time.Second)
+	defer p1.Release()
+	p2 := acquire(t, l, n, "g", 1, 10*time.Second)
+
+	limit.Store(1)
+	p2.Release()
+	redislimit.RenewNow(h)
+	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+		if p != nil {
+			p.Release()
+		}
+		t.Fatalf("TryAcquire(g, 1) with a task running and the limit lowered to 1 = %v, %v; want it to wait", p, err)
+	}
+	if _, err := l.TryAcquire("g", 2); !errors.Is(err, executor.ErrTooHeavy) {
+		t.Fatalf("TryAcquire(g, 2) under the limit lowered to 1: %v; want ErrTooHeavy", err)
+	}
+	eventually(t, "the permit above the lowered limit given back to Redis", 10*time.Second, func() bool {
+		return leasedInRedis(t, addr, "g") == 1
+	})
+}
+
+// TestRaisedGroupLimitReachesABusyKey: a task waits while the whole limit
+// of its group (1) is leased here and in use; GroupsFunc raises the limit
+// to 2. The next renewal round applies it and tells the executor to ask
+// again: the task is granted a permit of the raised limit, while the first
+// task still runs.
+func TestRaisedGroupLimitReachesABusyKey(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, longLease...)
+	var limit atomic.Int64
+	limit.Store(1)
+	l := h.GroupsFunc(func(string) int { return int(limit.Load()) })
+	n := attach(t, l)
+	p1 := acquire(t, l, n, "g", 1, 10*time.Second)
+	defer p1.Release()
+	if p, err := l.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("TryAcquire(g, 1) with the whole limit in use = %v, %v; want it to wait", p, err)
+	}
+
+	limit.Store(2)
+	redislimit.RenewNow(h)
+	p2 := acquire(t, l, n, "g", 1, 10*time.Second)
+	p2.Release()
+}
+
+// TestLoweredGroupLimitHoldsAcrossHolders: two holders each run a task of
+// a group of limit 2; the limit is lowered to 1 for both. Neither holds
+// more than the new limit, but together they do: once one's task ends,
+// its next task waits for the other's to end (Redis refuses it), rather
+// than start at once on the permit its lease still holds (2 running
+// across the holders, limit 1).
+func TestLoweredGroupLimitHoldsAcrossHolders(t *testing.T) {
+	addr := startRedis(t)
+	var limit atomic.Int64
+	limit.Store(2)
+	f := func(string) int { return int(limit.Load()) }
+	a, b := newHolder(t, addr, longLease...), newHolder(t, addr, longLease...)
+	la, lb := a.GroupsFunc(f), b.GroupsFunc(f)
+	na, nb := attach(t, la), attach(t, lb)
+	subscribed(t, addr, 2, a, b)
+	pa := acquire(t, la, na, "g", 1, 10*time.Second)
+	pb := acquire(t, lb, nb, "g", 1, 10*time.Second)
+
+	limit.Store(1)
+	redislimit.RenewNow(a)
+	redislimit.RenewNow(b)
+	pa.Release()
+	if p, err := la.TryAcquire("g", 1); p != nil || err != nil {
+		if p != nil {
+			p.Release()
+		}
+		t.Fatalf("a's TryAcquire while b's task runs under the limit lowered to 1 = %v, %v; want it to wait", p, err)
+	}
+	eventually(t, "a's refill refused", 10*time.Second, func() bool { return a.Stats().RefillsDenied > 0 })
+	if p, err := la.TryAcquire("g", 1); p != nil || err != nil {
+		t.Fatalf("a's TryAcquire after its refusal = %v, %v; want it to wait", p, err)
+	}
+	pb.Release()
+	acquire(t, la, na, "g", 1, 10*time.Second).Release()
+}
