@@ -1,9 +1,8 @@
 package executor
 
 import (
-	"runtime"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/groupexec/groupexec/breaker"
@@ -13,6 +12,11 @@ import (
 // Submitted; every completed handle counts once in Succeeded, Failed,
 // Cancelled or Rejected (invalid input included). CallerRuns counts tasks
 // run by the submitter, whose outcome is also counted.
+//
+// The counts never go down from one Stats snapshot to a later one, but
+// Started (and Stats.ServedPermits): a task that waited is counted as it
+// starts, and taken back once its worker finds, before running it, that
+// its context had ended.
 type TaskCounts struct {
 	Submitted  uint64 // tasks with valid input, admitted or not
 	Started    uint64 // tasks started under the limits; not one whose context had ended by then (counted Cancelled), nor one whose context panicked or exited the goroutine as it was asked then (counted Failed): those never run
@@ -94,47 +98,95 @@ type GroupStats struct {
 
 // Stats returns a snapshot of the executor. It sums the groups' own
 // counters (a pass over the groups, each locked in turn) and the counts of
-// groups no longer kept.
+// groups no longer kept, read once the pass is over. A group dropped while
+// the pass runs is counted once: after it was visited, by the counts it was
+// folded in with, which the pass, registered with the totals, leaves out
+// (statsPass); before, by those alone, as the pass finds it dropped. So
+// each cumulative count is the sum, over every group there has been, of a
+// reading of its count no older than the pass's start, and two snapshots
+// taken one after the other never show such a count lower in the second
+// (but Started: TaskCounts).
 func (ex *Executor) Stats() Stats {
 	s := Stats{GlobalMaxInFlight: ex.global.max(), Fairness: ex.fairness()}
 	t := &ex.totals
-	for try := 0; ; try++ {
-		// A group dropped while the pass runs would be counted twice, or
-		// not at all: the pass is redone if a drop overlapped it.
-		begun := t.begun.Load()
-		if begun != t.done.Load() && try < maxStatsTries {
-			runtime.Gosched()
-			continue
+	p := t.beginPass()
+	seen := make([]seenGroup, 0, ex.groups.n.Load())
+	ex.groups.each(func(g *group) bool {
+		g.mu.Lock()
+		if !g.dead {
+			s.Running += g.running
+			s.RunningTasks += g.runningTasks
+			lane := g.laneLen()
+			s.Waiting += g.queued() + lane
+			v := seenGroup{g: g, counts: g.counts, served: g.served, idle: g.idle()}
+			v.counts.Submitted += uint64(lane)
+			seen = append(seen, v)
 		}
-		s.TaskCounts, s.ServedPermits = t.snapshot()
-		s.Running, s.RunningTasks, s.Waiting, s.Groups, s.IdleGroups = 0, 0, 0, 0, 0
-		ex.groups.each(func(g *group) bool {
-			g.mu.Lock()
-			if !g.dead {
-				s.Groups++
-				s.Running += g.running
-				s.RunningTasks += g.runningTasks
-				lane := g.laneLen()
-				s.Waiting += g.queued() + lane
-				s.TaskCounts.Submitted += uint64(lane)
-				if g.idle() {
-					s.IdleGroups++
-				}
-				s.TaskCounts.addAll(&g.counts)
-				s.ServedPermits += g.served
-			}
-			g.mu.Unlock()
-			return true
-		})
-		if t.begun.Load() == begun || try >= maxStatsTries {
-			return s
-		}
-	}
+		g.mu.Unlock()
+		return true
+	})
+	s.TaskCounts, s.ServedPermits = t.endPass(p, seen, &s)
+	return s
 }
 
-// maxStatsTries bounds Stats' retries under a storm of group drops; past
-// it, the snapshot may be off by the groups dropped meanwhile.
-const maxStatsTries = 100
+// seenGroup is what a Stats pass read of a group.
+type seenGroup struct {
+	g      *group
+	counts TaskCounts
+	served uint64
+	idle   bool
+}
+
+// statsPass is a Stats pass under way: the groups dropped since it began,
+// whose counts the totals have, folded in (fold).
+type statsPass struct {
+	folded []*group
+}
+
+// beginPass registers a Stats pass, for fold to tell it of the groups it
+// drops meanwhile.
+func (t *totals) beginPass() *statsPass {
+	p := new(statsPass)
+	t.mu.Lock()
+	t.passes = append(t.passes, p)
+	t.mu.Unlock()
+	return p
+}
+
+// endPass ends pass p, which read the groups seen, and returns the counts
+// of all groups: the totals now, and the counts seen of the groups not
+// folded into them since. It counts those groups in s (Groups,
+// IdleGroups): the others are no longer kept. The totals' mutex, which
+// every drop takes, is held only to read them and unregister p.
+func (t *totals) endPass(p *statsPass, seen []seenGroup, s *Stats) (TaskCounts, uint64) {
+	t.mu.Lock()
+	t.passes = slices.DeleteFunc(t.passes, func(q *statsPass) bool { return q == p })
+	if len(t.passes) == 0 {
+		t.passes = nil // lets the collector have the passes' lists
+	}
+	counts, served := t.counts, t.served
+	t.mu.Unlock()
+	var folded map[*group]bool // p.folded is p's alone now
+	if len(p.folded) > 0 {
+		folded = make(map[*group]bool, len(p.folded))
+		for _, g := range p.folded {
+			folded[g] = true
+		}
+	}
+	for i := range seen {
+		v := &seen[i]
+		if folded[v.g] {
+			continue // counted in the totals, with the counts it was dropped with
+		}
+		counts.addAll(&v.counts)
+		served += v.served
+		s.Groups++
+		if v.idle {
+			s.IdleGroups++
+		}
+	}
+	return counts, served
+}
 
 // BreakerRemainingDelay returns how long the breaker of the named group
 // stays open before it lets a probe through (GroupStats' field of the same
@@ -198,20 +250,22 @@ type totals struct {
 	mu     sync.Mutex
 	counts TaskCounts
 	served uint64
-	// begun and done count group drops, for Stats to tell whether one
-	// overlapped its pass.
-	begun, done atomic.Uint64
+	// passes are the Stats passes under way, each told of the groups
+	// folded in meanwhile; nil while there are none.
+	passes []*statsPass
 }
 
-// fold moves g's counts into t, and drops g (drop), as one step for Stats.
+// fold moves g's counts into t, and drops g (drop), as one step for Stats:
+// a pass that finds g dropped finds its counts in t. g is locked.
 func (t *totals) fold(g *group, drop func()) {
-	t.begun.Add(1)
 	t.mu.Lock()
 	t.counts.addAll(&g.counts)
 	t.served += g.served
 	drop()
+	for _, p := range t.passes {
+		p.folded = append(p.folded, g)
+	}
 	t.mu.Unlock()
-	t.done.Add(1)
 }
 
 // countRefusal counts a task refused before a group was found: as
