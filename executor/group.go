@@ -83,6 +83,7 @@ type group struct {
 	backlogWin uint64          // the fairness window in which waiting last became non-empty (fair.go)
 	emptied    uint64          // counts the times waiting became empty: credit is not kept across them
 	served     uint64          // permits started
+	statsPass  uint64          // the Stats pass that last read counts and served (stats.go)
 	timer      clock.Timer     // the queue-timeout timer, armed for the head
 	timerSeq   uint64          // counts timers armed, to tell a stale one
 	drainWaits []chan struct{} // ShutdownGroup and Shutdown calls waiting (drain.go)

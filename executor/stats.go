@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"slices"
 	"sync"
 	"time"
 
@@ -99,93 +98,43 @@ type GroupStats struct {
 // Stats returns a snapshot of the executor. It sums the groups' own
 // counters (a pass over the groups, each locked in turn) and the counts of
 // groups no longer kept, read once the pass is over. A group dropped while
-// the pass runs is counted once: after it was visited, by the counts it was
-// folded in with, which the pass, registered with the totals, leaves out
-// (statsPass); before, by those alone, as the pass finds it dropped. So
-// each cumulative count is the sum, over every group there has been, of a
-// reading of its count no older than the pass's start, and two snapshots
-// taken one after the other never show such a count lower in the second
-// (but Started: TaskCounts).
+// the pass runs is counted once: if the pass read it first, by what the
+// pass read, the totals' counts of it being left out (totals.fold);
+// otherwise by the totals alone, the pass finding it dropped. So each
+// cumulative count is the sum, over every group there has been, of a
+// reading of its count taken during the pass or later, and a snapshot
+// never shows such a count lower than one taken before it (Started
+// aside: TaskCounts). Passes take turns, so that a group names the one
+// that read it.
 func (ex *Executor) Stats() Stats {
 	s := Stats{GlobalMaxInFlight: ex.global.max(), Fairness: ex.fairness()}
 	t := &ex.totals
-	p := t.beginPass()
-	seen := make([]seenGroup, 0, ex.groups.n.Load())
+	t.passMu.Lock()
+	defer t.passMu.Unlock()
+	pass := t.beginPass()
+	var counts TaskCounts
+	var served uint64
 	ex.groups.each(func(g *group) bool {
 		g.mu.Lock()
 		if !g.dead {
+			s.Groups++
 			s.Running += g.running
 			s.RunningTasks += g.runningTasks
 			lane := g.laneLen()
 			s.Waiting += g.queued() + lane
-			v := seenGroup{g: g, counts: g.counts, served: g.served, idle: g.idle()}
-			v.counts.Submitted += uint64(lane)
-			seen = append(seen, v)
+			counts.Submitted += uint64(lane)
+			if g.idle() {
+				s.IdleGroups++
+			}
+			counts.addAll(&g.counts)
+			served += g.served
+			g.statsPass = pass
 		}
 		g.mu.Unlock()
 		return true
 	})
-	s.TaskCounts, s.ServedPermits = t.endPass(p, seen, &s)
+	s.TaskCounts, s.ServedPermits = t.endPass(&counts, served)
 	return s
-}
-
-// seenGroup is what a Stats pass read of a group.
-type seenGroup struct {
-	g      *group
-	counts TaskCounts
-	served uint64
-	idle   bool
-}
-
-// statsPass is a Stats pass under way: the groups dropped since it began,
-// whose counts the totals have, folded in (fold).
-type statsPass struct {
-	folded []*group
-}
-
-// beginPass registers a Stats pass, for fold to tell it of the groups it
-// drops meanwhile.
-func (t *totals) beginPass() *statsPass {
-	p := new(statsPass)
-	t.mu.Lock()
-	t.passes = append(t.passes, p)
-	t.mu.Unlock()
-	return p
-}
-
-// endPass ends pass p, which read the groups seen, and returns the counts
-// of all groups: the totals now, and the counts seen of the groups not
-// folded into them since. It counts those groups in s (Groups,
-// IdleGroups): the others are no longer kept. The totals' mutex, which
-// every drop takes, is held only to read them and unregister p.
-func (t *totals) endPass(p *statsPass, seen []seenGroup, s *Stats) (TaskCounts, uint64) {
-	t.mu.Lock()
-	t.passes = slices.DeleteFunc(t.passes, func(q *statsPass) bool { return q == p })
-	if len(t.passes) == 0 {
-		t.passes = nil // lets the collector have the passes' lists
-	}
-	counts, served := t.counts, t.served
-	t.mu.Unlock()
-	var folded map[*group]bool // p.folded is p's alone now
-	if len(p.folded) > 0 {
-		folded = make(map[*group]bool, len(p.folded))
-		for _, g := range p.folded {
-			folded[g] = true
-		}
-	}
-	for i := range seen {
-		v := &seen[i]
-		if folded[v.g] {
-			continue // counted in the totals, with the counts it was dropped with
-		}
-		counts.addAll(&v.counts)
-		served += v.served
-		s.Groups++
-		if v.idle {
-			s.IdleGroups++
-		}
-	}
-	return counts, served
 }
 
 // BreakerRemainingDelay returns how long the breaker of the named group
@@ -250,21 +199,51 @@ type totals struct {
 	mu     sync.Mutex
 	counts TaskCounts
 	served uint64
-	// passes are the Stats passes under way, each told of the groups
-	// folded in meanwhile; nil while there are none.
-	passes []*statsPass
+	// pass numbers the Stats pass under way, if passing: the groups it has
+	// read say so (group.statsPass). read and readServed are the counts
+	// folded in meanwhile of groups it had read, which it counted already.
+	pass       uint64
+	passing    bool
+	read       TaskCounts
+	readServed uint64
+	passMu     sync.Mutex // held by a Stats pass, from its beginning to its end
 }
 
-// fold moves g's counts into t, and drops g (drop), as one step for Stats:
-// a pass that finds g dropped finds its counts in t. g is locked.
+// beginPass begins a Stats pass (passMu held) and returns its number.
+func (t *totals) beginPass() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pass++
+	t.passing = true
+	t.read, t.readServed = TaskCounts{}, 0
+	return t.pass
+}
+
+// endPass ends the Stats pass under way, which read counts and served
+// from the groups it found, and returns the counts of all groups: those
+// plus the totals now, less the totals' counts of the groups it read.
+func (t *totals) endPass(counts *TaskCounts, served uint64) (TaskCounts, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.passing = false
+	c := t.counts
+	c.addAll(counts)
+	c.subAll(&t.read)
+	return c, t.served + served - t.readServed
+}
+
+// fold moves g's counts into t, and drops g (drop), as one step for Stats,
+// with g locked: a pass that finds g dropped finds its counts here, and
+// one that has read them already leaves them out of these.
 func (t *totals) fold(g *group, drop func()) {
 	t.mu.Lock()
 	t.counts.addAll(&g.counts)
 	t.served += g.served
-	drop()
-	for _, p := range t.passes {
-		p.folded = append(p.folded, g)
+	if t.passing && g.statsPass == t.pass {
+		t.read.addAll(&g.counts)
+		t.readServed += g.served
 	}
+	drop()
 	t.mu.Unlock()
 }
 
@@ -294,6 +273,16 @@ func (t *totals) snapshot() (TaskCounts, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.counts, t.served
+}
+
+func (c *TaskCounts) subAll(o *TaskCounts) {
+	c.Submitted -= o.Submitted
+	c.Started -= o.Started
+	c.Succeeded -= o.Succeeded
+	c.Failed -= o.Failed
+	c.Cancelled -= o.Cancelled
+	c.Rejected -= o.Rejected
+	c.CallerRuns -= o.CallerRuns
 }
 
 func (c *TaskCounts) addAll(o *TaskCounts) {
