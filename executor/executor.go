@@ -84,7 +84,8 @@ type Executor struct {
 }
 
 // New returns an Executor enforcing p, configured by opts. It fails, with an
-// error naming the option, for a nil p or Option, an option's invalid value
+// error naming the option, for a nil or zero p (a Policy not made by
+// policy.New) or a nil Option, an option's invalid value
 // (a nil listener, clock, limiter or spawn function, a negative
 // WithMaxIdleGroups, invalid breaker Settings), WithListener given twice,
 // or a Limiter that refuses to attach. Release the Executor with Shutdown or
@@ -92,6 +93,12 @@ type Executor struct {
 func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	if p == nil {
 		return nil, errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)")
+	}
+	if p.GlobalMaxInFlight() < 1 {
+		// Only a zero Policy, not made by policy.New, which validates every
+		// limit, has one below 1: its limits of 0 would refuse every task as
+		// too heavy.
+		return nil, errors.New("executor: New: a zero policy.Policy is not usable (policy.New() gives the defaults)")
 	}
 	ex := &Executor{
 		pol:        p,
