@@ -29,13 +29,18 @@ func TestStatsSnapshotsStayConsistent(t *testing.T) {
 		if seed%2 == 0 {
 			pol = policy.Abort
 		}
-		ex := newExec(t, []policy.Option{
+		popts := []policy.Option{
 			policy.WithGlobalMaxInFlight(4),
 			policy.WithDefaultMaxConcurrency(2),
 			policy.WithDefaultMaxInFlight(6),
 			policy.WithDefaultQueueThreshold(3),
 			policy.WithRejectionPolicy(pol),
-		}, executor.WithMaxIdleGroups(1))
+		}
+		if seed%3 == 0 {
+			// Backlogs without bound: Go's light tasks and the lane.
+			popts = append(popts, policy.WithDefaultMaxInFlight(policy.Unlimited), policy.WithDefaultQueueThreshold(policy.Unlimited))
+		}
+		ex := newExec(t, popts, executor.WithMaxIdleGroups(1))
 		const groups = 5
 		var calls atomic.Int64 // valid calls made: each is one task
 		bg := newBackground()
@@ -54,7 +59,7 @@ func TestStatsSnapshotsStayConsistent(t *testing.T) {
 		for w := range 4 {
 			r := rand.New(rand.NewPCG(seed, uint64(w)))
 			wg.Go(func() {
-				for range 300 {
+				for range 150 {
 					statsStressCall(ex, r, groups, &calls)
 				}
 			})
@@ -93,7 +98,16 @@ func statsStressCall(ex *executor.Executor, r *rand.Rand, groups int, calls *ato
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
-	switch r.IntN(6) {
+	switch r.IntN(7) {
+	case 6: // a burst into one group: a backlog of light tasks, and the lane, where limits allow
+		for i := range 100 {
+			calls.Add(1)
+			if i%2 == 0 {
+				_ = ex.Go(context.Background(), group, work)
+			} else {
+				_, _ = executor.Submit(ex, context.Background(), executor.Task[int]{Group: group, Fn: func(ctx context.Context) (int, error) { return 0, work(ctx) }})
+			}
+		}
 	case 0:
 		calls.Add(1)
 		_ = ex.Go(ctx, group, work)
