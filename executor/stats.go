@@ -269,12 +269,6 @@ func (t *totals) countLate(st Status, callerRuns bool) {
 	t.mu.Unlock()
 }
 
-func (t *totals) snapshot() (TaskCounts, uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.counts, t.served
-}
-
 func (c *TaskCounts) subAll(o *TaskCounts) {
 	c.Submitted -= o.Submitted
 	c.Started -= o.Started
