@@ -101,11 +101,11 @@ type GroupStats struct {
 // the pass runs is counted once: if the pass read it first, by what the
 // pass read, the totals' counts of it being left out (totals.fold);
 // otherwise by the totals alone, the pass finding it dropped. So each
-// cumulative count is the sum, over every group there has been, of a
-// reading of its count taken during the pass or later, and a snapshot
-// never shows such a count lower than one taken before it (Started
-// aside: TaskCounts). Passes take turns, so that a group names the one
-// that read it.
+// cumulative count sums, over every group there has been, the count it
+// was dropped with, or one read during the pass, never an older reading:
+// a snapshot never shows such a count lower than one taken before it
+// (Started aside: TaskCounts). Passes take turns, so that a group names
+// the one that read it.
 func (ex *Executor) Stats() Stats {
 	s := Stats{GlobalMaxInFlight: ex.global.max(), Fairness: ex.fairness()}
 	t := &ex.totals
