@@ -44,16 +44,18 @@ func TestStatsSnapshotsStayConsistent(t *testing.T) {
 		const groups = 5
 		var calls atomic.Int64 // valid calls made: each is one task
 		bg := newBackground()
-		var prev executor.Stats
-		bg.loop(func() {
-			s := ex.Stats()
-			checkSnapshot(s, prev, v.add)
-			prev = s
-			g := fmt.Sprint("g", rand.IntN(groups))
-			if gs, ok := ex.GroupStats(g); ok {
-				checkGroupSnapshot(gs, v.add)
-			}
-		})
+		for range 2 { // readers at once
+			var prev executor.Stats
+			bg.loop(func() {
+				s := ex.Stats()
+				checkSnapshot(s, prev, v.add)
+				prev = s
+				g := fmt.Sprint("g", rand.IntN(groups))
+				if gs, ok := ex.GroupStats(g); ok {
+					checkGroupSnapshot(gs, v.add)
+				}
+			})
+		}
 		bg.loop(func() { ex.EvictGroup(fmt.Sprint("g", rand.IntN(groups))) })
 		var wg sync.WaitGroup
 		for w := range 4 {
