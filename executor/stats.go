@@ -13,9 +13,9 @@ import (
 // run by the submitter, whose outcome is also counted.
 //
 // The counts never go down from one Stats snapshot to a later one, but
-// Started (and Stats.ServedPermits): a task that waited is counted as it
-// starts, and taken back once its worker finds, before running it, that
-// its context had ended.
+// Started (and Stats.ServedPermits): a task is counted as it starts, and
+// taken back if it then never runs, as Started says (its context found
+// ended, or asking it panicked or exited the goroutine).
 type TaskCounts struct {
 	Submitted  uint64 // tasks with valid input, admitted or not
 	Started    uint64 // tasks started under the limits; not one whose context had ended by then (counted Cancelled), nor one whose context panicked or exited the goroutine as it was asked then (counted Failed): those never run
