@@ -1,0 +1,74 @@
+package gateway_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// net/http serves an HTTP/1 request whose target is a URI with a scheme
+// and no authority ("http:t/acme/x", "foo:%2Ft%2Facme"): it parses it as
+// an opaque URL, with no path. The proxy sent the opaque part as the
+// backend's request-target ("GET t/acme/x HTTP/1.1", "GET %2Ft%2Facme
+// HTTP/1.1"), no origin-form (RFC 9112 3.2.1), with tenant.from path
+// under the default tenant (no path, no tenant): a backend taking such a
+// target and decoding it before it routes would serve "/t/acme" under the
+// default tenant's limits. Such a request is refused
+// 400 bad_target before its tenant is read, and never reaches a backend;
+// an absolute-form target with an authority, or a scheme followed by a
+// path ("http:/t/acme/x"), is proxied by its path.
+func TestOpaqueTargetRefused(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			head, ok := readHeadText(br)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			lines = append(lines, strings.SplitN(head, "\r\n", 2)[0])
+			mu.Unlock()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	gw := start(t, url, minimal+"tenant: {from: path, path_prefix: /t}\n")
+	refused := 0
+	for _, tc := range []struct{ target, status, line string }{
+		{"http:t/acme/x", "400", ""},
+		{"foo:%2Ft%2Facme", "400", ""},
+		{"https:t/acme", "400", ""},
+		{"HTTP:t/acme?q=1", "400", ""},
+		{"http:/t/acme/x", "200", "GET /t/acme/x HTTP/1.1"},
+		{"http://example/t/acme/x", "200", "GET /t/acme/x HTTP/1.1"},
+		{"/t/acme/x", "200", "GET /t/acme/x HTTP/1.1"},
+	} {
+		resp, body, err := rawExchange(t, gw.url, "GET "+tc.target+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.target, err)
+		}
+		mu.Lock()
+		got := lines
+		lines = nil
+		mu.Unlock()
+		if got := strconv.Itoa(resp.StatusCode); got != tc.status {
+			t.Errorf("%q: %s %q, want %s", tc.target, got, body, tc.status)
+		}
+		if tc.status == "400" {
+			refused++
+			if !strings.HasPrefix(body, `{"error":"bad_target"`) {
+				t.Errorf("%q: %q, want 400 bad_target", tc.target, body)
+			}
+		}
+		if tc.line == "" && len(got) > 0 || tc.line != "" && (len(got) != 1 || got[0] != tc.line) {
+			t.Errorf("%q: the backend got %q, want %q", tc.target, got, tc.line)
+		}
+	}
+	if got := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "target"); got != float64(refused) {
+		t.Errorf("rejected_total{reason=target} = %v, want %d", got, refused)
+	}
+}
