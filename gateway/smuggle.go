@@ -109,7 +109,9 @@ func smuggled(r *http.Request) bool {
 	}
 	chunked := len(r.TransferEncoding) > 0
 	if !plain {
-		return chunked
+		// Without the bytes, a Transfer-Encoding on a folded line is seen
+		// only in the value net/http joined the line to (foldedEncoding).
+		return chunked || foldedEncoding(r.Header)
 	}
 	// A Transfer-Encoding on a folded line is part of the header before it
 	// to net/http, which never takes a folded line for a header of its
@@ -134,4 +136,40 @@ func smuggled(r *http.Request) bool {
 		c.consumed++
 	}
 	return hadFolded
+}
+
+// foldedEncoding reports whether a value of h holds a Transfer-Encoding
+// line that net/http joined to it: an obs-fold continuation line is
+// joined to the value before it, its blanks made one space, so the name
+// (in any case) is at the value's start, or after a blank. A request
+// with one goes by its length, or has no body, to net/http, and by its
+// chunks to a front proxy that took the folded line for a header of its
+// own (see smuggled). Any value naming it so counts, which can only make
+// the gateway close a connection it could have kept.
+func foldedEncoding(h http.Header) bool {
+	for _, vs := range h {
+		for _, v := range vs {
+			for i := 0; i+len(encodingLine) <= len(v); i++ {
+				if (i == 0 || v[i-1] == ' ' || v[i-1] == '\t') && lower(v[i]) == encodingLine[0] &&
+					asciiEqualFold(v[i:i+len(encodingLine)], encodingLine) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// asciiEqualFold reports whether s equals lowerCase, a lower-case ASCII
+// string, in any case.
+func asciiEqualFold(s, lowerCase string) bool {
+	if len(s) != len(lowerCase) {
+		return false
+	}
+	for i := range len(s) {
+		if lower(s[i]) != lowerCase[i] {
+			return false
+		}
+	}
+	return true
 }
