@@ -420,7 +420,8 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 // conn is a client connection. It counts the Content-Length and
 // Transfer-Encoding header lines that pass through it, so that a request
 // with both, an HTTP/1.0 request with Transfer-Encoding, or one whose
-// Transfer-Encoding was on a folded line can be recognised once net/http
+// Transfer-Encoding or Content-Length was on a folded line can be
+// recognised once net/http
 // has dropped or joined the line it did not frame the request by (see
 // lineScanner and smuggled).
 type conn struct {
@@ -442,6 +443,9 @@ type conn struct {
 	consumed int64        // of those, accounted for by requests; the handler's
 	scan     lineScanner
 
+	foldedLengths     atomic.Int64 // of lengths, those on folded lines
+	foldedLenConsumed int64        // of those, accounted for by requests; the handler's
+
 	encodings   atomic.Int64 // Transfer-Encoding lines seen
 	encConsumed int64        // of those, accounted for by requests; the handler's
 	encScan     lineScanner
@@ -453,8 +457,9 @@ type conn struct {
 func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		if k, _ := c.scan.count(p[:n], lengthLine); k > 0 {
+		if k, folded := c.scan.count(p[:n], lengthLine); k > 0 {
 			c.lengths.Add(int64(k))
+			c.foldedLengths.Add(int64(folded))
 		}
 		if k, folded := c.encScan.count(p[:n], encodingLine); k > 0 {
 			c.encodings.Add(int64(k))

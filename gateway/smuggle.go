@@ -74,11 +74,12 @@ type connKey struct{}
 
 // smuggled reports whether r's connection must be closed after its answer:
 // r, an HTTP/1.0 request, had a Transfer-Encoding line; r, a chunked
-// HTTP/1.1 request, also had a Content-Length; or r, an HTTP/1.1 request,
-// had a Transfer-Encoding on a folded line. It keeps the connection's
-// counts in step with the requests served. Over TLS (no plain bytes to
-// scan) and for a connection it does not know, a chunked request and every
-// HTTP/1.0 request count as suspect.
+// HTTP/1.1 request, also had a Content-Length; or r had a Transfer-Encoding
+// (HTTP/1.1) or a Content-Length on a folded line. It keeps the
+// connection's counts in step with the requests served. Over TLS (no plain
+// bytes to scan) and for a connection it does not know, a chunked request,
+// every HTTP/1.0 request and one with a value a folded framing line was
+// joined to (foldedFraming) count as suspect.
 func smuggled(r *http.Request) bool {
 	if r.ProtoMajor != 1 {
 		return false
@@ -105,14 +106,20 @@ func smuggled(r *http.Request) bool {
 		had := seen > c.encConsumed
 		c.encConsumed = seen
 		c.foldedConsumed = c.foldedEncodings.Load()
-		return had
+		return had || c.hadFoldedLength()
 	}
 	chunked := len(r.TransferEncoding) > 0
 	if !plain {
-		// Without the bytes, a Transfer-Encoding on a folded line is seen
-		// only in the value net/http joined the line to (foldedEncoding).
-		return chunked || foldedEncoding(r.Header)
+		// Without the bytes, a Transfer-Encoding or Content-Length on a
+		// folded line is seen only in the value net/http joined the line
+		// to (foldedFraming).
+		return chunked || foldedFraming(r.Header)
 	}
+	// So is a Content-Length on a folded line, which net/http does not
+	// frame the request by: a front proxy that did sent a body the
+	// gateway reads as the next request (or, beside a length of
+	// net/http's own, sent another length of it).
+	hadFoldedLength := c.hadFoldedLength()
 	// A Transfer-Encoding on a folded line is part of the header before it
 	// to net/http, which never takes a folded line for a header of its
 	// own: a front proxy that did went by the chunks, and what it sent as
@@ -135,26 +142,49 @@ func smuggled(r *http.Request) bool {
 	case len(r.Header["Content-Length"]) > 0:
 		c.consumed++
 	}
-	return hadFolded
+	return hadFolded || hadFoldedLength
 }
 
-// foldedEncoding reports whether a value of h holds a Transfer-Encoding
-// line that net/http joined to it: an obs-fold continuation line is
-// joined to the value before it, its blanks made one space, so the name
-// (in any case) is at the value's start, or after a blank. A request
-// with one goes by its length, or has no body, to net/http, and by its
-// chunks to a front proxy that took the folded line for a header of its
-// own (see smuggled). Any value naming it so counts, which can only make
-// the gateway close a connection it could have kept.
-func foldedEncoding(h http.Header) bool {
+// hadFoldedLength reports whether a Content-Length line on a folded line
+// came that no earlier request of c accounts for, and accounts for it.
+func (c *conn) hadFoldedLength() bool {
+	folded := c.foldedLengths.Load()
+	had := folded > c.foldedLenConsumed
+	c.foldedLenConsumed = folded
+	return had
+}
+
+// foldedFraming reports whether a value of h holds a Transfer-Encoding
+// or Content-Length line that net/http joined to it: an obs-fold
+// continuation line is joined to the value before it, its blanks made one
+// space, so the name (in any case) is at the value's start, or after a
+// blank. net/http frames such a request by its own length, or as
+// bodiless, and a front proxy that took the folded line for a header of
+// its own by the chunks or the length it names (see smuggled). Any value
+// naming one so counts, which can only make the gateway close a
+// connection it could have kept.
+func foldedFraming(h http.Header) bool {
 	for _, vs := range h {
 		for _, v := range vs {
-			for i := 0; i+len(encodingLine) <= len(v); i++ {
-				if (i == 0 || v[i-1] == ' ' || v[i-1] == '\t') && lower(v[i]) == encodingLine[0] &&
-					asciiEqualFold(v[i:i+len(encodingLine)], encodingLine) {
-					return true
-				}
+			if namesAfterBlank(v, encodingLine) || namesAfterBlank(v, lengthName) {
+				return true
 			}
+		}
+	}
+	return false
+}
+
+// lengthName is lengthLine without its colon: in a joined value it is
+// matched as encodingLine is.
+const lengthName = "content-length"
+
+// namesAfterBlank reports whether v holds name (in lower case), in any
+// case, at its start or after a blank.
+func namesAfterBlank(v, name string) bool {
+	for i := 0; i+len(name) <= len(v); i++ {
+		if (i == 0 || v[i-1] == ' ' || v[i-1] == '\t') && lower(v[i]) == name[0] &&
+			asciiEqualFold(v[i:i+len(name)], name) {
+			return true
 		}
 	}
 	return false
