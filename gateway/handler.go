@@ -131,20 +131,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusBadRequest, "bad_target", "the query has a space (RFC 3986 3.4)", 0)
 		return
 	}
-	if r.URL.Opaque != "" {
-		// A target with a scheme and no authority ("http:t/acme/x"),
-		// which net/http parses as an opaque URL, without a path: the
-		// transport sent the opaque part as the backend's request-target
-		// ("GET t/acme/x HTTP/1.1"), no origin-form (RFC 9112 3.2.1),
-		// and with tenant.from path under the default tenant, while a
-		// backend taking it and decoding it before it routes
-		// ("%2Ft%2Facme") would serve another tenant's path. An
-		// http URI has an authority (RFC 9110 4.2.1): refused as no
-		// target the gateway can proxy, before the tenant is read.
-		g.m.rejected.WithLabelValues("target").Inc()
-		g.refuse(w, x, http.StatusBadRequest, "bad_target", "the request-target is neither a path nor an absolute URI with an authority (RFC 9112 3.2)", 0)
-		return
-	}
 	if r.Method == http.MethodOptions && r.RequestURI == "*" {
 		// About the server, not a resource of a backend's: answered here,
 		// as net/http would, once the check above has run.
@@ -225,6 +211,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		g.m.rejected.WithLabelValues("method").Inc()
 		g.refuse(w, x, http.StatusHTTPVersionNotSupported, "method_not_supported", "HTTP/2 is served over TLS only, negotiated by ALPN", 0)
+		return
+	}
+	if r.URL.Opaque != "" {
+		// A target with a scheme and no authority ("http:t/acme/x"),
+		// which net/http parses as an opaque URL, without a path: the
+		// transport sent the opaque part as the backend's request-target
+		// ("GET t/acme/x HTTP/1.1"), no origin-form (RFC 9112 3.2.1),
+		// and with tenant.from path under the default tenant, while a
+		// backend taking it and decoding it before it routes
+		// ("%2Ft%2Facme") would serve another tenant's path; to an
+		// https backend speaking HTTP/2 it was no :path, which the
+		// transport refused to send, an error counted against the
+		// backend's breaker, which any client could so open. An
+		// http URI has an authority (RFC 9110 4.2.1): refused as no
+		// target the gateway can proxy, before the tenant is read (after
+		// the methods refused whatever their target: "connect host:22" is
+		// opaque too, and refused as a CONNECT).
+		g.m.rejected.WithLabelValues("target").Inc()
+		g.refuse(w, x, http.StatusBadRequest, "bad_target", "the request-target is neither a path nor an absolute URI with an authority (RFC 9112 3.2)", 0)
 		return
 	}
 	hasBody := r.Body != nil && r.Body != http.NoBody

@@ -2,12 +2,17 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/x509"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/groupexec/groupexec/gateway"
 )
 
 // net/http serves an HTTP/1 request whose target is a URI with a scheme
@@ -70,5 +75,37 @@ func TestOpaqueTargetRefused(t *testing.T) {
 	}
 	if got := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "target"); got != float64(refused) {
 		t.Errorf("rejected_total{reason=target} = %v, want %d", got, refused)
+	}
+}
+
+// Sent to a backend over HTTP/2 (an https backend that offers it), an
+// opaque target was no :path at all: net/http's transport refused to send
+// it, an error counted as the backend's failure (502), so that any client
+// could open a backend's breaker for every tenant without a request
+// reaching it. Refused before it is proxied, it counts against no breaker.
+func TestOpaqueTargetOpensNoBreaker(t *testing.T) {
+	be := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	be.EnableHTTP2 = true
+	be.StartTLS()
+	t.Cleanup(be.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(be.Certificate())
+	gw := build(t, be.URL, minimal+"breaker: {consecutive_failures: 1, timeout: 1h}\n")
+	gateway.TrustBackends(gw, roots)
+	url := serve(t, gw).url
+	for i, target := range []string{"/warm", "http:x", "/"} {
+		resp, body, err := rawExchange(t, url, "GET "+target+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if err != nil {
+			t.Fatalf("%q: %v", target, err)
+		}
+		want := http.StatusOK
+		if i == 1 {
+			want = http.StatusBadRequest
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%q: %d %q, want %d", target, resp.StatusCode, body, want)
+		}
 	}
 }
