@@ -914,6 +914,13 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.As(err, &open):
 		x.verdict = context.Canceled // the backends' breakers have counted already
 		g.refuse(w, x, http.StatusServiceUnavailable, "breaker_open", "every backend's circuit breaker is open", open.retryAfter)
+	case errors.Is(err, errHeadersTooLarge):
+		// The transport refused to send the request (see transport): what
+		// the client sent, not the backend's failure nor the tenant's.
+		x.verdict = context.Canceled
+		g.m.rejected.WithLabelValues("header-size").Inc()
+		g.refuse(w, x, http.StatusRequestHeaderFieldsTooLarge, "headers_too_large",
+			"the request's headers are over what the backend takes (its HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE)", 0)
 	case drained(ctx) && x.resp.hijacked:
 		// The backend answered 101, and the drain cut the upgrade as the
 		// switch was written to the client: answered with 101, and

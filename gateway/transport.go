@@ -117,6 +117,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: ctx, ticket: ticket, held: held}
 		case err == nil:
 			ticket.Success()
+		case headerListTooLarge(err):
+			// The request's headers are over what the backend announced it
+			// takes (HTTP/2's SETTINGS_MAX_HEADER_LIST_SIZE), and the
+			// transport refused to send it: the request's size, as the 431
+			// a backend over HTTP/1 answers itself, not the backend's
+			// failure, which any client could so count for every tenant.
+			// Not retried: another try is refused alike.
+			ticket.Ignore()
+			return nil, errHeadersTooLarge
 		case ctx.Err() != nil && !deadlinePassed(ctx), deadlinePassed(ctx) && !held:
 			// The client went away, or the deadline passed on a backend
 			// given too little of it (heldToDeadline): nothing learned of
@@ -138,6 +147,18 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // errUnaskedSwitch is the transport's error for a backend that answered
 // 101 Switching Protocols to a request that did not ask for that protocol.
 var errUnaskedSwitch = errors.New("gateway: the backend switched protocols unasked")
+
+// errHeadersTooLarge is the transport's error for a request whose headers
+// are over what its backend announced it takes (headerListTooLarge).
+var errHeadersTooLarge = errors.New("gateway: the request's headers are over the backend's limit")
+
+// headerListTooLarge reports whether err is net/http's HTTP/2 transport
+// refusing to send a request whose headers are over the peer's
+// SETTINGS_MAX_HEADER_LIST_SIZE. The error is not exported (an
+// internal package's): it is known by its text.
+func headerListTooLarge(err error) bool {
+	return strings.Contains(err.Error(), "request header list larger than peer's advertised limit")
+}
 
 // errBadStatus is the transport's error for a backend that answered a
 // status outside 100-599.
