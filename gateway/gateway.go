@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -32,20 +33,24 @@ type Gateway struct {
 	m         *metrics
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
-	conns     conns                    // to the backends
-	clients   atomic.Pointer[listener] // the proxy's listener, once Serve runs
-	admins    atomic.Pointer[listener] // the admin listener, once Serve runs
-	log       *slog.Logger
-	clk       clock.Clock
-	errLog    *log.Logger  // the servers' and the proxy's (newErrLog)
-	failLog   *slog.Logger // the gateway's own failures a request meets, rated as errLog
-	health    *health
-	inflight  tracker
-	svc       serviceTime // of admitted requests, for Retry-After
-	spooled   spoolUse    // request bodies' bytes in spool files
-	reload    reloader
-	serving   chan struct{} // closed by Serve once it serves: Serving
-	served    sync.Once
+	// switches is transport's HTTP/1-only twin, for the requests asking to
+	// switch protocols (transport.RoundTrip), made at its first use.
+	switches     *http.Transport
+	switchesOnce sync.Once
+	conns        conns                    // to the backends
+	clients      atomic.Pointer[listener] // the proxy's listener, once Serve runs
+	admins       atomic.Pointer[listener] // the admin listener, once Serve runs
+	log          *slog.Logger
+	clk          clock.Clock
+	errLog       *log.Logger  // the servers' and the proxy's (newErrLog)
+	failLog      *slog.Logger // the gateway's own failures a request meets, rated as errLog
+	health       *health
+	inflight     tracker
+	svc          serviceTime // of admitted requests, for Retry-After
+	spooled      spoolUse    // request bodies' bytes in spool files
+	reload       reloader
+	serving      chan struct{} // closed by Serve once it serves: Serving
+	served       sync.Once
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.
@@ -155,7 +160,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.transport.DialContext = g.conns.dial
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: rewrite, // the transport picks the backend
-		Transport: &transport{base: g.transport, state: g.state.Load,
+		Transport: &transport{base: g.transport, switches: g.http1Only, state: g.state.Load,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
 		ModifyResponse: dropForbiddenTrailers,
 		ErrorHandler:   g.proxyError,
@@ -179,6 +184,7 @@ func (g *Gateway) Close() error {
 	g.health.close()
 	err := g.ex.Close()
 	g.transport.CloseIdleConnections()
+	g.http1Only().CloseIdleConnections()
 	g.conns.closeAll()
 	return err
 }
@@ -218,6 +224,31 @@ func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
 // admitted or run (at most tenant.max_groups): a request's body being
 // received, or its kept answer being sent, does not count.
 func (g *Gateway) LiveTenants() int { return g.groups.count() }
+
+// http1Only returns g.transport's twin that speaks HTTP/1 only, made from it
+// at its first use (once the test hooks that change g.transport have run):
+// a switch of protocols is HTTP/1's alone, and net/http's transport sends
+// only a switch to "websocket" over HTTP/1 by itself, any other over the
+// HTTP/2 connection an https backend offers, where it refuses to send it.
+func (g *Gateway) http1Only() *http.Transport {
+	g.switchesOnce.Do(func() {
+		t := g.transport.Clone()
+		var p http.Protocols
+		p.SetHTTP1(true)
+		t.Protocols = &p
+		// The TLS config the clone shares offers h2 once the transport
+		// has set HTTP/2 up: a backend taking it would read HTTP/1 as a
+		// bad HTTP/2 preface.
+		tc := &tls.Config{}
+		if t.TLSClientConfig != nil {
+			tc = t.TLSClientConfig.Clone()
+		}
+		tc.NextProtos = []string{"http/1.1"}
+		t.TLSClientConfig = tc
+		g.switches = t
+	})
+	return g.switches
+}
 
 // rewrite sets the headers that tell the backend who the client is: the
 // X-Forwarded ones, and X-Real-IP, which nginx's realip module and many

@@ -36,10 +36,13 @@ const (
 // Every try and wait fits in the request's deadline: a wait that would end
 // past it is not started.
 type transport struct {
-	base    http.RoundTripper
-	state   func() *state // the backends and their breakers
-	next    atomic.Uint64
-	retried func() // counts a retry
+	base http.RoundTripper
+	// switches returns the HTTP/1-only transport that a request asking to
+	// switch protocols goes to an https backend through (see RoundTrip).
+	switches func() *http.Transport
+	state    func() *state // the backends and their breakers
+	next     atomic.Uint64
+	retried  func() // counts a retry
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -87,8 +90,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if once {
 			out.Body = unreplayable{}
 		}
+		base := t.base
+		if out.URL.Scheme == "https" && upgradeType(out.Header) != "" {
+			// A switch is HTTP/1's: net/http's transport keeps only a
+			// switch to "websocket" off the HTTP/2 connection an https
+			// backend offers, and refuses to send any other over it, an
+			// error that counted as the backend's failure (502).
+			base = t.switches()
+		}
 		var resp *http.Response
-		resp, err = t.base.RoundTrip(out)
+		resp, err = base.RoundTrip(out)
 		switch {
 		case err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !switchAsked(out, resp):
 			// The proxy would refuse this switch too, but without closing
