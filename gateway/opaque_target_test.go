@@ -109,3 +109,41 @@ func TestOpaqueTargetOpensNoBreaker(t *testing.T) {
 		}
 	}
 }
+
+// Over HTTP/2 net/http serves an opaque :path ("http:t/acme") as it does
+// an HTTP/1 target: it is refused alike.
+func TestHTTP2OpaquePathRefused(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			head, ok := readHeadText(br)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			lines = append(lines, strings.SplitN(head, "\r\n", 2)[0])
+			mu.Unlock()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	p := newPKI(t)
+	gw := start(t, url, minimal+tlsConfig(p)+"tenant: {from: path, path_prefix: /t}\n")
+	for _, tc := range []struct{ path, status, line string }{
+		{"http:t/acme", "400", ""},
+		{"foo:%2Ft%2Facme", "400", ""},
+		{"/t/acme", "200", "GET /t/acme HTTP/1.1"},
+	} {
+		status, body := h2Path(t, gw.url, p, tc.path)
+		mu.Lock()
+		got := lines
+		lines = nil
+		mu.Unlock()
+		if status != tc.status || tc.status == "400" && !strings.HasPrefix(body, `{"error":"bad_target"`) {
+			t.Errorf("%q: %s %q, want %s", tc.path, status, body, tc.status)
+		}
+		if tc.line == "" && len(got) > 0 || tc.line != "" && (len(got) != 1 || got[0] != tc.line) {
+			t.Errorf("%q: the backend got %q, want %q", tc.path, got, tc.line)
+		}
+	}
+}
