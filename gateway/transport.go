@@ -91,7 +91,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			out.Body = unreplayable{}
 		}
 		base := t.base
-		if out.URL.Scheme == "https" && upgradeType(out.Header) != "" {
+		if t.switches != nil && out.URL.Scheme == "https" && upgradeType(out.Header) != "" {
 			// A switch is HTTP/1's: net/http's transport keeps only a
 			// switch to "websocket" off the HTTP/2 connection an https
 			// backend offers, and refuses to send any other over it, an
