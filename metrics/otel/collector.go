@@ -240,7 +240,8 @@ func (c *Collector) OnRejected(e executor.Event) {
 
 // LimitLabel names, as an attribute value, the limit that refused a task
 // with err: executor.Limit with spaces as underscores ("group_in-flight"), or
-// "other"; the same values as metrics/prom's LimitLabel.
+// "other" for an error that names none of the executor's limits; the same
+// values as metrics/prom's LimitLabel.
 func LimitLabel(err error) string { return metricnames.LimitLabel(err) }
 
 var globalQueue = metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", "global")))

@@ -62,7 +62,8 @@
 // group_in-flight, group_queue_threshold, global_queue_threshold,
 // queue_timeout, shutdown, circuit_breaker, limit_resolver, invalid_task,
 // cluster_global_limiter, cluster_group_limiter, global_in-flight and
-// group_concurrency (a task too heavy ever to run), or other.
+// group_concurrency (a task too heavy ever to run), or other (an error that
+// names no limit, or a Limit that is none of the executor's).
 //
 // A task the rejection policy runs in its caller (CallerRuns, a rejection
 // handler's RunInCaller) is counted in both group_rejected_total, since a

@@ -245,7 +245,8 @@ func (c *Collector) OnRejected(e executor.Event) {
 }
 
 // LimitLabel names, as a label value, the limit that refused a task with err:
-// executor.Limit with spaces as underscores ("group_in-flight"), or "other".
+// executor.Limit with spaces as underscores ("group_in-flight"), or "other"
+// for an error that names none of the executor's limits.
 func LimitLabel(err error) string { return metricnames.LimitLabel(err) }
 
 // Describe sends the descriptions of every metric.

@@ -84,7 +84,9 @@
 // shutdown, circuit_breaker, limit_resolver, invalid_task,
 // cluster_global_limiter, cluster_group_limiter, and, for a task too heavy
 // ever to run, the limit it exceeds (global_in-flight, group_in-flight,
-// group_concurrency); other for an error that names no limit.
+// group_concurrency); other for an error that names no limit, or a Limit
+// that is none of the executor's (a caller's own, which, taken as it is,
+// could be of any number and length, or not valid UTF-8).
 //
 // A task the rejection policy runs in its caller (CallerRuns, a rejection
 // handler's RunInCaller) is counted in both group_rejected_total, since a

@@ -68,14 +68,37 @@ var noLimit = "; " + strconv.Itoa(policy.Unlimited) + " (policy.Unlimited) when 
 
 // LimitLabel names, as a label value, the limit that refused a task with
 // err: executor.Limit with spaces as underscores ("group_in-flight"), or
-// "other".
+// "other" for an error that names none of the executor's limits.
+//
+// executor.Limit is a string type that anyone can convert any string to, and
+// a Collector is a Listener that counts what its caller tells it: a Limit of
+// the caller's making, taken as it is, would be a label value of any length
+// and number (a series each, kept for good), or one that is not valid UTF-8,
+// which Prometheus's WithLabelValues panics on. Only the executor's own
+// limits, a fixed set, get labels of their own.
 func LimitLabel(err error) string {
 	var re *executor.RejectedError
-	if errors.As(err, &re) && re.Limit != "" {
-		return strings.ReplaceAll(string(re.Limit), " ", "_")
+	if errors.As(err, &re) {
+		if l, ok := limitLabels[re.Limit]; ok {
+			return l
+		}
 	}
 	return "other"
 }
+
+// limitLabels are the label values of the executor's limits.
+var limitLabels = func() map[executor.Limit]string {
+	m := make(map[executor.Limit]string)
+	for _, l := range []executor.Limit{
+		executor.LimitGlobalInFlight, executor.LimitGroupInFlight, executor.LimitGroupConcurrency,
+		executor.LimitGlobalQueue, executor.LimitGroupQueue, executor.LimitQueueTimeout,
+		executor.LimitShutdown, executor.LimitBreaker, executor.LimitResolver, executor.LimitInvalid,
+		executor.LimitClusterGlobal, executor.LimitClusterGroup,
+	} {
+		m[l] = strings.ReplaceAll(string(l), " ", "_")
+	}
+	return m
+}()
 
 // Seconds is d in seconds, as the histograms record a task's wait and run
 // time: a negative d is 0. An injected clock (executor.WithClock) set back
