@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -230,10 +229,25 @@ func (c *Collector) OnStarted(e executor.Event) {
 	c.queued.WithLabelValues(c.label(e.Group)).Observe(metricnames.Seconds(e.Queued))
 }
 
-// OnCompleted counts the outcome and records how long the task ran.
+// OnCompleted counts the outcome and records how long the task ran. A
+// completion of another Status than Success, Failed or Cancelled, which an
+// executor never reports, is not counted, as metrics/otel counts none: its
+// status label would be a value of the caller's ("rejected", "status(9)"),
+// a series each.
 func (c *Collector) OnCompleted(e executor.Event) {
+	var status string
+	switch e.Status {
+	case executor.Success:
+		status = "success"
+	case executor.Failed:
+		status = "failed"
+	case executor.Cancelled:
+		status = "cancelled"
+	default:
+		return
+	}
 	g := c.label(e.Group)
-	c.completed.WithLabelValues(g, strings.ToLower(e.Status.String())).Inc()
+	c.completed.WithLabelValues(g, status).Inc()
 	if e.Started { // a task cancelled while it waited never ran; one that ran may have for a measured 0
 		c.run.WithLabelValues(g).Observe(metricnames.Seconds(e.Duration))
 	}
