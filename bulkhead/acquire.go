@@ -442,10 +442,17 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 
 // detailOf is the detail of the rejection of a request that gave up with
 // err: its stable code for one of the bulkhead's errors (ErrGoexit), else
-// its text (a context's error).
+// its text (a context's error). A request whose context's Done closed with
+// a nil Err fails as a cancelled one (doneErr), and its detail is
+// context.Canceled's text: observers that count requests by their
+// context's error (metrics/prom, metrics/otel) count it as cancelled, not
+// under a text of its own.
 func detailOf(err error) string {
 	if e, ok := err.(*Error); ok {
 		return e.code
+	}
+	if err == errDoneNilErr {
+		return context.Canceled.Error()
 	}
 	return err.Error()
 }
