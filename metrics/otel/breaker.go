@@ -141,7 +141,9 @@ func (r *breakersRegistration) Unregister() error {
 // state: use it where groups are a bounded set. A name that is not valid
 // UTF-8, which an exporter cannot send, or longer than MaxGroupLen bytes is
 // counted under OtherGroup, as metrics/prom's BreakerTransitions counts it.
-// It is safe for concurrent use. Create it with NewBreakerTransitions.
+// The from and to attributes are closed, open or half-open, and other for
+// a State that is none of them (which a breaker never reports). It is safe
+// for concurrent use. Create it with NewBreakerTransitions.
 type BreakerTransitions struct {
 	next    func(name string, from, to breaker.State)
 	c       metric.Int64Counter
@@ -150,11 +152,9 @@ type BreakerTransitions struct {
 	claims  []claimKey // the namespace and the counter's name t holds; none for a provider that is not a pointer
 }
 
-// transition is a change of state of the breaker labelled name.
-type transition struct {
-	name     string
-	from, to breaker.State
-}
+// transition is a change of state of the breaker labelled name, by the
+// labels of its states.
+type transition struct{ name, from, to string }
 
 // NewBreakerTransitions returns the counter of transitions; namespace, when
 // set, prefixes its name. It fails if the provider refuses the instrument,
@@ -197,11 +197,11 @@ func (t *BreakerTransitions) OnStateChange(name string, from, to breaker.State) 
 	if !t.stopped.Load() {
 		// Keyed by the label, not the name: a client-chosen key of any
 		// length would otherwise be kept here, for good, as well.
-		k := transition{metricnames.BreakerLabel(name), from, to}
+		k := transition{metricnames.BreakerLabel(name), metricnames.StateLabel(from), metricnames.StateLabel(to)}
 		o, ok := t.sets.Load(k)
 		if !ok {
 			o, _ = t.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attribute.String("breaker", k.name),
-				attribute.String("from", metricnames.StateLabel(from)), attribute.String("to", metricnames.StateLabel(to)))))
+				attribute.String("from", k.from), attribute.String("to", k.to))))
 		}
 		t.c.Add(context.Background(), 1, o.(metric.MeasurementOption))
 	}

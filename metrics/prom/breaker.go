@@ -93,8 +93,10 @@ func (b *Breakers) Collect(ch chan<- prometheus.Metric) {
 // Group keys name group breakers, so the breaker label has as many values
 // as there are groups that ever changed state: use it where groups are a
 // bounded set. A name that is not valid UTF-8, which no label value may
-// hold, or longer than MaxGroupLen bytes is counted under OtherGroup. It is
-// a prometheus.Collector, safe for concurrent use.
+// hold, or longer than MaxGroupLen bytes is counted under OtherGroup. The
+// from and to labels are closed, open or half-open, and other for a State
+// that is none of them (which a breaker never reports). It is a
+// prometheus.Collector, safe for concurrent use.
 type BreakerTransitions struct {
 	c    *prometheus.CounterVec
 	next func(name string, from, to breaker.State)

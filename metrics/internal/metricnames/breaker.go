@@ -18,8 +18,16 @@ var (
 )
 
 // StateLabel is a breaker state's label value: "closed", "open" or
-// "half-open".
-func StateLabel(s breaker.State) string { return s.String() }
+// "half-open", and "other" for a value that is none of the three, which a
+// breaker never reports but an OnStateChange call may: its String,
+// "State(7)", would make a series of each of 2^32 values.
+func StateLabel(s breaker.State) string {
+	switch s {
+	case breaker.StateClosed, breaker.StateOpen, breaker.StateHalfOpen:
+		return s.String()
+	}
+	return "other"
+}
 
 // BreakerLabel is the breaker label value a change of state of the breaker
 // called name is counted under: name itself, or OtherGroup for a name that
