@@ -1,7 +1,12 @@
 package prom_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,5 +73,56 @@ func TestEveryExecutorLimitHasItsLabel(t *testing.T) {
 		if got := prom.LimitLabel(&executor.RejectedError{Limit: l}); got != want {
 			t.Errorf("LimitLabel(%q) = %q, want %q", l, got, want)
 		}
+	}
+}
+
+// Every Limit constant the executor declares has a label of its own: one
+// added to the executor but not to the labels would be counted under
+// "other", with the limits the executor does not have.
+func TestEveryDeclaredExecutorLimitHasALabel(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join("..", "..", "executor", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				v := s.(*ast.ValueSpec)
+				if typ, ok := v.Type.(*ast.Ident); !ok || typ.Name != "Limit" {
+					continue
+				}
+				for _, val := range v.Values {
+					lit, ok := val.(*ast.BasicLit)
+					if !ok {
+						t.Fatalf("%s: a Limit constant that is not a literal", fset.Position(val.Pos()))
+					}
+					l, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					found++
+					want := strings.ReplaceAll(l, " ", "_")
+					if got := prom.LimitLabel(&executor.RejectedError{Limit: executor.Limit(l)}); got != want {
+						t.Errorf("LimitLabel(%q) = %q, want %q", l, got, want)
+					}
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("found no Limit constant in the executor's sources")
 	}
 }
