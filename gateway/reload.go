@@ -34,6 +34,8 @@ func WithConfigFile(path string) Option { return func(g *Gateway) { g.reload.pat
 var ErrNoConfigFile = errors.New("gateway: no config file to reload (WithConfigFile)")
 
 // ReloadFile reads WithConfigFile's file again and applies it with Reload.
+// The file is read with config.LoadRegular: a path that is not a regular
+// file (a named pipe, a device) is refused at once, never waited on.
 // Without WithConfigFile it returns ErrNoConfigFile, and after Close
 // ErrClosed, each counted as a refused reload: whoever asked for one is told, by the metric too, that the
 // config in force was not reloaded. Reloads run one at a time, each
@@ -53,7 +55,9 @@ func (g *Gateway) ReloadFile() error {
 		g.m.reloads.WithLabelValues("error").Inc()
 		return ErrNoConfigFile
 	}
-	cfg, err := config.Load(g.reload.path)
+	// A regular file only: a named pipe or a device there would keep this
+	// reload waiting for good, under the lock, and Close behind it.
+	cfg, err := config.LoadRegular(g.reload.path)
 	if g.reload.fileRead != nil {
 		g.reload.fileRead()
 	}

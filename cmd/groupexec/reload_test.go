@@ -101,6 +101,9 @@ func TestSIGHUPReloads(t *testing.T) {
 // which ends the process, must not apply between start and serving. The
 // file is a named pipe, so the test knows the gateway is reading it: its
 // open for writing returns only once the gateway has opened it to read.
+// A reload reads only a regular file: the pipe is replaced by one, holding
+// the same config, before the gateway is given its config through the
+// pipe it holds open.
 func TestSIGHUPDuringStartupReloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -152,9 +155,18 @@ func TestSIGHUPDuringStartupReloads(t *testing.T) {
 			fail("the gateway did not read its config\n%s", p.logs())
 		}
 	}
-	feed(func() { p.cmd.Process.Signal(syscall.SIGHUP) })
+	feed(func() {
+		// What the reload reads.
+		regular := filepath.Join(dir, "regular.yaml")
+		if err := os.WriteFile(regular, cfg, 0o600); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(regular, pipe); err != nil {
+			t.Error(err)
+		}
+		p.cmd.Process.Signal(syscall.SIGHUP)
+	})
 	p.waitServing(t)
-	feed(func() {}) // the reload reads the file again
 	c := &http.Client{Timeout: bound, Transport: &http.Transport{DisableKeepAlives: true}}
 	deadline := time.Now().Add(bound)
 	for {

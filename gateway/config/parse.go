@@ -25,19 +25,45 @@ const MaxFileBytes = 64 << 20
 // Load reads and parses the file at path. A file larger than
 // MaxFileBytes is refused (matching ErrInvalid) without being read whole:
 // --config /dev/zero, or a log named for the config, would otherwise
-// grow the process until the system killed it, on a reload too.
+// grow the process until the system killed it, on a reload too. A named
+// pipe is read as a file's text given once (--check --config /dev/stdin);
+// a gateway reloading the file reads it with LoadRegular.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
+	return load(f, path)
+}
+
+// LoadRegular is Load for a file read again, as a reload reads it: path
+// must be a regular file (a symlink to one is followed, as a Kubernetes
+// ConfigMap's is), else it is refused at once, matching ErrInvalid. Load
+// opening a named pipe waits for a writer, and reads a device (a
+// terminal) until it ends: either way a reload waited for good, holding
+// the reloads after it and the drain that waits for the one under way.
+func LoadRegular(path string) (*Config, error) {
+	f, err := openRegular(path)
+	var nr *notRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, &Error{Reason: nr.Error() + ": not a config file"}
+	case err != nil:
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if len(data) > MaxFileBytes {
+	defer f.Close()
+	return load(f, path)
+}
+
+// load reads f, the file at path, whole and parses it.
+func load(f *os.File, path string) (*Config, error) {
+	data, err := readCapped(f, path)
+	switch {
+	case errors.Is(err, errTooLarge):
 		return nil, &Error{Reason: fmt.Sprintf("%s is larger than %d bytes (64 MiB): not a config file", path, MaxFileBytes)}
+	case err != nil:
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	return Parse(data)
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net/netip"
-	"os"
 )
 
 // prefix is a parsed tenant.trusted_proxies entry.
@@ -82,7 +81,7 @@ func (b *Bearer) check(ck *checker) {
 	case (b.HMACSecretFile == "") == (b.PublicKeyFile == ""):
 		ck.bad("tenant.bearer", "set exactly one of hmac_secret_file and public_key_file")
 	case b.HMACSecretFile != "":
-		data, err := os.ReadFile(b.HMACSecretFile)
+		data, err := readNamedFile(b.HMACSecretFile)
 		if err != nil {
 			ck.bad("tenant.bearer.hmac_secret_file", "%v", err)
 			return
@@ -94,7 +93,7 @@ func (b *Bearer) check(ck *checker) {
 		}
 		b.key = secret
 	default:
-		data, err := os.ReadFile(b.PublicKeyFile)
+		data, err := readNamedFile(b.PublicKeyFile)
 		if err != nil {
 			ck.bad("tenant.bearer.public_key_file", "%v", err)
 			return
@@ -160,14 +159,26 @@ func (c *Config) checkTLS(ck *checker) {
 		ck.bad("tls", "cert_file and key_file go together")
 		return
 	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	// Read as tls.LoadX509KeyPair reads them, but each a regular file
+	// and capped (readNamedFile).
+	certPEM, err := readNamedFile(t.CertFile)
+	if err != nil {
+		ck.bad("tls.cert_file", "%v", err)
+		return
+	}
+	keyPEM, err := readNamedFile(t.KeyFile)
+	if err != nil {
+		ck.bad("tls.key_file", "%v", err)
+		return
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		ck.bad("tls.cert_file", "%v", err)
 		return
 	}
 	f := &tlsFiles{cert: cert}
 	if t.ClientCAFile != "" {
-		data, err := os.ReadFile(t.ClientCAFile)
+		data, err := readNamedFile(t.ClientCAFile)
 		if err != nil {
 			ck.bad("tls.client_ca_file", "%v", err)
 			return
