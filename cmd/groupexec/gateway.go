@@ -129,7 +129,9 @@ func serveFile(ctx context.Context, path string, log *slog.Logger) error {
 	// starts (a reload right after a deploy) is a reload once it serves.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	if !hupCaughtToExit {
+		defer signal.Stop(hup)
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		return err

@@ -52,6 +52,7 @@ var errUsage = errors.New("usage")
 
 func main() {
 	stdLogToGateway = true
+	hupCaughtToExit = true
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -59,6 +60,15 @@ func main() {
 // gateway is built (gatewayCmd): set by main only, since the standard
 // logger is the process's, and the tests run the command in theirs.
 var stdLogToGateway bool
+
+// hupCaughtToExit keeps SIGHUP caught once the gateway has stopped, until
+// the process exits: released, its default action ended the process, so
+// that one more SIGHUP of a reload storm (a config sync signalling each
+// change) arriving after the drain turned its exit 0, or the exit 1 of a
+// gateway that could not start, into death by SIGHUP (status 129). Set by
+// main only, as stdLogToGateway is: the tests run the command in their
+// process, and leave the signal as they found it.
+var hupCaughtToExit bool
 
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
