@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +38,15 @@ import (
 // an invalid tenant or weight is not sent either; its error matches
 // ErrInvalidTenant or ErrInvalidWeight (or is the function's own, when it
 // matches ErrUnavailable). Nor is one whose method is not a token (RFC 9110
-// section 9.1), which net/http's transport would refuse: it takes no slot,
-// and counts as nothing of its destination's. A panic in the tenant or weight
-// function goes on to RoundTrip's caller, the request's body closed and no
-// slot taken.
+// section 9.1), which net/http's transport would refuse, or is HEAD in
+// another case ("head"): methods are case-sensitive, and net/http's
+// transport reads the body announced in the answer to "head", which a
+// server that upper-cases the method leaves out, answering a HEAD, so the
+// caller would wait for it until its context ended. Such a request takes
+// no slot, and counts as nothing of its destination's. Other methods in
+// another case ("get") are sent as given, as net/http sends them. A panic
+// in the tenant or weight function goes on to RoundTrip's caller, the
+// request's body closed and no slot taken.
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
@@ -211,6 +217,15 @@ func (t *transport) admissionOf(req *http.Request) (group string, weight int, er
 		// the destination's failure, which any client of the proxy could
 		// so trip.
 		return "", 0, fmt.Errorf("httpadmit: invalid method %.128q", req.Method)
+	}
+	if req.Method != http.MethodHead && strings.EqualFold(req.Method, http.MethodHead) {
+		// Methods are case-sensitive (RFC 9110 9.1): net/http's transport
+		// reads the body that the answer to "head" announces, while a
+		// server that upper-cases the method (gunicorn with
+		// casefold_http_method) answers it as a HEAD, without one. The
+		// caller waited for it, holding the slot, until its context
+		// ended. Refused as the gateway refuses it.
+		return "", 0, fmt.Errorf("httpadmit: method %q is HEAD in another case than HEAD, not sent", req.Method)
 	}
 	if group, err = t.tenant(req); err != nil {
 		return "", 0, err
