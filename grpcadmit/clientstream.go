@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"reflect"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/groupexec/groupexec/executor"
 )
@@ -42,7 +46,13 @@ import (
 // keeps what it holds, its slot included: read it to the end or cancel its
 // context. The stream's error counts for the group's breaker when the
 // stream ends; the end of its context counts as for a unary call (a
-// cancellation is no failure, a deadline is one).
+// cancellation is no failure, a deadline is one). An error that SendMsg
+// itself returns (other than io.EOF and the end of the context) is, as
+// grpc.ClientStream's SendMsg says, the client's own: a message that does
+// not encode (a proto3 string holding invalid UTF-8), a SendMsg after
+// CloseSend. The stream then counts as Cancelled, not as a failure of
+// the dependency, whose breaker a caller's bad input would open for
+// every caller.
 //
 // Holding the slot takes one goroutine per admitted stream, which waits in
 // DoWeighted until the stream ends. The stream is created with the context
@@ -102,6 +112,11 @@ type held struct {
 	told        atomic.Bool   // admitted is being closed: what it tells is set by the one that swapped it
 	end         chan error    // the stream's end, sent once
 	ended       atomic.Bool   // end was sent
+
+	mu          sync.Mutex
+	sending     bool          // SendMsg is in flight: an end waits for it (finish)
+	deferred    bool          // an end came while it was
+	deferredErr error         // the first such end's error
 	done        chan struct{} // Do has returned: the slot is free
 }
 
@@ -174,9 +189,29 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 	}
 }
 
-// finish tells fn that the stream ended with err (io.EOF: its OK status),
-// once; the first end told is the stream's.
+// finish is gRPC's OnFinish: it tells fn that gRPC ended the stream with
+// err (tell). While SendMsg is in flight, the end waits for it to return:
+// gRPC ends the stream with the error SendMsg returns before it returns
+// it, and only SendMsg's wrapper, which sees that error, can tell that it
+// is the client's own (sendEnded). SendMsg returns once gRPC has ended the
+// stream, whoever ended it. The stream's own methods tell their ends
+// directly.
 func (h *held) finish(err error) {
+	h.mu.Lock()
+	if h.sending {
+		if !h.deferred {
+			h.deferred, h.deferredErr = true, err
+		}
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	h.tell(err)
+}
+
+// tell tells fn that the stream ended with err (io.EOF: its OK status),
+// once; the first end told is the stream's.
+func (h *held) tell(err error) {
 	if h.ended.CompareAndSwap(false, true) {
 		if err == io.EOF {
 			err = nil
@@ -185,9 +220,9 @@ func (h *held) finish(err error) {
 	}
 }
 
-// release is finish, returning once the slot is free.
+// release is tell, returning once the slot is free.
 func (h *held) release(err error) {
-	h.finish(err)
+	h.tell(err)
 	<-h.done
 }
 
@@ -247,18 +282,82 @@ func (s *clientStream) RecvMsg(m any) error {
 	return err
 }
 
-func (s *clientStream) SendMsg(m any) error {
+func (s *clientStream) SendMsg(m any) (err error) {
+	h := s.h
+	h.mu.Lock()
+	h.sending = true // gRPC's SendMsg is not called on two goroutines at once
+	h.mu.Unlock()
 	returned := false
-	defer s.endUnlessReturned(&returned)
-	err := s.ClientStream.SendMsg(m)
+	defer func() {
+		h.mu.Lock()
+		h.sending = false
+		deferred, end := h.deferred, h.deferredErr
+		h.deferred, h.deferredErr = false, nil
+		h.mu.Unlock()
+		switch {
+		case !returned:
+			h.release(errStreamPanicked) // the panic goes on, with its stack
+		case deferred && err != io.EOF && sameError(end, err):
+			// gRPC ended the stream with SendMsg's own error.
+			h.release(sendEnded(err))
+		case deferred:
+			// Ended otherwise while SendMsg was in flight (RecvMsg read
+			// the server's status, the ClientConn closed).
+			h.release(end)
+		case err != nil && err != io.EOF:
+			// A stream below that does not pass OnFinish on. io.EOF: the
+			// server has ended the stream, whose status RecvMsg reads;
+			// gRPC has not ended it yet.
+			h.release(sendEnded(err))
+		}
+	}()
+	err = s.ClientStream.SendMsg(m)
 	returned = true
-	if err != nil && err != io.EOF {
-		// io.EOF: the server has ended the stream, whose status RecvMsg
-		// reads; gRPC has not ended it yet.
-		s.h.release(err)
-	}
 	return err
 }
+
+// sendEnded is the outcome of a stream that SendMsg's error err ended.
+// gRPC returns from SendMsg itself only errors of the client's (as
+// ClientStream.SendMsg says; a failure of the server's is io.EOF, and
+// RecvMsg reads its status): a message that does not encode (a proto3
+// string holding invalid UTF-8, from a caller's input), one over the
+// size limit, a SendMsg after CloseSend. None is the dependency's
+// failure, and one caller's bad input must not open its breaker for all:
+// Cancelled. The end of the stream's context (Canceled,
+// DeadlineExceeded) counts as it does anywhere else, and so does an
+// error wrapping io.EOF, which gRPC's retries return for a server's
+// status once their attempts are exhausted.
+func sendEnded(err error) error {
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded:
+		return err
+	}
+	if errors.Is(err, io.EOF) {
+		return err
+	}
+	return &unsentError{err}
+}
+
+// sameError reports whether a and b are one error value; false where ==
+// would panic (an error whose dynamic type is not comparable).
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && vb.Comparable() && a == b
+}
+
+// unsentError is the outcome of a stream whose message SendMsg failed to
+// send, an error of this process: Cancelled, its error kept.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string {
+	return "grpcadmit: the stream's message was not sent, an error of this process: " + e.err.Error()
+}
+
+// Unwrap returns the error and context.Canceled.
+func (e *unsentError) Unwrap() []error { return []error{e.err, context.Canceled} }
 
 func (s *clientStream) Header() (metadata.MD, error) {
 	returned := false

@@ -251,6 +251,22 @@ func ServerFailure(err error) bool {
 // deadlines from callers it does not trust gives its outgoing calls a
 // context with a deadline of its own, or refuses a deadline too short to
 // serve before calling out.
+//
+// A unary call whose request fails to encode in this process (a proto3
+// string holding invalid UTF-8, copied from a caller's input) fails with
+// codes.Internal, "grpc: error while marshaling", and ClientFailure
+// counts it against the dependency: a server whose reply fails to encode
+// sends that very code and message, and gRPC's unary call gives an
+// interceptor nothing else to tell them apart by (the header, grpc.Header,
+// is nil in both for the server's trailers-only answer; wrapping the
+// call's codec would need the codec gRPC picks, which the interceptors
+// chained after this one may change, and would change the call's
+// content-type). A service that copies untrusted input into its outgoing
+// requests checks it before the call (utf8.ValidString, or proto.Marshal
+// of the request), so that one caller's bad input cannot open the
+// dependency's breaker for every caller. An outgoing stream's SendMsg,
+// which gRPC documents as returning only the client's errors, counts its
+// own as Cancelled (StreamClientInterceptor).
 func ClientFailure(err error) bool {
 	return !refusedHere(err) && handlerFailure(err)
 }
