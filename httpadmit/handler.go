@@ -251,6 +251,14 @@ func (c *call) serve(ctx context.Context) (err error) {
 		return errNotServed
 	}
 	code, late := sw.code()
+	if sw.status == 0 && late {
+		// next wrote nothing and returned once its request was cancelled
+		// (its client reset the stream, or the executor stopped it): it
+		// gave the request up, and net/http's 200 goes to no one. As a
+		// Success, a client resetting its requests would close a
+		// half-open breaker whose probe did no work.
+		return errGivenUp
+	}
 	if sw.judged {
 		if sw.fails {
 			err = &StatusError{Code: code}
@@ -271,6 +279,10 @@ func (c *call) serve(ctx context.Context) (err error) {
 // (MarkRefused), itself or through a Handler chained after this one that
 // refused it: Cancelled, neither a failure nor a success of the group.
 var errNotServed = fmt.Errorf("httpadmit: the request was refused after this Handler admitted it (MarkRefused), never served: %w", context.Canceled)
+
+// errGivenUp is serve's error for a next that wrote nothing and returned
+// once its request's context was cancelled: Cancelled.
+var errGivenUp = fmt.Errorf("httpadmit: the handler wrote nothing and returned after the request was cancelled: %w", context.Canceled)
 
 // errAborted is serve's error for a next that panicked with
 // http.ErrAbortHandler. It matches context.Canceled, so that Do counts the

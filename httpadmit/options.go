@@ -214,7 +214,9 @@ func WithRefusalWriter(f func(w http.ResponseWriter, r *http.Request, err error)
 // written after the request's context was cancelled (its client went away,
 // or the executor stopped it) counts as Cancelled, not as a failure: it
 // answers for work given up on, as a ReverseProxy's 502 for an upstream call
-// cancelled with its client's request does. A Handler chained before
+// cancelled with its client's request does; so does a response next wrote
+// nothing of, returning once the request's context was cancelled (net/http's
+// 200 then goes to no one). A Handler chained before
 // another (one group per tenant, then one per route) counts a request the
 // inner one refused as Cancelled, whatever the refusal's status, and f
 // does not see it: next never ran, and an inner group's open breaker or
