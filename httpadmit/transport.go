@@ -53,7 +53,12 @@ import (
 //     read or not, or until the request's context ends (the body can no
 //     longer be read then). Close returns once the slot is free. As with
 //     net/http, a body never closed is never done with: its slot is lost for
-//     as long as its context lasts;
+//     as long as its context lasts. A read of the body that fails before
+//     Close while the request's context is alive (the destination closed
+//     its connection before the body's length, or reset its HTTP/2
+//     stream) counts as a failure of the destination, a *BodyError,
+//     whatever the status said; a read that fails once the context has
+//     ended (the caller's deadline, its cancellation) counts nothing;
 //   - a response with no body (http.NoBody, or nil from a faulty base)
 //     releases it before RoundTrip returns;
 //   - 101 Switching Protocols: the body is the upgraded connection, still an
@@ -274,6 +279,8 @@ type exchange struct {
 	raisedValue any
 	sent        bool // send returned: it recovers base's panics, not a runtime.Goexit
 	called      bool // send called base
+
+	readErr atomic.Pointer[error] // the first error of a body read the destination caused (body.Read)
 
 	told  atomic.Bool // ready is closed, by the one that swapped it
 	taken atomic.Bool // fn sends the request, or run's exit dropped it, whichever swapped it
@@ -576,12 +583,15 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		}
 		resp.Body = &upgradedBody{rw, x}
 	} else {
-		resp.Body = &body{resp.Body, x}
+		resp.Body = &body{ReadCloser: resp.Body, x: x, ctx: ctx}
 	}
 	close(x.ready)
 	select {
 	case <-x.closed:
 	case <-ctx.Done():
+	}
+	if p := x.readErr.Load(); outcome == nil && p != nil {
+		return &BodyError{*p}
 	}
 	return outcome
 }
@@ -594,19 +604,53 @@ func (x *exchange) release() {
 	<-x.done
 }
 
-// body holds its exchange's slot until Close.
+// body holds its exchange's slot until Close, and keeps the first error
+// its reads met while the request was alive: the destination's, which
+// cut the body short (it closed the connection, or reset the stream).
 type body struct {
 	io.ReadCloser
-	x *exchange
+	x       *exchange
+	ctx     context.Context // the admission's, ended by the request's or the executor's stop
+	closing atomic.Bool     // Close was called: a read's error is Close's doing
+}
+
+// Read reads the body. An error other than io.EOF, while neither the
+// request's context has ended nor Close was called (a Close on another
+// goroutine fails a Read under way), is the destination's, and the
+// request counts as its failure (BodyError).
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !b.closing.Load() && b.ctx.Err() == nil {
+		b.x.readErr.CompareAndSwap(nil, &err)
+	}
+	return n, err
 }
 
 // Close closes the response body, then frees the request's slot; it returns
 // once the slot is free.
 func (b *body) Close() error {
+	b.closing.Store(true) // before the Close that fails a Read under way
 	err := b.ReadCloser.Close()
 	b.x.release()
 	return err
 }
+
+// BodyError is the outcome, in the executor's Stats and listener events,
+// of a request whose response body the destination cut short: a read of
+// it failed (io.ErrUnexpectedEOF for an HTTP/1 connection closed before
+// the body's length, a stream reset over HTTP/2) while the request's
+// context was alive and before the body was closed. It counts as a
+// failure of the destination.
+type BodyError struct {
+	Err error // the read's error
+}
+
+func (e *BodyError) Error() string {
+	return "httpadmit: reading the response body: " + e.Err.Error()
+}
+
+// Unwrap returns the read's error.
+func (e *BodyError) Unwrap() error { return e.Err }
 
 // upgradedBody is the connection of a 101 response; it stays writable.
 type upgradedBody struct {
