@@ -57,22 +57,22 @@ func TestStreamClientSendErrorOfTheCallerIsNoFailure(t *testing.T) {
 	}
 }
 
-// A server's failure that ends a stream while its SendMsg is in flight on
-// another goroutine (blocked: the server reads nothing) is the
-// dependency's failure still: SendMsg returns io.EOF, RecvMsg the status,
-// and the stream counts as Failed, its slot freed.
-func TestStreamClientServerFailureDuringSendIsAFailure(t *testing.T) {
+// stallServer serves /test.Stall/Stall, a stream whose handler reads
+// nothing (its client's sends fill the window), tells opened once it
+// runs, and fails with Unavailable once fail is closed.
+func stallServer(t *testing.T) (addr string, opened chan struct{}, fail chan struct{}) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opened, fail := make(chan struct{}), make(chan struct{})
+	opened, fail = make(chan struct{}), make(chan struct{})
 	srv := grpc.NewServer()
 	srv.RegisterService(&grpc.ServiceDesc{ServiceName: "test.Stall", HandlerType: (*any)(nil), Streams: []grpc.StreamDesc{{
 		StreamName: "Stall",
 		Handler: func(any, grpc.ServerStream) error {
 			close(opened)
-			<-fail // reads nothing: the client's sends fill the window
+			<-fail
 			return status.Error(codes.Unavailable, "down")
 		},
 		ClientStreams: true,
@@ -80,16 +80,15 @@ func TestStreamClientServerFailureDuringSendIsAFailure(t *testing.T) {
 	}}}, struct{}{})
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
-	ev := newEvents()
-	ex := newExec(t, nil, tripOnFirstFailure, ev.listener())
-	cc := dial(t, lis.Addr().String(), grpc.WithStreamInterceptor(grpcadmit.StreamClientInterceptor(ex)))
-	cs, err := cc.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Stall/Stall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-opened
+	return lis.Addr().String(), opened, fail
+}
+
+// sendUntilError sends large messages on cs until SendMsg fails, on a
+// goroutine of its own; it tells sent after the first, and sendErr the
+// error.
+func sendUntilError(cs grpc.ClientStream) (sent chan struct{}, sendErr chan error) {
 	big := wrapperspb.String(strings.Repeat("x", 256<<10))
-	sent, sendErr := make(chan struct{}, 1), make(chan error, 1)
+	sent, sendErr = make(chan struct{}, 1), make(chan error, 1)
 	go func() {
 		for {
 			if err := cs.SendMsg(big); err != nil {
@@ -102,6 +101,24 @@ func TestStreamClientServerFailureDuringSendIsAFailure(t *testing.T) {
 			}
 		}
 	}()
+	return sent, sendErr
+}
+
+// A server's failure that ends a stream while its SendMsg is in flight on
+// another goroutine (blocked: the server reads nothing) is the
+// dependency's failure still: SendMsg returns io.EOF, RecvMsg the status,
+// and the stream counts as Failed, its slot freed.
+func TestStreamClientServerFailureDuringSendIsAFailure(t *testing.T) {
+	addr, opened, fail := stallServer(t)
+	ev := newEvents()
+	ex := newExec(t, nil, tripOnFirstFailure, ev.listener())
+	cc := dial(t, addr, grpc.WithStreamInterceptor(grpcadmit.StreamClientInterceptor(ex)))
+	cs, err := cc.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Stall/Stall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-opened
+	sent, sendErr := sendUntilError(cs)
 	<-sent
 	close(fail)
 	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Unavailable {
@@ -112,6 +129,34 @@ func TestStreamClientServerFailureDuringSendIsAFailure(t *testing.T) {
 	}
 	wantCounted(t, ev, ex, cc.Target(), executor.Failed)
 	if n := slots(ex, cc.Target()); n != 0 {
+		t.Errorf("%d slots held; want none", n)
+	}
+}
+
+// The ClientConn closed while a stream's SendMsg is blocked ends the
+// stream as it ends one at rest: gRPC's end, which waits for SendMsg to
+// return, frees the slot once it does, and the stream counts as
+// Cancelled.
+func TestStreamClientConnCloseWhileSendingFreesTheSlot(t *testing.T) {
+	addr, opened, fail := stallServer(t)
+	defer close(fail)
+	ev := newEvents()
+	ex := newExec(t, nil, tripOnFirstFailure, ev.listener())
+	cc := dial(t, addr, grpc.WithStreamInterceptor(grpcadmit.StreamClientInterceptor(ex)))
+	cs, err := cc.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/test.Stall/Stall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-opened
+	sent, sendErr := sendUntilError(cs)
+	<-sent
+	target := cc.Target()
+	cc.Close()
+	if err := <-sendErr; err != io.EOF {
+		t.Errorf("SendMsg: %v; want io.EOF", err)
+	}
+	wantCounted(t, ev, ex, target, executor.Cancelled)
+	if n := slots(ex, target); n != 0 {
 		t.Errorf("%d slots held; want none", n)
 	}
 }
