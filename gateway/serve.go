@@ -57,7 +57,15 @@ func (g *Gateway) ProxyServer() *http.Server {
 		// Each stream is a request with buffers of its own: without a cap
 		// of the config's, net/http lets one connection carry 250 at once,
 		// and max_conns would bound connections but not memory.
-		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: cfg.HTTP2MaxStreams},
+		//
+		// WriteByteTimeout closes an HTTP/2 connection that takes no byte
+		// of what is written to it for timeouts.write. A stream's own
+		// write deadline resets the stream, but the reset is a frame,
+		// queued behind the one being written: a client granting every
+		// flow-control window and reading nothing off the connection
+		// blocked that write for ever, and the stream, its handler and a
+		// streamed answer's slot with it, never ended.
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: cfg.HTTP2MaxStreams, WriteByteTimeout: t.Write},
 		ErrorLog: g.errLog,
 		// Every request's context derives from the abort context, so that
 		// the drain deadline cancels them all without a registration per

@@ -1,0 +1,84 @@
+package gateway_test
+
+import (
+	"net/http"
+	"testing"
+
+	"golang.org/x/net/http2"
+)
+
+// streamForever is a backend that answers with a body that never ends,
+// written as fast as the gateway takes it, until the gateway gives the
+// request up.
+func streamForever(w http.ResponseWriter, r *http.Request) {
+	chunk := make([]byte, 32<<10)
+	rc := http.NewResponseController(w)
+	for {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// An HTTP/2 client that stops taking its answers holds no slot past
+// timeouts.write, however it stops. Granting no flow-control window, it
+// has its stream reset at the stream's write deadline. Granting every
+// window but reading nothing off the connection, it leaves the server's
+// frame writer blocked in the connection's write, where the stream's
+// reset, queued behind the frame being written, was never sent: the
+// stream never closed, and its handler, with the slot of its streamed
+// answer, was held for as long as the client kept the connection open;
+// now the connection is closed once no byte of it has gone out for
+// timeouts.write.
+func TestHTTP2UnreadAnswerHoldsNoSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// window is what the client grants beyond the initial 64 KiB,
+		// on its stream and on the connection.
+		window uint32
+		// closes: the connection is closed, not only the stream reset.
+		closes bool
+	}{
+		{"no window", 0, false},
+		{"window but no reads", 1<<31 - 1 - 65535, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPKI(t)
+			gw := start(t, backend(t, streamForever).URL, minimal+tlsConfig(p)+
+				"response: {buffer_bytes: 1024}\ntimeouts: {write: 200ms, upstream: 1h}\n"+
+				"limits: {max_concurrency_per_group: 1, max_in_flight_per_group: 1, queue_threshold_per_group: 0}\n")
+			m := gw.gw.Metrics()
+			f, _ := dialFramer(t, gw.url, p)
+			if tc.window > 0 {
+				if err := f.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1}); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.WriteWindowUpdate(0, tc.window); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.get(1, "a"); err != nil {
+				t.Fatal(err)
+			}
+			// Nothing is read from here on: the answer fills the
+			// client's window, or the connection's buffers.
+			eventually(t, "the request to be admitted", func() bool {
+				s, _ := gw.gw.Executor().GroupStats("a")
+				return s.Running == 1
+			})
+			eventually(t, "the unread answer to give its slot back", func() bool {
+				s, _ := gw.gw.Executor().GroupStats("a")
+				return s.Running == 0 && metric(t, m, inGatewayGauge) == 0
+			})
+			if tc.closes {
+				// A connection the gateway cannot write to is of no use
+				// to anyone: it is closed, not left to hold a place
+				// under max_conns.
+				eventually(t, "the connection to be closed", func() bool { return metric(t, m, "gateway_connections") == 0 })
+			}
+		})
+	}
+}
