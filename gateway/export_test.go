@@ -94,3 +94,7 @@ func SetAdminBodyLinger(t interface{ Cleanup(func()) }, d time.Duration) {
 	adminBodyLinger = d
 	t.Cleanup(func() { adminBodyLinger = old })
 }
+
+// BackendStreamWindow is how much of an answer an HTTP/2 backend may send
+// ahead of what the gateway has read of it.
+const BackendStreamWindow = backendStreamWindow

@@ -158,6 +158,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	// bounded by no buffer the config sets.
 	g.transport.MaxResponseHeaderBytes = int64(cfg.MaxHeaderBytes)
 	g.transport.DialContext = g.conns.dial
+	g.transport.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: backendStreamWindow}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: rewrite, // the transport picks the backend
 		Transport: &transport{base: g.transport, switches: g.http1Only, state: g.state.Load,
@@ -224,6 +225,16 @@ func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
 // admitted or run (at most tenant.max_groups): a request's body being
 // received, or its kept answer being sent, does not count.
 func (g *Gateway) LiveTenants() int { return g.groups.count() }
+
+// backendStreamWindow is the flow-control window the transport grants an
+// HTTP/2 backend's answer: how much of it the backend may send ahead of
+// what the proxy has read, which the transport holds in memory meanwhile.
+// net/http's 4 MiB a stream, 64 times response.buffer_bytes's default,
+// was held for each streamed answer its client took slowly. The
+// connection's window is left at net/http's 1 GiB: a smaller one, shared
+// by every stream on the connection, would let a few clients not taking
+// their answers stop the backend's answers to every other tenant.
+const backendStreamWindow = 256 << 10
 
 // http1Only returns g.transport's twin that speaks HTTP/1 only, made from it
 // at its first use (once the test hooks that change g.transport have run):
