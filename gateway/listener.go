@@ -4,11 +4,13 @@ import (
 	"container/list"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -452,6 +454,31 @@ type conn struct {
 
 	foldedEncodings atomic.Int64 // of encodings, those on folded lines
 	foldedConsumed  int64        // of those, accounted for by requests; the handler's
+
+	// writeTimedOut is set once a write has run past its deadline: the
+	// connection's writing is over (see Write).
+	writeTimedOut atomic.Bool
+}
+
+// errWriteTimedOut is what a write gets once an earlier one timed out.
+var errWriteTimedOut = fmt.Errorf("gateway: an earlier write to the client timed out: %w", os.ErrDeadlineExceeded)
+
+// Write writes to the client, unless an earlier write ran past its
+// deadline: whatever protocol the connection carries, what that write
+// left half written ends it, and a later write, which could only wait on a
+// client that takes nothing, fails at once. TLS, closing the connection,
+// sends its close alert first under a deadline of its own, 5 s: an HTTP/2
+// connection closed for the client taking nothing (WriteByteTimeout) held
+// its streams' handlers, and a streamed answer's slot, that much longer.
+func (c *conn) Write(p []byte) (int, error) {
+	if c.writeTimedOut.Load() {
+		return 0, errWriteTimedOut
+	}
+	n, err := c.Conn.Write(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.writeTimedOut.Store(true)
+	}
+	return n, err
 }
 
 func (c *conn) Read(p []byte) (int, error) {
