@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/http2"
+
+	"github.com/groupexec/groupexec/breaker"
 )
 
 // streamForever is a backend that answers with a body that never ends,
@@ -49,6 +51,7 @@ func TestHTTP2UnreadAnswerHoldsNoSlot(t *testing.T) {
 			p := newPKI(t)
 			gw := start(t, backend(t, streamForever).URL, minimal+tlsConfig(p)+
 				"response: {buffer_bytes: 1024}\ntimeouts: {write: 200ms, upstream: 1h}\n"+
+				"breaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n"+
 				"limits: {max_concurrency_per_group: 1, max_in_flight_per_group: 1, queue_threshold_per_group: 0}\n")
 			m := gw.gw.Metrics()
 			f, _ := dialFramer(t, gw.url, p)
@@ -73,6 +76,10 @@ func TestHTTP2UnreadAnswerHoldsNoSlot(t *testing.T) {
 				s, _ := gw.gw.Executor().GroupStats("a")
 				return s.Running == 0 && metric(t, m, inGatewayGauge) == 0
 			})
+			// The client's doing, not the backend's.
+			if s, _ := gw.gw.Executor().GroupStats("a"); s.Breaker != breaker.StateClosed {
+				t.Errorf("tenant a's breaker is %v after its client took nothing, want closed", s.Breaker)
+			}
 			if tc.closes {
 				// A connection the gateway cannot write to is of no use
 				// to anyone: it is closed, not left to hold a place
