@@ -37,6 +37,16 @@ type Event struct {
 // handler's Rejection.RunInCaller) sees OnRejected, then OnStarted and
 // OnCompleted. Invalid input gets OnRejected only.
 //
+// OnCompleted is called before the task's handle completes (a caller that
+// has its result knows the listener was told): there the task's own
+// Handle.Wait never returns, and its Result reports false. The task's
+// permits are back by then, but a task that their release started (its
+// group's next, or one the freed global room let start) may wait to run,
+// counted running, until OnCompleted returns: it runs next on the same
+// goroutine. So OnCompleted must not wait for the room of the task's group
+// (a Do or a Handle.Wait there), nor for another task, and a slow one
+// delays the next.
+//
 // An executor has one Listener (WithListener); Listeners makes one of
 // several, a metrics collector and one's own, say.
 type Listener interface {
