@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"math"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -174,7 +175,7 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 			ep.grow(cb)
 		case StateOpen:
 			if now := cb.clock.Now(); now.Before(ep.expiry) {
-				if ep.expiry.Sub(now) > cb.timeout && cb.cur.Load() == ep {
+				if cb.steppedBackPastOpening(ep, now) && cb.cur.Load() == ep {
 					// The clock has stepped back past the moment the
 					// breaker opened (a clock without Go's monotonic
 					// reading): waiting for it to reach the old expiry
@@ -300,9 +301,24 @@ func (cb *CircuitBreaker) failure(ep *epoch) {
 // clock having stepped back past the period's start (a clock without Go's
 // monotonic reading). Waiting for the old end then would keep the
 // period's counts for the step on top of Interval.
+//
+// Time.Sub saturates at the largest Duration, which no difference exceeds:
+// an Interval that large (meaning "never") is compared by pastForever
+// instead.
 func (cb *CircuitBreaker) periodOver(ep *epoch, now time.Time) bool {
-	return !now.Before(ep.expiry) || ep.expiry.Sub(now) > cb.interval
+	switch {
+	case !now.Before(ep.expiry):
+		return true
+	case cb.interval == math.MaxInt64:
+		return pastForever(ep.expiry, now)
+	}
+	return ep.expiry.Sub(now) > cb.interval
 }
+
+// pastForever reports whether now is more than the largest Duration before
+// end: a clock stepped back past the start of a period of that length. Add
+// costs more than Sub: only such a period pays for it.
+func pastForever(end, now time.Time) bool { return now.Add(math.MaxInt64).Before(end) }
 
 // ignore takes back the request of ep counted in cell i, and its probe
 // slot.
@@ -329,6 +345,15 @@ func (cb *CircuitBreaker) transition(from *epoch, to State, probe *bool) {
 	if cb.onStateChange != nil {
 		cb.notify(from.state, to)
 	}
+}
+
+// steppedBackPastOpening reports whether now, before open epoch ep's
+// expiry, is before the moment it opened (as in periodOver).
+func (cb *CircuitBreaker) steppedBackPastOpening(ep *epoch, now time.Time) bool {
+	if cb.timeout == math.MaxInt64 {
+		return pastForever(ep.expiry, now)
+	}
+	return ep.expiry.Sub(now) > cb.timeout
 }
 
 // testHookHalfOpen, when set by a test, runs in admitSlow between reading a
