@@ -26,7 +26,10 @@ type Settings struct {
 	// breaker is half-open (probes), and how many consecutive probe successes
 	// close it. 0 means DefaultMaxRequests (1). A probe holds its slot until
 	// its outcome is recorded, even if the breaker has reopened and
-	// half-opened again meanwhile: the bound holds across periods.
+	// half-opened again meanwhile: the bound holds across periods. Time
+	// does not free a slot: MaxRequests probes that are never finished
+	// (Allow's done never called, a Ticket dropped) leave the breaker
+	// half-open, refusing every request with ErrTooManyRequests, for good.
 	MaxRequests uint32
 	// Interval is how often a closed breaker clears its counts, so that old
 	// failures stop counting. The period starts when the breaker closes (or

@@ -93,7 +93,9 @@ func (cb *CircuitBreaker) Allow() (done func(success bool), err error) {
 }
 
 // A Ticket is a request let through by AllowTicket, to be finished with
-// exactly one of Success, Failure or Ignore. Finishing it sets it to the zero
+// exactly one of Success, Failure or Ignore. A half-open probe's Ticket
+// dropped unfinished keeps its probe slot for good (see
+// Settings.MaxRequests). Finishing it sets it to the zero
 // Ticket, so further calls on it do nothing, as do calls on the zero Ticket.
 // Copies are not tracked: finish one copy only. A Ticket is not safe for
 // concurrent use, but it may be finished by another goroutine than the one
