@@ -61,6 +61,9 @@
 // request comes and those in Handler finish, then the executor
 // (Executor.Shutdown), which cancels what is left when its context ends. In
 // the other order the requests still arriving are refused with 503.
+// ListenAndServe returns http.ErrServerClosed as soon as Shutdown begins: a
+// main that returns then cuts the running requests off, so it waits for
+// Shutdown to return (ExampleHandler_shutdown).
 //
 // Transport is the classic bulkhead for outgoing calls: each destination
 // host and port is a group, so a slow dependency fills its own limits and
@@ -96,7 +99,9 @@
 // httpadmit is a package of its own so that the core packages never import
 // net/http: only programs that use it compile it.
 //
-// The examples (example_test.go, example_tenant_test.go), run by go test,
-// show Handler, Transport, WithWeightFunc, MarkRefused and a tenant read
-// from the path (WithTenantPathSegment).
+// The examples (example_test.go, example_tenant_test.go,
+// example_shutdown_test.go), run by go test, show Handler, Transport,
+// WithWeightFunc, MarkRefused, a tenant read from the path
+// (WithTenantPathSegment) and a graceful shutdown that lets the running
+// requests finish (ExampleHandler_shutdown).
 package httpadmit
