@@ -62,7 +62,8 @@
 // costs the executor nothing.
 //
 // The examples (example_test.go), run by go test, show Executor.Do, Submit,
-// Executor.Go and ExecuteAll, a weighted task and one too heavy to run
+// Executor.Go and ExecuteAll (a request's fan-out to downstream hosts in
+// example_fanout_test.go), a weighted task and one too heavy to run
 // (Executor.DoWeighted), a refusal (RejectedError), a rejection handler
 // that runs some refused tasks in their caller (WithRejectionHandler), a
 // queue timeout on a fake clock (Submit), a cancellation (Handle.Cancel),

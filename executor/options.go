@@ -157,7 +157,11 @@ func WithSpawn(spawn func(f func())) Option {
 // flight) has new tasks rejected at once, whatever the rejection policy:
 // they complete Rejected with an error matching both ErrRejected and
 // breaker.ErrOpenState (or breaker.ErrTooManyRequests), and are never queued,
-// so a failing tenant stops taking capacity. A finished task's outcome is
+// so a failing tenant stops taking capacity. The breaker is asked as a task is
+// admitted, not as it starts: the tasks already waiting in the group's queue
+// when its breaker opens still start in turn and run (a batch of ExecuteAll
+// sent to a failing host runs whole), so a caller that must stop at the first
+// failure cancels the context of the rest. A finished task's outcome is
 // recorded in its group's breaker before its handle completes: Failed counts
 // as a failure, Success as a success; Cancelled and Rejected tasks count as
 // neither. The task's status decides: s.IsSuccessful, which only the

@@ -145,7 +145,11 @@ func newRefusedHandle[T any](t Task[T], ctx context.Context, w int) *refusedHand
 // ExecuteAll submits every task with ctx, waits for all of them, and returns
 // their results in the order of tasks. Cancelling ctx cancels the tasks not
 // yet done; ExecuteAll still returns only when each has completed, so a Fn
-// that ignores its context delays it.
+// that ignores its context delays it. A task still waiting when ctx ends never
+// runs and is Cancelled; a running one is classified by what its Fn returns
+// (outcome.Classify): ctx.Err() after ctx's deadline passed is
+// context.DeadlineExceeded, Failed, which a group breaker counts against the
+// group (ExampleExecuteAll_fanOut).
 //
 // Refusals come back as results, not as an error: a task refused without
 // running, under Abort as under Discard, is a Rejected result whose Err is
