@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"net"
 	"net/http"
 	"testing"
 
@@ -23,6 +24,32 @@ func streamForever(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// socketBuffer is what the sockets between a client granting every window
+// and the gateway hold, each way: a few KiB, so that the client reading
+// nothing blocks the gateway's writes at once, well before the stream's
+// write deadline. With the buffers the kernel sizes for loopback (MiBs),
+// filling them through TLS and the proxy could take a slow machine past
+// timeouts.write: the stream's reset then went out unblocked, and nothing
+// was left to close the connection for.
+const socketBuffer = 4 << 10
+
+// smallBuffers wraps the gateway's listener: the connections it accepts
+// send through a buffer of socketBuffer.
+func smallBuffers(l net.Listener) net.Listener { return smallBufferListener{l} }
+
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetWriteBuffer(socketBuffer); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, err
 }
 
 // An HTTP/2 client that stops taking its answers holds no slot past
@@ -49,13 +76,21 @@ func TestHTTP2UnreadAnswerHoldsNoSlot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPKI(t)
-			gw := start(t, backend(t, streamForever).URL, minimal+tlsConfig(p)+
+			sockets := func(l net.Listener) net.Listener { return l }
+			if tc.window > 0 {
+				sockets = smallBuffers
+			}
+			gw := serveWith(t, build(t, backend(t, streamForever).URL, minimal+tlsConfig(p)+
 				"response: {buffer_bytes: 1024}\ntimeouts: {write: 200ms, upstream: 1h}\n"+
 				"breaker: {per: tenant, consecutive_failures: 1, timeout: 1h}\n"+
-				"limits: {max_concurrency_per_group: 1, max_in_flight_per_group: 1, queue_threshold_per_group: 0}\n")
+				"limits: {max_concurrency_per_group: 1, max_in_flight_per_group: 1, queue_threshold_per_group: 0}\n"),
+				sockets)
 			m := gw.gw.Metrics()
 			f, _ := dialFramer(t, gw.url, p)
 			if tc.window > 0 {
+				if err := f.c.NetConn().(*net.TCPConn).SetReadBuffer(socketBuffer); err != nil {
+					t.Fatal(err)
+				}
 				if err := f.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1}); err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,11 +68,19 @@ func build(t testing.TB, backend, yaml string, opts ...gateway.Option) *gateway.
 // with: a reload from then on is one of a serving gateway.
 func serve(t testing.TB, gw *gateway.Gateway) *running {
 	t.Helper()
+	return serveWith(t, gw, func(l net.Listener) net.Listener { return l })
+}
+
+// serveWith is serve with the proxy's listener wrapped by wrap: a test
+// sets what the gateway's own sockets are by it.
+func serveWith(t testing.TB, gw *gateway.Gateway, wrap func(net.Listener) net.Listener) *running {
+	t.Helper()
 	cfg := gw.Config()
 	pl, al, err := gateway.Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pl = wrap(pl)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{gw: gw, url: "http://" + pl.Addr().String(), admin: "http://" + al.Addr().String(), done: make(chan error, 1)}
 	go func() { r.done <- gw.Serve(ctx, pl, al) }()
