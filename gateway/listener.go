@@ -423,9 +423,8 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 // Transfer-Encoding header lines that pass through it, so that a request
 // with both, an HTTP/1.0 request with Transfer-Encoding, or one whose
 // Transfer-Encoding or Content-Length was on a folded line can be
-// recognised once net/http
-// has dropped or joined the line it did not frame the request by (see
-// lineScanner and smuggled).
+// recognised once net/http has dropped or joined the line it did not frame
+// the request by (see lineScanner and smuggled).
 type conn struct {
 	net.Conn
 	l    *listener
