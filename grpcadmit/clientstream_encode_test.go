@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -45,7 +46,7 @@ func TestStreamClientSendErrorOfTheCallerIsNoFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-opened
+			await(t, opened, "the stream opened at the server")
 			if err := tc.send(cs); status.Code(err) != codes.Internal {
 				t.Fatalf("SendMsg: %v; want gRPC's Internal", err)
 			}
@@ -117,14 +118,14 @@ func TestStreamClientServerFailureDuringSendIsAFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-opened
+	await(t, opened, "the stream opened at the server")
 	sent, sendErr := sendUntilError(cs)
-	<-sent
+	await(t, sent, "a first SendMsg")
 	close(fail)
 	if err := cs.RecvMsg(new(wrapperspb.StringValue)); status.Code(err) != codes.Unavailable {
 		t.Fatalf("RecvMsg: %v; want the server's Unavailable", err)
 	}
-	if err := <-sendErr; err != io.EOF {
+	if err := await(t, sendErr, "SendMsg's return"); err != io.EOF {
 		t.Errorf("SendMsg: %v; want io.EOF", err)
 	}
 	wantCounted(t, ev, ex, cc.Target(), executor.Failed)
@@ -147,16 +148,30 @@ func TestStreamClientConnCloseWhileSendingFreesTheSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-opened
+	await(t, opened, "the stream opened at the server")
 	sent, sendErr := sendUntilError(cs)
-	<-sent
+	await(t, sent, "a first SendMsg")
 	target := cc.Target()
 	cc.Close()
-	if err := <-sendErr; err != io.EOF {
+	if err := await(t, sendErr, "SendMsg's return"); err != io.EOF {
 		t.Errorf("SendMsg: %v; want io.EOF", err)
 	}
 	wantCounted(t, ev, ex, target, executor.Cancelled)
 	if n := slots(ex, target); n != 0 {
 		t.Errorf("%d slots held; want none", n)
+	}
+}
+
+// await receives from ch, failing the test with what it waited for if
+// nothing comes within 10 s: a stream that hangs fails here, not at the
+// binary's timeout.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
 	}
 }
