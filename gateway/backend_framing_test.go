@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,6 +33,43 @@ func rawBackend(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
 		}
 	}()
 	return "http://" + l.Addr().String()
+}
+
+// lineBackend is a rawBackend that answers every request 200 "ok" and
+// records its request line. It returns its URL and taken, which returns
+// the lines recorded since its last call.
+func lineBackend(t *testing.T) (url string, taken func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var lines []string
+	url = rawBackend(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			head, ok := readHeadText(br)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			lines = append(lines, strings.SplitN(head, "\r\n", 2)[0])
+			mu.Unlock()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	return url, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		got := lines
+		lines = nil
+		return got
+	}
+}
+
+// wantLine checks that the backend got the one request line line for the
+// request sent as what, or, line being empty, no request at all.
+func wantLine(t *testing.T, what string, got []string, line string) {
+	t.Helper()
+	if line == "" && len(got) > 0 || line != "" && (len(got) != 1 || got[0] != line) {
+		t.Errorf("%q: the backend got %q, want %q", what, got, line)
+	}
 }
 
 // readHead reads a request's line and headers from br, reporting whether

@@ -1,12 +1,8 @@
 package gateway_test
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -21,20 +17,7 @@ import (
 // it over HTTP/1, and never reaches a backend; a space in the path, which
 // the transport escapes, is proxied.
 func TestHTTP2SpaceInQueryRefused(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string
-	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			head, ok := readHeadText(br)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			lines = append(lines, strings.SplitN(head, "\r\n", 2)[0])
-			mu.Unlock()
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
+	url, taken := lineBackend(t)
 	p := newPKI(t)
 	gw := start(t, url, minimal+tlsConfig(p))
 	for _, tc := range []struct{ path, status, line string }{
@@ -43,19 +26,14 @@ func TestHTTP2SpaceInQueryRefused(t *testing.T) {
 		{"/a b?c", "200", "GET /a%20b?c HTTP/1.1"},
 	} {
 		status, body := h2Path(t, gw.url, p, tc.path)
-		mu.Lock()
-		got := lines
-		lines = nil
-		mu.Unlock()
+		got := taken()
 		if status != tc.status {
 			t.Errorf("%q: %s %q, want %s", tc.path, status, body, tc.status)
 		}
 		if tc.status == "400" && !strings.HasPrefix(body, `{"error":"bad_target"`) {
 			t.Errorf("%q: %s %q, want 400 bad_target", tc.path, status, body)
 		}
-		if tc.line == "" && len(got) > 0 || tc.line != "" && (len(got) != 1 || got[0] != tc.line) {
-			t.Errorf("%q: the backend got %q, want %q", tc.path, got, tc.line)
-		}
+		wantLine(t, tc.path, got, tc.line)
 	}
 	if got := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "target"); got != 2 {
 		t.Errorf("rejected_total{reason=target} = %v, want 2", got)

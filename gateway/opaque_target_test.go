@@ -1,15 +1,12 @@
 package gateway_test
 
 import (
-	"bufio"
 	"crypto/x509"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/groupexec/groupexec/gateway"
@@ -27,20 +24,7 @@ import (
 // an absolute-form target with an authority, or a scheme followed by a
 // path ("http:/t/acme/x"), is proxied by its path.
 func TestOpaqueTargetRefused(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string
-	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			head, ok := readHeadText(br)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			lines = append(lines, strings.SplitN(head, "\r\n", 2)[0])
-			mu.Unlock()
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
+	url, taken := lineBackend(t)
 	gw := start(t, url, minimal+"tenant: {from: path, path_prefix: /t}\n")
 	refused := 0
 	for _, tc := range []struct{ target, status, line string }{
@@ -56,10 +40,7 @@ func TestOpaqueTargetRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.target, err)
 		}
-		mu.Lock()
-		got := lines
-		lines = nil
-		mu.Unlock()
+		got := taken()
 		if got := strconv.Itoa(resp.StatusCode); got != tc.status {
 			t.Errorf("%q: %s %q, want %s", tc.target, got, body, tc.status)
 		}
@@ -69,9 +50,7 @@ func TestOpaqueTargetRefused(t *testing.T) {
 				t.Errorf("%q: %q, want 400 bad_target", tc.target, body)
 			}
 		}
-		if tc.line == "" && len(got) > 0 || tc.line != "" && (len(got) != 1 || got[0] != tc.line) {
-			t.Errorf("%q: the backend got %q, want %q", tc.target, got, tc.line)
-		}
+		wantLine(t, tc.target, got, tc.line)
 	}
 	if got := metric(t, gw.gw.Metrics(), "rejected_total", "reason", "target"); got != float64(refused) {
 		t.Errorf("rejected_total{reason=target} = %v, want %d", got, refused)
@@ -113,20 +92,7 @@ func TestOpaqueTargetOpensNoBreaker(t *testing.T) {
 // Over HTTP/2 net/http serves an opaque :path ("http:t/acme") as it does
 // an HTTP/1 target: it is refused alike.
 func TestHTTP2OpaquePathRefused(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string
-	url := rawBackend(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			head, ok := readHeadText(br)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			lines = append(lines, strings.SplitN(head, "\r\n", 2)[0])
-			mu.Unlock()
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
+	url, taken := lineBackend(t)
 	p := newPKI(t)
 	gw := start(t, url, minimal+tlsConfig(p)+"tenant: {from: path, path_prefix: /t}\n")
 	for _, tc := range []struct{ path, status, line string }{
@@ -135,15 +101,10 @@ func TestHTTP2OpaquePathRefused(t *testing.T) {
 		{"/t/acme", "200", "GET /t/acme HTTP/1.1"},
 	} {
 		status, body := h2Path(t, gw.url, p, tc.path)
-		mu.Lock()
-		got := lines
-		lines = nil
-		mu.Unlock()
+		got := taken()
 		if status != tc.status || tc.status == "400" && !strings.HasPrefix(body, `{"error":"bad_target"`) {
 			t.Errorf("%q: %s %q, want %s", tc.path, status, body, tc.status)
 		}
-		if tc.line == "" && len(got) > 0 || tc.line != "" && (len(got) != 1 || got[0] != tc.line) {
-			t.Errorf("%q: the backend got %q, want %q", tc.path, got, tc.line)
-		}
+		wantLine(t, tc.path, got, tc.line)
 	}
 }
