@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/internal/queue"
 	"github.com/groupexec/groupexec/policy"
 )
@@ -219,6 +220,13 @@ func (ex *Executor) dispatchLocked(b *batch) {
 				continue
 			}
 		}
+		if err := breakerRefusal(g, j); err != nil {
+			ex.removeWaitingLocked(g, j, Rejected)
+			b.displaced.add(displacement{j, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitBreaker, Weight: j.weight, Err: err}})
+			ex.endLocked(g, b)
+			g.mu.Unlock()
+			continue
+		}
 		if d.turn != g {
 			if ex.global.used.Load() >= ex.global.limit.Load() {
 				g.mu.Unlock()
@@ -282,6 +290,33 @@ func (ex *Executor) dispatchLocked(b *batch) {
 	}
 }
 
+// breakerRefusal returns the error with which g's breaker refuses j, a
+// task that waited in g's queue, as it would start, or nil. The breaker
+// was asked as j was admitted, and may have opened since: j is refused if
+// the breaker is open now, or half-open and j is not one of its probes,
+// as a task admitted now would be. State only reads, so the breaker calls
+// no user code (OnStateChange) under g's lock: an open breaker past its
+// Timeout still refuses queued tasks until a new task is admitted as its
+// probe.
+func breakerRefusal(g *group, j *job) error {
+	if g.br == nil {
+		return nil
+	}
+	x := j.x.Load()
+	if x == nil || !x.hasTicket() {
+		return nil // the breaker was not asked at its admission
+	}
+	switch g.br.State() {
+	case breaker.StateOpen:
+		return breaker.ErrOpenState
+	case breaker.StateHalfOpen:
+		if !x.ticket.Probe() {
+			return breaker.ErrTooManyRequests
+		}
+	}
+	return nil
+}
+
 // startFreedLocked starts g's head on the global permits (w of them) that
 // g's finishing task has just released, if nothing else has a claim on
 // them: no group waits for global room, g's head fits its own limits and
@@ -304,7 +339,7 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	}
 	// With a queue timeout no task is light: h is not nil if it is read.
 	if g.queued() > 0 && ex.startsOnFreedLocked(g, hw) &&
-		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) {
+		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) && (g.br == nil || breakerRefusal(g, h) == nil) {
 		// The head starts if the permits in use after its start fit the
 		// limit, which SetGlobalMaxInFlight may have lowered under them.
 		fits := true

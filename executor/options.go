@@ -158,10 +158,14 @@ func WithSpawn(spawn func(f func())) Option {
 // they complete Rejected with an error matching both ErrRejected and
 // breaker.ErrOpenState (or breaker.ErrTooManyRequests), and are never queued,
 // so a failing tenant stops taking capacity. The breaker is asked as a task is
-// admitted, not as it starts: the tasks already waiting in the group's queue
-// when its breaker opens still start in turn and run (a batch of ExecuteAll
-// sent to a failing host runs whole), so a caller that must stop at the first
-// failure cancels the context of the rest. A finished task's outcome is
+// admitted, and looked at again as a task that waited in the group's queue
+// would start: if it is open then, or half-open and the task is not one of
+// its probes, the task is refused in the same way (Rejected, its Submit
+// handle completed, its Do call returning the error, the listener told
+// OnRejected) and never runs, so that the rest of a batch sent to a
+// failing host is not sent after it. That look only reads the breaker's
+// state: an open breaker whose Timeout has passed refuses queued tasks
+// until a new task is admitted as its probe. A finished task's outcome is
 // recorded in its group's breaker before its handle completes: Failed counts
 // as a failure, Success as a success; Cancelled and Rejected tasks count as
 // neither. The task's status decides: s.IsSuccessful, which only the

@@ -922,9 +922,11 @@ func checkRejection(t *testing.T, cfg stressConfig, name string, err, submitErr 
 		return
 	}
 	forced := errors.Is(err, executor.ErrTooHeavy) || errors.Is(err, executor.ErrShutdown) ||
-		errors.Is(err, executor.ErrGroupShutdown) || errors.Is(err, executor.ErrInvalidTask) ||
-		errors.Is(err, breaker.ErrOpenState) || errors.Is(err, breaker.ErrTooManyRequests)
+		errors.Is(err, executor.ErrGroupShutdown) || errors.Is(err, executor.ErrInvalidTask)
 	late := errors.Is(err, executor.ErrQueueTimeout) || errors.Is(err, executor.ErrDisplaced) // after admission
+	// A breaker refuses with no choice, at admission (Submit returns its
+	// error) or as a queued task would start (Submit returned nil).
+	byBreaker := errors.Is(err, breaker.ErrOpenState) || errors.Is(err, breaker.ErrTooManyRequests)
 	switch {
 	case errors.Is(err, executor.ErrQueueTimeout) && cfg.timeout == 0:
 		t.Errorf("%s: timed out without a queue timeout: %v", name, err)
@@ -934,6 +936,9 @@ func checkRejection(t *testing.T, cfg stressConfig, name string, err, submitErr 
 		t.Errorf("%s: refused by a breaker it does not have: %v", name, err)
 	case late && submitErr != nil:
 		t.Errorf("%s: removed after admission (%v), yet Submit returned %v", name, err, submitErr)
+	case byBreaker && submitErr != nil && !errors.Is(submitErr, breaker.ErrOpenState) && !errors.Is(submitErr, breaker.ErrTooManyRequests):
+		t.Errorf("%s: refused by its breaker at admission (%v), yet Submit returned %v", name, err, submitErr)
+	case byBreaker:
 	case forced && submitErr == nil:
 		t.Errorf("%s: refused with no choice (%v), yet Submit returned nil", name, err)
 	case !forced && !late && !cfg.handler && cfg.rejection == policy.Abort && submitErr == nil:
