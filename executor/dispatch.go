@@ -339,7 +339,7 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	}
 	// With a queue timeout no task is light: h is not nil if it is read.
 	if g.queued() > 0 && ex.startsOnFreedLocked(g, hw) &&
-		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) && (g.br == nil || breakerRefusal(g, h) == nil) {
+		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) && breakerRefusal(g, h) == nil {
 		// The head starts if the permits in use after its start fit the
 		// limit, which SetGlobalMaxInFlight may have lowered under them.
 		fits := true
