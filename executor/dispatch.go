@@ -337,7 +337,8 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	if h != nil {
 		hw = h.weight
 	}
-	// With a queue timeout no task is light: h is not nil if it is read.
+	// With a queue timeout or a breaker no task is light: h is not nil if
+	// it is read.
 	if g.queued() > 0 && ex.startsOnFreedLocked(g, hw) &&
 		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) && breakerRefusal(g, h) == nil {
 		// The head starts if the permits in use after its start fit the
