@@ -2,11 +2,13 @@
 # base, run as an unprivileged user.
 #
 #   docker build -t groupexec .
-#   docker run --rm -p 8080:8080 -p 9090:9090 \
+#   docker run --rm -p 8080:8080 -p 127.0.0.1:9090:9090 \
 #     -v "$PWD/gateway.yaml:/etc/groupexec/gateway.yaml:ro" groupexec
 #
 # The config must listen on 0.0.0.0 (not the sample's 127.0.0.1) to be
-# reachable from outside the container. SIGTERM (docker stop) drains it;
+# reachable from outside the container. The admin port (/metrics, POST
+# /reload) asks no credentials: publish it to the host's loopback, as
+# above, or to the scraper's network only. SIGTERM (docker stop) drains it;
 # give docker stop a --time longer than drain_delay + drain_timeout.
 
 FROM golang:1.26 AS build
