@@ -91,7 +91,15 @@ func WithClock(c clock.Clock) Option { return func(g *Gateway) { g.clk = c } }
 // standard logger would then wait for itself.
 func (g *Gateway) ErrorLog() *log.Logger { return g.errLog }
 
-// New builds a Gateway from a config made by config.Parse or config.Load.
+// New builds a Gateway from a config made by config.Parse or config.Load:
+// its executor, with one group per tenant under cfg's limits, its breakers,
+// rate limits and backend transport. It opens no listener and does not
+// block. Listen opens the listeners and Serve serves them until its
+// context ends, then drains and closes the Gateway; a Gateway served
+// otherwise (it is an http.Handler) is released with Close. New's errors
+// are of configs Parse refuses already, with their lines: no backend, a
+// backend URL that does not parse, limits policy.New refuses. A Config
+// built by hand gets neither Parse's defaults nor its checks.
 func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g := &Gateway{log: slog.Default(), clk: clock.Real, serving: make(chan struct{})}
 	for _, o := range opts {
