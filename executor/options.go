@@ -173,12 +173,14 @@ func WithSpawn(spawn func(f func())) Option {
 // reclamation (WithMaxIdleGroups), whatever its state: a group made again
 // for its key has a closed breaker. A failing tenant is idle by
 // construction, so its group counts among the idle groups kept, and each
-// refusal makes it the most recently idle: it is reclaimed once
+// refusal makes it the most recently idle: it may be reclaimed once
 // WithMaxIdleGroups other groups have gone idle since its tenant last
-// called. So memory stays bounded however many tenants trip their breakers
-// and go away, and a tenant that keeps calling keeps its breaker, unless
-// WithMaxIdleGroups is 0: then a breaker lasts only while its group has
-// tasks. OnStateChange runs outside every executor lock. A panic in
+// called, after the groups with closed breakers among the 8 idle the
+// longest (see WithMaxIdleGroups). So memory stays bounded however many
+// tenants trip their breakers and go away, and a tenant that keeps calling
+// keeps its breaker, unless WithMaxIdleGroups is 0: then a breaker lasts
+// only while its group has tasks. OnStateChange runs outside every
+// executor lock. A panic in
 // ReadyToTrip, called as a task's failure is recorded, is recovered and
 // ignored: the failure is counted, the breaker does not trip, and the task
 // completes Failed as it would have. The breaker recovers a panic in
