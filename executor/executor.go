@@ -86,10 +86,11 @@ type Executor struct {
 // New returns an Executor enforcing p, configured by opts. It fails, with an
 // error naming the option, for a nil or zero p (a Policy not made by
 // policy.New) or a nil Option, an option's invalid value
-// (a nil listener, clock, limiter or spawn function, a negative
-// WithMaxIdleGroups, invalid breaker Settings), WithListener given twice,
-// or a Limiter that refuses to attach. Release the Executor with Shutdown or
-// Close.
+// (a listener holding a nil pointer or function, a nil clock, limiter or
+// spawn function, a negative WithMaxIdleGroups, invalid breaker Settings),
+// WithListener given twice, or a Limiter that refuses to attach.
+// WithListener(nil) is no error: it sets no listener. Release the Executor
+// with Shutdown or Close.
 func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	if p == nil {
 		return nil, errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)")
