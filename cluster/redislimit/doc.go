@@ -11,6 +11,7 @@
 //		executor.WithGroupLimiter(h.Groups(200)),   // 200 per tenant across the fleet
 //	)
 //	if err != nil { return err }
+//	defer ex.Close()               // deferred after h.Close, so it runs first
 //
 // The executor's admission model is unchanged: the cluster limits only
 // supply permits. A task starts when its group's local limits, the global
