@@ -29,6 +29,9 @@ type waiter struct {
 // >= 1. A refusal is a *RejectedError (ErrAtCapacity, ErrDraining or
 // ErrCapabilityRequired) and changes nothing.
 func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
+	if n < 1 {
+		return Permit{}, invalidWeight("TryAcquire", n)
+	}
 	return b.try(ctx, n, false)
 }
 
@@ -43,6 +46,9 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // that fails holds nothing. With a queue, ctx is waited on and must not be
 // nil (a *ConfigError).
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
+	if n < 1 {
+		return Permit{}, invalidWeight("Acquire", n)
+	}
 	wait := b.maxDepth > 0
 	if wait {
 		if ctx == nil {
@@ -55,6 +61,14 @@ func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	return b.try(ctx, n, wait)
 }
 
+// invalidWeight is the error of a weight below 1 given to method. It is
+// checked before anything else, the capability included: the call is a
+// bug to fix, and its message names the method the caller wrote, not the
+// path inside that found it.
+func invalidWeight(method string, n int) error {
+	return &ConfigError{method + " n", n, "must be >= 1"}
+}
+
 // try is the hot path, written out in line because it is measured as such:
 // a bulkhead with no capability gate and no observer, with n permits free
 // and no one waiting. One compare-and-swap on the state word admits and
@@ -65,7 +79,7 @@ func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 // fast path that returned it with a bool, five words, measured 30% slower,
 // and so did reading the stamp after the swap.)
 func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
-	if !b.plain || n < 1 {
+	if !b.plain { // n >= 1: TryAcquire and Acquire checked it
 		return b.acquire(ctx, n, wait)
 	}
 	h := b.hot
@@ -145,9 +159,6 @@ func (b *Bulkhead) fastPermit(s, hi uint64, l int64, n int, stamp int64) Permit 
 func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error) {
 	if b.capability != "" && !HasCapability(ctx, b.capability) {
 		return Permit{}, b.refuseCapability()
-	}
-	if n < 1 {
-		return Permit{}, &ConfigError{"acquire n", n, "must be >= 1"}
 	}
 	if wait {
 		if err := ctx.Err(); err != nil {
