@@ -17,6 +17,7 @@ import (
 const coarseResolution = time.Millisecond
 
 // Bulkhead bounds the operations in flight. It is safe for concurrent use.
+// Its zero value is not usable: make one with New.
 type Bulkhead struct {
 	// The lock-free fast path's words (state.go), on one cache line.
 	hot *hotLine

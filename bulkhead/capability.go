@@ -12,8 +12,13 @@ type capabilities struct {
 }
 
 // WithCapability returns a copy of ctx that carries the named capability, in
-// addition to any it carried.
+// addition to any it carried. A nil ctx panics, as context.WithValue does.
 func WithCapability(ctx context.Context, name string) context.Context {
+	if ctx == nil {
+		// context.WithValue's panic, which says what is wrong, rather
+		// than a nil pointer dereference from reading ctx first.
+		return context.WithValue(ctx, capabilityKey{}, nil)
+	}
 	parent, _ := ctx.Value(capabilityKey{}).(*capabilities)
 	return context.WithValue(ctx, capabilityKey{}, &capabilities{name, parent})
 }

@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/groupexec/groupexec/clock"
@@ -58,11 +59,17 @@ func WithQueue(depth int, maxWait time.Duration) Option {
 
 // WithRequiredCapability makes every acquire require a context carrying the
 // named capability (see WithCapability); one without it fails at once with
-// ErrCapabilityRequired and changes nothing.
+// ErrCapabilityRequired and changes nothing. A bulkhead requires one
+// capability: a second WithRequiredCapability with another name is
+// invalid, since taking it in place of the first would drop a requirement
+// without a word.
 func WithRequiredCapability(name string) Option {
 	return optionFunc(func(b *Bulkhead) error {
 		if name == "" {
 			return &ConfigError{"WithRequiredCapability name", `""`, "must not be empty"}
+		}
+		if b.capability != "" && b.capability != name {
+			return &ConfigError{"WithRequiredCapability name", name, "given twice: a bulkhead requires one capability, and " + strconv.Quote(b.capability) + " was required first"}
 		}
 		b.capability = name
 		return nil

@@ -60,8 +60,11 @@ var ErrCancelled = errors.New("bulkhead: handle cancelled")
 // Cancel releases the permit at once and cancels fn's context: the bulkhead
 // follows the caller's interest. A function that ignores its context keeps
 // running after that, no longer counted: bound such functions some other
-// way. A nil fn or ctx is a *ConfigError, and takes no permit.
+// way. A nil b, fn or ctx is a *ConfigError, and takes no permit.
 func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) (*Handle[T], error) {
+	if b == nil {
+		return nil, &ConfigError{"Submit b", nil, "must not be nil"}
+	}
 	if fn == nil {
 		return nil, &ConfigError{"Submit fn", nil, "must not be nil"}
 	}
