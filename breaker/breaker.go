@@ -14,7 +14,7 @@ import (
 // it before letting traffic back. It is safe for concurrent use and takes no
 // lock: every decision is an atomic load, add or compare-and-swap, and it
 // starts no goroutine (time only moves it when a request looks at the
-// clock).
+// clock). Its zero value is not usable: make one with New.
 type CircuitBreaker struct {
 	cur    atomic.Pointer[epoch]
 	probes atomic.Int64 // requests admitted in half-open whose outcome is not yet recorded

@@ -14,7 +14,15 @@ import "sync/atomic"
 // (Execute recovers the panic to record the failure, and raises the same
 // value again: a traceback shows it "recovered, repanicked", from fn's
 // frames.) In the closed state Execute takes no lock and allocates nothing.
+//
+// A nil fn panics before the breaker is asked, and counts nothing: it is
+// the caller's bug, not a failure of the dependency, and counted as one it
+// would trip the breaker, or reopen a half-open one, on a dependency that
+// never failed.
 func Execute[T any](cb *CircuitBreaker, fn func() (T, error)) (T, error) {
+	if fn == nil {
+		panic("breaker: Execute: nil function")
+	}
 	// admit's and success's short paths are written out: Execute is the
 	// hot path, and calls cost as much as the atomics.
 	ep, i := cb.cur.Load(), int(noCell)
