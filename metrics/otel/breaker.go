@@ -40,7 +40,7 @@ import (
 // pointer is not checked; one that is is not kept for that check: a
 // provider the program drops is collected with its registrations.
 func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.CircuitBreaker) (metric.Registration, error) {
-	if mp == nil {
+	if nilProvider(mp) {
 		return nil, errors.New("otel: ObserveBreakers: nil MeterProvider")
 	}
 	m := mp.Meter(ScopeName)
@@ -166,7 +166,7 @@ type transition struct{ name, from, to string }
 // checked; one that is is not kept for that check: a provider the program
 // drops is collected with its BreakerTransitions.
 func NewBreakerTransitions(mp metric.MeterProvider, namespace string, next func(name string, from, to breaker.State)) (*BreakerTransitions, error) {
-	if mp == nil {
+	if nilProvider(mp) {
 		return nil, errors.New("otel: NewBreakerTransitions: nil MeterProvider")
 	}
 	in := instruments{m: mp.Meter(ScopeName), ns: namespace, opt: "NewBreakerTransitions: namespace"}

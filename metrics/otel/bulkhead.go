@@ -68,7 +68,7 @@ var _ bulkhead.Listener = (*Bulkhead)(nil)
 // checked; one that is is not kept for that check: a provider the program
 // drops is collected with its Bulkheads.
 func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, error) {
-	if mp == nil {
+	if nilProvider(mp) {
 		return nil, errors.New("otel: NewBulkhead: nil MeterProvider")
 	}
 	if !utf8.ValidString(name) {

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/groupexec/groupexec/internal/typednil"
 	"github.com/groupexec/groupexec/metrics/otel/internal/claims"
 )
 
@@ -28,6 +29,12 @@ var ErrNameInUse = errors.New("otel: name in use in this namespace on this Meter
 // claims): the namespace of a Collector (kind and name empty) or of a
 // BreakerTransitions, or the name of a bulkhead or breaker in a namespace.
 type claimKey = claims.Key
+
+// nilProvider reports whether mp is nil, or a nil pointer in the
+// interface (a *sdkmetric.MeterProvider variable never set), whose Meter
+// panics with a nil pointer dereference: the constructors refuse both
+// with an error naming themselves.
+func nilProvider(mp metric.MeterProvider) bool { return mp == nil || typednil.Is(mp) }
 
 // keyOf returns the key of kind and name in mp's namespace ns, and false
 // for a provider that is not a pointer, which is not claimed.

@@ -98,7 +98,7 @@ var _ executor.Listener = (*Collector)(nil)
 // both, and goes on exporting the closed executor's last levels, for as
 // long as it lives (see the Collector.Unregister example).
 func New(mp metric.MeterProvider, o Options) (*Collector, error) {
-	if mp == nil {
+	if nilProvider(mp) {
 		return nil, errors.New("otel: New: nil MeterProvider")
 	}
 	if o.MaxGroups < 0 {

@@ -43,6 +43,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/internal/typednil"
 	"github.com/groupexec/groupexec/metrics/internal/clusternames"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/metrics/otel/internal/claims"
@@ -71,8 +72,9 @@ var _ Source = (*redislimit.Holder)(nil)
 // that OpenTelemetry refuses, naming it.
 func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Registration, error) {
 	// A nil *Holder is a Source that is not nil: its Stats would panic in
-	// every collection, on the reader's goroutine.
-	if h, ok := src.(*redislimit.Holder); mp == nil || src == nil || ok && h == nil {
+	// every collection, on the reader's goroutine. A nil pointer provider
+	// (a *sdkmetric.MeterProvider never set) would panic in Meter, here.
+	if h, ok := src.(*redislimit.Holder); mp == nil || typednil.Is(mp) || src == nil || ok && h == nil {
 		return nil, errors.New("clusterotel: Observe: nil MeterProvider or Source")
 	}
 	m := mp.Meter(gotel.ScopeName)

@@ -2,6 +2,7 @@ package clusterotel_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -82,5 +83,26 @@ func TestObserveRefusesANilHolder(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "nil MeterProvider or Source") {
 		t.Errorf("error %q does not say the Source is nil", err)
+	}
+}
+
+// A nil *sdkmetric.MeterProvider is refused as a nil MeterProvider is: its
+// Meter panicked with a nil pointer dereference.
+func TestObserveRefusesANilProviderPointer(t *testing.T) {
+	var mp *sdkmetric.MeterProvider // nil: the input under test
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		var reg interface{ Unregister() error }
+		if reg, err = clusterotel.Observe(mp, &source{}, "app"); err == nil {
+			_ = reg.Unregister()
+		}
+	}()
+	if err == nil || !strings.Contains(err.Error(), "nil MeterProvider or Source") {
+		t.Errorf("Observe with a nil *sdkmetric.MeterProvider: %v; want an error saying the MeterProvider is nil", err)
 	}
 }
