@@ -15,17 +15,24 @@ var ErrInvalidOption = errors.New("policy: invalid option")
 type OptionError struct {
 	Option string // the option's name, e.g. "WithDefaultMaxConcurrency"
 	// Group is the group a per-group option (WithGroup…) was given for,
-	// "" for other options.
+	// or a resolver (With…Resolver) answered for; "" for other options.
 	Group  string
-	Value  any    // the value it was given
+	Value  any    // the value it was given, or the resolver's answer
 	Reason string // what a valid value looks like
+
+	answered bool // a resolver's answer, refused by Policy.Group
 }
 
 // Error shows the option as it was called, e.g.
-// policy: WithGroupShare("gold", 0): a share must be >= 1. A group over 128
-// bytes is quoted by its first 128 bytes and how many more it has, as
-// executor.RejectedError quotes one; Group holds it whole.
+// policy: WithGroupShare("gold", 0): a share must be >= 1, or a resolver's
+// answer, e.g. policy: invalid option: WithShareResolver gave 0 for group
+// "gold": a share must be >= 1. A group over 128 bytes is quoted by its
+// first 128 bytes and how many more it has, as executor.RejectedError
+// quotes one; Group holds it whole.
 func (e *OptionError) Error() string {
+	if e.answered {
+		return fmt.Sprintf("%v: %s gave %v for group %s: %s", ErrInvalidOption, e.Option, e.Value, clip.Quote(e.Group), e.Reason)
+	}
 	if e.Group != "" {
 		return fmt.Sprintf("policy: %s(%s, %v): %s", e.Option, clip.Quote(e.Group), e.Value, e.Reason)
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/groupexec/groupexec/internal/clip"
 )
 
 // Unlimited is the value of a limit or threshold that bounds nothing.
@@ -117,9 +115,10 @@ func (p *Policy) RejectionPolicy() RejectionPolicy { return p.rejection }
 // Group resolves the limits for group. For each of them a per-group value
 // (WithGroup…) wins over the resolver (With…Resolver), which wins over the
 // default (WithDefault…). It calls the resolvers of the limits without a
-// per-group value, and returns an error matching ErrInvalidOption, naming
-// the resolver, the value and the group, when one answers with an invalid
-// value (below 1; below 0 for the queue threshold).
+// per-group value, and returns an *OptionError, matching ErrInvalidOption,
+// naming the resolver (Option), the group (Group) and the value (Value),
+// when one answers with an invalid value (below 1; below 0 for the queue
+// threshold).
 func (p *Policy) Group(group string) (GroupLimits, error) {
 	var l GroupLimits
 	var err error
@@ -154,10 +153,10 @@ func limitString(n int) string {
 }
 
 // resolve picks a group's value: its per-group override, else the
-// resolver's answer, else def. A resolver answer below least is an error
-// naming the resolver (name), the value and the group (over 128 bytes, cut
-// as clip.Quote cuts it: the key may be a client's), and saying what a
-// valid value looks like (reason).
+// resolver's answer, else def. A resolver answer below least is an
+// *OptionError naming the resolver (name), the value and the group (over
+// 128 bytes, cut in the message as clip.Quote cuts it: the key may be a
+// client's), and saying what a valid value looks like (reason).
 func resolve(group string, overrides map[string]int, resolver func(string) (int, bool), def int, name string, least int, reason string) (int, error) {
 	if n, ok := overrides[group]; ok {
 		return n, nil
@@ -165,7 +164,7 @@ func resolve(group string, overrides map[string]int, resolver func(string) (int,
 	if resolver != nil {
 		if n, ok := resolver(group); ok {
 			if n < least {
-				return 0, fmt.Errorf("%w: %s gave %d for group %s: %s", ErrInvalidOption, name, n, clip.Quote(group), reason)
+				return 0, &OptionError{Option: name, Group: group, Value: n, Reason: reason, answered: true}
 			}
 			return n, nil
 		}
