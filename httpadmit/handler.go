@@ -11,6 +11,7 @@ import (
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
+	"github.com/groupexec/groupexec/internal/typednil"
 )
 
 // Handler returns a handler that admits each request with ex.DoWeighted for
@@ -72,10 +73,15 @@ import (
 // timeout then bounds the wait for admission too, and next holds the slot
 // until it returns.
 //
-// Handler panics if ex or next is nil or an option is invalid.
+// Handler panics if ex or next is nil, next a nil pointer or function (an
+// http.HandlerFunc(nil), which would fail every request it admits, each a
+// failure of its group), or an option is invalid.
 func Handler(ex *executor.Executor, next http.Handler, opts ...Option) http.Handler {
 	if ex == nil || next == nil {
 		panic("httpadmit: Handler: nil executor or handler")
+	}
+	if typednil.Is(next) {
+		panic(fmt.Sprintf("httpadmit: Handler: the handler is a nil %T", next))
 	}
 	c := build(opts)
 	h := &handler{ex: ex, next: next, tenant: c.tenant, group: c.defaultGroup, weight: c.weight,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adapt"
+	"github.com/groupexec/groupexec/internal/typednil"
 )
 
 // Transport returns a RoundTripper that admits each request with
@@ -126,10 +127,16 @@ import (
 // in-process base whose handler gave the response up), which counts as
 // Cancelled, as in Handler.
 //
-// Transport panics if ex is nil or an option is invalid.
+// Transport panics if ex is nil, base a nil pointer or function (a nil
+// *http.Transport, which would fail every request it admits, each a
+// failure of its group; a nil base means http.DefaultTransport), or an
+// option is invalid.
 func Transport(ex *executor.Executor, base http.RoundTripper, opts ...Option) http.RoundTripper {
 	if ex == nil {
 		panic("httpadmit: Transport: nil executor")
+	}
+	if typednil.Is(base) {
+		panic(fmt.Sprintf("httpadmit: Transport: the base is a nil %T (nil means http.DefaultTransport)", base))
 	}
 	if base == nil {
 		base = http.DefaultTransport
