@@ -2,7 +2,6 @@ package otel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -41,7 +40,7 @@ import (
 // provider the program drops is collected with its registrations.
 func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.CircuitBreaker) (metric.Registration, error) {
 	if nilProvider(mp) {
-		return nil, errors.New("otel: ObserveBreakers: nil MeterProvider")
+		return nil, invalid("otel: ObserveBreakers: nil MeterProvider")
 	}
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: namespace, opt: "ObserveBreakers: namespace"}
@@ -59,10 +58,10 @@ func ObserveBreakers(mp metric.MeterProvider, namespace string, cbs ...*breaker.
 	r := &breakersRegistration{}
 	for i, cb := range cbs {
 		if cb == nil {
-			return nil, fmt.Errorf("otel: ObserveBreakers: breaker %d is nil", i)
+			return nil, invalid("otel: ObserveBreakers: breaker %d is nil", i)
 		}
 		if !utf8.ValidString(cb.Name()) {
-			return nil, fmt.Errorf("otel: ObserveBreakers: breaker %d's name %q: must be valid UTF-8", i, cb.Name())
+			return nil, invalid("otel: ObserveBreakers: breaker %d's name %q: must be valid UTF-8", i, cb.Name())
 		}
 		if seen[cb.Name()] {
 			return nil, fmt.Errorf("otel: ObserveBreakers: two breakers named %q: their series would be one: %w", cb.Name(), ErrNameInUse)
@@ -167,7 +166,7 @@ type transition struct{ name, from, to string }
 // drops is collected with its BreakerTransitions.
 func NewBreakerTransitions(mp metric.MeterProvider, namespace string, next func(name string, from, to breaker.State)) (*BreakerTransitions, error) {
 	if nilProvider(mp) {
-		return nil, errors.New("otel: NewBreakerTransitions: nil MeterProvider")
+		return nil, invalid("otel: NewBreakerTransitions: nil MeterProvider")
 	}
 	in := instruments{m: mp.Meter(ScopeName), ns: namespace, opt: "NewBreakerTransitions: namespace"}
 	c := in.counterUnit(metricnames.BreakerTransitions.Name, metricnames.BreakerTransitions.Help, "{transition}")

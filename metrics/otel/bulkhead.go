@@ -2,7 +2,6 @@ package otel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"unicode/utf8"
@@ -69,10 +68,10 @@ var _ bulkhead.Listener = (*Bulkhead)(nil)
 // drops is collected with its Bulkheads.
 func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, error) {
 	if nilProvider(mp) {
-		return nil, errors.New("otel: NewBulkhead: nil MeterProvider")
+		return nil, invalid("otel: NewBulkhead: nil MeterProvider")
 	}
 	if !utf8.ValidString(name) {
-		return nil, fmt.Errorf("otel: NewBulkhead: name %q: must be valid UTF-8", name)
+		return nil, invalid("otel: NewBulkhead: name %q: must be valid UTF-8", name)
 	}
 	m := mp.Meter(ScopeName)
 	in := instruments{m: m, ns: namespace, opt: "NewBulkhead: namespace"}

@@ -10,6 +10,28 @@ import (
 	"github.com/groupexec/groupexec/metrics/otel/internal/claims"
 )
 
+// ErrInvalidOption is matched, through errors.Is, by the error of New,
+// NewBulkhead, ObserveBreakers or NewBreakerTransitions given an invalid
+// argument or option: a nil MeterProvider, a nil breaker, a name that is
+// not valid UTF-8, a namespace that makes an instrument name
+// OpenTelemetry refuses, an invalid Options field. The message names the
+// constructor, the argument or option, and its value.
+var ErrInvalidOption = errors.New("otel: invalid option")
+
+// invalidError is an error matching ErrInvalidOption whose message is
+// its own: it names the constructor, option and value, which the
+// sentinel's text would only repeat.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalidOption }
+
+// invalid returns an error matching ErrInvalidOption, formatted as
+// fmt.Sprintf formats it.
+func invalid(format string, args ...any) error {
+	return &invalidError{fmt.Sprintf(format, args...)}
+}
+
 // ErrNamespaceInUse is matched, through errors.Is, by New's error for a
 // MeterProvider and Namespace that a live Collector already has, and
 // NewBreakerTransitions' for a namespace that a live BreakerTransitions has;

@@ -2,7 +2,6 @@ package otel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -99,17 +98,17 @@ var _ executor.Listener = (*Collector)(nil)
 // long as it lives (see the Collector.Unregister example).
 func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	if nilProvider(mp) {
-		return nil, errors.New("otel: New: nil MeterProvider")
+		return nil, invalid("otel: New: nil MeterProvider")
 	}
 	if o.MaxGroups < 0 {
-		return nil, fmt.Errorf("otel: New: Options.MaxGroups %d: must be >= 0", o.MaxGroups)
+		return nil, invalid("otel: New: Options.MaxGroups %d: must be >= 0", o.MaxGroups)
 	}
 	maxGroups := o.MaxGroups
 	if maxGroups == 0 {
 		maxGroups = DefaultMaxGroups
 	}
 	if !metricnames.ValidBuckets(o.Buckets) {
-		return nil, fmt.Errorf("otel: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", o.Buckets)
+		return nil, invalid("otel: New: Options.Buckets %v: the bounds must be numbers in strictly increasing order", o.Buckets)
 	}
 	buckets := o.Buckets
 	if n := len(buckets); n > 0 && math.IsInf(buckets[n-1], +1) {
@@ -120,7 +119,7 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 		if n == 1 {
 			// Without a bound the SDK would use its own defaults, in
 			// milliseconds.
-			return nil, fmt.Errorf("otel: New: Options.Buckets %v: a finite bound is needed", o.Buckets)
+			return nil, invalid("otel: New: Options.Buckets %v: a finite bound is needed", o.Buckets)
 		}
 		buckets = buckets[:n-1]
 	}
@@ -294,7 +293,7 @@ func (in *instruments) name(n string) string {
 		n = in.ns + "_" + n
 	}
 	if p := instname.Problem(n); p != "" {
-		in.keep(fmt.Errorf("otel: %s %q: makes the instrument name %q, which %s", in.opt, in.ns, n, p))
+		in.keep(invalid("otel: %s %q: makes the instrument name %q, which %s", in.opt, in.ns, n, p))
 	}
 	in.names = append(in.names, n)
 	return n

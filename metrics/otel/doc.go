@@ -98,7 +98,10 @@
 // A namespace is refused, by every constructor and whatever the provider,
 // with an error naming it, if it makes an instrument name that
 // OpenTelemetry refuses: one starts with an ASCII letter, holds only ASCII
-// letters, digits and _.-/, and is at most 255 characters long.
+// letters, digits and _.-/, and is at most 255 characters long. That
+// error, and every other one for an invalid argument or option (a nil
+// provider or breaker, a name that is not valid UTF-8, an invalid Options
+// field), matches ErrInvalidOption.
 //
 // Namespaces that differ only in case are one: the SDK takes instrument
 // names case-insensitively (App_queue_depth and app_queue_depth are one

@@ -69,13 +69,14 @@ var _ Source = (*redislimit.Holder)(nil)
 //
 // Units are UCUM annotations of what is counted ({call}, {permit}, {lease},
 // ...); cluster_up has none. It fails if namespace makes an instrument name
-// that OpenTelemetry refuses, naming it.
+// that OpenTelemetry refuses, naming it, or if mp or src is nil: those
+// errors match otel.ErrInvalidOption.
 func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Registration, error) {
 	// A nil *Holder is a Source that is not nil: its Stats would panic in
 	// every collection, on the reader's goroutine. A nil pointer provider
 	// (a *sdkmetric.MeterProvider never set) would panic in Meter, here.
 	if h, ok := src.(*redislimit.Holder); mp == nil || typednil.Is(mp) || src == nil || ok && h == nil {
-		return nil, errors.New("clusterotel: Observe: nil MeterProvider or Source")
+		return nil, invalid("clusterotel: Observe: nil MeterProvider or Source")
 	}
 	m := mp.Meter(gotel.ScopeName)
 	name := func(n string) string {
@@ -88,7 +89,7 @@ func Observe(mp metric.MeterProvider, src Source, namespace string) (metric.Regi
 	// error names only the instrument, and a no-op provider takes any name.
 	for _, n := range names() {
 		if p := instname.Problem(name(n)); p != "" {
-			return nil, fmt.Errorf("clusterotel: Observe: namespace %q: makes the instrument name %q, which %s", namespace, name(n), p)
+			return nil, invalid("clusterotel: Observe: namespace %q: makes the instrument name %q, which %s", namespace, name(n), p)
 		}
 	}
 	r := &registration{src: src}
@@ -179,3 +180,13 @@ func (r *registration) Unregister() error {
 	claims.Free(r, r.claim...)
 	return nil
 }
+
+// invalidError is an error matching otel.ErrInvalidOption whose message
+// is its own, as metrics/otel's constructors return for an invalid
+// argument.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == gotel.ErrInvalidOption }
+
+func invalid(format string, args ...any) error { return &invalidError{fmt.Sprintf(format, args...)} }

@@ -2,15 +2,18 @@ package clusterotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/metrics/otel/clusterotel"
 )
 
@@ -104,5 +107,24 @@ func TestObserveRefusesANilProviderPointer(t *testing.T) {
 	}()
 	if err == nil || !strings.Contains(err.Error(), "nil MeterProvider or Source") {
 		t.Errorf("Observe with a nil *sdkmetric.MeterProvider: %v; want an error saying the MeterProvider is nil", err)
+	}
+}
+
+// Observe's invalid arguments match otel.ErrInvalidOption, as the
+// constructors of metrics/otel's give.
+func TestObserveInvalidArgumentsMatchErrInvalidOption(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	for name, f := range map[string]func() (metric.Registration, error){
+		"nil provider": func() (metric.Registration, error) { return clusterotel.Observe(nil, &source{}, "app") },
+		"nil source":   func() (metric.Registration, error) { return clusterotel.Observe(mp, nil, "app") },
+		"namespace":    func() (metric.Registration, error) { return clusterotel.Observe(mp, &source{}, "a b") },
+	} {
+		reg, err := f()
+		if err == nil {
+			_ = reg.Unregister()
+		}
+		if !errors.Is(err, gotel.ErrInvalidOption) {
+			t.Errorf("%s: %v; want an error matching otel.ErrInvalidOption", name, err)
+		}
 	}
 }
