@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/bulkhead"
 )
@@ -57,5 +58,24 @@ func TestWithCapabilityNilContextPanicsClearly(t *testing.T) {
 	}()
 	if _, runtimeErr := r.(interface{ RuntimeError() }); r == nil || runtimeErr || !strings.Contains(fmt.Sprint(r), "nil parent") {
 		t.Fatalf("WithCapability(nil, ...) panicked with %v; want context's nil parent panic", r)
+	}
+}
+
+// An option given twice takes its later value (the Option doc): the queue
+// of the second WithQueue is the one a full bulkhead queues in.
+func TestOptionGivenTwiceTakesItsLaterValue(t *testing.T) {
+	b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithQueue(2, time.Hour))
+	held := acquire(t, b, 1)
+	q := queueWith(t, bg, b, 2) // the second WithQueue's depth: both wait
+	if _, err := b.Acquire(bg, 1); !errors.Is(err, bulkhead.ErrQueueSaturated) {
+		t.Fatalf("a third waiter: %v; want ErrQueueSaturated", err)
+	}
+	release(t, b, held)
+	for _, r := range q {
+		p, err := r.wait(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release(t, b, p)
 	}
 }

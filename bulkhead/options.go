@@ -27,7 +27,10 @@ const MaxLatencyWindow = 1 << 18
 const MaxEventLog = 1 << 16
 
 // An Option configures a Bulkhead. Invalid values make New fail with a
-// *ConfigError naming the option and value.
+// *ConfigError naming the option and value. Options are applied in order,
+// and one given twice takes its later value, except WithListener and
+// WithRequiredCapability, whose second would drop what the first asked
+// for without a word: New refuses it.
 type Option interface {
 	apply(*Bulkhead) error
 }
