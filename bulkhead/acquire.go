@@ -29,10 +29,7 @@ type waiter struct {
 // >= 1. A refusal is a *RejectedError (ErrAtCapacity, ErrDraining or
 // ErrCapabilityRequired) and changes nothing.
 func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
-	if n < 1 {
-		return Permit{}, invalidWeight("TryAcquire", n)
-	}
-	return b.try(ctx, n, false)
+	return b.try(ctx, n, false) // an n below 1 goes on to acquire, which names TryAcquire
 }
 
 // Acquire issues n permits, waiting in the queue (WithQueue) while none are
@@ -47,7 +44,7 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // nil (a *ConfigError).
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	if n < 1 {
-		return Permit{}, invalidWeight("Acquire", n)
+		return Permit{}, invalidWeight("Acquire n", n)
 	}
 	wait := b.maxDepth > 0
 	if wait {
@@ -61,12 +58,12 @@ func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	return b.try(ctx, n, wait)
 }
 
-// invalidWeight is the error of a weight below 1 given to method. It is
-// checked before anything else, the capability included: the call is a
-// bug to fix, and its message names the method the caller wrote, not the
-// path inside that found it.
-func invalidWeight(method string, n int) error {
-	return &ConfigError{method + " n", n, "must be >= 1"}
+// invalidWeight is the error of a weight n below 1 given as option, the
+// method and its argument ("TryAcquire n"). It is checked before anything
+// else, the capability included: the call is a bug to fix, and its message
+// names the method the caller wrote, not the path inside that found it.
+func invalidWeight(option string, n int) error {
+	return &ConfigError{option, n, "must be >= 1"}
 }
 
 // try is the hot path, written out in line because it is measured as such:
@@ -79,7 +76,7 @@ func invalidWeight(method string, n int) error {
 // fast path that returned it with a bool, five words, measured 30% slower,
 // and so did reading the stamp after the swap.)
 func (b *Bulkhead) try(ctx context.Context, n int, wait bool) (Permit, error) {
-	if !b.plain { // n >= 1: TryAcquire and Acquire checked it
+	if !b.plain || n < 1 {
 		return b.acquire(ctx, n, wait)
 	}
 	h := b.hot
@@ -157,6 +154,11 @@ func (b *Bulkhead) fastPermit(s, hi uint64, l int64, n int, stamp int64) Permit 
 // acquire is the general path: capability, arguments, events, refusals and
 // waiting.
 func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error) {
+	if n < 1 {
+		// Acquire checks its own n: this one is TryAcquire's, left to here
+		// so that TryAcquire stays small enough to inline.
+		return Permit{}, invalidWeight("TryAcquire n", n)
+	}
 	if b.capability != "" && !HasCapability(ctx, b.capability) {
 		return Permit{}, b.refuseCapability()
 	}
