@@ -99,9 +99,13 @@ func (e *opTimeoutError) Unwrap() error { return context.DeadlineExceeded }
 // scriptCall is one script call of a pipeline; cmd holds its reply.
 type scriptCall struct {
 	s    *redis.Script
-	keys []string
+	keys []string // keys[0] is the limit key's leases key: it names the limit key
 	args []any
 	cmd  *redis.Cmd
+	// afterKey: the call must reach Redis after the calls of its limit
+	// key listed before it (an acquire after the give-backs that free
+	// room for it). See runScripts.
+	afterKey bool
 }
 
 // runScripts sends calls, and then whatever more adds, in one pipelined
@@ -112,7 +116,60 @@ type scriptCall struct {
 // cmd, whatever became of the other calls (a reply of the first round trip
 // stands when the second fails). The error is the first that says Redis
 // failed (failed), from either round trip, else the first other one.
+//
+// Order. Redis may know one script and not another (flushed, then loaded
+// again by another holder's call; a replica promoted after a failover),
+// or lose them between two calls of one round trip: a call refused with
+// NOSCRIPT runs only in the second round trip, after the calls listed
+// after it that Redis did run. So a call marked afterKey is not sent in
+// the round trip of an earlier call of its limit key, but in a round trip
+// of its own once that one's calls (those re-sent too) have been answered:
+// an acquire is never run before the give-back, listed before it, of a
+// lease of its key (it would be refused for the room that give-back frees,
+// and record its holder as waiting). That costs a round trip only for the
+// batches that hold both (the give-back of a lease whose grant's reply was
+// lost, or of permits above the holder's share, and a refill). When a round trip says that Redis failed,
+// the later ones are not sent, and their calls carry its error.
 func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
+	var err error
+	for i, wave := range inKeyOrder(calls) {
+		if i > 0 && failed(err) {
+			for _, c := range wave {
+				c.cmd = redis.NewCmd(ctx)
+				c.cmd.SetErr(err)
+			}
+			continue
+		}
+		err = worse(err, h.runRoundTrip(ctx, wave, more))
+		more = nil
+	}
+	return err
+}
+
+// inKeyOrder splits calls into the batches runScripts sends one after the
+// other: a call marked afterKey goes in the batch after that of the last
+// call of its limit key listed before it; any other call, in that one's
+// batch (or the first). Calls keep their order within a batch.
+func inKeyOrder(calls []*scriptCall) [][]*scriptCall {
+	var waves [][]*scriptCall
+	last := make(map[string]int, len(calls)) // a limit key's latest batch so far
+	for _, c := range calls {
+		w, seen := last[c.keys[0]]
+		if seen && c.afterKey {
+			w++
+		}
+		if w == len(waves) {
+			waves = append(waves, nil)
+		}
+		waves[w] = append(waves[w], c)
+		last[c.keys[0]] = w
+	}
+	return waves
+}
+
+// runRoundTrip is one batch of runScripts: one round trip by the scripts'
+// SHA1, and a second for the calls refused with NOSCRIPT.
+func (h *Holder) runRoundTrip(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
 	cmds, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range calls {
 			c.cmd = c.s.EvalSha(ctx, p, c.keys, c.args...)
@@ -145,11 +202,16 @@ func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(
 		return nil
 	})
 	h.st.roundTrips.Add(1)
-	err = worst(cmds, err)
-	if first != nil && (err == nil || failed(first) && !failed(err)) {
-		return first
+	return worse(first, worst(cmds, err))
+}
+
+// worse is the error runScripts returns of two of its round trips': the
+// first that says Redis failed (failed), else the first other one.
+func worse(first, next error) error {
+	if first == nil || failed(next) && !failed(first) {
+		return next
 	}
-	return err
+	return first
 }
 
 // worst is the error of a pipeline's cmds that runScripts returns: the

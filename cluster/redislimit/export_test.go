@@ -159,3 +159,9 @@ func SetNameHook(h *Holder, wait time.Duration, f func(lockFree bool)) {
 	}
 	h.mu.Unlock()
 }
+
+// LoadAcquireScript loads the script that leases blocks into the Redis c
+// reaches, as another holder's first refill does.
+func LoadAcquireScript(ctx context.Context, c redis.Scripter) error {
+	return acquireScript.Load(ctx, c).Err()
+}

@@ -258,7 +258,7 @@ func (h *Holder) serve(q []*keyState) {
 	}
 	for _, r := range reqs {
 		ks := r.ks
-		r.call = &scriptCall{s: acquireScript, keys: ks.keys[:],
+		r.call = &scriptCall{s: acquireScript, keys: ks.keys[:], afterKey: true,
 			args: []any{r.limit, r.want, r.need, h.cfg.ttl.Milliseconds(), r.id, ks.l.id, h.channel(), 2 * h.cfg.renew.Milliseconds(),
 				h.nonce, r.seq}}
 		calls = append(calls, r.call)
