@@ -41,7 +41,12 @@
 // before Redis can give the slot to anyone else: the context of every task
 // running on it is cancelled with a *LeaseLostError (matching ErrLeaseLost,
 // readable with context.Cause). A lease Redis no longer has (Redis
-// restarted empty) is lost the same way at the next renewal.
+// restarted empty) is lost the same way at the next renewal. A task that
+// runs on after that runs outside the limit: its slot is free in Redis
+// (the holder gives the lost lease back, or it expires) and no holder
+// counts it, so that another task, of this process or another, may be
+// given the slot meanwhile. A task ends when its context does, or checks
+// Valid and fences its writes (below).
 //
 // A paused process (SIGSTOP, a frozen VM or container, a long stall) can
 // promise nothing: its slots are given away while it is stopped, and its
