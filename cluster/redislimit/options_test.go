@@ -51,6 +51,12 @@ func TestInvalidOptionsNameOptionAndValue(t *testing.T) {
 		if !errors.Is(err, redislimit.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New: %v, want an error naming %s", err, tc.want)
 		}
+		// The package doc promises an *OptionError, which names the
+		// option and its value as fields too.
+		var oe *redislimit.OptionError
+		if !errors.As(err, &oe) || !strings.HasPrefix(tc.want, oe.Option+"(") || oe.Reason == "" {
+			t.Errorf("New: %#v, want an *OptionError for %s", err, tc.want)
+		}
 	}
 	// A hash tag of the prefix's own keeps every key on one node: taken.
 	for _, p := range []string{"a{x}", "a{", "a}", "a}{x}"} {
