@@ -127,16 +127,18 @@ func (h *Holder) ID() string { return h.id }
 // Close stops the holder's goroutines, gives every lease back to Redis
 // (also those it may have been granted without hearing the reply) and ends
 // its waiting records (best effort, in round trips of at most 128 calls,
-// each bounded by the op timeout, up to the first that fails). Then it
-// waits for the calls to Redis that the holder stopped waiting for at the
-// op timeout and the client still runs (it ends them
-// at its own timeouts without ContextTimeoutEnabled), and for the
-// contention subscriber's connection being made, if any, for at most one
-// more op timeout, so that nothing of the holder talks to Redis once it
-// has returned, unless the client runs a call longer. Tasks still running on its permits have their context
-// cancelled with a *LeaseLostError wrapping ErrClosed; later TryAcquires
-// refuse with ErrClosed, and the executors of tasks waiting for a block
-// are told to ask again, so that those are refused too. The leases it
+// each bounded by the op timeout, up to the first that fails: a lease not
+// given back keeps its slots from every holder until it expires in Redis,
+// at most the lease TTL later). Then it waits for the calls to Redis that
+// the holder stopped waiting for at the op timeout and the client still
+// runs (it ends them at its own timeouts without ContextTimeoutEnabled),
+// and for the contention subscriber's connection being made, if any, for
+// at most one more op timeout, so that nothing of the holder talks to
+// Redis once it has returned, unless the client runs a call longer. Tasks
+// still running on its permits have their context cancelled with a
+// *LeaseLostError wrapping ErrClosed; later TryAcquires refuse with
+// ErrClosed, and the executors of tasks waiting for a block are told to
+// ask again, so that those are refused too. The leases it
 // gives back do not count as lost (Stats.LeasesLost, TasksCancelled,
 // EventLeaseLost), and Stats.Mode reads ModeClosed from its start. The
 // fallbacks and refusals the listener has not been told of yet are
