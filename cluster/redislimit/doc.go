@@ -204,12 +204,12 @@
 // one script and not another (another holder's call has loaded it again),
 // or lose them between two calls of one round trip, so the calls re-sent
 // run after later ones that were not: the holder's calls of different
-// keys, and its renewals and give-backs of one key, mean the same in any
-// order; an acquire does not, and is never sent in the round trip of a
-// give-back of its key (of a lease whose grant's reply was lost, say)
-// sent with it, but once that give-back has been answered: it is granted
-// the room that give-back frees, rather than refused for it and its holder
-// recorded as waiting.
+// keys, and its renewals, give-backs and ends of waiting records of one
+// key, mean the same in any order; an acquire does not, and is never sent
+// in the round trip of a give-back of its key (of a lease whose grant's
+// reply was lost, say) sent with it, but once that give-back has been
+// answered: it is granted the room that give-back frees, rather than
+// refused for it and its holder recorded as waiting.
 //
 // The exception to the limit: a Redis restart or failover that loses the
 // leases (no persistence, or a replica behind) lets holders lease the whole
