@@ -14,6 +14,12 @@ var (
 	// never ran: for lack of room, a queue timeout, a shutdown, a task that
 	// can never fit, or invalid input. errors.As gives the *RejectedError.
 	ErrRejected = errors.New("executor: task rejected")
+	// ErrInvalidOption is matched (with errors.Is) by every error New
+	// returns: a nil or zero policy, a nil Option, an option's invalid
+	// value, or a Limiter that refuses to attach. The error's text names
+	// the option and value; errors.As reaches the error under it, where
+	// there is one (a *breaker.SettingsError, say).
+	ErrInvalidOption = errors.New("executor: invalid option")
 	// ErrInvalidTask marks a task refused for invalid input: a nil Fn, an empty
 	// group key, a negative weight or a nil context.
 	ErrInvalidTask = errors.New("executor: invalid task")
@@ -150,3 +156,14 @@ func doneCause(ctx context.Context) error {
 	}
 	return errDoneNilErr
 }
+
+// optionError is an error New returns: it reads as err, which names the
+// option and value, and matches ErrInvalidOption as well as what err
+// matches.
+type optionError struct{ err error }
+
+func invalidOption(err error) error { return &optionError{err} }
+
+func (e *optionError) Error() string        { return e.err.Error() }
+func (e *optionError) Unwrap() error        { return e.err }
+func (e *optionError) Is(target error) bool { return target == ErrInvalidOption }

@@ -88,18 +88,18 @@ type Executor struct {
 // policy.New) or a nil Option, an option's invalid value
 // (a listener holding a nil pointer or function, a nil clock, limiter or
 // spawn function, a negative WithMaxIdleGroups, invalid breaker Settings),
-// WithListener given twice, or a Limiter that refuses to attach.
-// WithListener(nil) is no error: it sets no listener. Release the Executor
-// with Shutdown or Close.
+// WithListener given twice, or a Limiter that refuses to attach. Every
+// error it returns matches ErrInvalidOption. WithListener(nil) is no
+// error: it sets no listener. Release the Executor with Shutdown or Close.
 func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	if p == nil {
-		return nil, errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)")
+		return nil, invalidOption(errors.New("executor: New(nil): a *policy.Policy is required (policy.New() gives the defaults)"))
 	}
 	if p.GlobalMaxInFlight() < 1 {
 		// Only a zero Policy, not made by policy.New, which validates every
 		// limit, has one below 1: its limits of 0 would refuse every task as
 		// too heavy.
-		return nil, errors.New("executor: New: a zero policy.Policy is not usable (policy.New() gives the defaults)")
+		return nil, invalidOption(errors.New("executor: New: a zero policy.Policy is not usable (policy.New() gives the defaults)"))
 	}
 	ex := &Executor{
 		pol:        p,
@@ -114,15 +114,15 @@ func New(p *policy.Policy, opts ...Option) (*Executor, error) {
 	ex.disp.fair.reset(0)
 	for _, o := range opts {
 		if o == nil {
-			return nil, errors.New("executor: New: nil Option")
+			return nil, invalidOption(errors.New("executor: New: nil Option"))
 		}
 		if err := o.apply(ex); err != nil {
-			return nil, err
+			return nil, invalidOption(err)
 		}
 	}
 	if ex.cluster != nil {
 		if err := ex.cluster.attach(ex); err != nil {
-			return nil, err
+			return nil, invalidOption(err)
 		}
 	}
 	if ex.breaker != nil && ex.breaker.Clock == nil {
