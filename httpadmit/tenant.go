@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/idna"
 
 	"github.com/groupexec/groupexec/internal/adapt"
+	"github.com/groupexec/groupexec/internal/clip"
 )
 
 // DefaultHeader is the header Handler reads the tenant from by default.
@@ -65,10 +66,7 @@ func fromHost(r *http.Request) (string, error) {
 			// and a proxy in next passes it whole in X-Forwarded-Host, where
 			// a backend taking the last host of a list (Rails, Werkzeug's
 			// ProxyFix) serves victim.example under acme.example's limits.
-			if len(host) > MaxTenantLen {
-				host = host[:MaxTenantLen] + "..."
-			}
-			return "", fmt.Errorf("%w: host %q: its port is not a number", ErrInvalidTenant, host)
+			return "", fmt.Errorf("%w: host %s: its port is not a number", ErrInvalidTenant, clip.Quote(host))
 		}
 		host = h
 	}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/groupexec/groupexec/internal/clip"
 )
 
 // MaxTenantLen is the longest tenant key accepted, in bytes.
@@ -43,10 +45,7 @@ func Checked(where, key string) (string, error) {
 	if ValidTenant(key) {
 		return key, nil
 	}
-	if len(key) > MaxTenantLen {
-		key = key[:MaxTenantLen] + "..."
-	}
-	return "", fmt.Errorf("%w: %s %q", ErrInvalidTenant, where, key)
+	return "", fmt.Errorf("%w: %s %s", ErrInvalidTenant, where, clip.Quote(key))
 }
 
 // One returns the tenant named by the values of a header or a metadata key
