@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/net/idna"
 )
 
 // conns tracks the backend connections the transport dials, so that Close
@@ -12,11 +18,21 @@ import (
 // connection whose response body was just read goes back to the idle pool a
 // moment later, on the transport's own goroutine, and would then outlive the
 // gateway.
+//
+// It also closes the connections to a backend a reload removed (retire):
+// net/http's transport would keep them in its pool for IdleConnTimeout
+// (90 s), sockets to a backend the operator took out of the config, and
+// has no way to close one host's idle connections but all of every host's.
+// A connection is closed once no request uses it: at once if none does,
+// else as the last one sent on it ends, its answer taken whole.
 type conns struct {
 	mu     sync.Mutex
 	open   map[*trackedConn]struct{}
 	closed bool
 	dialer net.Dialer
+	// kept are the addresses (dialAddr) of the backends in force since
+	// the last reload; nil before the first one, when none is retired.
+	kept map[string]bool
 }
 
 func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -24,7 +40,7 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, cs: cs}
+	tc := &trackedConn{Conn: c, cs: cs, addr: strings.ToLower(addr)}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
@@ -35,6 +51,9 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		cs.open = make(map[*trackedConn]struct{})
 	}
 	cs.open[tc] = struct{}{}
+	// Dialed for a request that set out before a reload removed its
+	// backend: it is closed once that request is done with it.
+	tc.retired.Store(cs.kept != nil && !cs.kept[tc.addr])
 	return tc, nil
 }
 
@@ -50,9 +69,59 @@ func (cs *conns) closeAll() {
 	}
 }
 
+// retire closes the connections to every address but those of backends,
+// the backends a reload put in force: now, those no request uses; the
+// others once the requests using them end.
+func (cs *conns) retire(backends []*url.URL) {
+	kept := make(map[string]bool, len(backends))
+	for _, u := range backends {
+		kept[dialAddr(u)] = true
+	}
+	var idle []*trackedConn
+	cs.mu.Lock()
+	cs.kept = kept
+	for c := range cs.open {
+		if !kept[c.addr] {
+			c.retired.Store(true)
+			if c.users.Load() == 0 {
+				idle = append(idle, c)
+			}
+		}
+	}
+	cs.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
+	}
+}
+
+// dialAddr is the address net/http's transport dials for a request to u
+// (its canonicalAddr), lower-cased as trackedConn.addr is.
+func dialAddr(u *url.URL) string {
+	host := u.Hostname()
+	if h, err := idna.Lookup.ToASCII(host); err == nil {
+		host = h
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return strings.ToLower(net.JoinHostPort(host, port))
+}
+
 type trackedConn struct {
 	net.Conn
-	cs *conns
+	cs   *conns
+	addr string // as dialed, lower-cased
+	// users counts the requests sent on the connection whose answers are
+	// not yet done with (connUse): an HTTP/1 connection has one at most,
+	// an HTTP/2 one a request per stream.
+	users atomic.Int32
+	// retired: its backend is out of the config in force; it is closed
+	// once users is 0.
+	retired atomic.Bool
 }
 
 // CloseWrite half-closes the connection under it: the proxy passes a
@@ -71,4 +140,53 @@ func (c *trackedConn) Close() error {
 	delete(c.cs.open, c)
 	c.cs.mu.Unlock()
 	return c.Conn.Close()
+}
+
+// connUse is one try's hold on the backend connection the transport sends
+// it on, from the moment the transport has the connection (its GotConn)
+// to the end of the answer (done), so that retire knows which connections
+// no request uses.
+type connUse struct {
+	trace httptrace.ClientTrace
+	conn  *trackedConn
+}
+
+// traced returns ctx, for one try, with u tracing the connection the try
+// gets.
+func (u *connUse) traced(ctx context.Context) context.Context {
+	u.trace.GotConn = u.got
+	return httptrace.WithClientTrace(ctx, &u.trace)
+}
+
+func (u *connUse) got(info httptrace.GotConnInfo) {
+	u.done() // a connection the transport gave up on, to try another
+	nc := info.Conn
+	for {
+		if tc, ok := nc.(*trackedConn); ok {
+			tc.users.Add(1)
+			u.conn = tc
+			return
+		}
+		// A TLS connection, or a test's wrapper: the one under it.
+		under, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			return
+		}
+		nc = under.NetConn()
+	}
+}
+
+// done ends the hold, closing a retired connection it was the last
+// request on. It must be called once the answer is done with: its body
+// closed (read to its end or not), so that a connection going back to the
+// transport's pool goes there, or the try failed.
+func (u *connUse) done() {
+	c := u.conn
+	if c == nil {
+		return
+	}
+	u.conn = nil
+	if c.users.Add(-1) == 0 && c.retired.Load() {
+		c.Close()
+	}
 }

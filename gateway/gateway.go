@@ -169,7 +169,7 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 	g.transport.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: backendStreamWindow}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: rewrite, // the transport picks the backend
-		Transport: &transport{base: g.transport, switches: g.http1Only, state: g.state.Load,
+		Transport: &transport{base: g.transport, switches: g.http1Only, state: g.state.Load, conns: &g.conns,
 			retried: g.m.retries.WithLabelValues("upstream").Inc},
 		ModifyResponse: dropForbiddenTrailers,
 		ErrorHandler:   g.proxyError,

@@ -140,6 +140,10 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 	}
 	st.rates.commit(g.clk.Now())
 	g.state.Store(st)
+	// After the store: a request reading the state from here sends
+	// nothing to a backend st removed, and the connections to one are
+	// closed as soon as the requests that set out before are done.
+	g.conns.retire(st.backends)
 	if l := g.clients.Load(); l != nil {
 		l.setMax(cfg.MaxConns)
 		l.setPerClient(cfg.MaxConnsPerClient)

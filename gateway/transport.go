@@ -43,6 +43,10 @@ type transport struct {
 	state    func() *state // the backends and their breakers
 	next     atomic.Uint64
 	retried  func() // counts a retry
+	// conns, if not nil, is told which connection each try uses and when
+	// it is done with it, so that a reload removing a backend closes its
+	// connections as soon as no request uses them (conns.retire).
+	conns *conns
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -83,7 +87,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// so a shallow copy with its own URL is enough; req.Clone would also
 		// deep-copy the headers, which the ReverseProxy has just copied, on
 		// every request (see TestTransportLeavesRequestAlone).
-		out := req.WithContext(ctx)
+		use := t.use(ctx)
+		out := req.WithContext(use.ctx)
 		u := *req.URL
 		out.URL = &u
 		(&httputil.ProxyRequest{Out: out}).SetURL(st.backends[b])
@@ -100,6 +105,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		var resp *http.Response
 		resp, err = base.RoundTrip(out)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			// An upgraded connection is the proxy's from here, and closed
+			// by it: it stays in use.
+			resp = use.until(resp)
+		}
 		switch {
 		case err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !switchAsked(out, resp):
 			// The proxy would refuse this switch too, but without closing
@@ -305,4 +315,45 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// tryUse is one try's hold on its backend connection (connUse), when the
+// transport tracks them.
+type tryUse struct {
+	ctx context.Context // the try's, tracing the connection it gets
+	u   *connUse
+}
+
+func (t *transport) use(ctx context.Context) tryUse {
+	if t.conns == nil {
+		return tryUse{ctx: ctx}
+	}
+	u := new(connUse)
+	return tryUse{ctx: u.traced(ctx), u: u}
+}
+
+// until has the hold end with resp's body, or at once for a failed try or
+// an answer without a body, whose connection is the transport's again.
+func (tu tryUse) until(resp *http.Response) *http.Response {
+	switch {
+	case tu.u == nil:
+	case resp == nil || resp.Body == nil || resp.Body == http.NoBody:
+		tu.u.done()
+	default:
+		resp.Body = &usedBody{ReadCloser: resp.Body, use: tu.u}
+	}
+	return resp
+}
+
+// usedBody is an answer's body that ends its connection's hold once
+// closed: the proxy closes every body, read to its end or not.
+type usedBody struct {
+	io.ReadCloser
+	use *connUse
+}
+
+func (b *usedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.use.done()
+	return err
 }
