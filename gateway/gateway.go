@@ -51,6 +51,10 @@ type Gateway struct {
 	reload       reloader
 	serving      chan struct{} // closed by Serve once it serves: Serving
 	served       sync.Once
+	// h2ByteTimeout is the HTTP/2 write byte timeout ProxyServer gave a
+	// server over TLS (timeouts.write as it then was), which reloads do
+	// not change; 0 before, or without TLS.
+	h2ByteTimeout atomic.Int64
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/groupexec/groupexec/gateway/config"
 	"github.com/groupexec/groupexec/policy"
@@ -153,7 +154,23 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 		l.setPerClient(adminPerClient(cfg.AdminMaxConns))
 	}
 	g.log.Info("config reloaded")
+	g.reloadNotes(cfg)
 	return nil
+}
+
+// reloadNotes logs, at Warn, what of cfg a reload applied only in part: a
+// key that changes what the running servers do but that some part of them
+// keeps as it started, without the key being refused as a restart-only
+// one (its other uses follow the reload).
+func (g *Gateway) reloadNotes(cfg *config.Config) {
+	if kept := time.Duration(g.h2ByteTimeout.Load()); kept > 0 && cfg.Timeouts.Write != kept {
+		// HTTP/1 answers and HTTP/2 streams take the new value; the
+		// HTTP/2 server's byte timeout, read as each connection starts
+		// from the server's config, cannot change under it.
+		g.log.Warn("timeouts.write reloaded for HTTP/1 answers and HTTP/2 streams; "+
+			"HTTP/2 connections keep the write byte timeout the gateway started with until a restart",
+			"timeouts.write", cfg.Timeouts.Write.String(), "http2_write_byte_timeout", kept.String())
+	}
 }
 
 // groupLimits returns the limits a reload to st gives each of st.limited,

@@ -47,6 +47,9 @@ var adminConnsRefusal = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type
 func (g *Gateway) ProxyServer() *http.Server {
 	cfg := g.state.Load().cfg
 	t := cfg.Timeouts
+	if cfg.ServerTLS() != nil {
+		g.h2ByteTimeout.Store(int64(t.Write))
+	}
 	return &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: t.ReadHeader,
@@ -64,7 +67,10 @@ func (g *Gateway) ProxyServer() *http.Server {
 		// queued behind the one being written: a client granting every
 		// flow-control window and reading nothing off the connection
 		// blocked that write for ever, and the stream, its handler and a
-		// streamed answer's slot with it, never ended.
+		// streamed answer's slot with it, never ended. net/http reads it
+		// as each connection starts, from this config, which a reload
+		// cannot change under the running server without a data race:
+		// it keeps the value the server was made with (see reloadNotes).
 		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: cfg.HTTP2MaxStreams, WriteByteTimeout: t.Write},
 		ErrorLog: g.errLog,
 		// Every request's context derives from the abort context, so that
