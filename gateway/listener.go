@@ -61,6 +61,10 @@ type listener struct {
 	// Set before the first Accept.
 	answer    []byte
 	lingering map[net.Conn]struct{} // refused connections being answered; guarded by mu
+	// prefaceWithin, over TLS, is how long from its accept an HTTP/2
+	// connection has to send its preface (timeouts.read_header); 0: no
+	// such bound but net/http's own. Set before the first Accept.
+	prefaceWithin time.Duration
 }
 
 // maxLingering bounds the refused connections answered at once: beyond,
@@ -383,6 +387,7 @@ func (l *listener) setMax(n int) {
 // against newcomers until timeouts.read_header. nginx reuses such
 // connections alike, and net/http's Shutdown counts them idle too.
 func (l *listener) connState(nc net.Conn, st http.ConnState) {
+	orig := nc
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
 	}
@@ -410,12 +415,40 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 	case st != http.StateIdle && c.elem != nil:
 		l.unidle(c)
 	}
+	if tc, ok := orig.(*tls.Conn); ok && st == http.StateNew && !c.gone && l.prefaceWithin > 0 {
+		c.preface = time.AfterFunc(l.prefaceWithin, func() { l.prefaceDue(c, tc) })
+	} else if !c.fresh && c.preface != nil {
+		c.preface.Stop()
+		c.preface = nil
+	}
 	l.mu.Unlock()
 	if wake {
 		select {
 		case l.free <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// prefaceDue closes c, tc's, if it negotiated HTTP/2 and has not sent its
+// preface yet (fresh), prefaceWithin after its accept. net/http's HTTP/2
+// server waits 10 s for the preface, whatever the server's timeouts: a
+// client could hold a connection, its TLS state and goroutines that long
+// for each handshake, where one speaking HTTP/1 is closed once
+// timeouts.read_header has passed without its request's headers. Such a
+// connection is idle, and so closed for a newcomer at max_conns or at its
+// client's cap as one yet to send its first request is; this bounds its
+// cost where no newcomer comes. An HTTP/1 connection is left to
+// net/http's own header deadline, which runs from the end of the
+// handshake.
+func (l *listener) prefaceDue(c *conn, tc *tls.Conn) {
+	l.mu.Lock()
+	silent := c.fresh && !c.gone
+	l.mu.Unlock()
+	// After the handshake, which has its own deadline (the shortest of
+	// the server's timeouts): ConnectionState waits for it to end.
+	if silent && tc.ConnectionState().NegotiatedProtocol == "h2" {
+		c.Close()
 	}
 }
 
@@ -436,6 +469,10 @@ type conn struct {
 	// fresh: it has begun no request yet (StateNew; over HTTP/2, until
 	// the client's preface is in); guarded by l.mu
 	fresh bool
+	// preface closes it, over TLS, if it speaks HTTP/2 and is still
+	// fresh prefaceWithin after its accept (prefaceDue); stopped once
+	// it is not fresh, or closed. Guarded by l.mu.
+	preface *time.Timer
 
 	client  netip.Prefix // the client it counts against, if counted
 	counted bool
@@ -512,6 +549,10 @@ func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		c.gone = true
+		if c.preface != nil {
+			c.preface.Stop()
+			c.preface = nil
+		}
 		c.l.unidle(c)
 		if c.counted {
 			cc := c.l.clients[c.client]

@@ -161,6 +161,9 @@ func (g *Gateway) Serve(ctx context.Context, proxyLn, adminLn net.Listener) erro
 	if tc := cfg.ServerTLS(); tc != nil {
 		tc.NextProtos = []string{"h2", "http/1.1"}
 		proxy.TLSConfig = tc
+		// An HTTP/2 client's preface is bounded as an HTTP/1 client's
+		// request headers are, not by net/http's fixed 10 s.
+		ln.prefaceWithin = cfg.Timeouts.ReadHeader
 		proxyLn = tls.NewListener(proxyLn, tc)
 	} else {
 		ln.answer = connsRefusal
