@@ -48,6 +48,11 @@ type exchange struct {
 	// failure of the tenant's breaker.
 	timeout time.Duration
 	held    bool
+	// unread is set while an HTTP/1 request's body has not been received
+	// whole, and readBy is the request's read deadline once set: see
+	// lingerUnread.
+	unread bool
+	readBy time.Time
 }
 
 var exchanges = sync.Pool{New: func() any {
@@ -86,7 +91,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := st.cfg
 	x := exchanges.Get().(*exchange)
 	x.g, x.req, x.group = g, r, cfg.Tenant.Default
+	x.unread = r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody
 	defer func() {
+		if x.unread {
+			lingerUnread(w, x.readBy)
+		}
 		g.observe(x.group, x.status(), x.resp.answeredBy(g.clk.Now()).Sub(arrived))
 		x.spool.release()
 		x.resp.finish()
@@ -237,7 +246,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hasBody {
 		// Only a request with a body gets a read deadline: for one without,
 		// the server is already reading ahead, and a deadline would cut it.
-		_ = rc.SetReadDeadline(start.Add(cfg.Timeouts.Read))
+		x.readBy = start.Add(cfg.Timeouts.Read)
+		_ = rc.SetReadDeadline(x.readBy)
 	}
 	// The response cannot start before the backend answers: the write
 	// deadline covers the whole exchange, and is moved to timeouts.write
@@ -392,6 +402,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, be.status, be.code, be.msg, wait)
 		return
 	}
+	x.unread = false
 
 	// One deadline bounds everything downstream: queueing, tries, backoff.
 	ctx := r.Context()
@@ -435,6 +446,28 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// at the backend.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// unreadLinger bounds how long the rest of a body the gateway did not
+// read is waited for after the handler has answered (lingerUnread).
+var unreadLinger = time.Second // a variable for tests
+
+// lingerUnread bounds what the server waits for of an HTTP/1 request's body
+// that the handler answered without receiving whole (refused before it
+// was read, by its method, tenant or rate limit, or part way through:
+// too large, badly coded): the rest of it for unreadLinger at most, and
+// never past the request's own read deadline, readBy (zero: none set).
+// net/http reads up to 256 KiB of what is left before it sends the
+// answer, to keep the connection, as long as the read deadline lets it: a
+// client sending the rest slowly had its answer, and its connection, held
+// for timeouts.read. A body in within the linger keeps the connection;
+// else the answer closes it.
+func lingerUnread(w http.ResponseWriter, readBy time.Time) {
+	by := time.Now().Add(unreadLinger)
+	if !readBy.IsZero() && readBy.Before(by) {
+		by = readBy
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(by)
 }
 
 // admit runs x in tenant's group, and from here x.group names the group
