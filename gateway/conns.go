@@ -95,20 +95,25 @@ func (cs *conns) retire(backends []*url.URL) {
 }
 
 // dialAddr is the address net/http's transport dials for a request to u
-// (its canonicalAddr), lower-cased as trackedConn.addr is.
+// (its canonicalAddr: a host name not in ASCII in its IDNA form),
+// lower-cased as trackedConn.addr is.
 func dialAddr(u *url.URL) string {
-	host := u.Hostname()
-	if h, err := idna.Lookup.ToASCII(host); err == nil {
-		host = h
-	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
+	host, port, _ := net.SplitHostPort(addr(u))
+	if !isASCII(host) {
+		if h, err := idna.Lookup.ToASCII(host); err == nil {
+			host = h
 		}
 	}
 	return strings.ToLower(net.JoinHostPort(host, port))
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 type trackedConn struct {
