@@ -23,13 +23,21 @@ type connBackend struct {
 	arrived chan struct{} // a value each time a held request arrives
 	release chan struct{}
 	hold    atomic.Bool
+	open    atomic.Int32 // connections to it open
 }
 
 func newConnBackend(t *testing.T) *connBackend {
 	t.Helper()
 	b := &connBackend{closed: make(chan struct{}, 100), arrived: make(chan struct{}, 100), release: make(chan struct{})}
 	b.url = rawBackend(t, func(c net.Conn, br *bufio.Reader) {
-		defer func() { b.closed <- struct{}{} }()
+		b.open.Add(1)
+		defer func() {
+			b.open.Add(-1)
+			select {
+			case b.closed <- struct{}{}:
+			default: // a test of many connections counts them by open
+			}
+		}()
 		for {
 			if _, ok := readHeadText(br); !ok {
 				return
@@ -147,4 +155,96 @@ func TestReloadClosesARemovedBackendsConnAfterItsRequest(t *testing.T) {
 		t.Fatal("the request in flight across the reload was not answered")
 	}
 	removed.waitClosed(t, "in use at the reload")
+}
+
+// A reload that removes the only backend while a tenant's requests queue
+// behind one it holds: the held request is answered by the removed
+// backend, the queued ones, admitted after the reload, by the backend in
+// force, and the removed backend's connection is closed once its request
+// is done.
+func TestReloadRemovesTheBackendOfQueuedRequests(t *testing.T) {
+	removed := newConnBackend(t)
+	removed.hold.Store(true)
+	var servedByOther atomic.Int32
+	other := backend(t, func(http.ResponseWriter, *http.Request) { servedByOther.Add(1) })
+	gw := start(t, removed.url, minimal+"limits: {max_concurrency_per_group: 1, queue_threshold_per_group: 10}\n")
+	c := client(t)
+	first := goDo(t, c, gw.url, "a")
+	select {
+	case <-removed.arrived:
+	case <-time.After(bound):
+		t.Fatal("the first request did not reach the backend")
+	}
+	var queued []<-chan int
+	for range 3 {
+		queued = append(queued, goDo(t, c, gw.url, "a"))
+	}
+	eventually(t, "3 requests to queue", func() bool { s, _ := gw.gw.Executor().GroupStats("a"); return s.Waiting == 3 })
+
+	reloadBackends(t, gw, other.URL)
+	close(removed.release)
+	for i, done := range append([]<-chan int{first}, queued...) {
+		select {
+		case code := <-done:
+			if code != http.StatusOK {
+				t.Errorf("request %d: status %d, want 200", i+1, code)
+			}
+		case <-time.After(bound):
+			t.Fatalf("request %d was not answered", i+1)
+		}
+	}
+	if n := servedByOther.Load(); n != 3 {
+		t.Errorf("the backend in force served %d of the 3 requests admitted after the reload", n)
+	}
+	removed.waitClosed(t, "its request done")
+}
+
+// Reloads that swap the backends back and forth under load: every request
+// is answered, and once the last reload has removed a backend every
+// connection to it is closed.
+func TestReloadsSwappingBackendsUnderLoad(t *testing.T) {
+	a, b := newConnBackend(t), newConnBackend(t)
+	gw := start(t, a.url+", "+b.url, minimal)
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			c := &http.Client{Timeout: bound} // keeps its connections to the gateway
+			defer c.CloseIdleConnections()
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				resp, err := c.Get(gw.url)
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	sets := [][]string{{a.url}, {b.url}, {a.url, b.url}, {b.url, a.url}}
+	for i := range 40 {
+		reloadBackends(t, gw, sets[i%len(sets)]...)
+		// Requests are answered between two reloads.
+		was := counted(t, gw.gw.Metrics())
+		eventually(t, "requests answered after a reload", func() bool { return counted(t, gw.gw.Metrics()) >= was+4 })
+	}
+	reloadBackends(t, gw, b.url)
+	close(stop)
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("a request under the reloads: %v", err)
+		}
+	}
+	eventually(t, "every connection to the removed backend to close", func() bool { return a.open.Load() == 0 })
 }
