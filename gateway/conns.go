@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http/httptrace"
@@ -30,9 +31,32 @@ type conns struct {
 	open   map[*trackedConn]struct{}
 	closed bool
 	dialer net.Dialer
-	// kept are the addresses (dialAddr) of the backends in force since
-	// the last reload; nil before the first one, when none is retired.
-	kept map[string]bool
+	// kept are the addresses of the backends in force since the last
+	// reload; nil before the first one, when none is retired.
+	kept atomic.Pointer[keptAddrs]
+}
+
+// keptAddrs are the schemes each address (dialAddr) is kept for: the
+// transport pools connections by both, and one to an address whose
+// backend changed from http to https (or back) would not be used again.
+type keptAddrs map[string]schemes
+
+// schemes is a set of a connection's possible schemes; 0: none, or, for a
+// connection, not known yet.
+type schemes uint32
+
+const (
+	plain schemes = 1 << iota
+	overTLS
+)
+
+// keeps reports whether c's address is kept, for its scheme if known.
+func (k keptAddrs) keeps(c *trackedConn) bool {
+	s := k[c.addr]
+	if sc := schemes(c.scheme.Load()); sc != 0 {
+		return s&sc != 0
+	}
+	return s != 0
 }
 
 func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -53,7 +77,9 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	cs.open[tc] = struct{}{}
 	// Dialed for a request that set out before a reload removed its
 	// backend: it is closed once that request is done with it.
-	tc.retired.Store(cs.kept != nil && !cs.kept[tc.addr])
+	if k := cs.kept.Load(); k != nil && !k.keeps(tc) {
+		tc.retired.Store(true)
+	}
 	return tc, nil
 }
 
@@ -73,15 +99,19 @@ func (cs *conns) closeAll() {
 // the backends a reload put in force: now, those no request uses; the
 // others once the requests using them end.
 func (cs *conns) retire(backends []*url.URL) {
-	kept := make(map[string]bool, len(backends))
+	kept := make(keptAddrs, len(backends))
 	for _, u := range backends {
-		kept[dialAddr(u)] = true
+		s := plain
+		if u.Scheme == "https" {
+			s = overTLS
+		}
+		kept[dialAddr(u)] |= s
 	}
 	var idle []*trackedConn
 	cs.mu.Lock()
-	cs.kept = kept
+	cs.kept.Store(&kept)
 	for c := range cs.open {
-		if !kept[c.addr] {
+		if !kept.keeps(c) {
 			c.retired.Store(true)
 			if c.users.Load() == 0 {
 				idle = append(idle, c)
@@ -127,6 +157,10 @@ type trackedConn struct {
 	// retired: its backend is out of the config in force; it is closed
 	// once users is 0.
 	retired atomic.Bool
+	// scheme is what the first request on it found it to be (schemes):
+	// the transport dials an https backend's connection as plainly as
+	// an http one's, and adds TLS after.
+	scheme atomic.Uint32
 }
 
 // CloseWrite half-closes the connection under it: the proxy passes a
@@ -166,10 +200,21 @@ func (u *connUse) traced(ctx context.Context) context.Context {
 func (u *connUse) got(info httptrace.GotConnInfo) {
 	u.done() // a connection the transport gave up on, to try another
 	nc := info.Conn
+	scheme := plain
+	if _, ok := nc.(*tls.Conn); ok {
+		scheme = overTLS
+	}
 	for {
 		if tc, ok := nc.(*trackedConn); ok {
 			tc.users.Add(1)
 			u.conn = tc
+			if tc.scheme.CompareAndSwap(0, uint32(scheme)) {
+				// Dialed for a scheme the reload since did not keep at
+				// its address: closed once done with, as at the reload.
+				if k := tc.cs.kept.Load(); k != nil && !k.keeps(tc) {
+					tc.retired.Store(true)
+				}
+			}
 			return
 		}
 		// A TLS connection, or a test's wrapper: the one under it.

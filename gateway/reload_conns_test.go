@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,4 +248,17 @@ func TestReloadsSwappingBackendsUnderLoad(t *testing.T) {
 		}
 	}
 	eventually(t, "every connection to the removed backend to close", func() bool { return a.open.Load() == 0 })
+}
+
+// A reload that keeps a backend's host and port but changes its scheme
+// (http to https) closes the connections of the old scheme, which the
+// transport, pooling them by scheme too, would never use again.
+func TestReloadClosesTheConnsOfABackendsOldScheme(t *testing.T) {
+	removed := newConnBackend(t)
+	gw := start(t, removed.url, minimal)
+	if resp, _ := do(t, client(t), http.MethodGet, gw.url, "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200", resp.StatusCode)
+	}
+	reloadBackends(t, gw, "https://"+strings.TrimPrefix(removed.url, "http://"))
+	removed.waitClosed(t, "its backend now https")
 }
