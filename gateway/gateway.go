@@ -55,6 +55,10 @@ type Gateway struct {
 	// server over TLS (timeouts.write as it then was), which reloads do
 	// not change; 0 before, or without TLS.
 	h2ByteTimeout atomic.Int64
+	// tlsHandshake is the bound net/http's server gives a TLS handshake,
+	// the shortest of its read_header, read and write timeouts as
+	// ProxyServer set them; 0 before, or without TLS.
+	tlsHandshake atomic.Int64
 
 	// abort cancels, with cause ErrAborted, every request still running at
 	// the drain deadline.

@@ -171,6 +171,13 @@ func (g *Gateway) reloadNotes(cfg *config.Config) {
 			"HTTP/2 connections keep the write byte timeout the gateway started with until a restart",
 			"timeouts.write", cfg.Timeouts.Write.String(), "http2_write_byte_timeout", kept.String())
 	}
+	if kept := time.Duration(g.tlsHandshake.Load()); kept > 0 && handshakeBound(cfg.Timeouts) != kept {
+		// net/http's server reads its own timeouts, set as it started,
+		// for each handshake.
+		g.log.Warn("timeouts reloaded; a TLS handshake keeps the bound the gateway started with "+
+			"(the shortest of timeouts.read_header, read and write) until a restart",
+			"now", handshakeBound(cfg.Timeouts).String(), "tls_handshake", kept.String())
+	}
 }
 
 // groupLimits returns the limits a reload to st gives each of st.limited,

@@ -49,6 +49,7 @@ func (g *Gateway) ProxyServer() *http.Server {
 	t := cfg.Timeouts
 	if cfg.ServerTLS() != nil {
 		g.h2ByteTimeout.Store(int64(t.Write))
+		g.tlsHandshake.Store(int64(handshakeBound(t)))
 	}
 	return &http.Server{
 		Handler:           g,
@@ -89,6 +90,12 @@ func (g *Gateway) ProxyServer() *http.Server {
 		// ServeHTTP answers it as the server would.
 		DisableGeneralOptionsHandler: true,
 	}
+}
+
+// handshakeBound is how long net/http's server, given t, lets a client's
+// TLS handshake take: the shortest of its header, read and write timeouts.
+func handshakeBound(t config.Timeouts) time.Duration {
+	return min(t.ReadHeader, t.Read, t.Write)
 }
 
 // Listen opens the proxy and admin listeners at cfg.Listen and cfg.Admin, for
