@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupexec/groupexec/gateway"
 	"github.com/groupexec/groupexec/gateway/config"
 )
 
@@ -25,6 +27,7 @@ type connBackend struct {
 	release chan struct{}
 	hold    atomic.Bool
 	open    atomic.Int32 // connections to it open
+	dialed  atomic.Int32 // connections to it, open or not
 }
 
 func newConnBackend(t *testing.T) *connBackend {
@@ -32,6 +35,7 @@ func newConnBackend(t *testing.T) *connBackend {
 	b := &connBackend{closed: make(chan struct{}, 100), arrived: make(chan struct{}, 100), release: make(chan struct{})}
 	b.url = rawBackend(t, func(c net.Conn, br *bufio.Reader) {
 		b.open.Add(1)
+		b.dialed.Add(1)
 		defer func() {
 			b.open.Add(-1)
 			select {
@@ -155,6 +159,9 @@ func TestReloadClosesARemovedBackendsConnAfterItsRequest(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("the request in flight across the reload was not answered")
 	}
+	if n := removed.dialed.Load(); n != 1 {
+		t.Errorf("the removed backend got %d connections, want the request's one kept to its answer", n)
+	}
 	removed.waitClosed(t, "in use at the reload")
 }
 
@@ -261,4 +268,88 @@ func TestReloadClosesTheConnsOfABackendsOldScheme(t *testing.T) {
 	}
 	reloadBackends(t, gw, "https://"+strings.TrimPrefix(removed.url, "http://"))
 	removed.waitClosed(t, "its backend now https")
+}
+
+// An https backend speaking HTTP/2 carries several requests on one
+// connection: a reload removing it leaves the connection open while any
+// request on it runs, each answered as usual, and closes it once the last
+// is done.
+func TestReloadClosesARemovedHTTP2BackendsConnAfterItsStreams(t *testing.T) {
+	arrived, release := make(chan struct{}, 2), make(chan struct{}, 2)
+	closed := make(chan struct{}, 10)
+	var opened atomic.Int32
+	be := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		io.WriteString(w, "ok")
+	}))
+	be.EnableHTTP2 = true
+	be.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			opened.Add(1)
+		case http.StateClosed:
+			closed <- struct{}{}
+		}
+	}
+	be.StartTLS()
+	t.Cleanup(be.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(be.Certificate())
+	other := backend(t, func(http.ResponseWriter, *http.Request) {})
+	gw := build(t, be.URL, minimal)
+	gateway.TrustBackends(gw, roots)
+	run := serve(t, gw)
+	c := client(t)
+	// The first opens the connection; the second goes on it once its
+	// settings are in, while the first is held.
+	first := goDo(t, c, run.url, "a")
+	awaitArrival(t, arrived)
+	second := goDo(t, c, run.url, "b")
+	awaitArrival(t, arrived)
+	if n := opened.Load(); n != 1 {
+		t.Fatalf("the backend got %d connections for the two requests, want 1", n)
+	}
+
+	reloadBackends(t, run, other.URL)
+	release <- struct{}{}
+	// The second request is answered on the connection after the first:
+	// it was not closed with the first's end.
+	got := []int{<-statusWithin(t, first, second)}
+	release <- struct{}{}
+	got = append(got, <-statusWithin(t, first, second))
+	if got[0] != http.StatusOK || got[1] != http.StatusOK {
+		t.Errorf("statuses %v, want both 200", got)
+	}
+	select {
+	case <-closed:
+	case <-time.After(bound):
+		t.Fatalf("the connection to the removed backend is still open after %v", bound)
+	}
+}
+
+// awaitArrival waits for a value on arrived, failing the test after bound.
+func awaitArrival(t *testing.T, arrived chan struct{}) {
+	t.Helper()
+	select {
+	case <-arrived:
+	case <-time.After(bound):
+		t.Fatal("the request did not reach the backend")
+	}
+}
+
+// statusWithin returns a channel with the first status a or b gives,
+// failing the test after bound.
+func statusWithin(t *testing.T, a, b <-chan int) <-chan int {
+	t.Helper()
+	out := make(chan int, 1)
+	select {
+	case s := <-a:
+		out <- s
+	case s := <-b:
+		out <- s
+	case <-time.After(bound):
+		t.Fatal("no answer")
+	}
+	return out
 }
