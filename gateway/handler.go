@@ -450,7 +450,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // unreadLinger bounds how long the rest of a body the gateway did not
 // read is waited for after the handler has answered (lingerUnread).
-var unreadLinger = time.Second // a variable for tests
+const unreadLinger = time.Second
 
 // lingerUnread bounds what the server waits for of an HTTP/1 request's body
 // that the handler answered without receiving whole (refused before it
