@@ -27,6 +27,14 @@ func TestHugeRetryAfterIsNoImmediateRetry(t *testing.T) {
 	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)})
 	g := newGate()
 	at := &attempts{}
+	refused := make(chan struct{}) // the first attempt of call "2" was refused
+	at.hook = func(v string, n int, next func() error) error {
+		err := next()
+		if v == "2" && n == 1 {
+			close(refused)
+		}
+		return err
+	}
 	addr := start(t, g, grpc.ChainUnaryInterceptor(at.interceptor,
 		grpcadmit.UnaryServerInterceptor(ex, grpcadmit.WithRetryAfter(math.MaxInt64))))
 	cc := dial(t, addr)
@@ -42,14 +50,28 @@ func TestHugeRetryAfterIsNoImmediateRetry(t *testing.T) {
 		t.Errorf("refusal: %v, pushback %q; want ResourceExhausted and %d", err, v, math.MaxInt32)
 	}
 
-	// The retry policy waits for the pushback: the call ends with its own
-	// deadline, after one attempt. The deadline only bounds the wait; the
-	// overflowed pushback retried at once, well within it.
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// The retry policy waits for the pushback: after its first attempt's
+	// refusal the call makes no other, and is still waiting when its
+	// context ends. The overflowed pushback retried at once, within a
+	// millisecond; retryWindow gives such a retry time to show. It starts
+	// once the first attempt has been refused, not when the call begins: a
+	// deadline from the call's start was spent, on a loaded machine, on the
+	// new connection's setup, and the call ended with no attempt at all.
+	const retryWindow = 500 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err = call(ctx, dial(t, addr, retryPolicy("0.001s")), "a", "2")
-	if n := at.of("2"); n != 1 {
-		t.Errorf("%d attempts (%v), want 1: the client did not wait for the pushback", n, err)
+	retrying := dial(t, addr, retryPolicy("0.001s"))
+	ended := make(chan error, 1)
+	go func() {
+		_, err := call(ctx, retrying, "a", "2")
+		ended <- err
+	}()
+	await(t, refused, "the first attempt's refusal")
+	time.Sleep(retryWindow) // time for a retry at once to reach the server, not a wait for an event
+	cancel()
+	err = await(t, ended, "the call's return once its context ended")
+	if n := at.of("2"); n != 1 || status.Code(err) != codes.Canceled {
+		t.Errorf("%d attempts, then %v; want 1 attempt and the call waiting for the pushback until cancelled", n, err)
 	}
 	g.release()
 	<-done
