@@ -110,7 +110,8 @@ func (s *Server) Start() error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(10 * time.Second) // a hang guard on a loaded machine
 	for {
-		if err := ping(s.addr); err == nil {
+		// Whose answer: another process may hold the port (see answeredBy).
+		if pid, err := answeredBy(s.addr); err == nil && pid == cmd.Process.Pid {
 			s.cmd, s.exited, s.paused = cmd, exited, false
 			return nil
 		}
@@ -195,6 +196,41 @@ func ping(addr string) error {
 		return fmt.Errorf("unexpected answer %q", line)
 	}
 	return nil
+}
+
+// answeredBy returns the process id of the Redis that answers at addr.
+// A PING answer alone does not say whose it is: the port freePort found is
+// free only until it is closed, and between Stop and Start a stopped
+// server's port is free too, so another process (the redis-server of a test
+// run at the same time) may take it before redis-server binds it; that one
+// then answers while this one exits with "Address already in use".
+func answeredBy(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n') // a bulk string: $<length>
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("unexpected answer to INFO: %q", head)
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0, fmt.Errorf("no process_id in the answer to INFO: %w", err)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
 }
 
 // lockedWriter keeps the first few KiB of the server's output, for errors.
