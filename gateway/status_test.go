@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -71,14 +72,28 @@ func TestQueueTimeout429(t *testing.T) {
 	<-done
 }
 
+// deadBackend returns the URL of a loopback port that refuses connections
+// for as long as the test runs: a socket bound to it that never listens
+// holds it, so that a dial is refused and no other socket can take the
+// port. The port of a listener closed again was free for anyone: a server
+// that another test, run at the same time, started on it answered for the
+// dead backend.
 func deadBackend(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
+	t.Cleanup(func() { syscall.Close(fd) })
+	syscall.CloseOnExec(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 func TestBackendDown502(t *testing.T) {
