@@ -198,7 +198,14 @@ func (u *connUse) traced(ctx context.Context) context.Context {
 }
 
 func (u *connUse) got(info httptrace.GotConnInfo) {
-	u.done() // a connection the transport gave up on, to try another
+	// A connection the transport gave up on, to try another, is released
+	// once the new one is held: net/http's HTTP/2 transport sends a
+	// refused stream again on the same connection, which a release
+	// first would close under it, were it retired and this its last
+	// request.
+	prev := u.conn
+	defer prev.release()
+	u.conn = nil
 	nc := info.Conn
 	scheme := plain
 	if _, ok := nc.(*tls.Conn); ok {
@@ -232,11 +239,14 @@ func (u *connUse) got(info httptrace.GotConnInfo) {
 // transport's pool goes there, or the try failed.
 func (u *connUse) done() {
 	c := u.conn
-	if c == nil {
-		return
-	}
 	u.conn = nil
-	if c.users.Add(-1) == 0 && c.retired.Load() {
+	c.release()
+}
+
+// release ends one request's hold on c (nil: none), closing c if it is
+// retired and that was the last.
+func (c *trackedConn) release() {
+	if c != nil && c.users.Add(-1) == 0 && c.retired.Load() {
 		c.Close()
 	}
 }
