@@ -188,6 +188,10 @@ func (c *trackedConn) Close() error {
 type connUse struct {
 	trace httptrace.ClientTrace
 	conn  *trackedConn
+	// body is the answer's body, ending the hold once closed (until):
+	// kept here, not allocated beside it, as every try with an answer
+	// has one.
+	body usedBody
 }
 
 // traced returns ctx, for one try, with u tracing the connection the try

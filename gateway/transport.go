@@ -340,7 +340,8 @@ func (tu tryUse) until(resp *http.Response) *http.Response {
 	case resp == nil || resp.Body == nil || resp.Body == http.NoBody:
 		tu.u.done()
 	default:
-		resp.Body = &usedBody{ReadCloser: resp.Body, use: tu.u}
+		tu.u.body = usedBody{ReadCloser: resp.Body, use: tu.u}
+		resp.Body = &tu.u.body
 	}
 	return resp
 }
