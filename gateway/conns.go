@@ -111,11 +111,16 @@ func (cs *conns) retire(backends []*url.URL) {
 	cs.mu.Lock()
 	cs.kept.Store(&kept)
 	for c := range cs.open {
-		if !kept.keeps(c) {
-			c.retired.Store(true)
-			if c.users.Load() == 0 {
-				idle = append(idle, c)
-			}
+		if kept.keeps(c) {
+			// Its backend is in force again, put back by this reload
+			// after an earlier one removed it: the connection is the
+			// backend's as any other, not closed as its requests end.
+			c.retired.Store(false)
+			continue
+		}
+		c.retired.Store(true)
+		if c.users.Load() == 0 {
+			idle = append(idle, c)
 		}
 	}
 	cs.mu.Unlock()

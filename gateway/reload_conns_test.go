@@ -353,3 +353,31 @@ func statusWithin(t *testing.T, a, b <-chan int) <-chan int {
 	}
 	return out
 }
+
+// A reload that puts back a backend an earlier one removed, while a
+// request to it set out before both is in flight, keeps the request's
+// connection: once answered, it goes back to the pool for the backend in
+// force again, and the next request to it is sent on it, not on a new one.
+func TestReloadPuttingABackendBackKeepsItsConns(t *testing.T) {
+	be := newConnBackend(t)
+	be.hold.Store(true)
+	other := backend(t, func(http.ResponseWriter, *http.Request) {})
+	gw := start(t, be.url, minimal)
+	c := client(t)
+	first := goDo(t, c, gw.url, "a")
+	awaitArrival(t, be.arrived)
+
+	reloadBackends(t, gw, other.URL)
+	reloadBackends(t, gw, be.url)
+	be.hold.Store(false)
+	close(be.release)
+	if code := <-statusWithin(t, first, first); code != http.StatusOK {
+		t.Fatalf("the request in flight across the reloads: status %d, want 200", code)
+	}
+	if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the next request: status %d, want 200", resp.StatusCode)
+	}
+	if n := be.dialed.Load(); n != 1 {
+		t.Errorf("the backend put back got %d connections, want the one kept across the reloads", n)
+	}
+}
