@@ -24,7 +24,9 @@ type windowBackend struct {
 	blocked chan int64 // the bytes sent, each time the windows are spent
 }
 
-func startWindowBackend(t *testing.T, p *pki) (url string, wb *windowBackend) {
+// listenH2 listens on loopback for TLS connections, with p's certificate,
+// that speak HTTP/2 alone.
+func listenH2(t *testing.T, p *pki) net.Listener {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(p.certFile, p.keyFile)
 	if err != nil {
@@ -34,6 +36,12 @@ func startWindowBackend(t *testing.T, p *pki) (url string, wb *windowBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ln
+}
+
+func startWindowBackend(t *testing.T, p *pki) (url string, wb *windowBackend) {
+	t.Helper()
+	ln := listenH2(t, p)
 	wb = &windowBackend{blocked: make(chan int64, 1)}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })

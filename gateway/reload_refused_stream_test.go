@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -31,14 +30,7 @@ type refusingBackend struct {
 
 func startRefusingBackend(t *testing.T, p *pki) *refusingBackend {
 	t.Helper()
-	cert, err := tls.LoadX509KeyPair(p.certFile, p.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenH2(t, p)
 	b := &refusingBackend{url: "https://" + ln.Addr().String(), arrived: make(chan struct{}, 1),
 		release: make(chan struct{}), closed: make(chan struct{}, 10)}
 	var wg sync.WaitGroup
