@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,4 +359,73 @@ func TestEvictedGroupWithQueuedTasksDroppedOnceTheBreakerRefusesThem(t *testing.
 	if r := wait(t, submit(t, ex, executor.Task[int]{Group: "g", Fn: succeeding})); r.Status != executor.Success {
 		t.Errorf("a task of the group made again: %+v, want Success under a closed breaker", r)
 	}
+}
+
+// A listener that panics, or exits the goroutine, as it is told of a
+// queued task refused by the breaker (on the finishing worker whose
+// failure opened it) leaves no refused task uncompleted: the others are
+// refused as well, a Do call returns, the books balance.
+func TestQueuedTasksRefusedByTheBreakerWithAListenerThatPanicsOrExits(t *testing.T) {
+	for name, raise := range map[string]func(){"panic": func() { panic("listener") }, "Goexit": runtime.Goexit} {
+		t.Run(name, func(t *testing.T) {
+			var raised atomic.Bool
+			l := executor.ListenerFuncs{Rejected: func(executor.Event) {
+				if raised.CompareAndSwap(false, true) {
+					raise()
+				}
+			}}
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)}, executor.WithListener(l),
+				executor.WithGroupBreaker(tripOnFirstFailure(breaker.Settings{Clock: fakeClock()})))
+
+			release := make(chan struct{})
+			closeAtEnd(t, release)
+			first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
+				<-release
+				return 0, errBackend
+			}})
+			var ran atomic.Int32
+			runs := func(context.Context) (int, error) { ran.Add(1); return 0, nil }
+			q1 := submit(t, ex, executor.Task[int]{Group: "g", ID: "q1", Fn: runs})
+			q2 := submit(t, ex, executor.Task[int]{Group: "g", ID: "q2", Fn: runs})
+			doErr := make(chan error, 1)
+			go func() { doErr <- ex.Do(bg, "g", func(context.Context) error { ran.Add(1); return nil }) }()
+			waitFor(t, func() bool { return groupStats(t, ex, "g").Waiting == 3 })
+
+			close(release)
+			wait(t, first)
+			for _, h := range []*executor.Handle[int]{q1, q2} {
+				wantBreakerRefusal(t, h.ID(), wait(t, h).Err, breaker.ErrOpenState, 1)
+			}
+			wantBreakerRefusal(t, "Do", recv(t, doErr, "Do's return"), breaker.ErrOpenState, 1)
+			if !raised.Load() || ran.Load() != 0 {
+				t.Errorf("listener raised %v, queued tasks ran %d: want raised, none ran", raised.Load(), ran.Load())
+			}
+			waitFor(t, func() bool { s := groupStats(t, ex, "g"); return s.InFlight == 0 && s.Rejected == 3 })
+			wantInvariants(t, ex)
+		})
+	}
+}
+
+// Shutdown waits for the queued tasks, and those the breaker refuses as
+// they would start end its wait as a run would.
+func TestShutdownEndsOnceTheBreakerRefusesTheQueuedTasks(t *testing.T) {
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)},
+		executor.WithGroupBreaker(tripOnFirstFailure(breaker.Settings{Clock: fakeClock()})))
+
+	release := make(chan struct{})
+	closeAtEnd(t, release)
+	submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
+		<-release
+		return 0, errBackend
+	}})
+	queued := submit(t, ex, executor.Task[int]{Group: "g", ID: "queued", Fn: succeeding})
+	ctx := newWaitingCtx()
+	done := make(chan error, 1)
+	go func() { done <- ex.Shutdown(ctx) }()
+	recv(t, ctx.asked, "Shutdown's wait")
+	close(release)
+	if err := recv(t, done, "Shutdown's return"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	wantBreakerRefusal(t, "queued", wait(t, queued).Err, breaker.ErrOpenState, 1)
 }
