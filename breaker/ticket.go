@@ -152,8 +152,14 @@ func (t *Ticket) Ignore() {
 }
 
 // Probe reports whether t is an unfinished half-open probe: one of the at
-// most MaxRequests requests let through while the breaker is half-open.
-func (t *Ticket) Probe() bool { return t.ep != nil && t.ep.state == StateHalfOpen }
+// most MaxRequests requests let through while the breaker is half-open, in
+// the half-open period still under way. A probe of a period that has ended
+// (the breaker reopened or closed since) is no longer one: a request that
+// waited to start on it runs beside the next period's probes, outside
+// their count.
+func (t *Ticket) Probe() bool {
+	return t.ep != nil && t.ep.state == StateHalfOpen && t.ep.cb.cur.Load() == t.ep
+}
 
 // failureUnwinding records a failure as Execute's caller unwinds, from fn's
 // panic (or IsSuccessful's), recovered as r, or from runtime.Goexit (r
