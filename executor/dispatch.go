@@ -220,12 +220,14 @@ func (ex *Executor) dispatchLocked(b *batch) {
 				continue
 			}
 		}
-		if err := breakerRefusal(g, j); err != nil {
-			ex.removeWaitingLocked(g, j, Rejected)
-			b.displaced.add(displacement{j, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitBreaker, Weight: j.weight, Err: err}})
-			ex.endLocked(g, b)
-			g.mu.Unlock()
-			continue
+		if g.br != nil {
+			if err := breakerRefusal(g, j); err != nil {
+				ex.removeWaitingLocked(g, j, Rejected)
+				b.displaced.add(displacement{j, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitBreaker, Weight: j.weight, Err: err}})
+				ex.endLocked(g, b)
+				g.mu.Unlock()
+				continue
+			}
 		}
 		if d.turn != g {
 			if ex.global.used.Load() >= ex.global.limit.Load() {
@@ -290,27 +292,32 @@ func (ex *Executor) dispatchLocked(b *batch) {
 	}
 }
 
-// breakerRefusal returns the error with which g's breaker refuses j, a
-// task that waited in g's queue, as it would start, or nil. The breaker
-// was asked as j was admitted, and may have opened since: j is refused if
-// the breaker is open now, or half-open and j is not one of its probes,
-// as a task admitted now would be. State only reads, so the breaker calls
-// no user code (OnStateChange) under g's lock: an open breaker past its
-// Timeout still refuses queued tasks until a new task is admitted as its
-// probe.
+// breakerRefusal returns the error with which g's breaker, not nil,
+// refuses j, a task that waited in g's queue, as it would start, or nil:
+// ticketRefusal of the ticket j was admitted with. The callers check
+// g.br first, so that a group without a breaker pays no call.
 func breakerRefusal(g *group, j *job) error {
-	if g.br == nil {
-		return nil
-	}
 	x := j.x.Load()
 	if x == nil || !x.hasTicket() {
 		return nil // the breaker was not asked at its admission
 	}
-	switch g.br.State() {
+	return ticketRefusal(g.br, &x.ticket)
+}
+
+// ticketRefusal returns the error with which br refuses to start a task
+// that holds t, or nil. br let the task through when t was taken, but may
+// have opened since: while the task waited in its group's queue, or while
+// admit asked it with the group's lock released (allow). The task is
+// refused if br is open now, or half-open and t is not one of its probes.
+// State only reads, so br calls no user code (OnStateChange) under the
+// group's lock; so an open breaker past its Timeout still refuses, until a
+// new task is admitted as its probe.
+func ticketRefusal(br *breaker.CircuitBreaker, t *breaker.Ticket) error {
+	switch br.State() {
 	case breaker.StateOpen:
 		return breaker.ErrOpenState
 	case breaker.StateHalfOpen:
-		if !x.ticket.Probe() {
+		if !t.Probe() {
 			return breaker.ErrTooManyRequests
 		}
 	}
@@ -340,7 +347,7 @@ func (ex *Executor) startFreedLocked(g *group, w int, b *batch) *job {
 	// With a queue timeout or a breaker no task is light: h is not nil if
 	// it is read.
 	if g.queued() > 0 && ex.startsOnFreedLocked(g, hw) &&
-		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) && breakerRefusal(g, h) == nil {
+		(ex.timeout <= 0 || ex.since()-h.submitted < ex.timeout) && (g.br == nil || breakerRefusal(g, h) == nil) {
 		// The head starts if the permits in use after its start fit the
 		// limit, which SetGlobalMaxInFlight may have lowered under them.
 		fits := true

@@ -158,9 +158,10 @@ func WithSpawn(spawn func(f func())) Option {
 // they complete Rejected with an error matching both ErrRejected and
 // breaker.ErrOpenState (or breaker.ErrTooManyRequests), and are never queued,
 // so a failing tenant stops taking capacity. The breaker is asked as a task is
-// admitted, and looked at again as a task that waited in the group's queue
-// would start: if it is open then, or half-open and the task is not one of
-// its probes, the task is refused in the same way (Rejected, its Submit
+// admitted, and looked at again as the task would start, at once (another
+// of the group's tasks may have opened it meanwhile) or after waiting in
+// the group's queue: if it is open then, or half-open and the task is not
+// one of its probes, the task is refused in the same way (Rejected, its Submit
 // handle completed, its Do call returning the error, the listener told
 // OnRejected) and never runs, so that the rest of a batch sent to a
 // failing host is not sent after it. That look only reads the breaker's

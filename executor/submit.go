@@ -236,11 +236,14 @@ func (ex *Executor) admit(g *group, r *refusal, key string, w int, a *admission)
 	g.counts.Submitted++
 	if g.br != nil && ex.stateNow() == open && !g.shutdown {
 		t, err := ex.allow(g, a.id, w)
+		if err == nil {
+			a.ticket = t
+			err = ticketRefusal(g.br, &a.ticket) // g's task may have opened it meanwhile
+		}
 		if err != nil {
 			a.v, a.r = admitRefuse, refusal{limit: LimitBreaker, err: err, forced: true}
 			return
 		}
-		a.ticket = t
 	}
 	ex.admitLocked(a.g, w, a)
 	a.noteRefusing()
