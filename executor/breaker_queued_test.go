@@ -3,7 +3,6 @@ package executor_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,12 @@ import (
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
 )
+
+// failOnRelease returns a task function that fails with errBackend once
+// release is closed.
+func failOnRelease(release <-chan struct{}) func(context.Context) (int, error) {
+	return func(context.Context) (int, error) { <-release; return 0, errBackend }
+}
 
 // tripOnFirstFailure opens a breaker at its first failure, for a minute.
 func tripOnFirstFailure(clk breaker.Settings) breaker.Settings {
@@ -30,12 +35,8 @@ func TestQueuedTasksRefusedWhenTheBreakerOpens(t *testing.T) {
 		executor.WithGroupBreaker(tripOnFirstFailure(breaker.Settings{Clock: clk})))
 
 	release := make(chan struct{})
-	var closeRelease sync.Once
-	t.Cleanup(func() { closeRelease.Do(func() { close(release) }) })
-	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	closeAtEnd(t, release)
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: failOnRelease(release)})
 	var ran atomic.Int32
 	queued := submit(t, ex, executor.Task[int]{Group: "g", ID: "queued", Fn: func(context.Context) (int, error) {
 		ran.Add(1)
@@ -48,7 +49,7 @@ func TestQueuedTasksRefusedWhenTheBreakerOpens(t *testing.T) {
 	go func() { doErr <- ex.Do(bg, "g", func(context.Context) error { ran.Add(1); return nil }) }()
 	waitFor(t, func() bool { return groupStats(t, ex, "g").Waiting == 3 })
 
-	closeRelease.Do(func() { close(release) })
+	close(release)
 	if r := wait(t, first); r.Status != executor.Failed {
 		t.Fatalf("first: %+v, want Failed", r)
 	}
@@ -87,15 +88,9 @@ func TestQueuedTaskAdmittedClosedRefusedWhileHalfOpen(t *testing.T) {
 		executor.WithGroupBreaker(tripOnFirstFailure(breaker.Settings{Clock: clk})))
 
 	releaseA, releaseO := make(chan struct{}), make(chan struct{})
-	var closeA, closeO sync.Once
-	t.Cleanup(func() { // before Close, which waits for the tasks (cleanups run last first)
-		closeA.Do(func() { close(releaseA) })
-		closeO.Do(func() { close(releaseO) })
-	})
-	a := submit(t, ex, executor.Task[int]{Group: "g", ID: "a", Fn: func(context.Context) (int, error) {
-		<-releaseA
-		return 0, errBackend
-	}})
+	closeAtEnd(t, releaseA)
+	closeAtEnd(t, releaseO)
+	a := submit(t, ex, executor.Task[int]{Group: "g", ID: "a", Fn: failOnRelease(releaseA)})
 	o := submit(t, ex, executor.Task[int]{Group: "o", ID: "o", Fn: func(context.Context) (int, error) {
 		<-releaseO
 		return 0, nil
@@ -110,7 +105,7 @@ func TestQueuedTaskAdmittedClosedRefusedWhileHalfOpen(t *testing.T) {
 		return 0, nil
 	}})
 
-	closeA.Do(func() { close(releaseA) }) // a fails: the breaker opens; its room goes to o2, ahead of stale
+	close(releaseA) // a fails: the breaker opens; its room goes to o2, ahead of stale
 	if r := wait(t, a); r.Status != executor.Failed {
 		t.Fatalf("a: %+v, want Failed", r)
 	}
@@ -125,7 +120,7 @@ func TestQueuedTaskAdmittedClosedRefusedWhileHalfOpen(t *testing.T) {
 		t.Fatalf("g: %+v, want its breaker half-open and the probe queued behind stale", s)
 	}
 
-	closeO.Do(func() { close(releaseO) })
+	close(releaseO)
 	wait(t, o)
 	wait(t, o2)
 	r := wait(t, stale)

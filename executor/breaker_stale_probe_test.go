@@ -40,10 +40,7 @@ func TestQueuedProbeOfAnEndedHalfOpenPeriodRefused(t *testing.T) {
 		closeO.Do(func() { close(releaseO) })
 	})
 	blockO := func(context.Context) (int, error) { <-releaseO; return 0, nil }
-	p1 := submit(t, ex, executor.Task[int]{Group: "g", ID: "p1", Fn: func(context.Context) (int, error) {
-		<-releaseP1
-		return 0, errBackend
-	}})
+	p1 := submit(t, ex, executor.Task[int]{Group: "g", ID: "p1", Fn: failOnRelease(releaseP1)})
 	var p2Ran atomic.Bool
 	p2 := submit(t, ex, executor.Task[int]{Group: "g", ID: "p2", Fn: func(context.Context) (int, error) {
 		p2Ran.Store(true)

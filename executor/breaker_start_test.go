@@ -40,10 +40,7 @@ func TestQueuedWeightedTasksRefusedByTheBreakerGiveBackTheirPlaces(t *testing.T)
 
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Weight: 4, Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Weight: 4, Fn: failOnRelease(release)})
 	var ran atomic.Int32
 	runs := func(context.Context) (int, error) { ran.Add(1); return 0, nil }
 	two := submit(t, ex, executor.Task[int]{Group: "g", ID: "two", Weight: 2, Fn: runs})
@@ -158,10 +155,7 @@ func TestQueuedTaskRefusedByTheBreakerToldOnce(t *testing.T) {
 
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Weight: 2, Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Weight: 2, Fn: failOnRelease(release)})
 	queued := submit(t, ex, executor.Task[int]{Group: "g", ID: "queued", Fn: succeeding})
 	if err := ex.Go(bg, "g", func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("Go: %v", err)
@@ -217,10 +211,7 @@ func TestQueuedTaskRefusedByTheBreakerUnderAQueueTimeout(t *testing.T) {
 
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: failOnRelease(release)})
 	queued := submit(t, ex, executor.Task[int]{Group: "g", ID: "queued", Fn: succeeding})
 	close(release)
 	wait(t, first)
@@ -248,10 +239,7 @@ func TestQueuedTaskWaitingForTheClusterLimiterRefusedWhenTheBreakerOpens(t *test
 
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: failOnRelease(release)})
 	var ran atomic.Int32
 	runs := func(context.Context) (int, error) { ran.Add(1); return 0, nil }
 	queued := []*executor.Handle[int]{
@@ -297,10 +285,7 @@ func TestQueuedProbeRefusedWhenAnotherProbeReopensTheBreaker(t *testing.T) {
 	clk.Advance(time.Minute)
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	p1 := submit(t, ex, executor.Task[int]{Group: "g", ID: "p1", Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	p1 := submit(t, ex, executor.Task[int]{Group: "g", ID: "p1", Fn: failOnRelease(release)})
 	var ran atomic.Bool
 	p2 := submit(t, ex, executor.Task[int]{Group: "g", ID: "p2", Fn: func(context.Context) (int, error) {
 		ran.Store(true)
@@ -344,10 +329,7 @@ func TestEvictedGroupWithQueuedTasksDroppedOnceTheBreakerRefusesThem(t *testing.
 
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: failOnRelease(release)})
 	queued := submit(t, ex, executor.Task[int]{Group: "g", ID: "queued", Fn: succeeding})
 	if ex.EvictGroup("g") {
 		t.Fatal("EvictGroup dropped a busy group at once")
@@ -379,10 +361,7 @@ func TestQueuedTasksRefusedByTheBreakerWithAListenerThatPanicsOrExits(t *testing
 
 			release := make(chan struct{})
 			closeAtEnd(t, release)
-			first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
-				<-release
-				return 0, errBackend
-			}})
+			first := submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: failOnRelease(release)})
 			var ran atomic.Int32
 			runs := func(context.Context) (int, error) { ran.Add(1); return 0, nil }
 			q1 := submit(t, ex, executor.Task[int]{Group: "g", ID: "q1", Fn: runs})
@@ -414,10 +393,7 @@ func TestShutdownEndsOnceTheBreakerRefusesTheQueuedTasks(t *testing.T) {
 
 	release := make(chan struct{})
 	closeAtEnd(t, release)
-	submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: func(context.Context) (int, error) {
-		<-release
-		return 0, errBackend
-	}})
+	submit(t, ex, executor.Task[int]{Group: "g", ID: "first", Fn: failOnRelease(release)})
 	queued := submit(t, ex, executor.Task[int]{Group: "g", ID: "queued", Fn: succeeding})
 	ctx := newWaitingCtx()
 	done := make(chan error, 1)
