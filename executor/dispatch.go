@@ -223,7 +223,8 @@ func (ex *Executor) dispatchLocked(b *batch) {
 		if g.br != nil {
 			if err := breakerRefusal(g, j); err != nil {
 				ex.removeWaitingLocked(g, j, Rejected)
-				b.displaced.add(displacement{j, &RejectedError{Group: g.key, ID: j.taskID(), Limit: LimitBreaker, Weight: j.weight, Err: err}})
+				r := refusal{limit: LimitBreaker, err: err, forced: true}
+				b.displaced.add(displacement{j, r.error(g.key, j.taskID(), j.weight)})
 				ex.endLocked(g, b)
 				g.mu.Unlock()
 				continue
