@@ -34,7 +34,10 @@
 //   - codes.ResourceExhausted without RetryInfo: the call's weight is above
 //     one of its limits, so it could never run;
 //   - codes.Unavailable, also with RetryInfo: the executor or the tenant's
-//     group is shut down, or the tenant's circuit breaker is open;
+//     group is shut down, or the tenant's circuit breaker is open, a call
+//     that waited in the tenant's queue when it opened too (the executor
+//     looks at the breaker again as that call would start): it gets the
+//     answer of one refused on arrival, the same RetryInfo and pushback;
 //   - codes.Internal without RetryInfo: a limit resolver gave an invalid
 //     value (executor.LimitResolver) or the executor found the task invalid
 //     (executor.LimitInvalid), a misconfiguration a retry would meet again;

@@ -33,7 +33,10 @@
 //     group is shut down, or the tenant's circuit breaker is open
 //     (executor.WithGroupBreaker); for an open breaker, Retry-After is the
 //     time it has left before it lets a probe through, when that is longer
-//     than WithRetryAfter's;
+//     than WithRetryAfter's. A request that waited in its tenant's queue
+//     when the breaker opened is refused as it would start (the executor
+//     looks at the breaker again then) and gets this same answer, status,
+//     Retry-After and body, as one refused on arrival;
 //   - 503 with Retry-After: the tenant or weight function could not read
 //     the request, its error matching ErrUnavailable (a lookup it needs is
 //     down), a failure of the server's;
@@ -69,7 +72,11 @@
 // host and port is a group, so a slow dependency fills its own limits and
 // cannot take all of a service's outgoing capacity. A refused request fails
 // at once with an error matching executor.ErrRejected; an admitted one holds
-// its slot until its response body is closed.
+// its slot until its response body is closed. With a group breaker, a
+// request that waited in its destination's queue when the breaker opened
+// is not sent either: it fails with the error of one refused on arrival
+// (executor.ErrRejected and breaker.ErrOpenState, or
+// breaker.ErrTooManyRequests while the breaker is half-open).
 //
 // A next behind Handler that answers for a dependency's refusal (a
 // Transport's error matching executor.ErrRejected, an open breaker's
