@@ -6,7 +6,7 @@
 //
 //	cfg, err := config.Parse(data)
 //	if err != nil {
-//		// e.g. `config: line 7: limits.queue_timeuot: unknown key`
+//		// e.g. `config: line 7: limits.queue_timeuot: unknown key: did you mean queue_timeout?`
 //		// errors.Is(err, config.ErrInvalid); errors.As gives *config.Error
 //	}
 //

@@ -26,5 +26,5 @@ limits:
 	fmt.Println(err)
 	// Output:
 	// 127.0.0.1:8080 X-Tenant 16 3
-	// config: line 4: limits.queue_timeuot: unknown key
+	// config: line 4: limits.queue_timeuot: unknown key: did you mean queue_timeout?
 }

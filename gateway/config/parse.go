@@ -781,7 +781,7 @@ func decodeErrors(te *yaml.TypeError, keys *keyIndex) []*Error {
 		if u := unknownRe.FindStringSubmatch(reason); u != nil {
 			once[msg] = true
 			k := keys.unknownAt(line, u[1], u[2])
-			path, reason = k.path, "unknown key"
+			path, reason = k.path, unknownKey(u[1], u[2])
 			if k.path != "" {
 				line = k.line
 			}

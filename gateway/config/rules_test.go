@@ -825,7 +825,7 @@ func TestAliasedErrorReportedOnce(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"tenants:\n  a: &x\n    share: abc\n  c: {shar: 1}\n  b: *x\n",
 			"config: line 4: tenants.a.share: \"abc\" is not a valid integer\n" +
-				"config: line 5: tenants.c.shar: unknown key"},
+				"config: line 5: tenants.c.shar: unknown key: did you mean share?"},
 		{"tenants:\n  a: &x\n    rate_limit: {rps: 1, burst: 1x}\n  b: {<<: *x, share: 2}\n",
 			"config: line 4: tenants.a.rate_limit.burst: \"1x\" is not a valid integer"},
 	} {
