@@ -89,7 +89,15 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 		if e := unknownAnchor(data, err); e != nil {
 			return nil, nil, e
 		}
-		return nil, nil, syntaxError(err)
+		e := syntaxError(err)
+		if e.Line == 0 {
+			// The reader's errors have no line: the byte it refused
+			// is found again, to name its line.
+			if u := unreadableByte(data); u != nil {
+				e = u
+			}
+		}
+		return nil, nil, e
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, nil, &Error{Reason: "empty file: at least `backends` is required"}
@@ -745,7 +753,7 @@ var (
 	shapeRe   = regexp.MustCompile(`^cannot unmarshal !!(\w+) into (\S+)$`)
 )
 
-func syntaxError(err error) error {
+func syntaxError(err error) *Error {
 	if m := lineRe.FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return &Error{Line: n, Reason: m[2]}
