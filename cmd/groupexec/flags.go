@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 	"time"
 )
 
@@ -12,16 +14,18 @@ import (
 // value and drops the first without a word: a --config a wrapper passes
 // and one its operator adds would run whichever came last, and
 // "--log-level debug ... --log-level error" would log errors alone. The
-// same value twice says one thing, and is taken. args are parsed again on
-// a set of the same flags that only records what each is given: fs has
-// parsed them already, and reported what it could not.
+// same value twice says one thing, and is taken, spelt the same or not
+// ("--check=1 --check", "--duration 1s --duration 1000ms", "--log-level
+// debug --log-level DEBUG"). args are parsed again on a set of the same
+// flags that only records what each is given: fs has parsed them
+// already, and reported what it could not.
 func givenTwice(fs *flag.FlagSet, args []string) error {
 	seen := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
 	seen.SetOutput(io.Discard)
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		b, ok := f.Value.(interface{ IsBoolFlag() bool })
-		seen.Var(&firstValue{name: f.Name, isBool: ok && b.IsBoolFlag(), err: &err}, f.Name, "")
+		seen.Var(&firstValue{flag: f, isBool: ok && b.IsBoolFlag(), err: &err}, f.Name, "")
 	})
 	_ = seen.Parse(args)
 	return err
@@ -30,7 +34,7 @@ func givenTwice(fs *flag.FlagSet, args []string) error {
 // firstValue records the first value its flag is given, and sets *err when
 // it is given another.
 type firstValue struct {
-	name   string
+	flag   *flag.Flag
 	isBool bool
 	first  *string
 	err    *error
@@ -44,10 +48,32 @@ func (v *firstValue) Set(s string) error {
 	switch {
 	case v.first == nil:
 		v.first = &s
-	case s != *v.first && *v.err == nil:
-		*v.err = fmt.Errorf("%w: --%s given twice, %q and then %q: give it once", errUsage, v.name, *v.first, s)
+	case *v.err == nil && valueOf(v.flag, s) != valueOf(v.flag, *v.first):
+		*v.err = fmt.Errorf("%w: --%s given twice, %q and then %q: give it once", errUsage, v.flag.Name, *v.first, s)
 	}
 	return nil
+}
+
+// caseless are the flags whose values are words read without regard to
+// case.
+var caseless = map[string]bool{"log-level": true, "log-format": true}
+
+// valueOf is the value s gives flag f, as its type writes it ("1" and
+// "TRUE" are true, "1000ms" is 1s), or s itself where f's type refuses
+// it (the flag's own parse has said so).
+func valueOf(f *flag.Flag, s string) string {
+	if caseless[f.Name] {
+		return strings.ToLower(s)
+	}
+	t := reflect.TypeOf(f.Value)
+	if t.Kind() != reflect.Pointer {
+		return s
+	}
+	fresh, ok := reflect.New(t.Elem()).Interface().(flag.Value)
+	if !ok || fresh.Set(s) != nil {
+		return s
+	}
+	return fresh.String()
 }
 
 // durationFlag is a time.Duration flag whose refusal says why: the flag
