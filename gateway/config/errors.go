@@ -17,14 +17,17 @@ type Error struct {
 }
 
 // Error is "config: line N: key: reason", leaving out what is unknown.
+// A key longer than maxShown is cut short, as the values a reason quotes
+// are.
 func (e *Error) Error() string {
+	key := shown(e.Key)
 	switch {
 	case e.Line > 0 && e.Key != "":
-		return fmt.Sprintf("config: line %d: %s: %s", e.Line, e.Key, e.Reason)
+		return fmt.Sprintf("config: line %d: %s: %s", e.Line, key, e.Reason)
 	case e.Line > 0:
 		return fmt.Sprintf("config: line %d: %s", e.Line, e.Reason)
 	case e.Key != "":
-		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason)
+		return fmt.Sprintf("config: %s: %s", key, e.Reason)
 	default:
 		return "config: " + e.Reason
 	}

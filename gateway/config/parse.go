@@ -569,7 +569,7 @@ func unitlessDurations(keys *keyIndex, errs *[]*Error) {
 	for _, k := range keys.list {
 		if k.typ == "time.Duration" && (k.value == "0" || k.value == "+0" || k.value == "-0") {
 			*errs = append(*errs, &Error{Line: k.line, Key: k.path,
-				Reason: fmt.Sprintf("%q is not a valid %s", k.value, typeName(k.typ))})
+				Reason: fmt.Sprintf("%q is not a valid %s", shown(k.value), typeName(k.typ))})
 		}
 	}
 }
@@ -800,7 +800,7 @@ func decodeErrors(te *yaml.TypeError, keys *keyIndex) []*Error {
 			if cut, ok := strings.CutSuffix(value, "..."); ok && strings.HasPrefix(k.value, cut) {
 				value = k.value
 			}
-			path, reason = k.path, fmt.Sprintf("%q is not a valid %s", value, typeName(v[2]))
+			path, reason = k.path, fmt.Sprintf("%q is not a valid %s", shown(value), typeName(v[2]))
 			if k.path != "" {
 				line = k.line
 			}
@@ -915,7 +915,7 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 		var f float64
 		if n.Decode(&f) == nil && !math.IsNaN(f) && f <= 1<<63 &&
 			(f != math.Trunc(f) || f == 1<<63 || f < -(1<<63)) {
-			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", n.Value)})
+			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", shown(n.Value))})
 		}
 	}
 }

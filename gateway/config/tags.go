@@ -102,7 +102,7 @@ func badTag(n *yaml.Node) string {
 	// where the text is not what the tag says.
 	var v any
 	if what != "" && (&yaml.Node{Kind: yaml.ScalarNode, Tag: n.Tag, Value: n.Value}).Decode(&v) != nil {
-		return fmt.Sprintf("%q is not %s, as its tag %s says: remove the tag", n.Value, what, tag)
+		return fmt.Sprintf("%q is not %s, as its tag %s says: remove the tag", shown(n.Value), what, tag)
 	}
 	return ""
 }

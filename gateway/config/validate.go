@@ -33,13 +33,13 @@ type checker struct {
 }
 
 func (ck *checker) bad(key, format string, args ...any) {
-	ck.ps = append(ck.ps, problem{key: key, reason: fmt.Sprintf(format, args...)})
+	ck.ps = append(ck.ps, problem{key: key, reason: fmt.Sprintf(format, shownArgs(args)...)})
 }
 
 // badItem reports a problem of item i (from 1) of the list at key, on
 // the item's line.
 func (ck *checker) badItem(key string, i int, format string, args ...any) {
-	ck.ps = append(ck.ps, problem{key: key, reason: fmt.Sprintf(format, args...), line: ck.itemLine(key, i)})
+	ck.ps = append(ck.ps, problem{key: key, reason: fmt.Sprintf(format, shownArgs(args)...), line: ck.itemLine(key, i)})
 }
 
 // positive checks a key whose 0 means nothing: given 0 or less, it is an

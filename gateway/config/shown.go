@@ -1,0 +1,31 @@
+package config
+
+import "unicode/utf8"
+
+// maxShown is the most bytes of a value, or of a key, that an error
+// quotes: enough to tell it by, where quoted whole a value of megabytes
+// (a file written to hurt, a secret pasted in the wrong place) made a
+// line of megabytes in the log of every reload refused.
+const maxShown = 256
+
+// shown is s as an error quotes it: whole, or its first bytes and "...".
+func shown(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // a character is kept whole or left out
+	}
+	return s[:cut] + "..."
+}
+
+// shownArgs is args with each string shown as an error quotes it.
+func shownArgs(args []any) []any {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = shown(s)
+		}
+	}
+	return args
+}
