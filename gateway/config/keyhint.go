@@ -54,10 +54,54 @@ func unknownKey(name, goType string) string {
 			best, bestDist = known, d
 		}
 	}
-	if best == "" {
-		return reason
+	if best != "" {
+		return reason + ": did you mean " + best + "?"
 	}
-	return reason + ": did you mean " + best + "?"
+	// A key of another mapping, written where it is not one
+	// (queue_timeout at the top, rps under limits).
+	if places := keyPlaces[folded]; len(places) > 0 {
+		return reason + ": it is a key of " + strings.Join(places, " and of ")
+	}
+	return reason
+}
+
+// keyPlaces is the mappings each key is taken in, by the key's folded
+// name: their paths, a tenant's as tenants.<name>, the file's own as
+// "the top level".
+var keyPlaces = placeKeys(reflect.TypeOf(Config{}), "", map[string][]string{}, map[reflect.Type]bool{})
+
+func placeKeys(t reflect.Type, path string, places map[string][]string, open map[reflect.Type]bool) map[string][]string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return placeKeys(t.Elem(), path+".<name>", places, open)
+	case reflect.Struct:
+		if open[t] || path == "" && t != reflect.TypeOf(Config{}) {
+			return places
+		}
+		open[t] = true
+		defer delete(open, t)
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if !f.IsExported() || name == "" || name == "-" {
+				continue
+			}
+			place := path
+			if place == "" {
+				place = "the top level"
+			}
+			places[foldKey(name)] = append(places[foldKey(name)], place)
+			child := name
+			if path != "" {
+				child = path + "." + name
+			}
+			placeKeys(f.Type, child, places, open)
+		}
+	}
+	return places
 }
 
 // maxKeyLen bounds the length of the file's keys, which a test checks.

@@ -17,11 +17,11 @@ func TestMergedUnknownKeyNamedWhereMerged(t *testing.T) {
 		yaml string
 		want []string
 	}{
-		{"timeouts: &t {read: 1s}\nbody: {<<: *t}", []string{`line 3: body.read: unknown key`}},
-		{"tenant: &t {header: X-T}\nlimits: {<<: *t}", []string{`line 3: limits.header: unknown key`}},
-		{"timeouts: &t\n  read: 1s\nbody:\n  <<: *t", []string{`line 5: body.read: unknown key`}},
-		{"rate_limit: &r {rps: 1, burst: 2}\nlimits: *r", []string{`line 3: limits.rps: unknown key`, `line 3: limits.burst: unknown key`}},
-		{"rate_limit: &r {rps: 1}\ntenants: {vip: {<<: *r}}", []string{`line 3: tenants.vip.rps: unknown key`}},
+		{"timeouts: &t {read: 1s}\nbody: {<<: *t}", []string{`line 3: body.read: unknown key: it is a key of timeouts`}},
+		{"tenant: &t {header: X-T}\nlimits: {<<: *t}", []string{`line 3: limits.header: unknown key: it is a key of tenant`}},
+		{"timeouts: &t\n  read: 1s\nbody:\n  <<: *t", []string{`line 5: body.read: unknown key: it is a key of timeouts`}},
+		{"rate_limit: &r {rps: 1, burst: 2}\nlimits: *r", []string{`line 3: limits.rps: unknown key: it is a key of rate_limit and of tenants.<name>.rate_limit`, `line 3: limits.burst: unknown key: it is a key of rate_limit and of tenants.<name>.rate_limit`}},
+		{"rate_limit: &r {rps: 1}\ntenants: {vip: {<<: *r}}", []string{`line 3: tenants.vip.rps: unknown key: it is a key of rate_limit and of tenants.<name>.rate_limit`}},
 		// Where the anchored mapping's section has no such key either,
 		// it is reported there too.
 		{"limits: &l {zz: 1}\nbody: {<<: *l}", []string{`line 2: limits.zz: unknown key`, `line 3: body.zz: unknown key`}},
