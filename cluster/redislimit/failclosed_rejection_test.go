@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,15 +65,42 @@ func TestFailClosedRefusalWhateverTheRejectionPolicy(t *testing.T) {
 	}
 }
 
-// deadAddr is a loopback address nothing listens on: every call to it fails
-// at once.
+// deadAddr is a loopback address that refuses connections for as long as
+// the test runs: a socket bound to its port that never listens holds it,
+// so that every call to it fails at once and no other socket can take the
+// port. The port of a listener closed again was free for anyone: a
+// redis-server that another test, run at the same time, started on it
+// (redistest picks its ports so) answered for the dead holder, which was
+// then not down.
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	t.Cleanup(func() { syscall.Close(fd) })
+	syscall.CloseOnExec(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
+// TestDeadAddrStaysDead: a server started after deadAddr returned, as one
+// of a test run at the same time could be, cannot take its port, and a
+// dial to it is refused.
+func TestDeadAddrStaysDead(t *testing.T) {
+	addr := deadAddr(t)
+	if l, err := net.Listen("tcp", addr); err == nil {
+		l.Close()
+		t.Fatalf("a server could listen on the dead address %s", addr)
+	}
+	if c, err := net.DialTimeout("tcp", addr, 10*time.Second); err == nil {
+		c.Close()
+		t.Fatalf("a dial to the dead address %s was answered", addr)
+	}
 }
