@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func readToClose(c net.Conn, within time.Duration) error {
 // apart from net/http's 10 s.
 func TestHTTP2SilentPrefaceClosedAtReadHeader(t *testing.T) {
 	p := newPKI(t)
-	be := backend(t, nil)
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
 	gw := start(t, be.URL, minimal+tlsConfig(p)+"timeouts: {read_header: 1s}\n")
 	c := dialTLSH2(t, gw.url, p)
 	if proto := c.ConnectionState().NegotiatedProtocol; proto != "h2" {
@@ -59,7 +60,7 @@ func TestHTTP2SilentPrefaceClosedAtReadHeader(t *testing.T) {
 // and so the client's has too.
 func TestHTTP2PrefaceInTimeKeepsTheConnection(t *testing.T) {
 	p := newPKI(t)
-	be := backend(t, nil)
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
 	gw := start(t, be.URL, minimal+tlsConfig(p)+"timeouts: {read_header: 2s}\n")
 	f, _ := dialFramer(t, gw.url, p)
 	if err := f.get(1, "a"); err != nil {
@@ -91,7 +92,7 @@ func TestHTTP2PrefaceInTimeKeepsTheConnection(t *testing.T) {
 // closed for a newcomer, which is served.
 func TestHTTP2SilentPrefaceHoldsNoPlace(t *testing.T) {
 	p := newPKI(t)
-	be := backend(t, nil)
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
 	gw := start(t, be.URL, minimal+tlsConfig(p)+"max_conns: 2\nmax_conns_per_client: 2\n")
 	first := dialTLSH2(t, gw.url, p)
 	dialTLSH2(t, gw.url, p)
