@@ -17,7 +17,7 @@ func TestHelpAndDocsNameEveryFlag(t *testing.T) {
 	if code := run([]string{"gateway", "--help"}, &out, &errb); code != 0 {
 		t.Fatalf("gateway --help: exit %d, stderr %q", code, errb.String())
 	}
-	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(out.String(), -1)
+	flags := regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(out.String(), -1)
 	if len(flags) < 6 {
 		t.Fatalf("gateway --help lists %d flags:\n%s", len(flags), out.String())
 	}

@@ -65,15 +65,23 @@ func valueOf(f *flag.Flag, s string) string {
 	if caseless[f.Name] {
 		return strings.ToLower(s)
 	}
-	t := reflect.TypeOf(f.Value)
-	if t.Kind() != reflect.Pointer {
-		return s
-	}
-	fresh, ok := reflect.New(t.Elem()).Interface().(flag.Value)
+	fresh, ok := freshValue(f)
 	if !ok || fresh.Set(s) != nil {
 		return s
 	}
 	return fresh.String()
+}
+
+// freshValue returns a new value of f's type, to set without touching f's
+// own; false where f's type is not a pointer, whose new value would be
+// nil.
+func freshValue(f *flag.Flag) (flag.Value, bool) {
+	t := reflect.TypeOf(f.Value)
+	if t.Kind() != reflect.Pointer {
+		return nil, false
+	}
+	fresh, ok := reflect.New(t.Elem()).Interface().(flag.Value)
+	return fresh, ok
 }
 
 // durationFlag is a time.Duration flag whose refusal says why: the flag

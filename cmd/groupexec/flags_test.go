@@ -53,7 +53,7 @@ func TestDurationFlagSaysWhy(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		code := run([]string{"gateway", "--demo", "--duration", tc.value}, &out, &errb)
-		if code != 2 || !strings.Contains(errb.String(), `invalid value "`+tc.value+`" for flag -duration`) ||
+		if code != 2 || !strings.Contains(errb.String(), `--duration "`+tc.value+`"`) ||
 			!strings.Contains(errb.String(), tc.why) {
 			t.Errorf("--duration %s: exit %d, stderr %q; want 2, naming the flag and the value, and %q", tc.value, code, errb.String(), tc.why)
 		}
@@ -61,8 +61,8 @@ func TestDurationFlagSaysWhy(t *testing.T) {
 	// The help still names the flag's type and default.
 	var out, errb bytes.Buffer
 	if code := run([]string{"gateway", "--help"}, &out, &errb); code != 0 ||
-		!strings.Contains(out.String(), "-duration duration") || !strings.Contains(out.String(), "(default 10s)") {
-		t.Errorf("gateway --help: exit %d, stdout %q; want -duration's type and default", code, out.String())
+		!strings.Contains(out.String(), "  --duration duration") || !strings.Contains(out.String(), "(default 10s)") {
+		t.Errorf("gateway --help: exit %d, stdout %q; want --duration's type and default", code, out.String())
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -23,10 +22,11 @@ import (
 
 func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("groupexec gateway", flag.ContinueOnError)
-	// What the flags print goes to stdout when it is the help asked for
-	// (as groupexec --help's does), to stderr with a refused flag.
-	var printed bytes.Buffer
-	fs.SetOutput(&printed)
+	// The flag package's own words go nowhere: a refused flag is one line
+	// naming it as typed (misusedFlag), the help is printed whole only
+	// when asked for, to stdout (as groupexec --help's is).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	path := fs.String("config", "", "the gateway's YAML config `file`")
 	demoMode := fs.Bool("demo", false, "run an embedded backend and a synthetic multi-tenant load instead")
 	duration := new(time.Duration)
@@ -35,18 +35,17 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	check := fs.Bool("check", false, "with --config, only check the file (every problem, in line order) and exit")
 	logLevel := fs.String("log-level", "info", "the least `level` logged: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "the log lines' `format`: text (key=value) or json, on stderr")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: groupexec gateway --config FILE [--check] [--log-level L] [--log-format F] | --demo [--duration D]\n\n")
-		fs.PrintDefaults()
-	}
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		stdout.Write(printed.Bytes())
+		fmt.Fprint(stdout, "Usage: groupexec gateway --config FILE [--check] [--log-level L] [--log-format F] | --demo [--duration D]\n\n")
+		printFlags(stdout, fs)
 		return err
 	}
-	stderr.Write(printed.Bytes())
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err) // fs has printed the defaults
+		if misused := misusedFlag(fs, args); misused != nil {
+			return misused
+		}
+		return fmt.Errorf("%w: %v", errUsage, err) // one misusedFlag does not read as fs does
 	}
 	if err := givenTwice(fs, args); err != nil {
 		return err

@@ -31,6 +31,7 @@ Usage:
                                             multi-tenant load; print per-tenant stats
                                             every second for D (default 10s; 0: until
                                             interrupted)
+  groupexec gateway --help                  print the gateway's flags
   groupexec version                         print the version
   groupexec help                            print this help
 
@@ -42,9 +43,9 @@ once, exit status 1. SIGHUP (or POST /reload on the admin address) reloads
 the config file in place; a file with errors, or one changing a key that
 needs a restart, is refused and the old config kept.
 
-Exit status: 2 for a command line it cannot use; 1 for a config file it
-refuses (--check too), a gateway that fails to start or serve, or a demo
-that did not show isolation.
+Exit status: 2 for a command line it cannot use (a line on stderr says
+why); 1 for a config file it refuses (--check too), a gateway that fails
+to start or serve, or a demo that did not show isolation.
 `
 
 // errUsage marks a command line that could not be understood: exit 2.
@@ -73,9 +74,11 @@ var hupCaughtToExit bool
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	var err error
+	var hint string // the line under a usage error, if any
 	switch cmd := first(args); cmd {
 	case "gateway":
 		err = gatewayCmd(args[1:], stdout, stderr)
+		hint = gatewayHelpHint
 	case "version", "--version", "-version":
 		if len(args) > 1 {
 			// Not ignored: a flag such as --short would be taken for one
@@ -106,6 +109,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "groupexec: %v\n", err)
+		if hint != "" {
+			fmt.Fprintln(stderr, hint)
+		}
 		return 2
 	case errors.As(err, new(loggedError)):
 		return 1

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A command line groupexec gateway refuses is one line naming the cause,
+// the flag as typed, then a line pointing at --help, on stderr, exit 2:
+// the flags' help printed in full between the flag package's message and
+// the command's own said the cause twice, and "-bogus" of a "--bogus".
+func TestGatewayUsageErrorIsOneLineAndAHint(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		cause string
+	}{
+		{[]string{"--bogus"}, "unknown flag --bogus"},
+		{[]string{"-bogus"}, "unknown flag -bogus"},
+		{[]string{"--demo", "--bogus=1"}, "unknown flag --bogus"},
+		{[]string{"--demo", "--duration", "5"}, `--duration "5": time: missing unit in duration "5"`},
+		{[]string{"--demo", "-duration=5"}, `-duration "5": time: missing unit in duration "5"`},
+		{[]string{"--config", "x", "--check=maybe"}, "--check=maybe: must be true or false"},
+		{[]string{"--config"}, "--config needs a value"},
+		{[]string{"--demo", "-duration"}, "-duration needs a value"},
+		{[]string{"---demo"}, `bad flag syntax "---demo"`},
+		{[]string{"--demo", "x"}, `unexpected argument "x"`},
+		{[]string{"--demo", "--config", "x"}, "--demo and --config exclude each other"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"gateway"}, tc.args...), &out, &errb)
+		want := "groupexec: usage: " + tc.cause + "\nrun 'groupexec gateway --help' for the flags\n"
+		if code != 2 || out.Len() != 0 || errb.String() != want {
+			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want 2, nothing, %q", tc.args, code, out.String(), errb.String(), want)
+		}
+	}
+}
+
+// --help, -h and -help print the gateway's help whole, to stdout, exit 0,
+// each flag named with two dashes as the docs write it; nothing goes to
+// stderr.
+func TestGatewayHelpToStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"--demo", "--help"}} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"gateway"}, args...), &out, &errb)
+		help := out.String()
+		if code != 0 || errb.Len() != 0 || !strings.HasPrefix(help, "Usage: groupexec gateway ") {
+			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want 0 and the help on stdout alone", args, code, help, errb.String())
+			continue
+		}
+		for _, line := range []string{"\n  --config file\n", "\n  --demo\n", "\n  --duration duration\n", "\n  --check\n", "\n  --log-level level\n", "\n  --log-format format\n"} {
+			if !strings.Contains(help, line) {
+				t.Errorf("gateway %v: the help has no line %q:\n%s", args, strings.TrimSpace(line), help)
+			}
+		}
+		if strings.Contains(help, "\n  -c") || strings.Contains(help, "\n  -d") || strings.Contains(help, "\n  -l") {
+			t.Errorf("gateway %v: the help names a flag with one dash:\n%s", args, help)
+		}
+	}
+}
