@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,24 @@ func TestGatewayHelpToStdout(t *testing.T) {
 		if strings.Contains(help, "\n  -c") || strings.Contains(help, "\n  -d") || strings.Contains(help, "\n  -l") {
 			t.Errorf("gateway %v: the help names a flag with one dash:\n%s", args, help)
 		}
+	}
+}
+
+// The usage error docs/gateway.md shows is the one the command prints.
+func TestDocsShowTheUsageErrorPrinted(t *testing.T) {
+	data, err := os.ReadFile("../../docs/gateway.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "$ groupexec gateway --demo --duration 5\n"
+	doc := string(data)
+	at := strings.Index(doc, prompt)
+	if at < 0 {
+		t.Fatalf("docs/gateway.md shows no %q", strings.TrimSpace(prompt))
+	}
+	shown, _, _ := strings.Cut(doc[at+len(prompt):], "```")
+	var out, errb bytes.Buffer
+	if code := run([]string{"gateway", "--demo", "--duration", "5"}, &out, &errb); code != 2 || errb.String() != shown {
+		t.Errorf("gateway --demo --duration 5: exit %d, stderr %q; docs/gateway.md shows exit 2 and %q", code, errb.String(), shown)
 	}
 }
