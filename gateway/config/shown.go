@@ -1,6 +1,6 @@
 package config
 
-import "unicode/utf8"
+import "github.com/groupexec/groupexec/internal/clip"
 
 // maxShown is the most bytes of a value, or of a key, that an error
 // quotes: enough to tell it by, where quoted whole a value of megabytes
@@ -13,11 +13,7 @@ func shown(s string) string {
 	if len(s) <= maxShown {
 		return s
 	}
-	cut := maxShown - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut-- // a character is kept whole or left out
-	}
-	return s[:cut] + "..."
+	return clip.Prefix(s, maxShown-len("...")) + "..."
 }
 
 // shownArgs is args with each string shown as an error quotes it.

@@ -23,12 +23,21 @@ func Quote(s string) string {
 	if len(s) <= MaxQuoted {
 		return strconv.Quote(s)
 	}
-	cut := MaxQuoted
-	// Back to the start of the character the cut falls in, if it falls in
-	// one: a character cut in two would show as escaped bytes the key does
-	// not have. Invalid UTF-8 steps back at most as far.
+	cut := Prefix(s, MaxQuoted)
+	return strconv.Quote(cut) + "... (" + strconv.Itoa(len(s)-len(cut)) + " more bytes)"
+}
+
+// Prefix returns s if it has at most n bytes, else its first n bytes at
+// most, cut where a UTF-8 character starts: a character cut in two would
+// show as bytes the text does not have. Invalid UTF-8 is cut at most
+// utf8.UTFMax-1 bytes back from n.
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
 	for i := 1; i < utf8.UTFMax && !utf8.RuneStart(s[cut]); i++ {
 		cut--
 	}
-	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)-cut) + " more bytes)"
+	return s[:cut]
 }

@@ -37,3 +37,25 @@ func TestQuoteLongKeyCut(t *testing.T) {
 		}
 	}
 }
+
+// Prefix cuts at n bytes at most, back to the start of a character, and
+// leaves a string of n bytes or fewer whole.
+func TestPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"", 0, ""},
+		{"a€", 3, "a"},
+		{"a€", 4, "a€"},
+		{"ab€", 3, "ab"},
+		{strings.Repeat("\x80", 10), 8, strings.Repeat("\x80", 5)},
+	} {
+		if got := clip.Prefix(tc.s, tc.n); got != tc.want {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
