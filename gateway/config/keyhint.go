@@ -21,8 +21,8 @@ func mappingKeys(t reflect.Type, keys map[string][]string) map[string][]string {
 		keys[t.String()] = []string{}
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
+			name := yamlKey(f)
+			if name == "" {
 				continue
 			}
 			keys[t.String()] = append(keys[t.String()], name)
@@ -78,15 +78,15 @@ func placeKeys(t reflect.Type, path string, places map[string][]string, open map
 	case reflect.Map:
 		return placeKeys(t.Elem(), path+".<name>", places, open)
 	case reflect.Struct:
-		if open[t] || path == "" && t != reflect.TypeOf(Config{}) {
+		if open[t] {
 			return places
 		}
 		open[t] = true
 		defer delete(open, t)
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
+			name := yamlKey(f)
+			if name == "" {
 				continue
 			}
 			place := path

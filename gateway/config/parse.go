@@ -923,12 +923,21 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 // yamlField returns the field of struct type t that the YAML key name sets.
 func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.IsExported() && tag == name {
+		if f := t.Field(i); name != "" && yamlKey(f) == name {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
+}
+
+// yamlKey is the key that sets field f in a file, by its yaml tag: ""
+// for a field no key sets (unexported, untagged, or tagged "-").
+func yamlKey(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if !f.IsExported() || name == "-" {
+		return ""
+	}
+	return name
 }
 
 // isInteger reports whether t holds an integer given as a number (a
