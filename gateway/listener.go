@@ -387,8 +387,8 @@ func (l *listener) setMax(n int) {
 // against newcomers until timeouts.read_header. nginx reuses such
 // connections alike, and net/http's Shutdown counts them idle too.
 func (l *listener) connState(nc net.Conn, st http.ConnState) {
-	orig := nc
-	if tc, ok := nc.(*tls.Conn); ok {
+	tc, overTLS := nc.(*tls.Conn)
+	if overTLS {
 		nc = tc.NetConn()
 	}
 	c, ok := nc.(*conn)
@@ -415,7 +415,7 @@ func (l *listener) connState(nc net.Conn, st http.ConnState) {
 	case st != http.StateIdle && c.elem != nil:
 		l.unidle(c)
 	}
-	if tc, ok := orig.(*tls.Conn); ok && st == http.StateNew && !c.gone && l.prefaceWithin > 0 {
+	if overTLS && st == http.StateNew && !c.gone && l.prefaceWithin > 0 {
 		c.preface = time.AfterFunc(l.prefaceWithin, func() { l.prefaceDue(c, tc) })
 	} else if !c.fresh && c.preface != nil {
 		c.preface.Stop()
