@@ -91,7 +91,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := st.cfg
 	x := exchanges.Get().(*exchange)
 	x.g, x.req, x.group = g, r, cfg.Tenant.Default
-	x.unread = r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	x.unread = r.ProtoMajor == 1 && hasBody
 	defer func() {
 		if x.unread {
 			lingerUnread(w, x.readBy)
@@ -241,7 +242,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusBadRequest, "bad_target", "the request-target is neither a path nor an absolute URI with an authority (RFC 9112 3.2)", 0)
 		return
 	}
-	hasBody := r.Body != nil && r.Body != http.NoBody
 	rc := http.NewResponseController(w)
 	if hasBody {
 		// Only a request with a body gets a read deadline: for one without,
