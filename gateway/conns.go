@@ -77,9 +77,7 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	cs.open[tc] = struct{}{}
 	// Dialed for a request that set out before a reload removed its
 	// backend: it is closed once that request is done with it.
-	if k := cs.kept.Load(); k != nil && !k.keeps(tc) {
-		tc.retired.Store(true)
-	}
+	tc.retireUnkept()
 	return tc, nil
 }
 
@@ -227,9 +225,7 @@ func (u *connUse) got(info httptrace.GotConnInfo) {
 			if tc.scheme.CompareAndSwap(0, uint32(scheme)) {
 				// Dialed for a scheme the reload since did not keep at
 				// its address: closed once done with, as at the reload.
-				if k := tc.cs.kept.Load(); k != nil && !k.keeps(tc) {
-					tc.retired.Store(true)
-				}
+				tc.retireUnkept()
 			}
 			return
 		}
@@ -250,6 +246,14 @@ func (u *connUse) done() {
 	c := u.conn
 	u.conn = nil
 	c.release()
+}
+
+// retireUnkept retires c if the last reload did not keep its address,
+// for its scheme once that is known (keptAddrs.keeps).
+func (c *trackedConn) retireUnkept() {
+	if k := c.cs.kept.Load(); k != nil && !k.keeps(c) {
+		c.retired.Store(true)
+	}
 }
 
 // release ends one request's hold on c (nil: none), closing c if it is
