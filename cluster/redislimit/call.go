@@ -109,13 +109,14 @@ type scriptCall struct {
 }
 
 // runScripts sends calls, and then whatever more adds, in one pipelined
-// round trip, each call by its script's SHA1. The calls whose script Redis
+// round trip (one per batch where calls must be ordered: see Order
+// below), each call by its script's SHA1. The calls whose script Redis
 // does not know (NOSCRIPT: the first call, or Redis restarted) are sent
 // again with their script, in a second round trip. It returns the
 // pipeline's error and counts its round trips; each call's reply is in its
 // cmd, whatever became of the other calls (a reply of the first round trip
 // stands when the second fails). The error is the first that says Redis
-// failed (failed), from either round trip, else the first other one.
+// failed (failed), from any round trip, else the first other one.
 //
 // Order. Redis may know one script and not another (flushed, then loaded
 // again by another holder's call; a replica promoted after a failover),
@@ -128,8 +129,9 @@ type scriptCall struct {
 // lease of its key (it would be refused for the room that give-back frees,
 // and record its holder as waiting). That costs a round trip only for the
 // batches that hold both (the give-back of a lease whose grant's reply was
-// lost, or of permits above the holder's share, and a refill). When a round trip says that Redis failed,
-// the later ones are not sent, and their calls carry its error.
+// lost, or of permits above the holder's share, and a refill). When a
+// round trip says that Redis failed, the later ones are not sent, and
+// their calls carry its error.
 func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
 	var err error
 	for i, wave := range inKeyOrder(calls) {

@@ -138,9 +138,9 @@ func (h *Holder) ID() string { return h.id }
 // still running on its permits have their context cancelled with a
 // *LeaseLostError wrapping ErrClosed; later TryAcquires refuse with
 // ErrClosed, and the executors of tasks waiting for a block are told to
-// ask again, so that those are refused too. The leases it
-// gives back do not count as lost (Stats.LeasesLost, TasksCancelled,
-// EventLeaseLost), and Stats.Mode reads ModeClosed from its start. The
+// ask again, so that those are refused too. The leases it gives back do
+// not count as lost (Stats.LeasesLost, TasksCancelled, EventLeaseLost),
+// and Stats.Mode reads ModeClosed from its start. The
 // fallbacks and refusals the listener has not been told of yet are
 // reported (EventFallback, EventRejected) before Close returns. Close the
 // executors first. It is idempotent: a later call waits for the close the
