@@ -2,7 +2,8 @@
 // metrics/prom, metrics/otel) share: the check that the core packages
 // import only the standard library and this module, a poll for states no
 // event announces, a group's only slot held, a context whose deadline
-// passes on cue, one whose methods panic, and a workload that sends tasks
+// passes on cue, one whose methods panic, a task refused by its breaker as
+// it would start (RefuseQueuedByBreaker), and a workload that sends tasks
 // down every path a task can take (EveryPath).
 package adaptertest
 

@@ -3,12 +3,8 @@ package otel_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/groupexec/groupexec/breaker"
-	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/internal/adaptertest"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
@@ -30,41 +26,14 @@ func TestQueuedTaskRefusedByTheBreakerCountedAsAtAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := executor.New(p, executor.WithListener(c), executor.WithGroupBreaker(breaker.Settings{
-		Clock: clock.NewFake(time.Unix(0, 0)), ReadyToTrip: func(n breaker.Counts) bool { return n.ConsecutiveFailures >= 1 }}))
+	ex, err := executor.New(p, executor.WithListener(c), adaptertest.TrippingBreaker())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ex.Close()
 	c.Observe(ex)
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- ex.Do(context.Background(), "g", func(context.Context) error {
-			close(entered)
-			<-release
-			return errors.New("boom")
-		})
-	}()
-	<-entered
-	var ran atomic.Bool
-	queued := make(chan error, 1)
-	go func() {
-		queued <- ex.Do(context.Background(), "g", func(context.Context) error { ran.Store(true); return nil })
-	}()
-	adaptertest.Eventually(t, "the second task queued", func() bool { s, _ := ex.GroupStats("g"); return s.Waiting == 1 })
-	close(release)
-	<-first
-	var re *executor.RejectedError
-	select {
-	case err := <-queued:
-		if !errors.As(err, &re) || re.Limit != executor.LimitBreaker || ran.Load() {
-			t.Fatalf("queued Do: %v (ran %v), want a refusal by the open breaker", err, ran.Load())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the queued Do did not return within 10s")
-	}
+	adaptertest.RefuseQueuedByBreaker(t, ex, "g")
 
 	check := func(when string, breakerRefusals int64) {
 		t.Helper()
@@ -86,6 +55,7 @@ func TestQueuedTaskRefusedByTheBreakerCountedAsAtAdmission(t *testing.T) {
 		}
 	}
 	check("queued then refused", 1)
+	var re *executor.RejectedError
 	if err := ex.Do(context.Background(), "g", func(context.Context) error { return nil }); !errors.As(err, &re) || re.Limit != executor.LimitBreaker {
 		t.Fatalf("Do at admission: %v, want a refusal by the open breaker", err)
 	}
