@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/policy"
@@ -29,9 +30,10 @@ func ExampleExecuteAll_fanOut() {
 		// is not the host's fault.
 		return "", context.Canceled
 	}
+	const host = "inventory.internal:443"
 	tasks := make([]executor.Task[string], 5)
 	for i := range tasks {
-		tasks[i] = executor.Task[string]{Group: "inventory.internal:443", Fn: call}
+		tasks[i] = executor.Task[string]{Group: host, Fn: call}
 	}
 
 	reqCtx, requestEnds := context.WithCancel(context.Background())
@@ -39,6 +41,9 @@ func ExampleExecuteAll_fanOut() {
 	go func() { results <- executor.ExecuteAll(fanout, reqCtx, tasks) }()
 	<-entered
 	<-entered // two run; three wait for the host's limit
+	for s, _ := fanout.GroupStats(host); s.Waiting < 3; s, _ = fanout.GroupStats(host) {
+		time.Sleep(time.Millisecond) // ExecuteAll submits them, one after the other
+	}
 	requestEnds()
 
 	for _, r := range <-results {

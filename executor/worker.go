@@ -187,8 +187,9 @@ func (ex *Executor) work(j *job) {
 
 // endedAtStart reports whether Submit's context of started j ended while j
 // waited: its watcher, which j's start leaves to its worker, had fired
-// (its stop reports false), or, for j started before its watcher was
-// armed (unwatched), the context reports an error. If so j never runs,
+// (its stop reports false), or the context reports an error (j started
+// before its watcher was armed, unwatched, or before the context's
+// cancellation reached the watcher). If so j never runs,
 // and its worker finishes it as never started (finishUnrun). It runs on
 // j's worker, with j as its current task, and no lock held: the stop and
 // the context are user code. It marks x asking meanwhile, and leaves it
@@ -197,9 +198,13 @@ func (ex *Executor) endedAtStart(j *job, x *jobExtra) bool {
 	x.asking = true
 	var ended bool
 	if stop := x.stopAfter; stop != nil {
-		// The run context derives from Submit's: no watcher needed.
+		// The run context derives from Submit's: no watcher needed. A
+		// watcher stopped before it fired does not mean the context had
+		// not ended: its cancellation may have reached another of its
+		// children first (a running task, whose finish started j) and
+		// not this watcher yet. The context is asked as well.
 		x.stopAfter = nil
-		ended = !stopWatcher(stop)
+		ended = !stopWatcher(stop) || j.parent.Err() != nil
 	} else {
 		ended = j.parent.Err() != nil
 	}
