@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"sync"
-	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
 	"github.com/groupexec/groupexec/cluster/redislimit/redistest"
@@ -26,12 +25,17 @@ func Example() {
 
 	var mu sync.Mutex
 	running, peak := 0, 0
+	two := make(chan struct{}) // closed once two tasks run at once
 	work := func(ctx context.Context) (bool, error) {
 		mu.Lock()
 		running++
-		peak = max(peak, running)
+		if running > peak {
+			if peak = running; peak == 2 {
+				close(two)
+			}
+		}
 		mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
+		<-two // the first task holds its permit until a second runs beside it
 		mu.Lock()
 		running--
 		mu.Unlock()
