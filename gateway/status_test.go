@@ -147,20 +147,54 @@ func TestBackendStatusOutOfRange502(t *testing.T) {
 
 // A backend slower than the request's deadline gives 504 when the deadline
 // passes, and the backend's request is cancelled.
+//
+// The 100ms run from the request's arrival: a stall of the machine before
+// the backend gets the request lets them pass with no request there to
+// cancel (and one before the admission, with a 504 for the queue's
+// deadline). Such a request is sent again, on a path of its own, until one
+// reaches the backend before the gateway gives up; the backend's breaker
+// is off, so that those failures do not open it.
 func TestBackendDeadline504(t *testing.T) {
-	cancelled := make(chan struct{})
+	var mu sync.Mutex
+	cancelled := map[string]chan struct{}{} // by path: closed once the backend's request ends
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		ended := make(chan struct{})
+		mu.Lock()
+		cancelled[r.URL.Path] = ended
+		mu.Unlock()
 		<-r.Context().Done()
-		close(cancelled)
+		close(ended)
 	})
-	gw := start(t, be.URL, minimal+"timeouts: {upstream: 100ms}\n")
-	resp, body := do(t, client(t), http.MethodGet, gw.url, "slow", nil)
-	if code, _, _ := refusal(t, body); resp.StatusCode != 504 || code != "upstream_timeout" {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
-	<-cancelled
-	if got := metric(t, gw.gw.Metrics(), "io_timeouts_total", "op", "upstream"); got != 1 {
-		t.Errorf("io_timeouts_total{op=upstream} = %v", got)
+	gw := start(t, be.URL, minimal+"timeouts: {upstream: 100ms}\nbreaker: {enabled: false}\n")
+	c := client(t)
+	m := gw.gw.Metrics()
+	for i, deadline := 0, time.Now().Add(bound); ; i++ {
+		path := fmt.Sprintf("/%d", i)
+		before := metric(t, m, "io_timeouts_total", "op", "upstream")
+		resp, body := do(t, c, http.MethodGet, gw.url+path, "slow", nil)
+		// The backend's request, if it had one, was registered before its
+		// context ended, and so before the gateway gave up and answered.
+		mu.Lock()
+		ended := cancelled[path]
+		mu.Unlock()
+		if ended == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("no request reached the backend within its 100ms in %v of tries", bound)
+			}
+			continue
+		}
+		if code, _, _ := refusal(t, body); resp.StatusCode != 504 || code != "upstream_timeout" {
+			t.Fatalf("%d %q", resp.StatusCode, body)
+		}
+		select {
+		case <-ended:
+		case <-time.After(bound):
+			t.Fatal("the backend's request was not cancelled at the deadline")
+		}
+		if got := metric(t, m, "io_timeouts_total", "op", "upstream") - before; got != 1 {
+			t.Errorf("io_timeouts_total{op=upstream} went up by %v, want 1", got)
+		}
+		return
 	}
 }
 
