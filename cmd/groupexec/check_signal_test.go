@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -26,7 +27,7 @@ func TestCheckStopsOnFirstSIGINT(t *testing.T) {
 		t.Skip("no named pipe:", err)
 	}
 	cmd := exec.Command(bin, "gateway", "--config", pipe, "--check")
-	if err := cmd.Start(); err != nil {
+	if err := startWithDefaultSIGINT(cmd); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
@@ -54,4 +55,19 @@ func TestCheckStopsOnFirstSIGINT(t *testing.T) {
 		<-exited
 		t.Fatal("--check went on waiting for its file after SIGINT")
 	}
+}
+
+// startWithDefaultSIGINT starts cmd with SIGINT's default action, whatever
+// the test's own: a signal ignored is ignored still in the programs a
+// process runs, and a test run in the background of a shell without job
+// control (cmd &, as a CI script may) ignores SIGINT from its start. A
+// check left so would outlive any SIGINT, rightly: an ignored SIGINT is
+// the caller's choice. A signal caught is reset to its default in a
+// program the process runs: catching SIGINT while cmd starts gives it the
+// default action.
+func startWithDefaultSIGINT(cmd *exec.Cmd) error {
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGINT)
+	defer signal.Stop(caught)
+	return cmd.Start()
 }
