@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groupexec/groupexec/gateway"
 )
@@ -26,6 +27,31 @@ func postFrom(t *testing.T, url, ip string, n int) (*http.Response, string) {
 	c := dialFrom(t, url, ip)
 	io.WriteString(c, postHead(n)+strings.Repeat("x", n))
 	return readAnswer(t, c)
+}
+
+// answer is what a raw connection's client got: a status, or the error
+// that kept it from reading one.
+type answer struct {
+	status int
+	err    error
+}
+
+// answerOf reads one response from c, with its body, on a goroutine of
+// its own (ending at c's deadline at the latest), and sends what came on
+// the channel it returns, which has room for one.
+func answerOf(c net.Conn) chan answer {
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		answered <- answer{status: resp.StatusCode}
+	}()
+	return answered
 }
 
 // readAnswer reads one response from c, with its body.
@@ -174,17 +200,18 @@ func TestSpoolBodyOverTheShareIsTooLarge(t *testing.T) {
 // however it ends: answered, failed by the backend, cut short by its
 // client mid-body, past timeouts.read or past timeouts.upstream.
 func TestSpoolBytesGivenBack(t *testing.T) {
-	g := newGate()
+	held := make(chan string, 100) // the paths of the requests the backend holds, as they arrive
 	be := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/fail":
+		switch {
+		case r.URL.Path == "/fail":
 			io.Copy(io.Discard, r.Body)
 			panic(http.ErrAbortHandler) // the connection is cut: 502
-		case "/hold":
+		case strings.HasPrefix(r.URL.Path, "/hold/"):
 			// Read first: the server sees the gateway give up on the
 			// request (and ends its context) only once its body is read.
 			io.Copy(io.Discard, r.Body)
-			g.ServeHTTP(w, r)
+			held <- r.URL.Path
+			<-r.Context().Done()
 		default:
 			io.Copy(io.Discard, r.Body)
 		}
@@ -215,23 +242,49 @@ func TestSpoolBytesGivenBack(t *testing.T) {
 	})
 	t.Run("upstream timeout", func(t *testing.T) {
 		// Its own gateway, whose timeouts.upstream ends the request the
-		// backend holds. The 100ms run from before the backend gets the
-		// request, so a stall of the test on a loaded machine can let them
-		// pass before the gauge is read, and the bytes are then rightly
-		// given back already. The gateway counts the upstream timeout
-		// before it gives them back: read after the gauge, the counter
-		// tells a try whose gauge was read while the backend had the
-		// request from one read too late, which is sent again.
+		// backend holds. The 100ms run from the request's arrival at the
+		// gateway, so a stall of the machine can let them pass before the
+		// backend has the request, which it then never gets (or gets
+		// after the answer), or, once it has it, before the gauge is read,
+		// and the bytes are then rightly given back already. The gateway
+		// counts the upstream timeout before it gives them back: read
+		// after the gauge, the counter tells a try whose gauge was read
+		// while the backend had the request from one read too late. A try
+		// is sent again, on a path of its own, in either case: whatever
+		// the machine's pace, the try judged is one whose gauge was read
+		// while the backend had it.
 		gw := start(t, be.URL, minimal+caps+"timeouts: {upstream: 100ms}\n")
 		m := gw.gw.Metrics()
 		for try := 1; ; try++ {
+			if try > 20 {
+				t.Fatalf("in %d tries the request's deadline passed each time before the spool gauge was read", try-1)
+			}
+			path := fmt.Sprintf("/hold/%d", try)
+			timeouts := metric(t, m, "io_timeouts_total", "op", "upstream")
 			c := dialRaw(t, gw.url)
-			io.WriteString(c, request("/hold")+body)
-			g.await(t, 1)
-			counted := metric(t, m, spoolGauge)
-			late := metric(t, m, "io_timeouts_total", "op", "upstream") >= float64(try)
-			if resp, msg := readAnswer(t, c); resp.StatusCode != http.StatusGatewayTimeout {
-				t.Fatalf("%d %q, want 504", resp.StatusCode, msg)
+			c.SetDeadline(time.Now().Add(bound))
+			io.WriteString(c, request(path)+body)
+			answered := answerOf(c)
+			// This try's request at the backend, or its answer first.
+			var counted float64
+			var late bool
+		wait:
+			for {
+				select {
+				case p := <-held:
+					if p != path {
+						continue // an earlier try's, come after its answer
+					}
+					counted = metric(t, m, spoolGauge)
+					late = metric(t, m, "io_timeouts_total", "op", "upstream") > timeouts
+				case a := <-answered:
+					late = true // the deadline passed before the backend had it
+					answered <- a
+				}
+				break wait
+			}
+			if a := <-answered; a.err != nil || a.status != http.StatusGatewayTimeout {
+				t.Fatalf("%d %v, want 504", a.status, a.err)
 			}
 			spoolEmpty(t, gw)
 			if !late {
@@ -239,9 +292,6 @@ func TestSpoolBytesGivenBack(t *testing.T) {
 					t.Errorf("%v bytes counted while the backend has the request, want 2000", counted)
 				}
 				return
-			}
-			if try == 20 {
-				t.Fatalf("in %d tries the request's deadline passed each time before the spool gauge was read", try)
 			}
 		}
 	})
