@@ -16,16 +16,28 @@ func manualRenewals() []redislimit.Option {
 	return []redislimit.Option{redislimit.WithLeaseTTL(10 * time.Minute), redislimit.WithRenewInterval(3 * time.Minute)}
 }
 
-// cancelRecorder is a task's cancel function that records its calls.
+// cancelRecorder is a task's cancel function that records its calls, and
+// when the first came.
 type cancelRecorder struct {
 	mu     sync.Mutex
 	causes []error
+	first  time.Time
 }
 
 func (c *cancelRecorder) cancel(err error) {
 	c.mu.Lock()
+	if len(c.causes) == 0 {
+		c.first = time.Now()
+	}
 	c.causes = append(c.causes, err)
 	c.mu.Unlock()
+}
+
+// firstAt returns when the first call came (zero: none yet).
+func (c *cancelRecorder) firstAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
 }
 
 func (c *cancelRecorder) calls() []error {
