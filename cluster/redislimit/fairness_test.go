@@ -341,26 +341,46 @@ func TestContendedLimitOneKeyRuns(t *testing.T) {
 // interval too), and a stall of one tenant is a stall even while the
 // others run. The first renewal round comes 10s after the holders start,
 // so a stall lasts until then, a good deal more than the bound, a quarter
-// of the renew interval; a descheduled process or a slow round trip is a
-// good deal less.
+// of the renew interval.
+//
+// The machine's own stalls are taken out of what is bounded: the spells in
+// which this process was not run or redis-server did not answer (a
+// pauseWatch) stop every holder, whatever it does, and a loaded machine
+// has spells of seconds. For the same reason the holders' client and op
+// timeouts are long: a spell longer than a short op timeout, three times
+// in a row, takes a holder down and its tasks are refused, which is what a
+// holder should do, and not what this test is about.
 func TestBatchesDoNotStall(t *testing.T) {
 	addr := startRedis(t)
+	pauses := watchPauses(t, addr)
 	const holders, tenants, batch = 6, 10, 2000
 	const renew = 10 * time.Second
+	const bound = renew / 4
 	var exs []*executor.Executor
 	for range holders {
-		h := newHolder(t, addr, redislimit.WithLeaseTTL(30*time.Second), redislimit.WithRenewInterval(renew))
+		h, err := redislimit.New(newClient(t, addr), redislimit.WithPrefix("t:"+t.Name()), redislimit.WithPollInterval(testPoll),
+			redislimit.WithLeaseTTL(30*time.Second), redislimit.WithRenewInterval(renew), redislimit.WithOpTimeout(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
 		exs = append(exs, newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(256), policy.WithDefaultMaxConcurrency(16),
 			policy.WithDefaultMaxInFlight(policy.Unlimited)}, h.Groups(4), h.Global(64)))
 	}
 	// Per tenant: its tasks submitted and not started yet, and since when
 	// it has had waiting tasks and no start (the last start, or the
-	// submission that ended a time with none waiting).
+	// submission that ended a time with none waiting). The stalls longer
+	// than the bound are kept, to be judged without the machine's spells.
+	type stallSpell struct {
+		tenant   int
+		from, to time.Time
+	}
 	var mu sync.Mutex
 	var waiting [tenants]int
 	var since [tenants]time.Time
 	var stall time.Duration
 	var stalled int
+	var long []stallSpell
 	var wg sync.WaitGroup
 	for _, ex := range exs {
 		wg.Go(func() {
@@ -377,8 +397,12 @@ func TestBatchesDoNotStall(t *testing.T) {
 					hd, err := executor.Submit(ex, bg, executor.Task[int]{Group: fmt.Sprint("t", tn), Fn: func(context.Context) (int, error) {
 						mu.Lock()
 						now := time.Now()
-						if d := now.Sub(since[tn]); d > stall {
+						d := now.Sub(since[tn])
+						if d > stall {
 							stall, stalled = d, tn
+						}
+						if d > bound {
+							long = append(long, stallSpell{tn, since[tn], now})
 						}
 						waiting[tn]--
 						since[tn] = now
@@ -403,8 +427,14 @@ func TestBatchesDoNotStall(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("the longest time a tenant had tasks waiting and none started: %v (t%d)", stall, stalled)
-	if stall > renew/4 {
-		t.Fatalf("tenant t%d had tasks waiting and started none for %v: permits stayed idle, or a waiter was not told, while others waited", stalled, stall)
+	for _, sp := range long {
+		d := sp.to.Sub(sp.from)
+		still := pauses.within(t, sp.from, sp.to)
+		t.Logf("tenant t%d: %v with tasks waiting and none started, %v of it with the machine or Redis standing still", sp.tenant, d, still)
+		if d-still > bound {
+			t.Errorf("tenant t%d had tasks waiting and started none for %v (%v without the machine's spells): permits stayed idle, or a waiter was not told, while others waited",
+				sp.tenant, d, d-still)
+		}
 	}
 }
 
