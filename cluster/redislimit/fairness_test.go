@@ -302,7 +302,10 @@ func TestJoiningProcessGetsItsShare(t *testing.T) {
 // slows the median tenant: about 0.4 of the median on an idle machine,
 // 0.17 to 0.26 under a loaded -race run. The sample is the window in which
 // the median tenant starts 100 tasks, however long a loaded machine takes
-// for them: a six-second window shrank to 14 and k to 1 there.
+// for them: a six-second window shrank to 14 and k to 1 there. The ratio
+// is wanted in one of up to three such windows in a row (fairWindow): a
+// loaded spell lowers the one it falls in; the starvation this guards
+// against is in every window.
 func TestContendedLimitOneKeyRuns(t *testing.T) {
 	addr := startRedis(t)
 	prefix := "t:" + t.Name()
@@ -335,21 +338,23 @@ func TestContendedLimitOneKeyRuns(t *testing.T) {
 		return per
 	}
 	// The sample: 100 starts of the median tenant, about eight seconds on
-	// an idle machine.
-	w := window(t, c, prefix, names, procs, 2*time.Minute, func(w map[string]map[string]int64) bool {
+	// an idle machine; up to three of them.
+	sample := func() map[string]map[string]int64 {
+		return window(t, c, prefix, names, procs, 2*time.Minute, func(w map[string]map[string]int64) bool {
+			per := limitTwo(w)
+			return per[len(per)/2] >= 100
+		})
+	}
+	w := fairWindow(t, 3, sample, func(w map[string]map[string]int64) []string {
 		per := limitTwo(w)
-		return per[len(per)/2] >= 100
+		if k, median := w["k"]["A"]+w["k"]["B"], per[len(per)/2]; 8*k < median {
+			return []string{fmt.Sprintf("the contended limit-1 tenant started %d tasks, the median tenant %d: want at least an eighth", k, median)}
+		}
+		return nil
 	})
 	per := limitTwo(w)
-	median := per[len(per)/2]
-	k := w["k"]["A"] + w["k"]["B"]
-	t.Logf("limit-1 tenant: %d tasks (%v); median tenant of limit 2: %d (min %d, max %d)", k, w["k"], median, per[0], per[len(per)-1])
-	if median == 0 {
-		t.Fatal("the tenants ran nothing in the window")
-	}
-	if 8*k < median {
-		t.Fatalf("the contended limit-1 tenant started %d tasks, the median tenant %d: want at least an eighth", k, median)
-	}
+	t.Logf("limit-1 tenant: %d tasks (%v); median tenant of limit 2: %d (min %d, max %d)",
+		w["k"]["A"]+w["k"]["B"], w["k"], per[len(per)/2], per[0], per[len(per)-1])
 }
 
 // TestBatchesDoNotStall: six holders (in this process), ten tenants of
