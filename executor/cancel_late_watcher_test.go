@@ -82,22 +82,17 @@ func (c *lateWatcherCtx) fire() {
 func TestQueuedTaskNotRunAfterItsContextEndedBeforeItsWatcherFired(t *testing.T) {
 	for _, via := range []string{"Submit", "Go"} {
 		t.Run(via, func(t *testing.T) {
-			p, err := policy.New(policy.WithDefaultMaxConcurrency(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex, err := executor.New(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ex.Close()
+			ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1)})
 			gt := newGate()
 			first := submit(t, ex, executor.Task[string]{Group: "g", Fn: gt.fn("first")})
 			gt.waitStarted(t, 1)
 
 			ctx := newLateWatcherCtx()
 			ran := make(chan struct{}, 1)
-			var h *executor.Handle[string]
+			var (
+				h   *executor.Handle[string]
+				err error
+			)
 			switch via {
 			case "Submit":
 				h, err = executor.Submit(ex, ctx, executor.Task[string]{Group: "g", Fn: func(context.Context) (string, error) {
