@@ -7,29 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/groupexec/groupexec/clock"
 	"github.com/groupexec/groupexec/gateway"
 )
-
-// sumOf adds every series of the counter name (in namespace ns).
-func sumOf(t *testing.T, g prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() == ns+name {
-			for _, m := range mf.Metric {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
-}
 
 // A request that waited in its tenant's queue when the breaker it needs
 // opened is refused as it would start, never proxied, and answered as one

@@ -402,13 +402,19 @@ const inGatewayGauge = "gateway_requests_in_flight"
 // status waits for it to be counted, not only for it to leave.
 func counted(t testing.TB, g prometheus.Gatherer) float64 {
 	t.Helper()
+	return sumOf(t, g, requestsTotal)
+}
+
+// sumOf adds every series of the counter name (in namespace ns).
+func sumOf(t testing.TB, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() == ns+requestsTotal {
+		if mf.GetName() == ns+name {
 			for _, m := range mf.Metric {
 				n += m.GetCounter().GetValue()
 			}
