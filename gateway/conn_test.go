@@ -681,6 +681,37 @@ func TestSlowClientCannotHoldEveryConnection(t *testing.T) {
 	}
 }
 
+// A reload that takes an address out of tenant.trusted_proxies caps the
+// connections it holds open from then on: they count against its
+// max_conns_per_client, and its next connection is refused. Before, a
+// proxy taken out (found compromised, say) kept every connection it held
+// uncounted until it closed them, and opened one more beside them.
+func TestReloadCapsAProxyTakenOutOfTrust(t *testing.T) {
+	const proxy = "127.0.0.2"
+	const limits = "max_conns: 8\nmax_conns_per_client: 2\ntimeouts: {read_header: 1h, read: 1h}\n"
+	gw, write := reloadable(t, echo(t), minimal+"tenant: {trusted_proxies: ["+proxy+"]}\n"+limits)
+	m := gw.gw.Metrics()
+	for i := 1; i <= 2; i++ {
+		c := dialFrom(t, gw.url, proxy)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx")
+		eventually(t, fmt.Sprintf("the proxy's slow request %d in", i), func() bool { return metric(t, m, inGatewayGauge) == float64(i) })
+	}
+	write(minimal + limits)
+	if err := gw.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	c := dialFrom(t, gw.url, proxy)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("the third connection: no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if code, _, _ := refusal(t, string(body)); resp.StatusCode != http.StatusServiceUnavailable || code != "too_many_connections" {
+		t.Fatalf("the third connection of an address taken out of trusted_proxies, two of its own open: %d %q; want 503 too_many_connections", resp.StatusCode, body)
+	}
+}
+
 // A connection over its client's max_conns_per_client is answered before
 // it is closed, as a refused request is: 503 with the gateway's JSON body
 // and Retry-After, closing the connection, whether its request came

@@ -61,6 +61,9 @@ type listener struct {
 	// Set before the first Accept.
 	answer    []byte
 	lingering map[net.Conn]struct{} // refused connections being answered; guarded by mu
+	// conns are the connections accepted and not closed, for rejudge;
+	// guarded by mu
+	conns map[*conn]struct{}
 	// prefaceWithin, over TLS, is how long from its accept an HTTP/2
 	// connection has to send its preface (timeouts.read_header); 0: no
 	// such bound but net/http's own. Set before the first Accept.
@@ -91,7 +94,7 @@ var connsRefusal = func() []byte {
 // perMax, but for clients exempt says are not one client (trusted proxies).
 func newListener(l net.Listener, max, perMax int, exempt func(netip.Addr) bool, reclaimed, refused func()) *listener {
 	return &listener{Listener: l, max: max, perMax: perMax, clients: make(map[netip.Prefix]*clientConns), exempt: exempt,
-		free: make(chan struct{}, 1), done: make(chan struct{}), reclaimed: reclaimed, refused: refused}
+		conns: make(map[*conn]struct{}), free: make(chan struct{}, 1), done: make(chan struct{}), reclaimed: reclaimed, refused: refused}
 }
 
 // clientOf returns the client a connection counts against: its IPv4
@@ -140,6 +143,14 @@ func (l *listener) add(client netip.Prefix) {
 		l.clients[client] = cc
 	}
 	cc.n++
+}
+
+// uncount takes one connection of client off the count. l.mu is held.
+func (l *listener) uncount(client netip.Prefix) {
+	cc := l.clients[client]
+	if cc.n--; cc.n == 0 {
+		delete(l.clients, client)
+	}
 }
 
 // unidle takes c off the idle lists. l.mu is held.
@@ -305,7 +316,11 @@ func (l *listener) Accept() (net.Conn, error) {
 			break
 		}
 	}
-	return &conn{Conn: nc, l: l, client: client, counted: counted}, nil
+	c := &conn{Conn: nc, l: l, client: client, counted: counted}
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	return c, nil
 }
 
 // Close stops accepting, and closes the connections that have not begun a
@@ -356,6 +371,40 @@ func (l *listener) setPerClient(n int) {
 	l.mu.Lock()
 	l.perMax = n
 	l.mu.Unlock()
+}
+
+// rejudge counts each open connection as its address now says, once a
+// reload has changed what exempt says (tenant.trusted_proxies): a
+// connection from an address taken out of the trusted proxies counts
+// against its client's cap from now on, as if it had just been accepted,
+// and one from an address put in no longer does. Without it, a proxy
+// taken out kept every connection it held uncounted until it closed them,
+// and one put in kept its own counted. As when the cap is lowered, no
+// connection is closed: a client over its cap gets no new one until it is
+// under.
+func (l *listener) rejudge() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		client, counted := l.clientOf(c.Conn)
+		if counted == c.counted && client == c.client {
+			continue
+		}
+		if c.counted {
+			if c.celem != nil {
+				l.clients[c.client].idle.Remove(c.celem)
+				c.celem = nil
+			}
+			l.uncount(c.client)
+		}
+		c.client, c.counted = client, counted
+		if counted {
+			l.add(client)
+			if c.elem != nil { // idle: its client's own newcomer may close it
+				c.celem = l.clients[client].idle.PushBack(c)
+			}
+		}
+	}
 }
 
 // count returns the connections open.
@@ -555,11 +604,9 @@ func (c *conn) Close() error {
 		}
 		c.l.unidle(c)
 		if c.counted {
-			cc := c.l.clients[c.client]
-			if cc.n--; cc.n == 0 {
-				delete(c.l.clients, c.client)
-			}
+			c.l.uncount(c.client)
 		}
+		delete(c.l.conns, c)
 		c.l.mu.Unlock()
 		c.l.release()
 	})

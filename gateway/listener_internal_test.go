@@ -433,3 +433,75 @@ func TestListenerRefusalsBounded(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A reload that takes an address out of the trusted proxies makes its open
+// connections count against its client's cap, the idle ones among them
+// on its idle list; one that puts it back in makes them count no more. No
+// connection is closed by the change itself.
+func TestListenerRejudgesOpenConnections(t *testing.T) {
+	const proxy, other = "192.0.2.9", "192.0.2.1"
+	var trusted atomic.Bool
+	trusted.Store(true)
+	exempt := func(a netip.Addr) bool { return trusted.Load() && a == netip.MustParseAddr(proxy) }
+	inner := &addrListener{addrs: []string{proxy, proxy, proxy, proxy, other, proxy}}
+	var reclaimed, refused int
+	l := newListener(inner, 10, 2, exempt, func() { reclaimed++ }, func() { refused++ })
+	accept := func() *conn {
+		t.Helper()
+		nc, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc.(*conn)
+	}
+	counted := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if cc := l.clients[netip.MustParsePrefix(proxy+"/32")]; cc != nil {
+			return cc.n
+		}
+		return 0
+	}
+	busy := []*conn{accept(), accept()}
+	for _, c := range busy {
+		l.connState(c, http.StateActive)
+	}
+	idle := accept()
+	l.connState(idle, http.StateIdle)
+	if n := counted(); n != 0 || refused != 0 {
+		t.Fatalf("a trusted proxy's three connections: %d counted, %d refused; want 0, 0", n, refused)
+	}
+
+	trusted.Store(false) // the reload's config
+	l.rejudge()
+	if n := counted(); n != 3 || idle.gone || busy[0].gone || busy[1].gone {
+		t.Fatalf("after the proxy was taken out: %d counted, closed %v %v %v; want 3, none closed", n, busy[0].gone, busy[1].gone, idle.gone)
+	}
+	// Over its cap of 2, the address's next connection closes its own
+	// idle one, and is refused still: the next Accept returns another
+	// client's.
+	next := accept()
+	if !idle.gone || reclaimed != 1 || refused != 1 || counted() != 2 || next.client.Addr() != netip.MustParseAddr(other) {
+		t.Fatalf("a newcomer over the cap: its idle connection closed %v, %d reclaimed, %d refused, %d counted, then %v; want true, 1, 1, 2, %s",
+			idle.gone, reclaimed, refused, counted(), next.client, other)
+	}
+
+	trusted.Store(true)
+	l.rejudge()
+	if n := counted(); n != 0 {
+		t.Fatalf("after the proxy was put back in: %d counted, want 0", n)
+	}
+	third := accept()
+	if refused != 1 || counted() != 0 || third.counted {
+		t.Fatalf("a trusted proxy's next connection: %d refused, %d counted; want 1 (before), 0", refused, counted())
+	}
+	for _, c := range append(busy, next, third) {
+		c.Close()
+	}
+	l.mu.Lock()
+	if len(l.clients) != 0 || len(l.conns) != 0 {
+		t.Errorf("after every connection closed: %d clients counted, %d connections listed", len(l.clients), len(l.conns))
+	}
+	l.mu.Unlock()
+	l.Close()
+}

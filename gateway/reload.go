@@ -148,6 +148,7 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 	if l := g.clients.Load(); l != nil {
 		l.setMax(cfg.MaxConns)
 		l.setPerClient(cfg.MaxConnsPerClient)
+		l.rejudge() // tenant.trusted_proxies may have changed
 	}
 	if l := g.admins.Load(); l != nil {
 		l.setMax(cfg.AdminMaxConns)
