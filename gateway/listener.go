@@ -222,9 +222,14 @@ func (l *listener) Accept() (net.Conn, error) {
 	// one could make room for it: an idle connection is closed only for a
 	// newcomer, never ahead of one, and never for a newcomer over its
 	// client's cap.
+	//
+	// A connection is judged (clientOf), counted and listed in one hold of
+	// l.mu, so that a reload's rejudge, which takes l.mu after the new
+	// config is in force, judges again any connection judged before it.
 	var nc net.Conn
 	var client netip.Prefix
 	var counted bool
+	var accepted *conn
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -234,24 +239,26 @@ func (l *listener) Accept() (net.Conn, error) {
 			}
 			return nil, net.ErrClosed
 		}
-		if nc != nil && l.overCap(client, counted) {
-			if c := l.ownIdle(client); c != nil {
+		if nc != nil {
+			if client, counted = l.clientOf(nc); l.overCap(client, counted) {
+				if c := l.ownIdle(client); c != nil {
+					l.mu.Unlock()
+					l.reclaimed()
+					c.Close() // makes room under the client's cap
+					continue
+				}
 				l.mu.Unlock()
-				l.reclaimed()
-				c.Close() // makes room under the client's cap
+				l.refuse(nc)
+				nc = nil
 				continue
 			}
-			l.mu.Unlock()
-			l.refuse(nc)
-			nc = nil
-			continue
 		}
 		if l.open < l.max {
 			l.open++
 			if nc == nil {
 				l.pending++
-			} else if counted {
-				l.add(client)
+			} else {
+				accepted = l.listLocked(nc, client, counted)
 			}
 			l.mu.Unlock()
 			break
@@ -271,7 +278,6 @@ func (l *listener) Accept() (net.Conn, error) {
 				return nil, err
 			}
 			nc = c
-			client, counted = l.clientOf(c)
 			continue
 		}
 		l.waiting++
@@ -293,14 +299,12 @@ func (l *listener) Accept() (net.Conn, error) {
 			l.release()
 			return nil, err
 		}
-		client, counted = l.clientOf(c)
 		for {
 			l.mu.Lock()
+			client, counted = l.clientOf(c)
 			if !l.overCap(client, counted) {
 				l.pending--
-				if counted {
-					l.add(client)
-				}
+				accepted = l.listLocked(c, client, counted)
 				l.mu.Unlock()
 				nc = c
 				break
@@ -316,11 +320,18 @@ func (l *listener) Accept() (net.Conn, error) {
 			break
 		}
 	}
+	return accepted, nil
+}
+
+// listLocked makes the accepted nc a connection of l, counted against
+// client if counted, and lists it for rejudge. l.mu is held.
+func (l *listener) listLocked(nc net.Conn, client netip.Prefix, counted bool) *conn {
+	if counted {
+		l.add(client)
+	}
 	c := &conn{Conn: nc, l: l, client: client, counted: counted}
-	l.mu.Lock()
 	l.conns[c] = struct{}{}
-	l.mu.Unlock()
-	return c, nil
+	return c
 }
 
 // Close stops accepting, and closes the connections that have not begun a
