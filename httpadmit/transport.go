@@ -47,7 +47,10 @@ import (
 // no slot, and counts as nothing of its destination's. Other methods in
 // another case ("get") are sent as given, as net/http sends them. A panic
 // in the tenant or weight function goes on to RoundTrip's caller, the
-// request's body closed and no slot taken.
+// request's body closed and no slot taken; one in WithFailureStatus's
+// function, or a runtime.Goexit there, as it judges base's response, goes
+// on to the caller too, the response's body closed (the caller never gets
+// it) and the slot freed first.
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
@@ -286,6 +289,7 @@ type exchange struct {
 	raisedValue any
 	sent        bool // send returned: it recovers base's panics, not a runtime.Goexit
 	called      bool // send called base
+	returned    bool // base returned: it closed the request's body, as its contract asks
 
 	readErr atomic.Pointer[error] // the first error of a body read the destination caused (body.Read)
 
@@ -404,11 +408,29 @@ func (x *exchange) detach() {
 // (it panicked, or called runtime.Goexit), and so did not keep the contract
 // of closing it, which RoundTrip must keep whatever happens. A base that is
 // itself a Transport keeps it before its RoundTrip panics or exits: the
-// body is closed once.
+// body is closed once. So did a base that returned, before a panic or exit
+// of the code judging its response (judge): the body is not closed again.
 func (x *exchange) closeUnreturned() {
-	if _, stacked := x.t.base.(*transport); !stacked {
+	if _, stacked := x.t.base.(*transport); !stacked && !x.returned {
 		closeBody(x.req)
 	}
+}
+
+// judge returns the outcome WithFailureStatus's function gives resp. If
+// the function panics or calls runtime.Goexit, which goes on to
+// RoundTrip's caller as base's would, the caller never gets resp: its body
+// is closed first, or the connection it holds (net/http keeps one until
+// the body is closed) would never be freed.
+func (x *exchange) judge(resp *http.Response) error {
+	judged := false
+	defer func() {
+		if !judged && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	outcome := failed(x.t.failure, resp.StatusCode)
+	judged = true
+	return outcome
 }
 
 // admission returns the context the request is admitted with: one that
@@ -531,6 +553,7 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	}()
 	x.called = true
 	resp, err := x.t.base.RoundTrip(req)
+	x.returned = true
 	if err == nil && resp == nil {
 		// A faulty base: answered as net/http's Client answers it, rather
 		// than with a nil dereference below, raised in RoundTrip's caller.
@@ -568,7 +591,7 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	}
 	var outcome error
 	if x.t.failure != nil {
-		outcome = failed(x.t.failure, resp.StatusCode)
+		outcome = x.judge(resp)
 	}
 	x.resp = resp
 	if resp.Body == nil || resp.Body == http.NoBody {
