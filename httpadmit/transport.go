@@ -62,7 +62,9 @@ import (
 //     its connection before the body's length, or reset its HTTP/2
 //     stream) counts as a failure of the destination, a *BodyError,
 //     whatever the status said; a read that fails once the context has
-//     ended (the caller's deadline, its cancellation) counts nothing;
+//     ended (the caller's deadline, its cancellation), or once the caller
+//     closed the request's Cancel channel (as http.Client does when its
+//     Timeout passes), counts nothing;
 //   - a response with no body (http.NoBody, or nil from a faulty base)
 //     releases it before RoundTrip returns;
 //   - 101 Switching Protocols: the body is the upgraded connection, still an
@@ -645,15 +647,34 @@ type body struct {
 }
 
 // Read reads the body. An error other than io.EOF, while neither the
-// request's context has ended nor Close was called (a Close on another
-// goroutine fails a Read under way), is the destination's, and the
-// request counts as its failure (BodyError).
+// request's context has ended, nor the caller cancelled the request
+// (cancelled), nor Close was called (a Close on another goroutine fails a
+// Read under way), is the destination's, and the request counts as its
+// failure (BodyError).
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF && !b.closing.Load() && b.ctx.Err() == nil {
+	if err != nil && err != io.EOF && !b.closing.Load() && b.ctx.Err() == nil && !b.x.cancelled() {
 		b.x.readErr.CompareAndSwap(nil, &err)
 	}
 	return n, err
+}
+
+// cancelled reports whether the caller cancelled the request through its
+// Cancel channel. http.Client does so when its Timeout passes, for a
+// RoundTripper it does not know (a Transport): it gives the request a
+// context with the same deadline too, but that context ends on a timer
+// of its own, which may fire a moment after the Client's, once net/http
+// has failed the read for the closed channel. Asked only after a read
+// failed: the channel is closed before net/http fails it.
+func (x *exchange) cancelled() bool {
+	//lint:ignore SA1019 http.Client still cancels through it, and net/http honours it
+	c := x.req.Cancel
+	select {
+	case <-c:
+		return true
+	default: // a nil channel, never closed, too
+		return false
+	}
 }
 
 // Close closes the response body, then frees the request's slot; it returns
@@ -669,8 +690,8 @@ func (b *body) Close() error {
 // of a request whose response body the destination cut short: a read of
 // it failed (io.ErrUnexpectedEOF for an HTTP/1 connection closed before
 // the body's length, a stream reset over HTTP/2) while the request's
-// context was alive and before the body was closed. It counts as a
-// failure of the destination.
+// context was alive, its Cancel channel open, and before the body was
+// closed. It counts as a failure of the destination.
 type BodyError struct {
 	Err error // the read's error
 }
