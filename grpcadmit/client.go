@@ -27,8 +27,9 @@ import (
 // A call the executor refuses is not sent: its error is a *RefusalError, with
 // the code a server interceptor would send (codes.ResourceExhausted for lack
 // of room) and matching executor.ErrRejected with errors.Is. So is a call
-// whose context ended while it waited, or by the time it was admitted: a
-// *RefusalError with codes.DeadlineExceeded or codes.Canceled, which
+// whose context ended while it waited, or by the time it was admitted
+// (its deadline passed by the clock, its context's timer not yet fired,
+// too): a *RefusalError with codes.DeadlineExceeded or codes.Canceled, which
 // counts as Cancelled, not as a failure of the dependency that never saw
 // it. The call's own error is returned unchanged. It panics if ex is nil
 // or an option is invalid.
@@ -104,12 +105,14 @@ var clientCalls = sync.Pool{New: func() any {
 
 func (c *clientCall) run(ctx context.Context) error {
 	c.ran = true
-	if err := ctx.Err(); err != nil {
+	if err := endedErr(ctx); err != nil {
 		// Admitted as its context ended (its deadline passed as it left
-		// the queue, or while a listener ran): gRPC would fail it at once,
-		// unsent, with DeadlineExceeded, which ClientFailure counts
-		// against the dependency. It is refused here instead, as if it had
-		// ended while it waited.
+		// the queue, or while a listener ran), or once its deadline passed
+		// by the clock though the context's timer, late on a loaded
+		// client, has not fired yet: gRPC would fail it at once, unsent,
+		// with DeadlineExceeded, which ClientFailure counts against the
+		// dependency. It is refused here instead, as if it had ended
+		// while it waited.
 		c.err = refusal(err, c.a.retryAfter)
 		c.returned = true
 		return errNotSent

@@ -144,9 +144,10 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 	ran := false
 	err := h.a.ex.DoWeighted(ctx, group, weight, func(ctx context.Context) error {
 		ran = true
-		if err := ctx.Err(); err != nil {
-			// Admitted as its context ended: gRPC would fail it at once,
-			// unsent, as it would a unary call (UnaryClientInterceptor).
+		if err := endedErr(ctx); err != nil {
+			// Admitted as its context ended, or past its deadline by the
+			// clock: gRPC would fail it at once, unsent, as it would a
+			// unary call (clientCall.run).
 			if h.told.CompareAndSwap(false, true) {
 				h.refused = refusal(err, h.a.retryAfter)
 				close(h.admitted)

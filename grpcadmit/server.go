@@ -189,12 +189,19 @@ func (a *admitter) handled(ctx context.Context, err error) error {
 // which carried the caller's deadline, may come back first with its
 // dependency's DeadlineExceeded: the caller's deadline all the same, which
 // the default rule (handlerFailure) would count as the server's failure.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
+func ended(ctx context.Context) bool { return endedErr(ctx) != nil }
+
+// endedErr returns the error of ctx once it has ended, as ended says:
+// its own, or context.DeadlineExceeded once its deadline has passed by the
+// clock though its timer has not fired yet; nil while it is alive.
+func endedErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // handlerFailure is the server interceptors' default failure rule:
