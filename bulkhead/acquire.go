@@ -399,7 +399,10 @@ func (b *Bulkhead) stopTimer(w *waiter) {
 
 // leave takes w, whose request gives up with err, out of the queue, and
 // reports whether it was still there: if not, it was decided meanwhile,
-// and w.err says how.
+// and w.err says how; a permit issued to it is then the caller's to give
+// back, unless Now exits the goroutine (runtime.Goexit) as leave reads it:
+// the caller never sees that w was granted, so leave gives the permit back
+// itself, on the way out.
 func (b *Bulkhead) leave(w *waiter, err error) bool {
 	var es *events
 	if b.observed {
@@ -413,7 +416,16 @@ func (b *Bulkhead) leave(w *waiter, err error) bool {
 			left = true
 		}
 	}
+	stamped := false
+	defer func() {
+		// w was decided under the mutex, which lockNow's finish took and
+		// let go of before this runs: w.err is settled.
+		if !stamped && !left && w.err == nil {
+			b.giveBack(w.permit, err)
+		}
+	}()
 	b.lockNow(leave) // w leaves even if Now exits the goroutine
+	stamped = true
 	leave()
 	b.unlock()
 	if left {
