@@ -114,7 +114,8 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	if h.state.Load() {
 		// Cancelled before this goroutine started: its permit is back, so
 		// fn must not run. (A Cancel from here on cancels a running fn.)
-		h.cancel(context.Canceled)
+		// The Cancel may not have cancelled fn's context yet.
+		h.cancelOnRun(context.Canceled)
 		return
 	}
 	var start time.Time
@@ -126,7 +127,7 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	// the run is timed, exits the goroutine (runtime.Goexit, which notify
 	// and readClock cannot recover). If a Cancel completed the handle, it
 	// ends the context.
-	defer func() { h.complete(res, context.Canceled) }()
+	defer func() { h.complete(res, context.Canceled, true) }()
 	defer func() {
 		if !returned {
 			res.Status = Failed
@@ -189,15 +190,20 @@ func (b *Bulkhead) recordRun(start time.Time, timed bool) {
 }
 
 // complete ends the handle once: it releases the permit, then publishes
-// res and cancels fn's context with cause.
-func (h *Handle[T]) complete(res Result[T], cause error) bool {
+// res and cancels fn's context with cause, on Submit's goroutine if onRun
+// (cancelOnRun).
+func (h *Handle[T]) complete(res Result[T], cause error, onRun bool) bool {
 	if !h.state.CompareAndSwap(false, true) {
 		return false
 	}
 	// Deferred, so that the handle completes and fn's context ends even if
 	// a listener told of the release exits the goroutine (runtime.Goexit):
 	// the goroutine may be a Cancel caller's, and the handle another's.
-	defer h.cancel(cause)
+	if onRun {
+		defer h.cancelOnRun(cause)
+	} else {
+		defer h.cancel(cause) // a panic from ctx goes on up to Cancel's caller
+	}
 	defer func() {
 		h.res = res
 		close(h.done)
@@ -212,7 +218,18 @@ func (h *Handle[T]) complete(res Result[T], cause error) bool {
 // released and its function's context cancelled (cause ErrCancelled). It
 // reports whether it did.
 func (h *Handle[T]) Cancel() bool {
-	return h.complete(Result[T]{Status: Cancelled, Err: context.Canceled}, ErrCancelled)
+	return h.complete(Result[T]{Status: Cancelled, Err: context.Canceled}, ErrCancelled, false)
+}
+
+// cancelOnRun cancels fn's context on Submit's goroutine. Cancelling it
+// unlinks it from the caller's context, reading that one's Done: the
+// caller's code, and a panic from it here, where nothing above recovers,
+// would end the program. The panic is dropped, as a clock's is here
+// (readClock): fn's context is cancelled before that read
+// (context.WithCancelCause), and the handle has completed.
+func (h *Handle[T]) cancelOnRun(cause error) {
+	defer func() { _ = recover() }()
+	h.cancel(cause)
 }
 
 // Done is closed when the operation has ended.
