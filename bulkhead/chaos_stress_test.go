@@ -65,15 +65,15 @@ func (t chaosTimer) Stop() bool {
 
 // TestUserCodeFailingUnderStress runs acquires, releases, Submits, cancels
 // and limit changes from many goroutines while the bulkhead's clock and
-// listener (and Submit's functions) panic or exit their goroutines at
-// random. The package's promise for each such failure is local (the call
-// it was made for ends, the bulkhead stays whole); this checks that the
-// promises compose: inside the work, the permits held never exceed the
-// limit in force at the newest issue, and the release of a permit a caller
-// holds is accepted; at the end, with the failures off, nothing is in
-// flight or queued, the mutex is free, the books balance, and the whole
-// limit can be taken. Every call runs on a goroutine of its own, which may
-// exit.
+// listener, the callers' contexts and Submit's functions panic or exit
+// their goroutines at random. The package's promise for each such failure
+// is local (the call it was made for ends, the bulkhead stays whole); this
+// checks that the promises compose: inside the work, the permits held
+// never exceed the limit in force at the newest issue, and the release of
+// a permit a caller holds is accepted; at the end, with the failures off,
+// nothing is in flight or queued, the mutex is free, the books balance,
+// and the whole limit can be taken. Every call runs on a goroutine of its
+// own, which may exit.
 func TestUserCodeFailingUnderStress(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -133,7 +133,7 @@ func userCodeFailing(t *testing.T, observed bool) {
 	defer cancellers.Wait()
 	// ending returns a context cancelled after a few yields: every wait
 	// ends, whatever became of its timer (an AfterFunc that failed arms
-	// none).
+	// none). Its Done and Err strike too.
 	ending := func(rng *rand.Rand) context.Context {
 		ctx, cancel := context.WithCancel(bg)
 		spins := rng.IntN(64)
@@ -143,7 +143,7 @@ func userCodeFailing(t *testing.T, observed bool) {
 			}
 			cancel()
 		})
-		return ctx
+		return chaosCtx{ctx, fail}
 	}
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -258,4 +258,20 @@ func userCodeFailing(t *testing.T, observed bool) {
 	}
 	t.Logf("%d calls, %d of them panicked or exited; %d acquires granted, %d refused",
 		calls.Load(), exited.Load(), granted.Load(), refused.Load())
+}
+
+// chaosCtx is a context whose Done and Err strike.
+type chaosCtx struct {
+	context.Context
+	*chaos
+}
+
+func (c chaosCtx) Done() <-chan struct{} {
+	c.strike()
+	return c.Context.Done()
+}
+
+func (c chaosCtx) Err() error {
+	c.strike()
+	return c.Context.Err()
 }
