@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"math"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -91,9 +90,13 @@ func (cb *CircuitBreaker) RemainingDelay() time.Duration {
 	if ep.state != StateOpen {
 		return 0 // no clock read: the common case costs one atomic load
 	}
-	// More than Timeout left means the clock has stepped back past the
-	// opening: the next request restarts the Timeout (admitSlow).
-	return min(cb.timeout, max(0, ep.expiry.Sub(cb.clock.Now())))
+	elapsed := cb.clock.Now().Sub(ep.start)
+	if elapsed < 0 {
+		// The clock has stepped back past the opening: the next request
+		// restarts the Timeout (admitSlow).
+		return cb.timeout
+	}
+	return max(0, cb.timeout-elapsed)
 }
 
 // Counts returns the counts of the current period (see Counts). Like State,
@@ -102,15 +105,15 @@ func (cb *CircuitBreaker) RemainingDelay() time.Duration {
 func (cb *CircuitBreaker) Counts() Counts { return cb.cur.Load().counts() }
 
 // newEpoch returns a fresh epoch in state s, reading the clock when s needs
-// an expiry.
+// a start.
 func (cb *CircuitBreaker) newEpoch(s State) *epoch {
 	ep := &epoch{epochHead: epochHead{cb: cb, state: s}}
 	switch s {
 	case StateOpen:
-		ep.expiry = cb.clock.Now().Add(cb.timeout)
+		ep.start = cb.clock.Now()
 	case StateClosed:
 		if cb.interval > 0 {
-			ep.expiry = cb.clock.Now().Add(cb.interval)
+			ep.start = cb.clock.Now()
 		}
 		if cb.contended.Load() {
 			ep.cells.Store(newCells(cb.ncells))
@@ -174,11 +177,11 @@ func (cb *CircuitBreaker) admitSlow() (*epoch, int, error) {
 			// Another caller got in the way: spread the counters.
 			ep.grow(cb)
 		case StateOpen:
-			if now := cb.clock.Now(); now.Before(ep.expiry) {
-				if cb.steppedBackPastOpening(ep, now) && cb.cur.Load() == ep {
+			if elapsed := cb.clock.Now().Sub(ep.start); elapsed < cb.timeout {
+				if elapsed < 0 && cb.cur.Load() == ep {
 					// The clock has stepped back past the moment the
 					// breaker opened (a clock without Go's monotonic
-					// reading): waiting for it to reach the old expiry
+					// reading): waiting for it to reach the old end
 					// would add the step to Timeout. The breaker stays
 					// open for a Timeout from now instead; no change of
 					// state, so nothing to report.
@@ -297,28 +300,18 @@ func (cb *CircuitBreaker) failure(ep *epoch) {
 }
 
 // periodOver reports whether the Interval of closed epoch ep is over at
-// now: now is at or past its end, or more than Interval before it, the
-// clock having stepped back past the period's start (a clock without Go's
+// now: Interval or more has passed since its start, or now is before the
+// start, the clock having stepped back past it (a clock without Go's
 // monotonic reading). Waiting for the old end then would keep the
 // period's counts for the step on top of Interval.
 //
-// Time.Sub saturates at the largest Duration, which no difference exceeds:
-// an Interval that large (meaning "never") is compared by pastForever
-// instead.
+// Time.Sub saturates: a difference beyond the largest Duration reads as
+// that Duration, which is at least Interval (over, rightly), and one
+// below the smallest as that, negative (stepped back, rightly).
 func (cb *CircuitBreaker) periodOver(ep *epoch, now time.Time) bool {
-	switch {
-	case !now.Before(ep.expiry):
-		return true
-	case cb.interval == math.MaxInt64:
-		return pastForever(ep.expiry, now)
-	}
-	return ep.expiry.Sub(now) > cb.interval
+	elapsed := now.Sub(ep.start)
+	return elapsed >= cb.interval || elapsed < 0
 }
-
-// pastForever reports whether now is more than the largest Duration before
-// end: a clock stepped back past the start of a period of that length. Add
-// costs more than Sub: only such a period pays for it.
-func pastForever(end, now time.Time) bool { return now.Add(math.MaxInt64).Before(end) }
 
 // ignore takes back the request of ep counted in cell i, and its probe
 // slot.
@@ -345,15 +338,6 @@ func (cb *CircuitBreaker) transition(from *epoch, to State, probe *bool) {
 	if cb.onStateChange != nil {
 		cb.notify(from.state, to)
 	}
-}
-
-// steppedBackPastOpening reports whether now, before open epoch ep's
-// expiry, is before the moment it opened (as in periodOver).
-func (cb *CircuitBreaker) steppedBackPastOpening(ep *epoch, now time.Time) bool {
-	if cb.timeout == math.MaxInt64 {
-		return pastForever(ep.expiry, now)
-	}
-	return ep.expiry.Sub(now) > cb.timeout
 }
 
 // testHookHalfOpen, when set by a test, runs in admitSlow between reading a

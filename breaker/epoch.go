@@ -47,11 +47,16 @@ type epoch struct {
 }
 
 type epochHead struct {
-	cb     *CircuitBreaker
-	state  State
-	fast   bool      // closed without interval clearing: admit's short path
-	expiry time.Time // open: when half-open may begin; closed: when the counts clear (zero: never)
-	cells  atomic.Pointer[cells]
+	cb    *CircuitBreaker
+	state State
+	fast  bool // closed without interval clearing: admit's short path
+	// start is the clock reading the epoch began at, open or closed with an
+	// Interval (otherwise zero). Durations are measured from it (now.Sub),
+	// never against a precomputed end: start+Timeout (or Interval) past
+	// 2157 would keep only the wall reading of clock.Real's readings, and
+	// every comparison with it would follow wall-clock steps.
+	start time.Time
+	cells atomic.Pointer[cells]
 	// done is what Allow returns for this closed epoch: shared by all its
 	// requests, so that Allow allocates nothing.
 	done func(success bool)
