@@ -122,3 +122,41 @@ func TestLoweredGroupLimitHoldsAcrossHolders(t *testing.T) {
 	pb.Release()
 	acquire(t, la, na, "g", 1, 10*time.Second).Release()
 }
+
+// TestLoweredLimitKeepsAGrantOnItsWay: a task of weight 2 asks for a block
+// of a group of limit 3, and Redis grants it; before the reply is used,
+// GroupsFunc lowers the limit to 1 and a renewal round applies it (the
+// task is now too heavy: its demand is dropped, and the key holds no
+// lease here). The grant is the key's all the same: the round must not
+// forget the key's state while its request is on its way, or the lease
+// lands in a state no renewal round, no give-back and no task sees, and
+// keeps its 2 permits from every holder (above the new limit) until its
+// local validity ends, 80% of the TTL later. A task of weight 1 asks: it
+// is granted once the lease of 2 is given back (the limit was lowered).
+func TestLoweredLimitKeepsAGrantOnItsWay(t *testing.T) {
+	addr := startRedis(t)
+	h := newHolder(t, addr, longLease...) // only RenewNow's rounds; a lease valid for minutes
+	var limit atomic.Int64
+	limit.Store(3)
+	l := h.GroupsFunc(func(string) int { return int(limit.Load()) })
+	n := attach(t, l)
+	parked, resume := holdCalls(h, redislimit.SetReplyHook)
+	defer resume()
+	if p, err := l.TryAcquire("g", 2); p != nil || err != nil {
+		t.Fatalf("TryAcquire(g, 2) with nothing leased = %v, %v; want it to wait", p, err)
+	}
+	<-parked // Redis granted the block; its reply waits to be used
+	if got := leasedInRedis(t, addr, "g"); got != 2 {
+		t.Fatalf("setup: Redis leases %d permits of g; want the block of 2", got)
+	}
+
+	limit.Store(1)
+	redislimit.RenewNow(h)
+	resume()
+	eventually(t, "the refill's reply used", 10*time.Second, func() bool { return h.Stats().Refills == 1 })
+	p := acquire(t, l, n, "g", 1, 10*time.Second)
+	defer p.Release()
+	if got := leasedInRedis(t, addr, "g"); got != 1 {
+		t.Fatalf("Redis leases %d permits of g under the limit lowered to 1; want 1", got)
+	}
+}

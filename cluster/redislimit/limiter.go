@@ -130,6 +130,7 @@ type keyState struct {
 	probing  bool      // the executor was told to ask again, to learn whether a task still waits (refillLocked)
 	unwait   bool      // tell Redis it no longer is; set until Redis has answered that it ended the record
 	lastReq  uint64    // the number of the last refill request sent for the key (Holder.leaseSeq): an unwait ends no record of a later one
+	inFlight int       // refill requests sent whose reply has not been used yet: a renewal round keeps the key's state for them (renewOnce)
 	orphans  []orphan  // leases Redis may have granted whose reply never came, or whose give-back failed (after.run): given back by id once Redis answers
 	ver      int64     // the version of what Redis last told of the share (others, cap, deprived): older news is ignored
 	minFree  int       // the fewest free permits since the last renewal round

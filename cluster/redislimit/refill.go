@@ -428,6 +428,7 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 	ks.asked = 0
 	h.leaseSeq++
 	ks.lastReq = h.leaseSeq
+	ks.inFlight++
 	return &refillReq{ks: ks, need: need, want: min(max(ks.block, need), ks.limit), limit: ks.limit, // Redis lowers it to the cap
 		id: ks.l.id + ":" + h.nonce + strconv.FormatUint(h.leaseSeq, 10), seq: h.leaseSeq}
 }
@@ -435,6 +436,7 @@ func (h *Holder) refillLocked(ks *keyState, now time.Time, a *after) *refillReq 
 // refilledLocked uses Redis's reply to r, sent at sent.
 func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	ks, res, need := r.ks, r.res, r.need
+	ks.inFlight--
 	if r.err == nil && (len(res) < 7 || (res[0] > 0 && len(res) != 7+int(res[0]))) {
 		r.err = redis.Nil
 	}

@@ -66,7 +66,13 @@ func (h *Holder) renewOnce() {
 			}
 			h.askAgainLocked(ks)
 			if len(ks.leases) == 0 {
-				if ks.demand == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && ks.keyRefused == 0 && !ks.unwait && len(ks.orphans) == 0 {
+				// Not while a refill of the key is on its way (its demand
+				// may have been dropped meanwhile: a lowered limit made its
+				// task too heavy): its grant is this state's, and landed in
+				// a forgotten one it would be renewed, used and given back
+				// by no one until its local validity ends.
+				if ks.demand == 0 && ks.inFlight == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && ks.keyRefused == 0 &&
+					!ks.unwait && len(ks.orphans) == 0 {
 					l.forgetLocked(ks) // an idle key costs nothing
 				}
 				continue
