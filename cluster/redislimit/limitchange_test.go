@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,4 +160,67 @@ func TestLoweredLimitKeepsAGrantOnItsWay(t *testing.T) {
 	if got := leasedInRedis(t, addr, "g"); got != 1 {
 		t.Fatalf("Redis leases %d permits of g under the limit lowered to 1; want 1", got)
 	}
+}
+
+// TestLoweredLimitEndsTheRecordOfARefusalOnItsWay: a task of weight 2 asks
+// for a block of a group of limit 2 while another holder runs a task of
+// the group, and Redis refuses it, recording the holder as waiting; before
+// the reply is used, GroupsFunc lowers the limit to 1 and a renewal round
+// applies it: the task is too heavy now, and its demand is dropped. The
+// refusal's record is of a request no task waits for: the holder ends it
+// once the reply comes, rather than leave the other holders' shares split
+// with it until it expires (two renew intervals: minutes here).
+func TestLoweredLimitEndsTheRecordOfARefusalOnItsWay(t *testing.T) {
+	loweredDuringARefusal(t, false)
+}
+
+// TestLoweredLimitEndsTheRecordOfARefusalWhoseReplyIsLost is
+// TestLoweredLimitEndsTheRecordOfARefusalOnItsWay with the refusal's reply
+// lost: the holder cannot tell a refusal from a grant, and ends the record
+// the call may have made as it gives its lease back.
+func TestLoweredLimitEndsTheRecordOfARefusalWhoseReplyIsLost(t *testing.T) {
+	loweredDuringARefusal(t, true)
+}
+
+func loweredDuringARefusal(t *testing.T, lost bool) {
+	addr := startRedis(t)
+	var limit atomic.Int64
+	limit.Store(2)
+	f := func(string) int { return int(limit.Load()) }
+	a, b := newHolder(t, addr, longLease...), newHolder(t, addr, longLease...)
+	la, lb := a.GroupsFunc(f), b.GroupsFunc(f)
+	attach(t, la)
+	pb := acquire(t, lb, attach(t, lb), "g", 1, 10*time.Second)
+	defer pb.Release()
+
+	parked, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	resume := func() { once.Do(func() { close(gate) }) }
+	defer resume()
+	redislimit.SetReplyHook(a, func() error {
+		close(parked)
+		<-gate
+		if lost {
+			return errors.New("the reply was lost")
+		}
+		return nil
+	})
+	if p, err := la.TryAcquire("g", 2); p != nil || err != nil {
+		t.Fatalf("a's TryAcquire(g, 2) with one of 2 permits leased to b = %v, %v; want it to wait", p, err)
+	}
+	<-parked // Redis refused the block and recorded a as waiting; the reply waits to be used
+	redislimit.SetReplyHook(a, nil)
+	c := newClient(t, addr)
+	w := "t:" + t.Name() + ":{group:g}:w"
+	if n, err := c.ZCard(bg, w).Result(); err != nil || n != 1 {
+		t.Fatalf("setup: %d waiting records of g (%v); want a's", n, err)
+	}
+
+	limit.Store(1)
+	redislimit.RenewNow(a)
+	resume()
+	eventually(t, "a's waiting record ended", 10*time.Second, func() bool {
+		n, err := c.ZCard(bg, w).Result()
+		return err == nil && n == 0
+	})
 }

@@ -471,6 +471,15 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 			return
 		}
 		if !h.down {
+			if ks.demand == 0 {
+				// No task waits for it any more: its demand was dropped
+				// while the request was on its way (a lowered limit made
+				// its task too heavy: refreshLimitsLocked), when no record
+				// was known here to end. The record the call may have
+				// made is ended now, with the give-back of its lease.
+				h.dropDemandLocked(ks)
+				return
+			}
 			// One failure is not an outage: ask again at the poll rate.
 			ks.retryLocked(h.cfg.poll)
 			return
@@ -493,6 +502,15 @@ func (h *Holder) refilledLocked(r *refillReq, sent time.Time, a *after) {
 	if res[0] == 0 {
 		h.st.refillsDenied.Add(1)
 		ks.recorded = true
+		if ks.demand == 0 {
+			// No task waits for it any more: its demand was dropped
+			// while the request was on its way (a lowered limit made its
+			// task too heavy: refreshLimitsLocked), when no record was
+			// known here to end. The record this refusal made is ended
+			// now, as for any dropped demand.
+			h.dropDemandLocked(ks)
+			return
+		}
 		held, free := ks.held()
 		// A waiter's demand is dropped only with a notify, or when a task
 		// of this key runs here: its Release makes the executor ask again.
