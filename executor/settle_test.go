@@ -22,16 +22,22 @@ import (
 // executor had released A but not yet closed its Done channel; Shutdown
 // must wait for the close. Each
 // Shutdown looks at the channel as it returns. While the worker is held,
-// with B run and its worker parked, nothing else moves: a second Shutdown
-// then returns at once only if the group has drained, so a wrong one is
-// seen without a wait for it.
+// with B run and its worker gone (no worker parks once Shutdown has
+// begun), nothing else moves: a second Shutdown then returns at once only
+// if the group has drained, so a wrong one is seen without a wait for it.
 func TestShutdownWaitsForDoneChannel(t *testing.T) {
-	hold, held := make(chan struct{}), make(chan struct{})
+	hold, held, bWorkerGone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	closeAtEnd(t, hold)
 	var spawns atomic.Int32
 	spawn := func(f func()) {
-		go f()
-		if spawns.Add(1) == 2 {
+		n := spawns.Add(1)
+		go func() {
+			f()
+			if n == 2 {
+				close(bWorkerGone)
+			}
+		}()
+		if n == 2 {
 			close(held)
 			<-hold
 		}
@@ -72,7 +78,7 @@ func TestShutdownWaitsForDoneChannel(t *testing.T) {
 	close(release)
 	recv(t, held, "A's worker called spawn for B")
 	recv(t, hB.Done(), "B ran on a worker of its own")
-	await(t, "B's worker parked", func() bool { return ex.Parked() == 1 })
+	recv(t, bWorkerGone, "B's worker exited")
 	probe := newWaitingCtx()
 	probed := shutdown(probe)
 	select {

@@ -103,7 +103,9 @@ var testHookMarked func()
 // Shutdown stops the executor from taking new tasks (they are refused with
 // ErrShutdown) and waits for waiting and running tasks to finish. If ctx ends
 // first, it cancels the remaining tasks, as Close does, and returns ctx's
-// error without waiting for them; Close waits.
+// error without waiting for them; Close waits. Either way it releases the
+// executor: its idle worker goroutines exit, as do the others once their
+// tasks have ended.
 //
 // Called from a callback an executor runs (a listener, a rejection
 // handler, a group breaker's OnStateChange), it could wait only for ever:
@@ -124,6 +126,9 @@ func (ex *Executor) Shutdown(ctx context.Context) error {
 // shutdown is Shutdown, which waits for the tasks only if wait is set.
 func (ex *Executor) shutdown(ctx context.Context, wait bool) error {
 	ex.state.CompareAndSwap(uint32(open), uint32(shuttingDown))
+	// No task is admitted now, so none waits for a parked worker: a start
+	// of an admitted task finds none and starts one (park).
+	ex.releaseParkedNow()
 	var waits []chan struct{}
 	ex.groups.each(func(g *group) bool {
 		g.mu.Lock()

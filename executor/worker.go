@@ -13,9 +13,10 @@ import (
 // started for another group (launchLocked): a backlog keeps its workers busy
 // without a goroutine start or a wake-up per task. A worker with nothing to
 // run parks, up to maxParked of them, until a start hands it a task
-// (launch), and exits otherwise; parked workers exit at Close. Before it
-// parks it spins a few microseconds, taking a task that another goroutine
-// starts meanwhile: at GOMAXPROCS 2 or less every such worker, yielding;
+// (launch), and exits otherwise; parked workers exit at Shutdown and
+// Close, and none parks once either has begun. Before it parks it spins
+// a few microseconds, taking a task that another goroutine starts
+// meanwhile: at GOMAXPROCS 2 or less every such worker, yielding;
 // above, one at a time, and a worker that takes a task from the spinner's
 // queue wakes a parked one to spin next (runq.go, wakeSpinner). A Do call
 // needs no worker: it runs in its caller's goroutine (do.go).
@@ -300,16 +301,39 @@ func (ex *Executor) launchAll(j *job) {
 
 // park waits, in the executor's parked workers, for a task to run next,
 // and returns it, or nil if the worker is to exit: the executor keeps
-// enough parked workers already, or it is closed.
+// enough parked workers already, or it is shut down or closed. Once it
+// takes no task, the tasks left to start are those its groups admitted
+// before: a finish hands its group's next to its own worker, and a start
+// finds none parked and starts one (launchNow). A worker parked then
+// would wait for ever: Shutdown alone releases the executor.
 func (ex *Executor) park(inbox worker) *job {
-	if ex.stateNow() == closed {
+	if ex.stateNow() != open {
 		return nil
 	}
 	select {
 	case ex.parked <- inbox:
-		return <-inbox
 	default:
 		return nil
+	}
+	if ex.stateNow() != open {
+		// Shutdown began as this worker parked: its release of the
+		// parked workers may have come first. Either that release finds
+		// this worker parked, or this reading finds the executor shut
+		// down (the state is written before the release).
+		ex.releaseParkedNow()
+	}
+	return <-inbox
+}
+
+// releaseParkedNow tells the workers parked now to exit.
+func (ex *Executor) releaseParkedNow() {
+	for {
+		select {
+		case w := <-ex.parked:
+			w <- nil
+		default:
+			return
+		}
 	}
 }
 
