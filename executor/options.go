@@ -74,8 +74,10 @@ func WithRejectionHandler(h RejectionHandler) Option {
 //
 // The executor reads the clock, and arms and stops its timers, under its
 // locks: the clock's methods must not call the executor (GroupStats, say,
-// would wait for a lock its caller holds), and a panic in them is
-// recovered there, so that no lock stays held. A Now that panics reads as the latest time it gave:
+// would wait for a lock its caller holds), nor call runtime.Goexit (which
+// no recover stops: the lock would stay held, and the group, or every
+// group, stop for good), and a panic in them is recovered there, so that
+// no lock stays held. A Now that panics reads as the latest time it gave:
 // to the executor, time stands still (waits and run times stop growing,
 // no queue timeout expires) until it answers again. A timer that
 // AfterFunc fails to arm leaves the queue timeout of its group's head to
