@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/groupexec/groupexec/gateway/config"
 )
 
 // heldToDeadline reports whether a backend given a request now, with
@@ -51,4 +53,26 @@ func over(ctx context.Context) bool { return ctx.Err() != nil || pastDeadline(ct
 func pastDeadline(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
 	return ok && !time.Now().Before(dl)
+}
+
+// timeoutsKey is the context key of the timeouts a request's deadline was
+// set from (withTimeouts).
+type timeoutsKey struct{}
+
+// withTimeouts returns ctx telling t, the timeouts of the config the
+// request arrived with, to the transport. The transport reads the backends
+// and their breakers as they are now, but a try is judged against the
+// timeouts.upstream the request's deadline was set from (heldToDeadline):
+// judged by a reload's, the backend's breaker counted a deadline that the
+// tenant's (judged by the request's own) did not, or the other way round.
+func withTimeouts(ctx context.Context, t *config.Timeouts) context.Context {
+	return context.WithValue(ctx, timeoutsKey{}, t)
+}
+
+// timeoutsOf returns the timeouts withTimeouts gave ctx, or def if none.
+func timeoutsOf(ctx context.Context, def *config.Timeouts) *config.Timeouts {
+	if t, ok := ctx.Value(timeoutsKey{}).(*config.Timeouts); ok {
+		return t
+	}
+	return def
 }

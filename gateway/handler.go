@@ -416,6 +416,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Upstream)
 	defer cancel()
+	ctx = withTimeouts(ctx, &cfg.Timeouts)
 	x.timeout = cfg.Timeouts.Upstream
 	x.resp.reset(w, cfg.Response.BufferBytes, cfg.Timeouts.Write)
 	err = g.admit(ctx, x, tenant)

@@ -80,8 +80,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		at = uint64(b) + 1
 		// Judged as this try starts: a try given less than half the
-		// request's timeout is not failed for missing its deadline.
-		held := st.breakers == nil || heldToDeadline(ctx, st.cfg.Timeouts.Upstream)
+		// request's timeout (the one its deadline was set from, whatever
+		// a reload has set since) is not failed for missing its deadline.
+		held := st.breakers == nil || heldToDeadline(ctx, timeoutsOf(ctx, &st.cfg.Timeouts).Upstream)
 		// The RoundTripper contract forbids changing req: each try gets a
 		// copy pointed at its backend. SetURL changes only the URL and Host,
 		// so a shallow copy with its own URL is enough; req.Clone would also
