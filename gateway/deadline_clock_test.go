@@ -204,3 +204,48 @@ func TestSlowReaderPastTheClocksDeadlineIsNoBackendFailure(t *testing.T) {
 		})
 	}
 }
+
+// A request whose deadline has passed by the clock as the transport would
+// send it, before the context's timer has fired (it waited in its
+// tenant's queue until then, on a loaded machine), is not sent: no try
+// starts past the deadline (docs/gateway.md, Timeouts and retries), and
+// the request is answered 504, an upstream timeout, counted against no
+// breaker. Sent, on a kept-alive connection (a dial given a deadline
+// already passed fails by itself), it reached the backend, which worked
+// on a request already given up.
+func TestRequestPastTheClocksDeadlineNotSent(t *testing.T) {
+	for _, br := range breakers {
+		t.Run(br.per, func(t *testing.T) {
+			var got atomic.Int32
+			be := backend(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/held" {
+					got.Add(1)
+				}
+				io.WriteString(w, "ok")
+			})
+			g := build(t, be.URL, minimal+br.config+"timeouts: {upstream: 1h}\n")
+			t.Cleanup(func() { g.Close() })
+			// A first request leaves the gateway a connection to the
+			// backend to reuse.
+			if code, body := next(g, "a"); code != http.StatusOK {
+				t.Fatalf("first: %d %q", code, body)
+			}
+			ctx := &lateContext{Context: context.Background()}
+			ctx.pass()
+			rec := httptest.NewRecorder()
+			serveHeld(t, g, ctx, rec)()
+			if n := got.Load(); n != 0 {
+				t.Errorf("the backend got the request past its deadline %d times, want 0", n)
+			}
+			if rec.Code != http.StatusGatewayTimeout {
+				t.Errorf("the request past its deadline was answered %d %q, want 504", rec.Code, rec.Body.String())
+			}
+			if got := metric(t, g.Metrics(), "io_timeouts_total", "op", "upstream"); got != 1 {
+				t.Errorf("io_timeouts_total{op=upstream} = %v, want 1", got)
+			}
+			if code, body := next(g, br.next); code != http.StatusOK {
+				t.Errorf("the next request: %d %q, want 200 (no breaker open)", code, body)
+			}
+		})
+	}
+}

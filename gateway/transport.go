@@ -61,6 +61,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// not sent again by net/http's transport either: the backend would
 	// run it twice when a kept-alive connection closed under it.
 	once := tries == 1 && replayedUnasked(req)
+	if pastDeadline(ctx) {
+		// Admitted as its deadline passed by the clock, the context's
+		// timer not fired yet (a loaded machine): no try starts past the
+		// deadline. Sent on a kept-alive connection (a dial given it
+		// fails by itself), the request reached the backend, which
+		// worked on a request given up already.
+		return nil, context.DeadlineExceeded
+	}
 	wait := backoffMin + rand.N(backoffMax-backoffMin)
 	var err error
 	for i := range tries {
@@ -303,7 +311,8 @@ func idempotent(method string) bool {
 }
 
 // sleep waits d unless ctx ends first or its deadline is less than d away;
-// it reports whether it waited.
+// it reports whether it waited, with the deadline still ahead by the clock
+// (a timer fires late on a loaded machine, and no try starts past it).
 func sleep(ctx context.Context, d time.Duration) bool {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return false
@@ -312,7 +321,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return !pastDeadline(ctx)
 	case <-ctx.Done():
 		return false
 	}
