@@ -32,3 +32,19 @@ func TestTenantBreakerRetryAfterIsTimeLeft(t *testing.T) {
 		t.Errorf("Retry-After %q with 1m of the breaker's 1h left", resp.Header.Get("Retry-After"))
 	}
 }
+
+// A retry the backends' breakers keep from being sent (the one backend's
+// opened on the first try's failure) is no retry: the request is answered
+// with the first try's failure (502), and backoff_retries_total, the
+// retries after transport errors, does not count it.
+func TestRetryRefusedByTheBreakersIsNotCounted(t *testing.T) {
+	url, hits := flaky(t, 1)
+	gw := start(t, url, minimal+"breaker: {consecutive_failures: 1, timeout: 1h}\n")
+	resp, body := do(t, client(t), http.MethodGet, gw.url, "a", nil)
+	if resp.StatusCode != http.StatusBadGateway || hits.Load() != 1 {
+		t.Fatalf("%d %q after %d backend requests, want 502 after 1", resp.StatusCode, body, hits.Load())
+	}
+	if got := metric(t, gw.gw.Metrics(), "backoff_retries_total", "op", "upstream"); got != 0 {
+		t.Errorf("backoff_retries_total = %v, want 0 (no retry sent)", got)
+	}
+}

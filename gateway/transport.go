@@ -76,7 +76,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if !sleep(ctx, wait) {
 				return nil, err
 			}
-			t.retried()
 			wait = min(2*wait, backoffCap)
 		}
 		b, ticket, open := pick(st, at)
@@ -85,6 +84,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				err = open
 			}
 			return nil, err
+		}
+		if i > 0 {
+			// Counted once a backend takes it: a retry every breaker
+			// refuses is not sent.
+			t.retried()
 		}
 		at = uint64(b) + 1
 		// Judged as this try starts: a try given less than half the
