@@ -343,3 +343,32 @@ func statusOf(c *http.Client, url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// A request whose body is still coming at the drain deadline is in flight
+// as one at its backend is: aborted, counted in
+// tasks_aborted_total{kind=request} (and requests_total as the 503 a
+// drained request is answered), never as a body its client got wrong
+// (400 bad_body, rejected_total{reason=bad-body}) because the drain closed
+// its connection under it.
+func TestDrainAbortsARequestReceivingItsBody(t *testing.T) {
+	be := backend(t, func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
+	gw := start(t, be.URL, minimal+"drain_timeout: 50ms\ntimeouts: {read: 1h}\n")
+	m := gw.gw.Metrics()
+	c := dialRaw(t, gw.url)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nX-Tenant: a\r\nContent-Length: 10\r\n\r\nhalf")
+	eventually(t, "the request in the gateway", func() bool { return metric(t, m, inGatewayGauge) == 1 })
+	if err := gw.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, m, "rejected_total", "reason", "bad-body"); got != 0 {
+		t.Errorf("rejected_total{reason=bad-body} = %v, want 0", got)
+	}
+	if got := metric(t, m, "tasks_aborted_total", "kind", "request"); got != 1 {
+		t.Errorf("tasks_aborted_total{kind=request} = %v, want 1", got)
+	}
+	for code, want := range map[string]float64{"400": 0, "503": 1} {
+		if got := metric(t, m, requestsTotal, "code", code); got != want {
+			t.Errorf("requests_total{code=%s} = %v, want %v", code, got, want)
+		}
+	}
+}

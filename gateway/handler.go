@@ -367,7 +367,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := receive(w, r, &cfg.Body, &x.spool); err != nil {
 		be := err.(*bodyError)
-		if be == errBadBody && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), ErrAborted) {
+		if be == errBadBody && errors.Is(context.Cause(r.Context()), ErrAborted) {
+			// The drain's deadline passed as the body came, and its
+			// connection was closed under it: a request in flight,
+			// aborted as one at its backend is (answered 503 draining
+			// and counted aborted), not a body the client got wrong.
+			g.m.aborted.WithLabelValues("request").Inc()
+			g.refuseDraining(w, x)
+			return
+		}
+		if be == errBadBody && r.Context().Err() != nil {
 			// The body broke off because the client's side ended: its
 			// HTTP/2 stream reset, or its HTTP/1 connection closed. No
 			// one to answer, and nothing the client got wrong: counted
