@@ -206,12 +206,13 @@ func (c *Collector) OnStarted(e executor.Event) {
 	c.queued.Record(context.Background(), metricnames.Seconds(e.Queued), c.groups.of(e.Group).group)
 }
 
-// OnCompleted counts the outcome and records how long the task ran.
+// OnCompleted counts the outcome and records how long the task ran. A
+// completion of another Status than Success, Failed or Cancelled, which an
+// executor never reports, is not counted, nor its group seen.
 func (c *Collector) OnCompleted(e executor.Event) {
 	if c.stopped.Load() {
 		return
 	}
-	s := c.groups.of(e.Group)
 	var i int
 	switch e.Status {
 	case executor.Success:
@@ -221,8 +222,13 @@ func (c *Collector) OnCompleted(e executor.Event) {
 	case executor.Cancelled:
 		i = 2
 	default:
+		// Not counted, as metrics/prom counts none; checked before the
+		// group is looked up, as there, so that it takes no place of
+		// MaxGroups, which would send a later group to OtherGroup here
+		// alone.
 		return
 	}
+	s := c.groups.of(e.Group)
 	c.completed.Add(context.Background(), 1, s.completed[i])
 	if e.Started { // a task cancelled while it waited never ran; one that ran may have for a measured 0
 		c.run.Record(context.Background(), metricnames.Seconds(e.Duration), s.group)
