@@ -30,13 +30,13 @@ func Quote(s string) string {
 // Prefix returns s if it has at most n bytes, else its first n bytes at
 // most, cut where a UTF-8 character starts: a character cut in two would
 // show as bytes the text does not have. Invalid UTF-8 is cut at most
-// utf8.UTFMax-1 bytes back from n.
+// utf8.UTFMax-1 bytes back from n, and never back past its first byte.
 func Prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	cut := n
-	for i := 1; i < utf8.UTFMax && !utf8.RuneStart(s[cut]); i++ {
+	for i := 1; i < utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
 		cut--
 	}
 	return s[:cut]
