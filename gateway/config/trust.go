@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"net/netip"
 )
 
@@ -34,6 +35,11 @@ func parsePrefix(s string) (prefix, error) {
 	if err != nil {
 		return prefix{}, err
 	}
+	if a.Zone() != "" {
+		// A prefix has no zone: taken, the entry would trust the
+		// address on every interface, not the one it names.
+		return prefix{}, errZone
+	}
 	a = a.Unmap() // as Trusts unmaps the peer's
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
@@ -46,13 +52,20 @@ func (e *hostBitsError) Error() string {
 	return "address bits set past the length of " + e.masked.String()
 }
 
+// errZone is parsePrefix's refusal of an address with a zone
+// ("fe80::1%eth0").
+var errZone = errors.New("an address with a zone")
+
 // Trusts reports whether a connection from addr may name its tenant itself
 // (tenant.trusted_proxies; every address when the list is empty).
 func (t *Tenant) Trusts(addr netip.Addr) bool {
 	if len(t.TrustedProxies) == 0 {
 		return true
 	}
-	addr = addr.Unmap()
+	// Without its zone: a link-local peer's address carries its
+	// interface's ("fe80::7%eth0"), and a prefix never contains a zoned
+	// address.
+	addr = addr.Unmap().WithZone("")
 	for _, p := range t.trusted {
 		if p.Contains(addr) {
 			return true

@@ -314,6 +314,10 @@ func (c *Config) checkTenant(ck *checker) {
 			ck.bad("tenant.trusted_proxies", "%q has address bits set past its length: it would trust all of %s; write that, or the address alone for one proxy", s, hb.masked)
 			continue
 		}
+		if errors.Is(err, errZone) {
+			ck.bad("tenant.trusted_proxies", "%q has a zone: entries are matched without one; write the address alone (trusted on every interface)", s)
+			continue
+		}
 		if err != nil {
 			ck.bad("tenant.trusted_proxies", "%q is not a CIDR or an address", s)
 			continue
