@@ -855,7 +855,9 @@ func yamlKind(tag string) string {
 // fractions walks the node n, decoded into a value of type t at the dotted
 // path (its key on line), and reports every number with a fraction given
 // where t takes an integer: the decoder would cut it to the integer below.
-// Floats with an integral value (2.0, 1e3) are the integers they are.
+// Floats with an integral value (2.0, 1e3) are the integers they are. It
+// reports too every number with a leading 0 the decoder reads as octal
+// (octalLooking).
 // hidden is keysInForce's, for a mapping merged into another.
 func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[string]bool, errs *[]*Error) {
 	for t.Kind() == reflect.Pointer {
@@ -905,6 +907,16 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 			}
 		}
 	case yaml.ScalarNode:
+		if (isInteger(t) || isFloat(t)) && n.ShortTag() == "!!int" && octalLooking(n.Value) {
+			var v int64
+			read := ""
+			if n.Decode(&v) == nil {
+				read = fmt.Sprintf(" (%d)", v)
+			}
+			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf(
+				"%q has a leading 0, which YAML reads as octal%s: write the number without it, or with 0o for octal", shown(n.Value), read)})
+			return
+		}
 		if !isInteger(t) || n.ShortTag() != "!!float" {
 			return
 		}
@@ -918,6 +930,20 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", shown(n.Value))})
 		}
 	}
+}
+
+// octalLooking reports whether the integer s is written with a leading 0
+// and more digits that the decoder reads as octal, as YAML 1.1 did (YAML
+// 1.2 writes octal 0o10), for another value than the decimal one the
+// file's reader sees ("010", "-0_10"), and the decoder takes for digits
+// that are no octal ones ("0800"). One digit after the zeros ("007") is
+// the same number either way.
+func octalLooking(s string) bool {
+	s = strings.ReplaceAll(strings.TrimLeft(s, "+-"), "_", "")
+	if len(s) < 2 || s[0] != '0' || s[1] < '0' || s[1] > '9' {
+		return false // "0", "0x1c0", "0o700", "0.5"
+	}
+	return len(strings.TrimLeft(s, "0")) > 1
 }
 
 // yamlField returns the field of struct type t that the YAML key name sets.
@@ -938,6 +964,11 @@ func yamlKey(f reflect.StructField) string {
 		return ""
 	}
 	return name
+}
+
+// isFloat reports whether t holds a number that may have a fraction.
+func isFloat(t reflect.Type) bool {
+	return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64
 }
 
 // isInteger reports whether t holds an integer given as a number (a
