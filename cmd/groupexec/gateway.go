@@ -131,8 +131,8 @@ func serveFile(ctx context.Context, path string, log *slog.Logger) error {
 	if !hupCaughtToExit {
 		defer signal.Stop(hup)
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
+	cfg, err := loadUnlessStopped(ctx, path, log)
+	if err != nil || cfg == nil {
 		return err
 	}
 	pl, al, err := gateway.Listen(cfg)
@@ -167,6 +167,39 @@ func serveFile(ctx context.Context, path string, log *slog.Logger) error {
 	close(served)
 	<-reloaded
 	return err
+}
+
+// loadUnlessStopped loads the config file at path, or returns nil, nil
+// once ctx ends first: a file read from a pipe (--config /dev/stdin) may
+// keep the load waiting for its writer, and SIGINT and SIGTERM, caught
+// from the start for the drain, would otherwise stop nothing until it
+// came. There is no gateway yet to drain: the command exits 0, as it does
+// for a signal just after the load, and the load left waiting ends with
+// the process.
+func loadUnlessStopped(ctx context.Context, path string, log *slog.Logger) (*config.Config, error) {
+	type loaded struct {
+		cfg *config.Config
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		cfg, err := config.Load(path)
+		done <- loaded{cfg, err}
+	}()
+	select {
+	case l := <-done:
+		return l.cfg, l.err
+	case <-ctx.Done():
+	}
+	select {
+	case l := <-done:
+		// Loaded as the signal came: served and drained at once, as it
+		// always was, or refused.
+		return l.cfg, l.err
+	default:
+		log.Info("stopped before the config file was read: nothing to drain", "config", path)
+		return nil, nil
+	}
 }
 
 // newLogger returns the gateway's logger, writing to w from level on in
