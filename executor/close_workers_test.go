@@ -137,14 +137,7 @@ func closeRaceRound(t *testing.T, seed uint64) {
 // one; Close lets the parked workers go before it waits for the tasks, so
 // the task gets its slot, runs and Close returns.
 func TestCloseReleasesParkedWorkersBeforeWaitingForTasks(t *testing.T) {
-	slots := make(chan struct{}, 2)
-	spawn := func(f func()) {
-		slots <- struct{}{} // blocks while the pool is full
-		go func() {
-			defer func() { <-slots }()
-			f()
-		}()
-	}
+	spawn, slots := boundedSpawn(2)
 	p, err := policy.New(policy.WithGlobalMaxInFlight(3), policy.WithDefaultMaxConcurrency(2))
 	if err != nil {
 		t.Fatal(err)
@@ -153,21 +146,7 @@ func TestCloseReleasesParkedWorkersBeforeWaitingForTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	for range 2 { // two workers: the pool is full
-		if err := ex.Go(bg, "a", func(context.Context) error { <-release; return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ran := make(chan struct{})
-	submitted := make(chan struct{})
-	go func() { // its worker waits in spawn for a slot
-		defer close(submitted)
-		_ = ex.Go(bg, "c", func(context.Context) error { close(ran); return nil })
-	}()
-	await(t, "the third task started, its worker waiting for a slot", func() bool { return len(slots) >= 2 && ex.Stats().Running >= 3 })
-	close(release) // the two workers park, holding their slots
-	await(t, "the two workers parked", func() bool { return ex.Parked() >= 2 })
+	ran, submitted := parkHoldingEverySlot(t, ex, slots)
 	closed := make(chan struct{})
 	go func() { ex.Close(); close(closed) }()
 	select {
@@ -177,4 +156,43 @@ func TestCloseReleasesParkedWorkersBeforeWaitingForTasks(t *testing.T) {
 	}
 	recv(t, submitted, "Go returned")
 	recv(t, ran, "the third task ran")
+}
+
+// boundedSpawn returns a spawn function (WithSpawn) backed by a pool of n
+// slots that blocks while every slot is taken, and its slots.
+func boundedSpawn(n int) (spawn func(func()), slots chan struct{}) {
+	slots = make(chan struct{}, n)
+	return func(f func()) {
+		slots <- struct{}{} // blocks while the pool is full
+		go func() {
+			defer func() { <-slots }()
+			f()
+		}()
+	}, slots
+}
+
+// parkHoldingEverySlot fills ex's spawn pool of 2 slots (boundedSpawn) with
+// two workers of group a, starts a third task, of group c, whose worker
+// waits in spawn for a slot, then lets the two finish and park, holding
+// their slots. ex's global limit is 3, its groups' concurrency 2. It
+// returns channels closed once the third task has run and once its Go
+// call has returned.
+func parkHoldingEverySlot(t *testing.T, ex *executor.Executor, slots chan struct{}) (ran, submitted chan struct{}) {
+	t.Helper()
+	release := make(chan struct{})
+	closeAtEnd(t, release)
+	for range 2 { // two workers: the pool is full
+		if err := ex.Go(bg, "a", func(context.Context) error { <-release; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran, submitted = make(chan struct{}), make(chan struct{})
+	go func() { // its worker waits in spawn for a slot
+		defer close(submitted)
+		_ = ex.Go(bg, "c", func(context.Context) error { close(ran); return nil })
+	}()
+	await(t, "the third task started, its worker waiting for a slot", func() bool { return len(slots) >= 2 && ex.Stats().Running >= 3 })
+	close(release) // the two workers park, holding their slots
+	await(t, "the two workers parked", func() bool { return ex.Parked() >= 2 })
+	return ran, submitted
 }

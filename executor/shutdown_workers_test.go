@@ -77,31 +77,10 @@ func TestShutdownLetsParkedWorkersGo(t *testing.T) {
 // parked worker waits in spawn for one, and Shutdown, which waits for the
 // task, must let the parked workers go first, or wait for ever.
 func TestShutdownReleasesParkedWorkersBeforeWaitingForTasks(t *testing.T) {
-	slots := make(chan struct{}, 2)
-	spawn := func(f func()) {
-		slots <- struct{}{} // blocks while the pool is full
-		go func() {
-			defer func() { <-slots }()
-			f()
-		}()
-	}
+	spawn, slots := boundedSpawn(2)
 	ex := newExec(t, []policy.Option{policy.WithGlobalMaxInFlight(3), policy.WithDefaultMaxConcurrency(2)},
 		executor.WithSpawn(spawn))
-	release := make(chan struct{})
-	closeAtEnd(t, release)
-	for range 2 { // two workers: the pool is full
-		if err := ex.Go(bg, "a", func(context.Context) error { <-release; return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ran, submitted := make(chan struct{}), make(chan struct{})
-	go func() { // its worker waits in spawn for a slot
-		defer close(submitted)
-		_ = ex.Go(bg, "c", func(context.Context) error { close(ran); return nil })
-	}()
-	await(t, "the third task started, its worker waiting for a slot", func() bool { return len(slots) >= 2 && ex.Stats().Running >= 3 })
-	close(release) // the two workers park, holding their slots
-	await(t, "the two workers parked", func() bool { return ex.Parked() >= 2 })
+	ran, submitted := parkHoldingEverySlot(t, ex, slots)
 	if err := ex.Shutdown(guardCtx(t)); err != nil {
 		t.Fatalf("Shutdown: %v: the parked workers kept the pool's slots", err)
 	}

@@ -323,14 +323,7 @@ func TestListenerPerClientCap(t *testing.T) {
 	inner := &addrListener{addrs: []string{"192.0.2.1", "192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.1", "192.0.2.1"}}
 	var reclaimed, refused int
 	l := newListener(inner, 10, 1, noneExempt, func() { reclaimed++ }, func() { refused++ })
-	accept := func() *conn {
-		t.Helper()
-		nc, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return nc.(*conn)
-	}
+	accept := func() *conn { t.Helper(); return acceptConn(t, l) }
 	first := accept()
 	l.connState(first, http.StateIdle)
 	second := accept() // closes first, its client's idle one
@@ -446,14 +439,7 @@ func TestListenerRejudgesOpenConnections(t *testing.T) {
 	inner := &addrListener{addrs: []string{proxy, proxy, proxy, proxy, other, proxy}}
 	var reclaimed, refused int
 	l := newListener(inner, 10, 2, exempt, func() { reclaimed++ }, func() { refused++ })
-	accept := func() *conn {
-		t.Helper()
-		nc, err := l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return nc.(*conn)
-	}
+	accept := func() *conn { t.Helper(); return acceptConn(t, l) }
 	counted := func() int {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -504,4 +490,15 @@ func TestListenerRejudgesOpenConnections(t *testing.T) {
 	}
 	l.mu.Unlock()
 	l.Close()
+}
+
+// acceptConn returns l's next connection, failing the test if Accept
+// fails.
+func acceptConn(t *testing.T, l *listener) *conn {
+	t.Helper()
+	nc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc.(*conn)
 }
