@@ -317,9 +317,13 @@ func (ex *Executor) park(inbox worker) *job {
 	}
 	if ex.stateNow() != open {
 		// Shutdown began as this worker parked: its release of the
-		// parked workers may have come first. Either that release finds
-		// this worker parked, or this reading finds the executor shut
-		// down (the state is written before the release).
+		// parked workers may have come before the send above. Shutdown
+		// writes the state, then looks at the parked workers; this worker
+		// sends, then reads the state: one of the two sees what the other
+		// did. That holds as the runtime orders a channel send before a
+		// later atomic read; the memory model does not promise it of a
+		// receive that finds the channel empty. Close does not depend on
+		// it: it releases workers until every one has exited.
 		ex.releaseParkedNow()
 	}
 	return <-inbox

@@ -396,6 +396,7 @@ func (l *listener) setPerClient(n int) {
 func (l *listener) rejudge() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var moved bool
 	for c := range l.conns {
 		client, counted := l.clientOf(c.Conn)
 		if counted == c.counted && client == c.client {
@@ -411,9 +412,18 @@ func (l *listener) rejudge() {
 		c.client, c.counted = client, counted
 		if counted {
 			l.add(client)
-			if c.elem != nil { // idle: its client's own newcomer may close it
-				c.celem = l.clients[client].idle.PushBack(c)
-			}
+			moved = moved || c.elem != nil
+		}
+	}
+	if !moved {
+		return
+	}
+	// The idle ones now counted join their clients' idle lists in the
+	// order they went idle (l.idle's), so that a client's newcomer closes
+	// its connection idle the longest, as ownIdle says.
+	for e := l.idle.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*conn); c.counted && c.celem == nil {
+			c.celem = l.clients[c.client].idle.PushBack(c)
 		}
 	}
 }

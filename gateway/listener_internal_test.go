@@ -502,3 +502,31 @@ func acceptConn(t *testing.T, l *listener) *conn {
 	}
 	return nc.(*conn)
 }
+
+// The idle connections a reload makes counted join their client's idle
+// list in the order they went idle: the client's newcomer over its cap
+// closes its connections idle the longest first, as at any other time.
+// (The listener visits its connections in no set order: each round of
+// three has a chance of one in three to pass by luck alone.)
+func TestListenerRejudgeKeepsIdleOrder(t *testing.T) {
+	const proxy = "192.0.2.9"
+	for round := range 10 {
+		var trusted atomic.Bool
+		trusted.Store(true)
+		exempt := func(a netip.Addr) bool { return trusted.Load() && a == netip.MustParseAddr(proxy) }
+		l := newListener(&addrListener{addrs: []string{proxy, proxy, proxy, proxy}}, 10, 2, exempt, func() {}, func() {})
+		idle := []*conn{acceptConn(t, l), acceptConn(t, l), acceptConn(t, l)}
+		for _, c := range idle {
+			l.connState(c, http.StateIdle)
+		}
+		trusted.Store(false)
+		l.rejudge()
+		next := acceptConn(t, l) // the proxy's fourth closes two of its own, to come under its cap of 2
+		if !idle[0].gone || !idle[1].gone || idle[2].gone {
+			t.Fatalf("round %d: closed %v %v %v; want the two idle the longest closed, the last one open", round, idle[0].gone, idle[1].gone, idle[2].gone)
+		}
+		next.Close()
+		idle[2].Close()
+		l.Close()
+	}
+}

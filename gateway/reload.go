@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,7 +149,9 @@ func (g *Gateway) reloadLocked(cfg *config.Config) (err error) {
 	if l := g.clients.Load(); l != nil {
 		l.setMax(cfg.MaxConns)
 		l.setPerClient(cfg.MaxConnsPerClient)
-		l.rejudge() // tenant.trusted_proxies may have changed
+		if !slices.Equal(prev.cfg.Tenant.TrustedProxies, cfg.Tenant.TrustedProxies) {
+			l.rejudge()
+		}
 	}
 	if l := g.admins.Load(); l != nil {
 		l.setMax(cfg.AdminMaxConns)

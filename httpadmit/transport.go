@@ -521,6 +521,10 @@ var errNotSent = fmt.Errorf("httpadmit: the request was refused in this process,
 // while the panic itself goes to RoundTrip's caller.
 var errPanicked = errors.New("httpadmit: the base RoundTripper panicked")
 
+// errJudgePanicked is fn's outcome, counted as errPanicked is, when
+// WithFailureStatus's function panicked as it judged base's response.
+var errJudgePanicked = errors.New("httpadmit: the WithFailureStatus function panicked")
+
 // errNilResponse is RoundTrip's error when base returned neither a
 // response nor an error.
 var errNilResponse = errors.New("httpadmit: the base RoundTripper returned a nil *Response with a nil error")
@@ -548,6 +552,9 @@ func (x *exchange) send(ctx context.Context) (err error) {
 			x.closeUnreturned()
 			x.panicked, x.panicValue = true, v
 			err = errPanicked
+			if x.returned {
+				err = errJudgePanicked
+			}
 			if v == http.ErrAbortHandler {
 				err = errAborted // a deliberate abort, as in Handler: Cancelled
 			}

@@ -32,8 +32,8 @@ func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
 		v, err := f(ctx)
 		done <- result{v, err}
 	}()
-	if testHookCallWait != nil {
-		testHookCallWait(ctx, func() bool { return len(done) > 0 })
+	if h.callWaitHook != nil {
+		h.callWaitHook(ctx, func() bool { return len(done) > 0 })
 	}
 	select {
 	case r := <-done:
@@ -50,10 +50,6 @@ func call[T any](h *Holder, f func(ctx context.Context) (T, error)) (T, error) {
 		return zero, &opTimeoutError{h.cfg.opTimeout}
 	}
 }
-
-// testHookCallWait, when set, is called by call before it waits, with the
-// call's context and a function that reports whether the reply is there.
-var testHookCallWait func(ctx context.Context, replied func() bool)
 
 // inflight counts the goroutines running calls to Redis (call), those
 // abandoned at the op timeout included, so that Close can wait for them.

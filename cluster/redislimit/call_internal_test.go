@@ -14,15 +14,14 @@ import (
 // makes both ready before call waits; select alone takes the timeout in
 // about half of them.
 func TestCallTakesAReplyReadyAtTheTimeout(t *testing.T) {
-	testHookCallWait = func(ctx context.Context, replied func() bool) {
+	h := &Holder{}
+	h.cfg.opTimeout = time.Millisecond
+	h.callWaitHook = func(ctx context.Context, replied func() bool) {
 		<-ctx.Done()
 		for !replied() {
 			runtime.Gosched()
 		}
 	}
-	t.Cleanup(func() { testHookCallWait = nil })
-	h := &Holder{}
-	h.cfg.opTimeout = time.Millisecond
 	for i := range 64 {
 		v, err := call(h, func(context.Context) (int, error) { return i, nil })
 		if err != nil || v != i {
@@ -30,7 +29,7 @@ func TestCallTakesAReplyReadyAtTheTimeout(t *testing.T) {
 		}
 	}
 	// The timeout still ends a call with no reply.
-	testHookCallWait = nil
+	h.callWaitHook = nil
 	release := make(chan struct{})
 	_, err := call(h, func(context.Context) (int, error) { <-release; return 0, nil })
 	close(release)

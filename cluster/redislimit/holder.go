@@ -71,6 +71,10 @@ type Holder struct {
 	// holds the pass up on its way to Redis: past the op timeout, the
 	// holder stops waiting for it, and it reaches Redis late.
 	unwaitHook, refillHook func() error
+	// callWaitHook, when set (tests, before the holder makes any call), is
+	// called by call before it waits, with the call's context and a
+	// function that reports whether the reply is there.
+	callWaitHook func(ctx context.Context, replied func() bool)
 	// nameHook, when set (tests), is called as a key over maxKeyName
 	// bytes is named (Limiter.nameOf).
 	nameHook func()

@@ -932,12 +932,13 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 	}
 }
 
-// octalLooking reports whether the integer s is written with a leading 0
-// and more digits that the decoder reads as octal, as YAML 1.1 did (YAML
-// 1.2 writes octal 0o10), for another value than the decimal one the
-// file's reader sees ("010", "-0_10"), and the decoder takes for digits
-// that are no octal ones ("0800"). One digit after the zeros ("007") is
-// the same number either way.
+// octalLooking reports whether s is written with a leading 0 and more
+// than one digit after the zeros ("010", "-0_10", "0800"), where a leading
+// 0 may change the number: the decoder reads such an integer as octal, as
+// YAML 1.1 did (YAML 1.2 writes octal 0o10). Its caller asks only of what
+// the decoder tagged !!int, which "0800", with digits that are no octal
+// ones, is not (the decoder reads it as 800, a float). One digit after the
+// zeros ("007") is the same number either way.
 func octalLooking(s string) bool {
 	s = strings.ReplaceAll(strings.TrimLeft(s, "+-"), "_", "")
 	if len(s) < 2 || s[0] != '0' || s[1] < '0' || s[1] > '9' {

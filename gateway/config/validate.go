@@ -315,7 +315,7 @@ func (c *Config) checkTenant(ck *checker) {
 			continue
 		}
 		if errors.Is(err, errZone) {
-			ck.bad("tenant.trusted_proxies", "%q has a zone: entries are matched without one; write the address alone (trusted on every interface)", s)
+			ck.bad("tenant.trusted_proxies", "%q has a zone: entries are matched without one; write it without its %%zone (trusted on every interface)", s)
 			continue
 		}
 		if err != nil {
