@@ -292,8 +292,17 @@ func (c *runCtx) Value(key any) any {
 // through the handle before the stop keeps its own cause; a channel the
 // stop has not closed yet is not cancelled.
 func (j *job) stopOf() *stopCause {
+	if j.g.stop.Load() == nil || j.detached() || j.parent.Err() != nil {
+		return nil
+	}
+	return j.stoppedBy()
+}
+
+// stoppedBy is stopOf without the parent: the stop of j's group if the run
+// context's own cancel (not its parent's end) was the stop's, or nil.
+func (j *job) stoppedBy() *stopCause {
 	s := j.g.stop.Load()
-	if s == nil || j.detached() || j.parent.Err() != nil {
+	if s == nil || j.detached() {
 		return nil
 	}
 	if x := j.x.Load(); x != nil {

@@ -83,10 +83,17 @@ func (c *doCtx) end() bool {
 func (c *doCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Value is the task's (runCtx.Value) while the call runs. Once it has
-// ended, GroupFromContext's key finds nothing, and context.Cause's lookup
-// finds the end's cancelled context, as for a context derived with a
-// cancel deferred by the call, unless the parent had ended first.
+// ended, GroupFromContext's key finds nothing. context.Cause's lookup
+// (causeKey) follows Err's answer, which it settles if Err has not: the
+// parent's cause if that answer is the parent's error, else the stop's
+// cause if the group's stop cancelled the context, else the end's
+// cancelled context, as for a context derived with a cancel deferred by
+// the call. A cause the parent gets after the context was done is not its
+// cause, as it is not a derived context's.
 func (c *doCtx) Value(key any) any {
+	if key == causeKey {
+		return c.causeValue()
+	}
 	if c.enter(false) {
 		v := (*runCtx)(c.j).Value(key)
 		c.exit()
@@ -98,12 +105,44 @@ func (c *doCtx) Value(key any) any {
 		// its cluster permits: parentCtx.Value).
 		return nil
 	}
-	if c.parent.Err() == nil {
-		if v := endedCtx.Value(key); v != nil {
-			return v
+	return c.parent.Value(key)
+}
+
+// causeValue is Value for context.Cause's key.
+func (c *doCtx) causeValue() any {
+	if c.Err() == nil || c.state.Load()&ctxErrParent != 0 {
+		return c.parent.Value(causeKey)
+	}
+	// Cancelled on its own: by the group's stop (always, while the call
+	// runs), or by the end.
+	if c.enter(false) {
+		s := c.j.stoppedBy()
+		c.exit()
+		if s != nil {
+			return s.ctx.Value(causeKey)
 		}
 	}
-	return c.parent.Value(key)
+	return endedCtx.Value(causeKey)
+}
+
+// causeKey is the key that context.Cause asks a done context's Value for,
+// to find the standard context that holds its cause: the one lookup it
+// makes, once Err has answered an error.
+var causeKey = func() any {
+	var p keyProbe
+	_ = context.Cause(&p)
+	return p.key
+}()
+
+// keyProbe is a context that records the key its Value was asked for.
+type keyProbe struct{ key any }
+
+func (*keyProbe) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*keyProbe) Done() <-chan struct{}       { return nil }
+func (*keyProbe) Err() error                  { return context.Canceled }
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
 }
 
 // endedCtx is a context cancelled at once: it answers context.Cause's
@@ -122,17 +161,24 @@ func (c *doCtx) Done() <-chan struct{} {
 	return (*runCtx)(c.j).Done()
 }
 
-// Err is the parent's error first, as for a derived context. If Done has
-// handed out a channel, the parent's end closes it only through a function
-// run once the parent has ended (context.AfterFunc), a moment later: Err
-// cancels it itself first, so that Err and Done agree, as a context derived
-// from the parent is cancelled with it.
+// Err is the parent's error first, as for a derived context, until it has
+// answered an error: that answer stays (settle), so a stop of the group
+// that cancelled the context before its parent ended keeps its answer, as
+// a derived context keeps its first cancel's. If Done has handed out a
+// channel, the parent's end closes it only through a function run once the
+// parent has ended (context.AfterFunc), a moment later: Err cancels it
+// itself first, so that Err and Done agree, as a context derived from the
+// parent is cancelled with it.
 func (c *doCtx) Err() error {
+	if c.state.Load()&(ctxErrCanceled|ctxErrParent) != 0 {
+		return c.errEnded() // settled
+	}
 	perr := c.parent.Err()
 	var cause error
 	if perr != nil {
 		if c.state.Load()&(ctxEnded|ctxKept) == 0 {
-			return perr // no channel: Done, if asked now, reads the parent first too
+			// No channel: Done, if asked now, reads the parent first too.
+			return c.settle(ctxErrParent)
 		}
 		cause = context.Cause(c.parent) // user code (Value): before enter
 	}
@@ -149,16 +195,32 @@ func (c *doCtx) Err() error {
 		return c.errEnded()
 	}
 	if perr != nil {
-		return perr // and Done is closed
+		return c.settle(ctxErrParent) // and Done is closed
 	}
-	return err
+	if err != nil {
+		return c.settle(ctxErrCanceled) // the group's stop
+	}
+	return nil
+}
+
+// settle makes Err answer as answer says (ctxErrCanceled or ctxErrParent)
+// from now on, unless an answer was settled before, and returns the
+// settled answer.
+func (c *doCtx) settle(answer int32) error {
+	for {
+		s := c.state.Load()
+		if s&(ctxErrCanceled|ctxErrParent) != 0 || c.state.CompareAndSwap(s, s|answer) {
+			return c.errEnded()
+		}
+	}
 }
 
 // errEnded is Err once the call has ended and fn's context is done: the
 // parent's error if it has one by the first time Err is asked, else
 // context.Canceled, as for a context that fn derived and cancelled on
 // return. The first answer stays, even if the parent ends later: after
-// Err returns an error, successive calls return the same one.
+// Err returns an error, successive calls return the same one. It is also
+// the answer Err settled on while the call ran (settle).
 func (c *doCtx) errEnded() error {
 	for {
 		s := c.state.Load()
