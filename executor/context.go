@@ -178,6 +178,18 @@ func (j *job) watchGroupLocked(x *jobExtra) error {
 	return nil
 }
 
+// closeStopChLocked closes the Done channel of g's context (groupCtx), if
+// one was made and is still open, g being stopped. g.runMu is held. The
+// stop is set before the channel closes: groupCtx.Err, which may see the
+// stop in between, closes it itself, so that it answers an error only once
+// Done is closed.
+func (g *group) closeStopChLocked() {
+	if g.stopCh != nil {
+		close(g.stopCh)
+		g.stopCh = nil // groupCtx.Done answers closedChan once stopped
+	}
+}
+
 func (g *group) unwatch(j *job) {
 	g.runMu.Lock()
 	delete(g.watched, j)
@@ -189,8 +201,8 @@ func (g *group) unwatch(j *job) {
 func (g *group) stopRuns(cause error) []*job {
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
-	if g.stop.CompareAndSwap(nil, newStopCause(cause)) && g.stopCh != nil {
-		close(g.stopCh)
+	if g.stop.CompareAndSwap(nil, newStopCause(cause)) {
+		g.closeStopChLocked()
 	}
 	var js []*job
 	for j := range g.watched {

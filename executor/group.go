@@ -291,8 +291,6 @@ func (g *group) endKeptContexts() {
 	// A Done that read no stop made its channel before this lock, or
 	// makes it before it is released.
 	g.runMu.Lock()
-	if g.stopCh != nil {
-		close(g.stopCh)
-	}
+	g.closeStopChLocked()
 	g.runMu.Unlock()
 }

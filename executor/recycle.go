@@ -167,11 +167,19 @@ func (c *groupCtx) Done() <-chan struct{} {
 	return g.stopCh
 }
 
+// Err is nil until g's stop. The stop is set a moment before the Done
+// channel handed out closes (stopRuns, endKeptContexts): Err closes it
+// first if it is still open, so that Done is closed once Err answers an
+// error, as the context contract wants.
 func (c *groupCtx) Err() error {
-	if (*group)(c).stop.Load() != nil {
-		return context.Canceled
+	g := (*group)(c)
+	if g.stop.Load() == nil {
+		return nil
 	}
-	return nil
+	g.runMu.Lock()
+	g.closeStopChLocked()
+	g.runMu.Unlock()
+	return context.Canceled
 }
 
 func (c *groupCtx) String() string { return "executor.groupContext(" + (*group)(c).key + ")" }
