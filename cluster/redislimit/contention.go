@@ -137,8 +137,15 @@ func (h *Holder) hear(payload string) {
 			h.askAgainLocked(ks)
 			continue
 		}
-		if who == l.id || ver <= ks.ver {
-			continue // its own refusal, or older news
+		if ver <= ks.ver || who == l.id && caps != "" {
+			// Older news, or its own refusal or grant: the reply to its
+			// call told it the same, as of the same version. Not its own
+			// end of the last wait (unwaitScript), whose reply tells no
+			// share: without it, the holder would keep the caps of a
+			// contention that is over, and count others as waiting
+			// (heard from a grant while it waited), until its next
+			// renewal round.
+			continue
 		}
 		held, _ := ks.held()
 		fitted := capFits(held, ks.demand, ks.cap)
