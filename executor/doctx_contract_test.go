@@ -45,16 +45,7 @@ func TestDoContextKeptErrStaysWhenTheParentEndsLater(t *testing.T) {
 		ex := newExec(t, nil)
 		parent := newExpiringCtx()
 		defer parent.expire()
-		var kept context.Context
-		if err := ex.Do(parent, "g", func(ctx context.Context) error {
-			if askDone {
-				ctx.Done()
-			}
-			kept = ctx
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		kept := keptDoContext(t, ex, parent, "g", askDone)
 		derived, cancel := context.WithCancel(kept)
 		defer cancel()
 		first := kept.Err()

@@ -18,16 +18,7 @@ func TestDoContextKeptCauseStaysWhenTheParentEndsLater(t *testing.T) {
 		for _, causeFirst := range []bool{false, true} {
 			ex := newExec(t, nil)
 			parent, cancel := context.WithCancelCause(bg)
-			var kept context.Context
-			if err := ex.Do(parent, "g", func(ctx context.Context) error {
-				if askDone {
-					ctx.Done()
-				}
-				kept = ctx
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			kept := keptDoContext(t, ex, parent, "g", askDone)
 			var first error
 			if causeFirst {
 				first = context.Cause(kept)

@@ -41,11 +41,16 @@ func keptGoContext(t *testing.T, ex *executor.Executor, group string) context.Co
 	return recv(t, kept, "the Go task ran")
 }
 
-func keptDoContext(t *testing.T, ex *executor.Executor, group string) context.Context {
+// keptDoContext returns the context a Do call of ex, for group under
+// parent, gave its function, kept past the call; the function asked for
+// Done if askDone.
+func keptDoContext(t *testing.T, ex *executor.Executor, parent context.Context, group string, askDone bool) context.Context {
 	t.Helper()
 	var kept context.Context
-	if err := ex.Do(bg, group, func(ctx context.Context) error {
-		_ = ctx.Done()
+	if err := ex.Do(parent, group, func(ctx context.Context) error {
+		if askDone {
+			_ = ctx.Done()
+		}
 		kept = ctx
 		return nil
 	}); err != nil {
@@ -62,7 +67,9 @@ func TestKeptGroupContextEndsAtCloseAfterEviction(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		kept func(*testing.T, *executor.Executor, string) context.Context
-	}{{"Go", keptGoContext}, {"Do", keptDoContext}} {
+	}{{"Go", keptGoContext}, {"Do", func(t *testing.T, ex *executor.Executor, group string) context.Context {
+		return keptDoContext(t, ex, bg, group, true)
+	}}} {
 		for _, evict := range []bool{false, true} {
 			name := tc.name + "/kept"
 			if evict {

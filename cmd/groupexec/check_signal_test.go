@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -20,26 +21,7 @@ func TestCheckStopsOnFirstSIGINT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	dir := t.TempDir()
-	bin := build(t, dir)
-	pipe := filepath.Join(dir, "gateway.yaml")
-	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
-		t.Skip("no named pipe:", err)
-	}
-	cmd := exec.Command(bin, "gateway", "--config", pipe, "--check")
-	if err := startWithDefaultSIGINT(cmd); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// The open for writing returns once the check has opened the pipe to
-	// read: from then on it waits for the file, and has its signals set.
-	w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatal(err)
-	}
-	defer w.Close()
+	cmd, exited := startOnPipe(t, startWithDefaultSIGINT, "--check")
 	cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-exited:
@@ -70,4 +52,37 @@ func startWithDefaultSIGINT(cmd *exec.Cmd) error {
 	signal.Notify(caught, syscall.SIGINT)
 	defer signal.Stop(caught)
 	return cmd.Start()
+}
+
+// startOnPipe builds the command and starts it, with start, as `gateway
+// --config PIPE args...`, PIPE a named pipe no one has written to, and
+// returns once it has opened the pipe to read: from then on it waits for
+// its file, its signals set. exited gets the command's Wait. The pipe's
+// writing end is closed as the test ends.
+func startOnPipe(t *testing.T, start func(*exec.Cmd) error, args ...string) (cmd *exec.Cmd, exited <-chan error) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := build(t, dir)
+	pipe := filepath.Join(dir, "gateway.yaml")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(bin, append([]string{"gateway", "--config", pipe}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// The open for writing returns once the command has opened the pipe
+	// to read.
+	w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
+	if err != nil {
+		cmd.Process.Kill()
+		<-done
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return cmd, done
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,28 +16,8 @@ import (
 // stopped only by a second signal a second later (exit 1), or by the
 // file coming.
 func TestGatewayWaitingForItsFileStopsOnSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	bin := build(t, dir)
-	pipe := filepath.Join(dir, "gateway.yaml")
-	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "gateway", "--config", pipe)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// The open for writing returns once the gateway has opened the pipe
-	// to read: from then on it waits for the file, its signals caught.
-	w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatal(err)
-	}
-	defer w.Close()
+	cmd, exited := startOnPipe(t, (*exec.Cmd).Start)
+	stderr := cmd.Stderr.(*bytes.Buffer)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:
