@@ -113,6 +113,22 @@ func (j *job) endRunWith(x *jobExtra) {
 	}
 }
 
+// endLate closes the run context's channel, made by Done as the run ended
+// or after (late), unless it was closed before. It takes x.mu only, under
+// which no path takes a group's mutex: complete calls it, under its
+// group's mutex for a Go task. Listed in its group's
+// watched set, the job stays there until pruned (watchGroupLocked), as
+// one listed as its run ended does.
+func (x *jobExtra) endLate() {
+	x.mu.Lock()
+	x.ended = true
+	if x.cancelCh != nil && x.cancelled == nil {
+		x.cancelled = context.Canceled
+		close(x.cancelCh)
+	}
+	x.mu.Unlock()
+}
+
 // A group's running tasks are not listed (group.running is a count), so a
 // stop of the group (ShutdownGroup's or Shutdown's deadline, Close) reaches
 // their contexts this way:
@@ -336,14 +352,14 @@ func (j *job) stoppedBy() *stopCause {
 func (c *runCtx) Done() <-chan struct{} {
 	j := (*job)(c)
 	x := j.extra()
-	if ch := x.lockDone(); ch != nil {
+	if ch := x.lockDone(j); ch != nil {
 		return ch
 	}
 	x.mu.Unlock()
 	parent := j.parent
 	err := parent.Err()
 	watch := parent.Done() != nil
-	if ch := x.lockDone(); ch != nil { // made by a Done beside this one, or done
+	if ch := x.lockDone(j); ch != nil { // made by a Done beside this one, or done
 		return ch
 	}
 	// Until now Err read the group's stop: a channel made now must be
@@ -361,7 +377,15 @@ func (c *runCtx) Done() <-chan struct{} {
 	}
 	ch := make(chan struct{})
 	x.cancelCh = ch
+	x.late.Store(true)
 	x.mu.Unlock()
+	if j.done.Load() {
+		// The run ended and its job completed before the channel was
+		// made (endRun found no x to end): nothing else closes it. A
+		// completion after the store above sees late (complete).
+		x.endLate()
+		return ch
+	}
 	if watch {
 		stop := context.AfterFunc(parent, func() { j.cancelContext(context.Cause(parent)) })
 		x.mu.Lock()
@@ -377,20 +401,22 @@ func (c *runCtx) Done() <-chan struct{} {
 	return ch
 }
 
-// lockDone locks x.mu and returns what the run context's Done answers
-// without asking its parent, with x.mu released: its channel, or
-// closedChan if it is done without one. Otherwise it returns nil, with
-// x.mu held.
-func (x *jobExtra) lockDone() <-chan struct{} {
+// lockDone locks x.mu and returns what the run context of j (whose extra
+// x is) answers without asking its parent, with x.mu released: its
+// channel, or closedChan if it is done without one. Otherwise it returns
+// nil, with x.mu held.
+func (x *jobExtra) lockDone(j *job) <-chan struct{} {
 	x.mu.Lock()
 	if x.cancelCh != nil {
 		ch := x.cancelCh
 		x.mu.Unlock()
 		return ch
 	}
-	if x.cancelled == nil && x.ended {
+	if x.cancelled == nil && (x.ended || j.done.Load()) {
 		// Asked for after the run ended (by a goroutine that outlived
-		// it): done, as a standard run context is once its run ends.
+		// it): done, as a standard run context is once its run ends. A
+		// run that ended with no x to mark (endRun) is known ended by
+		// its job's completion.
 		x.cancelled = context.Canceled
 	}
 	if x.cancelled != nil {
@@ -416,6 +442,12 @@ func (c *runCtx) Err() error {
 // errOwn is Err without the parent's.
 func (c *runCtx) errOwn() error {
 	j := (*job)(c)
+	if j.done.Load() {
+		// Completed, so the run has ended (a run context ends with its
+		// run, as a standard one does), even if nothing marked it
+		// (endRun with no x).
+		return context.Canceled
+	}
 	if x := j.x.Load(); x != nil {
 		x.mu.Lock()
 		cancelled, hasCh, ended := x.cancelled, x.cancelCh != nil, x.ended

@@ -264,6 +264,11 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 	if ch != nil {
 		close(ch)
 	}
+	if x := j.x.Load(); x != nil && x.late.Load() {
+		// Fn's context made its Done channel as its run ended, or after:
+		// the end may not have closed it (runCtx.Done).
+		x.endLate()
+	}
 	return ok
 }
 

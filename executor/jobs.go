@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/groupexec/groupexec/breaker"
 )
@@ -60,6 +61,12 @@ type jobExtra struct {
 	stopParent func() bool // stops the merge of Submit's context into cancelCh (context.go)
 	watched    bool        // listed in its group's watched set (context.go)
 	ended      bool        // the run has ended: never listed again
+
+	// late: runCtx.Done made cancelCh, which the end of the run may not
+	// have seen (endRun found no x): the job's completion closes it
+	// (endLate), if nothing did before. Set under mu, read by complete
+	// without it.
+	late atomic.Bool
 }
 
 // taskID returns j's task ID, kept by its handle.
