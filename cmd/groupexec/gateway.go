@@ -35,17 +35,17 @@ func gatewayCmd(args []string, stdout, stderr io.Writer) error {
 	check := fs.Bool("check", false, "with --config, only check the file (every problem, in line order) and exit")
 	logLevel := fs.String("log-level", "info", "the least `level` logged: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "the log lines' `format`: text (key=value) or json, on stderr")
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, "Usage: groupexec gateway --config FILE [--check] [--log-level L] [--log-format F] | --demo [--duration D]\n\n")
-		printFlags(stdout, fs)
+	help, err := parseThroughHelp(fs, args)
+	if err != nil {
 		return err
 	}
-	if err != nil {
-		if misused := misusedFlag(fs, args); misused != nil {
-			return misused
+	if help {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 		}
-		return fmt.Errorf("%w: %v", errUsage, err) // one misusedFlag does not read as fs does
+		fmt.Fprint(stdout, "Usage: groupexec gateway --config FILE [--check] [--log-level L] [--log-format F] | --demo [--duration D]\n\n")
+		printFlags(stdout, fs)
+		return flag.ErrHelp
 	}
 	if err := givenTwice(fs, args); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -93,4 +94,30 @@ func refused(f *flag.Flag, s string) error {
 		return nil
 	}
 	return fresh.Set(s)
+}
+
+// parseThroughHelp parses args into fs, reading on past each help flag
+// (--help, -h, -help), where the flag package stops: "gateway --help
+// extra" would print the help and drop the word that "gateway extra
+// --help" refuses, and a flag misspelt after the help flag would pass
+// unseen. help says a help flag was given; err is the usage error of the
+// first argument refused, before or after one.
+func parseThroughHelp(fs *flag.FlagSet, args []string) (help bool, err error) {
+	for {
+		err = fs.Parse(args)
+		if !errors.Is(err, flag.ErrHelp) {
+			break
+		}
+		help = true
+		args = fs.Args() // what follows the help flag
+	}
+	if err != nil {
+		// misusedFlag reads the arguments that fs.Parse refused, which
+		// hold no help flag before the one it stopped at.
+		if misused := misusedFlag(fs, args); misused != nil {
+			return help, misused
+		}
+		return help, fmt.Errorf("%w: %v", errUsage, err) // one misusedFlag does not read as fs does
+	}
+	return help, nil
 }

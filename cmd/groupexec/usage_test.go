@@ -78,3 +78,39 @@ func TestDocsShowTheUsageErrorPrinted(t *testing.T) {
 		t.Errorf("gateway --demo --duration 5: exit %d, stderr %q; docs/gateway.md shows exit 2 and %q", code, errb.String(), shown)
 	}
 }
+
+// A help flag does not end the command line: what follows it is read as
+// what precedes it is. "gateway --help extra" printed the help and exited
+// 0, dropping the word, where "gateway extra --help" and "help extra" are
+// usage errors; a flag after the help flag is taken or refused as one
+// before it.
+func TestGatewayHelpFlagReadsTheRestOfTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		cause string // "": the help, exit 0
+	}{
+		{[]string{"--help", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-h", "--demo", "x"}, `unexpected argument "x"`},
+		{[]string{"--help", "--", "x"}, `unexpected argument "x"`},
+		{[]string{"--help", "--bogus"}, "unknown flag --bogus"},
+		{[]string{"-help", "--demo", "--duration", "5"}, `--duration "5": time: missing unit in duration "5"`},
+		{[]string{"--help", "--help", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--help", "--config"}, "--config needs a value"},
+		{[]string{"--help", "--demo"}, ""},
+		{[]string{"--help", "--config", "x", "-h"}, ""},
+		{[]string{"--help", "--"}, ""},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"gateway"}, tc.args...), &out, &errb)
+		if tc.cause == "" {
+			if code != 0 || errb.Len() != 0 || !strings.HasPrefix(out.String(), "Usage: groupexec gateway ") {
+				t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want 0 and the help", tc.args, code, out.String(), errb.String())
+			}
+			continue
+		}
+		want := "groupexec: usage: " + tc.cause + "\nrun 'groupexec gateway --help' for the flags\n"
+		if code != 2 || out.Len() != 0 || errb.String() != want {
+			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want 2, nothing, %q", tc.args, code, out.String(), errb.String(), want)
+		}
+	}
+}
