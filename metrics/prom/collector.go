@@ -134,12 +134,24 @@ func checkBuckets(b []float64) error {
 	return nil
 }
 
-// Observe sets the executor whose Stats are read at scrape time. Until it is
-// called, only the listener's counters and histograms are exported.
+// Observe sets the executor whose Stats are read at scrape time: the one
+// whose listener c is. Until it is called, only the listener's counters and
+// histograms are exported. A Collector is one executor's: Observe panics if
+// ex is nil, or if c observes another executor already (see the package
+// doc); observing the same one again does nothing.
 func (c *Collector) Observe(ex *executor.Executor) {
+	if ex == nil {
+		panic("prom: Collector.Observe(nil): a Collector needs the executor whose listener it is")
+	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ex != nil && c.ex != ex {
+		// Its counters would sum both executors' events and its levels
+		// show the last one's alone: series that agree with neither.
+		panic("prom: Collector.Observe: the Collector observes another executor already; " +
+			"a Collector is one executor's: make one per executor, under its own Namespace or label")
+	}
 	c.ex = ex
-	c.mu.Unlock()
 }
 
 // label returns group's label value, admitting it to its own series if there

@@ -16,6 +16,15 @@
 //	c.Observe(ex)
 //	prometheus.MustRegister(c)
 //
+// A Collector is one executor's: the listener of that executor alone, and
+// observing it alone. Its counters count the events of every executor it
+// listens to, but its levels and limits can be read from one only, and
+// summing those of several makes no sense of the limits and breaker
+// states; series mixing two executors would agree with neither. So
+// Observe panics, saying why, when the Collector observes another
+// executor already. To export several executors, make a Collector for
+// each.
+//
 // A registry takes each metric name once per set of label values, so two
 // executors' Collectors under the same names cannot both be registered: the
 // second Register fails with a prometheus.AlreadyRegisteredError (and
