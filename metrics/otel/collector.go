@@ -165,9 +165,23 @@ func New(mp metric.MeterProvider, o Options) (*Collector, error) {
 	return c, nil
 }
 
-// Observe sets the executor whose Stats the observable instruments read. Until it is
-// called, only the listener's counters and histograms have values.
-func (c *Collector) Observe(ex *executor.Executor) { c.ex.Store(ex) }
+// Observe sets the executor whose Stats the observable instruments read:
+// the one whose listener c is. Until it is called, only the listener's
+// counters and histograms have values. A Collector is one executor's, as
+// in metrics/prom: Observe panics if ex is nil, or if c observes another
+// executor already (see the package doc); observing the same one again
+// does nothing.
+func (c *Collector) Observe(ex *executor.Executor) {
+	if ex == nil {
+		panic("otel: Collector.Observe(nil): a Collector needs the executor whose listener it is")
+	}
+	if !c.ex.CompareAndSwap(nil, ex) && c.ex.Load() != ex {
+		// Its counters would sum both executors' events and its levels
+		// show the last one's alone: points that agree with neither.
+		panic("otel: Collector.Observe: the Collector observes another executor already; " +
+			"a Collector is one executor's: make one per executor, under its own Namespace or MeterProvider")
+	}
+}
 
 // Unregister stops the observable instruments' callback, for a Collector
 // no longer used, and frees its MeterProvider and Namespace for another

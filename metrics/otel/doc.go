@@ -110,6 +110,13 @@
 // (Bulkheads of other names, breakers of other names) shares the
 // instruments of the casing seen first.
 //
+// A Collector is one executor's, as in metrics/prom: the listener of that
+// executor alone, and observing it alone. Its counters count the events
+// of every executor it listens to, but its levels and limits can be read
+// from one only, and summing those of several makes no sense of the
+// limits and breaker states. So Observe panics, saying why, when the
+// Collector observes another executor already.
+//
 // Two Collectors on one MeterProvider with the same Namespace would report
 // into the same instruments: their counters would sum and each gauge would
 // show whichever callback observed last. So New refuses a second one
