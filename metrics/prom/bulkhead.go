@@ -34,9 +34,12 @@ import (
 // was issued, and counted, before the request gave up.
 //
 // It is a bulkhead.Listener, for the counters, and a prometheus.Collector
-// that reads the bulkhead's accessors for the gauges at scrape time. The
-// Bulkheads of several bulkheads, each with its own name, register in one
-// registry. It is safe for concurrent use.
+// that reads the bulkhead's accessors for the gauges at scrape time. It is
+// one bulkhead's, the listener of that bulkhead alone: its counters would
+// sum the events of every bulkhead it listens to, under one name, and its
+// gauges read one; Observe refuses a second. The Bulkheads of several
+// bulkheads, each with its own name, register in one registry. It is safe
+// for concurrent use.
 type Bulkhead struct {
 	b        atomic.Pointer[bulkhead.Bulkhead]
 	acquired prometheus.Counter
@@ -83,9 +86,20 @@ func NewBulkhead(name, namespace string) *Bulkhead {
 	return b
 }
 
-// Observe sets the bulkhead the gauges read. Until it is called, only the
-// counters are exported.
-func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) { b.b.Store(bh) }
+// Observe sets the bulkhead the gauges read: the one whose listener b is.
+// Until it is called, only the counters are exported. A Bulkhead is one
+// bulkhead's: Observe panics if bh is nil, or if b observes another
+// bulkhead already, whose levels its counters would be mixed with;
+// observing the same one again does nothing.
+func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) {
+	if bh == nil {
+		panic("prom: Bulkhead.Observe(nil): a Bulkhead needs the bulkhead whose listener it is")
+	}
+	if !b.b.CompareAndSwap(nil, bh) && b.b.Load() != bh {
+		panic("prom: Bulkhead.Observe: the Bulkhead observes another bulkhead already; " +
+			"a Bulkhead is one bulkhead's: make one per bulkhead, each with its own name")
+	}
+}
 
 // OnEvent counts permits issued, waits and refusals.
 func (b *Bulkhead) OnEvent(e bulkhead.Event) {

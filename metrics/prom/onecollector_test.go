@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/groupexec/groupexec/bulkhead"
 	"github.com/groupexec/groupexec/executor"
 	"github.com/groupexec/groupexec/metrics/prom"
 	"github.com/groupexec/groupexec/policy"
@@ -69,5 +71,36 @@ func TestCollectorObserveNilPanics(t *testing.T) {
 	c := prom.New(prom.Options{})
 	if v := panicOf(func() { c.Observe(nil) }); v == nil || !strings.Contains(fmt.Sprint(v), "nil") {
 		t.Fatalf("Observe(nil): panic %v, want one naming the nil executor", v)
+	}
+}
+
+// A Bulkhead is one bulkhead's, as a Collector is one executor's: the
+// listener of two bulkheads, told to Observe both, summed their counters
+// under one name and showed the levels of the one observed last.
+func TestBulkheadObservesOneBulkhead(t *testing.T) {
+	m := prom.NewBulkhead("payments", "")
+	one, err := bulkhead.New(1, bulkhead.WithListener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := bulkhead.New(5, bulkhead.WithListener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(one)
+	if v := panicOf(func() { m.Observe(one) }); v != nil {
+		t.Fatalf("Observe of the bulkhead observed already panicked: %v", v)
+	}
+	v := panicOf(func() { m.Observe(two) })
+	if msg := fmt.Sprint(v); v == nil || !strings.Contains(msg, "prom: Bulkhead.Observe") || !strings.Contains(msg, "another bulkhead") {
+		t.Fatalf("Observe of a second bulkhead: panic %v, want one saying the Bulkhead observes another bulkhead", v)
+	}
+	if v := panicOf(func() { prom.NewBulkhead("x", "").Observe(nil) }); v == nil || !strings.Contains(fmt.Sprint(v), "nil") {
+		t.Fatalf("Observe(nil): panic %v, want one naming the nil bulkhead", v)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	if got := mustValue(t, reg, "bulkhead_limit_permits", map[string]string{"bulkhead": "payments"}); got != 1 {
+		t.Errorf("bulkhead_limit_permits = %v, want the first bulkhead's, 1", got)
 	}
 }
