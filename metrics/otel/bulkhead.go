@@ -37,7 +37,10 @@ import (
 //
 // It is a bulkhead.Listener, for the counters, and reads the bulkhead's
 // accessors for the observable instruments when the reader collects. It is
-// safe for concurrent use.
+// one bulkhead's, the listener of that bulkhead alone: its counters would
+// sum the events of every bulkhead it listens to, under one name, and its
+// levels read one; Observe refuses a second. It is safe for concurrent
+// use.
 type Bulkhead struct {
 	attrs    metric.MeasurementOption
 	b        atomic.Pointer[bulkhead.Bulkhead]
@@ -112,8 +115,19 @@ func NewBulkhead(mp metric.MeterProvider, name, namespace string) (*Bulkhead, er
 	return b, nil
 }
 
-// Observe sets the bulkhead the observable instruments read.
-func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) { b.b.Store(bh) }
+// Observe sets the bulkhead the observable instruments read: the one whose
+// listener b is. A Bulkhead is one bulkhead's: Observe panics if bh is
+// nil, or if b observes another bulkhead already, whose levels its
+// counters would be mixed with; observing the same one again does nothing.
+func (b *Bulkhead) Observe(bh *bulkhead.Bulkhead) {
+	if bh == nil {
+		panic("otel: Bulkhead.Observe(nil): a Bulkhead needs the bulkhead whose listener it is")
+	}
+	if !b.b.CompareAndSwap(nil, bh) && b.b.Load() != bh {
+		panic("otel: Bulkhead.Observe: the Bulkhead observes another bulkhead already; " +
+			"a Bulkhead is one bulkhead's: make one per bulkhead, each with its own name")
+	}
+}
 
 // Unregister stops the observable instruments' callback, for a Bulkhead
 // no longer used, and frees its name for another Bulkhead. From then on it

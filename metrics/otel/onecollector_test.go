@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/groupexec/groupexec/bulkhead"
 	"github.com/groupexec/groupexec/executor"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/policy"
@@ -82,5 +83,39 @@ func TestCollectorObserveNilPanics(t *testing.T) {
 	defer c.Unregister()
 	if v := panicOf(func() { c.Observe(nil) }); v == nil || !strings.Contains(fmt.Sprint(v), "nil") {
 		t.Fatalf("Observe(nil): panic %v, want one naming the nil executor", v)
+	}
+}
+
+// A Bulkhead is one bulkhead's, as a Collector is one executor's: the
+// listener of two bulkheads, told to Observe both, summed their counters
+// under one name and observed the levels of the one observed last.
+func TestBulkheadObservesOneBulkhead(t *testing.T) {
+	mp, reader := newProvider()
+	m, err := gotel.NewBulkhead(mp, "payments", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unregister()
+	one, err := bulkhead.New(1, bulkhead.WithListener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := bulkhead.New(5, bulkhead.WithListener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(one)
+	if v := panicOf(func() { m.Observe(one) }); v != nil {
+		t.Fatalf("Observe of the bulkhead observed already panicked: %v", v)
+	}
+	v := panicOf(func() { m.Observe(two) })
+	if msg := fmt.Sprint(v); v == nil || !strings.Contains(msg, "otel: Bulkhead.Observe") || !strings.Contains(msg, "another bulkhead") {
+		t.Fatalf("Observe of a second bulkhead: panic %v, want one saying the Bulkhead observes another bulkhead", v)
+	}
+	if v := panicOf(func() { m.Observe(nil) }); v == nil || !strings.Contains(fmt.Sprint(v), "nil") {
+		t.Fatalf("Observe(nil): panic %v, want one naming the nil bulkhead", v)
+	}
+	if got := collect(t, reader).value("bulkhead_limit_permits", map[string]string{"bulkhead": "payments"}); got != 1 {
+		t.Errorf("bulkhead_limit_permits = %v, want the first bulkhead's, 1", got)
 	}
 }
