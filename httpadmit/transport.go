@@ -35,7 +35,10 @@ import (
 // A request the executor refuses is not sent: RoundTrip's error matches the
 // executor's, executor.ErrRejected (http.Client wraps it in a *url.Error,
 // which errors.Is sees through), or the request context's error if it ended
-// while the request waited or by the time it was admitted. A request with
+// while the request waited or by the time it was admitted; a request whose
+// Cancel channel (which http.Client closes when its Timeout passes, for a
+// RoundTripper it does not know) was closed by then is given up as well,
+// unsent, its error matching context.Canceled. A request with
 // an invalid tenant or weight is not sent either; its error matches
 // ErrInvalidTenant or ErrInvalidWeight (or is the function's own, when it
 // matches ErrUnavailable). Nor is one whose method is not a token (RFC 9110
@@ -54,8 +57,8 @@ import (
 //
 // An admitted request holds its slot until its response is done with:
 //   - a response with a body holds it until Body.Close, whether the body was
-//     read or not, or until the request's context ends (the body can no
-//     longer be read then). Close returns once the slot is free. As with
+//     read or not, or until the request's context ends or its Cancel
+//     channel is closed (the body can no longer be read then). Close returns once the slot is free. As with
 //     net/http, a body never closed is never done with: its slot is lost for
 //     as long as its context lasts. A read of the body that fails before
 //     Close while the request's context is alive (the destination closed
@@ -436,17 +439,33 @@ func (x *exchange) judge(resp *http.Response) error {
 }
 
 // admission returns the context the request is admitted with: one that
-// ends with the request's, until detach is called. Once a 101 response is
+// ends with the request's, or as its Cancel channel is closed, until
+// detach is called. Once a 101 response is
 // in, its connection no longer depends on the request's context (net/http
 // stops watching it), and neither does the slot that the connection holds.
+//
+// A request with a Cancel channel (http.Client sets one, for a
+// RoundTripper it does not know, as its Timeout's means) is given up when
+// the channel is closed, as net/http gives it up: the admission ends too,
+// so that the request leaves its queue rather than wait there for a
+// caller that is gone. Watching a channel takes a goroutine, which detach
+// ends; a request without one costs none.
 func (x *exchange) admission() context.Context {
 	parent := x.req.Context()
-	if parent.Done() == nil {
+	//lint:ignore SA1019 http.Client still cancels through it, and net/http honours it
+	cancelCh := x.req.Cancel
+	if parent.Done() == nil && cancelCh == nil {
 		return parent // it never ends: nothing to detach from
 	}
 	inner, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	adm := &admissionCtx{Context: inner, parent: parent, cancel: cancel}
-	adm.stop = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	adm := &admissionCtx{Context: inner, parent: parent, cancel: cancel, cancelCh: cancelCh, stop: func() bool { return false }}
+	if parent.Done() != nil {
+		adm.stop = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	}
+	if cancelCh != nil {
+		adm.unwatch = make(chan struct{})
+		go adm.watchCancel()
+	}
 	x.adm = adm // once stop is set: a parent that panicked above leaves nothing to detach
 	return adm
 }
@@ -454,17 +473,35 @@ func (x *exchange) admission() context.Context {
 // admissionCtx is the request's context until detached: its values and its
 // deadline, and its error once it has ended it.
 type admissionCtx struct {
-	context.Context // ended by the request's context until detached
+	context.Context // ended by the request's context, or its Cancel channel, until detached
 	parent          context.Context
 	cancel          context.CancelCauseFunc // ends Context
 	stop            func() bool             // stops the request's context from calling cancel
+	cancelCh        <-chan struct{}         // the request's Cancel channel; nil if it has none
+	unwatch         chan struct{}           // closed by detach: watchCancel returns
 	detached        atomic.Bool
 }
 
-// detach stops the request's context from ending this one.
+// detach stops the request's context, and its Cancel channel, from ending
+// this one.
 func (c *admissionCtx) detach() {
-	c.detached.Store(true)
+	if !c.detached.CompareAndSwap(false, true) {
+		return
+	}
 	c.stop()
+	if c.unwatch != nil {
+		close(c.unwatch)
+	}
+}
+
+// watchCancel ends this context when the request's Cancel channel is
+// closed, until detached.
+func (c *admissionCtx) watchCancel() {
+	select {
+	case <-c.cancelCh:
+		c.cancel(errCancelChannel)
+	case <-c.unwatch:
+	}
 }
 
 func (c *admissionCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -478,10 +515,16 @@ func (c *admissionCtx) Deadline() (time.Time, bool) { return c.parent.Deadline()
 // that Err and Done agree.
 func (c *admissionCtx) Err() error {
 	if c.Context.Err() == nil {
-		if c.detached.Load() || c.parent.Err() == nil {
+		switch {
+		case c.detached.Load():
+			return nil
+		case c.parent.Err() != nil:
+			c.cancel(context.Cause(c.parent))
+		case isClosed(c.cancelCh):
+			c.cancel(errCancelChannel)
+		default:
 			return nil
 		}
-		c.cancel(context.Cause(c.parent))
 	}
 	if err := c.parent.Err(); err != nil {
 		return err
@@ -532,12 +575,12 @@ var errNilResponse = errors.New("httpadmit: the base RoundTripper returned a nil
 // send is Do's fn: it sends the request and, for a response with a body,
 // holds the slot until the body is closed or the context ends.
 func (x *exchange) send(ctx context.Context) (err error) {
-	if err := x.req.Context().Err(); err != nil {
+	if err := x.givenUp(); err != nil {
 		// Admitted as the request's context ended (its deadline passed as
-		// it left the queue, or while a listener ran): base would fail it
-		// at once, unsent, with an error the group's breaker counts
-		// against the destination. It is refused here instead, as if it
-		// had ended while it waited.
+		// it left the queue, or while a listener ran), or its Cancel
+		// channel was closed: base would fail it at once, unsent, with an
+		// error the group's breaker counts against the destination. It is
+		// refused here instead, as if it had ended while it waited.
 		closeBody(x.req)
 		x.err = &notSentError{err}
 		return errNotSent
@@ -675,14 +718,37 @@ func (b *body) Read(p []byte) (int, error) {
 // failed: the channel is closed before net/http fails it.
 func (x *exchange) cancelled() bool {
 	//lint:ignore SA1019 http.Client still cancels through it, and net/http honours it
-	c := x.req.Cancel
+	return isClosed(x.req.Cancel)
+}
+
+// isClosed reports whether c is closed; false for a nil channel, never
+// closed. Only ever closed, never sent on, as a request's Cancel channel.
+func isClosed(c <-chan struct{}) bool {
 	select {
 	case <-c:
 		return true
-	default: // a nil channel, never closed, too
+	default:
 		return false
 	}
 }
+
+// givenUp returns the error of a request its caller has given up on: its
+// context's, once ended, or errCancelChannel once its Cancel channel is
+// closed; nil while neither is.
+func (x *exchange) givenUp() error {
+	if err := x.req.Context().Err(); err != nil {
+		return err
+	}
+	if x.cancelled() {
+		return errCancelChannel
+	}
+	return nil
+}
+
+// errCancelChannel is the error, and the admission's cause, of a request
+// whose caller closed its Cancel channel before it was sent: a
+// cancellation, as net/http takes it.
+var errCancelChannel = fmt.Errorf("httpadmit: the request was cancelled through its Cancel channel: %w", context.Canceled)
 
 // Close closes the response body, then frees the request's slot; it returns
 // once the slot is free.
