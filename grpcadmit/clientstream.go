@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -66,6 +67,20 @@ import (
 // (RunInCaller), goes on to the caller too, no stream created and the
 // slot freed first.
 //
+// WithFailure's function judges the stream's end on that goroutine, where
+// no one could recover its panic: as a unary call's, the panic goes on to
+// the caller, raised by the first of the stream's methods (RecvMsg,
+// SendMsg, Header, CloseSend) to return once the slot is free, the one
+// that reports the end, or the caller's next call after an end that gRPC
+// reported on its own goroutine (the stream's context ended, the
+// ClientConn closed); by the interceptor itself when the stream's
+// creation failed. It goes on once; a runtime.Goexit there ends the
+// caller's goroutine likewise. The stream counts as failed, its outcome
+// wrapping an *executor.PanicError with the panic's value and stack, which
+// the listener sees whether or not the caller calls the stream again. A
+// method of the stream below that panics itself has its own panic go on
+// instead.
+//
 // A stream interceptor that opens a stream more than once (one that
 // retries a failed attempt) is chained before this one, so that each
 // attempt is admitted on its own. Chained after it, it passes on to each
@@ -112,6 +127,11 @@ type held struct {
 	told        atomic.Bool   // admitted is being closed: what it tells is set by the one that swapped it
 	end         chan error    // the stream's end, sent once
 	ended       atomic.Bool   // end was sent
+
+	// Set by fn before done is closed, read once it is (raiseJudged).
+	judgeFailed bool        // WithFailure's function panicked, or exited, as it judged the stream's end
+	judgeValue  any         // its panic's value; nil for runtime.Goexit
+	judgeRaised atomic.Bool // the panic went on to the caller, or another did
 
 	mu          sync.Mutex
 	sending     bool          // SendMsg is in flight: an end waits for it (finish)
@@ -172,7 +192,7 @@ func (h *held) hold(ctx context.Context, group string, weight int) {
 			// gRPC ends the stream too, as it watches the context.
 			err = ctx.Err()
 		}
-		return h.a.outcome(err)
+		return h.judge(err)
 	})
 	if h.told.CompareAndSwap(false, true) {
 		// fn did not tell the caller: it did not run, or the stream's
@@ -221,6 +241,61 @@ func (h *held) tell(err error) {
 	}
 }
 
+// judge returns outcome's verdict on the stream's end err. WithFailure's
+// function runs here, on hold's goroutine (or the one a rejection handler
+// ran fn on), where no one could recover its panic: the panic, or a
+// runtime.Goexit, is kept for the stream's caller (raiseJudged), as a
+// unary call's goes on to its caller, and the stream counts as failed,
+// its outcome carrying the panic's value and stack, which the listener
+// and Stats see even if the caller never calls the stream again.
+func (h *held) judge(err error) (outcome error) {
+	judged := false
+	defer func() {
+		if judged {
+			return
+		}
+		v := recover() // nil: a runtime.Goexit, which goes on
+		h.judgeFailed, h.judgeValue = true, v
+		outcome = &judgePanicError{&executor.PanicError{Value: v, Stack: debug.Stack()}}
+	}()
+	outcome = h.a.outcome(err)
+	judged = true
+	return outcome
+}
+
+// judgePanicError is the outcome of a stream whose end WithFailure's
+// function panicked as it judged: a failure, wrapping the panic.
+type judgePanicError struct{ panic *executor.PanicError }
+
+func (e *judgePanicError) Error() string {
+	return "grpcadmit: the WithFailure function panicked as it judged the stream's end: " + e.panic.Error()
+}
+
+// Unwrap returns the *executor.PanicError.
+func (e *judgePanicError) Unwrap() error { return e.panic }
+
+// raiseJudged goes on, in the stream's caller, with the panic (or the
+// runtime.Goexit) of WithFailure's function as it judged the stream's end,
+// once the slot is free, once per stream. It is called by each method of
+// the stream as it returns, and by the interceptor once a failed creation
+// is judged: the call that reports the end, or the caller's next call
+// after an end that came otherwise (gRPC's OnFinish, on its own goroutine,
+// as the stream's context ended or its ClientConn closed).
+func (h *held) raiseJudged() {
+	select {
+	case <-h.done:
+	default:
+		return // not ended yet, or not judged yet
+	}
+	if !h.judgeFailed || !h.judgeRaised.CompareAndSwap(false, true) {
+		return
+	}
+	if h.judgeValue == nil {
+		runtime.Goexit()
+	}
+	panic(h.judgeValue)
+}
+
 // release is tell, returning once the slot is free.
 func (h *held) release(err error) {
 	h.tell(err)
@@ -248,6 +323,7 @@ func (h *held) create(desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 	created = true
 	if err != nil {
 		h.release(err)
+		h.raiseJudged()
 		return nil, err
 	}
 	return &clientStream{ClientStream: cs, h: h, serverStreams: desc.ServerStreams}, nil
@@ -280,6 +356,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		// status: gRPC has read both and ended the stream.
 		s.h.release(err)
 	}
+	s.h.raiseJudged()
 	return err
 }
 
@@ -310,6 +387,9 @@ func (s *clientStream) SendMsg(m any) (err error) {
 			// server has ended the stream, whose status RecvMsg reads;
 			// gRPC has not ended it yet.
 			h.release(sendEnded(err))
+		}
+		if returned {
+			h.raiseJudged()
 		}
 	}()
 	err = s.ClientStream.SendMsg(m)
@@ -368,6 +448,7 @@ func (s *clientStream) Header() (metadata.MD, error) {
 	if err != nil && err != io.EOF {
 		s.h.release(err)
 	}
+	s.h.raiseJudged()
 	return md, err
 }
 
@@ -378,13 +459,18 @@ func (s *clientStream) CloseSend() error {
 	defer s.endUnlessReturned(&returned)
 	err := s.ClientStream.CloseSend()
 	returned = true
+	s.h.raiseJudged()
 	return err
 }
 
 // endUnlessReturned frees the slot if the method it is deferred in did not
 // return: it panicked or exited, and the panic goes on, with its stack.
+//
+// A panic of WithFailure's function as it judged that end is dropped: the
+// method's own goes on, and the outcome keeps the other.
 func (s *clientStream) endUnlessReturned(returned *bool) {
 	if !*returned {
 		s.h.release(errStreamPanicked)
+		s.h.judgeRaised.Store(true)
 	}
 }
