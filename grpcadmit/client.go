@@ -93,7 +93,7 @@ type clientCall struct {
 	opts     []grpc.CallOption
 	err      error
 	ran      bool
-	returned bool                        // the invoker returned: it did not panic
+	returned bool                        // run returned: neither the invoker nor WithFailure's function panicked
 	fn       func(context.Context) error // run, bound to this call
 }
 
@@ -118,6 +118,7 @@ func (c *clientCall) run(ctx context.Context) error {
 		return errNotSent
 	}
 	c.err = c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
+	outcome := c.a.outcome(c.err) // WithFailure's function may panic
 	c.returned = true
-	return c.a.outcome(c.err)
+	return outcome
 }

@@ -147,7 +147,11 @@ func WithRetryAfter(d time.Duration) Option {
 // in the server interceptors: ServerFailure, and DeadlineExceeded, which a
 // handler returns while its call is alive only when its own outgoing work
 // timed out (ServerFailure alone does not count it: an f built on it adds
-// it); ClientFailure in the client interceptors. f must not be nil.
+// it); ClientFailure in the client interceptors. f must not be nil. A
+// panic in f goes on to the interceptor's caller, as a handler's (an
+// invoker's) does, also when a rejection handler ran the call in its
+// caller (Rejection.RunInCaller); for a client stream, whose end f judges
+// on another goroutine, see StreamClientInterceptor.
 func WithFailure(f func(err error) bool) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {

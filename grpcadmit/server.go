@@ -311,7 +311,7 @@ type unaryCall struct {
 	resp     any
 	err      error
 	ran      bool
-	returned bool                        // the handler returned: it did not panic
+	returned bool                        // run returned: neither the handler nor WithFailure's function panicked
 	stopped  bool                        // Do's context had ended as the handler returned (answer)
 	fn       func(context.Context) error // run, bound to this call
 }
@@ -330,11 +330,13 @@ func (c *unaryCall) run(ctx context.Context) error {
 		ctx = c.a.watched(ctx, w)
 	}
 	c.resp, c.err = c.handler(ctx, c.req)
-	c.returned, c.stopped = true, ctx.Err() != nil
-	if w.sendFailed(c.err) {
-		return errHeaderClosed
+	c.stopped = ctx.Err() != nil
+	outcome := errHeaderClosed
+	if !w.sendFailed(c.err) {
+		outcome = c.a.handled(ctx, c.err) // WithFailure's function may panic
 	}
-	return c.a.handled(ctx, c.err)
+	c.returned = true
+	return outcome
 }
 
 // StreamServerInterceptor returns an interceptor that admits each stream
@@ -362,16 +364,10 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			s := &stream{ServerStream: ss}
 			s.ctx = a.watched(ctx, &s.sendWatch)
 			herr = handler(srv, s)
-			returned, stopped = true, ctx.Err() != nil
-			if herr != nil {
-				if s.received(herr) {
-					return errReceived
-				}
-				if s.sendFailed(herr) {
-					return errSendClosed
-				}
-			}
-			return a.handled(ctx, herr)
+			stopped = ctx.Err() != nil
+			outcome := a.streamOutcome(ctx, s, herr) // WithFailure's function may panic
+			returned = true
+			return outcome
 		})
 		if !ran {
 			return sendPushback(a.refuse(err), ss.SetTrailer)
@@ -381,6 +377,20 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		}
 		return a.answer(ss.Context(), stopped, herr, ss.SetTrailer)
 	}
+}
+
+// streamOutcome is what fn returns to Do for the error herr of the
+// handler of stream s, run with ctx.
+func (a *admitter) streamOutcome(ctx context.Context, s *stream, herr error) error {
+	if herr != nil {
+		if s.received(herr) {
+			return errReceived
+		}
+		if s.sendFailed(herr) {
+			return errSendClosed
+		}
+	}
+	return a.handled(ctx, herr)
 }
 
 // stream is a server stream with the context Do gave, which keeps the
