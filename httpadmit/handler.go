@@ -50,7 +50,10 @@ import (
 // on to the server as one in next does, with no answer written for it:
 // net/http logs it and closes the connection. None of them holds a slot:
 // the first two run before the request is admitted, the writer after Do
-// has returned.
+// has returned. A panic in WithFailureStatus's function, which judges the
+// status as next writes it or once next returns, goes on to the server as
+// one in next does too, also when a rejection handler ran next in its
+// caller (Rejection.RunInCaller).
 //
 // A request holds its slot until next returns, while next writes to a
 // client that reads its response slowly, or not at all, too:
@@ -126,7 +129,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := calls.Get().(*call)
 	c.h, c.w, c.r = h, w, r
 	err = h.ex.DoWeighted(r.Context(), group, weight, c.fn)
-	ran, returned, aborted := c.ran, c.returned, c.aborted
+	ran, returned, judged, aborted := c.ran, c.returned, c.judged, c.aborted
 	*c = call{fn: c.fn} // drop the request before the next one reuses c
 	calls.Put(c)
 	switch {
@@ -134,7 +137,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refused(w, r, err)
 	case aborted:
 		panic(http.ErrAbortHandler) // recovered by serve, for the server to abort the response
-	case !returned:
+	case !returned, !judged:
 		notReturned(err)
 	}
 }
@@ -225,6 +228,7 @@ type call struct {
 	r        *http.Request
 	ran      bool                        // next was called
 	returned bool                        // next returned: it did not panic
+	judged   bool                        // serve returned: WithFailureStatus's function did not panic either
 	aborted  bool                        // next panicked with http.ErrAbortHandler (serve recovered it)
 	fn       func(context.Context) error // serve, bound to this call
 }
@@ -247,12 +251,20 @@ func (c *call) serve(ctx context.Context) (err error) {
 	defer c.recoverAbort(&err)
 	if h.failure == nil {
 		h.next.ServeHTTP(w, r)
-		c.returned = true
+		c.returned, c.judged = true, true
 		return nil
 	}
 	sw := &statusWriter{ResponseWriter: w, ctx: ctx, failure: h.failure}
 	h.next.ServeHTTP(sw, r)
 	c.returned = true
+	err = outcomeOf(sw) // WithFailureStatus's function may panic
+	c.judged = true
+	return err
+}
+
+// outcomeOf is serve's error for the response that next wrote through sw,
+// once next has returned.
+func outcomeOf(sw *statusWriter) (err error) {
 	if sw.refused {
 		return errNotServed
 	}
@@ -270,7 +282,7 @@ func (c *call) serve(ctx context.Context) (err error) {
 			err = &StatusError{Code: code}
 		}
 	} else {
-		err = failed(h.failure, code)
+		err = failed(sw.failure, code)
 	}
 	if err != nil && late {
 		// next answered for work given up on (a ReverseProxy's 502 for the
