@@ -69,7 +69,8 @@ func WithTenantHeader(name string) Option {
 // without its port or trailing dots (an IPv6 address in its canonical
 // form, an IPv4-mapped one as its IPv4 address, an internationalized name
 // in its ASCII form, as net/http sends it): one group per virtual host,
-// however a client spells it. Like every tenant key it is at most 128
+// however a client spells it. For a Transport, the Host of an outgoing
+// request whose Host is empty is its URL's, as net/http sends it. Like every tenant key it is at most 128
 // bytes: a host name longer than that (DNS allows 253) makes the request
 // invalid (400); read such hosts with WithTenantFunc, mapping them to
 // shorter keys. So does a port that is not a number

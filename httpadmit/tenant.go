@@ -53,10 +53,16 @@ func fromHeader(name string) tenantFunc {
 // request may carry the Unicode one, which net/http sends as ASCII):
 // each spelling of one virtual host is one group, so that a client cannot
 // spread a host's requests over several groups, each with the host's
-// limits, by respelling it. A request without a Host (HTTP/1.0) names no
-// tenant; one whose port is not a number is invalid.
+// limits, by respelling it. An outgoing request without a Host is read
+// by its URL's host, which net/http sends then (httputil.ReverseProxy's
+// SetURL leaves Host empty); a server's request without one (HTTP/1.0)
+// has none in its URL either, and names no tenant. One whose port is not
+// a number is invalid.
 func fromHost(r *http.Request) (string, error) {
 	host := r.Host
+	if host == "" && r.URL != nil {
+		host = r.URL.Host // as net/http's Request.Write sends it
+	}
 	if host == "" {
 		return "", nil
 	}
