@@ -129,3 +129,27 @@ func TestTransportCancelChannelNeverClosed(t *testing.T) {
 		t.Errorf("completed %v (%v), want Success", e.Status, e.Err)
 	}
 }
+
+// A request whose Cancel channel is closed as it is admitted (here by a
+// listener told of its start, after the executor looked at its context) is
+// not sent either.
+func TestTransportCancelChannelClosedAsAdmittedIsNotSent(t *testing.T) {
+	cancel := make(chan struct{})
+	ex := newExec(t, nil, executor.WithListener(executor.ListenerFuncs{
+		Started: func(executor.Event) { close(cancel) },
+	}))
+	var sent atomic.Int64
+	rt := httpadmit.Transport(ex, roundTripper(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	}))
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	//lint:ignore SA1019 http.Client sets it for a Transport it does not know
+	req.Cancel = cancel
+	if _, err := rt.RoundTrip(req); !errors.Is(err, context.Canceled) {
+		t.Errorf("RoundTrip: %v, want an error matching context.Canceled", err)
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("the base saw %d requests, want 0", n)
+	}
+}
