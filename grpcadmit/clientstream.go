@@ -374,7 +374,7 @@ func (s *clientStream) SendMsg(m any) (err error) {
 		h.mu.Unlock()
 		switch {
 		case !returned:
-			h.release(errStreamPanicked) // the panic goes on, with its stack
+			h.releasePanicked() // the panic goes on, with its stack
 		case deferred && err != io.EOF && sameError(end, err):
 			// gRPC ended the stream with SendMsg's own error.
 			h.release(sendEnded(err))
@@ -465,12 +465,17 @@ func (s *clientStream) CloseSend() error {
 
 // endUnlessReturned frees the slot if the method it is deferred in did not
 // return: it panicked or exited, and the panic goes on, with its stack.
-//
-// A panic of WithFailure's function as it judged that end is dropped: the
-// method's own goes on, and the outcome keeps the other.
 func (s *clientStream) endUnlessReturned(returned *bool) {
 	if !*returned {
-		s.h.release(errStreamPanicked)
-		s.h.judgeRaised.Store(true)
+		s.h.releasePanicked()
 	}
+}
+
+// releasePanicked frees the slot of a stream whose method panicked, or
+// exited its goroutine. A panic of WithFailure's function as it judged
+// that end is dropped: the method's own goes on, and the outcome keeps
+// the other.
+func (h *held) releasePanicked() {
+	h.release(errStreamPanicked)
+	h.judgeRaised.Store(true)
 }

@@ -159,3 +159,36 @@ func TestStreamClientFailurePanicOnCreationReachesTheCaller(t *testing.T) {
 		t.Errorf("completed %v (%v), want Failed", e.Status, e.Err)
 	}
 }
+
+// sendPanicking is a stream whose SendMsg panics, as a codec below the
+// interceptor might; its other methods succeed.
+type sendPanicking struct{ grpc.ClientStream }
+
+func (sendPanicking) SendMsg(any) error { panic("send broke") }
+func (sendPanicking) RecvMsg(any) error { return nil }
+func (sendPanicking) CloseSend() error  { return nil }
+
+// A method of the stream below that panics ends the stream with its own
+// panic, whatever WithFailure's function does as it judges that end: the
+// stream's caller recovers the method's panic, and its next calls return.
+func TestStreamClientMethodPanicWinsOverFailurePanic(t *testing.T) {
+	icp, _, ev := judgePanicking(t, false)
+	cs, err := icp(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, nil, "/t.S/M",
+		func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+			return sendPanicking{}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recovered, _ := recovering(func() { cs.SendMsg(nil) }); recovered != "send broke" {
+		t.Errorf("SendMsg's caller recovered %v, want the stream's own panic", recovered)
+	}
+	if e := completed(t, ev); e.Status != executor.Failed {
+		t.Errorf("completed %v (%v), want Failed", e.Status, e.Err)
+	}
+	for name, call := range map[string]func(){"CloseSend": func() { cs.CloseSend() }, "RecvMsg": func() { cs.RecvMsg(nil) }} {
+		if recovered, returned := recovering(call); !returned {
+			t.Errorf("%s after the stream's panic: recovered %v, want it to return", name, recovered)
+		}
+	}
+}
