@@ -76,7 +76,10 @@ func WithTenantHeader(name string) Option {
 // shorter keys. So does a port that is not a number
 // ("acme.example:1,victim.example", which net/http takes): a proxy in next
 // would pass the Host whole in X-Forwarded-Host, where a backend taking
-// the last host of a list serves another host than the group's.
+// the last host of a list serves another host than the group's. So does a
+// colon that is neither an IPv6 address's nor the port's
+// ("acme.example:1:2", which net/http takes too, and a backend reading the
+// host up to its first colon serves as acme.example).
 func WithTenantHost() Option {
 	return optionFunc(func(c *config) error {
 		c.tenant = fromHost

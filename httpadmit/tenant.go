@@ -57,7 +57,8 @@ func fromHeader(name string) tenantFunc {
 // by its URL's host, which net/http sends then (httputil.ReverseProxy's
 // SetURL leaves Host empty); a server's request without one (HTTP/1.0)
 // has none in its URL either, and names no tenant. One whose port is not
-// a number is invalid.
+// a number is invalid, and so is one with a colon that is neither an IPv6
+// address's nor the port's ("acme.example:1:2").
 func fromHost(r *http.Request) (string, error) {
 	host := r.Host
 	if host == "" && r.URL != nil {
@@ -66,6 +67,7 @@ func fromHost(r *http.Request) (string, error) {
 	if host == "" {
 		return "", nil
 	}
+	sent := host
 	if h, port, err := net.SplitHostPort(host); err == nil {
 		if strings.Trim(port, "0123456789") != "" {
 			// net/http takes a Host such as "acme.example:1,victim.example",
@@ -76,7 +78,18 @@ func fromHost(r *http.Request) (string, error) {
 		}
 		host = h
 	}
-	return adapt.Checked("host", canonicalHost(strings.Trim(host, "[]")))
+	host = strings.Trim(host, "[]")
+	if strings.Contains(host, ":") {
+		if _, err := netip.ParseAddr(host); err != nil {
+			// A colon is no part of a name (RFC 3986 3.2.2): net/http
+			// takes "acme.example:1:2", which a backend reading the host
+			// up to its first colon serves as acme.example, and each such
+			// spelling would be a group of its own, with the host's
+			// limits.
+			return "", fmt.Errorf("%w: host %s: a colon that is neither an IPv6 address's nor the port's", ErrInvalidTenant, clip.Quote(sent))
+		}
+	}
+	return adapt.Checked("host", canonicalHost(host))
 }
 
 // canonicalHost returns host (without port or brackets) lower-cased, without

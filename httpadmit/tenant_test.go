@@ -67,6 +67,18 @@ func TestTenantSources(t *testing.T) {
 			func(r *http.Request) { r.Host = "[::1]:1,victim.example" }, ""},
 		{"host empty port", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
 			func(r *http.Request) { r.Host = "acme.example:" }, "acme.example"},
+		// A colon is no part of a name: "acme.example:1:2", which net/http
+		// takes, is acme.example to a backend that reads the host up to
+		// its first colon, and each such spelling would be a group of its
+		// own, with acme.example's limits.
+		{"host two ports", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "acme.example:1:2" }, ""},
+		{"host name with a colon in brackets", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "[acme.example:1]:80" }, ""},
+		{"host ipv6 without brackets", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "::1" }, "::1"},
+		{"host ipv6 in brackets, no port", []httpadmit.Option{httpadmit.WithTenantHost()}, "/",
+			func(r *http.Request) { r.Host = "[::1]" }, "::1"},
 		{"path segment", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t/acme/orders", nil, "acme"},
 		{"path segment 0", []httpadmit.Option{httpadmit.WithTenantPathSegment(0)}, "/acme", nil, "acme"},
 		{"path too short", []httpadmit.Option{httpadmit.WithTenantPathSegment(1)}, "/t", nil, httpadmit.DefaultGroup},
