@@ -263,7 +263,18 @@ func (l *Limiter) nameOf(key string) string {
 // leased block, without I/O. Without enough at hand it asks the refiller
 // for a block and returns (nil, nil); the executor is notified when the
 // block comes. While Redis is unreachable it applies the failure policy.
+//
+// n must be >= 1: the executor asks for a task's weight, at least one
+// permit (a Task.Weight of 0 reads 1). A direct call with n < 1 is its
+// caller's bug: it is refused at once, with an error matching
+// executor.ErrInvalidTask that names n, before anything else (a closed
+// holder included), and leaves no state for the key. A permit of no slots
+// would fence nothing, and waiting for one would wait for ever: no refill
+// is asked for nothing.
 func (l *Limiter) TryAcquire(key string, n int) (executor.LimiterPermit, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: redislimit: TryAcquire weight %d: must be >= 1", executor.ErrInvalidTask, n)
+	}
 	p, unnamed, err := l.tryAcquire(key, n, "")
 	if unnamed {
 		// A key over maxKeyName bytes that has no state yet: its name
