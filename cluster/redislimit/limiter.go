@@ -434,7 +434,8 @@ func (p *permit) Release() {
 	le.free = append(le.free, p.slots...)
 	delete(le.permits, p)
 	ks := le.ks
-	ks.used = time.Now()
+	now := time.Now()
+	ks.used = now
 	if ks.others > 0 || ks.giveUp || ks.lowered {
 		// Others wait: the refiller gives back the excess (idleLocked,
 		// excessLocked), this permit if no task of the key takes it
@@ -442,6 +443,14 @@ func (p *permit) Release() {
 		// again, now that a task has used the block. Or the limit was
 		// lowered: this permit goes back until Redis leases no more.
 		ks.giveUp = true
+		h.enqueueLocked(ks)
+	}
+	if ks.demand > 0 && ks.pickLocked(ks.demand, now) != nil {
+		// The permits at hand now serve the task that waits here: the
+		// refiller tells its executor, and ends this holder's waiting
+		// record in Redis (refillLocked), which would otherwise split
+		// the key's limit with a holder that waits for nothing until
+		// the next notice or renewal round.
 		h.enqueueLocked(ks)
 	}
 }
