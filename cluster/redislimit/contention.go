@@ -12,12 +12,16 @@ import (
 // Contention. Every holder listens on one channel per prefix for two
 // notices:
 //
-//   - "w|holder|leases_key|version|deprived|holder=cap,...": a holder was
+//   - "c|holder|leases_key|version|holder=cap[w|d],...": a holder was
 //     refused a block of the key, or granted one while others wait
-//     (acquireScript); with no caps, the last waiter ended its record, or
-//     was granted what it waited for (unwaitScript, acquireScript), and
-//     nobody waits any more. Each holder of the key learns that someone
-//     waits, how many wait below their cap, and the most it may keep meanwhile
+//     (acquireScript); with no contender listed, the last waiter ended its
+//     record, or was granted what it waited for (unwaitScript,
+//     acquireScript), and nobody waits any more. Every contender is listed
+//     with its cap, and marked 'w' if it waits, 'd' if it waits for room
+//     below its cap (deprived) (scripts.go, Notices). Each holder of the
+//     key learns how many other holders wait (the holders marked, not
+//     itself: a grant leaves waiting maybe the listener alone), how many
+//     of them are deprived, and the most it may keep meanwhile
 //     (its cap); it gives back what it holds above the cap (once its
 //     quantum is over) and, while someone waits below its cap, what no
 //     task holds (limiter.go). A holder Redis refused for its share, with
@@ -26,7 +30,8 @@ import (
 //     that others wait, or that its cap rose, only at its next renewal
 //     round. Nothing orders the notices with the replies to the holder's
 //     own calls: one older than what the holder last heard of the key (its
-//     version) is ignored (scripts.go).
+//     version) is ignored (scripts.go). A "w|..." notice of an older build,
+//     which did not say who waits, is ignored as a missed one.
 //   - "f|leases_key": permits of the key were freed while others wait: a
 //     holder gave them back (releaseScript), ended its waiting record
 //     (unwaitScript), or a request or renewal reclaimed the slots of
@@ -87,13 +92,13 @@ func (h *Holder) subscriber() {
 // hear handles one contention notice.
 func (h *Holder) hear(payload string) {
 	kind, rest, _ := strings.Cut(payload, "|")
-	var who, leasesKey, deprived, caps string
+	var who, leasesKey, caps string
 	var ver int64
 	switch kind {
-	case "w":
+	case "c":
 		// The leases key holds the executor's key, which may contain
 		// '|'; the other fields cannot (holder ids, numbers): so the
-		// holder is cut from the front, the version, counts and caps
+		// holder is cut from the front, the version and the contenders
 		// from the back.
 		var ok bool
 		if who, rest, ok = strings.Cut(rest, "|"); !ok {
@@ -101,15 +106,14 @@ func (h *Holder) hear(payload string) {
 		}
 		i := strings.LastIndexByte(rest, '|')
 		j := strings.LastIndexByte(rest[:max(i, 0)], '|')
-		k := strings.LastIndexByte(rest[:max(j, 0)], '|')
-		if k < 0 {
+		if j < 0 {
 			return
 		}
-		v, err := strconv.ParseInt(rest[k+1:j], 10, 64)
+		v, err := strconv.ParseInt(rest[j+1:i], 10, 64)
 		if err != nil {
 			return
 		}
-		leasesKey, ver, deprived, caps = rest[:k], v, rest[j+1:i], rest[i+1:]
+		leasesKey, ver, caps = rest[:j], v, rest[i+1:]
 	case "f":
 		leasesKey = rest
 	default:
@@ -142,27 +146,25 @@ func (h *Holder) hear(payload string) {
 			// call told it the same, as of the same version. Not its own
 			// end of the last wait (unwaitScript), whose reply tells no
 			// share: without it, the holder would keep the caps of a
-			// contention that is over, and count others as waiting
-			// (heard from a grant while it waited), until its next
-			// renewal round.
+			// contention that is over until its next renewal round.
+			continue
+		}
+		sh, parsed := sharesOf(caps, l.id)
+		if !parsed {
 			continue
 		}
 		held, _ := ks.held()
 		fitted := capFits(held, ks.demand, ks.cap)
 		ks.ver = ver
+		ks.others, ks.deprived = sh.others, sh.deprived
 		switch {
-		case caps == "":
-			// The last waiter ended its record: nobody waits, and no one
-			// is capped.
-			ks.others, ks.deprived, ks.cap = 0, 0, ks.limit
-		default:
-			ks.others = max(ks.others, 1)
-			if c, ok := capOf(caps, l.id); ok {
-				ks.cap = c
-			}
-			if d, err := strconv.Atoi(deprived); err == nil {
-				ks.deprived = d
-			}
+		case sh.others == 0:
+			// Nobody else waits (the last waiter ended its record, or
+			// was granted, or this holder alone still waits): no one
+			// caps it, as a reply would say.
+			ks.cap = ks.limit
+		case sh.listed:
+			ks.cap = sh.cap
 		}
 		if !fitted && capFits(held, ks.demand, ks.cap) {
 			// Refused for its share, it may have it now (a grant moved
@@ -194,15 +196,41 @@ func (h *Holder) parseLeasesKey(k string) (scope, name string, ok bool) {
 	return strings.Cut(k, ":")
 }
 
-// capOf finds id's cap in "holder=cap,...".
-func capOf(caps, id string) (int, bool) {
-	for caps != "" {
+// noticeShares is what a contention notice tells one holder of a key.
+type noticeShares struct {
+	others   int  // holders other than it that wait
+	deprived int  // how many of them wait for room below their cap
+	cap      int  // its cap, if listed
+	listed   bool // it is a contender of the notice
+}
+
+// sharesOf reads the contenders of a notice, "holder=cap[w|d],...", as
+// the holder id hears them; ok is false if they do not parse.
+func sharesOf(contenders, id string) (sh noticeShares, ok bool) {
+	for contenders != "" {
 		var one string
-		one, caps, _ = strings.Cut(caps, ",")
-		if h, c, ok := strings.Cut(one, "="); ok && h == id {
-			n, err := strconv.Atoi(c)
-			return n, err == nil
+		one, contenders, _ = strings.Cut(contenders, ",")
+		h, c, found := strings.Cut(one, "=")
+		if !found || c == "" {
+			return noticeShares{}, false
+		}
+		state := c[len(c)-1]
+		if state == 'w' || state == 'd' {
+			c = c[:len(c)-1]
+		}
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return noticeShares{}, false
+		}
+		switch {
+		case h == id:
+			sh.cap, sh.listed = n, true
+		case state == 'd':
+			sh.others++
+			sh.deprived++
+		case state == 'w':
+			sh.others++
 		}
 	}
-	return 0, false
+	return sh, true
 }

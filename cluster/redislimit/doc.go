@@ -92,10 +92,16 @@
 // Redis grants a holder no more than its share (its cap) while others wait.
 // It tells each holder its cap in every reply, and publishes the caps with
 // every refusal, and with every grant while others still wait (pub/sub, one
-// channel per prefix). A holder above its cap gives the excess back as its
-// tasks finish, once it has held its last block for a quantum (the renew
-// interval), so that a block's tasks get to run and a contended key's
-// permits change hands once a quantum, not once a round trip. Permits no
+// channel per prefix). Such a notice carries the key, a version, and every
+// contender with its cap, marked if it waits, and if it waits for room
+// below an even split (deprived): each holder reads there what a reply
+// would tell it, how many holders other than itself wait, how many of
+// those are deprived, and its own cap (a grant while only the listener
+// still waits tells it that no one else does). A holder above its cap
+// gives the excess back as its tasks finish, once it has held its last
+// block for a quantum (the renew interval), so that a block's tasks get to
+// run and a contended key's permits change hands once a quantum, not once
+// a round trip. Permits no
 // task has used for a poll interval go back at once while another holder
 // waits for room below an even split. Under a full global limit that
 // includes the permits of a key whose next task waits for a global permit
@@ -283,6 +289,12 @@
 // prefix its part of the limit for the rollout (Groups, GroupsFunc,
 // Global), and the whole to the new one once the old processes are gone;
 // the old prefix's keys expire twice the TTL after its last call.
+//
+// A version whose contention notices differ (the changelog says so) reads
+// the keys alike, but ignores the notices of the older one, which ignores
+// its: under one prefix, the holders of either learn of the other's
+// refusals and grants at their renewal rounds only, as if the notices were
+// missed (a renew interval at most, each time).
 //
 // Fencing tokens of the two prefixes come from counters of their own.
 // Both rise with Redis's clock, so a lease taken under one is fenced by a

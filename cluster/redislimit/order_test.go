@@ -110,7 +110,7 @@ func TestNoticeOlderThanAReplyIsIgnored(t *testing.T) {
 		t.Fatalf("B's TryAcquire with the limit out: %v, %v; want to wait", q, err)
 	}
 	stale := waitFor(t, "B's refusal published", notices)
-	if !strings.HasPrefix(stale, "w|"+b.ID()+"/1|") {
+	if !strings.HasPrefix(stale, "c|"+b.ID()+"/1|") {
 		t.Fatalf("first notice %q; want B's refusal", stale)
 	}
 	eventually(t, "A hears that B waits", 5*time.Second, func() bool {
@@ -490,7 +490,7 @@ func TestFreedNoticeBeforeTheRefusalWakesTheWaiter(t *testing.T) {
 	})
 	// B hears the notices in the order they were published: once it has
 	// heard this one (its cap of "s" is 0), it has heard that A freed g.
-	marker := fmt.Sprintf("w|x|t:%s:{group:s}:l|%d|0|%s/1=0", t.Name(), int64(1)<<62, b.ID())
+	marker := fmt.Sprintf("c|x|t:%s:{group:s}:l|%d|x=1w,%s/1=0", t.Name(), int64(1)<<62, b.ID())
 	if err := rdb.Publish(bg, redislimit.Channel(b), marker).Err(); err != nil {
 		t.Fatal(err)
 	}

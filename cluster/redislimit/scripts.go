@@ -85,6 +85,21 @@ import "github.com/redis/go-redis/v9"
 // quantum (the renew interval) from its last grant is over, and, while
 // someone is deprived, the permits no task of it has used for a poll
 // interval (share.go).
+//
+// Notices. What a script tells of the shares it publishes on the
+// contention channel (PREFIX:contention) as
+// "c|holder_id|leases_key|version|holder=cap[w|d],...": the holder whose
+// call published it, the key, the version, then every contender with its
+// cap, followed by 'w' if it waits, or 'd' if it waits deprived (nothing:
+// it holds permits and does not wait); with no contender, nobody waits.
+// Each listener reads there what a reply to a call of its own tells it:
+// how many holders other than itself wait, how many of those are
+// deprived, and its cap. A refusal lists its holder as waiting; a grant
+// does not list it so (its wait ended), and the holders still waiting may
+// be the listener alone, which then counts no one. A notice of an older
+// build ("w|..."), which did not say who waits, is ignored (as a notice
+// missed): its holders' next renewal rounds tell the shares. "f|leases_key"
+// says that permits were freed while holders wait (contention.go).
 
 // Failures. Redis does not roll back a script that fails midway: the
 // writes it made before the failing command stay. A key under the prefix
@@ -229,8 +244,10 @@ end
 
 -- shares returns the permits leased, each holder's permits, how many
 -- holders other than me wait, each contender's cap (nil when nobody
--- waits), and how many holders other than me are deprived (below). asking:
--- me is asking now for need permits (it counts as waiting).
+-- waits), how many holders other than me are deprived (below), whether me
+-- is, and the state of each holder that waits ('w', or 'd': deprived), me
+-- included. asking: me is asking now for need permits (it counts as
+-- waiting).
 local function shares(n, w, g, q, limit, me, now, asking, need)
   redis.call('ZREMRANGEBYSCORE', w, '-inf', now)
   local waiting, others = {}, 0
@@ -240,7 +257,7 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
   end
   if asking then waiting[me] = true end
   local hold, used = {}, 0
-  if next(waiting) == nil then return used, hold, others, nil, 0, false end
+  if next(waiting) == nil then return used, hold, others, nil, 0, false, {} end
   local all = redis.call('HGETALL', n)
   for i = 1, #all, 2 do
     local h, v = owner(all[i]), tonumber(all[i + 1])
@@ -312,21 +329,25 @@ local function shares(n, w, g, q, limit, me, now, asking, need)
   -- even split (or nothing). The one permit more that the first in line
   -- may have comes to it as the others' quantum ends, not from their idle
   -- permits: so it does not pull permits around at each grant.
-  local deprived, medeprived = 0, false
+  local deprived, medeprived, states = 0, false, {}
   for h in pairs(waiting) do
     local hh = hold[h] or 0
+    states[h] = 'w'
     if hh < math.max(fl, 1) and hh + math.max(wants[h] or 1, 1) <= caps[h] then
+      states[h] = 'd'
       if h == me then medeprived = true else deprived = deprived + 1 end
     end
   end
-  return used, hold, others, caps, deprived, medeprived
+  return used, hold, others, caps, deprived, medeprived, states
 end
 
-local function capstr(caps)
-  if not caps then return '' end
+-- notice is the contention notice "c|me|leases_key|version|shares" (see
+-- Notices): shares lists each contender as holder=cap, followed by 'w' if
+-- it waits, 'd' if it waits deprived; empty, nobody waits.
+local function notice(me, l, ver, caps, states)
   local out = {}
-  for h, c in pairs(caps) do out[#out + 1] = h .. '=' .. c end
-  return table.concat(out, ',')
+  for h, c in pairs(caps or {}) do out[#out + 1] = h .. '=' .. c .. (states[h] or '') end
+  return 'c|' .. me .. '|' .. l .. '|' .. string.format('%.0f', ver) .. '|' .. table.concat(out, ',')
 end
 `
 
@@ -349,16 +370,15 @@ end
 // task it asked for before may be gone, and its process's nonce), unless
 // another process of its id has a record (see Requests): a holder that
 // still waits asks again at least once per renew interval, and one that no
-// longer does drops out soon after. The refusal is
-// published on the contention channel (ARGV[7]) as
-// "w|holder_id|leases_key|version|deprived|holder=cap,...", so that the
-// holders of the key learn at once that someone waits, how many wait below
-// their cap (for room), and what each may keep. A grant ends the holder's
-// wait and marks it served (unless the record is another process's);
-// while others wait, it is published the same way, since it changes their
-// caps; when it ended the last wait, it is published without caps
-// ("w|holder_id|leases_key|version|0|": nobody waits, as unwaitScript
-// publishes it), so that the holders of the key keep their permits again.
+// longer does drops out soon after. The refusal is published on the
+// contention channel (ARGV[7]) as a notice of the shares (see Notices), so
+// that the holders of the key learn at once who waits, who of them waits
+// for room below its cap, and what each may keep. A grant ends the
+// holder's wait and marks it served (unless the record is another
+// process's); while others wait, it is published the same way, since it
+// changes their caps; when it ended the last wait, it is published with no
+// contender (nobody waits, as unwaitScript publishes it), so that the
+// holders of the key keep their permits again.
 //
 // When it reaped expired leases (a crashed or cut-off holder's) and some
 // of their slots are still free after the grant or refusal while others
@@ -382,7 +402,7 @@ ran(KEYS[9], me, nonce, seq, now, ttl * 2)
 local own = mine(KEYS[6], KEYS[8], me, nonce, now)
 local ver = version(KEYS[10], nowus, ttl * 2)
 local reaped = reap(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now)
-local used, hold, others, caps, deprived, medeprived = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
+local used, hold, others, caps, deprived, medeprived, states = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, true, need)
 local mine, free, cap = hold[me] or 0, limit - used, limit
 if others > 0 then cap = caps[me] end
 local grant = 0
@@ -407,9 +427,10 @@ if #slots == 0 then
     redis.call('HSET', KEYS[8], me, string.format('%.0f', need) .. ' ' .. nonce)
     for i = 6, 8 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
   end
-  local all = deprived
-  if medeprived and free < need then all = all + 1 end
-  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. all .. '|' .. capstr(caps))
+  -- Deprived only when refused for room: free >= need, it was refused
+  -- for lack of free slots (the bitmap did not match the counts).
+  if medeprived and free >= need then states[me] = 'w' end
+  redis.call('PUBLISH', ARGV[7], notice(me, KEYS[1], ver, caps, states))
   if reaped > 0 and free > 0 and others > 0 then
     redis.call('PUBLISH', ARGV[7], 'f|' .. KEYS[1])
   end
@@ -429,20 +450,20 @@ if own then
   redis.call('PEXPIRE', KEYS[7], ttl * 2)
 end
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl * 2) end
-local _, _, others2, caps2, deprived2 = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, false, 0)
+local _, _, others2, caps2, deprived2, _, states2 = shares(KEYS[2], KEYS[6], KEYS[7], KEYS[8], limit, me, now, false, 0)
 local cap2 = limit
 if others2 > 0 then
   cap2 = caps2[me]
   -- The grant moved this holder to the back of the line: the others' caps
   -- changed too.
-  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|' .. deprived2 .. '|' .. capstr(caps2))
+  redis.call('PUBLISH', ARGV[7], notice(me, KEYS[1], ver, caps2, states2))
   if reaped > 0 and free > grant then
     redis.call('PUBLISH', ARGV[7], 'f|' .. KEYS[1])
   end
 elseif waited then
   -- The grant ended the last wait: nobody waits any more (as unwaitScript
   -- publishes it).
-  redis.call('PUBLISH', ARGV[7], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', ver) .. '|0|')
+  redis.call('PUBLISH', ARGV[7], notice(me, KEYS[1], ver, nil, {}))
 end
 local out = {grant, tok, free - grant, others2, cap2, deprived2, ver}
 for _, x in ipairs(slots) do out[#out + 1] = x end
@@ -545,9 +566,10 @@ return left
 // have risen: it publishes "f|leases_key" so that they ask again (their
 // refusals or grants then publish the new caps). If it ended the last
 // record, nobody waits any more, and no refusal or grant will say so: it
-// publishes "w|holder_id|leases_key|version|0|" (no caps: no one is capped),
-// so that the holders of the key keep their permits again, rather than
-// hold to the caps of a contention that is over until their next renewal.
+// publishes a notice of the shares with no contender (see Notices: no one
+// is capped), so that the holders of the key keep their permits again,
+// rather than hold to the caps of a contention that is over until their
+// next renewal.
 // KEYS: l w q r v. ARGV: holder_id channel nonce seq ttl_ms. Returns 1 if
 // the holder was recorded and the record ended.
 var unwaitScript = redis.NewScript(sharesLua + `
@@ -564,7 +586,7 @@ if removed > 0 then
   if redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf') > 0 then
     redis.call('PUBLISH', ARGV[2], 'f|' .. KEYS[1])
   else
-    redis.call('PUBLISH', ARGV[2], 'w|' .. me .. '|' .. KEYS[1] .. '|' .. string.format('%.0f', version(KEYS[5], nowus, tonumber(ARGV[5]) * 2)) .. '|0|')
+    redis.call('PUBLISH', ARGV[2], notice(me, KEYS[1], version(KEYS[5], nowus, tonumber(ARGV[5]) * 2), nil, {}))
   end
 end
 return removed

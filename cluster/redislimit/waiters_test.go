@@ -638,8 +638,8 @@ func TestRecordOfARefusalWhoseReplyWasLostIsEnded(t *testing.T) {
 // renewal round (minutes here), even when it holds no permit of the key.
 // Limit 3, all at Z; Y waits for 1, then X for 2. Z gives them back: X
 // asks first, and Y, which waited longer, is first in line (a cap of 2,
-// X's 1): X is refused for its share. Y's grant of 1 leaves X a cap of 2
-// and 2 permits free.
+// X's 1): X is refused for its share. Y's grant of 1 leaves X waiting
+// alone, so capped by no one (a cap of the limit), with 2 permits free.
 func TestCapRaisedByAGrantWakesAWaiterHoldingNothing(t *testing.T) {
 	testCapRaisedByAGrant(t, false)
 }
@@ -716,8 +716,8 @@ func testCapRaisedByAGrant(t *testing.T, noticeFirst bool) {
 		waitFor(t, "X refused, its reply held", xParked)
 		yOpen()
 		eventually(t, "X hears of Y's grant", 5*time.Second, func() bool {
-			_, c, _ := redislimit.Share(lx, "g")
-			return c == 2
+			o, c, _ := redislimit.Share(lx, "g")
+			return o == 0 && c == 3
 		})
 		xOpen()
 	} else {
