@@ -97,8 +97,10 @@ type Stats struct {
 	Policy FailurePolicy // the holder's failure policy
 	// RoundTrips counts calls to Redis (a pipeline counts once).
 	RoundTrips uint64
-	// Acquired counts permits handed to tasks from leased blocks;
-	// Fallbacks those handed out under FailOpen while Redis was down;
+	// Acquired counts permits handed to tasks from leased blocks (a
+	// task of weight n takes n, as PermitsInUse and Returned count
+	// them); Fallbacks the fallback permits handed out under FailOpen
+	// while Redis was down, one per task (as EventFallback counts them);
 	// Rejected the tasks refused under FailClosed.
 	Acquired, Fallbacks, Rejected uint64
 	// Refills counts blocks leased; RefillsDenied the refills Redis

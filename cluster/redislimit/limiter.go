@@ -334,7 +334,7 @@ func (l *Limiter) acquireLocked(ks *keyState, n int) (executor.LimiterPermit, er
 		ks.used = now
 		_, free := ks.held()
 		ks.minFree = min(ks.minFree, free)
-		h.st.acquired.Add(1)
+		h.st.acquired.Add(uint64(n))
 		return p, nil
 	}
 	// The whole limit is here and in use: Redis has nothing to grant. A
