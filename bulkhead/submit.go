@@ -41,6 +41,7 @@ type Handle[T any] struct {
 	permit Permit
 	state  atomic.Bool // completed
 	cancel context.CancelCauseFunc
+	parent doneParent // fn's context's parent: the caller's context (doneparent.go)
 	done   chan struct{}
 	res    Result[T]
 }
@@ -61,6 +62,12 @@ var ErrCancelled = errors.New("bulkhead: handle cancelled")
 // follows the caller's interest. A function that ignores its context keeps
 // running after that, no longer counted: bound such functions some other
 // way. A nil b, fn or ctx is a *ConfigError, and takes no permit.
+//
+// A ctx whose Done is closed while its Err reports nil (against
+// context.Context's contract) is taken for a cancelled one: with a queue
+// Submit refuses it, with an error that matches context.Canceled; without
+// one fn runs with its context cancelled (context.Canceled), and so does a
+// running fn's context once ctx's Done closes.
 func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) (*Handle[T], error) {
 	if b == nil {
 		return nil, &ConfigError{"Submit b", nil, "must not be nil"}
@@ -83,6 +90,14 @@ func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T
 // and fn's context. Tests start the goroutine themselves, to order it
 // against Cancel.
 func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, error)) (*Handle[T], context.Context, error) {
+	if b.maxDepth > 0 && ctx.Err() == nil && doneWithoutErr(ctx) != nil {
+		// Acquire refuses a context that has ended only by its Err, which
+		// here is nil: refused as a cancelled one, as a waiter whose Done
+		// closes with a nil Err is (doneErr). Deriving fn's context reads
+		// ctx's Done anyway.
+		b.refuseEnded(errDoneNilErr)
+		return nil, nil, errDoneNilErr
+	}
 	p, err := b.Acquire(ctx, 1)
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +120,8 @@ func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, 
 		}
 	}()
 	var runCtx context.Context
-	runCtx, h.cancel = context.WithCancelCause(ctx)
+	h.parent.Context = ctx
+	runCtx, h.cancel = context.WithCancelCause(&h.parent)
 	derived = true
 	return h, runCtx, nil
 }

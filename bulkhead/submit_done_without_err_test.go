@@ -1,0 +1,102 @@
+package bulkhead_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/bulkhead"
+)
+
+// A caller's context whose Done is closed while its Err reports nil breaks
+// context.Context's contract, and the standard library, deriving fn's
+// context from it, panics ("missing cancel error"): in Submit's caller if
+// Done was closed before Submit, or, if it closes while fn runs, on a
+// goroutine of its own, which ends the program. Submit takes such a
+// context for a cancelled one: without a queue fn runs, as for a cancelled
+// context, with its context already cancelled (context.Canceled); if Done
+// closes while fn runs, fn's context is cancelled with context.Canceled.
+func TestSubmitContextDoneWithoutErr(t *testing.T) {
+	t.Run("done before Submit", func(t *testing.T) {
+		b := newBH(t, 1)
+		ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
+		close(ctx.done)
+		var fnErr error
+		h, err := submitRecovering(t, b, ctx, func(c context.Context) (int, error) {
+			fnErr = c.Err()
+			return 1, nil
+		})
+		if err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+		if r := result(t, h); r.Status != bulkhead.Success || r.Value != 1 {
+			t.Fatalf("result %+v, want Success with 1", r)
+		}
+		if fnErr != context.Canceled {
+			t.Fatalf("fn's context's Err %v, want context.Canceled", fnErr)
+		}
+		whole(t, b, 0)
+	})
+	t.Run("done while fn runs", func(t *testing.T) {
+		b := newBH(t, 1)
+		ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
+		running := make(chan struct{})
+		h, err := submitRecovering(t, b, ctx, func(c context.Context) (int, error) {
+			close(running)
+			select {
+			case <-c.Done():
+				return 0, c.Err()
+			case <-time.After(10 * time.Second):
+				return 0, errors.New("fn's context was not cancelled")
+			}
+		})
+		if err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+		<-running
+		close(ctx.done)
+		r := result(t, h)
+		if r.Status != bulkhead.Cancelled || r.Err != context.Canceled {
+			t.Fatalf("result %+v, want Cancelled with context.Canceled", r)
+		}
+		whole(t, b, 0)
+	})
+	t.Run("done with a queue", func(t *testing.T) {
+		// With a queue Submit refuses a cancelled context, as Acquire does:
+		// and so one whose Done is closed with a nil Err, with an error that
+		// matches context.Canceled, holding nothing.
+		b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithEventLog(8))
+		ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
+		close(ctx.done)
+		ran := false
+		h, err := submitRecovering(t, b, ctx, func(context.Context) (int, error) { ran = true; return 1, nil })
+		if !errors.Is(err, context.Canceled) || h != nil {
+			t.Fatalf("Submit: (%v, %v), want an error matching context.Canceled", h, err)
+		}
+		if ran {
+			t.Fatal("fn ran")
+		}
+		whole(t, b, 0)
+		var details []string
+		for _, e := range b.Events() {
+			if e.Code == bulkhead.EventRequestRejected {
+				details = append(details, e.Detail)
+			}
+		}
+		if len(details) != 1 || details[0] != context.Canceled.Error() {
+			t.Errorf("rejection details %q, want [%q]", details, context.Canceled.Error())
+		}
+	})
+}
+
+// submitRecovering is Submit, failing the test if it panics.
+func submitRecovering[T any](t *testing.T, b *bulkhead.Bulkhead, ctx context.Context, fn func(context.Context) (T, error)) (h *bulkhead.Handle[T], err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Submit panicked: %v", r)
+		}
+	}()
+	return bulkhead.Submit(b, ctx, fn)
+}
