@@ -51,7 +51,7 @@ func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 		if ctx == nil {
 			return Permit{}, &ConfigError{"Acquire ctx", nil, "must not be nil"}
 		}
-		if ctx.Err() != nil {
+		if ended(ctx) != nil {
 			return b.acquire(ctx, n, wait) // fails with ctx's error
 		}
 	}
@@ -163,7 +163,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		return Permit{}, b.refuseCapability()
 	}
 	if wait {
-		if err := ctx.Err(); err != nil {
+		if err := ended(ctx); err != nil {
 			b.refuseEnded(err)
 			return Permit{}, err
 		}
@@ -316,6 +316,19 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 // errDoneNilErr is the error of a request whose context's Done is closed
 // while its Err reports nil.
 var errDoneNilErr = fmt.Errorf("bulkhead: the context's Done is closed but its Err is nil: %w", context.Canceled)
+
+// ended returns the error of a request whose context has ended before it
+// asks: ctx's Err, or errDoneNilErr if that is nil while its Done is
+// closed, as doneErr has it for a waiter.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if doneWithoutErr(ctx) != nil {
+		return errDoneNilErr
+	}
+	return nil
+}
 
 // doneErr returns the error of w's request, whose context's Done is closed.
 // A context whose Err is nil then breaks context.Context's contract: taken
