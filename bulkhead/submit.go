@@ -54,9 +54,11 @@ var ErrCancelled = errors.New("bulkhead: handle cancelled")
 // is one) and runs it on its own goroutine with a context derived from ctx.
 // A refusal is returned as the error, and fn is not called. fn is called at
 // most once, only with a permit; the permit is released exactly once, when fn
-// returns, panics (the handle completes Failed with a *PanicError) or the
-// handle is cancelled, and always before the handle completes, so a caller
-// that has seen the result can count on the capacity being back.
+// returns, panics (the handle completes Failed with a *PanicError, as it
+// does when fn's error panics as it is classified: errors.Is calls its Is
+// and Unwrap) or the handle is cancelled, and always before the handle
+// completes, so a caller that has seen the result can count on the
+// capacity being back.
 //
 // Cancel releases the permit at once and cancels fn's context: the bulkhead
 // follows the caller's interest. A function that ignores its context keeps
@@ -151,8 +153,13 @@ func (h *Handle[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 	// fails the run with ErrGoexit before fn runs, and the handle completes.
 	start, timed = h.b.readClock()
 	v, err := fn(ctx)
+	// Classifying err calls its methods (errors.Is: Is, Unwrap), fn's code
+	// too: a typed-nil error whose Unwrap reads its receiver panics there.
+	// Before returned, so that the run then fails as if fn had panicked,
+	// instead of ending the program from this goroutine.
+	status := outcome.Classify(err)
 	returned = true
-	res = Result[T]{Status: outcome.Classify(err), Value: v, Err: err}
+	res = Result[T]{Status: status, Value: v, Err: err}
 	if res.Status != Success {
 		res.Value = *new(T)
 	}
