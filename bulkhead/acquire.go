@@ -452,7 +452,9 @@ func (b *Bulkhead) giveUpLocked(w *waiter, err error, stamp int64, es *events) {
 	b.waiters.Remove(&w.node)
 	w.err = err
 	close(w.ready)
-	b.event(es, EventRequestRejected, stamp, 0, detailOf(err))
+	if es != nil { // detailOf reads err, the context's: only for an observer
+		b.event(es, EventRequestRejected, stamp, 0, detailOf(err))
+	}
 }
 
 // giveBack releases a permit issued to a waiter that has given up with err
@@ -485,15 +487,29 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 // context.Canceled's text: observers that count requests by their
 // context's error (metrics/prom, metrics/otel) count it as cancelled, not
 // under a text of its own.
-func detailOf(err error) string {
+//
+// It runs under the mutex, and a context's error is the caller's code: an
+// Error that panics (a nil pointer's, say) would leave the mutex held, and
+// every later call blocked. Its detail is then errTextPanicked. (One that
+// exits the goroutine cannot be stopped.)
+func detailOf(err error) (detail string) {
 	if e, ok := err.(*Error); ok {
 		return e.code
 	}
 	if err == errDoneNilErr {
 		return context.Canceled.Error()
 	}
+	defer func() {
+		if recover() != nil {
+			detail = errTextPanicked
+		}
+	}()
 	return err.Error()
 }
+
+// errTextPanicked is the detail of a rejection whose context's error
+// panicked in its Error method.
+const errTextPanicked = "bulkhead: the context's error panicked in Error"
 
 // deliverIssued delivers es, the events of issuing p, on the goroutine of
 // the acquire that p is for. A listener that exits that goroutine
