@@ -9,10 +9,40 @@ import "context"
 // error"): in Submit's caller if Done was closed before, or on a goroutine
 // of its own if it closes while fn runs, which ends the program. doneParent
 // reads such a context as a cancelled one: its Err is context.Canceled once
-// its Done is closed. Everything else is the caller's context's own; a
-// context of the standard library's, whose Done is its own, is still
-// followed without a goroutine of its own.
+// its Done is closed. Everything else is the caller's context's own: a
+// context of the standard library's (found through Value, its Done the
+// same) is still followed without a goroutine, and so is one with an
+// AfterFunc (doneParentAfterFunc).
 type doneParent struct{ context.Context }
+
+// afterFuncer is a context that runs a function once it is done, as the
+// standard library's do: context.WithCancelCause asks a parent it does
+// not know for AfterFunc, rather than start a goroutine to watch its Done.
+type afterFuncer interface {
+	AfterFunc(f func()) (stop func() bool)
+}
+
+// doneParentAfterFunc is doneParent for a context with an AfterFunc,
+// which it keeps in sight of context.WithCancelCause: hidden, every Submit
+// with such a context would start a goroutine to watch it. The function
+// given is the standard library's, which reads doneParent's Err.
+type doneParentAfterFunc struct{ doneParent }
+
+// AfterFunc is the context's AfterFunc.
+func (c *doneParentAfterFunc) AfterFunc(f func()) (stop func() bool) {
+	return c.Context.(afterFuncer).AfterFunc(f)
+}
+
+// parentOf returns p holding ctx, as the parent for fn's context: p
+// itself, or p's doneParent if ctx has no AfterFunc. p is a field of fn's
+// handle, so that this costs no allocation.
+func parentOf(p *doneParentAfterFunc, ctx context.Context) context.Context {
+	p.Context = ctx
+	if _, ok := ctx.(afterFuncer); ok {
+		return p
+	}
+	return &p.doneParent
+}
 
 // Err is the context's Err, or context.Canceled if that is nil while its
 // Done is closed.

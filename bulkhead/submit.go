@@ -41,7 +41,7 @@ type Handle[T any] struct {
 	permit Permit
 	state  atomic.Bool // completed
 	cancel context.CancelCauseFunc
-	parent doneParent // fn's context's parent: the caller's context (doneparent.go)
+	parent doneParentAfterFunc // holds fn's context's parent: the caller's context (doneparent.go)
 	done   chan struct{}
 	res    Result[T]
 }
@@ -114,8 +114,7 @@ func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, 
 		}
 	}()
 	var runCtx context.Context
-	h.parent.Context = ctx
-	runCtx, h.cancel = context.WithCancelCause(&h.parent)
+	runCtx, h.cancel = context.WithCancelCause(parentOf(&h.parent, ctx))
 	derived = true
 	return h, runCtx, nil
 }

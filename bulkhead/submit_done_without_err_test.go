@@ -3,6 +3,7 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,4 +100,48 @@ func submitRecovering[T any](t *testing.T, b *bulkhead.Bulkhead, ctx context.Con
 		}
 	}()
 	return bulkhead.Submit(b, ctx, fn)
+}
+
+// afterFuncContext is a context of the caller's that is no standard
+// library context (its values are Background's) but runs functions once
+// done (AfterFunc), as one that wraps another context may.
+type afterFuncContext struct {
+	context.Context
+	inner      context.Context
+	registered atomic.Int32
+}
+
+func (c *afterFuncContext) Done() <-chan struct{} { return c.inner.Done() }
+func (c *afterFuncContext) Err() error            { return c.inner.Err() }
+
+func (c *afterFuncContext) AfterFunc(f func()) (stop func() bool) {
+	c.registered.Add(1)
+	return context.AfterFunc(c.inner, f)
+}
+
+// fn's context follows a caller's context with an AfterFunc through that
+// AfterFunc, as the standard library does, not with a goroutine of its own
+// watching its Done; and is cancelled when the caller's is.
+func TestSubmitContextWithAfterFunc(t *testing.T) {
+	b := newBH(t, 1)
+	inner, cancel := context.WithCancel(bg)
+	ctx := &afterFuncContext{Context: bg, inner: inner}
+	running := make(chan struct{})
+	h, err := bulkhead.Submit(b, ctx, func(c context.Context) (int, error) {
+		close(running)
+		<-c.Done()
+		return 0, c.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	if n := ctx.registered.Load(); n != 1 {
+		t.Errorf("the caller's context's AfterFunc was called %d times, want once", n)
+	}
+	cancel()
+	if r := result(t, h); r.Status != bulkhead.Cancelled {
+		t.Fatalf("result %+v, want Cancelled", r)
+	}
+	whole(t, b, 0)
 }
