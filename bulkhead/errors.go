@@ -19,7 +19,7 @@ func (e *Error) Error() string { return e.msg }
 func (e *Error) Code() string { return e.code }
 
 // The sentinels. Every error the package returns is one of them or matches
-// one with errors.Is (except context errors from Acquire and Wait).
+// one with errors.Is (except context errors from Acquire, Submit and Wait).
 var (
 	// ErrCapabilityRequired: the bulkhead requires a capability
 	// (WithRequiredCapability) that the context does not carry.
