@@ -13,7 +13,17 @@ import "context"
 // context of the standard library's (found through Value, its Done the
 // same) is still followed without a goroutine, and so is one with an
 // AfterFunc (doneParentAfterFunc).
-type doneParent struct{ context.Context }
+//
+// If the caller's Done was still open as fn's context was derived
+// (lenient), the standard library reads Err only to cancel fn's context
+// once Done closes, on a goroutine of its own (or the caller's
+// AfterFunc's), where a panic from it would end the program: it then reads
+// as context.Canceled. Otherwise Err is read in Submit's caller, as fn's
+// context is derived, and its panic goes on up there.
+type doneParent struct {
+	context.Context
+	lenient bool // set before fn's context is derived, never after
+}
 
 // afterFuncer is a context that runs a function once it is done, as the
 // standard library's do: context.WithCancelCause asks a parent it does
@@ -38,6 +48,7 @@ func (c *doneParentAfterFunc) AfterFunc(f func()) (stop func() bool) {
 // handle, so that this costs no allocation.
 func parentOf(p *doneParentAfterFunc, ctx context.Context) context.Context {
 	p.Context = ctx
+	p.lenient = doneWithoutErr(ctx) == nil // Done still open
 	if _, ok := ctx.(afterFuncer); ok {
 		return p
 	}
@@ -46,7 +57,14 @@ func parentOf(p *doneParentAfterFunc, ctx context.Context) context.Context {
 
 // Err is the context's Err, or context.Canceled if that is nil while its
 // Done is closed.
-func (c *doneParent) Err() error {
+func (c *doneParent) Err() (err error) {
+	if c.lenient {
+		defer func() {
+			if recover() != nil {
+				err = context.Canceled
+			}
+		}()
+	}
 	if err := c.Context.Err(); err != nil {
 		return err
 	}

@@ -145,3 +145,45 @@ func TestSubmitContextWithAfterFunc(t *testing.T) {
 	}
 	whole(t, b, 0)
 }
+
+// errBombContext is a context of the caller's, no standard library one,
+// whose Err panics once its Done is closed.
+type errBombContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *errBombContext) Done() <-chan struct{} { return c.done }
+func (c *errBombContext) Err() error {
+	select {
+	case <-c.done:
+		panic("errBombContext: Err")
+	default:
+		return nil
+	}
+}
+
+// When a caller's context that is no standard library one ends while fn
+// runs, the standard library cancels fn's context from a goroutine of its
+// own, reading the caller's Err there: a panic from it, where nothing
+// recovers, ended the program. Once fn's context is derived, such a panic
+// reads as context.Canceled: the caller's Done is closed.
+func TestSubmitContextErrPanickingWhileFnRuns(t *testing.T) {
+	b := newBH(t, 1)
+	ctx := &errBombContext{Context: bg, done: make(chan struct{})}
+	running := make(chan struct{})
+	h, err := bulkhead.Submit(b, ctx, func(c context.Context) (int, error) {
+		close(running)
+		<-c.Done()
+		return 0, c.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	close(ctx.done)
+	if r := result(t, h); r.Status != bulkhead.Cancelled || r.Err != context.Canceled {
+		t.Fatalf("result %+v, want Cancelled with context.Canceled", r)
+	}
+	whole(t, b, 0)
+}
