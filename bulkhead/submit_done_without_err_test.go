@@ -187,3 +187,36 @@ func TestSubmitContextErrPanickingWhileFnRuns(t *testing.T) {
 	}
 	whole(t, b, 0)
 }
+
+type submitKey struct{}
+
+// fn's context is the caller's context's child for all that the caller can
+// see: its values, and, when the caller's context is cancelled with a
+// cause, that cause.
+func TestSubmitContextKeepsCallersValuesAndCause(t *testing.T) {
+	errCause := errors.New("the caller's cause")
+	b := newBH(t, 1)
+	parent, cancel := context.WithCancelCause(context.WithValue(bg, submitKey{}, "v"))
+	running := make(chan struct{})
+	var value any
+	var cause error
+	h, err := bulkhead.Submit(b, parent, func(c context.Context) (int, error) {
+		value = c.Value(submitKey{})
+		close(running)
+		<-c.Done()
+		cause = context.Cause(c)
+		return 0, c.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	cancel(errCause)
+	if r := result(t, h); r.Status != bulkhead.Cancelled {
+		t.Fatalf("result %+v, want Cancelled", r)
+	}
+	if value != "v" || cause != errCause {
+		t.Fatalf("fn's context had the value %v and the cause %v, want v and %v", value, cause, errCause)
+	}
+	whole(t, b, 0)
+}
