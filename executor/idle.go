@@ -19,8 +19,9 @@ import (
 // group's, and the list is trimmed to maxIdle: the groups trimmed off are
 // reclaimed if they are still idle and were not listed again meanwhile.
 //
-// The first time the list is needed, every other group is listed, in no
-// particular order, ahead of the one going idle. The list stays in use
+// The first time the list is needed, every other group that may be idle
+// is listed, in no particular order, ahead of the one going idle: a group
+// seen busy lists itself when it goes idle. The list stays in use
 // while the executor keeps more than half of maxIdle groups, so that a
 // count hovering around maxIdle does not list them again and again.
 //
@@ -99,8 +100,8 @@ func (ex *Executor) listingIdle() bool {
 
 // listIdleLocked lists g as the most recently idle group, and reclaims the
 // groups trimmed off the list's front (g.mu held). A trimmed group whose
-// mutex is free is reclaimed at once (TryLock: the one place where two
-// group mutexes are held, and it never waits); the others go in b, to be
+// mutex is free is reclaimed at once (TryLock: with mayBeIdle, the one
+// place where two group mutexes are held, and it never waits); the others go in b, to be
 // reclaimed after g's mutex is released.
 func (ex *Executor) listIdleLocked(g *group, b *batch) {
 	var victims few[*group]
@@ -139,13 +140,15 @@ func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.complete.Load() {
+		// Complete from here on: a group that goes idle after this lists
+		// itself (idleLocked), behind the groups listed here.
+		l.complete.Store(true)
 		ex.groups.each(func(o *group) bool {
-			if o != g && !o.idleNode.InList() {
+			if o != g && !o.idleNode.InList() && mayBeIdle(o) {
 				l.list.PushBack(&o.idleNode)
 			}
 			return true
 		})
-		l.complete.Store(true)
 	}
 	if g.idleNode.InList() {
 		l.list.Remove(&g.idleNode) // now the most recent
@@ -163,6 +166,23 @@ func (ex *Executor) trimIdle(g *group, victims *few[*group]) {
 		}
 		l.complete.Store(false)
 	}
+}
+
+// mayBeIdle reports whether o, found by the first listing (trimIdle), is
+// to be listed: unless it is seen busy, dropped or kept whatever its
+// idleness (a group shut down), as a group going idle is listed only if
+// reclaimable (idleLocked). A listed group counts toward the list's
+// length: listed busy, it would have an idle group reclaimed in its place
+// while no more than maxIdle are idle. Its mutex is only tried (g's and
+// the list's are held): a group whose mutex is taken is listed, as it may
+// be going idle, having found the list not in use yet; one that goes idle
+// once the list is complete lists itself.
+func mayBeIdle(o *group) bool {
+	if !o.mu.TryLock() {
+		return true
+	}
+	defer o.mu.Unlock()
+	return !o.dead && o.idle() && o.reclaimable()
 }
 
 // victim returns the listed group to trim (l.mu held): the one idle the
