@@ -187,15 +187,16 @@ func mayBeIdle(o *group) bool {
 
 // victim returns the listed group to trim (l.mu held): the one idle the
 // longest, but for groups whose breakers are open or half-open, passed
-// over for the first group after them whose breaker is closed, among the
-// sparedTripped longest idle. Reclaimed, a group's breaker is made afresh,
+// over for the first group after them whose breaker is closed, up to
+// sparedTripped of them: the group after that many is looked at too.
+// Reclaimed, a group's breaker is made afresh,
 // closed: any client sending work for maxIdle new groups would otherwise
 // reset the open breaker of a group gone idle, and have its dependency
 // sent the calls the breaker was shedding.
 func (l *idleGroups) victim() *queue.Node[*group] {
 	front := l.list.Front()
 	n := front
-	for range sparedTripped {
+	for range sparedTripped + 1 {
 		if n == nil {
 			break
 		}

@@ -178,8 +178,8 @@ func WithSpawn(spawn func(f func())) Option {
 // construction, so its group counts among the idle groups kept, and each
 // refusal makes it the most recently idle: it may be reclaimed once
 // WithMaxIdleGroups other groups have gone idle since its tenant last
-// called, after the groups with closed breakers among the 8 idle the
-// longest (see WithMaxIdleGroups). So memory stays bounded however many
+// called, after the groups with closed breakers behind at most 8 tripped
+// ones idle the longest (see WithMaxIdleGroups). So memory stays bounded however many
 // tenants trip their breakers and go away, and a tenant that keeps calling
 // keeps its breaker, unless WithMaxIdleGroups is 0: then a breaker lasts
 // only while its group has tasks. OnStateChange runs outside every
