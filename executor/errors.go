@@ -101,7 +101,8 @@ func (e *RejectedError) Error() string {
 		msg = fmt.Sprintf("executor: task %s of group %s rejected by %s", clip.Quote(e.ID), clip.Quote(e.Group), e.Limit)
 	}
 	switch e.Limit {
-	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker, LimitResolver:
+	case LimitShutdown, LimitInvalid, LimitQueueTimeout, LimitBreaker, LimitResolver,
+		LimitClusterGlobal, LimitClusterGroup: // no use or maximum: a limiter's error says why
 	default:
 		msg += fmt.Sprintf(" (weight %d, used %d of %d)", e.Weight, e.Used, e.Max)
 	}
