@@ -52,17 +52,21 @@ type Fairness struct {
 }
 
 type fairness struct {
-	win    atomic.Uint64 // the window under way, from 1; read by groups whose queue fills
-	left   int           // starts left in it
-	length int           // its length in starts
-	done   uint64        // windows completed
+	// win numbers the window under way from its first start, from 1 (0
+	// before the first): read by groups whose queue fills, so that one
+	// filled before the window's first start, numbered as the window
+	// before, counts as waiting throughout it.
+	win    atomic.Uint64
+	left   int    // starts left in it
+	length int    // its length in starts
+	done   uint64 // windows completed
 	last   Fairness
 }
 
-// reset begins the next window; waiting is the number of groups that
-// waited for global room.
+// reset makes ready the next window, numbered at its first start
+// (countFairLocked); waiting is the number of groups that waited for
+// global room.
 func (f *fairness) reset(waiting int) {
-	f.win.Add(1)
 	f.length = max(minFairWindow, fairWindowPerGroup*waiting)
 	f.left = f.length
 }
@@ -73,6 +77,14 @@ func (f *fairness) reset(waiting int) {
 // released g's mutex.
 func (ex *Executor) countFairLocked(g *group, w int) (full bool) {
 	f := &ex.disp.fair
+	if f.left == f.length {
+		// The window's first start numbers it: a group whose queue
+		// filled before, numbered as the window before, waits throughout
+		// it. Numbered as the window before ended (or by New), a window
+		// whose starts began after the groups' queues filled, as the
+		// executor's first does, counted none of them.
+		f.win.Add(1)
+	}
 	if win := f.win.Load(); g.winID != win {
 		g.winID, g.winServed = win, 0
 	}
