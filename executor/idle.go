@@ -214,10 +214,11 @@ func (l *idleGroups) victim() *queue.Node[*group] {
 // that groups with tripped breakers are bounded as the others are.
 const sparedTripped = 8
 
-// unlistIdle takes g, dropped by an eviction, off the idle list if it is
-// listed (g.mu held). It takes the list's mutex even if the list is not
-// in use: a group going idle that lists every group (trimIdle) may have
-// found g in the index before g left it. Evictions are rare.
+// unlistIdle takes g, dropped by an eviction or shut down, off the idle
+// list if it is listed (g.mu held). It takes the list's mutex even if the
+// list is not in use: a group going idle that lists every group (trimIdle)
+// may have found g in the index before g left it. Evictions and shutdowns
+// are rare.
 func (ex *Executor) unlistIdle(g *group) {
 	l := &ex.idle
 	l.mu.Lock()

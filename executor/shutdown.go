@@ -53,6 +53,10 @@ func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
 	g := ex.lockMarkedGroup(key)
 	g.shutdown = true
 	g.evict = false // a later shutdown wins over a pending eviction
+	// Kept until evicted, g is never reclaimed: listed idle, it would
+	// count toward maxIdle until trimmed off, and have an idle group
+	// reclaimed in its place (idleLocked lists no shut-down group).
+	ex.unlistIdle(g)
 	ex.closeLaneLocked(g)
 	drained := ex.waitDrainLocked(g)
 	ex.unlockDrained(g)
