@@ -104,7 +104,14 @@ func WithClock(c clock.Clock) Option {
 
 // WithMaxIdleGroups bounds how many idle groups (no task waiting or running)
 // keep their state, limits and counters. Past n, the group idle the longest
-// is reclaimed; its limits are resolved afresh when it is next used (limits
+// is reclaimed, with two approximations that keep going idle free of
+// shared writes while the executor keeps no more than n groups: the groups
+// that went idle then are ordered among themselves by their place in the
+// executor's index, not by when they went idle (they all go before any
+// group that goes idle after); and a group counts as idle from when it
+// goes idle until a trim finds it busy, so that fewer than n idle groups
+// may be kept for a while, never more. A reclaimed group's limits are
+// resolved afresh when it is next used (limits
 // given by SetGroupLimits are kept until ResetGroupLimits), and its breaker
 // (WithGroupBreaker) is made afresh, closed. Groups whose breakers are open
 // or half-open are passed over for those whose breakers are closed, up to
