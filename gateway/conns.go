@@ -25,12 +25,22 @@ import (
 // (90 s), sockets to a backend the operator took out of the config, and
 // has no way to close one host's idle connections but all of every host's.
 // A connection is closed once no request uses it: at once if none does,
-// else as the last one sent on it ends, its answer taken whole.
+// else as the last one sent on it ends, its answer taken whole. One to an
+// address no backend has any more that no request uses waits, to be
+// closed, for the tries still in flight to that address to end
+// (addrTries): the transport dials for a try a connection the try may
+// not take (it takes one another request gave back first, or it is
+// cancelled), which then goes to the pool unused, and one dialed before
+// the reload may be on its way to the try that dialed it.
 type conns struct {
 	mu     sync.Mutex
 	open   map[*trackedConn]struct{}
 	closed bool
 	dialer net.Dialer
+	// tries are the tries in flight to each backend address (dialAddr)
+	// any state has named: kept for the gateway's life, one small entry
+	// an address, as an old state's request may still set out to one.
+	tries map[string]*addrTries
 	// kept are the addresses of the backends in force since the last
 	// reload; nil before the first one, when none is retired.
 	kept atomic.Pointer[keptAddrs]
@@ -78,7 +88,86 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	// Dialed for a request that set out before a reload removed its
 	// backend: it is closed once that request is done with it.
 	tc.retireUnkept()
+	if tc.retired.Load() && !cs.triedLocked(tc.addr) {
+		// Its try ended while it was dialed (cancelled, or it took a
+		// connection given back first), and no other is under way to the
+		// address: no request will take it, and the pool would keep it
+		// for its idle timeout.
+		delete(cs.open, tc)
+		c.Close()
+		return nil, errRetiredDial
+	}
 	return tc, nil
+}
+
+// errRetiredDial is the dial's error for a connection to an address no
+// backend has any more, dialed once no try to it was under way.
+var errRetiredDial = errors.New("gateway: backend removed by a reload while dialed")
+
+// addrTries counts the tries in flight to one backend address, from the
+// moment the transport is given one (connUse) to the end of its hold on
+// its connection, or its 101: while any is, a connection to the address
+// may be on its way to one of them, and retire leaves it open.
+type addrTries struct {
+	cs   *conns
+	addr string
+	n    atomic.Int32
+	// gone: the last reload kept no backend at addr (under any scheme);
+	// the last try to end closes the connections no request uses.
+	gone atomic.Bool
+}
+
+// triesTo returns u's address's count of tries, made on first use.
+func (cs *conns) triesTo(u *url.URL) *addrTries {
+	addr := dialAddr(u)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	a := cs.tries[addr]
+	if a == nil {
+		if cs.tries == nil {
+			cs.tries = make(map[string]*addrTries)
+		}
+		a = &addrTries{cs: cs, addr: addr}
+		if k := cs.kept.Load(); k != nil {
+			a.gone.Store((*k)[addr] == 0)
+		}
+		cs.tries[addr] = a
+	}
+	return a
+}
+
+// triedLocked reports whether a try to addr is in flight; cs.mu is held.
+func (cs *conns) triedLocked(addr string) bool {
+	a := cs.tries[addr]
+	return a != nil && a.n.Load() > 0
+}
+
+func (a *addrTries) start() { a.n.Add(1) }
+
+// end ends a try; the last one to a gone address closes the connections
+// to it that no request uses.
+func (a *addrTries) end() {
+	if a.n.Add(-1) == 0 && a.gone.Load() {
+		a.cs.sweep(a)
+	}
+}
+
+// sweep closes the retired connections to a's address that no request
+// uses, unless a try to it has started since.
+func (cs *conns) sweep(a *addrTries) {
+	var idle []*trackedConn
+	cs.mu.Lock()
+	if a.n.Load() == 0 {
+		for c := range cs.open {
+			if c.addr == a.addr && c.retired.Load() && c.users.Load() == 0 {
+				idle = append(idle, c)
+			}
+		}
+	}
+	cs.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
+	}
 }
 
 // closeAll closes every open connection and makes later dials fail.
@@ -108,6 +197,12 @@ func (cs *conns) retire(backends []*url.URL) {
 	var idle []*trackedConn
 	cs.mu.Lock()
 	cs.kept.Store(&kept)
+	// Before the connections are judged: a try to a gone address ending
+	// from here closes them if none is left (addrTries.end), one ending
+	// before leaves none, which the loop below then sees.
+	for addr, a := range cs.tries {
+		a.gone.Store(kept[addr] == 0)
+	}
 	for c := range cs.open {
 		if kept.keeps(c) {
 			// Its backend is in force again, put back by this reload
@@ -117,7 +212,11 @@ func (cs *conns) retire(backends []*url.URL) {
 			continue
 		}
 		c.retired.Store(true)
-		if c.users.Load() == 0 {
+		if c.users.Load() == 0 && (kept[c.addr] != 0 || !cs.triedLocked(c.addr)) {
+			// No request uses it; one of an old scheme at an address
+			// still kept is never taken again, one to a gone address
+			// may be on its way to a try still in flight, and is then
+			// closed as the last such try ends.
 			idle = append(idle, c)
 		}
 	}
@@ -191,6 +290,9 @@ func (c *trackedConn) Close() error {
 type connUse struct {
 	trace httptrace.ClientTrace
 	conn  *trackedConn
+	// to counts the try among those in flight to its backend's address
+	// until done, or end; nil once it has ended (or never counted).
+	to *addrTries
 	// body is the answer's body, ending the hold once closed (until):
 	// kept here, not allocated beside it, as every try with an answer
 	// has one.
@@ -246,6 +348,18 @@ func (u *connUse) done() {
 	c := u.conn
 	u.conn = nil
 	c.release()
+	u.end()
+}
+
+// end ends the try's count among those in flight to its address, leaving
+// its hold on its connection: an upgraded connection is the proxy's, and
+// in use until the proxy closes it, but no other connection is on its way
+// to this try any more.
+func (u *connUse) end() {
+	if a := u.to; a != nil {
+		u.to = nil
+		a.end()
+	}
 }
 
 // retireUnkept retires c if the last reload did not keep its address,

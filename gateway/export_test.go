@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -98,3 +99,13 @@ func SetAdminBodyLinger(t interface{ Cleanup(func()) }, d time.Duration) {
 // BackendStreamWindow is how much of an answer an HTTP/2 backend may send
 // ahead of what the gateway has read of it.
 const BackendStreamWindow = backendStreamWindow
+
+// OnBackendDial makes f run as each backend connection is dialed, with the
+// address dialed, before it connects: the dial waits for f. It must be
+// called before g serves.
+func OnBackendDial(g *Gateway, f func(addr string)) {
+	g.conns.dialer.ControlContext = func(_ context.Context, _, addr string, _ syscall.RawConn) error {
+		f(addr)
+		return nil
+	}
+}

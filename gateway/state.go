@@ -34,6 +34,9 @@ type state struct {
 	limited  map[string]bool
 	rates    *rateLimits
 	backends []*url.URL
+	// tries counts the tries in flight to each backend's address, shared
+	// by every state naming it (conns.triesTo).
+	tries    []*addrTries
 	breakers []*backendBreaker // one per backend, nil unless breaker.per is backend
 }
 
@@ -72,6 +75,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state, start *policy.Policy) (
 			return nil, fmt.Errorf("gateway: backend %q: %w", b, err)
 		}
 		st.backends = append(st.backends, u)
+		st.tries = append(st.tries, g.conns.triesTo(u))
 	}
 
 	var prevRates *rateLimits

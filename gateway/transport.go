@@ -100,7 +100,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// so a shallow copy with its own URL is enough; req.Clone would also
 		// deep-copy the headers, which the ReverseProxy has just copied, on
 		// every request (see TestTransportLeavesRequestAlone).
-		use := t.use(ctx)
+		use := t.use(ctx, st, b)
 		out := req.WithContext(use.ctx)
 		u := *req.URL
 		out.URL = &u
@@ -119,9 +119,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var resp *http.Response
 		resp, err = base.RoundTrip(out)
 		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-			// An upgraded connection is the proxy's from here, and closed
-			// by it: it stays in use.
 			resp = use.until(resp)
+		} else {
+			// An upgraded connection is the proxy's from here, and closed
+			// by it: it stays in use, but the try is over.
+			use.end()
 		}
 		switch {
 		case err == nil && resp.StatusCode == http.StatusSwitchingProtocols && !switchAsked(out, resp):
@@ -338,12 +340,25 @@ type tryUse struct {
 	u   *connUse
 }
 
-func (t *transport) use(ctx context.Context) tryUse {
+// use starts a try to st's backend b.
+func (t *transport) use(ctx context.Context, st *state, b int) tryUse {
 	if t.conns == nil {
 		return tryUse{ctx: ctx}
 	}
 	u := new(connUse)
+	if b < len(st.tries) {
+		u.to = st.tries[b]
+		u.to.start()
+	}
 	return tryUse{ctx: u.traced(ctx), u: u}
+}
+
+// end ends the try's count among those in flight to its address, its hold
+// on the connection left as it is (connUse.end).
+func (tu tryUse) end() {
+	if tu.u != nil {
+		tu.u.end()
+	}
 }
 
 // until has the hold end with resp's body, or at once for a failed try or
