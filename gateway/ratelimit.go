@@ -34,6 +34,11 @@ type rateLimits struct {
 	// this state is stored (commit): a reload refused after newRateLimits
 	// must leave the shared LRU as it was.
 	adopt map[string]*rate.Limiter
+	// renew are the tenants the previous state configured, and this one
+	// does not, at another rate than the unconfigured tenants' now: a
+	// bucket lru still holds for one (from before it was configured) is
+	// made afresh at commit, its rate having changed twice since.
+	renew []string
 }
 
 // rateLRU holds the unconfigured tenants' buckets, most recently used first.
@@ -99,11 +104,18 @@ func newRateLimits(cfg *config.Config, prev *rateLimits) *rateLimits {
 		// the same reason. The previous state, which may share the LRU,
 		// reads its bucket from fixed, never from the LRU.
 		for name, lim := range prev.fixed {
-			if _, ok := rl.fixed[name]; !ok && sameRate(prev.fixedBy[name], cfg.RateLimit) {
+			switch _, ok := rl.fixed[name]; {
+			case ok:
+			case sameRate(prev.fixedBy[name], cfg.RateLimit):
 				if rl.adopt == nil {
 					rl.adopt = make(map[string]*rate.Limiter)
 				}
 				rl.adopt[name] = lim
+			case rl.lru == prev.lru:
+				// Its rate changes: it starts afresh. The LRU, kept, may
+				// hold the bucket it had before it was configured, under
+				// the rate it is under again, as spent as it was then.
+				rl.renew = append(rl.renew, name)
 			}
 		}
 	}
@@ -118,7 +130,10 @@ func (rl *rateLimits) commit(now time.Time) {
 	for name, lim := range rl.adopt {
 		rl.lru.put(name, lim, now)
 	}
-	rl.adopt = nil
+	for _, name := range rl.renew {
+		rl.lru.renew(name, rl.def)
+	}
+	rl.adopt, rl.renew = nil, nil
 }
 
 // sameRate reports whether a and b make the same bucket.
@@ -184,6 +199,16 @@ func (l *rateLRU) peek(tenant string) *rate.Limiter {
 		return e.Value.(*bucket).lim
 	}
 	return nil
+}
+
+// renew gives tenant a full bucket made with def in place of the one it
+// has, if it has one; it leaves the order as it is.
+func (l *rateLRU) renew(tenant string, def *config.RateLimit) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.byID[tenant]; ok {
+		e.Value.(*bucket).lim = newLimiter(def)
+	}
 }
 
 // put makes lim tenant's bucket, in place of any it has, at now.

@@ -121,3 +121,38 @@ func TestReloadRefusedChangesNoLimit(t *testing.T) {
 		t.Error("the refused config is in force")
 	}
 }
+
+// A tenant configured at a rate of its own, then removed from the config,
+// is under a changed rate: it starts afresh, with a full bucket of the
+// unconfigured tenants' rate, not the bucket it had before it was
+// configured, which the unconfigured tenants' buckets still held, as
+// spent as it was left.
+func TestReloadGivesARemovedTenantAFreshBucket(t *testing.T) {
+	be := backend(t, func(http.ResponseWriter, *http.Request) {})
+	clk := clock.NewFake(time.Unix(1_000_000, 0)) // never moves: no bucket refills
+	const base = "backends: [%s]\nrate_limit: {rps: 1, burst: 1}\n"
+	path, write := configFile(t, be.URL, base)
+	gw := start(t, be.URL, "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\n"+base,
+		gateway.WithConfigFile(path), gateway.WithClock(clk))
+	c := client(t)
+	status := func(what string, want int) {
+		t.Helper()
+		if resp, _ := do(t, c, http.MethodGet, gw.url, "a", nil); resp.StatusCode != want {
+			t.Fatalf("tenant a, %s: %d, want %d", what, resp.StatusCode, want)
+		}
+	}
+	reload := func(yaml string) {
+		t.Helper()
+		write(yaml)
+		if err := gw.gw.ReloadFile(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status("unconfigured, its burst", http.StatusOK)
+	status("unconfigured, past its burst", http.StatusTooManyRequests)
+	reload(base + "tenants: {a: {rate_limit: {rps: 1, burst: 2}}}\n")
+	status("configured at a rate of its own", http.StatusOK)
+	reload(base)
+	status("removed from the config, under the unconfigured tenants' rate again", http.StatusOK)
+	status("removed, past the burst of its fresh bucket", http.StatusTooManyRequests)
+}
