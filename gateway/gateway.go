@@ -167,6 +167,13 @@ func New(cfg *config.Config, opts ...Option) (*Gateway, error) {
 
 	g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	g.transport.Proxy = nil // the backends are named in the config, never reached through the environment's proxy
+	// The client's Accept-Encoding, or none, goes to the backend as sent,
+	// and the answer comes back as the backend coded it: left to itself,
+	// the transport asks for gzip for a client that named no coding and
+	// decodes the answer, which then reached the client without its
+	// Content-Encoding and length but with the ETag of the gzip-coded
+	// representation, on other bytes, decoded on the gateway's CPU.
+	g.transport.DisableCompression = true
 	g.transport.MaxIdleConnsPerHost = 256
 	// A backend's headers, those of each informational answer too, are
 	// held to what a client's are: net/http's default, 10 MiB, kept for
