@@ -10,8 +10,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/idna"
+
+	"github.com/groupexec/groupexec/gateway/config"
 )
 
 // conns tracks the backend connections the transport dials, so that Close
@@ -70,6 +73,19 @@ func (k keptAddrs) keeps(c *trackedConn) bool {
 }
 
 func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// net/http's transport dials on a context of its own, cut from
+		// the request's cancellation and deadline so that a later request
+		// may take the connection: a backend that never answers the dial
+		// (a host down, its packets dropped) kept it, its goroutine and
+		// its socket, until the system gave up (two minutes on Linux),
+		// one more for each request sent it. It has the time of the
+		// request it was made for, whose timeouts the context still
+		// carries (withTimeouts).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeoutsOf(ctx, &defaultDialTimeouts).Upstream)
+		defer cancel()
+	}
 	c, err := cs.dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -99,6 +115,10 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	}
 	return tc, nil
 }
+
+// defaultDialTimeouts bound a dial whose context tells no request's
+// timeouts: net/http's own dialer's 30 s.
+var defaultDialTimeouts = config.Timeouts{Upstream: 30 * time.Second}
 
 // errRetiredDial is the dial's error for a connection to an address no
 // backend has any more, dialed once no try to it was under way.

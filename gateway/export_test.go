@@ -101,11 +101,11 @@ func SetAdminBodyLinger(t interface{ Cleanup(func()) }, d time.Duration) {
 const BackendStreamWindow = backendStreamWindow
 
 // OnBackendDial makes f run as each backend connection is dialed, with the
-// address dialed, before it connects: the dial waits for f. It must be
-// called before g serves.
-func OnBackendDial(g *Gateway, f func(addr string)) {
-	g.conns.dialer.ControlContext = func(_ context.Context, _, addr string, _ syscall.RawConn) error {
-		f(addr)
-		return nil
+// dial's context and the address dialed, before it connects: the dial
+// waits for f, and fails with its error. It must be called before g
+// serves.
+func OnBackendDial(g *Gateway, f func(ctx context.Context, addr string) error) {
+	g.conns.dialer.ControlContext = func(ctx context.Context, _, addr string, _ syscall.RawConn) error {
+		return f(ctx, addr)
 	}
 }

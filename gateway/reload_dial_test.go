@@ -31,9 +31,9 @@ func holdDials(t *testing.T, gw *gateway.Gateway, backendURL string, free int) *
 	}
 	h := &heldDials{addr: u.Host, free: free, dialing: make(chan struct{}, 10), let: make(chan struct{})}
 	t.Cleanup(h.release) // a failed test leaves no dial waiting
-	gateway.OnBackendDial(gw, func(addr string) {
+	gateway.OnBackendDial(gw, func(_ context.Context, addr string) error {
 		if addr != h.addr {
-			return
+			return nil
 		}
 		h.mu.Lock()
 		held := h.free == 0
@@ -45,6 +45,7 @@ func holdDials(t *testing.T, gw *gateway.Gateway, backendURL string, free int) *
 			h.dialing <- struct{}{}
 			<-h.let
 		}
+		return nil
 	})
 	return h
 }
