@@ -125,9 +125,10 @@ var defaultDialTimeouts = config.Timeouts{Upstream: 30 * time.Second}
 var errRetiredDial = errors.New("gateway: backend removed by a reload while dialed")
 
 // addrTries counts the tries in flight to one backend address, from the
-// moment the transport is given one (connUse) to the end of its hold on
-// its connection, or its 101: while any is, a connection to the address
-// may be on its way to one of them, and retire leaves it open.
+// moment one is handed to net/http's transport (transport.use) to the end
+// of its hold on its connection (connUse.done), or its 101: while any is,
+// a connection to the address may be on its way to one of them, and
+// retire leaves it open.
 type addrTries struct {
 	cs   *conns
 	addr string
