@@ -41,9 +41,9 @@ type conns struct {
 	closed bool
 	dialer net.Dialer
 	// tries are the tries in flight to each backend address (dialAddr)
-	// any state has named: kept for the gateway's life, one small entry
-	// an address, as an old state's request may still set out to one.
-	tries map[string]*addrTries
+	// and scheme any state has named: kept for the gateway's life, one
+	// small entry each, as an old state's request may still set out to one.
+	tries map[triesKey]*addrTries
 	// kept are the addresses of the backends in force since the last
 	// reload; nil before the first one, when none is retired.
 	kept atomic.Pointer[keptAddrs]
@@ -91,6 +91,13 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		return nil, err
 	}
 	tc := &trackedConn{Conn: c, cs: cs, addr: strings.ToLower(addr)}
+	if a, ok := ctx.Value(dialTryKey{}).(*addrTries); ok && a.addr == tc.addr {
+		// Dialed for a try, whose scheme it has: the transport adds TLS
+		// after the dial, and the connection would be of no scheme known
+		// until a request took it, which one of a scheme a reload
+		// dropped never does.
+		tc.scheme.Store(uint32(a.scheme))
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
@@ -104,7 +111,7 @@ func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	// Dialed for a request that set out before a reload removed its
 	// backend: it is closed once that request is done with it.
 	tc.retireUnkept()
-	if tc.retired.Load() && !cs.triedLocked(tc.addr) {
+	if tc.retired.Load() && !cs.triedLocked(tc) {
 		// Its try ended while it was dialed (cancelled, or it took a
 		// connection given back first), and no other is under way to the
 		// address: no request will take it, and the pool would keep it
@@ -130,37 +137,67 @@ var errRetiredDial = errors.New("gateway: backend removed by a reload while dial
 // a connection to the address may be on its way to one of them, and
 // retire leaves it open.
 type addrTries struct {
-	cs   *conns
-	addr string
-	n    atomic.Int32
-	// gone: the last reload kept no backend at addr (under any scheme);
-	// the last try to end closes the connections no request uses.
+	cs     *conns
+	addr   string
+	scheme schemes
+	n      atomic.Int32
+	// gone: the last reload kept no backend at addr under scheme; the
+	// last try to end closes the connections no request uses.
 	gone atomic.Bool
 }
 
-// triesTo returns u's address's count of tries, made on first use.
+// triesKey is the key of an addrTries in conns.tries: its address and
+// scheme.
+type triesKey struct {
+	addr   string
+	scheme schemes
+}
+
+// dialTryKey is the context key of the addrTries of the try a dial is
+// made for (transport.use).
+type dialTryKey struct{}
+
+// triesTo returns the count of tries to u's address and scheme, made on
+// first use.
 func (cs *conns) triesTo(u *url.URL) *addrTries {
-	addr := dialAddr(u)
+	k := triesKey{dialAddr(u), schemeOf(u)}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	a := cs.tries[addr]
+	a := cs.tries[k]
 	if a == nil {
 		if cs.tries == nil {
-			cs.tries = make(map[string]*addrTries)
+			cs.tries = make(map[triesKey]*addrTries)
 		}
-		a = &addrTries{cs: cs, addr: addr}
-		if k := cs.kept.Load(); k != nil {
-			a.gone.Store((*k)[addr] == 0)
+		a = &addrTries{cs: cs, addr: k.addr, scheme: k.scheme}
+		if kept := cs.kept.Load(); kept != nil {
+			a.gone.Store((*kept)[k.addr]&k.scheme == 0)
 		}
-		cs.tries[addr] = a
+		cs.tries[k] = a
 	}
 	return a
 }
 
-// triedLocked reports whether a try to addr is in flight; cs.mu is held.
-func (cs *conns) triedLocked(addr string) bool {
-	a := cs.tries[addr]
-	return a != nil && a.n.Load() > 0
+// schemeOf is the scheme a connection to u has.
+func schemeOf(u *url.URL) schemes {
+	if u.Scheme == "https" {
+		return overTLS
+	}
+	return plain
+}
+
+// triedLocked reports whether a try is in flight that c may be on its way
+// to: one to its address and scheme, or, its scheme not known, either.
+// cs.mu is held.
+func (cs *conns) triedLocked(c *trackedConn) bool {
+	sc := schemes(c.scheme.Load())
+	for _, s := range [...]schemes{plain, overTLS} {
+		if sc == 0 || sc == s {
+			if a := cs.tries[triesKey{c.addr, s}]; a != nil && a.n.Load() > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (a *addrTries) start() { a.n.Add(1) }
@@ -174,15 +211,13 @@ func (a *addrTries) end() {
 }
 
 // sweep closes the retired connections to a's address that no request
-// uses, unless a try to it has started since.
+// uses and no try in flight may be on its way to.
 func (cs *conns) sweep(a *addrTries) {
 	var idle []*trackedConn
 	cs.mu.Lock()
-	if a.n.Load() == 0 {
-		for c := range cs.open {
-			if c.addr == a.addr && c.retired.Load() && c.users.Load() == 0 {
-				idle = append(idle, c)
-			}
+	for c := range cs.open {
+		if c.addr == a.addr && c.retired.Load() && c.users.Load() == 0 && !cs.triedLocked(c) {
+			idle = append(idle, c)
 		}
 	}
 	cs.mu.Unlock()
@@ -209,11 +244,7 @@ func (cs *conns) closeAll() {
 func (cs *conns) retire(backends []*url.URL) {
 	kept := make(keptAddrs, len(backends))
 	for _, u := range backends {
-		s := plain
-		if u.Scheme == "https" {
-			s = overTLS
-		}
-		kept[dialAddr(u)] |= s
+		kept[dialAddr(u)] |= schemeOf(u)
 	}
 	var idle []*trackedConn
 	cs.mu.Lock()
@@ -221,8 +252,8 @@ func (cs *conns) retire(backends []*url.URL) {
 	// Before the connections are judged: a try to a gone address ending
 	// from here closes them if none is left (addrTries.end), one ending
 	// before leaves none, which the loop below then sees.
-	for addr, a := range cs.tries {
-		a.gone.Store(kept[addr] == 0)
+	for k, a := range cs.tries {
+		a.gone.Store(kept[k.addr]&k.scheme == 0)
 	}
 	for c := range cs.open {
 		if kept.keeps(c) {
@@ -233,10 +264,9 @@ func (cs *conns) retire(backends []*url.URL) {
 			continue
 		}
 		c.retired.Store(true)
-		if c.users.Load() == 0 && (kept[c.addr] != 0 || !cs.triedLocked(c.addr)) {
-			// No request uses it; one of an old scheme at an address
-			// still kept is never taken again, one to a gone address
-			// may be on its way to a try still in flight, and is then
+		if c.users.Load() == 0 && !cs.triedLocked(c) {
+			// No request uses it, nor may one be on its way to a try
+			// still in flight to its address and scheme: else it is
 			// closed as the last such try ends.
 			idle = append(idle, c)
 		}

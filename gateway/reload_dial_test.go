@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,15 +100,10 @@ func TestReloadClosesARemovedBackendsConnDialedForACancelledRequest(t *testing.T
 	<-sent
 	eventually(t, "the cancelled request to be counted", func() bool { return counted(t, g.Metrics()) == 1 })
 
+	before := removed.dialed.Load() // a readiness probe's connections aside
 	dials.release()
-	select {
-	case <-removed.closed:
-	case <-time.After(bound):
-		t.Fatalf("the connection dialed for a request cancelled meanwhile is still open after %v", bound)
-	}
-	if n := removed.open.Load(); n != 0 {
-		t.Errorf("%d connections to the removed backend open, want none", n)
-	}
+	eventually(t, "the held dial to reach the backend", func() bool { return removed.dialed.Load() == before+1 })
+	removed.awaitOpen(t, 0, "the connection dialed for a request cancelled meanwhile to close")
 }
 
 // A connection dialed for a request that took, meanwhile, one another
@@ -151,4 +147,42 @@ func TestReloadClosesARemovedBackendsConnDialedForARequestThatWentElsewhere(t *t
 		t.Fatalf("the second request answered got %d, want 200", got)
 	}
 	removed.awaitOpen(t, 0, "every connection to the removed backend to close")
+}
+
+// A reload that keeps a backend's host and port but changes its scheme
+// (http to https) closes a connection of the old scheme dialed for a
+// request cancelled meanwhile as it comes: the transport pools
+// connections by scheme too, and would never take it.
+func TestReloadClosesAnOldSchemesConnDialedForACancelledRequest(t *testing.T) {
+	removed := newConnBackend(t)
+	g := build(t, removed.url, minimal)
+	dials := holdDials(t, g, removed.url, 0)
+	gw := serve(t, g)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gw.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := client(t).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	dials.await(t)
+	reloadBackends(t, gw, "https://"+strings.TrimPrefix(removed.url, "http://"))
+	cancel()
+	<-sent
+	eventually(t, "the cancelled request to be counted", func() bool { return counted(t, g.Metrics()) == 1 })
+
+	// The readiness probe behind the metrics dials the backend too, on
+	// connections of its own: the one dialed for the request is the next.
+	before := removed.dialed.Load()
+	dials.release()
+	eventually(t, "the held dial to reach the backend", func() bool { return removed.dialed.Load() == before+1 })
+	removed.awaitOpen(t, 0, "the old scheme's connection dialed for a request cancelled meanwhile to close")
 }

@@ -349,6 +349,8 @@ func (t *transport) use(ctx context.Context, st *state, b int) tryUse {
 	if b < len(st.tries) {
 		u.to = st.tries[b]
 		u.to.start()
+		// The dial made for the try learns its scheme (conns.dial).
+		ctx = context.WithValue(ctx, dialTryKey{}, u.to)
 	}
 	return tryUse{ctx: u.traced(ctx), u: u}
 }
