@@ -128,7 +128,7 @@ func TestReloadClosesARemovedBackendsConnDialedForARequestThatWentElsewhere(t *t
 	other := backend(t, func(http.ResponseWriter, *http.Request) {})
 	g := build(t, removed.url, "backends: [%s]\nlimits: {max_concurrency_per_group: 2}\n")
 	dials := holdDials(t, g, removed.url, 1)
-	registered := make(chan struct{}, 2)
+	registered := make(chan struct{}, 10) // never full: a dial never waits on the test
 	gateway.WrapBackendConns(g, func(c net.Conn) net.Conn {
 		registered <- struct{}{}
 		return c
