@@ -35,15 +35,7 @@ func TestDoneWithoutErrRejectionReadsCancelled(t *testing.T) {
 		t.Fatalf("Acquire: %v, want an error matching context.Canceled", err)
 	}
 	release(t, b, held)
-	var details []string
-	for _, e := range b.Events() {
-		if e.Code == bulkhead.EventRequestRejected {
-			details = append(details, e.Detail)
-		}
-	}
-	if len(details) != 1 || details[0] != context.Canceled.Error() {
-		t.Errorf("rejection details %q, want [%q]", details, context.Canceled.Error())
-	}
+	wantOneCancelledRejection(t, b)
 }
 
 // With a queue, Acquire refuses a context that has already ended, even
@@ -59,6 +51,13 @@ func TestAcquireDoneWithoutErrBeforeItAsks(t *testing.T) {
 		t.Fatalf("Acquire: (permit %d, %v), want an error matching context.Canceled", p.ID(), err)
 	}
 	whole(t, b, 0)
+	wantOneCancelledRejection(t, b)
+}
+
+// wantOneCancelledRejection checks that b's event log holds one rejection,
+// with the Detail of a cancelled context.
+func wantOneCancelledRejection(t *testing.T, b *bulkhead.Bulkhead) {
+	t.Helper()
 	var details []string
 	for _, e := range b.Events() {
 		if e.Code == bulkhead.EventRequestRejected {

@@ -79,15 +79,7 @@ func TestSubmitContextDoneWithoutErr(t *testing.T) {
 			t.Fatal("fn ran")
 		}
 		whole(t, b, 0)
-		var details []string
-		for _, e := range b.Events() {
-			if e.Code == bulkhead.EventRequestRejected {
-				details = append(details, e.Detail)
-			}
-		}
-		if len(details) != 1 || details[0] != context.Canceled.Error() {
-			t.Errorf("rejection details %q, want [%q]", details, context.Canceled.Error())
-		}
+		wantOneCancelledRejection(t, b)
 	})
 }
 
