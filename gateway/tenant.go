@@ -152,7 +152,7 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// PHP runs index.php with the rest as its PATH_INFO, and
 				// Symfony and Laravel, which strip the script's name
 				// from the path, route it as "/t/victim/x".
-				if ik, err := pathKey(casePrefix(info, t.PathPrefix), t.PathPrefix); err != nil || ik != "" && ik != key {
+				if ik, err := casePathKey(info, t.PathPrefix); err != nil || ik != "" && ik != key {
 					return "", ErrInvalidTenant
 				}
 			}
@@ -162,7 +162,7 @@ func extractTenant(t *config.Tenant, r *http.Request, now time.Time) (string, er
 				// nothing past the script, as the path (the form nginx
 				// setups rewrite to).
 				q, _, _ = strings.Cut(q, "?")
-				if qk, err := pathKey(casePrefix(lenientPath(q), t.PathPrefix), t.PathPrefix); err != nil || qk != "" && qk != key {
+				if qk, err := casePathKey(lenientPath(q), t.PathPrefix); err != nil || qk != "" && qk != key {
 					return "", ErrInvalidTenant
 				}
 			}
@@ -220,9 +220,31 @@ func pathKey(p, prefix string) (string, error) {
 	if !ok {
 		return "", nil
 	}
+	return keyAfter(rest, prefix)
+}
+
+// casePathKey is pathKey of casePrefix(p, prefix), without building that
+// path: a path may hold thousands of ".php" segments, each with a
+// PATH_INFO to check (pathInfos), and a copy of the rest of the path for
+// each cost the square of the path's length (a quarter of a second of CPU
+// for one request within max_header_bytes' 64 KiB), before the request's
+// rate limit.
+func casePathKey(p, prefix string) (string, error) {
+	n := len(prefix)
+	if !strings.HasPrefix(p, prefix) {
+		if n = foldedPrefixLen(p, prefix); n < 0 {
+			return "", nil
+		}
+	}
+	return keyAfter(p[n:], prefix)
+}
+
+// keyAfter is pathKey given rest, the path after prefix.
+func keyAfter(rest, prefix string) (string, error) {
 	if !strings.HasSuffix(prefix, "/") {
 		// The prefix names whole segments: "/t" is followed by "/",
 		// else the path only starts with the same letters.
+		var ok bool
 		if rest, ok = strings.CutPrefix(rest, "/"); !ok {
 			return "", nil
 		}
