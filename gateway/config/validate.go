@@ -305,6 +305,8 @@ func (c *Config) checkTenant(ck *checker) {
 		// The prefix is matched against the path as sent, where such a
 		// character arrives escaped.
 		ck.bad("tenant.path_prefix", "%q can never match: a URL path carries it escaped (%q)", t.PathPrefix, esc)
+	} else if why := lenientlyRead(t.PathPrefix); why != "" {
+		ck.bad("tenant.path_prefix", "%q can never match: it has %s, which a backend may read otherwise, and the gateway refuses such a path", t.PathPrefix, why)
 	}
 	t.trusted = t.trusted[:0]
 	for _, s := range t.TrustedProxies {
@@ -486,4 +488,26 @@ func redactPassword(raw string) string {
 func isIPv6(s string) bool {
 	a, err := netip.ParseAddr(s)
 	return err == nil && a.Is6()
+}
+
+// lenientlyRead says what of the path prefix p a lenient backend reads
+// otherwise ("" if nothing): two slashes in a row (merged), a segment's
+// parameters (dropped from ';' on) or a dot-segment (removed). With
+// tenant.from path the gateway refuses a path that a backend may read
+// otherwise than as sent, and every path under such a prefix is one:
+// taken, the prefix named no tenant, each request under it refused 400
+// invalid_tenant.
+func lenientlyRead(p string) string {
+	switch {
+	case strings.Contains(p, "//"):
+		return "two slashes in a row"
+	case strings.IndexByte(p, ';') >= 0:
+		return "a ';' (path parameters)"
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return "a dot-segment (" + seg + ")"
+		}
+	}
+	return ""
 }
