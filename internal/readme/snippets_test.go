@@ -71,9 +71,9 @@ func standaloneBulkhead(ctx context.Context) error {
 	return nil
 }
 
-func adapters(ex *executor.Executor, mux *http.ServeMux) {
-	srv := &http.Server{Handler: httpadmit.Handler(ex, mux)}                          // X-Tenant by default
-	client := &http.Client{Transport: httpadmit.Transport(ex, http.DefaultTransport)} // a bulkhead per host:port
+func adapters(ex, clientEx *executor.Executor, mux *http.ServeMux) {
+	srv := &http.Server{Handler: httpadmit.Handler(ex, mux)}                                // X-Tenant by default
+	client := &http.Client{Transport: httpadmit.Transport(clientEx, http.DefaultTransport)} // a bulkhead per host:port
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcadmit.UnaryServerInterceptor(ex)))
 	_, _, _ = srv, client, grpcSrv
 }
