@@ -142,8 +142,9 @@ func WithRetryAfter(d time.Duration) Option {
 // RecvMsg returned (the caller's input: a message that does not decode),
 // or the codes.Unavailable its SendMsg or SendHeader returned (the
 // transport closing under the stream: its client went away), or that
-// SendHeader returned (grpc.SendHeader's too, WithTransportWatch);
-// f sees none of them. Default
+// SendHeader returned (grpc.SendHeader's too, WithTransportWatch), and a
+// stream handler's nil once its stream's context has ended, having sent
+// nothing through its stream (it gave the stream up); f sees none of them. Default
 // in the server interceptors: ServerFailure, and DeadlineExceeded, which a
 // handler returns while its call is alive only when its own outgoing work
 // timed out (ServerFailure alone does not count it: an f built on it adds

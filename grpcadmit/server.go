@@ -345,7 +345,9 @@ func (c *unaryCall) run(ctx context.Context) error {
 // handler's stream reports the context Do gives as its Context, of which
 // executor.GroupFromContext returns the stream's group. The handler's
 // error is returned as UnaryServerInterceptor returns a unary handler's.
-// It panics if ex is nil or an option is invalid.
+// A handler that sent nothing through its stream and returns nil once the
+// stream's context has ended counts as Cancelled (see the package
+// documentation). It panics if ex is nil or an option is invalid.
 func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
 	a := newServerAdmitter(ex, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -390,8 +392,21 @@ func (a *admitter) streamOutcome(ctx context.Context, s *stream, herr error) err
 			return errSendClosed
 		}
 	}
+	if herr == nil && !s.sentAny.Load() && ended(ctx) {
+		return errStreamGivenUp
+	}
 	return a.handled(ctx, herr)
 }
+
+// errStreamGivenUp is the outcome of a stream whose handler sent nothing
+// through its stream and returned nil once the stream's context had ended
+// (its caller cancelled it or its deadline passed, or the executor stopped
+// it), as a subscription's loop returns on ctx.Done: Cancelled. It gave
+// the stream up, and its OK goes to no one; as a Success, a caller
+// cancelling its streams would close a half-open breaker whose probe did
+// no work. httpadmit counts a next that wrote nothing and returned once
+// its request was cancelled so too.
+var errStreamGivenUp = fmt.Errorf("grpcadmit: the stream handler sent nothing and returned once its stream's context had ended: %w", context.Canceled)
 
 // stream is a server stream with the context Do gave, which keeps the
 // error its RecvMsg returned.
@@ -399,6 +414,7 @@ type stream struct {
 	grpc.ServerStream
 	ctx       context.Context
 	recvErr   atomic.Pointer[error] // the last error of RecvMsg other than io.EOF
+	sentAny   atomic.Bool           // a SendMsg or SendHeader succeeded: the caller was answered something
 	sendWatch                       // the last Unavailable of SendMsg or SendHeader: the transport closing
 }
 
@@ -423,6 +439,8 @@ func (s *stream) SendMsg(m any) error {
 	err := s.ServerStream.SendMsg(m)
 	if err != nil {
 		s.sent(err)
+	} else if !s.sentAny.Load() { // loaded first: a store on every message would contend
+		s.sentAny.Store(true)
 	}
 	return err
 }
@@ -433,6 +451,8 @@ func (s *stream) SendHeader(md metadata.MD) error {
 	err := s.ServerStream.SendHeader(md)
 	if err != nil {
 		s.sent(err)
+	} else {
+		s.sentAny.Store(true)
 	}
 	return err
 }
