@@ -158,9 +158,9 @@
 // opening streams and closing its connection. So does a stream handler
 // that sent nothing through its stream (no message, no header) and
 // returns nil once its stream's context has ended, as a subscription's
-// loop returns on ctx.Done: it gave the stream up, and its OK goes to no
-// one; counted as a Success, a caller cancelling its streams would close
-// a half-open breaker whose probe did no work. A handler that sends its
+// loop returns on ctx.Done: it gave the stream up having done nothing
+// for its caller; counted as a Success, a caller cancelling its streams
+// would close a half-open breaker whose probe did no work. A handler that sends its
 // header through its call's context sends it with SendHeader, not
 // grpc.SendHeader, whose error goes past the interceptor: SendHeader's
 // Unavailable for a closing transport counts as Cancelled too, unary or
