@@ -102,7 +102,10 @@
 // caller that it had cancelled the call itself, and a retry policy, which
 // retries Unavailable on another server but never Canceled, would give
 // up. The call counts as Cancelled; errors.Is finds the handler's error
-// and context.Canceled in the error the interceptor returns.
+// and context.Canceled in the error the interceptor returns. So is a
+// stream handler's nil, returned then having sent nothing through its
+// stream (as a subscription's loop returns on ctx.Done): OK would tell
+// the caller that the stream ended with nothing to send, and not to retry.
 //
 // The handler's errors count as failures for the group's circuit breaker
 // (executor.WithGroupBreaker) when WithFailure says so; by default those with

@@ -347,7 +347,9 @@ func (c *unaryCall) run(ctx context.Context) error {
 // error is returned as UnaryServerInterceptor returns a unary handler's.
 // A handler that sent nothing through its stream and returns nil once the
 // stream's context has ended counts as Cancelled (see the package
-// documentation). It panics if ex is nil or an option is invalid.
+// documentation); when the executor stopped the stream, its caller still
+// there, the caller gets codes.Unavailable, as for a handler that answers
+// the cancellation. It panics if ex is nil or an option is invalid.
 func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamServerInterceptor {
 	a := newServerAdmitter(ex, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -359,7 +361,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		if err != nil {
 			return sendPushback(err, ss.SetTrailer)
 		}
-		ran, returned, stopped := false, false, false
+		ran, returned, stopped, gaveUp := false, false, false, false
 		var herr error
 		err = a.ex.DoWeighted(ss.Context(), group, weight, func(ctx context.Context) error {
 			ran = true
@@ -368,6 +370,7 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 			herr = handler(srv, s)
 			stopped = ctx.Err() != nil
 			outcome := a.streamOutcome(ctx, s, herr) // WithFailure's function may panic
+			gaveUp = outcome == errStreamGivenUp
 			returned = true
 			return outcome
 		})
@@ -377,8 +380,26 @@ func StreamServerInterceptor(ex *executor.Executor, opts ...Option) grpc.StreamS
 		if !returned {
 			return notReturned(err)
 		}
+		if gaveUp {
+			return a.answerGivenUp(ss.Context(), stopped, ss.SetTrailer)
+		}
 		return a.answer(ss.Context(), stopped, herr, ss.SetTrailer)
 	}
+}
+
+// answerGivenUp returns what the caller of a stream whose handler gave it
+// up (errStreamGivenUp) gets: nil, the handler's, unless the executor
+// stopped the stream while its caller was there, which gets the answer
+// of a handler's cancellation then (answer), codes.Unavailable: the
+// handler returned nil on the end of a context that, without the
+// interceptor, only its caller ends, and OK would tell the caller that
+// the stream ended with nothing to send (an empty listing, a
+// subscription with no events), not to retry, on this server or another.
+func (a *admitter) answerGivenUp(ctx context.Context, stopped bool, set func(metadata.MD)) error {
+	if err := a.answer(ctx, stopped, errStreamGivenUp, set); err != errStreamGivenUp {
+		return err
+	}
+	return nil
 }
 
 // streamOutcome is what fn returns to Do for the error herr of the

@@ -2,11 +2,14 @@ package grpcadmit_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/groupexec/groupexec/breaker"
@@ -84,6 +87,74 @@ func TestStreamGivenUpHavingSentNothingIsCancelled(t *testing.T) {
 			}
 			if s, _ := ex.GroupStats("acme"); s.Breaker != tc.open {
 				t.Errorf("breaker %v after the probe, want %v", s.Breaker, tc.open)
+			}
+		})
+	}
+}
+
+// quietTrailerStream is a quietStream that keeps the trailer set on it.
+type quietTrailerStream struct {
+	quietStream
+	trailer metadata.MD
+}
+
+func (s *quietTrailerStream) SetTrailer(md metadata.MD) { s.trailer = metadata.Join(s.trailer, md) }
+
+// A stream the executor stops (Close, ShutdownGroup's deadline) whose
+// handler sent nothing and returns nil, as a subscription's loop does on
+// ctx.Done, while its caller is still there, reaches the caller as
+// codes.Unavailable with RetryInfo and a pushback, as a handler's answer
+// of the cancellation does: sent as it was, OK told the caller that the
+// stream had ended with nothing to send (an empty listing, a subscription
+// with no events), so that it neither retried nor went to another server.
+// A stream that sent something, or whose caller went away, keeps its nil.
+func TestStreamGivenUpAfterTheExecutorStopIsUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sends bool
+		want  codes.Code
+	}{
+		{"sent nothing", false, codes.Unavailable},
+		{"sent a message", true, codes.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEvents()
+			ex := newExec(t, nil, ev.listener())
+			ss := &quietTrailerStream{quietStream: quietStream{serverStream{ctx: metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-tenant", "a"))}}}
+			entered := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- grpcadmit.StreamServerInterceptor(ex)(nil, ss, &grpc.StreamServerInfo{FullMethod: "/test.Gate/Watch"},
+					func(_ any, ss grpc.ServerStream) error {
+						if tc.sends {
+							if err := ss.SendMsg(wrapperspb.String("x")); err != nil {
+								return err
+							}
+						}
+						close(entered)
+						<-ss.Context().Done()
+						return nil
+					})
+			}()
+			<-entered
+			ex.Close()
+			err := <-done
+			if status.Code(err) != tc.want {
+				t.Fatalf("the stream the executor stopped: %v, want %v", err, tc.want)
+			}
+			if tc.want == codes.Unavailable {
+				if retryDelay(err) != grpcadmit.DefaultRetryAfter {
+					t.Errorf("RetryInfo %v, want %v", retryDelay(err), grpcadmit.DefaultRetryAfter)
+				}
+				if v := ss.trailer.Get("grpc-retry-pushback-ms"); len(v) != 1 || v[0] != "1000" {
+					t.Errorf("pushback %q, want 1000", v)
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%v does not match context.Canceled: an interceptor chained before would count it by its code", err)
+				}
+			}
+			if e := <-ev.completed; e.Status == executor.Failed {
+				t.Errorf("the stream counted %v (%v), want no failure", e.Status, e.Err)
 			}
 		})
 	}
