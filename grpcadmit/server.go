@@ -425,8 +425,8 @@ func (a *admitter) streamOutcome(ctx context.Context, s *stream, herr error) err
 // it), as a subscription's loop returns on ctx.Done: Cancelled. It gave
 // the stream up having done nothing for its caller; as a Success, a
 // caller cancelling its streams would close a half-open breaker whose
-// probe did no work. httpadmit counts a next that wrote nothing and returned once
-// its request was cancelled so too.
+// probe did no work. httpadmit counts a next that wrote nothing and
+// returned once its request was cancelled so too.
 var errStreamGivenUp = fmt.Errorf("grpcadmit: the stream handler sent nothing and returned once its stream's context had ended: %w", context.Canceled)
 
 // stream is a server stream with the context Do gave, which keeps the
