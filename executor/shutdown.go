@@ -49,7 +49,14 @@ func (ex *Executor) EvictGroup(group string) bool {
 // matches context.Canceled and ErrGroupShutdown. The group stays shut down
 // until evicted. Called from one of the group's tasks, or a callback run
 // for one, it returns only once ctx ends: that task finishes after it.
+// An empty key names no group (no task can have it): it returns an error
+// matching policy.ErrInvalidOption, as SetGroupLimits does, and keeps no
+// state for it.
 func (ex *Executor) ShutdownGroup(ctx context.Context, key string) error {
+	if err := validGroupKey(key); err != nil {
+		// A marker for it would count among Stats' groups until evicted.
+		return fmt.Errorf("executor: ShutdownGroup: %w", err)
+	}
 	g := ex.lockMarkedGroup(key)
 	g.shutdown = true
 	g.evict = false // a later shutdown wins over a pending eviction
