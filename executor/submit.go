@@ -193,6 +193,13 @@ func detachedGroup(ex *Executor, key string) *group { return &group{ex: ex, key:
 // given), and returns the error.
 func (ex *Executor) refuseInvalid(j *job, group string, weight int, err error) error {
 	j.g = detachedGroup(ex, group)
+	// The listener's event (j.weight) and the error name one weight: 0
+	// reads 1, as for every task, and a negative weight, the invalid input
+	// itself, is told as given.
+	if weight >= 0 {
+		weight = max(weight, 1)
+	}
+	j.weight = weight
 	rej := &RejectedError{Group: group, ID: j.taskID(), Limit: LimitInvalid, Weight: weight, Err: err}
 	ex.totals.countRefusal(Rejected, false)
 	ex.completeRefused(j, Rejected, rej)
