@@ -56,9 +56,9 @@ func (ex *Executor) Do(ctx context.Context, group string, fn func(context.Contex
 func (ex *Executor) DoWeighted(ctx context.Context, group string, weight int, fn func(context.Context) error) error {
 	if err := validate(ctx, group, weight, fn == nil); err != nil {
 		ex.totals.countRefusal(Rejected, false)
-		rej := &RejectedError{Group: group, Limit: LimitInvalid, Weight: weight, Err: err}
+		rej := &RejectedError{Group: group, Limit: LimitInvalid, Weight: invalidWeight(weight), Err: err}
 		if ex.listener != nil {
-			ex.notify(onRejected, Event{Group: group, Weight: weight, Status: Rejected, Err: rej})
+			ex.notify(onRejected, Event{Group: group, Weight: rej.Weight, Status: Rejected, Err: rej})
 		}
 		return rej
 	}

@@ -171,6 +171,16 @@ func ExecuteAll[T any](ex *Executor, ctx context.Context, tasks []Task[T]) []Res
 	return rs
 }
 
+// invalidWeight is the weight a refusal for invalid input names, in its
+// error and its event: 0 reads 1, as for every task, and a negative
+// weight, the invalid input itself, is told as given.
+func invalidWeight(w int) int {
+	if w == 0 {
+		return 1
+	}
+	return w
+}
+
 func validate(ctx context.Context, group string, weight int, nilFn bool) error {
 	switch {
 	case ctx == nil:
@@ -193,13 +203,8 @@ func detachedGroup(ex *Executor, key string) *group { return &group{ex: ex, key:
 // given), and returns the error.
 func (ex *Executor) refuseInvalid(j *job, group string, weight int, err error) error {
 	j.g = detachedGroup(ex, group)
-	// The listener's event (j.weight) and the error name one weight: 0
-	// reads 1, as for every task, and a negative weight, the invalid input
-	// itself, is told as given.
-	if weight >= 0 {
-		weight = max(weight, 1)
-	}
-	j.weight = weight
+	weight = invalidWeight(weight)
+	j.weight = weight // the listener's event names it too
 	rej := &RejectedError{Group: group, ID: j.taskID(), Limit: LimitInvalid, Weight: weight, Err: err}
 	ex.totals.countRefusal(Rejected, false)
 	ex.completeRefused(j, Rejected, rej)
