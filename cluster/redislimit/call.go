@@ -144,7 +144,14 @@ type scriptCall struct {
 // their calls carry its error.
 func (h *Holder) runScripts(ctx context.Context, calls []*scriptCall, more func(p redis.Pipeliner)) error {
 	var err error
-	for i, wave := range inKeyOrder(calls) {
+	waves := inKeyOrder(calls)
+	if len(waves) == 0 && more != nil {
+		// No script call, only more's commands (the PING that probes
+		// Redis while the holder is down): they are sent too, or the
+		// probe would read as Redis's answer without ever reaching it.
+		waves = [][]*scriptCall{nil}
+	}
+	for i, wave := range waves {
 		if i > 0 && failed(err) {
 			for _, c := range wave {
 				c.cmd = redis.NewCmd(ctx)
