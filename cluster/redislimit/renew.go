@@ -70,9 +70,13 @@ func (h *Holder) renewOnce() {
 				// may have been dropped meanwhile: a lowered limit made its
 				// task too heavy): its grant is this state's, and landed in
 				// a forgotten one it would be renewed, used and given back
-				// by no one until its local validity ends.
+				// by no one until its local validity ends. Nor while an
+				// error reply refuses the key's tasks (ErrKeyFailed): a
+				// fresh state would ask Redis again before its renew
+				// interval is over.
+				keyFailed := ks.keyErr != nil && now.Before(ks.keyErrUntil)
 				if ks.demand == 0 && ks.inFlight == 0 && !ks.queued && !ks.retry && ks.fellBack == 0 && ks.refused == 0 && ks.keyRefused == 0 &&
-					!ks.unwait && len(ks.orphans) == 0 {
+					!ks.unwait && len(ks.orphans) == 0 && !keyFailed {
 					l.forgetLocked(ks) // an idle key costs nothing
 				}
 				continue
