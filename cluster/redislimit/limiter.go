@@ -335,6 +335,18 @@ func (l *Limiter) acquireLocked(ks *keyState, n int) (executor.LimiterPermit, er
 		_, free := ks.held()
 		ks.minFree = min(ks.minFree, free)
 		h.st.acquired.Add(uint64(n))
+		if ks.demand > 0 && n >= ks.demand {
+			// The task that waited for the key is served here: its
+			// executor asked again as a task of the key ended here,
+			// before the refiller looked at the key. Nothing waits any
+			// more, and the waiting record in Redis ends now (the
+			// refiller sends its end), as when the refiller finds the
+			// permits first (refillLocked), rather than once a probe
+			// finds no task asking, while Redis splits the key's limit
+			// with a holder that waits for nothing.
+			ks.waiting = false
+			h.dropDemandLocked(ks)
+		}
 		return p, nil
 	}
 	// The whole limit is here and in use: Redis has nothing to grant. A

@@ -1,0 +1,52 @@
+package redislimit_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/redis/go-redis/v9"
+)
+
+// An executor asks again for its waiting task as soon as a task of the
+// key ends here, under its own lock, before the holder's refiller can look
+// at the key: the permits the ended task gave back serve the waiting task
+// through that TryAcquire. The holder then waits for nothing, and its
+// waiting record in Redis ends at once, as when the refiller finds the
+// permits first; not after a probe of the executor, once the refusal's
+// poll interval is over (a minute here), while Redis splits the key's
+// limit with a holder that waits for nothing.
+func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
+	addr := startRedis(t)
+	rdb := newClient(t, addr)
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Minute),
+		redislimit.WithOpTimeout(time.Minute))...)
+	la := a.Groups(3)
+	na := attach(t, la)
+	pa := acquire(t, la, na, "g", 2, 5*time.Second)
+	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
+		t.Fatalf("TryAcquire of 2 with 1 permit left: %v, %v; want to wait", q, err)
+	}
+	recorded(t, rdb, a.ID()+"/1")
+	eventually(t, "the refusal used", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
+
+	// The refiller is busy with another key's refill while the executor
+	// ends the task and asks for the waiting one.
+	parked, open := holdCalls(a, redislimit.SetRefillHook)
+	defer open()
+	if q, err := la.TryAcquire("x", 1); q != nil || err != nil {
+		t.Fatalf("TryAcquire(x): %v, %v; want to wait", q, err)
+	}
+	<-parked
+	pa.Release()
+	p, err := la.TryAcquire("g", 2)
+	if p == nil || err != nil {
+		t.Fatalf("TryAcquire of 2 with the 2 permits just released at hand: %v, %v", p, err)
+	}
+	defer p.Release()
+	open()
+	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
+		return errors.Is(rdb.ZScore(bg, "t:"+t.Name()+":{group:g}:w", a.ID()+"/1").Err(), redis.Nil)
+	})
+}
