@@ -128,6 +128,7 @@ type keyState struct {
 	freed    bool      // a notice that permits were freed, or a renewal round, came since the last refill request was sent
 	recorded bool      // Redis counts this holder as waiting for the key
 	probing  bool      // the executor was told to ask again, to learn whether a task still waits (refillLocked)
+	served   bool      // TryAcquire served the task that waited, and dropped the demand: the refiller tells the executor, so that one still waiting asks again
 	unwait   bool      // tell Redis it no longer is; set until Redis has answered that it ended the record
 	lastReq  uint64    // the number of the last refill request sent for the key (Holder.leaseSeq): an unwait ends no record of a later one
 	inFlight int       // refill requests sent whose reply has not been used yet: a renewal round keeps the key's state for them (renewOnce)
@@ -343,9 +344,13 @@ func (l *Limiter) acquireLocked(ks *keyState, n int) (executor.LimiterPermit, er
 			// refiller sends its end), as when the refiller finds the
 			// permits first (refillLocked), rather than once a probe
 			// finds no task asking, while Redis splits the key's limit
-			// with a holder that waits for nothing.
+			// with a holder that waits for nothing. The executor is told
+			// too, as there: a task of the key that still waits asks
+			// again, and is asked for.
 			ks.waiting = false
 			h.dropDemandLocked(ks)
+			ks.served = true
+			h.enqueueLocked(ks)
 		}
 		return p, nil
 	}

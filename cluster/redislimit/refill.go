@@ -190,6 +190,10 @@ func (h *Holder) serve(q []*keyState) {
 	now := time.Now()
 	for _, ks := range q {
 		a.evs = h.reportLocked(ks, now, a.evs)
+		if ks.served {
+			ks.served = false
+			a.notify = append(a.notify, ks)
+		}
 		r := h.refillLocked(ks, now, &a)
 		if r != nil {
 			reqs = append(reqs, r)

@@ -16,14 +16,18 @@ import (
 // waiting record in Redis ends at once, as when the refiller finds the
 // permits first; not after a probe of the executor, once the refusal's
 // poll interval is over (a minute here), while Redis splits the key's
-// limit with a holder that waits for nothing.
+// limit with a holder that waits for nothing. The executor is told, so
+// that a task of the key that still waits asks again.
 func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
 	addr := startRedis(t)
 	rdb := newClient(t, addr)
 	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Minute),
 		redislimit.WithOpTimeout(time.Minute))...)
 	la := a.Groups(3)
-	na := attach(t, la)
+	na := make(notifier, 16)
+	if err := la.Attach(na.notify); err != nil {
+		t.Fatal(err)
+	}
 	pa := acquire(t, la, na, "g", 2, 5*time.Second)
 	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
 		t.Fatalf("TryAcquire of 2 with 1 permit left: %v, %v; want to wait", q, err)
@@ -39,6 +43,7 @@ func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
 		t.Fatalf("TryAcquire(x): %v, %v; want to wait", q, err)
 	}
 	<-parked
+	drain(na)
 	pa.Release()
 	p, err := la.TryAcquire("g", 2)
 	if p == nil || err != nil {
@@ -49,4 +54,7 @@ func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
 	eventually(t, "A's waiting record ends", 5*time.Second, func() bool {
 		return errors.Is(rdb.ZScore(bg, "t:"+t.Name()+":{group:g}:w", a.ID()+"/1").Err(), redis.Nil)
 	})
+	for k := ""; k != "g"; {
+		k = waitFor(t, "the executor of g told to ask again", na)
+	}
 }
