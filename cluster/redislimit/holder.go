@@ -234,7 +234,7 @@ func (h *Holder) closeLeases() error {
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
 			evs = h.reportLocked(ks, now, evs)
-			if ks.demand > 0 || ks.waiting || ks.probing {
+			if ks.demand > 0 || ks.waiting || ks.probing || ks.served {
 				waits = append(waits, ks)
 			}
 			for _, o := range ks.orphans {

@@ -58,3 +58,50 @@ func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
 		k = waitFor(t, "the executor of g told to ask again", na)
 	}
 }
+
+// Close tells the executor of a key whose waiting task TryAcquire served
+// (the refiller has not told it yet), as it tells those of keys whose
+// tasks wait: a task of the key that still waits asks again, and is
+// refused with ErrClosed rather than waiting for a notify that no
+// refiller sends any more.
+func TestCloseTellsTheExecutorOfAServedWaiter(t *testing.T) {
+	addr := startRedis(t)
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Minute),
+		redislimit.WithOpTimeout(time.Minute))...)
+	la := a.Groups(3)
+	na := make(notifier, 16)
+	if err := la.Attach(na.notify); err != nil {
+		t.Fatal(err)
+	}
+	pa := acquire(t, la, na, "g", 2, 5*time.Second)
+	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
+		t.Fatalf("TryAcquire of 2 with 1 permit left: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "the refusal used", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
+	parked, open := holdCalls(a, redislimit.SetRefillHook)
+	defer open()
+	if q, err := la.TryAcquire("x", 1); q != nil || err != nil {
+		t.Fatalf("TryAcquire(x): %v, %v; want to wait", q, err)
+	}
+	<-parked
+	pa.Release()
+	p, err := la.TryAcquire("g", 2)
+	if p == nil || err != nil {
+		t.Fatalf("TryAcquire of 2 with the 2 permits just released at hand: %v, %v", p, err)
+	}
+	drain(na)
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	eventually(t, "Close begun", 5*time.Second, func() bool { return a.Stats().Mode == redislimit.ModeClosed })
+	open()
+	waitFor(t, "Close returned", closed)
+	told := false
+	for len(na) > 0 {
+		if <-na == "g" {
+			told = true
+		}
+	}
+	if !told {
+		t.Fatal("Close did not tell the executor of g to ask again")
+	}
+}
