@@ -381,10 +381,11 @@ func (h *Holder) upLocked() *Event {
 	h.down, h.lastErr = false, nil
 	// Waiting records not ended in Redis while down (no call is made for
 	// them then, and one that failed waits for this) are ended now, and
-	// leases granted without a reply given back.
+	// leases granted without a reply given back, and the permits due back
+	// (giveUp: the refiller gives none back while down).
 	for _, l := range h.scopes {
 		for _, ks := range l.keys {
-			if ks.unwait || len(ks.orphans) > 0 {
+			if ks.unwait || len(ks.orphans) > 0 || ks.giveUp {
 				h.enqueueLocked(ks)
 			}
 		}

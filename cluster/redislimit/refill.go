@@ -221,7 +221,12 @@ func (h *Holder) serve(q []*keyState) {
 				drops = append(drops, drop{ks: ks, o: o})
 			}
 		}
-		if ks.giveUp {
+		if ks.giveUp && !h.down {
+			// Not while down: the call would wait for a Redis the holder
+			// cannot reach, holding up the notices of this pass (the
+			// executors of the keys whose tasks wait meet the failure
+			// policy at once). giveUp stays set, and upLocked serves the
+			// key again once Redis answers.
 			ks.giveUp = false
 			idle, at := ks.idleLocked(now)
 			if k := max(ks.excessLocked(now), idle); k > 0 {
