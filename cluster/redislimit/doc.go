@@ -118,7 +118,9 @@
 // asked for since its last request, it has the executor dispatch the key,
 // and ends the record if no task asks within a poll interval. So a record
 // whose tasks all gave up ends a poll interval after the next notice or
-// renewal round. When the last wait ends (served, or its record ended),
+// renewal round. A waiting task served here, from permits a task of the
+// key released (whether the executor or the holder's refiller gets to it
+// first), ends the record at once. When the last wait ends (served, or its record ended),
 // that is published too: the holders of the key hear that nobody waits,
 // and keep their permits again.
 //
@@ -156,6 +158,10 @@
 // answers again), dispatch again, and each head that then asks is refused
 // (FailClosed) or runs (FailOpen); with the global limiter that is the head
 // of every group's queue, then the next ones, until the outage is over.
+// Permits due back meanwhile (above a lowered limit or a share) are not
+// sent back while down, so that no call to an unreachable Redis holds up
+// those notices; a renewal round, or the first answer once Redis is back,
+// gives them back.
 // Stats reports the mode (ModeUp, ModeDown; ModeClosed after Close), the
 // policy, and counts every fallback, refusal, outage and lost lease (not
 // the leases Close gives back); a listener (WithListener)
