@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -387,6 +388,9 @@ func (x *exchange) run(group string, weight int) {
 // took: once it is done with, the request's context is no longer watched,
 // and the body of a request whose base did not return is closed.
 func (x *exchange) sendTaken(ctx context.Context) error {
+	if x.adm != nil {
+		x.adm.admitted.Store(true) // the Cancel channel is send's to watch now
+	}
 	defer func() {
 		x.detach() // the request is done with: nothing to watch
 		switch {
@@ -444,12 +448,16 @@ func (x *exchange) judge(resp *http.Response) error {
 // in, its connection no longer depends on the request's context (net/http
 // stops watching it), and neither does the slot that the connection holds.
 //
-// A request with a Cancel channel (http.Client sets one, for a
-// RoundTripper it does not know, as its Timeout's means) is given up when
-// the channel is closed, as net/http gives it up: the admission ends too,
-// so that the request leaves its queue rather than wait there for a
-// caller that is gone. Watching a channel takes a goroutine, which detach
-// ends; a request without one costs none.
+// A request with a Cancel channel is given up when the channel is closed,
+// as net/http gives it up: the admission ends too, so that the request
+// leaves its queue rather than wait there for a caller that is gone.
+// Watching a channel takes a goroutine, which detach ends, started only
+// once a wait in the queue asks for Done (admissionCtx.Done): http.Client
+// gives a channel to every request with a Timeout sent through a
+// RoundTripper it does not know (with a context of the same deadline),
+// and a request admitted at once, the common case, costs none. Once
+// admitted, the request is sent with the channel, which net/http watches,
+// and send watches it for the body's hold.
 func (x *exchange) admission() context.Context {
 	parent := x.req.Context()
 	//lint:ignore SA1019 http.Client still cancels through it, and net/http honours it
@@ -461,10 +469,6 @@ func (x *exchange) admission() context.Context {
 	adm := &admissionCtx{Context: inner, parent: parent, cancel: cancel, cancelCh: cancelCh, stop: func() bool { return false }}
 	if parent.Done() != nil {
 		adm.stop = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
-	}
-	if cancelCh != nil {
-		adm.unwatch = make(chan struct{})
-		go adm.watchCancel()
 	}
 	x.adm = adm // once stop is set: a parent that panicked above leaves nothing to detach
 	return adm
@@ -478,8 +482,34 @@ type admissionCtx struct {
 	cancel          context.CancelCauseFunc // ends Context
 	stop            func() bool             // stops the request's context from calling cancel
 	cancelCh        <-chan struct{}         // the request's Cancel channel; nil if it has none
-	unwatch         chan struct{}           // closed by detach: watchCancel returns
+	admitted        atomic.Bool             // send has the request: no queue wait to end any more
 	detached        atomic.Bool
+
+	mu      sync.Mutex    // orders watch with detach
+	unwatch chan struct{} // closed by detach: watchCancel returns; nil while not watched
+}
+
+// Done is the admission's channel. Asked for before the request is
+// admitted (by the executor, as the request waits in its queue), it has
+// the Cancel channel watched, so that the wait ends as the channel is
+// closed.
+func (c *admissionCtx) Done() <-chan struct{} {
+	if c.cancelCh != nil && !c.admitted.Load() {
+		c.watch()
+	}
+	return c.Context.Done()
+}
+
+// watch starts watchCancel, once, unless the request is admitted or the
+// admission detached.
+func (c *admissionCtx) watch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unwatch != nil || c.admitted.Load() || c.detached.Load() {
+		return
+	}
+	c.unwatch = make(chan struct{})
+	go c.watchCancel(c.unwatch)
 }
 
 // detach stops the request's context, and its Cancel channel, from ending
@@ -489,18 +519,23 @@ func (c *admissionCtx) detach() {
 		return
 	}
 	c.stop()
+	if c.cancelCh == nil {
+		return
+	}
+	c.mu.Lock()
 	if c.unwatch != nil {
 		close(c.unwatch)
 	}
+	c.mu.Unlock()
 }
 
 // watchCancel ends this context when the request's Cancel channel is
-// closed, until detached.
-func (c *admissionCtx) watchCancel() {
+// closed, until unwatch is (detach).
+func (c *admissionCtx) watchCancel(unwatch <-chan struct{}) {
 	select {
 	case <-c.cancelCh:
 		c.cancel(errCancelChannel)
-	case <-c.unwatch:
+	case <-unwatch:
 	}
 }
 
@@ -656,6 +691,8 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		_ = resp.Body.Close()
 		return outcome
 	}
+	//lint:ignore SA1019 http.Client still cancels through it, and net/http honours it
+	cancelCh := x.req.Cancel // ends the body's hold, as the request's context does
 	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		// The connection outlives the request's context, as in net/http:
 		// from now on only its Close, or the executor's stop, frees the
@@ -663,6 +700,7 @@ func (x *exchange) send(ctx context.Context) (err error) {
 		if x.adm != nil {
 			x.adm.detach()
 		}
+		cancelCh = nil
 		resp.Body = &upgradedBody{rw, x}
 	} else {
 		resp.Body = &body{ReadCloser: resp.Body, x: x, ctx: ctx}
@@ -671,6 +709,7 @@ func (x *exchange) send(ctx context.Context) (err error) {
 	select {
 	case <-x.closed:
 	case <-ctx.Done():
+	case <-cancelCh: // the caller gave the request up: net/http reads no more of the body
 	}
 	if p := x.readErr.Load(); outcome == nil && p != nil {
 		return &BodyError{*p}

@@ -37,11 +37,11 @@ func cancelWaitSetup(t *testing.T, ev *events) (http.RoundTripper, *executor.Exe
 	return rt, ex, &sent
 }
 
-// A request whose only cancellation is its Cancel channel (http.Client sets
-// it, with no deadline on the context, for a Transport it does not know)
-// leaves its destination's queue once the channel is closed, as net/http
-// gives it up: RoundTrip returns a cancellation, nothing is sent, and its
-// place is free.
+// A request whose only cancellation is its Cancel channel (its caller's
+// own; http.Client sets one too, for a Transport it does not know, beside
+// a context with its Timeout's deadline) leaves its destination's queue
+// once the channel is closed, as net/http gives it up: RoundTrip returns a
+// cancellation, nothing is sent, and its place is free.
 func TestTransportCancelChannelEndsTheWait(t *testing.T) {
 	ev := newEvents()
 	rt, ex, sent := cancelWaitSetup(t, ev)

@@ -1,0 +1,126 @@
+package httpadmit_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/httpadmit"
+	"github.com/groupexec/groupexec/policy"
+)
+
+// parkedInAdmission counts the goroutines parked in a method of a
+// request's admission context: a watcher of its Cancel channel.
+func parkedInAdmission() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "httpadmit.(*admissionCtx)")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// http.Client gives a Cancel channel to every request with a Timeout sent
+// through a RoundTripper it does not know, a Transport, and a context with
+// the same deadline: a request admitted at once does not pay a goroutine
+// to watch a channel that only a queue wait needs watched.
+func TestTransportCancelChannelAdmittedAtOnceWatchesWithNoGoroutine(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	rt := httpadmit.Transport(ex, roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+	}))
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	//lint:ignore SA1019 http.Client sets it for a Transport it does not know
+	req.Cancel = make(chan struct{})
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if n := parkedInAdmission(); n != 0 {
+		t.Errorf("%d goroutines watch the admission of a request admitted at once, want 0", n)
+	}
+}
+
+// A body held open is let go, its slot freed, once the request's Cancel
+// channel is closed, as once its context ends: net/http can no longer
+// read it.
+func TestTransportCancelChannelEndsTheBodysHold(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, nil, ev.listener())
+	rt := httpadmit.Transport(ex, roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+	}))
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	cancel := make(chan struct{})
+	//lint:ignore SA1019 http.Client sets it for a Transport it does not know
+	req.Cancel = cancel
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	close(cancel)
+	select {
+	case e := <-ev.completed:
+		if e.Status != executor.Success {
+			t.Errorf("completed %v (%v), want Success", e.Status, e.Err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slot still held 10s after the request's Cancel channel was closed")
+	}
+	if n := inFlight(ex, "svc.test:80"); n != 0 {
+		t.Errorf("%d in flight once the Cancel channel closed, want 0", n)
+	}
+}
+
+// A 101 response's connection outlives its request's Cancel channel, as it
+// does the request's context: the slot stays held until the connection is
+// closed.
+func TestTransportUpgradeOutlivesCancelChannel(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxInFlight(1)}, ev.listener())
+	srv := echoUpgradeServer(t)
+	client := &http.Client{Transport: httpadmit.Transport(ex, srv.Client().Transport)}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	cancel := make(chan struct{})
+	//lint:ignore SA1019 http.Client sets it for a Transport it does not know
+	req.Cancel = cancel
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	conn := resp.Body.(io.ReadWriteCloser)
+	defer conn.Close()
+	close(cancel) // the handshake is given up; the connection lives on
+	r := bufio.NewReader(conn)
+	io.WriteString(conn, "hello\n")
+	if line, err := r.ReadString('\n'); line != "HELLO\n" {
+		t.Fatalf("echo after the Cancel channel closed: %q, %v", line, err)
+	}
+	select {
+	case e := <-ev.completed:
+		t.Errorf("slot freed (%v) while the upgraded connection is open", e.Status)
+	case <-time.After(100 * time.Millisecond): // nothing comes when the slot is held
+	}
+	if n := inFlight(ex, host(t, srv.URL)); n != 1 {
+		t.Errorf("%d in flight while upgraded, want 1", n)
+	}
+	conn.Close()
+	if n := inFlight(ex, host(t, srv.URL)); n != 0 {
+		t.Errorf("%d in flight after Close", n)
+	}
+}
