@@ -103,8 +103,9 @@ func TestTransportCancelChannelClosedBeforeAdmissionIsNotSent(t *testing.T) {
 }
 
 // A request with a Cancel channel that is never closed is sent and its
-// slot freed at Body.Close as any other; what watches the channel ends
-// with it (the package's goleak check sees a goroutine left behind).
+// slot freed at Body.Close as any other (admitted at once, nothing
+// watched its channel; for one that waited in its queue, see
+// TestTransportCancelChannelWatchedInTheQueueEndsWithTheRequest).
 func TestTransportCancelChannelNeverClosed(t *testing.T) {
 	ev := newEvents()
 	ex := newExec(t, nil, ev.listener())

@@ -21,7 +21,13 @@ func parkedInAdmission() int {
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "httpadmit.(*admissionCtx)")
+			parked := 0
+			for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+				if strings.Contains(g, "httpadmit.(*admissionCtx)") {
+					parked++
+				}
+			}
+			return parked
 		}
 		buf = make([]byte, 2*len(buf))
 	}
@@ -122,5 +128,49 @@ func TestTransportUpgradeOutlivesCancelChannel(t *testing.T) {
 	conn.Close()
 	if n := inFlight(ex, host(t, srv.URL)); n != 0 {
 		t.Errorf("%d in flight after Close", n)
+	}
+}
+
+// A request that waited in its queue, its Cancel channel watched, and was
+// then admitted and served with the channel never closed, leaves no
+// watcher behind once done with (the package's goleak check).
+func TestTransportCancelChannelWatchedInTheQueueEndsWithTheRequest(t *testing.T) {
+	ev := newEvents()
+	ex := newExec(t, []policy.Option{policy.WithDefaultMaxConcurrency(1), policy.WithDefaultMaxInFlight(2)}, ev.listener())
+	rt := httpadmit.Transport(ex, roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+	}))
+	first, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	held, err := rt.RoundTrip(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Body.Close() })
+	next(t, ev.submitted)
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	//lint:ignore SA1019 http.Client sets it for a Transport it does not know
+	req.Cancel = make(chan struct{})
+	respc := make(chan *http.Response, 1)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Error(err)
+		}
+		respc <- resp
+	}()
+	next(t, ev.submitted) // in line behind the first
+	for deadline := time.Now().Add(10 * time.Second); parkedInAdmission() != 1; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("no goroutine watches the Cancel channel of a request waiting in its queue")
+		}
+	}
+	held.Body.Close()
+	resp := <-respc
+	if resp == nil {
+		return
+	}
+	resp.Body.Close()
+	if n := inFlight(ex, "svc.test:80"); n != 0 {
+		t.Errorf("%d in flight after Body.Close", n)
 	}
 }
