@@ -269,9 +269,13 @@ func (b *Bulkhead) refuseEnded(err error) {
 	if !b.observed {
 		return
 	}
+	// Read before the mutex is taken: the context's error is the caller's
+	// code, and an Error that exits the goroutine (runtime.Goexit, which
+	// detailOf cannot recover) ends the caller alone.
+	detail := detailOf(err)
 	es := new(events)
 	b.lockNow(nil)
-	b.event(es, EventRequestRejected, b.stamp(), 0, detailOf(err))
+	b.event(es, EventRequestRejected, b.stamp(), 0, detail)
 	b.unlock()
 	b.deliver(es)
 }
@@ -488,10 +492,11 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 // context's error (metrics/prom, metrics/otel) count it as cancelled, not
 // under a text of its own.
 //
-// It runs under the mutex, and a context's error is the caller's code: an
-// Error that panics (a nil pointer's, say) would leave the mutex held, and
-// every later call blocked. Its detail is then errTextPanicked. (One that
-// exits the goroutine cannot be stopped.)
+// It mostly runs under the mutex, and a context's error is the caller's
+// code: an Error that panics (a nil pointer's, say) would leave the mutex
+// held, and every later call blocked. Its detail is then errTextPanicked.
+// One that exits the goroutine cannot be recovered: refuseEnded, which
+// can, reads the detail before it takes the mutex.
 func detailOf(err error) (detail string) {
 	if e, ok := err.(*Error); ok {
 		return e.code
