@@ -476,9 +476,10 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 		}
 	}()
 	if b.observed {
+		detail := detailOf(err) // before the mutex, as in refuseEnded
 		es := new(events)
 		b.lockNow(nil) // the deferred release still runs if Now exits the goroutine
-		b.event(es, EventRequestRejected, b.stamp(), p.id, detailOf(err))
+		b.event(es, EventRequestRejected, b.stamp(), p.id, detail)
 		b.unlock()
 		b.deliver(es)
 	}
@@ -495,8 +496,8 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 // It mostly runs under the mutex, and a context's error is the caller's
 // code: an Error that panics (a nil pointer's, say) would leave the mutex
 // held, and every later call blocked. Its detail is then errTextPanicked.
-// One that exits the goroutine cannot be recovered: refuseEnded, which
-// can, reads the detail before it takes the mutex.
+// One that exits the goroutine cannot be recovered: refuseEnded and
+// giveBack, which can, read the detail before they take the mutex.
 func detailOf(err error) (detail string) {
 	if e, ok := err.(*Error); ok {
 		return e.code
