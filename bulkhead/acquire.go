@@ -39,8 +39,11 @@ func (b *Bulkhead) TryAcquire(ctx context.Context, n int) (Permit, error) {
 // n exceeds the limit (it could never be issued), or ctx's error when ctx ends first: a
 // request whose context has ended when its turn comes never gets a permit,
 // which goes to the next in line (a context whose Done is closed while its
-// Err is nil has ended too: the error matches context.Canceled). A request
-// that fails holds nothing. With a queue, ctx is waited on and must not be
+// Err is nil has ended too, once its request waits: the error matches
+// context.Canceled; a free permit is issued on Err alone, since asking a
+// standard context for Done makes its channel, an allocation a request
+// that never waits would pay for a context that breaks the contract). A
+// request that fails holds nothing. With a queue, ctx is waited on and must not be
 // nil (a *ConfigError).
 func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 	if n < 1 {
@@ -51,7 +54,7 @@ func (b *Bulkhead) Acquire(ctx context.Context, n int) (Permit, error) {
 		if ctx == nil {
 			return Permit{}, &ConfigError{"Acquire ctx", nil, "must not be nil"}
 		}
-		if ended(ctx) != nil {
+		if ctx.Err() != nil {
 			return b.acquire(ctx, n, wait) // fails with ctx's error
 		}
 	}
@@ -163,7 +166,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		return Permit{}, b.refuseCapability()
 	}
 	if wait {
-		if err := ended(ctx); err != nil {
+		if err := ctx.Err(); err != nil {
 			b.refuseEnded(err)
 			return Permit{}, err
 		}
@@ -320,19 +323,6 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 // errDoneNilErr is the error of a request whose context's Done is closed
 // while its Err reports nil.
 var errDoneNilErr = fmt.Errorf("bulkhead: the context's Done is closed but its Err is nil: %w", context.Canceled)
-
-// ended returns the error of a request whose context has ended before it
-// asks: ctx's Err, or errDoneNilErr if that is nil while its Done is
-// closed, as doneErr has it for a waiter.
-func ended(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if doneWithoutErr(ctx) != nil {
-		return errDoneNilErr
-	}
-	return nil
-}
 
 // doneErr returns the error of w's request, whose context's Done is closed.
 // A context whose Err is nil then breaks context.Context's contract: taken

@@ -71,8 +71,8 @@ func TestClockNowExitingAsAGrantedWaiterLeaves(t *testing.T) {
 		}
 		c.onStop.Store(&hold)
 		ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
-		w := queueWith(t, ctx, b, 1)[0] // queued before its Done closes: refused at once after
 		close(ctx.done)
+		w := acquireAsync(ctx, b, 1)
 		<-stopping
 		release(t, b, held) // issues the permit to the waiter, whose Err is nil
 		c.now.Store(true)

@@ -38,22 +38,6 @@ func TestDoneWithoutErrRejectionReadsCancelled(t *testing.T) {
 	wantOneCancelledRejection(t, b)
 }
 
-// With a queue, Acquire refuses a context that has already ended, even
-// with permits free; and so one whose Done is closed while its Err is nil,
-// which has ended too (it fails as a cancelled one once queued). It was
-// granted a permit when one was free.
-func TestAcquireDoneWithoutErrBeforeItAsks(t *testing.T) {
-	b := newBH(t, 1, bulkhead.WithQueue(1, time.Hour), bulkhead.WithEventLog(8))
-	ctx := &doneNoErrContext{Context: bg, done: make(chan struct{})}
-	close(ctx.done)
-	p, err := b.Acquire(ctx, 1)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire: (permit %d, %v), want an error matching context.Canceled", p.ID(), err)
-	}
-	whole(t, b, 0)
-	wantOneCancelledRejection(t, b)
-}
-
 // wantOneCancelledRejection checks that b's event log holds one rejection,
 // with the Detail of a cancelled context.
 func wantOneCancelledRejection(t *testing.T, b *bulkhead.Bulkhead) {
