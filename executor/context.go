@@ -83,6 +83,9 @@ func (j *job) endRun() {
 func (j *job) endRunWith(x *jobExtra) {
 	x.mu.Lock()
 	x.ended = true
+	// A channel made before this is closed below; none is made after
+	// (lockDone): the completion has none to close (complete).
+	x.late.Store(false)
 	cancel := x.cancelRun
 	x.cancelRun = nil
 	// The merge of the parent into cancelCh is stopped once x.mu is

@@ -63,9 +63,9 @@ type jobExtra struct {
 	ended      bool        // the run has ended: never listed again
 
 	// late: runCtx.Done made cancelCh, which the end of the run may not
-	// have seen (endRun found no x): the job's completion closes it
-	// (endLate), if nothing did before. Set under mu, read by complete
-	// without it.
+	// see (endRun may find no x): the job's completion closes it
+	// (endLate), unless endRunWith, which closes it, cleared the flag
+	// first. Written under mu, read by complete without it.
 	late atomic.Bool
 }
 
