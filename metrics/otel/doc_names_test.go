@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"os"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,38 +13,18 @@ import (
 
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/metrics/internal/doclist"
 	gotel "github.com/groupexec/groupexec/metrics/otel"
 	"github.com/groupexec/groupexec/policy"
 )
 
-// documentedInstrument matches a line of the package doc's list of the
-// executor's instruments: a name, its attributes in braces, then the
-// description.
-var documentedInstrument = regexp.MustCompile(`^//\t([a-z_]+)(?:\{([^}]*)\})?\s{2,}\S`)
-
-// documentedInstruments reads the instrument names and attribute keys the
-// package doc lists.
+// documentedInstruments reads the instruments the package doc lists, each with its label
+// names, so that the list users read is the one checked.
 func documentedInstruments(t *testing.T) map[string][]string {
 	t.Helper()
-	src, err := os.ReadFile("doc.go")
+	docs, err := doclist.Read("doc.go")
 	if err != nil {
 		t.Fatal(err)
-	}
-	docs := map[string][]string{}
-	for line := range strings.SplitSeq(string(src), "\n") {
-		m := documentedInstrument.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var keys []string
-		if m[2] != "" {
-			for a := range strings.SplitSeq(m[2], ",") {
-				key, _, _ := strings.Cut(a, "=")
-				keys = append(keys, key)
-			}
-		}
-		slices.Sort(keys)
-		docs[m[1]] = keys
 	}
 	if len(docs) < 13 {
 		t.Fatalf("read %d instruments from doc.go, want the whole list: %v", len(docs), docs)

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"os"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,37 +12,18 @@ import (
 	"github.com/groupexec/groupexec/breaker"
 	"github.com/groupexec/groupexec/bulkhead"
 	"github.com/groupexec/groupexec/executor"
+	"github.com/groupexec/groupexec/metrics/internal/doclist"
 	"github.com/groupexec/groupexec/metrics/prom"
 	"github.com/groupexec/groupexec/policy"
 )
 
-// documentedMetric matches a line of the package doc's metric lists:
-// a name, its labels in braces, then the description.
-var documentedMetric = regexp.MustCompile(`^//\t([a-z_]+)(?:\{([^}]*)\})?\s{2,}\S`)
-
-// documentedMetrics reads the metric names and label names the package doc
-// lists, so that the list users read is the one checked.
+// documentedMetrics reads the metrics the package doc lists, each with its label
+// names, so that the list users read is the one checked.
 func documentedMetrics(t *testing.T) map[string][]string {
 	t.Helper()
-	src, err := os.ReadFile("doc.go")
+	docs, err := doclist.Read("doc.go")
 	if err != nil {
 		t.Fatal(err)
-	}
-	docs := map[string][]string{}
-	for line := range strings.SplitSeq(string(src), "\n") {
-		m := documentedMetric.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var labels []string
-		if m[2] != "" {
-			for l := range strings.SplitSeq(m[2], ",") {
-				name, _, _ := strings.Cut(l, "=")
-				labels = append(labels, name)
-			}
-		}
-		slices.Sort(labels)
-		docs[m[1]] = labels
 	}
 	if len(docs) < 20 {
 		t.Fatalf("read %d metrics from doc.go, want the whole list: %v", len(docs), docs)
