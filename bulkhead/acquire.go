@@ -444,11 +444,43 @@ func (b *Bulkhead) leave(w *waiter, err error) bool {
 // giveUpLocked takes w, whose request gives up with err, out of the queue.
 func (b *Bulkhead) giveUpLocked(w *waiter, err error, stamp int64, es *events) {
 	b.waiters.Remove(&w.node)
+	var detail string
+	if es != nil { // detailOf reads err, the context's: only for an observer
+		detail = b.detailLocked(w, err, stamp, es)
+	}
 	w.err = err
 	close(w.ready)
-	if es != nil { // detailOf reads err, the context's: only for an observer
-		b.event(es, EventRequestRejected, stamp, 0, detailOf(err))
+	if es != nil {
+		b.event(es, EventRequestRejected, stamp, 0, detail)
 	}
+}
+
+// detailLocked is detailOf(err) for w, which giveUpLocked has taken out of
+// the queue, under the mutex, on the goroutine of w's request (leave) or
+// of whoever serves the queue (serveLocked). err is the context's error,
+// the caller's code: an Error that exits the goroutine (runtime.Goexit)
+// cannot be stopped, and must not leave the mutex held. w then fails with
+// ErrGoexit, as when its context's Err exits (endedLocked), the rest of
+// the queue is served (w leaving may let lighter waiters behind it in) and
+// the mutex released as the goroutine exits (the listener does not hear
+// es's events; the event log keeps them). giveUpLocked's callers take the
+// mutex with lockNow or lock, and nothing above them releases it in a
+// deferred call, which would release it a second time.
+func (b *Bulkhead) detailLocked(w *waiter, err error, stamp int64, es *events) string {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		w.err = ErrGoexit
+		close(w.ready)
+		b.event(es, EventRequestRejected, stamp, 0, ErrGoexit.code)
+		b.dispatchLocked(es)
+		b.unlock()
+	}()
+	detail := detailOf(err)
+	returned = true
+	return detail
 }
 
 // giveBack releases a permit issued to a waiter that has given up with err
@@ -487,7 +519,9 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 // code: an Error that panics (a nil pointer's, say) would leave the mutex
 // held, and every later call blocked. Its detail is then errTextPanicked.
 // One that exits the goroutine cannot be recovered: refuseEnded and
-// giveBack, which can, read the detail before they take the mutex.
+// giveBack read the detail before they take the mutex, and a waiter
+// leaving the queue, which must leave, fails with ErrGoexit as the
+// goroutine exits, releasing the mutex (detailLocked).
 func detailOf(err error) (detail string) {
 	if e, ok := err.(*Error); ok {
 		return e.code
