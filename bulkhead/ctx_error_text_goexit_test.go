@@ -57,12 +57,14 @@ type endingCtx struct {
 func (c *endingCtx) Done() <-chan struct{} { return c.done }
 
 func (c *endingCtx) Err() error {
-	switch {
-	case c.ended.Load():
+	if c.ended.Load() {
 		return exitingText{}
-	case c.armed.Load():
-		close(c.done)
+	}
+	// Once, and ended before Done closes: the request's goroutine, woken by
+	// Done, reads Err at once, and must find the exitingText.
+	if c.armed.CompareAndSwap(true, false) {
 		c.ended.Store(true)
+		close(c.done)
 	}
 	return nil
 }
