@@ -132,5 +132,7 @@ func (e *PanicError) Unwrap() error {
 // ErrGoexit is the Result.Err of a Submit whose function called
 // runtime.Goexit (or whose clock's Now did as the run was timed, before the
 // function ran), and the error of a queued Acquire whose context's Err
-// exited the goroutine that served the queue.
+// exited the goroutine that served the queue, or whose context's error's
+// Error did as the request left the queue, on its own goroutine or on the
+// one that served the queue.
 var ErrGoexit = &Error{"RB_ERR_GOEXIT", "bulkhead: function called runtime.Goexit"}
