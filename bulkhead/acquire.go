@@ -269,18 +269,35 @@ func (b *Bulkhead) refuseCapability() error {
 // state, but the request failed: observers that count requests must see it,
 // as they see a waiter whose context ends.
 func (b *Bulkhead) refuseEnded(err error) {
-	if !b.observed {
-		return
+	if b.observed {
+		b.recordRejection(0, err)
 	}
-	// Read before the mutex is taken: the context's error is the caller's
-	// code, and an Error that exits the goroutine (runtime.Goexit, which
-	// detailOf cannot recover) ends the caller alone.
-	detail := detailOf(err)
-	es := new(events)
-	b.lockNow(nil)
-	b.event(es, EventRequestRejected, b.stamp(), 0, detail)
-	b.unlock()
-	b.deliver(es)
+}
+
+// recordRejection records the rejection of a request that failed with err,
+// its context's error (or ErrGoexit), and gave back permit id (0 for
+// none). The detail is read before the mutex is taken: the context's error
+// is the caller's code, and an Error that exits the goroutine
+// (runtime.Goexit, which detailOf cannot recover) must not leave the mutex
+// held. The request has failed all the same, and observers that count
+// requests must see it: as the goroutine exits, the rejection is recorded
+// with ErrGoexit's code, as a waiter's that leaves the queue is
+// (detailLocked), and the listener does not hear it (the event log keeps
+// it).
+func (b *Bulkhead) recordRejection(id uint64, err error) {
+	detail := ErrGoexit.code
+	returned := false
+	defer func() {
+		es := new(events)
+		b.lockNow(nil)
+		b.event(es, EventRequestRejected, b.stamp(), id, detail)
+		b.unlock()
+		if returned {
+			b.deliver(es)
+		}
+	}()
+	detail = detailOf(err)
+	returned = true
 }
 
 // wait waits for w's turn, its maximum wait, or ctx.
@@ -498,12 +515,7 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 		}
 	}()
 	if b.observed {
-		detail := detailOf(err) // before the mutex, as in refuseEnded
-		es := new(events)
-		b.lockNow(nil) // the deferred release still runs if Now exits the goroutine
-		b.event(es, EventRequestRejected, b.stamp(), p.id, detail)
-		b.unlock()
-		b.deliver(es)
+		b.recordRejection(p.id, err) // the deferred release still runs if Now exits the goroutine
 	}
 }
 
@@ -519,9 +531,9 @@ func (b *Bulkhead) giveBack(p Permit, err error) {
 // code: an Error that panics (a nil pointer's, say) would leave the mutex
 // held, and every later call blocked. Its detail is then errTextPanicked.
 // One that exits the goroutine cannot be recovered: refuseEnded and
-// giveBack read the detail before they take the mutex, and a waiter
-// leaving the queue, which must leave, fails with ErrGoexit as the
-// goroutine exits, releasing the mutex (detailLocked).
+// giveBack read the detail before they take the mutex (recordRejection),
+// and a waiter leaving the queue, which must leave, fails with ErrGoexit
+// as the goroutine exits, releasing the mutex (detailLocked).
 func detailOf(err error) (detail string) {
 	if e, ok := err.(*Error); ok {
 		return e.code

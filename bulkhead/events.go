@@ -8,7 +8,7 @@ const (
 	EventPermitReleased  = "RB_PERMIT_RELEASED"  // a permit came back
 	EventAtCapacity      = "RB_AT_CAPACITY"      // an acquire could not have its permits at once: too few free, a waiter ahead of it, or more than the limit
 	EventRequestQueued   = "RB_REQUEST_QUEUED"   // an acquire began to wait in the queue
-	EventRequestRejected = "RB_REQUEST_REJECTED" // an acquire failed; Detail is the error's code, or the context's error for a request whose context ended (context.Canceled's if its Done closed with a nil Err; a fixed text if its Error panics, ErrGoexit's code if it exits the goroutine as the request leaves the queue); PermitID is 0, or the permit a waiter was issued as it gave up, which it gave back
+	EventRequestRejected = "RB_REQUEST_REJECTED" // an acquire failed; Detail is the error's code, or the context's error for a request whose context ended (context.Canceled's if its Done closed with a nil Err; a fixed text if its Error panics, ErrGoexit's code if it exits the goroutine); PermitID is 0, or the permit a waiter was issued as it gave up, which it gave back
 	EventCapChanged      = "RB_CAP_CHANGED"      // SetLimit changed the limit
 	EventDrainActive     = "RB_DRAIN_ACTIVE"     // a drain began or goes on: Detail "started", "lowered again", "raised" (not enough to end it) or "refused an acquire"
 	EventDrainComplete   = "RB_DRAIN_COMPLETE"   // in-flight dropped below the lowered limit
