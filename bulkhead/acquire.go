@@ -162,7 +162,7 @@ func (b *Bulkhead) acquire(ctx context.Context, n int, wait bool) (Permit, error
 		// so that TryAcquire stays small enough to inline.
 		return Permit{}, invalidWeight("TryAcquire n", n)
 	}
-	if b.capability != "" && !HasCapability(ctx, b.capability) {
+	if !b.admits(ctx) {
 		return Permit{}, b.refuseCapability()
 	}
 	if wait {

@@ -35,3 +35,8 @@ func HasCapability(ctx context.Context, name string) bool {
 	}
 	return false
 }
+
+// admits reports whether ctx carries the capability b requires, if any.
+func (b *Bulkhead) admits(ctx context.Context) bool {
+	return b.capability == "" || HasCapability(ctx, b.capability)
+}

@@ -92,11 +92,13 @@ func Submit[T any](b *Bulkhead, ctx context.Context, fn func(context.Context) (T
 // and fn's context. Tests start the goroutine themselves, to order it
 // against Cancel.
 func admit[T any](b *Bulkhead, ctx context.Context, _ func(context.Context) (T, error)) (*Handle[T], context.Context, error) {
-	if b.maxDepth > 0 && ctx.Err() == nil && doneWithoutErr(ctx) != nil {
+	if b.maxDepth > 0 && b.admits(ctx) && ctx.Err() == nil && doneWithoutErr(ctx) != nil {
 		// Acquire refuses a context that has ended only by its Err, which
 		// here is nil: refused as a cancelled one, as a waiter whose Done
 		// closes with a nil Err is (doneErr). Deriving fn's context reads
-		// ctx's Done anyway.
+		// ctx's Done anyway. One without the required capability is left
+		// to Acquire, which refuses it for that first, whatever its
+		// context (WithRequiredCapability).
 		b.refuseEnded(errDoneNilErr)
 		return nil, nil, errDoneNilErr
 	}
