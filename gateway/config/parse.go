@@ -800,7 +800,7 @@ func decodeErrors(te *yaml.TypeError, keys *keyIndex) []*Error {
 			if cut, ok := strings.CutSuffix(value, "..."); ok && strings.HasPrefix(k.value, cut) {
 				value = k.value
 			}
-			path, reason = k.path, fmt.Sprintf("%q is not a valid %s", shown(value), typeName(v[2]))
+			path, reason = k.path, fmt.Sprintf("%q is not a valid %s", shownValue(k.path, value), typeName(v[2]))
 			if k.path != "" {
 				line = k.line
 			}

@@ -25,3 +25,13 @@ func shownArgs(args []any) []any {
 	}
 	return args
 }
+
+// shownValue is s, the value of the key at path, as an error quotes it: a
+// backend's without its password (redactPassword), as the checks of the
+// backends name them, wherever the value is refused.
+func shownValue(path, s string) string {
+	if path == "backends" {
+		s = redactPassword(s)
+	}
+	return shown(s)
+}

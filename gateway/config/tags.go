@@ -39,7 +39,7 @@ func tagErrors(root *yaml.Node, src *source) []*Error {
 	var walk func(n *yaml.Node, path string, line int)
 	walk = func(n *yaml.Node, path string, line int) {
 		if n.Style&yaml.TaggedStyle != 0 {
-			if reason := badTag(n); reason != "" {
+			if reason := badTag(n, path); reason != "" {
 				errs = append(errs, &Error{Line: line, Key: path, Reason: reason})
 			}
 		} else if src.nonSpecificTag(n) {
@@ -74,8 +74,9 @@ func tagErrors(root *yaml.Node, src *source) []*Error {
 // nonSpecificReason is why the tag "!" is refused.
 const nonSpecificReason = "the non-specific tag ! is not one the config takes (YAML makes a value so tagged text, the decoder reads it as untagged): remove it, or quote the value for text"
 
-// badTag returns why the explicit tag of n is refused, or "".
-func badTag(n *yaml.Node) string {
+// badTag returns why the explicit tag of n, a node of the key at path, is
+// refused, or "".
+func badTag(n *yaml.Node, path string) string {
 	tag := n.ShortTag()
 	switch tag {
 	case "!!binary":
@@ -102,7 +103,7 @@ func badTag(n *yaml.Node) string {
 	// where the text is not what the tag says.
 	var v any
 	if what != "" && (&yaml.Node{Kind: yaml.ScalarNode, Tag: n.Tag, Value: n.Value}).Decode(&v) != nil {
-		return fmt.Sprintf("%q is not %s, as its tag %s says: remove the tag", shown(n.Value), what, tag)
+		return fmt.Sprintf("%q is not %s, as its tag %s says: remove the tag", shownValue(path, n.Value), what, tag)
 	}
 	return ""
 }
