@@ -926,10 +926,38 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 		// as negative, or taken, the value would not be the file's.
 		var f float64
 		if n.Decode(&f) == nil && !math.IsNaN(f) && f <= 1<<63 &&
-			(f != math.Trunc(f) || f == 1<<63 || f < -(1<<63)) {
+			(f != math.Trunc(f) || f == 1<<63 || f < -(1<<63) || writtenFraction(n.Value)) {
 			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", shown(n.Value))})
 		}
 	}
+}
+
+// writtenFraction reports whether s, a float as written, has a fraction
+// that its float64 does not hold: "5.0000000000000001" is read as the
+// float 5, which would pass for an integer. It reads the digits as
+// written (without the decoder's "_"s), not the number they make:
+// math/big reading "1e-1000000" exactly takes tens of milliseconds, and a
+// file may hold millions of such values. Text it cannot read (.inf) is
+// left to the float's own checks.
+func writtenFraction(s string) bool {
+	s = strings.TrimLeft(strings.ReplaceAll(s, "_", ""), "+-")
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil {
+			return false
+		}
+		mant, exp = s[:i], e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return false
+	}
+	// The last digit that is not 0 must fall before the point, once the
+	// exponent has moved it.
+	last := strings.LastIndexFunc(digits, func(r rune) bool { return r != '0' })
+	return last >= 0 && last-len(whole) >= exp
 }
 
 // octalLooking reports whether s is written with a leading 0 and more
