@@ -925,9 +925,16 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 		// too) to whatever the machine gives (-2^63 on amd64): refused
 		// as negative, or taken, the value would not be the file's.
 		var f float64
-		if n.Decode(&f) == nil && !math.IsNaN(f) && f <= 1<<63 &&
-			(f != math.Trunc(f) || f == 1<<63 || f < -(1<<63) || writtenFraction(n.Value)) {
+		if n.Decode(&f) != nil || math.IsNaN(f) || f > 1<<63 {
+			return
+		}
+		if f != math.Trunc(f) || f == 1<<63 || f < -(1<<63) || writtenFraction(n.Value) {
 			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf("%q is not a valid integer", shown(n.Value))})
+		} else if !writtenAs(n.Value, int64(f)) {
+			// An integer of more digits than a float64 holds, written
+			// as a float: rounded, it would not be the file's.
+			*errs = append(*errs, &Error{Line: line, Key: path, Reason: fmt.Sprintf(
+				"%q is read as a float, %d: write the integer without a fraction or an exponent", shown(n.Value), int64(f))})
 		}
 	}
 }
@@ -935,29 +942,61 @@ func fractions(n *yaml.Node, t reflect.Type, path string, line int, hidden map[s
 // writtenFraction reports whether s, a float as written, has a fraction
 // that its float64 does not hold: "5.0000000000000001" is read as the
 // float 5, which would pass for an integer. It reads the digits as
-// written (without the decoder's "_"s), not the number they make:
-// math/big reading "1e-1000000" exactly takes tens of milliseconds, and a
-// file may hold millions of such values. Text it cannot read (.inf) is
-// left to the float's own checks.
+// written, not the number they make: math/big reading "1e-1000000"
+// exactly takes tens of milliseconds, and a file may hold millions of
+// such values. Text it cannot read (.inf) is left to the float's own
+// checks.
 func writtenFraction(s string) bool {
+	digits, point, ok := floatDigits(s)
+	// The last digit that is not 0 must fall before the point.
+	last := strings.LastIndexFunc(digits, func(r rune) bool { return r != '0' })
+	return ok && last >= point
+}
+
+// writtenAs reports whether s, a float as written without a fraction
+// (writtenFraction), is the integer v: "9007199254740993.0" is not the
+// 9007199254740992 its float64 holds. Text it cannot read is taken to be.
+func writtenAs(s string, v int64) bool {
+	digits, point, ok := floatDigits(s)
+	if !ok {
+		return true
+	}
+	whole := strings.TrimLeft(digits[:max(0, min(point, len(digits)))], "0")
+	zeros := point - len(digits) // the exponent's 0s after the digits
+	if whole == "" {
+		return v == 0
+	}
+	if len(whole)+max(zeros, 0) > 19 {
+		return false // beyond int64, which v is not
+	}
+	if strings.HasPrefix(s, "-") {
+		whole = "-" + whole // -2^63 has no positive twin
+	}
+	w, err := strconv.ParseInt(whole+strings.Repeat("0", max(zeros, 0)), 10, 64)
+	return err == nil && w == v
+}
+
+// floatDigits returns the digits of s, a float as written (without its
+// sign and the decoder's "_"s), and where its point falls among them once
+// the exponent has moved it; false for text it does not read so (.inf).
+func floatDigits(s string) (digits string, point int, ok bool) {
 	s = strings.TrimLeft(strings.ReplaceAll(s, "_", ""), "+-")
 	mant, exp := s, 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(s[i+1:])
 		if err != nil {
-			return false
+			return "", 0, false
 		}
-		mant, exp = s[:i], e
+		// Past a 64 MiB file's digits either way, and far from
+		// overflowing point.
+		mant, exp = s[:i], max(-1<<40, min(e, 1<<40))
 	}
 	whole, frac, _ := strings.Cut(mant, ".")
-	digits := whole + frac
+	digits = whole + frac
 	if digits == "" || strings.Trim(digits, "0123456789") != "" {
-		return false
+		return "", 0, false
 	}
-	// The last digit that is not 0 must fall before the point, once the
-	// exponent has moved it.
-	last := strings.LastIndexFunc(digits, func(r rune) bool { return r != '0' })
-	return last >= 0 && last-len(whole) >= exp
+	return digits, len(whole) + exp, true
 }
 
 // octalLooking reports whether s is written with a leading 0 and more
