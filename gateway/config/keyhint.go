@@ -62,6 +62,15 @@ func unknownKey(name, goType string) string {
 	if places := keyPlaces[folded]; len(places) > 0 {
 		return reason + ": it is a key of " + strings.Join(places, " and of ")
 	}
+	// A key written as the dotted path that the errors and the docs
+	// name it by (limits.queue_timeout at the top): where its last name
+	// is taken, nested.
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		last := name[i+1:]
+		if places := keyPlaces[foldKey(last)]; len(places) > 0 {
+			return reason + ": keys are written nested, not dotted: " + last + " is a key of " + strings.Join(places, " and of ")
+		}
+	}
 	return reason
 }
 
