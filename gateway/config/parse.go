@@ -139,7 +139,9 @@ func parse(data []byte) (*Config, *keyIndex, error) {
 	unitlessDurations(keys, &errs)
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, keys, &Error{Line: extra.Line, Reason: "more than one YAML document"}
+		// Reported with the first document's problems, which are
+		// checked as ever: the decoder read that one alone.
+		errs = append(errs, &Error{Line: extra.Line, Reason: "more than one YAML document"})
 	}
 	// The decoder decodes, and refuses, an anchored value at each alias
 	// that uses it, and names only the line it is written on: such an
