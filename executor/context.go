@@ -116,10 +116,20 @@ func (j *job) endRunWith(x *jobExtra) {
 	}
 }
 
+// closeLate closes the channel of Fn's context made as the run ended or
+// after (late), which the end of the run did not see. The job's completion
+// calls it once it has begun (claimed), before it marks the job
+// completed: a Wait that returns finds the channel closed.
+func (j *job) closeLate() {
+	if x := j.x.Load(); x != nil && x.late.Load() {
+		x.endLate()
+	}
+}
+
 // endLate closes the run context's channel, made by Done as the run ended
 // or after (late), unless it was closed before. It takes x.mu only, under
-// which no path takes a group's mutex: complete calls it, under its
-// group's mutex for a Go task. Listed in its group's
+// which no path takes a group's mutex: the completion calls it (closeLate),
+// under its group's mutex for a Go task. Listed in its group's
 // watched set, the job stays there until pruned (watchGroupLocked), as
 // one listed as its run ended does.
 func (x *jobExtra) endLate() {
@@ -382,10 +392,11 @@ func (c *runCtx) Done() <-chan struct{} {
 	x.cancelCh = ch
 	x.late.Store(true)
 	x.mu.Unlock()
-	if j.done.Load() {
-		// The run ended and its job completed before the channel was
-		// made (endRun found no x to end): nothing else closes it. A
-		// completion after the store above sees late (complete).
+	if j.done.begun() {
+		// The run ended and its job's completion began before the
+		// channel was made (endRun found no x to end): nothing else
+		// closes it. A completion that begins after the store above
+		// sees late (closeLate).
 		x.endLate()
 		return ch
 	}
@@ -415,7 +426,7 @@ func (x *jobExtra) lockDone(j *job) <-chan struct{} {
 		x.mu.Unlock()
 		return ch
 	}
-	if x.cancelled == nil && (x.ended || j.done.Load()) {
+	if x.cancelled == nil && (x.ended || j.done.begun()) {
 		// Asked for after the run ended (by a goroutine that outlived
 		// it): done, as a standard run context is once its run ends. A
 		// run that ended with no x to mark (endRun) is known ended by
@@ -445,8 +456,8 @@ func (c *runCtx) Err() error {
 // errOwn is Err without the parent's.
 func (c *runCtx) errOwn() error {
 	j := (*job)(c)
-	if j.done.Load() {
-		// Completed, so the run has ended (a run context ends with its
+	if j.done.begun() {
+		// Completing, so the run has ended (a run context ends with its
 		// run, as a standard one does), even if nothing marked it
 		// (endRun with no x).
 		return context.Canceled

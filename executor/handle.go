@@ -264,11 +264,6 @@ func (j *job) complete(st Status, err error, queued, duration time.Duration) boo
 	if ch != nil {
 		close(ch)
 	}
-	if x := j.x.Load(); x != nil && x.late.Load() {
-		// Fn's context made its Done channel as its run ended, or after:
-		// the end may not have closed it (runCtx.Done).
-		x.endLate()
-	}
 	return ok
 }
 
@@ -284,6 +279,7 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 			doubleCompletions.Add(1)
 			return nil, false
 		}
+		j.closeLate()
 		j.status = st // read by a Do call after its wake-up, by nothing for Go
 		if j.kind == kindDo {
 			j.body.record(err, duration)
@@ -295,6 +291,7 @@ func (j *job) publish(st Status, err error, queued, duration time.Duration) (cha
 		doubleCompletions.Add(1)
 		return nil, false
 	}
+	j.closeLate() // before Wait can return: claimed, not completed yet
 	j.status, j.submitted = st, queued
 	j.body.record(err, duration)
 	if j.done.v.Swap(completed)&hasChan != 0 {
@@ -320,6 +317,10 @@ const (
 
 // Load reports whether the outcome is published.
 func (c *completion) Load() bool { return c.v.Load() == completed }
+
+// begun reports whether the job's completion has begun: claimed, or
+// completed. A job completes once its run (if any) has ended.
+func (c *completion) begun() bool { return c.v.Load()&^hasChan != pending }
 
 // claim takes the right to publish, once.
 func (c *completion) claim() bool {
