@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groupexec/groupexec/cluster/redislimit"
+	"github.com/groupexec/groupexec/executor"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,19 +22,8 @@ import (
 func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
 	addr := startRedis(t)
 	rdb := newClient(t, addr)
-	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Minute),
-		redislimit.WithOpTimeout(time.Minute))...)
-	la := a.Groups(3)
-	na := make(notifier, 16)
-	if err := la.Attach(na.notify); err != nil {
-		t.Fatal(err)
-	}
-	pa := acquire(t, la, na, "g", 2, 5*time.Second)
-	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
-		t.Fatalf("TryAcquire of 2 with 1 permit left: %v, %v; want to wait", q, err)
-	}
+	a, la, na, pa := holderWaitingOnG(t, addr)
 	recorded(t, rdb, a.ID()+"/1")
-	eventually(t, "the refusal used", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
 
 	// The refiller is busy with another key's refill while the executor
 	// ends the task and asks for the waiting one.
@@ -66,18 +56,7 @@ func TestWaiterServedByTheExecutorEndsTheRecord(t *testing.T) {
 // refiller sends any more.
 func TestCloseTellsTheExecutorOfAServedWaiter(t *testing.T) {
 	addr := startRedis(t)
-	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Minute),
-		redislimit.WithOpTimeout(time.Minute))...)
-	la := a.Groups(3)
-	na := make(notifier, 16)
-	if err := la.Attach(na.notify); err != nil {
-		t.Fatal(err)
-	}
-	pa := acquire(t, la, na, "g", 2, 5*time.Second)
-	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
-		t.Fatalf("TryAcquire of 2 with 1 permit left: %v, %v; want to wait", q, err)
-	}
-	eventually(t, "the refusal used", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
+	a, la, na, pa := holderWaitingOnG(t, addr)
 	parked, open := holdCalls(a, redislimit.SetRefillHook)
 	defer open()
 	if q, err := la.TryAcquire("x", 1); q != nil || err != nil {
@@ -104,4 +83,25 @@ func TestCloseTellsTheExecutorOfAServedWaiter(t *testing.T) {
 	if !told {
 		t.Fatal("Close did not tell the executor of g to ask again")
 	}
+}
+
+// holderWaitingOnG returns a holder of a group limit of 3 on key g, whose
+// task holds 2 permits (pa) while another of weight 2 waits, refused by
+// Redis (its record written), with renewals by hand and a poll interval
+// and op timeout of a minute, so that nothing moves unless the test does.
+func holderWaitingOnG(t *testing.T, addr string) (*redislimit.Holder, *redislimit.Limiter, notifier, executor.LimiterPermit) {
+	t.Helper()
+	a := newHolder(t, addr, append(manualRenewals(), redislimit.WithPollInterval(time.Minute),
+		redislimit.WithOpTimeout(time.Minute))...)
+	la := a.Groups(3)
+	na := make(notifier, 16)
+	if err := la.Attach(na.notify); err != nil {
+		t.Fatal(err)
+	}
+	pa := acquire(t, la, na, "g", 2, 5*time.Second)
+	if q, err := la.TryAcquire("g", 2); q != nil || err != nil {
+		t.Fatalf("TryAcquire of 2 with 1 permit left: %v, %v; want to wait", q, err)
+	}
+	eventually(t, "the refusal used", 5*time.Second, func() bool { return a.Stats().RefillsDenied == 1 })
+	return a, la, na, pa
 }
