@@ -103,9 +103,12 @@ func TestTransportCancelChannelClosedBeforeAdmissionIsNotSent(t *testing.T) {
 }
 
 // A request with a Cancel channel that is never closed is sent and its
-// slot freed at Body.Close as any other (admitted at once, nothing
-// watched its channel; for one that waited in its queue, see
-// TestTransportCancelChannelWatchedInTheQueueEndsWithTheRequest).
+// slot freed at Body.Close as any other. Admitted at once, it pays no
+// goroutine to watch its channel, which only a queue wait needs watched:
+// http.Client gives such a channel to every request with a Timeout sent
+// through a RoundTripper it does not know, a Transport, with a context of
+// the same deadline. (For one that waited in its queue, see
+// TestTransportCancelChannelWatchedInTheQueueEndsWithTheRequest.)
 func TestTransportCancelChannelNeverClosed(t *testing.T) {
 	ev := newEvents()
 	ex := newExec(t, nil, ev.listener())
@@ -118,6 +121,9 @@ func TestTransportCancelChannelNeverClosed(t *testing.T) {
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := parkedInAdmission(); n != 0 {
+		t.Errorf("%d goroutines watch the admission of a request admitted at once, want 0", n)
 	}
 	if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
 		t.Errorf("body %q, want ok", b)

@@ -33,29 +33,6 @@ func parkedInAdmission() int {
 	}
 }
 
-// http.Client gives a Cancel channel to every request with a Timeout sent
-// through a RoundTripper it does not know, a Transport, and a context with
-// the same deadline: a request admitted at once does not pay a goroutine
-// to watch a channel that only a queue wait needs watched.
-func TestTransportCancelChannelAdmittedAtOnceWatchesWithNoGoroutine(t *testing.T) {
-	ev := newEvents()
-	ex := newExec(t, nil, ev.listener())
-	rt := httpadmit.Transport(ex, roundTripper(func(r *http.Request) (*http.Response, error) {
-		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
-	}))
-	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
-	//lint:ignore SA1019 http.Client sets it for a Transport it does not know
-	req.Cancel = make(chan struct{})
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if n := parkedInAdmission(); n != 0 {
-		t.Errorf("%d goroutines watch the admission of a request admitted at once, want 0", n)
-	}
-}
-
 // A body held open is let go, its slot freed, once the request's Cancel
 // channel is closed, as once its context ends: net/http can no longer
 // read it.
